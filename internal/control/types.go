@@ -1,0 +1,318 @@
+// Package control models the fleetbot control repo: the Platform, Cluster,
+// Workspace and App objects of apiVersion fleetbot.io/v1alpha1, how they are
+// loaded from a directory or any fs.FS, and how they are validated.
+//
+// Loading keeps "could not read" apart from "is invalid": a missing or
+// unreadable repo is an error of its own, while every validation problem is
+// collected as an Issue with file:line and a hint, so a user sees all of them
+// at once.
+package control
+
+import (
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// APIVersion is the only apiVersion fleetbot accepts in a control repo.
+const APIVersion = "fleetbot.io/v1alpha1"
+
+// Object kinds of a control repo.
+const (
+	KindPlatform  = "Platform"
+	KindCluster   = "Cluster"
+	KindWorkspace = "Workspace"
+	KindApp       = "App"
+)
+
+// App scopes: a cluster-scoped app may only be a platform component; a
+// namespaced app may also be deployed by workspaces.
+const (
+	ScopeCluster    = "cluster"
+	ScopeNamespaced = "namespaced"
+)
+
+// Access modes for repo permissions.
+const (
+	// AccessEnforce converges grants to the persona matrix, removing extras.
+	AccessEnforce = "enforce"
+	// AccessAdditive only adds missing grants and never removes any.
+	AccessAdditive = "additive"
+)
+
+// Merge modes for fleetbot's pull requests.
+const (
+	MergeManual = "manual"
+	MergeAuto   = "auto"
+)
+
+// Defaults applied by Load when a field is absent.
+const (
+	DefaultBranch            = "main"
+	DefaultClusterRepo       = "cluster-{name}"
+	DefaultWorkspaceRepo     = "workspace-{name}"
+	DefaultVisibility        = "private"
+	DefaultPRBranch          = "fleetbot/sync"
+	DefaultFluxInterval      = "10m"
+	DefaultFluxSecretRef     = "flux-system"
+	DefaultMaxRemovals       = "10%"
+	DefaultMaxAccessRemovals = "25%"
+)
+
+// Meta is the metadata of every control object.
+type Meta struct {
+	Name   string            `yaml:"name" json:"name"`
+	Labels map[string]string `yaml:"labels,omitempty" json:"labels,omitempty"`
+}
+
+// TypeMeta identifies the schema of a control object.
+type TypeMeta struct {
+	APIVersion string `yaml:"apiVersion" json:"apiVersion"`
+	Kind       string `yaml:"kind" json:"kind"`
+}
+
+// Source says where an object was read from, so every error can point at the
+// file and line that caused it.
+type Source struct {
+	// File is the slash-separated path relative to the control repo root.
+	File string `json:"file"`
+	// Line is the 1-based line of the object's first line in File.
+	Line int `json:"line"`
+	// lines maps a dotted field path ("spec.components.1.app") to its line.
+	lines map[string]int
+}
+
+// LineOf returns the line of the field at the dotted path (for example
+// "spec.values.metallb_range"), falling back to the closest parent that is
+// known, and finally to the object's first line.
+func (s Source) LineOf(path string) int {
+	for p := path; p != ""; p = parentPath(p) {
+		if l, ok := s.lines[p]; ok {
+			return l
+		}
+	}
+	if s.Line == 0 {
+		return 1
+	}
+	return s.Line
+}
+
+// At renders "file:line" for the field at the dotted path.
+func (s Source) At(path string) Position {
+	return Position{File: s.File, Line: s.LineOf(path)}
+}
+
+func parentPath(p string) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '.' {
+			return p[:i]
+		}
+	}
+	return ""
+}
+
+// Platform is the one object in platform.yaml: who owns the target repos and
+// how fleetbot writes to them.
+type Platform struct {
+	TypeMeta `yaml:",inline" json:",inline"`
+	Metadata Meta         `yaml:"metadata" json:"metadata"`
+	Spec     PlatformSpec `yaml:"spec" json:"spec"`
+	Source   Source       `yaml:"-" json:"-"`
+}
+
+// PlatformSpec is the desired state of the whole fleet.
+type PlatformSpec struct {
+	// Owner is the GitHub org (or user) owning every target repo.
+	Owner string `yaml:"owner" json:"owner"`
+	// Admins are the team slugs of the platform admins.
+	Admins []string `yaml:"admins" json:"admins"`
+	// DefaultBranch of every target repo (default main).
+	DefaultBranch string          `yaml:"defaultBranch,omitempty" json:"defaultBranch,omitempty"`
+	Repos         RepoSpec        `yaml:"repos,omitempty" json:"repos,omitempty"`
+	PullRequests  PullRequestSpec `yaml:"pullRequests,omitempty" json:"pullRequests,omitempty"`
+	Flux          FluxSpec        `yaml:"flux,omitempty" json:"flux,omitempty"`
+	Access        AccessSpec      `yaml:"access,omitempty" json:"access,omitempty"`
+	// MaxRemovals caps how many targets one plan may remove, as a count or
+	// a percentage of all targets (default 10%, at least 1).
+	MaxRemovals *intstr.IntOrString `yaml:"maxRemovals,omitempty" json:"maxRemovals,omitempty"`
+	// Components are the platform components rendered into cluster repos.
+	Components []Component `yaml:"components,omitempty" json:"components,omitempty"`
+}
+
+// RepoSpec names and shapes the target repos.
+type RepoSpec struct {
+	// Cluster is the cluster repo name pattern; {name} is the cluster name.
+	Cluster string `yaml:"cluster,omitempty" json:"cluster,omitempty"`
+	// Workspace is the workspace repo name pattern; {name} is the workspace name.
+	Workspace string `yaml:"workspace,omitempty" json:"workspace,omitempty"`
+	// Visibility of created repos: private, internal or public.
+	Visibility string `yaml:"visibility,omitempty" json:"visibility,omitempty"`
+}
+
+// PullRequestSpec says how fleetbot proposes changes.
+type PullRequestSpec struct {
+	// Branch is the one long-lived bot branch per target repo.
+	Branch string   `yaml:"branch,omitempty" json:"branch,omitempty"`
+	Labels []string `yaml:"labels,omitempty" json:"labels,omitempty"`
+	// Merge is manual or auto (GitHub auto-merge).
+	Merge string `yaml:"merge,omitempty" json:"merge,omitempty"`
+}
+
+// FluxSpec parameterises the Flux objects fleetbot writes.
+type FluxSpec struct {
+	Interval string `yaml:"interval,omitempty" json:"interval,omitempty"`
+	// SecretRef is the secret Flux uses to read target repos.
+	SecretRef string `yaml:"secretRef,omitempty" json:"secretRef,omitempty"`
+}
+
+// AccessSpec tunes how repo permissions converge.
+type AccessSpec struct {
+	// Mode is enforce (default) or additive.
+	Mode string `yaml:"mode,omitempty" json:"mode,omitempty"`
+	// MaxAccessRemovals caps the share of a repo's grants one run may remove
+	// (default 25%).
+	MaxAccessRemovals *intstr.IntOrString `yaml:"maxAccessRemovals,omitempty" json:"maxAccessRemovals,omitempty"`
+}
+
+// Component deploys a catalog app to the clusters its selector matches.
+type Component struct {
+	App string `yaml:"app" json:"app"`
+	// ClusterSelector selects clusters by label; nil selects none, an empty
+	// selector selects every cluster.
+	ClusterSelector *Selector `yaml:"clusterSelector,omitempty" json:"clusterSelector,omitempty"`
+	Values          Values    `yaml:"values,omitempty" json:"values,omitempty"`
+}
+
+// Selector is a Kubernetes label selector.
+type Selector struct {
+	MatchLabels      map[string]string `yaml:"matchLabels,omitempty" json:"matchLabels,omitempty"`
+	MatchExpressions []Requirement     `yaml:"matchExpressions,omitempty" json:"matchExpressions,omitempty"`
+}
+
+// Requirement is one matchExpressions entry of a label selector.
+type Requirement struct {
+	Key      string   `yaml:"key" json:"key"`
+	Operator string   `yaml:"operator" json:"operator"`
+	Values   []string `yaml:"values,omitempty" json:"values,omitempty"`
+}
+
+// Values are substitution values by name; YAML scalars of any type are kept
+// as their literal text.
+type Values map[string]string
+
+// Cluster is one Kubernetes cluster and its repo.
+type Cluster struct {
+	TypeMeta `yaml:",inline" json:",inline"`
+	Metadata Meta        `yaml:"metadata" json:"metadata"`
+	Spec     ClusterSpec `yaml:"spec" json:"spec"`
+	Source   Source      `yaml:"-" json:"-"`
+}
+
+// ClusterSpec is the desired state of one cluster.
+type ClusterSpec struct {
+	// Workspace is the optional workspace the cluster was adopted into.
+	Workspace string `yaml:"workspace,omitempty" json:"workspace,omitempty"`
+	// Admins are the cluster admin team slugs.
+	Admins []string `yaml:"admins,omitempty" json:"admins,omitempty"`
+	// Values override app and component values for this cluster.
+	Values Values `yaml:"values,omitempty" json:"values,omitempty"`
+}
+
+// Workspace is a group of clusters confined to one namespace.
+type Workspace struct {
+	TypeMeta `yaml:",inline" json:",inline"`
+	Metadata Meta          `yaml:"metadata" json:"metadata"`
+	Spec     WorkspaceSpec `yaml:"spec" json:"spec"`
+	Source   Source        `yaml:"-" json:"-"`
+}
+
+// WorkspaceSpec is the desired state of one workspace.
+type WorkspaceSpec struct {
+	// Namespace confines the workspace on every cluster (default metadata.name).
+	Namespace string `yaml:"namespace,omitempty" json:"namespace,omitempty"`
+	// Admins are the workspace admin team slugs.
+	Admins []string `yaml:"admins,omitempty" json:"admins,omitempty"`
+	// Apps are namespaced catalog apps for every cluster of the workspace.
+	Apps []AppRef `yaml:"apps,omitempty" json:"apps,omitempty"`
+}
+
+// AppRef deploys a catalog app with values.
+type AppRef struct {
+	App    string `yaml:"app" json:"app"`
+	Values Values `yaml:"values,omitempty" json:"values,omitempty"`
+}
+
+// App is a catalog entry: app.yaml plus a kustomize directory beside it.
+type App struct {
+	TypeMeta `yaml:",inline" json:",inline"`
+	Metadata Meta    `yaml:"metadata" json:"metadata"`
+	Spec     AppSpec `yaml:"spec" json:"spec"`
+	Source   Source  `yaml:"-" json:"-"`
+	// Dir is the slash-separated directory of the app in the control repo
+	// ("catalog/<name>").
+	Dir string `yaml:"-" json:"-"`
+	// Files holds every regular file of the app directory, keyed by path
+	// relative to Dir, so rendering never touches the disk again.
+	Files map[string][]byte `yaml:"-" json:"-"`
+}
+
+// AppSpec declares an app's scope and parameters.
+type AppSpec struct {
+	// Scope is cluster or namespaced.
+	Scope string `yaml:"scope" json:"scope"`
+	// Values declares the parameters referenced in manifests as ${name}.
+	Values map[string]ValueSpec `yaml:"values,omitempty" json:"values,omitempty"`
+}
+
+// ValueSpec declares one app parameter.
+type ValueSpec struct {
+	Required    bool    `yaml:"required,omitempty" json:"required,omitempty"`
+	Default     *string `yaml:"default,omitempty" json:"default,omitempty"`
+	Description string  `yaml:"description,omitempty" json:"description,omitempty"`
+}
+
+// Repo is a loaded control repo: every object, defaults applied.
+type Repo struct {
+	Platform   *Platform
+	Clusters   []*Cluster   // sorted by name
+	Workspaces []*Workspace // sorted by name
+	Apps       []*App       // sorted by name
+	// Revision is the control repo commit the objects were read at, when known.
+	Revision string
+}
+
+// Cluster returns the cluster of that name, or nil.
+func (r *Repo) Cluster(name string) *Cluster {
+	for _, c := range r.Clusters {
+		if c.Metadata.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// Workspace returns the workspace of that name, or nil.
+func (r *Repo) Workspace(name string) *Workspace {
+	for _, w := range r.Workspaces {
+		if w.Metadata.Name == name {
+			return w
+		}
+	}
+	return nil
+}
+
+// App returns the app of that name, or nil.
+func (r *Repo) App(name string) *App {
+	for _, a := range r.Apps {
+		if a.Metadata.Name == name {
+			return a
+		}
+	}
+	return nil
+}
+
+// Namespace returns the workspace's namespace, defaulting to its name.
+func (w *Workspace) Namespace() string {
+	if w.Spec.Namespace != "" {
+		return w.Spec.Namespace
+	}
+	return w.Metadata.Name
+}

@@ -1,0 +1,40 @@
+// Package policy turns the persona model (platform admins, workspace admins,
+// cluster admins) into what a code host enforces: team roles per repo,
+// CODEOWNERS and branch protection. It is pure: plain values in, plain
+// values out, and a Diff that says how an observed state drifts from the
+// desired one.
+package policy
+
+// Role is a GitHub repository role granted to a team.
+type Role string
+
+// GitHub repository roles, weakest first.
+const (
+	RolePull     Role = "pull"
+	RoleTriage   Role = "triage"
+	RolePush     Role = "push"
+	RoleMaintain Role = "maintain"
+	RoleAdmin    Role = "admin"
+)
+
+// Protection is the branch protection fleetbot requires on a default branch.
+type Protection struct {
+	Branch                  string `json:"branch"`
+	RequirePullRequest      bool   `json:"requirePullRequest"`
+	RequireCodeOwnerReviews bool   `json:"requireCodeOwnerReviews"`
+	DismissStaleReviews     bool   `json:"dismissStaleReviews"`
+	RequiredApprovals       int    `json:"requiredApprovals"`
+	AllowForcePushes        bool   `json:"allowForcePushes"`
+	AllowDeletions          bool   `json:"allowDeletions"`
+}
+
+// Access is the desired (or observed) access state of one repo.
+type Access struct {
+	// Teams maps a team slug to its role on the repo.
+	Teams map[string]Role `json:"teams"`
+	// Protection of the default branch; nil when observed unprotected.
+	Protection *Protection `json:"protection,omitempty"`
+	// Collaborators maps a direct collaborator's login to its role (observed
+	// state only: fleetbot never grants direct collaborators).
+	Collaborators map[string]Role `json:"collaborators,omitempty"`
+}
