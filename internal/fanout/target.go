@@ -69,3 +69,29 @@ func (k Kind) Managed(p string) bool {
 	}
 	return false
 }
+
+// Tombstone is the desired state of the repo of a cluster or workspace that
+// left the control repo: every managed file goes away except a README saying
+// so and the CODEOWNERS that keeps platform admins in charge. The repo itself
+// is kept; Flux prunes what the removed files described.
+//
+// TODO(fanout): final README wording; this body is the contract's minimum.
+func Tombstone(owner string, admins []string, defaultBranch string, kind Kind, name, repo string) *Target {
+	readme := "# " + repo + "\n\nThis " + string(kind) + " (" + name + ") was removed from the fleetbot control repo.\n" +
+		"fleetbot removed the content it managed here; Flux prunes what it described. The repo is kept.\n"
+	var owners strings.Builder
+	owners.WriteString("*")
+	for _, a := range admins {
+		owners.WriteString(" @" + owner + "/" + a)
+	}
+	owners.WriteString("\n")
+	return &Target{
+		Kind: kind, Name: name, Owner: owner, Repo: repo, DefaultBranch: defaultBranch,
+		Files: map[string][]byte{
+			"README.md":          []byte(readme),
+			".github/CODEOWNERS": []byte(owners.String()),
+		},
+		Reviewers: admins,
+		Removed:   true,
+	}
+}
