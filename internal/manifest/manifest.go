@@ -1,0 +1,152 @@
+// Package manifest reads Kubernetes objects out of rendered YAML so plans and
+// pull request bodies can say which objects a change adds, changes or
+// removes, per kind, instead of only which files.
+package manifest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// Object identifies one Kubernetes object in a file.
+type Object struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	// digest is a hash of the object's canonical content, to tell a changed
+	// object from an unchanged one.
+	digest [32]byte
+}
+
+// ID is "Kind/namespace/name" (or "Kind/name" for cluster-scoped objects).
+func (o Object) ID() string {
+	if o.Namespace == "" {
+		return o.Kind + "/" + o.Name
+	}
+	return o.Kind + "/" + o.Namespace + "/" + o.Name
+}
+
+// key identifies an object across versions of a tree.
+func (o Object) key() string { return o.APIVersion + "|" + o.ID() }
+
+// Parse returns the objects of a multi-document YAML file, in file order.
+// Empty documents are skipped; a document without kind is not an object.
+func Parse(content []byte) ([]Object, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(content))
+	var objs []Object
+	for {
+		var doc map[string]any
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return objs, fmt.Errorf("parsing YAML: %w", err)
+		}
+		if doc == nil {
+			continue
+		}
+		kind, _ := doc["kind"].(string)
+		if kind == "" {
+			continue
+		}
+		o := Object{Kind: kind}
+		o.APIVersion, _ = doc["apiVersion"].(string)
+		if md, ok := doc["metadata"].(map[string]any); ok {
+			o.Name, _ = md["name"].(string)
+			o.Namespace, _ = md["namespace"].(string)
+		}
+		canon, err := json.Marshal(doc)
+		if err != nil {
+			return objs, fmt.Errorf("hashing %s: %w", o.ID(), err)
+		}
+		o.digest = sha256.Sum256(canon)
+		objs = append(objs, o)
+	}
+}
+
+// Changes are the objects a change adds, changes and removes.
+type Changes struct {
+	Added   []Object `json:"added,omitempty"`
+	Changed []Object `json:"changed,omitempty"`
+	Removed []Object `json:"removed,omitempty"`
+}
+
+// Empty reports whether no object changes.
+func (c Changes) Empty() bool {
+	return len(c.Added)+len(c.Changed)+len(c.Removed) == 0
+}
+
+// Diff compares the objects of two versions of a set of files (path →
+// content). Files that do not parse as YAML contribute no objects: a plan
+// still lists them as changed files.
+func Diff(before, after map[string][]byte) Changes {
+	old := index(before)
+	cur := index(after)
+	var c Changes
+	for k, o := range cur {
+		p, ok := old[k]
+		switch {
+		case !ok:
+			c.Added = append(c.Added, o)
+		case p.digest != o.digest:
+			c.Changed = append(c.Changed, o)
+		}
+	}
+	for k, o := range old {
+		if _, ok := cur[k]; !ok {
+			c.Removed = append(c.Removed, o)
+		}
+	}
+	sortObjects(c.Added)
+	sortObjects(c.Changed)
+	sortObjects(c.Removed)
+	return c
+}
+
+func index(files map[string][]byte) map[string]Object {
+	out := make(map[string]Object)
+	for _, content := range files {
+		objs, _ := Parse(content)
+		for _, o := range objs {
+			out[o.key()] = o
+		}
+	}
+	return out
+}
+
+func sortObjects(objs []Object) {
+	sort.Slice(objs, func(i, j int) bool { return objs[i].key() < objs[j].key() })
+}
+
+// CountByKind counts objects per kind, for one-line summaries.
+func CountByKind(objs []Object) map[string]int {
+	out := make(map[string]int)
+	for _, o := range objs {
+		out[o.Kind]++
+	}
+	return out
+}
+
+// FormatCounts renders counts as "Deployment×2, Service×1", sorted by kind.
+func FormatCounts(counts map[string]int) string {
+	kinds := make([]string, 0, len(counts))
+	for k := range counts {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	parts := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%s×%d", k, counts[k]))
+	}
+	return strings.Join(parts, ", ")
+}

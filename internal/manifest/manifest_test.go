@@ -1,0 +1,60 @@
+package manifest
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const deploy = `# comment
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: payments}
+spec: {replicas: 1}
+---
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: payments}
+`
+
+func TestParseSkipsEmptyDocuments(t *testing.T) {
+	objs, err := Parse([]byte(deploy))
+	require.NoError(t, err)
+	require.Len(t, objs, 2)
+	assert.Equal(t, "Deployment/payments/web", objs[0].ID())
+	assert.Equal(t, "Service/payments/web", objs[1].ID())
+}
+
+func TestParseReportsBadYAML(t *testing.T) {
+	_, err := Parse([]byte("kind: [unclosed"))
+	require.Error(t, err)
+}
+
+func TestDiffClassifiesObjects(t *testing.T) {
+	before := map[string][]byte{"a.yaml": []byte(deploy)}
+	after := map[string][]byte{"a.yaml": []byte(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: payments}
+spec: {replicas: 2}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg, namespace: payments}
+`)}
+	c := Diff(before, after)
+	require.Len(t, c.Added, 1)
+	assert.Equal(t, "ConfigMap/payments/cfg", c.Added[0].ID())
+	require.Len(t, c.Changed, 1)
+	assert.Equal(t, "Deployment/payments/web", c.Changed[0].ID())
+	require.Len(t, c.Removed, 1)
+	assert.Equal(t, "Service/payments/web", c.Removed[0].ID())
+	assert.True(t, Diff(before, before).Empty(), "same files must not differ")
+}
+
+func TestFormatCountsIsSorted(t *testing.T) {
+	objs, err := Parse([]byte(deploy))
+	require.NoError(t, err)
+	assert.Equal(t, "Deployment×1, Service×1", FormatCounts(CountByKind(objs)))
+}
