@@ -1,0 +1,212 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// defaultMaxAccessRemovals caps the share of a repo's observed grants one
+// run may remove when DiffOptions.MaxRemovals is nil.
+var defaultMaxAccessRemovals = intstr.FromString("25%")
+
+// ErrTooManyRemovals marks a Plan whose removals exceed the configured cap:
+// a sudden mass revocation is far more likely a broken control repo (or a
+// team renamed) than an intent, so it needs a human to look first.
+var ErrTooManyRemovals = errors.New("too many access removals")
+
+// DiffOptions tunes how Diff converges observed access to the desired one.
+type DiffOptions struct {
+	// Additive only adds: missing grants and role upgrades are planned,
+	// revokes, downgrades and collaborator removals are only reported.
+	Additive bool
+	// Protected are team slugs and logins that are never revoked nor
+	// downgraded: the platform admin teams and fleetbot itself.
+	Protected []string
+	// MaxRemovals caps how many grants one run may remove or downgrade, as a
+	// count or a percentage of the repo's observed grants (default 25%,
+	// rounded up, at least 1).
+	MaxRemovals *intstr.IntOrString
+}
+
+// Grant is one team or collaborator with a role.
+type Grant struct {
+	Name string `json:"name"`
+	Role Role   `json:"role"`
+}
+
+// Change is a role change of a team that has access already.
+type Change struct {
+	Name string `json:"name"`
+	From Role   `json:"from"`
+	To   Role   `json:"to"`
+}
+
+// Plan is what it takes to make a repo's observed access the desired one.
+// Every list is sorted by name.
+type Plan struct {
+	// Grants are teams to add with a role.
+	Grants []Grant `json:"grants,omitempty"`
+	// Changes are role changes of teams already present.
+	Changes []Change `json:"changes,omitempty"`
+	// Revokes are teams to remove.
+	Revokes []Grant `json:"revokes,omitempty"`
+	// RemoveCollaborators are direct collaborators to remove: fleetbot's
+	// matrix grants access through teams only.
+	RemoveCollaborators []Grant `json:"removeCollaborators,omitempty"`
+	// Protection is the protection to apply when the observed one is missing
+	// or weaker; nil when there is no drift.
+	Protection *Protection `json:"protection,omitempty"`
+	// ProtectionDrift says, one entry per setting, how the observed
+	// protection is weaker than the desired one.
+	ProtectionDrift []string `json:"protectionDrift,omitempty"`
+	// Withheld is drift the options forbid correcting (additive mode,
+	// protected names): reported, never applied.
+	Withheld []string `json:"withheld,omitempty"`
+	// Refused is non-nil (wrapping ErrTooManyRemovals) when the removals
+	// exceed DiffOptions.MaxRemovals: apply must then skip Revokes,
+	// downgrading Changes and RemoveCollaborators, and report the refusal.
+	Refused error `json:"-"`
+}
+
+// Empty reports whether the plan changes nothing.
+func (p *Plan) Empty() bool {
+	return len(p.Grants) == 0 && len(p.Changes) == 0 && len(p.Revokes) == 0 &&
+		len(p.RemoveCollaborators) == 0 && p.Protection == nil
+}
+
+// Removals counts the planned grants that take rights away: revokes,
+// downgrades and collaborator removals.
+func (p *Plan) Removals() int {
+	n := len(p.Revokes) + len(p.RemoveCollaborators)
+	for _, c := range p.Changes {
+		if rank(c.To) < rank(c.From) {
+			n++
+		}
+	}
+	return n
+}
+
+// Diff compares the observed access of one repo with the desired one and
+// plans the smallest set of changes that converges it, within the safety
+// rules of DESIGN §4: protected names (the platform admin teams and the bot)
+// are never revoked nor downgraded, additive mode never takes rights away,
+// and a plan removing more than MaxRemovals of the observed grants is
+// flagged as Refused rather than silently applied. It is a pure function of
+// its inputs, so plan and apply agree and tests need no code host.
+func Diff(desired, observed Access, opts DiffOptions) Plan {
+	var p Plan
+	protected := func(name string) bool { return slices.Contains(opts.Protected, name) }
+
+	for _, name := range sortedKeys(desired.Teams) {
+		want := desired.Teams[name]
+		have, ok := observed.Teams[name]
+		switch {
+		case !ok:
+			p.Grants = append(p.Grants, Grant{Name: name, Role: want})
+		case have == want:
+		case rank(want) > rank(have):
+			p.Changes = append(p.Changes, Change{Name: name, From: have, To: want})
+		case opts.Additive:
+			p.Withheld = append(p.Withheld, fmt.Sprintf("team %s: keeps %s instead of %s (additive mode)", name, have, want))
+		case protected(name):
+			p.Withheld = append(p.Withheld, fmt.Sprintf("team %s: keeps %s instead of %s (protected)", name, have, want))
+		default:
+			p.Changes = append(p.Changes, Change{Name: name, From: have, To: want})
+		}
+	}
+	for _, name := range sortedKeys(observed.Teams) {
+		if _, ok := desired.Teams[name]; ok {
+			continue
+		}
+		have := observed.Teams[name]
+		switch {
+		case protected(name):
+			p.Withheld = append(p.Withheld, fmt.Sprintf("team %s: keeps %s although not desired (protected)", name, have))
+		case opts.Additive:
+			p.Withheld = append(p.Withheld, fmt.Sprintf("team %s: keeps %s although not desired (additive mode)", name, have))
+		default:
+			p.Revokes = append(p.Revokes, Grant{Name: name, Role: have})
+		}
+	}
+	for _, login := range sortedKeys(observed.Collaborators) {
+		have := observed.Collaborators[login]
+		if want, ok := desired.Collaborators[login]; ok && want == have {
+			continue
+		}
+		switch {
+		case protected(login):
+			p.Withheld = append(p.Withheld, fmt.Sprintf("collaborator %s: keeps %s (protected)", login, have))
+		case opts.Additive:
+			p.Withheld = append(p.Withheld, fmt.Sprintf("collaborator %s: keeps %s (additive mode)", login, have))
+		default:
+			p.RemoveCollaborators = append(p.RemoveCollaborators, Grant{Name: login, Role: have})
+		}
+	}
+
+	if desired.Protection != nil {
+		p.ProtectionDrift = protectionDrift(*desired.Protection, observed.Protection)
+		if len(p.ProtectionDrift) > 0 {
+			want := *desired.Protection
+			p.Protection = &want
+		}
+	}
+
+	total := len(observed.Teams) + len(observed.Collaborators)
+	if allowed, err := maxRemovals(opts.MaxRemovals, total); err != nil {
+		p.Refused = fmt.Errorf("%w: invalid maxAccessRemovals: %w", ErrTooManyRemovals, err)
+	} else if n := p.Removals(); n > allowed {
+		p.Refused = fmt.Errorf("%w: %d of %d grants would be removed, the limit is %d (maxAccessRemovals)",
+			ErrTooManyRemovals, n, total, allowed)
+	}
+	return p
+}
+
+// maxRemovals resolves the cap against total observed grants: a percentage
+// rounds up and the cap is at least 1, so a single hand-granted extra can
+// always be corrected.
+func maxRemovals(limit *intstr.IntOrString, total int) (int, error) {
+	if limit == nil {
+		limit = &defaultMaxAccessRemovals
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(limit, total, true)
+	if err != nil {
+		return 0, fmt.Errorf("resolving %q: %w", limit.String(), err)
+	}
+	return int(math.Max(1, float64(n))), nil
+}
+
+// protectionDrift lists how observed is weaker than desired. Stricter
+// observed settings (more approvals) are not drift: fleetbot guarantees a
+// floor, and platform admins may raise it by hand.
+func protectionDrift(desired Protection, observed *Protection) []string {
+	if observed == nil {
+		return []string{fmt.Sprintf("branch %s is not protected", desired.Branch)}
+	}
+	var d []string
+	if observed.Branch != desired.Branch {
+		d = append(d, fmt.Sprintf("protection is on branch %q, not %q", observed.Branch, desired.Branch))
+	}
+	if desired.RequirePullRequest && !observed.RequirePullRequest {
+		d = append(d, "pull requests are not required")
+	}
+	if desired.RequireCodeOwnerReviews && !observed.RequireCodeOwnerReviews {
+		d = append(d, "code owner reviews are not required")
+	}
+	if desired.DismissStaleReviews && !observed.DismissStaleReviews {
+		d = append(d, "stale reviews are not dismissed")
+	}
+	if observed.RequiredApprovals < desired.RequiredApprovals {
+		d = append(d, fmt.Sprintf("%d approval(s) required, want at least %d", observed.RequiredApprovals, desired.RequiredApprovals))
+	}
+	if observed.AllowForcePushes && !desired.AllowForcePushes {
+		d = append(d, "force pushes are allowed")
+	}
+	if observed.AllowDeletions && !desired.AllowDeletions {
+		d = append(d, "branch deletion is allowed")
+	}
+	return d
+}
