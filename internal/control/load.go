@@ -1,0 +1,373 @@
+package control
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+)
+
+// Control repo layout.
+const (
+	platformFile  = "platform.yaml"
+	clustersDir   = "clusters"
+	workspacesDir = "workspaces"
+	catalogDir    = "catalog"
+	appFile       = "app.yaml"
+)
+
+// kustomizationFiles are the names kustomize accepts for its entry point.
+var kustomizationFiles = [...]string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
+
+// Load reads and validates the control repo in fsys (platform.yaml,
+// clusters/, workspaces/, catalog/), applies defaults and returns it.
+//
+// A repo that cannot be read returns an error wrapping ErrUnreadable. A repo
+// that is invalid returns Issues listing every problem found, each with
+// file:line and a hint; the repo is then nil, so nobody plans from it.
+// Symlinks in fsys are never followed (LoadDir resolves the safe ones).
+func Load(fsys fs.FS) (*Repo, error) {
+	return load(fsys, nil)
+}
+
+func load(fsys fs.FS, pre Issues) (*Repo, error) {
+	l := &loader{fsys: fsys, repo: &Repo{}, is: pre}
+	if err := l.run(); err != nil {
+		return nil, err
+	}
+	l.is = append(l.is, validate(l.repo)...)
+	if err := l.is.Err(); err != nil {
+		return nil, err
+	}
+	return l.repo, nil
+}
+
+type loader struct {
+	fsys fs.FS
+	repo *Repo
+	is   Issues
+	// platform is where the Platform was found, for "second Platform" issues.
+	platform Position
+}
+
+func (l *loader) run() error {
+	entries, err := fs.ReadDir(l.fsys, ".")
+	if err != nil {
+		return fmt.Errorf("%w: listing the control repo: %w", ErrUnreadable, err)
+	}
+	top := map[string]fs.DirEntry{}
+	for _, e := range entries {
+		top[e.Name()] = e
+	}
+	if err := l.loadPlatform(top); err != nil {
+		return err
+	}
+	if err := l.loadObjects(top, clustersDir, KindCluster); err != nil {
+		return err
+	}
+	if err := l.loadObjects(top, workspacesDir, KindWorkspace); err != nil {
+		return err
+	}
+	if err := l.loadCatalog(top); err != nil {
+		return err
+	}
+	applyDefaults(l.repo)
+	sortRepo(l.repo)
+	return nil
+}
+
+func (l *loader) readFile(name string) ([]byte, error) {
+	b, err := fs.ReadFile(l.fsys, name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading %s: %w", ErrUnreadable, name, err)
+	}
+	return b, nil
+}
+
+func (l *loader) loadPlatform(top map[string]fs.DirEntry) error {
+	e, ok := top[platformFile]
+	if !ok {
+		hint := "create platform.yaml with the one kind: Platform object (owner, admins, ...)"
+		if _, yml := top["platform.yml"]; yml {
+			hint = "rename platform.yml to platform.yaml"
+		}
+		l.is.Add(Position{File: platformFile}, hint, "platform.yaml is missing")
+		return nil
+	}
+	if !l.regular(platformFile, e) {
+		return nil
+	}
+	data, err := l.readFile(platformFile)
+	if err != nil {
+		return err
+	}
+	d := parseDocument(platformFile, data, &l.is)
+	if d == nil || !l.placed(d, KindPlatform, "") {
+		return nil
+	}
+	var doc platformDoc
+	if d.decode(&doc, &l.is) {
+		l.repo.Platform = doc.platform(d.src)
+		l.platform = Position{File: platformFile, Line: d.src.Line}
+	}
+	return nil
+}
+
+// regular reports whether e is a regular file, and records an issue for
+// symlinks and other special files, which are never followed.
+func (l *loader) regular(name string, e fs.DirEntry) bool {
+	switch {
+	case e.Type().IsRegular():
+		return true
+	case e.Type()&fs.ModeSymlink != 0:
+		l.is.Add(Position{File: name}, "replace the symlink with the file itself (LoadDir follows links that stay inside the control repo)",
+			"symlink not followed")
+	case e.IsDir():
+		l.is.Add(Position{File: name}, "", "expected a file, found a directory")
+	default:
+		l.is.Add(Position{File: name}, "remove it from the control repo", "not a regular file")
+	}
+	return false
+}
+
+// placed checks the kind of a document against its location. It returns
+// false when the document holds another fleetbot kind and must be skipped;
+// unknown or missing kinds are left to Validate.
+func (l *loader) placed(d *document, want, dir string) bool {
+	kind, line, _ := d.scalar("kind")
+	if kind == want {
+		return true
+	}
+	pos := Position{File: d.file, Line: line}
+	switch kind {
+	case KindPlatform:
+		first := "platform.yaml"
+		if l.platform.File != "" {
+			first = l.platform.String()
+		}
+		l.is.Add(pos, "a control repo has exactly one Platform, in platform.yaml; delete this one or merge it into "+first,
+			"a second Platform: only platform.yaml may hold the Platform")
+		return false
+	case KindCluster, KindWorkspace, KindApp:
+		l.is.Add(pos, "move it to "+kindHome(kind), "a %s does not belong in %s: only %s objects go there", kind, placeName(dir, want), want)
+		return false
+	}
+	return true
+}
+
+func kindHome(kind string) string {
+	switch kind {
+	case KindCluster:
+		return "clusters/<name>.yaml"
+	case KindWorkspace:
+		return "workspaces/<name>.yaml"
+	case KindApp:
+		return "catalog/<name>/app.yaml"
+	}
+	return "platform.yaml"
+}
+
+func placeName(dir, want string) string {
+	if dir == "" {
+		return kindHome(want)
+	}
+	return dir + "/"
+}
+
+func isYAML(name string) bool {
+	return strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")
+}
+
+// loadObjects loads one Cluster or Workspace per YAML file directly in dir.
+func (l *loader) loadObjects(top map[string]fs.DirEntry, dir, kind string) error {
+	e, ok := top[dir]
+	if !ok {
+		return nil
+	}
+	if !e.IsDir() {
+		if e.Type()&fs.ModeSymlink != 0 {
+			l.regular(dir, e)
+			return nil
+		}
+		l.is.Add(Position{File: dir}, "make "+dir+" a directory of one YAML file per "+kind, "expected a directory")
+		return nil
+	}
+	return fs.WalkDir(l.fsys, dir, func(name string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("%w: listing %s: %w", ErrUnreadable, name, err)
+		}
+		if e.IsDir() || !isYAML(name) {
+			if e.Type()&fs.ModeSymlink != 0 && isYAML(name) {
+				l.regular(name, e)
+			}
+			return nil
+		}
+		if path.Dir(name) != dir {
+			l.is.Add(Position{File: name}, fmt.Sprintf("move it directly into %s/ (nested directories are not read)", dir),
+				"%s is not read", name)
+			return nil
+		}
+		if !l.regular(name, e) {
+			return nil
+		}
+		data, err := l.readFile(name)
+		if err != nil {
+			return err
+		}
+		d := parseDocument(name, data, &l.is)
+		if d == nil || !l.placed(d, kind, dir) {
+			return nil
+		}
+		switch kind {
+		case KindCluster:
+			var c Cluster
+			if d.decode(&c, &l.is) {
+				c.Source = d.src
+				l.repo.Clusters = append(l.repo.Clusters, &c)
+			}
+		case KindWorkspace:
+			var w Workspace
+			if d.decode(&w, &l.is) {
+				w.Source = d.src
+				l.repo.Workspaces = append(l.repo.Workspaces, &w)
+			}
+		}
+		return nil
+	})
+}
+
+// loadCatalog loads catalog/<app>/app.yaml and every other file of each app
+// directory.
+func (l *loader) loadCatalog(top map[string]fs.DirEntry) error {
+	e, ok := top[catalogDir]
+	if !ok {
+		return nil
+	}
+	if !e.IsDir() {
+		l.is.Add(Position{File: catalogDir}, "make catalog a directory of app directories", "expected a directory")
+		return nil
+	}
+	entries, err := fs.ReadDir(l.fsys, catalogDir)
+	if err != nil {
+		return fmt.Errorf("%w: listing %s: %w", ErrUnreadable, catalogDir, err)
+	}
+	for _, e := range entries {
+		dir := catalogDir + "/" + e.Name()
+		if !e.IsDir() {
+			if e.Type()&fs.ModeSymlink != 0 {
+				l.regular(dir, e)
+			}
+			continue // README.md and friends
+		}
+		if err := l.loadApp(dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *loader) loadApp(dir string) error {
+	files := map[string][]byte{}
+	var appEntry fs.DirEntry
+	err := fs.WalkDir(l.fsys, dir, func(name string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("%w: listing %s: %w", ErrUnreadable, name, err)
+		}
+		if e.IsDir() {
+			return nil
+		}
+		rel := strings.TrimPrefix(name, dir+"/")
+		if rel == appFile {
+			appEntry = e
+			return nil
+		}
+		if !l.regular(name, e) {
+			return nil
+		}
+		data, err := l.readFile(name)
+		if err != nil {
+			return err
+		}
+		files[rel] = data
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	appPath := dir + "/" + appFile
+	if appEntry == nil {
+		hint := "add " + appPath + " (kind: App) or remove the directory"
+		if _, ok := files["app.yml"]; ok {
+			hint = "rename app.yml to app.yaml"
+		}
+		l.is.Add(Position{File: dir}, hint, "%s has no app.yaml", dir)
+		return nil
+	}
+	if !l.regular(appPath, appEntry) {
+		return nil
+	}
+	data, err := l.readFile(appPath)
+	if err != nil {
+		return err
+	}
+	d := parseDocument(appPath, data, &l.is)
+	if d == nil || !l.placed(d, KindApp, "") {
+		return nil
+	}
+	var a App
+	if !d.decode(&a, &l.is) {
+		return nil
+	}
+	a.Source = d.src
+	a.Dir = dir
+	a.Files = files
+	if base := path.Base(dir); a.Metadata.Name != "" && a.Metadata.Name != base {
+		l.is.Add(a.Source.At("metadata.name"), fmt.Sprintf("rename the directory to catalog/%s or set metadata.name: %s", a.Metadata.Name, base),
+			"app %q lives in %s: the directory must be named after the app", a.Metadata.Name, dir)
+	}
+	if !hasKustomization(files) {
+		l.is.Add(Position{File: dir}, "add "+dir+"/kustomization.yaml listing the app's manifests",
+			"app %s has no kustomization.yaml beside app.yaml", path.Base(dir))
+	}
+	l.repo.Apps = append(l.repo.Apps, &a)
+	return nil
+}
+
+func hasKustomization(files map[string][]byte) bool {
+	for _, k := range kustomizationFiles {
+		if _, ok := files[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// sortRepo orders objects by name (then file) so output is deterministic.
+func sortRepo(r *Repo) {
+	sort.SliceStable(r.Clusters, func(i, j int) bool {
+		return less(r.Clusters[i].Metadata.Name, r.Clusters[i].Source, r.Clusters[j].Metadata.Name, r.Clusters[j].Source)
+	})
+	sort.SliceStable(r.Workspaces, func(i, j int) bool {
+		return less(r.Workspaces[i].Metadata.Name, r.Workspaces[i].Source, r.Workspaces[j].Metadata.Name, r.Workspaces[j].Source)
+	})
+	sort.SliceStable(r.Apps, func(i, j int) bool {
+		return less(r.Apps[i].Metadata.Name, r.Apps[i].Source, r.Apps[j].Metadata.Name, r.Apps[j].Source)
+	})
+}
+
+func less(a string, as Source, b string, bs Source) bool {
+	if a != b {
+		return a < b
+	}
+	return as.File < bs.File
+}
+
+// errUnreadable wraps err as an unreadable-repo error about dir.
+func errUnreadable(what string, err error) error {
+	if errors.Is(err, ErrUnreadable) {
+		return err
+	}
+	return fmt.Errorf("%w: %s: %w", ErrUnreadable, what, err)
+}

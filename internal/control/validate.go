@@ -1,0 +1,559 @@
+package control
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+var (
+	valueNameRe    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	teamSlugRe     = regexp.MustCompile(`^[a-z0-9._-]+$`)
+	repoNameRe     = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+	fluxIntervalRe = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`)
+	percentRe      = regexp.MustCompile(`^([0-9]+)%$`)
+	fieldIndexRe   = regexp.MustCompile(`\[(\d+)\]`)
+)
+
+// reservedNamespaces may not hold a workspace: they belong to Kubernetes or
+// Flux.
+var reservedNamespaces = map[string]bool{
+	"default": true, "kube-system": true, "kube-public": true, "kube-node-lease": true, "flux-system": true,
+}
+
+const (
+	dnsLabelHint = "use at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit"
+	teamHint     = "use the team's slug as in its GitHub URL: lowercase letters, digits, '-', '_' and '.'"
+)
+
+// Validate checks a loaded control repo against the contract and returns
+// every problem, sorted, each at the file:line of the offending field. Load
+// calls it; it is exported for repos assembled in code. A repo without a
+// Platform is reported as "platform.yaml is missing".
+func Validate(r *Repo) Issues {
+	v := &validator{r: r}
+	if r.Platform == nil {
+		v.is.Add(Position{File: platformFile}, "create platform.yaml with the one kind: Platform object", "platform.yaml is missing")
+	}
+	return v.run()
+}
+
+// validate is Validate without the missing-Platform issue, which Load has
+// already reported more precisely (missing, unparsable, ...).
+func validate(r *Repo) Issues {
+	return (&validator{r: r}).run()
+}
+
+type validator struct {
+	r  *Repo
+	is Issues
+}
+
+func (v *validator) run() Issues {
+	if p := v.r.Platform; p != nil {
+		v.platform(p)
+	}
+	for _, c := range v.r.Clusters {
+		v.cluster(c)
+	}
+	for _, w := range v.r.Workspaces {
+		v.workspace(w)
+	}
+	for _, a := range v.r.Apps {
+		v.app(a)
+	}
+	v.duplicates()
+	v.repoNames()
+	v.values()
+	v.is.Sort()
+	return v.is
+}
+
+func (v *validator) add(pos Position, hint, format string, args ...any) {
+	v.is.Add(pos, hint, format, args...)
+}
+
+// meta checks what every object has: apiVersion, kind, a DNS-1123 name and
+// valid labels.
+func (v *validator) meta(tm TypeMeta, m Meta, src Source, kind string) {
+	switch tm.APIVersion {
+	case APIVersion:
+	case "":
+		v.add(src.At("apiVersion"), "add apiVersion: "+APIVersion, "apiVersion is missing")
+	default:
+		v.add(src.At("apiVersion"), "use apiVersion: "+APIVersion, "apiVersion %q is not supported", tm.APIVersion)
+	}
+	switch tm.Kind {
+	case kind:
+	case "":
+		v.add(src.At("kind"), "add kind: "+kind, "kind is missing")
+	default:
+		v.add(src.At("kind"), "use kind: "+kind+" here, or move the object to "+kindHome(tm.Kind), "kind %q where a %s is expected", tm.Kind, kind)
+	}
+	if m.Name == "" {
+		v.add(src.At("metadata.name"), "set metadata.name", "metadata.name is required")
+	} else if errs := validation.IsDNS1123Label(m.Name); len(errs) > 0 {
+		v.add(src.At("metadata.name"), dnsLabelHint, "invalid name %q: %s", m.Name, strings.Join(errs, "; "))
+	}
+	v.labels(m.Labels, src, "metadata.labels")
+}
+
+func (v *validator) labels(set map[string]string, src Source, path string) {
+	for _, k := range sortedKeys(set) {
+		pos := src.At(path + "." + k)
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			v.add(pos, "label keys are [prefix/]name: name at most 63 alphanumerics, '-', '_' or '.'", "invalid label key %q: %s", k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(set[k]); len(errs) > 0 {
+			v.add(pos, "label values are at most 63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric", "invalid value %q of label %q: %s", set[k], k, strings.Join(errs, "; "))
+		}
+	}
+}
+
+func (v *validator) teams(teams []string, src Source, path string) {
+	seen := map[string]int{}
+	for i, t := range teams {
+		pos := src.At(fmt.Sprintf("%s.%d", path, i))
+		if !teamSlugRe.MatchString(t) {
+			v.add(pos, teamHint, "invalid team slug %q", t)
+		}
+		if j, dup := seen[t]; dup {
+			v.add(pos, "remove the duplicate", "team %q is listed twice (first at %s)", t, src.At(fmt.Sprintf("%s.%d", path, j)))
+		}
+		seen[t] = i
+	}
+}
+
+func (v *validator) platform(p *Platform) {
+	src := p.Source
+	v.meta(p.TypeMeta, p.Metadata, src, KindPlatform)
+	s := p.Spec
+	if s.Owner == "" {
+		v.add(src.At("spec.owner"), "set spec.owner to the GitHub org (or user) that owns the target repos", "spec.owner is required")
+	} else if !validLogin(s.Owner) {
+		v.add(src.At("spec.owner"), "a GitHub login has at most 39 letters, digits or single hyphens, not starting or ending with a hyphen",
+			"invalid GitHub owner %q", s.Owner)
+	}
+	if len(s.Admins) == 0 {
+		v.add(src.At("spec.admins"), "list the platform admin team slugs, e.g. admins: [platform]", "spec.admins must name at least one team")
+	}
+	v.teams(s.Admins, src, "spec.admins")
+	if !validRef(s.DefaultBranch) {
+		v.add(src.At("spec.defaultBranch"), "use a valid git branch name such as main", "invalid branch name %q", s.DefaultBranch)
+	}
+	v.pattern(s.Repos.Cluster, src, "spec.repos.cluster")
+	v.pattern(s.Repos.Workspace, src, "spec.repos.workspace")
+	switch s.Repos.Visibility {
+	case "private", "internal", "public":
+	default:
+		v.add(src.At("spec.repos.visibility"), "use private, internal or public", "invalid visibility %q", s.Repos.Visibility)
+	}
+	if !validRef(s.PullRequests.Branch) {
+		v.add(src.At("spec.pullRequests.branch"), "use a valid git branch name such as fleetbot/sync", "invalid branch name %q", s.PullRequests.Branch)
+	} else if s.PullRequests.Branch == s.DefaultBranch {
+		v.add(src.At("spec.pullRequests.branch"), "use a branch of its own such as fleetbot/sync",
+			"the pull request branch cannot be the default branch %q", s.DefaultBranch)
+	}
+	for i, l := range s.PullRequests.Labels {
+		if strings.TrimSpace(l) == "" || len(l) > 50 {
+			v.add(src.At(fmt.Sprintf("spec.pullRequests.labels.%d", i)), "GitHub labels are 1 to 50 characters", "invalid label %q", l)
+		}
+	}
+	switch s.PullRequests.Merge {
+	case MergeManual, MergeAuto:
+	default:
+		v.add(src.At("spec.pullRequests.merge"), "use manual or auto", "invalid merge mode %q", s.PullRequests.Merge)
+	}
+	if d, err := time.ParseDuration(s.Flux.Interval); !fluxIntervalRe.MatchString(s.Flux.Interval) || err != nil || d <= 0 {
+		v.add(src.At("spec.flux.interval"), "use a positive Flux duration such as 30s, 10m or 1h30m", "invalid flux interval %q", s.Flux.Interval)
+	}
+	if errs := validation.IsDNS1123Subdomain(s.Flux.SecretRef); len(errs) > 0 {
+		v.add(src.At("spec.flux.secretRef"), "name a Kubernetes Secret: lowercase letters, digits, '-' and '.'",
+			"invalid flux secretRef %q: %s", s.Flux.SecretRef, strings.Join(errs, "; "))
+	}
+	switch s.Access.Mode {
+	case AccessEnforce, AccessAdditive:
+	default:
+		v.add(src.At("spec.access.mode"), "use enforce or additive", "invalid access mode %q", s.Access.Mode)
+	}
+	v.countOrPercent(s.MaxRemovals, src, "spec.maxRemovals")
+	v.countOrPercent(s.Access.MaxAccessRemovals, src, "spec.access.maxAccessRemovals")
+
+	seen := map[string]int{}
+	for i, comp := range s.Components {
+		path := fmt.Sprintf("spec.components.%d", i)
+		v.appRef(comp.App, src, path, seen, i, "platform components")
+		v.selector(comp.ClusterSelector, src, path+".clusterSelector")
+		v.entryValues(comp.App, comp.Values, src, path+".values")
+	}
+}
+
+// appRef checks one component or workspace entry's app reference.
+func (v *validator) appRef(name string, src Source, path string, seen map[string]int, i int, list string) {
+	if name == "" {
+		v.add(src.At(path), "set app: to the name of a catalog app", "app is required")
+		return
+	}
+	if j, dup := seen[name]; dup {
+		v.add(src.At(path+".app"), "merge the two entries into one", "app %q is listed twice in %s (first at %s)", name, list, src.At(fmt.Sprintf("%s.%d", parentPath(path), j)))
+	} else {
+		seen[name] = i
+	}
+	if v.r.App(name) == nil {
+		v.add(src.At(path+".app"), "add catalog/"+name+"/app.yaml or use one of: "+listOrNone(v.appNames()), "unknown app %q", name)
+	}
+}
+
+func (v *validator) appNames() []string {
+	var names []string
+	for _, a := range v.r.Apps {
+		names = append(names, a.Metadata.Name)
+	}
+	return names
+}
+
+// entryValues checks that an entry only sets values its app declares.
+func (v *validator) entryValues(app string, values Values, src Source, path string) {
+	a := v.r.App(app)
+	if a == nil {
+		return
+	}
+	for _, name := range sortedKeys(values) {
+		if _, ok := a.Spec.Values[name]; !ok {
+			declared := sortedKeys(a.Spec.Values)
+			hint := "remove it"
+			if s := closest(name, declared); s != "" {
+				hint = fmt.Sprintf("did you mean %q?", s)
+			}
+			if len(declared) > 0 {
+				hint += "; or declare it in " + a.Source.File
+			}
+			v.add(src.At(path+"."+name), hint, "app %s declares no value %s; declared: %s", app, name, listOrNone(declared))
+		}
+	}
+}
+
+func (v *validator) selector(s *Selector, src Source, path string) {
+	if s == nil {
+		return
+	}
+	v.labels(s.MatchLabels, src, path+".matchLabels")
+	found := false
+	for i, r := range s.MatchExpressions {
+		rp := fmt.Sprintf("%s.matchExpressions.%d", path, i)
+		req := metav1.LabelSelectorRequirement{Key: r.Key, Operator: metav1.LabelSelectorOperator(r.Operator), Values: r.Values}
+		for _, e := range metav1validation.ValidateLabelSelectorRequirement(req, metav1validation.LabelSelectorValidationOptions{}, field.NewPath("x")) {
+			found = true
+			sub := strings.TrimPrefix(fieldIndexRe.ReplaceAllString(e.Field, ".$1"), "x.")
+			v.add(src.At(rp+"."+sub), "operators are In and NotIn (with values), Exists and DoesNotExist (without values)",
+				"invalid cluster selector: %s: %s", sub, errDetail(e))
+		}
+	}
+	if found {
+		return
+	}
+	if _, err := s.Matches(nil); err != nil {
+		v.add(src.At(path), "fix the selector (Kubernetes label selector syntax)", "%v", err)
+	}
+}
+
+func errDetail(e *field.Error) string {
+	if e.Type == field.ErrorTypeInvalid {
+		return fmt.Sprintf("%q %s", fmt.Sprint(e.BadValue), e.Detail)
+	}
+	return e.Type.String() + ": " + e.Detail
+}
+
+// pattern checks a repo name pattern on its own; per-target names are
+// checked by repoNames.
+func (v *validator) pattern(p string, src Source, path string) {
+	if !strings.Contains(p, "{name}") {
+		v.add(src.At(path), `include {name}, e.g. "cluster-{name}"`, "repo name pattern %q does not contain {name}", p)
+		return
+	}
+	if msg := repoNameProblem(expandRepo(p, "x")); msg != "" {
+		v.add(src.At(path), "GitHub repo names use letters, digits, '.', '-' and '_'", "repo name pattern %q %s", p, msg)
+	}
+}
+
+func (v *validator) countOrPercent(q *intstr.IntOrString, src Source, path string) {
+	if q == nil {
+		return
+	}
+	pos := src.At(path)
+	if q.Type == intstr.Int {
+		if q.IntVal < 0 {
+			v.add(pos, "use a count (0 or more) or a percentage such as \"10%\"", "%s must not be negative", path)
+		}
+		return
+	}
+	m := percentRe.FindStringSubmatch(q.StrVal)
+	if m == nil {
+		v.add(pos, "use a count such as 3 or a percentage such as \"10%\"", "invalid %s %q", path, q.StrVal)
+		return
+	}
+	if n, err := strconv.Atoi(m[1]); err != nil || n > 100 {
+		v.add(pos, "use a percentage between 0% and 100%", "invalid %s %q", path, q.StrVal)
+	}
+}
+
+func (v *validator) cluster(c *Cluster) {
+	src := c.Source
+	v.meta(c.TypeMeta, c.Metadata, src, KindCluster)
+	if ws := c.Spec.Workspace; ws != "" && v.r.Workspace(ws) == nil {
+		var names []string
+		for _, w := range v.r.Workspaces {
+			names = append(names, w.Metadata.Name)
+		}
+		v.add(src.At("spec.workspace"), "add workspaces/"+ws+".yaml or use one of: "+listOrNone(names), "unknown workspace %q", ws)
+	}
+	v.teams(c.Spec.Admins, src, "spec.admins")
+}
+
+func (v *validator) workspace(w *Workspace) {
+	src := w.Source
+	v.meta(w.TypeMeta, w.Metadata, src, KindWorkspace)
+	nsPath := "spec.namespace"
+	if !src.has(nsPath) {
+		nsPath = "metadata.name"
+	}
+	ns := w.Namespace()
+	if errs := validation.IsDNS1123Label(ns); ns != "" && len(errs) > 0 {
+		v.add(src.At(nsPath), dnsLabelHint, "invalid namespace %q: %s", ns, strings.Join(errs, "; "))
+	} else if reservedNamespaces[ns] {
+		v.add(src.At(nsPath), "set spec.namespace to a namespace of the workspace's own", "namespace %q is reserved for Kubernetes or Flux", ns)
+	}
+	v.teams(w.Spec.Admins, src, "spec.admins")
+	seen := map[string]int{}
+	for i, ref := range w.Spec.Apps {
+		path := fmt.Sprintf("spec.apps.%d", i)
+		v.appRef(ref.App, src, path, seen, i, "the workspace's apps")
+		if a := v.r.App(ref.App); a != nil && a.Spec.Scope == ScopeCluster {
+			v.add(src.At(path+".app"), "deploy it as a platform component in platform.yaml, or make it namespaced in "+a.Source.File,
+				"cluster-scoped app %s can only be a platform component", ref.App)
+		}
+		v.entryValues(ref.App, ref.Values, src, path+".values")
+	}
+}
+
+func (v *validator) app(a *App) {
+	src := a.Source
+	v.meta(a.TypeMeta, a.Metadata, src, KindApp)
+	switch a.Spec.Scope {
+	case ScopeCluster, ScopeNamespaced:
+	case "":
+		v.add(src.At("spec.scope"), "set scope: cluster (platform components only) or scope: namespaced", "spec.scope is required")
+	default:
+		v.add(src.At("spec.scope"), "use cluster or namespaced", "invalid scope %q", a.Spec.Scope)
+	}
+	for _, name := range sortedKeys(a.Spec.Values) {
+		pos := src.At("spec.values." + name)
+		if !valueNameRe.MatchString(name) {
+			v.add(pos, "value names are letters, digits and '_', not starting with a digit (they are used as ${name})", "invalid value name %q", name)
+		}
+		if spec := a.Spec.Values[name]; spec.Required && spec.Default != nil {
+			v.add(pos, "drop required: true or drop the default", "value %s is required and has a default", name)
+		}
+	}
+}
+
+// duplicates reports a second object of a kind with the same name, naming
+// the first.
+func (v *validator) duplicates() {
+	type obj struct {
+		name string
+		src  Source
+	}
+	check := func(kind string, objs []obj) {
+		sort.SliceStable(objs, func(i, j int) bool { return less(objs[i].name, objs[i].src, objs[j].name, objs[j].src) })
+		for i := 1; i < len(objs); i++ {
+			if objs[i].name != "" && objs[i].name == objs[i-1].name {
+				j := i - 1
+				for j > 0 && objs[j-1].name == objs[i].name {
+					j--
+				}
+				v.add(objs[i].src.At("metadata.name"), "rename one of them; names are unique per kind",
+					"duplicate %s name %q (first defined at %s)", kind, objs[i].name, objs[j].src.At("metadata.name"))
+			}
+		}
+	}
+	var cs, ws, as []obj
+	for _, c := range v.r.Clusters {
+		cs = append(cs, obj{c.Metadata.Name, c.Source})
+	}
+	for _, w := range v.r.Workspaces {
+		ws = append(ws, obj{w.Metadata.Name, w.Source})
+	}
+	for _, a := range v.r.Apps {
+		as = append(as, obj{a.Metadata.Name, a.Source})
+	}
+	check("cluster", cs)
+	check("workspace", ws)
+	check("app", as)
+}
+
+// repoNames checks the target repo name of every cluster and workspace and
+// that no two targets share one.
+func (v *validator) repoNames() {
+	p := v.r.Platform
+	if p == nil {
+		return
+	}
+	type owner struct {
+		what string
+		pos  Position
+	}
+	seen := map[string]owner{}
+	check := func(kind, name, repo string, src Source, patternPath string) {
+		if name == "" || !strings.Contains(patternOf(p, kind), "{name}") {
+			return
+		}
+		pos := src.At("metadata.name")
+		if msg := repoNameProblem(repo); msg != "" {
+			v.add(pos, "shorten the name or change "+patternPath+" in "+p.Source.At(patternPath).String(),
+				"%s %s maps to repo name %q, which %s", kind, name, repo, msg)
+			return
+		}
+		key := strings.ToLower(repo)
+		if first, dup := seen[key]; dup {
+			if first.what != kind+" "+name {
+				v.add(pos, "make spec.repos.cluster and spec.repos.workspace differ (e.g. cluster-{name} and workspace-{name}) in "+p.Source.File,
+					"%s %s and %s (%s) both map to repo %s/%s", kind, name, first.what, first.pos, p.Spec.Owner, repo)
+			}
+			return
+		}
+		seen[key] = owner{kind + " " + name, pos}
+	}
+	for _, c := range v.r.Clusters {
+		check("cluster", c.Metadata.Name, v.r.ClusterRepo(c.Metadata.Name), c.Source, "spec.repos.cluster")
+	}
+	for _, w := range v.r.Workspaces {
+		check("workspace", w.Metadata.Name, v.r.WorkspaceRepo(w.Metadata.Name), w.Source, "spec.repos.workspace")
+	}
+}
+
+func patternOf(p *Platform, kind string) string {
+	if kind == "cluster" {
+		return p.Spec.Repos.Cluster
+	}
+	return p.Spec.Repos.Workspace
+}
+
+// values checks, per cluster, that cluster values are declared by some app
+// deployed there and that every required value is set.
+func (v *validator) values() {
+	for _, c := range v.r.Clusters {
+		deps := v.r.clusterDeployments(c)
+		declared := map[string]bool{}
+		for _, d := range deps {
+			for name := range d.App.Spec.Values {
+				declared[name] = true
+			}
+		}
+		for _, name := range sortedKeys(c.Spec.Values) {
+			if declared[name] {
+				continue
+			}
+			names := sortedKeys(declared)
+			hint := "remove it; no app deployed to this cluster declares values"
+			if len(names) > 0 {
+				hint = "the apps deployed to " + c.Metadata.Name + " declare: " + strings.Join(names, ", ")
+				if s := closest(name, names); s != "" {
+					hint = fmt.Sprintf("did you mean %q? %s", s, hint)
+				}
+			}
+			v.add(c.Source.At("spec.values."+name), hint, "no app deployed to cluster %s declares value %s", c.Metadata.Name, name)
+		}
+		for _, d := range deps {
+			for _, name := range sortedKeys(d.App.Spec.Values) {
+				if !d.App.Spec.Values[name].Required {
+					continue
+				}
+				if _, ok := d.Values[name]; ok {
+					continue
+				}
+				pathAt := "spec.values"
+				if !c.Source.has(pathAt) {
+					pathAt = "metadata.name"
+				}
+				v.add(c.Source.At(pathAt),
+					fmt.Sprintf("add to %s:\n      spec:\n        values:\n          %s: \"...\"\n    or set it in the entry at %s", c.Source.File, name, d.Source),
+					"cluster %s: app %s requires value %s, which is not set", c.Metadata.Name, d.App.Metadata.Name, name)
+			}
+		}
+	}
+}
+
+// repoNameProblem says why name is not a valid GitHub repo name, or "".
+func repoNameProblem(name string) string {
+	switch {
+	case name == "":
+		return "is empty"
+	case len(name) > 100:
+		return "is longer than 100 characters"
+	case name == "." || name == "..":
+		return "is not allowed"
+	case strings.HasSuffix(strings.ToLower(name), ".git"):
+		return "ends in .git"
+	case !repoNameRe.MatchString(name):
+		return "contains characters other than letters, digits, '.', '-' and '_'"
+	}
+	return ""
+}
+
+// validLogin reports whether s is a GitHub user or organization login.
+func validLogin(s string) bool {
+	if s == "" || len(s) > 39 || s[0] == '-' || s[len(s)-1] == '-' || strings.Contains(s, "--") {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// validRef reports whether s is a usable git branch name (git check-ref-format).
+func validRef(s string) bool {
+	if s == "" || s == "@" || strings.HasPrefix(s, "/") || strings.HasSuffix(s, "/") || strings.HasSuffix(s, ".") ||
+		strings.HasPrefix(s, "-") || strings.Contains(s, "..") || strings.Contains(s, "@{") || strings.Contains(s, "//") {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || strings.ContainsRune(" ~^:?*[\\", r) {
+			return false
+		}
+	}
+	for _, part := range strings.Split(s, "/") {
+		if strings.HasPrefix(part, ".") || strings.HasSuffix(part, ".lock") {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "(none)"
+	}
+	return strings.Join(names, ", ")
+}
