@@ -207,7 +207,7 @@ func (d *document) typeIssue(root reflect.Type, msg string, is *Issues) {
 			hint = fmt.Sprintf("did you mean %q?", s)
 		}
 		if len(known) > 0 {
-			hint += "; known fields " + where + ": " + strings.Join(known, ", ")
+			hint += " (known fields " + where + ": " + strings.Join(known, ", ") + ")"
 		}
 		is.Add(pos, hint, "unknown field %q %s", name, where)
 		return

@@ -201,6 +201,13 @@ spec:
 			},
 		},
 		{
+			name:  "cluster value of an app not deployed there",
+			files: map[string]string{"clusters/dev-us-1.yml": "apiVersion: fleetbot.io/v1alpha1\nkind: Cluster\nmetadata: {name: dev-us-1}\nspec:\n  values:\n    metallb_range: 10.0.0.0/24\n"},
+			want: []want{
+				{pos: "clusters/dev-us-1.yml:6", msg: "no app deployed to cluster dev-us-1 declares value metallb_range", hint: "declared by app metallb (not deployed to dev-us-1)"},
+			},
+		},
+		{
 			name:  "invalid value name",
 			files: map[string]string{"catalog/podinfo/app.yaml": "apiVersion: fleetbot.io/v1alpha1\nkind: App\nmetadata: {name: podinfo}\nspec:\n  scope: namespaced\n  values:\n    podinfo-replicas: {default: 1}\n    podinfo_replicas: {required: true, default: 1}\n"},
 			want: []want{
@@ -311,6 +318,14 @@ spec:
 				{pos: "clusters/empty.yaml:1", msg: "file is empty"},
 				{pos: "clusters/list.yaml:1", msg: "expected an object, found a list"},
 			},
+		},
+		{
+			name: "undeclared substitution in a manifest",
+			files: map[string]string{
+				"catalog/podinfo/base/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: podinfo}\nspec:\n  replicas: ${podinfo_replica}\n  note: $${literal} ${podinfo_color}\n",
+				"catalog/podinfo/README.md":            "${not_checked}",
+			},
+			want: []want{{pos: "catalog/podinfo/base/deployment.yaml:5", msg: "${podinfo_replica} is not declared by app podinfo; declared: podinfo_color, podinfo_replicas", hint: "did you mean ${podinfo_replicas}?"}},
 		},
 		{
 			name:  "nested cluster file",

@@ -1,7 +1,9 @@
 package control
 
 import (
+	"bytes"
 	"fmt"
+	"path"
 	"regexp"
 	"sort"
 	"strconv"
@@ -364,6 +366,62 @@ func (v *validator) app(a *App) {
 			v.add(pos, "drop required: true or drop the default", "value %s is required and has a default", name)
 		}
 	}
+	v.substitutions(a)
+}
+
+// substitutions reports ${name} references in an app's YAML files that the
+// app does not declare, so a typo never reaches a cluster. $${name} is an
+// escaped literal; forms other than a plain ${name} are left to the renderer.
+func (v *validator) substitutions(a *App) {
+	declared := sortedKeys(a.Spec.Values)
+	for _, file := range sortedKeys(a.Files) {
+		if !isYAML(file) && path.Base(file) != "Kustomization" {
+			continue
+		}
+		for _, ref := range References(a.Files[file]) {
+			if _, ok := a.Spec.Values[ref.Name]; ok {
+				continue
+			}
+			hint := "declare it under spec.values in " + a.Source.File + ", or write $${" + ref.Name + "} for a literal ${" + ref.Name + "}"
+			if s := closest(ref.Name, declared); s != "" {
+				hint = fmt.Sprintf("did you mean ${%s}? Or %s", s, hint)
+			}
+			v.add(Position{File: a.Dir + "/" + file, Line: ref.Line}, hint,
+				"${%s} is not declared by app %s; declared: %s", ref.Name, a.Metadata.Name, listOrNone(declared))
+		}
+	}
+}
+
+// Reference is one ${name} substitution in a manifest.
+type Reference struct {
+	Name string
+	Line int // 1-based
+}
+
+// References lists the ${name} substitutions in data, in order, skipping
+// escaped $${name} and anything that is not a plain value name.
+func References(data []byte) []Reference {
+	var refs []Reference
+	line := 1
+	for i := 0; i < len(data); i++ {
+		switch {
+		case data[i] == '\n':
+			line++
+		case data[i] == '$' && i+1 < len(data) && data[i+1] == '$':
+			i++ // $$ escapes the next $
+		case data[i] == '$' && i+1 < len(data) && data[i+1] == '{':
+			end := bytes.IndexByte(data[i+2:], '}')
+			if end < 0 {
+				continue
+			}
+			name := string(data[i+2 : i+2+end])
+			if valueNameRe.MatchString(name) {
+				refs = append(refs, Reference{Name: name, Line: line})
+				i += 2 + end
+			}
+		}
+	}
+	return refs
 }
 
 // duplicates reports a second object of a kind with the same name, naming
@@ -471,6 +529,10 @@ func (v *validator) values() {
 					hint = fmt.Sprintf("did you mean %q? %s", s, hint)
 				}
 			}
+			if owners := v.declaredBy(name); len(owners) > 0 {
+				hint = fmt.Sprintf("it is declared by %s (not deployed to %s); remove it or deploy the app",
+					strings.Join(owners, ", "), c.Metadata.Name)
+			}
 			v.add(c.Source.At("spec.values."+name), hint, "no app deployed to cluster %s declares value %s", c.Metadata.Name, name)
 		}
 		for _, d := range deps {
@@ -491,6 +553,17 @@ func (v *validator) values() {
 			}
 		}
 	}
+}
+
+// declaredBy lists the apps (as "app X") that declare the value name.
+func (v *validator) declaredBy(name string) []string {
+	var apps []string
+	for _, a := range v.r.Apps {
+		if _, ok := a.Spec.Values[name]; ok {
+			apps = append(apps, "app "+a.Metadata.Name)
+		}
+	}
+	return apps
 }
 
 // repoNameProblem says why name is not a valid GitHub repo name, or "".
