@@ -1,0 +1,244 @@
+package local
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/gittree"
+	"github.com/fleetbot-io/fleetbot/internal/policy"
+	"github.com/fleetbot-io/fleetbot/internal/pr"
+)
+
+func fixedClock() func() time.Time {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	return func() time.Time { return t0 }
+}
+
+func open(t *testing.T, dir string) *Forge {
+	t.Helper()
+	f, err := Open(dir, Options{Now: fixedClock(), LockTimeout: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
+
+// seed creates acme/r with one commit on main holding files.
+func seed(t *testing.T, f *Forge, files map[string]string) pr.Commit {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, f.CreateRepo(ctx, pr.RepoSpec{Owner: "acme", Repo: "r", Kind: "cluster", Name: "x", DefaultBranch: "main",
+		Access: policy.Access{Teams: map[string]policy.Role{"platform": policy.RoleAdmin}}}))
+	var ch []pr.Change
+	for p, c := range files {
+		ch = append(ch, pr.Change{Path: p, Content: []byte(c)})
+	}
+	c, err := f.Commit(ctx, "acme", "r", pr.NewCommit{Changes: ch, Message: "init\n"})
+	require.NoError(t, err)
+	require.NoError(t, f.SetBranch(ctx, "acme", "r", "main", c.SHA, false))
+	return c
+}
+
+func TestCreateCommitSnapshot(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	f := open(t, dir)
+
+	s, err := f.Snapshot(ctx, "acme", "r", "main", "fleetbot/sync")
+	require.NoError(t, err)
+	assert.False(t, s.Exists)
+
+	c := seed(t, f, map[string]string{"README.md": "hi\n", "apps/kustomization.yaml": "resources: []\n"})
+	l := gittree.Listing{
+		"README.md":               {Mode: gittree.ModeFile, Hash: gittree.BlobHash([]byte("hi\n"))},
+		"apps/kustomization.yaml": {Mode: gittree.ModeFile, Hash: gittree.BlobHash([]byte("resources: []\n"))},
+	}
+	want, err := gittree.Hash(l)
+	require.NoError(t, err)
+	assert.Equal(t, want, c.Tree, "forge tree == locally computed tree")
+	assert.True(t, c.ByBot)
+
+	s, err = f.Snapshot(ctx, "acme", "r", "main", "fleetbot/sync")
+	require.NoError(t, err)
+	require.True(t, s.Exists)
+	require.NotNil(t, s.Base)
+	assert.Equal(t, c.SHA, s.Base.SHA)
+	assert.Equal(t, l, s.Files)
+	assert.Nil(t, s.Bot)
+	assert.Nil(t, s.PR)
+
+	// A second commit deleting and changing, on a branch.
+	c2, err := f.Commit(ctx, "acme", "r", pr.NewCommit{Parent: c.SHA, BaseTree: c.Tree, Message: "two\n", Changes: []pr.Change{
+		{Path: "README.md", Delete: true}, {Path: "platform/a.yaml", Content: []byte("kind: A\n")},
+	}})
+	require.NoError(t, err)
+	require.NoError(t, f.SetBranch(ctx, "acme", "r", "fleetbot/sync", c2.SHA, true))
+	got, err := f.Blob(ctx, "acme", "r", gittree.BlobHash([]byte("kind: A\n")))
+	require.NoError(t, err)
+	assert.Equal(t, "kind: A\n", string(got))
+
+	// Plain git reads what go-git wrote.
+	if _, err := exec.LookPath("git"); err == nil {
+		out, err := exec.Command("git", "--git-dir", filepath.Join(dir, "acme", "r.git"), "log", "--format=%H %cn <%ce>", "fleetbot/sync").CombinedOutput()
+		require.NoError(t, err, string(out))
+		assert.Equal(t, c2.SHA+" fleetbot <fleetbot@users.noreply.local>\n"+c.SHA+" fleetbot <fleetbot@users.noreply.local>\n", string(out))
+		out, err = exec.Command("git", "--git-dir", filepath.Join(dir, "acme", "r.git"), "fsck", "--strict").CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+
+	// Fast-forward only without force.
+	require.NoError(t, f.SetBranch(ctx, "acme", "r", "main", c2.SHA, false))
+	err = f.SetBranch(ctx, "acme", "r", "main", c.SHA, false)
+	assert.ErrorIs(t, err, ErrNotFastForward)
+
+	a, err := f.Access(ctx, "acme", "r")
+	require.NoError(t, err)
+	assert.Equal(t, policy.RoleAdmin, a.Teams["platform"])
+	m, err := f.ListManaged(ctx, "acme")
+	require.NoError(t, err)
+	assert.Equal(t, []pr.ManagedRepo{{Kind: "cluster", Name: "x", Repo: "r"}}, m)
+}
+
+func TestPullRequestsAndMergeDetection(t *testing.T) {
+	ctx := context.Background()
+	for _, method := range []MergeMethod{MergeFastForward, MergeCommit, MergeSquash, "plain-git"} {
+		t.Run(string(method), func(t *testing.T) {
+			dir := t.TempDir()
+			f := open(t, dir)
+			base := seed(t, f, map[string]string{"README.md": "hi\n"})
+			c, err := f.Commit(ctx, "acme", "r", pr.NewCommit{Parent: base.SHA, BaseTree: base.Tree, Message: "x\n",
+				Changes: []pr.Change{{Path: "platform/a.yaml", Content: []byte("a: 1\n")}}})
+			require.NoError(t, err)
+			require.NoError(t, f.SetBranch(ctx, "acme", "r", "fleetbot/sync", c.SHA, true))
+			p, err := f.OpenPR(ctx, "acme", "r", pr.NewPR{Head: "fleetbot/sync", Base: "main", Title: "t", Body: "b"})
+			require.NoError(t, err)
+			assert.Equal(t, 1, p.Number)
+			_, err = f.OpenPR(ctx, "acme", "r", pr.NewPR{Head: "fleetbot/sync", Base: "main", Title: "t", Body: "b"})
+			assert.Error(t, err, "a second open PR for the same head")
+			assert.ErrorIs(t, f.DeleteBranch(ctx, "acme", "r", "fleetbot/sync"), ErrBranchHasOpenPR)
+
+			s, err := f.Snapshot(ctx, "acme", "r", "main", "fleetbot/sync")
+			require.NoError(t, err)
+			require.NotNil(t, s.PR)
+			assert.Equal(t, pr.StateOpen, s.PR.State)
+
+			if method == "plain-git" {
+				if _, err := exec.LookPath("git"); err != nil {
+					t.Skip("git CLI not installed")
+				}
+				out, err := exec.Command("git", "--git-dir", filepath.Join(dir, "acme", "r.git"), "update-ref", "refs/heads/main", "refs/heads/fleetbot/sync").CombinedOutput()
+				require.NoError(t, err, string(out))
+				s, err = f.Snapshot(ctx, "acme", "r", "main", "fleetbot/sync")
+				require.NoError(t, err)
+				assert.Equal(t, pr.StateMerged, s.PR.State)
+				assert.True(t, s.PR.Inferred)
+				require.NoError(t, f.RecordMerged(ctx, "acme", "r", 1))
+			} else {
+				require.NoError(t, f.Merge(ctx, "acme", "r", 1, method))
+			}
+			s, err = f.Snapshot(ctx, "acme", "r", "main", "fleetbot/sync")
+			require.NoError(t, err)
+			assert.Equal(t, pr.StateMerged, s.PR.State)
+			assert.False(t, s.PR.Inferred)
+			assert.Equal(t, c.Tree, s.Base.Tree)
+			assert.Equal(t, c.SHA, s.PR.HeadSHA)
+			require.NoError(t, f.DeleteBranch(ctx, "acme", "r", "fleetbot/sync"))
+		})
+	}
+}
+
+func TestCorruptPullsIsNeverOverwritten(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	f := open(t, dir)
+	seed(t, f, map[string]string{"README.md": "hi\n"})
+	name := filepath.Join(dir, "acme", "r.pulls.json")
+	garbage := []byte(`[{"number": 1, "state": "open",`)
+	require.NoError(t, os.WriteFile(name, garbage, 0o644))
+
+	_, err := f.Snapshot(ctx, "acme", "r", "main", "fleetbot/sync")
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrCorruptPulls)
+	assert.Contains(t, err.Error(), name, "error names the file")
+	_, err = f.OpenPR(ctx, "acme", "r", pr.NewPR{Head: "main", Base: "main"})
+	assert.ErrorIs(t, err, ErrCorruptPulls)
+	assert.Error(t, f.Comment(ctx, "acme", "r", 1, "x"))
+	got, err := os.ReadFile(name)
+	require.NoError(t, err)
+	assert.Equal(t, garbage, got, "corrupt file left untouched")
+}
+
+func TestMissingDefaultBranch(t *testing.T) {
+	ctx := context.Background()
+	f := open(t, t.TempDir())
+	c := seed(t, f, map[string]string{"README.md": "hi\n"})
+	require.NoError(t, f.SetBranch(ctx, "acme", "r", "other", c.SHA, false))
+	require.NoError(t, f.DeleteBranch(ctx, "acme", "r", "main"))
+	s, err := f.Snapshot(ctx, "acme", "r", "main", "fleetbot/sync")
+	require.NoError(t, err)
+	assert.True(t, s.Exists)
+	assert.False(t, s.Empty)
+	assert.Nil(t, s.Base)
+}
+
+func TestLockContention(t *testing.T) {
+	dir := t.TempDir()
+	f1, err := Open(dir, Options{LockTimeout: -1})
+	require.NoError(t, err)
+
+	_, err = Open(dir, Options{LockTimeout: 100 * time.Millisecond})
+	require.ErrorIs(t, err, ErrLocked)
+	assert.Contains(t, err.Error(), "another fleetbot apply holds the lock on "+f1.Root())
+	assert.Contains(t, err.Error(), "pid ")
+
+	// A waiter gets the lock once the holder closes.
+	var wg sync.WaitGroup
+	got := make(chan error, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		f2, err := Open(dir, Options{LockTimeout: 5 * time.Second})
+		if err == nil {
+			err = f2.Close()
+		}
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	require.NoError(t, f1.Close())
+	wg.Wait()
+	assert.NoError(t, <-got)
+}
+
+func TestLockAcrossProcesses(t *testing.T) {
+	if os.Getenv("FLEETBOT_LOCK_CHILD") != "" {
+		f, err := Open(os.Getenv("FLEETBOT_LOCK_CHILD"), Options{LockTimeout: -1})
+		if err != nil {
+			os.Stdout.WriteString("child: " + err.Error())
+			os.Exit(3)
+		}
+		_ = f.Close()
+		os.Exit(0)
+	}
+	dir := t.TempDir()
+	f, err := Open(dir, Options{LockTimeout: -1})
+	require.NoError(t, err)
+	child := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestLockAcrossProcesses$")
+		cmd.Env = append(os.Environ(), "FLEETBOT_LOCK_CHILD="+dir)
+		return cmd
+	}
+	out, err := child().CombinedOutput()
+	require.Error(t, err, "second process must not get the lock")
+	assert.True(t, strings.Contains(string(out), "another fleetbot apply holds the lock"), string(out))
+	require.NoError(t, f.Close())
+	out, err = child().CombinedOutput()
+	assert.NoError(t, err, string(out))
+}

@@ -1,0 +1,487 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/fleetbot-io/fleetbot/internal/gittree"
+	"github.com/fleetbot-io/fleetbot/internal/pr"
+)
+
+// openStore opens the bare repo, or returns pr.ErrNotFound.
+func (f *Forge) openStore(p repoPaths) (*filesystem.Storage, error) {
+	st, err := os.Stat(filepath.Join(p.git, "HEAD"))
+	if err != nil || st.IsDir() {
+		if errors.Is(err, os.ErrNotExist) || err == nil {
+			return nil, fmt.Errorf("repo %s: %w", p.full, pr.ErrNotFound)
+		}
+		return nil, fmt.Errorf("repo %s: %w", p.full, err)
+	}
+	return filesystem.NewStorage(osfs.New(p.git), cache.NewObjectLRUDefault()), nil
+}
+
+func branchRef(b string) plumbing.ReferenceName { return plumbing.NewBranchReferenceName(b) }
+
+// resolveBranch returns the commit a branch points at, or nil.
+func resolveBranch(s *filesystem.Storage, branch string) (*object.Commit, error) {
+	ref, err := s.Reference(branchRef(branch))
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading branch %s: %w", branch, err)
+	}
+	c, err := object.GetCommit(s, ref.Hash())
+	if err != nil {
+		return nil, fmt.Errorf("reading commit %s of branch %s: %w", ref.Hash(), branch, err)
+	}
+	return c, nil
+}
+
+func toCommit(c *object.Commit) *pr.Commit {
+	if c == nil {
+		return nil
+	}
+	out := &pr.Commit{
+		SHA: c.Hash.String(), Tree: c.TreeHash.String(), Message: c.Message,
+		ByBot: c.Committer.Email == CommitterEmail && c.Committer.Name == CommitterName,
+	}
+	for _, p := range c.ParentHashes {
+		out.Parents = append(out.Parents, p.String())
+	}
+	return out
+}
+
+// listing flattens a tree to path -> (mode, hash), failing on any missing
+// object instead of skipping it.
+func listing(s *filesystem.Storage, treeHash plumbing.Hash) (gittree.Listing, error) {
+	l := gittree.Listing{}
+	var walk func(prefix string, h plumbing.Hash) error
+	walk = func(prefix string, h plumbing.Hash) error {
+		t, err := object.GetTree(s, h)
+		if err != nil {
+			return fmt.Errorf("reading tree %s (%q): %w", h, prefix, err)
+		}
+		for _, e := range t.Entries {
+			p := e.Name
+			if prefix != "" {
+				p = prefix + "/" + e.Name
+			}
+			if e.Mode == filemode.Dir {
+				if err := walk(p, e.Hash); err != nil {
+					return err
+				}
+				continue
+			}
+			l[p] = gittree.Entry{Mode: gittree.Mode(e.Mode), Hash: e.Hash.String()}
+		}
+		return nil
+	}
+	if err := walk("", treeHash); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func hasBranches(s *filesystem.Storage) (bool, error) {
+	it, err := s.IterReferences()
+	if err != nil {
+		return false, err
+	}
+	defer it.Close()
+	found := false
+	err = it.ForEach(func(r *plumbing.Reference) error {
+		if r.Name().IsBranch() && r.Type() == plumbing.HashReference {
+			found = true
+			return storer.ErrStop
+		}
+		return nil
+	})
+	return found, err
+}
+
+// Snapshot implements pr.Forge: the default branch head and tree listing,
+// the bot branch head and the latest pull request from the bot branch. An
+// open PR whose head reached the default branch (pushed, fast-forwarded or
+// merged with plain git, or squashed to the same tree) is reported merged.
+func (f *Forge) Snapshot(ctx context.Context, owner, repo, defaultBranch, botBranch string) (*pr.Snapshot, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p, err := f.paths(owner, repo)
+	if err != nil {
+		return nil, err
+	}
+	defer f.lockRepo(owner, repo)()
+	s, err := f.openStore(p)
+	if errors.Is(err, pr.ErrNotFound) {
+		return &pr.Snapshot{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	snap := &pr.Snapshot{Exists: true}
+	base, err := resolveBranch(s, defaultBranch)
+	if err != nil {
+		return nil, fmt.Errorf("repo %s: %w", p.full, err)
+	}
+	if base == nil {
+		any, err := hasBranches(s)
+		if err != nil {
+			return nil, fmt.Errorf("repo %s: listing branches: %w", p.full, err)
+		}
+		snap.Empty = !any
+	} else {
+		snap.Base = toCommit(base)
+		if snap.Files, err = listing(s, base.TreeHash); err != nil {
+			return nil, fmt.Errorf("repo %s: %w", p.full, err)
+		}
+	}
+	bot, err := resolveBranch(s, botBranch)
+	if err != nil {
+		return nil, fmt.Errorf("repo %s: %w", p.full, err)
+	}
+	snap.Bot = toCommit(bot)
+
+	pulls, err := readPulls(p.pulls)
+	if err != nil {
+		return nil, err
+	}
+	var latest *pull
+	for i := range pulls {
+		q := &pulls[i]
+		if q.Head == botBranch && q.Base == defaultBranch && (latest == nil || q.Number > latest.Number) {
+			latest = q
+		}
+	}
+	if latest != nil {
+		out := latest.toPR(p.full)
+		if out.State == pr.StateOpen {
+			if bot != nil {
+				out.HeadSHA = bot.Hash.String()
+			}
+			merged, err := mergedInto(s, out.HeadSHA, base)
+			if err != nil {
+				return nil, fmt.Errorf("repo %s: PR #%d: %w", p.full, out.Number, err)
+			}
+			if merged {
+				out.State, out.Inferred = pr.StateMerged, true
+			}
+		}
+		snap.PR = out
+	}
+	return snap, nil
+}
+
+// mergedInto reports whether head reached base: equal, an ancestor, or the
+// same tree (a squash merge).
+func mergedInto(s *filesystem.Storage, head string, base *object.Commit) (bool, error) {
+	if head == "" || base == nil {
+		return false, nil
+	}
+	h := plumbing.NewHash(head)
+	if h == base.Hash {
+		return true, nil
+	}
+	hc, err := object.GetCommit(s, h)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if hc.TreeHash == base.TreeHash {
+		return true, nil
+	}
+	return hc.IsAncestor(base)
+}
+
+// Blob implements pr.Forge.
+func (f *Forge) Blob(ctx context.Context, owner, repo, hash string) ([]byte, error) {
+	p, err := f.paths(owner, repo)
+	if err != nil {
+		return nil, err
+	}
+	defer f.lockRepo(owner, repo)()
+	s, err := f.openStore(p)
+	if err != nil {
+		return nil, err
+	}
+	b, err := object.GetBlob(s, plumbing.NewHash(hash))
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return nil, fmt.Errorf("repo %s: blob %s: %w", p.full, hash, pr.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("repo %s: blob %s: %w", p.full, hash, err)
+	}
+	r, err := b.Reader()
+	if err != nil {
+		return nil, fmt.Errorf("repo %s: blob %s: %w", p.full, hash, err)
+	}
+	defer r.Close()
+	return io.ReadAll(r)
+}
+
+// ErrRepoExists is returned by CreateRepo for a repo that already exists.
+var ErrRepoExists = errors.New("repo already exists")
+
+// CreateRepo implements pr.Forge: an empty bare repo whose HEAD names the
+// default branch, and its settings.json (managedBy fleetbot, access).
+func (f *Forge) CreateRepo(ctx context.Context, spec pr.RepoSpec) error {
+	p, err := f.paths(spec.Owner, spec.Repo)
+	if err != nil {
+		return err
+	}
+	defer f.lockRepo(spec.Owner, spec.Repo)()
+	if _, err := os.Stat(p.git); err == nil {
+		return fmt.Errorf("creating %s: %w", p.full, ErrRepoExists)
+	}
+	if err := os.MkdirAll(filepath.Dir(p.git), 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", p.full, err)
+	}
+	_, err = git.PlainInitWithOptions(p.git, &git.PlainInitOptions{
+		Bare:        true,
+		InitOptions: git.InitOptions{DefaultBranch: branchRef(spec.DefaultBranch)},
+	})
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", p.full, err)
+	}
+	st := settings{
+		ManagedBy: ManagedBy, Kind: spec.Kind, Name: spec.Name, Visibility: spec.Visibility,
+		DefaultBranch: spec.DefaultBranch,
+	}
+	st.setAccess(spec.Access)
+	if err := writeSettings(p.settings, st); err != nil {
+		return fmt.Errorf("creating %s: %w", p.full, err)
+	}
+	f.log.Debug("created repo", "repo", p.full)
+	return nil
+}
+
+func (f *Forge) signature() object.Signature {
+	return object.Signature{Name: CommitterName, Email: CommitterEmail, When: f.opts.Now()}
+}
+
+// Commit implements pr.Forge: it writes the blobs, the trees (encoded by
+// gittree, so the tree hash is exactly the one fleetbot computed) and one
+// commit, and moves no branch.
+func (f *Forge) Commit(ctx context.Context, owner, repo string, nc pr.NewCommit) (pr.Commit, error) {
+	if err := ctx.Err(); err != nil {
+		return pr.Commit{}, err
+	}
+	p, err := f.paths(owner, repo)
+	if err != nil {
+		return pr.Commit{}, err
+	}
+	defer f.lockRepo(owner, repo)()
+	s, err := f.openStore(p)
+	if err != nil {
+		return pr.Commit{}, err
+	}
+	l := gittree.Listing{}
+	if nc.BaseTree != "" && nc.BaseTree != gittree.EmptyTree {
+		if l, err = listing(s, plumbing.NewHash(nc.BaseTree)); err != nil {
+			return pr.Commit{}, fmt.Errorf("repo %s: %w", p.full, err)
+		}
+	}
+	for _, c := range nc.Changes {
+		if c.Delete {
+			delete(l, c.Path)
+			continue
+		}
+		h, err := storeObject(s, plumbing.BlobObject, c.Content)
+		if err != nil {
+			return pr.Commit{}, fmt.Errorf("repo %s: writing %s: %w", p.full, c.Path, err)
+		}
+		mode := c.Mode
+		if mode == 0 {
+			mode = gittree.ModeFile
+		}
+		l[c.Path] = gittree.Entry{Mode: mode, Hash: h.String()}
+	}
+	root, trees, err := gittree.Trees(l)
+	if err != nil {
+		return pr.Commit{}, fmt.Errorf("repo %s: %w", p.full, err)
+	}
+	for _, t := range trees {
+		h, err := storeObject(s, plumbing.TreeObject, t.Data)
+		if err != nil {
+			return pr.Commit{}, fmt.Errorf("repo %s: writing tree: %w", p.full, err)
+		}
+		if h.String() != t.Hash {
+			return pr.Commit{}, fmt.Errorf("repo %s: tree hash mismatch: stored %s, computed %s", p.full, h, t.Hash)
+		}
+	}
+	c := &object.Commit{
+		Author: f.signature(), Committer: f.signature(),
+		Message: nc.Message, TreeHash: plumbing.NewHash(root),
+	}
+	if nc.Parent != "" {
+		ph := plumbing.NewHash(nc.Parent)
+		if _, err := object.GetCommit(s, ph); err != nil {
+			return pr.Commit{}, fmt.Errorf("repo %s: parent %s: %w", p.full, nc.Parent, err)
+		}
+		c.ParentHashes = []plumbing.Hash{ph}
+	}
+	obj := s.NewEncodedObject()
+	if err := c.Encode(obj); err != nil {
+		return pr.Commit{}, fmt.Errorf("repo %s: encoding commit: %w", p.full, err)
+	}
+	h, err := s.SetEncodedObject(obj)
+	if err != nil {
+		return pr.Commit{}, fmt.Errorf("repo %s: writing commit: %w", p.full, err)
+	}
+	c.Hash = h
+	return *toCommit(c), nil
+}
+
+func storeObject(s *filesystem.Storage, t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+	h := plumbing.ComputeHash(t, data)
+	if err := s.HasEncodedObject(h); err == nil {
+		return h, nil
+	}
+	obj := s.NewEncodedObject()
+	obj.SetType(t)
+	obj.SetSize(int64(len(data)))
+	w, err := obj.Writer()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if _, err := w.Write(data); err != nil {
+		w.Close()
+		return plumbing.ZeroHash, err
+	}
+	if err := w.Close(); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return s.SetEncodedObject(obj)
+}
+
+// ErrNotFastForward is returned by SetBranch without force when the move
+// would drop commits.
+var ErrNotFastForward = errors.New("not a fast-forward")
+
+// SetBranch implements pr.Forge. The move is a compare-and-swap against the
+// value read, so a concurrent writer is detected rather than overwritten.
+func (f *Forge) SetBranch(ctx context.Context, owner, repo, branch, sha string, force bool) error {
+	p, err := f.paths(owner, repo)
+	if err != nil {
+		return err
+	}
+	defer f.lockRepo(owner, repo)()
+	s, err := f.openStore(p)
+	if err != nil {
+		return err
+	}
+	return setBranch(s, p.full, branch, sha, force)
+}
+
+func setBranch(s *filesystem.Storage, full, branch, sha string, force bool) error {
+	h := plumbing.NewHash(sha)
+	nc, err := object.GetCommit(s, h)
+	if err != nil {
+		return fmt.Errorf("repo %s: branch %s: commit %s: %w", full, branch, sha, err)
+	}
+	name := branchRef(branch)
+	old, err := s.Reference(name)
+	if err != nil && !errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return fmt.Errorf("repo %s: reading branch %s: %w", full, branch, err)
+	}
+	if old != nil && old.Hash() == h {
+		return nil
+	}
+	if old != nil && !force {
+		oc, err := object.GetCommit(s, old.Hash())
+		if err != nil {
+			return fmt.Errorf("repo %s: branch %s: %w", full, branch, err)
+		}
+		ok, err := oc.IsAncestor(nc)
+		if err != nil {
+			return fmt.Errorf("repo %s: branch %s: %w", full, branch, err)
+		}
+		if !ok {
+			return fmt.Errorf("repo %s: moving %s from %s to %s: %w", full, branch, old.Hash(), sha, ErrNotFastForward)
+		}
+	}
+	if err := s.CheckAndSetReference(plumbing.NewHashReference(name, h), old); err != nil {
+		return fmt.Errorf("repo %s: setting branch %s: %w", full, branch, err)
+	}
+	return nil
+}
+
+// ErrBranchHasOpenPR is returned by DeleteBranch for the head branch of an
+// open pull request.
+var ErrBranchHasOpenPR = errors.New("branch is the head of an open pull request")
+
+// DeleteBranch implements pr.Forge. It refuses to delete the head branch of
+// an open pull request.
+func (f *Forge) DeleteBranch(ctx context.Context, owner, repo, branch string) error {
+	p, err := f.paths(owner, repo)
+	if err != nil {
+		return err
+	}
+	defer f.lockRepo(owner, repo)()
+	s, err := f.openStore(p)
+	if err != nil {
+		return err
+	}
+	pulls, err := readPulls(p.pulls)
+	if err != nil {
+		return err
+	}
+	for _, q := range pulls {
+		if q.State == pr.StateOpen && q.Head == branch {
+			return fmt.Errorf("repo %s: deleting %s: %w (#%d)", p.full, branch, ErrBranchHasOpenPR, q.Number)
+		}
+	}
+	if err := s.RemoveReference(branchRef(branch)); err != nil && !errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return fmt.Errorf("repo %s: deleting %s: %w", p.full, branch, err)
+	}
+	return nil
+}
+
+// Refs returns every branch of the repo and the commit it points at: for
+// tests and status output.
+func (f *Forge) Refs(owner, repo string) (map[string]string, error) {
+	p, err := f.paths(owner, repo)
+	if err != nil {
+		return nil, err
+	}
+	defer f.lockRepo(owner, repo)()
+	s, err := f.openStore(p)
+	if err != nil {
+		return nil, err
+	}
+	it, err := s.IterReferences()
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	out := map[string]string{}
+	err = it.ForEach(func(r *plumbing.Reference) error {
+		if r.Name().IsBranch() {
+			out[strings.TrimPrefix(r.Name().String(), "refs/heads/")] = r.Hash().String()
+		}
+		return nil
+	})
+	return out, err
+}
+
+var (
+	_ pr.Forge         = (*Forge)(nil)
+	_ pr.MergeRecorder = (*Forge)(nil)
+)

@@ -1,0 +1,150 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/policy"
+	"github.com/fleetbot-io/fleetbot/internal/pr"
+)
+
+// settings is PATH/owner/repo.settings.json: who manages the repo, for
+// which cluster or workspace, and its access (team roles, protection).
+type settings struct {
+	ManagedBy     string                 `json:"managedBy,omitempty"`
+	Kind          fanout.Kind            `json:"kind,omitempty"`
+	Name          string                 `json:"name,omitempty"`
+	Visibility    string                 `json:"visibility,omitempty"`
+	DefaultBranch string                 `json:"defaultBranch,omitempty"`
+	Teams         map[string]policy.Role `json:"teams"`
+	Protection    *policy.Protection     `json:"protection,omitempty"`
+	Collaborators map[string]policy.Role `json:"collaborators"`
+}
+
+func (s *settings) setAccess(a policy.Access) {
+	s.Teams, s.Protection, s.Collaborators = a.Teams, a.Protection, a.Collaborators
+	if s.Teams == nil {
+		s.Teams = map[string]policy.Role{}
+	}
+	if s.Collaborators == nil {
+		s.Collaborators = map[string]policy.Role{}
+	}
+}
+
+func (s *settings) access() policy.Access {
+	return policy.Access{Teams: s.Teams, Protection: s.Protection, Collaborators: s.Collaborators}
+}
+
+// ErrCorruptSettings is returned when a settings.json file cannot be
+// decoded. The file is left exactly as it is.
+var ErrCorruptSettings = errors.New("corrupt settings file")
+
+func readSettings(name string) (*settings, error) {
+	b, err := os.ReadFile(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	var s settings
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%w %s: %v; fleetbot left it untouched: fix the JSON or move the file away", ErrCorruptSettings, name, err)
+	}
+	return &s, nil
+}
+
+func writeSettings(name string, s settings) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", name, err)
+	}
+	if err := writeAtomic(name, append(b, '\n')); err != nil {
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	return nil
+}
+
+// Access returns the access settings of a repo (empty when it has none).
+func (f *Forge) Access(ctx context.Context, owner, repo string) (policy.Access, error) {
+	p, err := f.paths(owner, repo)
+	if err != nil {
+		return policy.Access{}, err
+	}
+	defer f.lockRepo(owner, repo)()
+	s, err := readSettings(p.settings)
+	if err != nil || s == nil {
+		return policy.Access{}, err
+	}
+	return s.access(), nil
+}
+
+// SetAccess converges the access settings of a repo to a, keeping who
+// manages it; the file is only written when something changes.
+func (f *Forge) SetAccess(ctx context.Context, owner, repo string, a policy.Access) error {
+	p, err := f.paths(owner, repo)
+	if err != nil {
+		return err
+	}
+	defer f.lockRepo(owner, repo)()
+	if _, err := f.openStore(p); err != nil {
+		return err
+	}
+	s, err := readSettings(p.settings)
+	if err != nil {
+		return err
+	}
+	if s == nil {
+		s = &settings{}
+	}
+	before, _ := json.Marshal(s)
+	s.setAccess(a)
+	after, _ := json.Marshal(s)
+	if bytes.Equal(before, after) {
+		return nil
+	}
+	return writeSettings(p.settings, *s)
+}
+
+// ListManaged returns the repos of owner whose settings say fleetbot
+// manages them, sorted by repo name.
+func (f *Forge) ListManaged(ctx context.Context, owner string) ([]pr.ManagedRepo, error) {
+	if err := validName("owner", owner); err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(f.root, owner)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", dir, err)
+	}
+	var out []pr.ManagedRepo
+	for _, e := range entries {
+		repo, ok := strings.CutSuffix(e.Name(), ".settings.json")
+		if !ok || e.IsDir() {
+			continue
+		}
+		s, err := readSettings(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		if s == nil || s.ManagedBy != ManagedBy {
+			continue
+		}
+		out = append(out, pr.ManagedRepo{Kind: s.Kind, Name: s.Name, Repo: repo})
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Repo < out[b].Repo })
+	return out, nil
+}

@@ -1,0 +1,137 @@
+package pr
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/manifest"
+)
+
+// TrailerSource is the commit trailer naming the control repo commit a bot
+// commit was rendered from.
+const TrailerSource = "Fleetbot-Source"
+
+// marker is the state fleetbot keeps, hidden, in the PR body. The SHAs are
+// content addresses, so when the bot branch head equals Head, everything
+// else recorded is trustworthy without another read.
+type marker struct {
+	Head    string `json:"head,omitempty"`
+	Base    string `json:"base,omitempty"`
+	Tree    string `json:"tree,omitempty"`
+	Source  string `json:"source,omitempty"`
+	Blocked bool   `json:"blocked,omitempty"`
+}
+
+const markerPrefix = "<!-- fleetbot:state "
+
+var markerRE = regexp.MustCompile(`<!-- fleetbot:state (\{[^\n]*?\}) -->`)
+
+func parseMarker(body string) (marker, bool) {
+	var m marker
+	sm := markerRE.FindStringSubmatch(body)
+	if sm == nil {
+		return m, false
+	}
+	if err := json.Unmarshal([]byte(sm[1]), &m); err != nil {
+		return marker{}, false
+	}
+	return m, true
+}
+
+func (m marker) String() string {
+	b, _ := json.Marshal(m) // a struct of strings and a bool always marshals
+	return markerPrefix + string(b) + " -->"
+}
+
+// withMarker replaces (or appends) the marker of body.
+func withMarker(body string, m marker) string {
+	if loc := markerRE.FindStringIndex(body); loc != nil {
+		return body[:loc[0]] + m.String() + body[loc[1]:]
+	}
+	return strings.TrimRight(body, "\n") + "\n\n" + m.String() + "\n"
+}
+
+// Title is the title of the fleetbot PR of a target.
+func Title(t *fanout.Target) string {
+	if t.Removed {
+		return fmt.Sprintf("fleetbot: remove %s %s", t.Kind, t.Name)
+	}
+	return fmt.Sprintf("fleetbot: sync %s %s", t.Kind, t.Name)
+}
+
+// CommitMessage is the message of a bot commit rendered from source.
+func CommitMessage(t *fanout.Target, source string) string {
+	verb := "sync"
+	if t.Removed {
+		verb = "remove " + string(t.Kind) + " " + t.Name
+	}
+	src := source
+	if src == "" {
+		src = "unknown"
+	}
+	return fmt.Sprintf("fleetbot: %s from %s\n\n%s: %s\n", verb, short(src), TrailerSource, src)
+}
+
+// Body renders the PR description: source commit, files and objects changed,
+// who must review, and the hidden state marker.
+func Body(d *Decision, t *fanout.Target, source string, m marker) string {
+	var b strings.Builder
+	what := "Sync of"
+	if t.Removed {
+		what = "Removal of the managed content of"
+	}
+	fmt.Fprintf(&b, "%s %s **%s**, rendered by fleetbot from the control repo.\n\n", what, t.Kind, t.Name)
+	if source != "" {
+		fmt.Fprintf(&b, "**Source commit:** `%s`\n\n", source)
+	}
+	if t.Removed {
+		b.WriteString("The " + string(t.Kind) + " left the control repo: the files fleetbot managed are removed and Flux prunes what they described. The repo is kept.\n\n")
+	}
+	files := d.prFiles
+	fmt.Fprintf(&b, "### Files (%d)\n\n", len(files))
+	if len(files) == 0 {
+		b.WriteString("No file changes.\n\n")
+	} else {
+		b.WriteString("| file | change |\n|---|---|\n")
+		for _, f := range files {
+			fmt.Fprintf(&b, "| `%s` | %s |\n", f.Path, f.Op)
+		}
+		b.WriteString("\n")
+	}
+	if sum := SummarizeObjects(d.Objects); len(sum) > 0 {
+		b.WriteString("### Objects\n\n| kind | added | changed | removed |\n|---|---:|---:|---:|\n")
+		for _, k := range sortedKeys(sum) {
+			c := sum[k]
+			fmt.Fprintf(&b, "| %s | %d | %d | %d |\n", k, c.Added, c.Changed, c.Removed)
+		}
+		b.WriteString("\n<details><summary>Objects by name</summary>\n\n")
+		for _, g := range []struct {
+			op   string
+			objs []manifest.Object
+		}{{FileAdded, d.Objects.Added}, {FileChanged, d.Objects.Changed}, {FileRemoved, d.Objects.Removed}} {
+			for _, o := range g.objs {
+				fmt.Fprintf(&b, "- %s `%s`\n", g.op, o.ID())
+			}
+		}
+		b.WriteString("\n</details>\n\n")
+	}
+	b.WriteString("### Review\n\n")
+	if len(t.Reviewers) == 0 {
+		b.WriteString("No reviewers configured.\n")
+	} else {
+		rs := append([]string(nil), t.Reviewers...)
+		sort.Strings(rs)
+		for i, r := range rs {
+			rs[i] = "@" + t.Owner + "/" + r
+		}
+		fmt.Fprintf(&b, "Must be reviewed by %s (code owners of the managed paths).\n", strings.Join(rs, ", "))
+	}
+	b.WriteString("\nfleetbot updates this PR while the control repo changes. A commit pushed to its branch by anyone else stops those updates.\n\n")
+	b.WriteString(m.String())
+	b.WriteString("\n")
+	return b.String()
+}

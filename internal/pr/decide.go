@@ -1,0 +1,408 @@
+package pr
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/gittree"
+	"github.com/fleetbot-io/fleetbot/internal/manifest"
+)
+
+// Action is what fleetbot does (or would do) to one target repo.
+type Action string
+
+// Actions, as plan and apply report them.
+const (
+	// ActionCreate creates the repo (or bootstraps an empty one) and opens
+	// the first PR.
+	ActionCreate Action = "create"
+	// ActionOpen opens a PR.
+	ActionOpen Action = "open"
+	// ActionUpdate updates the open PR in place (or rebuilds it on a moved
+	// base).
+	ActionUpdate Action = "update"
+	// ActionNoop changes nothing: the repo, or its open PR, already carries
+	// the desired tree.
+	ActionNoop Action = "noop"
+	// ActionBlocked leaves an open PR alone because someone else pushed to
+	// the bot branch.
+	ActionBlocked Action = "blocked"
+	// ActionClose closes the open PR because the default branch already
+	// matches the desired state.
+	ActionClose Action = "close"
+	// ActionRemove opens or updates a PR removing the managed content of a
+	// cluster or workspace that left the control repo.
+	ActionRemove Action = "remove"
+)
+
+// Writes reports whether the action changes the target repo's content or
+// its PR.
+func (a Action) Writes() bool {
+	switch a {
+	case ActionNoop, ActionBlocked:
+		return false
+	}
+	return true
+}
+
+// File operations of a FileChange.
+const (
+	FileAdded   = "added"
+	FileChanged = "changed"
+	FileRemoved = "removed"
+)
+
+// FileChange is one file the desired tree adds, changes or removes compared
+// with the default branch.
+type FileChange struct {
+	Path string `json:"path"`
+	Op   string `json:"op"`
+	// OldHash is the blob hash on the default branch (changed, removed).
+	OldHash string `json:"-"`
+}
+
+// ErrDefaultBranchMissing is returned when a repo has branches but not the
+// configured default branch: fleetbot will not guess where to commit.
+var ErrDefaultBranchMissing = errors.New("default branch missing")
+
+// Options tune Decide and Apply.
+type Options struct {
+	// Branch is the bot branch (pullRequests.branch).
+	Branch string
+	// Labels are added to opened PRs.
+	Labels []string
+	// Source is the control repo commit the target was rendered from.
+	Source string
+}
+
+func (o Options) withDefaults() Options {
+	if o.Branch == "" {
+		o.Branch = control.DefaultPRBranch
+	}
+	return o
+}
+
+// Decision is what to do with one target repo, and why. Decide computes it
+// purely from a Snapshot; Apply executes it.
+type Decision struct {
+	Owner  string      `json:"owner"`
+	Repo   string      `json:"repo"`
+	Kind   fanout.Kind `json:"kind"`
+	Name   string      `json:"name"`
+	Action Action      `json:"action"`
+	// Reason says in words why Action was chosen.
+	Reason string `json:"reason,omitempty"`
+	// Base is the default-branch head the decision was made against.
+	Base string `json:"base,omitempty"`
+	// Tree is the hash of the desired tree.
+	Tree string `json:"tree"`
+	// Files are the differences between the default branch and the desired
+	// tree (for a new repo: every file).
+	Files []FileChange `json:"files,omitempty"`
+	// Objects are the Kubernetes objects those files add, change or remove;
+	// filled by Plan when a PR is to be written.
+	Objects manifest.Changes `json:"objects"`
+	// PR is the pull request acted upon, when there is one.
+	PR *PullRequest `json:"pr,omitempty"`
+
+	// The steps Apply runs, in this order.
+
+	// CreateRepo creates the repo.
+	CreateRepo bool `json:"createRepo,omitempty"`
+	// Bootstrap is the root commit of the default branch of a new or empty
+	// repo: README, CODEOWNERS and scaffolds only.
+	Bootstrap []Change `json:"bootstrap,omitempty"`
+	// Changes make the bot commit on top of the base; PushBranch commits
+	// them and force-moves the bot branch there.
+	Changes    []Change `json:"changes,omitempty"`
+	PushBranch bool     `json:"pushBranch,omitempty"`
+	OpenPR     bool     `json:"openPR,omitempty"`
+	UpdatePR   bool     `json:"updatePR,omitempty"`
+	// Block records on the PR, once, that fleetbot stopped updating it.
+	Block bool `json:"block,omitempty"`
+	// ClosePR closes PR with a comment; DeleteBranch then deletes the bot
+	// branch.
+	ClosePR      bool `json:"closePR,omitempty"`
+	RecordMerged bool `json:"recordMerged,omitempty"`
+	DeleteBranch bool `json:"deleteBranch,omitempty"`
+
+	removed  bool
+	baseTree string
+	branch   string
+	defBr    string
+	prFiles  []FileChange
+	bot      *Commit
+	marker   marker
+}
+
+// Writes reports whether executing the decision writes anything at all.
+func (d *Decision) Writes() bool {
+	return d.CreateRepo || len(d.Bootstrap) > 0 || d.PushBranch || d.OpenPR || d.UpdatePR ||
+		d.Block || d.ClosePR || d.RecordMerged || d.DeleteBranch
+}
+
+// Counts returns how many files are added, changed and removed.
+func (d *Decision) Counts() (added, changed, removed int) {
+	for _, f := range d.Files {
+		switch f.Op {
+		case FileAdded:
+			added++
+		case FileChanged:
+			changed++
+		case FileRemoved:
+			removed++
+		}
+	}
+	return
+}
+
+// Decide computes, without any I/O, what to do with the target repo given
+// its snapshot: the desired tree is the default branch minus every managed
+// path, plus the target's files, plus each scaffold missing on the default
+// branch. Equal tree hashes mean nothing to do.
+func Decide(s *Snapshot, t *fanout.Target, o Options) (*Decision, error) {
+	o = o.withDefaults()
+	d := &Decision{
+		Owner: t.Owner, Repo: t.Repo, Kind: t.Kind, Name: t.Name,
+		removed: t.Removed, branch: o.Branch, defBr: t.DefaultBranch,
+	}
+	if d.defBr == "" {
+		d.defBr = control.DefaultBranch
+	}
+	for p := range t.Files {
+		if !t.Kind.Managed(p) {
+			return nil, fmt.Errorf("%s: target file %q is not a path fleetbot manages in a %s repo", t.FullName(), p, t.Kind)
+		}
+	}
+	for p := range t.Scaffolds {
+		if t.Kind.Managed(p) {
+			return nil, fmt.Errorf("%s: scaffold %q is a managed path", t.FullName(), p)
+		}
+	}
+
+	var base gittree.Listing
+	switch {
+	case !s.Exists || (s.Base == nil && s.Empty):
+		if t.Removed {
+			d.Action, d.Reason = ActionNoop, "removed, and the repo has no content"
+			d.Tree = gittree.EmptyTree
+			return d, nil
+		}
+		d.CreateRepo = !s.Exists
+		d.Action, d.Reason = ActionCreate, "new repo"
+		if s.Exists {
+			d.Reason = "empty repo: bootstrap the default branch"
+		}
+		boot := gittree.Listing{}
+		for _, p := range []string{"README.md", ".github/CODEOWNERS"} {
+			if c, ok := t.Files[p]; ok {
+				boot[p] = blobEntry(c)
+				d.Bootstrap = append(d.Bootstrap, Change{Path: p, Mode: gittree.ModeFile, Content: c})
+			}
+		}
+		for _, p := range sortedKeys(t.Scaffolds) {
+			boot[p] = blobEntry(t.Scaffolds[p])
+			d.Bootstrap = append(d.Bootstrap, Change{Path: p, Mode: gittree.ModeFile, Content: t.Scaffolds[p]})
+		}
+		sortChanges(d.Bootstrap)
+		desired := desiredListing(boot, t)
+		tree, err := gittree.Hash(desired)
+		if err != nil {
+			return nil, fmt.Errorf("%s: desired tree: %w", t.FullName(), err)
+		}
+		d.Tree = tree
+		d.Files, _ = diff(gittree.Listing{}, desired, t)
+		d.prFiles, d.Changes = diff(boot, desired, t)
+		if len(d.Changes) > 0 {
+			d.PushBranch, d.OpenPR = true, true
+		}
+		return d, nil
+	case s.Base == nil:
+		return nil, fmt.Errorf("%s: %w: %q does not exist but the repo has other branches; create it or set platform spec.defaultBranch",
+			t.FullName(), ErrDefaultBranchMissing, d.defBr)
+	default:
+		base = s.Files
+		d.Base = s.Base.SHA
+	}
+
+	desired := desiredListing(base, t)
+	tree, err := gittree.Hash(desired)
+	if err != nil {
+		return nil, fmt.Errorf("%s: desired tree: %w", t.FullName(), err)
+	}
+	d.Tree = tree
+	d.Files, d.Changes = diff(base, desired, t)
+	d.prFiles = d.Files
+	d.bot = s.Bot
+	inSync := tree == s.Base.Tree
+	change := ActionOpen
+	if t.Removed {
+		change = ActionRemove
+	}
+
+	if p := s.PR; p != nil && p.State == StateOpen {
+		d.PR = p
+		m, _ := parseMarker(p.Body)
+		d.marker = m
+		switch {
+		case m.Blocked:
+			d.Action = ActionBlocked
+			d.Reason = fmt.Sprintf("PR #%d is blocked: someone else pushed to %s; fleetbot no longer updates it", p.Number, o.Branch)
+		case s.Bot == nil:
+			if inSync {
+				d.Action, d.ClosePR = ActionClose, true
+				d.Reason = fmt.Sprintf("%s already matches and branch %s is gone", d.defBr, o.Branch)
+			} else {
+				d.Action, d.PushBranch, d.UpdatePR = updateAction(t), true, true
+				d.Reason = fmt.Sprintf("branch %s is missing: rebuild it", o.Branch)
+			}
+		case !ours(s.Bot, m):
+			d.Action, d.Block = ActionBlocked, true
+			d.Reason = fmt.Sprintf("commit %s on %s was not made by fleetbot: PR #%d is left alone", short(s.Bot.SHA), o.Branch, p.Number)
+		case inSync:
+			d.Action, d.ClosePR, d.DeleteBranch = ActionClose, true, true
+			d.Reason = fmt.Sprintf("%s already matches the desired state", d.defBr)
+		case s.Bot.Tree == tree && firstParent(s.Bot) == s.Base.SHA:
+			if m.Head == s.Bot.SHA {
+				d.Action, d.Reason = ActionNoop, fmt.Sprintf("PR #%d already carries the desired tree", p.Number)
+			} else {
+				d.Action, d.UpdatePR = updateAction(t), true
+				d.Reason = fmt.Sprintf("PR #%d carries the desired tree; refresh its description", p.Number)
+			}
+		default:
+			d.Action, d.PushBranch, d.UpdatePR = updateAction(t), true, true
+			if firstParent(s.Bot) != s.Base.SHA {
+				d.Reason = fmt.Sprintf("%s moved: rebuild PR #%d on %s", d.defBr, p.Number, short(s.Base.SHA))
+			} else {
+				d.Reason = fmt.Sprintf("desired state changed: update PR #%d", p.Number)
+			}
+		}
+		if d.Action == ActionBlocked || d.Action == ActionClose {
+			d.Changes = nil
+		}
+		return d, nil
+	}
+
+	// No open PR.
+	if p := s.PR; p != nil && p.State == StateMerged && p.Inferred {
+		d.RecordMerged, d.PR = true, p
+	}
+	if inSync {
+		d.Action, d.Reason = ActionNoop, fmt.Sprintf("%s already matches", d.defBr)
+		d.Changes = nil
+		if s.Bot != nil && s.PR != nil && s.PR.State != StateOpen && s.Bot.SHA == s.PR.HeadSHA {
+			d.DeleteBranch, d.PR = true, s.PR
+			d.Reason += fmt.Sprintf("; delete branch %s of %s PR #%d", o.Branch, s.PR.State, s.PR.Number)
+		}
+		return d, nil
+	}
+	d.Action, d.PushBranch, d.OpenPR = change, true, true
+	d.Reason = "desired state differs from " + d.defBr
+	if t.Removed {
+		d.Reason = "removed from the control repo: remove its managed content"
+	}
+	return d, nil
+}
+
+func updateAction(t *fanout.Target) Action {
+	if t.Removed {
+		return ActionRemove
+	}
+	return ActionUpdate
+}
+
+// ours reports whether the bot branch head is fleetbot's own commit: the one
+// recorded in the PR marker, or (after an interrupted run) a commit the
+// forge's bot identity made with fleetbot's trailer.
+func ours(c *Commit, m marker) bool {
+	if m.Head != "" && c.SHA == m.Head {
+		return true
+	}
+	return c.ByBot && strings.Contains(c.Message, "\n"+TrailerSource+": ") && len(c.Parents) == 1
+}
+
+func firstParent(c *Commit) string {
+	if c == nil || len(c.Parents) == 0 {
+		return ""
+	}
+	return c.Parents[0]
+}
+
+func desiredListing(base gittree.Listing, t *fanout.Target) gittree.Listing {
+	desired := base.Clone()
+	for p := range desired {
+		if t.Kind.Managed(p) {
+			delete(desired, p)
+		}
+	}
+	for p, c := range t.Files {
+		desired[p] = blobEntry(c)
+	}
+	for p, c := range t.Scaffolds {
+		if _, ok := base[p]; !ok {
+			desired[p] = blobEntry(c)
+		}
+	}
+	return desired
+}
+
+// diff lists the files that differ between from and to, and the changes that
+// turn from into to (content taken from the target).
+func diff(from, to gittree.Listing, t *fanout.Target) ([]FileChange, []Change) {
+	var files []FileChange
+	var changes []Change
+	for _, p := range to.Paths() {
+		e := to[p]
+		old, ok := from[p]
+		if ok && old == e {
+			continue
+		}
+		op := FileAdded
+		if ok {
+			op = FileChanged
+		}
+		content, found := t.Files[p]
+		if !found {
+			content = t.Scaffolds[p]
+		}
+		files = append(files, FileChange{Path: p, Op: op, OldHash: old.Hash})
+		changes = append(changes, Change{Path: p, Mode: e.Mode, Content: content})
+	}
+	for _, p := range from.Paths() {
+		if _, ok := to[p]; !ok {
+			files = append(files, FileChange{Path: p, Op: FileRemoved, OldHash: from[p].Hash})
+			changes = append(changes, Change{Path: p, Delete: true})
+		}
+	}
+	sort.Slice(files, func(a, b int) bool { return files[a].Path < files[b].Path })
+	sortChanges(changes)
+	return files, changes
+}
+
+func sortChanges(cs []Change) {
+	sort.Slice(cs, func(a, b int) bool { return cs[a].Path < cs[b].Path })
+}
+
+func blobEntry(c []byte) gittree.Entry {
+	return gittree.Entry{Mode: gittree.ModeFile, Hash: gittree.BlobHash(c)}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func short(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}
