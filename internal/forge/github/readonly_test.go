@@ -1,0 +1,48 @@
+package github
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	gh "github.com/google/go-github/v62/github"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestReadOnlyTransport(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("{}")) })
+	rt := NewReadOnlyTransport(http.DefaultTransport)
+
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		resp := s.do(t, rt, method, "/repos/o/r", "")
+		_ = resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode, method)
+	}
+	for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		req, err := http.NewRequest(method, s.URL+apiPrefix+"/repos/o/r/git/trees", stringsReader("{}"))
+		require.NoError(t, err)
+		_, err = rt.RoundTrip(req)
+		assert.ErrorIs(t, err, ErrReadOnly, method)
+		assert.Equal(t, Terminal, Classify(err), method)
+	}
+	assert.Len(t, s.requests(), 2, "only the reads reach the server")
+}
+
+func TestReadOnlyClientBlocksCreateTree(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("no request should reach the server, got %s %s", r.Method, r.URL.Path)
+	})
+	c, err := New(context.Background(), Config{APIURL: s.apiURL(), Token: "t0ken", ReadOnly: true})
+	require.NoError(t, err)
+	require.True(t, c.ReadOnly())
+
+	_, _, err = c.API().Git.CreateTree(context.Background(), "acme", "cluster-a", "",
+		[]*gh.TreeEntry{{Path: gh.String("README.md"), Mode: gh.String("100644"), Type: gh.String("blob"), Content: gh.String("hi")}})
+	require.ErrorIs(t, err, ErrReadOnly)
+	assert.NotContains(t, err.Error(), "t0ken")
+	assert.Empty(t, s.requests())
+	assert.Zero(t, c.Stats().Requests.Writes)
+}
