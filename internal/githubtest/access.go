@@ -1,0 +1,546 @@
+package githubtest
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/google/go-github/v62/github"
+)
+
+// permRank orders repository permissions.
+var permRank = map[string]int{"pull": 1, "triage": 2, "push": 3, "maintain": 4, "admin": 5}
+
+// permissionsMap is the permissions object GitHub shows for a role.
+func permissionsMap(perm string) map[string]bool {
+	rank := permRank[perm]
+	return map[string]bool{"pull": rank >= 1, "triage": rank >= 2, "push": rank >= 3, "maintain": rank >= 4, "admin": rank >= 5}
+}
+
+// roleName is the role_name GitHub shows for a permission.
+func roleName(perm string) string {
+	switch perm {
+	case "pull":
+		return "read"
+	case "push":
+		return "write"
+	}
+	return perm
+}
+
+func (s *Server) handleGetOrg(w http.ResponseWriter, r *http.Request) {
+	a := s.st.Accounts[strings.ToLower(r.PathValue("org"))]
+	if a == nil || a.Type != "Organization" {
+		writeErr(w, errNotFound)
+		return
+	}
+	writeJSON(w, http.StatusOK, &github.Organization{
+		Login: github.String(a.Login), ID: github.Int64(a.ID), NodeID: github.String(nodeID("Organization", a.ID)),
+		Type: github.String("Organization"), URL: github.String(s.APIURL() + "orgs/" + a.Login),
+		HTMLURL: github.String(s.URL + "/" + a.Login), ReposURL: github.String(s.APIURL() + "orgs/" + a.Login + "/repos"),
+	})
+}
+
+func (s *Server) handleGetUser(w http.ResponseWriter, r *http.Request) {
+	login := r.PathValue("username")
+	if login == "" {
+		login = principalOf(r).login
+	}
+	if s.st.Accounts[strings.ToLower(login)] == nil {
+		writeErr(w, errNotFound)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.userJSON(login))
+}
+
+func (s *Server) teamJSON(t *team, perm string) *github.Team {
+	api := s.APIURL() + "orgs/" + url.PathEscape(t.Org) + "/teams/" + t.Slug
+	out := &github.Team{
+		ID: github.Int64(t.ID), NodeID: github.String(nodeID("Team", t.ID)), Name: github.String(t.Name),
+		Slug: github.String(t.Slug), Description: github.String(t.Description), Privacy: github.String(t.Privacy),
+		Permission: github.String("pull"), URL: github.String(api), HTMLURL: github.String(s.URL + "/orgs/" + t.Org + "/teams/" + t.Slug),
+		MembersURL: github.String(api + "/members{/member}"), RepositoriesURL: github.String(api + "/repos"),
+		MembersCount: github.Int(len(t.Members)), ReposCount: github.Int(len(t.Repos)),
+	}
+	if perm != "" {
+		out.Permission = github.String(perm)
+		out.Permissions = permissionsMap(perm)
+	}
+	return out
+}
+
+// teamFromReq finds the team {org}/{team_slug}.
+func (s *Server) teamFromReq(r *http.Request) (*team, error) {
+	t := s.st.Teams[teamKey(r.PathValue("org"), r.PathValue("team_slug"))]
+	if t == nil {
+		return nil, errNotFound
+	}
+	return t, nil
+}
+
+func (s *Server) orgTeams(org string) []*team {
+	var out []*team
+	for _, k := range sortedKeys(s.st.Teams) {
+		if t := s.st.Teams[k]; strings.EqualFold(t.Org, org) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (s *Server) handleListTeams(w http.ResponseWriter, r *http.Request) {
+	org := s.st.Accounts[strings.ToLower(r.PathValue("org"))]
+	if org == nil || org.Type != "Organization" {
+		writeErr(w, errNotFound)
+		return
+	}
+	out := []*github.Team{}
+	for _, t := range s.orgTeams(org.Login) {
+		out = append(out, s.teamJSON(t, ""))
+	}
+	writePage(w, r, out)
+}
+
+func (s *Server) handleGetTeam(w http.ResponseWriter, r *http.Request) {
+	t, err := s.teamFromReq(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.teamJSON(t, ""))
+}
+
+func (s *Server) handleTeamMembers(w http.ResponseWriter, r *http.Request) {
+	t, err := s.teamFromReq(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	role := r.URL.Query().Get("role")
+	out := []*github.User{}
+	for _, login := range sortedKeys(t.Members) {
+		if role == "" || role == "all" || role == t.Members[login] {
+			out = append(out, s.userJSON(login))
+		}
+	}
+	writePage(w, r, out)
+}
+
+func (s *Server) handleTeamMembership(w http.ResponseWriter, r *http.Request) {
+	t, err := s.teamFromReq(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	user := r.PathValue("username")
+	role, ok := t.Members[strings.ToLower(user)]
+	if !ok {
+		writeErr(w, errNotFound)
+		return
+	}
+	writeJSON(w, http.StatusOK, &github.Membership{
+		URL:   github.String(s.APIURL() + "orgs/" + t.Org + "/teams/" + t.Slug + "/memberships/" + user),
+		State: github.String("active"), Role: github.String(role),
+	})
+}
+
+func (s *Server) handleTeamRepos(w http.ResponseWriter, r *http.Request) {
+	t, err := s.teamFromReq(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	out := []*github.Repository{}
+	for _, k := range sortedKeys(t.Repos) {
+		if rm := s.st.Repos[k]; rm != nil {
+			repo := s.repoJSON(rm)
+			repo.Permissions = permissionsMap(t.Repos[k])
+			repo.RoleName = github.String(roleName(t.Repos[k]))
+			out = append(out, repo)
+		}
+	}
+	writePage(w, r, out)
+}
+
+// handleTeamRepo serves GET/PUT/DELETE /orgs/{org}/teams/{team_slug}/repos/{owner}/{repo}.
+func (s *Server) handleTeamRepo(w http.ResponseWriter, r *http.Request) {
+	t, err := s.teamFromReq(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	rm, err := s.repoFromReq(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	key := repoKey(rm.Owner, rm.Name)
+	switch r.Method {
+	case http.MethodGet:
+		perm, ok := t.Repos[key]
+		if !ok {
+			writeErr(w, errorf(http.StatusNotFound, "Not Found"))
+			return
+		}
+		if strings.Contains(r.Header.Get("Accept"), "repository+json") {
+			repo := s.repoJSON(rm)
+			repo.Permissions = permissionsMap(perm)
+			repo.RoleName = github.String(roleName(perm))
+			writeJSON(w, http.StatusOK, repo)
+			return
+		}
+	case http.MethodPut:
+		if !strings.EqualFold(rm.Owner, t.Org) {
+			writeErr(w, validationFailed("Team", "repo", "invalid"))
+			return
+		}
+		var req struct {
+			Permission string `json:"permission"`
+		}
+		if err := decodeBody(r, &req); err != nil {
+			writeErr(w, err)
+			return
+		}
+		if req.Permission == "" {
+			req.Permission = "push"
+		}
+		if permRank[req.Permission] == 0 {
+			writeErr(w, validationFailed("Team", "permission", "invalid"))
+			return
+		}
+		t.Repos[key] = req.Permission
+	case http.MethodDelete:
+		delete(t.Repos, key)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handleRepoTeams(w http.ResponseWriter, r *http.Request) {
+	rm, err := s.repoFromReq(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	out := []*github.Team{}
+	for _, k := range sortedKeys(s.st.Teams) {
+		t := s.st.Teams[k]
+		if perm, ok := t.Repos[repoKey(rm.Owner, rm.Name)]; ok {
+			out = append(out, s.teamJSON(t, perm))
+		}
+	}
+	writePage(w, r, out)
+}
+
+// effectivePermission is a user's best permission on a repository: direct, via teams, or as owner.
+func (s *Server) effectivePermission(rm *repoMeta, login string) string {
+	login = strings.ToLower(login)
+	best := rm.Collaborators[login]
+	if strings.EqualFold(rm.Owner, login) {
+		return "admin"
+	}
+	if org := s.st.Accounts[strings.ToLower(rm.Owner)]; org != nil && org.Members[login] == "admin" {
+		return "admin"
+	}
+	for _, t := range s.orgTeams(rm.Owner) {
+		if perm, ok := t.Repos[repoKey(rm.Owner, rm.Name)]; ok {
+			if _, member := t.Members[login]; member && permRank[perm] > permRank[best] {
+				best = perm
+			}
+		}
+	}
+	return best
+}
+
+func (s *Server) handleListCollaborators(w http.ResponseWriter, r *http.Request) {
+	rm, err := s.repoFromReq(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	logins := map[string]bool{}
+	for l := range rm.Collaborators {
+		logins[l] = true
+	}
+	if aff := r.URL.Query().Get("affiliation"); aff == "" || aff == "all" {
+		for _, t := range s.orgTeams(rm.Owner) {
+			if _, ok := t.Repos[repoKey(rm.Owner, rm.Name)]; ok {
+				for l := range t.Members {
+					logins[l] = true
+				}
+			}
+		}
+	}
+	out := []*github.User{}
+	for _, l := range sortedKeys(logins) {
+		u := s.userJSON(l)
+		perm := rm.Collaborators[l]
+		if r.URL.Query().Get("affiliation") != "direct" {
+			perm = s.effectivePermission(rm, l)
+		}
+		u.Permissions = permissionsMap(perm)
+		u.RoleName = github.String(roleName(perm))
+		out = append(out, u)
+	}
+	writePage(w, r, out)
+}
+
+// handleCollaborator serves GET/PUT/DELETE /repos/{owner}/{repo}/collaborators/{username}.
+// PUT adds the user at once (GitHub would send an invitation to a non-member) and answers 204.
+func (s *Server) handleCollaborator(w http.ResponseWriter, r *http.Request) {
+	rm, err := s.repoFromReq(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	user := strings.ToLower(r.PathValue("username"))
+	if s.st.Accounts[user] == nil {
+		writeErr(w, errNotFound)
+		return
+	}
+	switch r.Method {
+	case http.MethodGet:
+		if s.effectivePermission(rm, user) == "" {
+			writeErr(w, errNotFound)
+			return
+		}
+	case http.MethodPut:
+		var req struct {
+			Permission string `json:"permission"`
+		}
+		if err := decodeBody(r, &req); err != nil {
+			writeErr(w, err)
+			return
+		}
+		if req.Permission == "" {
+			req.Permission = "push"
+		}
+		if permRank[req.Permission] == 0 {
+			writeErr(w, validationFailed("Collaborator", "permission", "invalid"))
+			return
+		}
+		rm.Collaborators[user] = req.Permission
+	case http.MethodDelete:
+		delete(rm.Collaborators, user)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handleCollaboratorPermission(w http.ResponseWriter, r *http.Request) {
+	rm, err := s.repoFromReq(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	user := r.PathValue("username")
+	if s.st.Accounts[strings.ToLower(user)] == nil {
+		writeErr(w, errNotFound)
+		return
+	}
+	perm := s.effectivePermission(rm, user)
+	legacy := map[string]string{"": "none", "pull": "read", "triage": "read", "push": "write", "maintain": "write", "admin": "admin"}[perm]
+	name := roleName(perm)
+	if perm == "" {
+		name = "none"
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"permission": legacy, "role_name": name, "user": s.userJSON(user)})
+}
+
+func (s *Server) protectionJSON(rm *repoMeta, branch string, p *protection) map[string]any {
+	u := s.repoAPI(rm) + "/branches/" + url.PathEscape(branch) + "/protection"
+	out := map[string]any{
+		"url":                     u,
+		"enforce_admins":          map[string]any{"url": u + "/enforce_admins", "enabled": p.EnforceAdmins},
+		"required_linear_history": map[string]any{"enabled": p.RequireLinearHistory},
+		"allow_force_pushes":      map[string]any{"enabled": p.AllowForcePushes},
+		"allow_deletions":         map[string]any{"enabled": p.AllowDeletions},
+	}
+	if p.RequirePRReviews {
+		out["required_pull_request_reviews"] = map[string]any{
+			"url":                             u + "/required_pull_request_reviews",
+			"dismiss_stale_reviews":           p.DismissStaleReviews,
+			"require_code_owner_reviews":      p.RequireCodeOwnerReviews,
+			"required_approving_review_count": p.RequiredApprovals,
+		}
+	}
+	if p.HasStatusChecks {
+		contexts := p.RequiredStatusChecks
+		if contexts == nil {
+			contexts = []string{}
+		}
+		checks := []map[string]any{}
+		for _, c := range contexts {
+			checks = append(checks, map[string]any{"context": c})
+		}
+		out["required_status_checks"] = map[string]any{"url": u + "/required_status_checks", "strict": p.StrictStatusChecks,
+			"contexts": contexts, "checks": checks}
+	}
+	return out
+}
+
+// handleProtection serves GET/PUT/DELETE /repos/{owner}/{repo}/branches/{branch}/protection.
+func (s *Server) handleProtection(w http.ResponseWriter, r *http.Request) {
+	rm, g, err := s.repoGit(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	branch := r.PathValue("branch")
+	if _, ok := g.branch(branch); !ok {
+		writeErr(w, errorf(http.StatusNotFound, "Branch not found"))
+		return
+	}
+	p := rm.Protection[branch]
+	switch r.Method {
+	case http.MethodGet:
+		if p == nil {
+			writeErr(w, errorf(http.StatusNotFound, "Branch not protected"))
+			return
+		}
+	case http.MethodDelete:
+		if p == nil {
+			writeErr(w, errorf(http.StatusNotFound, "Branch not protected"))
+			return
+		}
+		delete(rm.Protection, branch)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case http.MethodPut:
+		if rm.Archived {
+			writeErr(w, errArchived)
+			return
+		}
+		var req struct {
+			RequiredStatusChecks *struct {
+				Strict   bool     `json:"strict"`
+				Contexts []string `json:"contexts"`
+				Checks   []struct {
+					Context string `json:"context"`
+				} `json:"checks"`
+			} `json:"required_status_checks"`
+			RequiredPullRequestReviews *struct {
+				DismissStaleReviews          bool `json:"dismiss_stale_reviews"`
+				RequireCodeOwnerReviews      bool `json:"require_code_owner_reviews"`
+				RequiredApprovingReviewCount int  `json:"required_approving_review_count"`
+			} `json:"required_pull_request_reviews"`
+			EnforceAdmins         *bool `json:"enforce_admins"`
+			RequiredLinearHistory *bool `json:"required_linear_history"`
+			AllowForcePushes      *bool `json:"allow_force_pushes"`
+			AllowDeletions        *bool `json:"allow_deletions"`
+		}
+		if err := decodeBody(r, &req); err != nil {
+			writeErr(w, err)
+			return
+		}
+		p = &protection{}
+		if rc := req.RequiredStatusChecks; rc != nil {
+			p.HasStatusChecks, p.StrictStatusChecks, p.RequiredStatusChecks = true, rc.Strict, rc.Contexts
+			for _, c := range rc.Checks {
+				p.RequiredStatusChecks = append(p.RequiredStatusChecks, c.Context)
+			}
+		}
+		if rv := req.RequiredPullRequestReviews; rv != nil {
+			if rv.RequiredApprovingReviewCount < 0 || rv.RequiredApprovingReviewCount > 6 {
+				writeErr(w, validationFailed("Protection", "required_approving_review_count", "invalid"))
+				return
+			}
+			p.RequirePRReviews, p.DismissStaleReviews = true, rv.DismissStaleReviews
+			p.RequireCodeOwnerReviews, p.RequiredApprovals = rv.RequireCodeOwnerReviews, rv.RequiredApprovingReviewCount
+		}
+		deref := func(b *bool) bool { return b != nil && *b }
+		p.EnforceAdmins, p.RequireLinearHistory = deref(req.EnforceAdmins), deref(req.RequiredLinearHistory)
+		p.AllowForcePushes, p.AllowDeletions = deref(req.AllowForcePushes), deref(req.AllowDeletions)
+		rm.Protection[branch] = p
+	}
+	writeJSON(w, http.StatusOK, s.protectionJSON(rm, branch, p))
+}
+
+// codeownersPaths are where GitHub looks for CODEOWNERS, in order.
+var codeownersPaths = []string{".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS"}
+
+func (s *Server) handleCodeownersErrors(w http.ResponseWriter, r *http.Request) {
+	rm, g, err := s.repoGit(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	ref := r.URL.Query().Get("ref")
+	if ref == "" {
+		ref = rm.DefaultBranch
+	}
+	c, err := g.resolveCommit(ref)
+	if err != nil {
+		writeErr(w, errNotFound)
+		return
+	}
+	for _, p := range codeownersPaths {
+		data, _, err := g.readFile(c, p)
+		if err != nil {
+			continue
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"errors": s.codeownersErrors(rm, p, string(data))})
+		return
+	}
+	writeErr(w, errNotFound)
+}
+
+// codeownersErrors checks a CODEOWNERS file as GitHub does: unsupported patterns, malformed owners,
+// and owners that do not exist or lack write access to the repository.
+func (s *Server) codeownersErrors(rm *repoMeta, path, content string) []*github.CodeownersError {
+	errs := []*github.CodeownersError{}
+	add := func(line, col int, kind, source, msg, suggestion string) {
+		e := &github.CodeownersError{Line: line, Column: col, Kind: kind, Source: source, Path: path,
+			Message: fmt.Sprintf("%s on line %d: %s\n\n  %s\n  %s^", kind, line, msg, source, strings.Repeat(" ", max(col-1, 0)))}
+		if suggestion != "" {
+			e.Suggestion = github.String(suggestion)
+		}
+		errs = append(errs, e)
+	}
+	sc := bufio.NewScanner(strings.NewReader(content))
+	for n := 1; sc.Scan(); n++ {
+		source := sc.Text()
+		line := source
+		if i := strings.Index(line, " #"); i >= 0 {
+			line = line[:i]
+		}
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.Fields(line)
+		pattern := fields[0]
+		switch {
+		case strings.HasPrefix(pattern, "!"):
+			add(n, 1, "Invalid pattern", source, "Negation patterns are not supported", "")
+			continue
+		case strings.ContainsAny(pattern, "[]"):
+			add(n, strings.IndexAny(source, "[]")+1, "Invalid pattern", source, "Character ranges are not supported", "")
+			continue
+		}
+		for _, owner := range fields[1:] {
+			col := strings.Index(source, owner) + 1
+			switch {
+			case strings.HasPrefix(owner, "@") && strings.Contains(owner, "/"):
+				org, slug, _ := strings.Cut(owner[1:], "/")
+				t := s.st.Teams[teamKey(org, slug)]
+				if t == nil || !strings.EqualFold(org, rm.Owner) || permRank[t.Repos[repoKey(rm.Owner, rm.Name)]] < permRank["push"] {
+					add(n, col, "Unknown owner", source, fmt.Sprintf("make sure the team %s exists, is publicly visible, and has write access to the repository", owner), "")
+				}
+			case strings.HasPrefix(owner, "@"):
+				login := owner[1:]
+				if s.st.Accounts[strings.ToLower(login)] == nil || permRank[s.effectivePermission(rm, login)] < permRank["push"] {
+					add(n, col, "Unknown owner", source, fmt.Sprintf("make sure @%s exists and has write access to the repository", login), "")
+				}
+			case strings.Contains(owner, "@") && !strings.HasPrefix(owner, "@"):
+				// An email address: GitHub resolves it to a verified account; accepted here.
+			default:
+				add(n, col, "Invalid owner", source, fmt.Sprintf("%s is not a valid owner; owners are @user, @org/team or an email", owner),
+					"Did you mean @"+owner+"?")
+			}
+		}
+	}
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
+	return errs
+}

@@ -1,0 +1,320 @@
+package githubtest
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v4"
+	"github.com/google/go-github/v62/github"
+)
+
+// principal is who a request is authenticated as.
+type principal struct {
+	login          string // "" when anonymous or the App itself
+	kind           string // user, installation, app, anonymous
+	installationID int64
+	bucket         string // primary-limit bucket
+	tokenExpiry    string
+}
+
+type principalKey struct{}
+
+func principalOf(r *http.Request) principal {
+	p, _ := r.Context().Value(principalKey{}).(principal)
+	return p
+}
+
+// appRoutes are authenticated with the App's JWT instead of a token.
+var appRoutes = map[string]bool{
+	"GET /app":                                   true,
+	"GET /app/installations":                     true,
+	"GET /app/installations/{id}":                true,
+	"POST /app/installations/{id}/access_tokens": true,
+	"GET /orgs/{org}/installation":               true,
+	"GET /users/{username}/installation":         true,
+	"GET /repos/{owner}/{repo}/installation":     true,
+}
+
+// authenticate resolves the Authorization header (or git's basic auth) to a principal.
+func (s *Server) authenticate(r *http.Request, isAPI bool, route string) (principal, *httpError) {
+	var cred string
+	if isAPI {
+		h := r.Header.Get("Authorization")
+		scheme, rest, _ := strings.Cut(h, " ")
+		switch strings.ToLower(scheme) {
+		case "token", "bearer":
+			cred = strings.TrimSpace(rest)
+		case "basic":
+			if _, pw, ok := r.BasicAuth(); ok {
+				cred = pw
+			}
+		}
+	} else if user, pw, ok := r.BasicAuth(); ok {
+		cred = pw
+		if pw == "" || pw == "x-oauth-basic" {
+			cred = user
+		}
+	}
+	if cred == "" {
+		anon := principal{kind: "anonymous", bucket: "anonymous:" + remoteHost(r)}
+		if route == "GET /rate_limit" || route == "GET /" || route == "GET /meta" {
+			return anon, nil
+		}
+		reads := r.Method == http.MethodGet || strings.HasSuffix(r.URL.Path, "/git-upload-pack")
+		if s.cfg.anonymousReads && reads {
+			return anon, nil
+		}
+		return principal{}, &httpError{status: http.StatusUnauthorized, message: "Requires authentication"}
+	}
+	if appRoutes[route] {
+		if err := s.verifyJWT(cred); err != nil {
+			return principal{}, err
+		}
+		return principal{kind: "app", bucket: "app:" + strconv.FormatInt(s.cfg.appID, 10)}, nil
+	}
+	s.mu.Lock()
+	tok := s.st.Tokens[cred]
+	s.mu.Unlock()
+	if tok == nil {
+		return principal{}, &httpError{status: http.StatusUnauthorized, message: "Bad credentials"}
+	}
+	p := principal{login: tok.Login, kind: "user", bucket: "user:" + strings.ToLower(tok.Login)}
+	if tok.InstallationID != 0 {
+		if !s.clock.Now().Before(tok.ExpiresAt) {
+			return principal{}, &httpError{status: http.StatusUnauthorized, message: "Bad credentials"}
+		}
+		p.kind = "installation"
+		p.installationID = tok.InstallationID
+		p.bucket = "installation:" + strconv.FormatInt(tok.InstallationID, 10)
+	}
+	return p, nil
+}
+
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// verifyJWT checks an App JWT as GitHub does: RS256 signed by the App key, iss = App id,
+// not expired, exp at most ten minutes ahead. Times are wall-clock: the client signs with its clock.
+func (s *Server) verifyJWT(raw string) *httpError {
+	pub, err := s.appPublicKey()
+	if err != nil {
+		return errorf(http.StatusInternalServerError, "fake github: %v", err)
+	}
+	claims := &jwt.RegisteredClaims{}
+	_, err = jwt.ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return pub, nil },
+		jwt.WithValidMethods([]string{"RS256"}))
+	if err != nil {
+		var ve *jwt.ValidationError
+		if errors.As(err, &ve) && ve.Errors&jwt.ValidationErrorExpired != 0 {
+			return errorf(http.StatusUnauthorized, "'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires")
+		}
+		if errors.As(err, &ve) && ve.Errors&jwt.ValidationErrorIssuedAt != 0 {
+			return errorf(http.StatusUnauthorized, "'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued")
+		}
+		return errorf(http.StatusUnauthorized, "A JSON web token could not be decoded")
+	}
+	if claims.ExpiresAt == nil {
+		return errorf(http.StatusUnauthorized, "'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires")
+	}
+	if time.Until(claims.ExpiresAt.Time) > 11*time.Minute {
+		return errorf(http.StatusUnauthorized, "'Expiration time' claim ('exp') is too far in the future")
+	}
+	if claims.Issuer != strconv.FormatInt(s.cfg.appID, 10) {
+		return errorf(http.StatusUnauthorized, "'Issuer' claim ('iss') must be an Integer")
+	}
+	return nil
+}
+
+// appPublicKey returns the App's public key, generating a key pair on first use.
+func (s *Server) appPublicKey() (*rsa.PublicKey, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cfg.appPub == nil {
+		key, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			return nil, fmt.Errorf("generating app key: %w", err)
+		}
+		s.cfg.appKey, s.cfg.appPub = key, &key.PublicKey
+	}
+	return s.cfg.appPub, nil
+}
+
+// AppID is the id of the fake's GitHub App.
+func (s *Server) AppID() int64 { return s.cfg.appID }
+
+// AppPrivateKeyPEM returns the App's private key as PKCS#1 PEM (what GitHub hands out), generating
+// a key pair on first use. It is nil when the server was given only a public key.
+func (s *Server) AppPrivateKeyPEM() []byte {
+	if _, err := s.appPublicKey(); err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cfg.appKey == nil {
+		return nil
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(s.cfg.appKey)})
+}
+
+func (s *Server) botLogin() string { return s.cfg.appSlug + "[bot]" }
+
+// installLocked installs the App on an account (idempotent) and returns the installation id.
+func (s *Server) installLocked(login string) int64 {
+	for _, in := range s.st.Installations {
+		if strings.EqualFold(in.Account, login) {
+			return in.ID
+		}
+	}
+	id := s.st.nextID()
+	s.st.Installations[id] = &installation{ID: id, Account: login, Created: s.clock.Now()}
+	s.queueEvent("installation", func() any { return s.installationEventLocked("created", id) })
+	return id
+}
+
+func (s *Server) installationJSON(in *installation) *github.Installation {
+	acct := s.st.Accounts[strings.ToLower(in.Account)]
+	base := s.APIURL()
+	return &github.Installation{
+		ID:                  github.Int64(in.ID),
+		AppID:               github.Int64(s.cfg.appID),
+		AppSlug:             github.String(s.cfg.appSlug),
+		TargetID:            github.Int64(acct.ID),
+		TargetType:          github.String(acct.Type),
+		Account:             s.userJSON(acct.Login),
+		RepositorySelection: github.String("all"),
+		AccessTokensURL:     github.String(fmt.Sprintf("%sapp/installations/%d/access_tokens", base, in.ID)),
+		RepositoriesURL:     github.String(base + "installation/repositories"),
+		HTMLURL:             github.String(fmt.Sprintf("%s/organizations/%s/settings/installations/%d", s.URL, acct.Login, in.ID)),
+		Permissions: &github.InstallationPermissions{
+			Administration: github.String("write"), Contents: github.String("write"),
+			PullRequests: github.String("write"), Issues: github.String("write"),
+			Checks: github.String("write"), Statuses: github.String("write"),
+			Members: github.String("read"), Metadata: github.String("read"),
+		},
+		Events:    []string{"push", "pull_request", "installation"},
+		CreatedAt: &github.Timestamp{Time: in.Created},
+		UpdatedAt: &github.Timestamp{Time: in.Created},
+	}
+}
+
+func (s *Server) handleGetApp(w http.ResponseWriter, r *http.Request) {
+	now := s.clock.Now()
+	writeJSON(w, http.StatusOK, &github.App{
+		ID:        github.Int64(s.cfg.appID),
+		Slug:      github.String(s.cfg.appSlug),
+		Name:      github.String(s.cfg.appSlug),
+		NodeID:    github.String(nodeID("App", s.cfg.appID)),
+		Owner:     s.userJSON(DefaultUser),
+		HTMLURL:   github.String(s.URL + "/apps/" + s.cfg.appSlug),
+		CreatedAt: &github.Timestamp{Time: now},
+		UpdatedAt: &github.Timestamp{Time: now},
+		Events:    []string{"push", "pull_request", "installation"},
+	})
+}
+
+func (s *Server) handleListInstallations(w http.ResponseWriter, r *http.Request) {
+	var out []*github.Installation
+	for _, id := range sortedKeys(s.st.Installations) {
+		out = append(out, s.installationJSON(s.st.Installations[id]))
+	}
+	writePage(w, r, out)
+}
+
+func (s *Server) handleGetInstallation(w http.ResponseWriter, r *http.Request) {
+	id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	in := s.st.Installations[id]
+	if in == nil {
+		writeErr(w, errNotFound)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.installationJSON(in))
+}
+
+// handleAccountInstallation serves /orgs/{org}/installation, /users/{username}/installation and
+// /repos/{owner}/{repo}/installation.
+func (s *Server) handleAccountInstallation(w http.ResponseWriter, r *http.Request) {
+	login := r.PathValue("org") + r.PathValue("username") + r.PathValue("owner")
+	for _, in := range s.st.Installations {
+		if strings.EqualFold(in.Account, login) {
+			writeJSON(w, http.StatusOK, s.installationJSON(in))
+			return
+		}
+	}
+	writeErr(w, errNotFound)
+}
+
+func (s *Server) handleCreateAccessToken(w http.ResponseWriter, r *http.Request) {
+	id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	in := s.st.Installations[id]
+	if in == nil {
+		writeErr(w, errNotFound)
+		return
+	}
+	tok := s.mintTokenLocked(id)
+	writeJSON(w, http.StatusCreated, &github.InstallationToken{
+		Token:       github.String(tok.Token),
+		ExpiresAt:   &github.Timestamp{Time: s.clock.toWall(tok.ExpiresAt).UTC().Truncate(time.Second)},
+		Permissions: s.installationJSON(in).Permissions,
+	})
+}
+
+func (s *Server) mintTokenLocked(installationID int64) *accessToken {
+	var b [20]byte
+	_, _ = rand.Read(b[:])
+	tok := &accessToken{
+		Token:          "ghs_" + hex.EncodeToString(b[:]),
+		Login:          s.botLogin(),
+		InstallationID: installationID,
+		ExpiresAt:      s.clock.Now().Add(s.cfg.tokenLifetime),
+	}
+	s.st.Tokens[tok.Token] = tok
+	return tok
+}
+
+func (s *Server) handleInstallationRepos(w http.ResponseWriter, r *http.Request) {
+	p := principalOf(r)
+	in := s.st.Installations[p.installationID]
+	if in == nil {
+		writeErr(w, errorf(http.StatusForbidden, "This endpoint requires an installation token"))
+		return
+	}
+	var repos []*github.Repository
+	for _, k := range sortedKeys(s.st.Repos) {
+		if rm := s.st.Repos[k]; strings.EqualFold(rm.Owner, in.Account) {
+			repos = append(repos, s.repoJSON(rm))
+		}
+	}
+	page, link := paginate(r, repos)
+	if link != "" {
+		w.Header().Set("Link", link)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(repos), "repositories": page})
+}
+
+func (s *Server) handleRateLimit(w http.ResponseWriter, r *http.Request) {
+	ri := s.rate(principalOf(r).bucket)
+	reset := s.clock.toWall(ri.reset).Add(time.Second - 1).Unix()
+	core := map[string]any{"limit": ri.limit, "remaining": ri.remaining, "used": ri.used, "reset": reset, "resource": "core"}
+	other := func(name string, limit int) map[string]any {
+		return map[string]any{"limit": limit, "remaining": limit, "used": 0, "reset": reset, "resource": name}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"resources": map[string]any{"core": core, "search": other("search", 30), "graphql": other("graphql", 5000)},
+		"rate":      core,
+	})
+}

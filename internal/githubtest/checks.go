@@ -1,0 +1,224 @@
+package githubtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/google/go-github/v62/github"
+)
+
+func (s *Server) checkRunJSON(rm *repoMeta, cr *checkRun) *github.CheckRun {
+	out := &github.CheckRun{
+		ID: github.Int64(cr.ID), NodeID: github.String(nodeID("CheckRun", cr.ID)),
+		Name: github.String(cr.Name), HeadSHA: github.String(cr.HeadSHA), Status: github.String(cr.Status),
+		ExternalID: github.String(cr.ExternalID), DetailsURL: github.String(cr.DetailsURL),
+		URL:     github.String(fmt.Sprintf("%s/check-runs/%d", s.repoAPI(rm), cr.ID)),
+		HTMLURL: github.String(fmt.Sprintf("%s/%s/runs/%d", s.URL, rm.fullName(), cr.ID)),
+		App:     &github.App{ID: github.Int64(s.cfg.appID), Slug: github.String(s.cfg.appSlug)},
+	}
+	if cr.Conclusion != "" {
+		out.Conclusion = github.String(cr.Conclusion)
+	}
+	if !cr.StartedAt.IsZero() {
+		out.StartedAt = &github.Timestamp{Time: cr.StartedAt}
+	}
+	if !cr.CompletedAt.IsZero() {
+		out.CompletedAt = &github.Timestamp{Time: cr.CompletedAt}
+	}
+	if len(cr.Output) > 0 {
+		var o github.CheckRunOutput
+		if json.Unmarshal(cr.Output, &o) == nil {
+			out.Output = &o
+		}
+	}
+	return out
+}
+
+type checkRunRequest struct {
+	Name        *string          `json:"name"`
+	HeadSHA     *string          `json:"head_sha"`
+	Status      *string          `json:"status"`
+	Conclusion  *string          `json:"conclusion"`
+	DetailsURL  *string          `json:"details_url"`
+	ExternalID  *string          `json:"external_id"`
+	StartedAt   *time.Time       `json:"started_at"`
+	CompletedAt *time.Time       `json:"completed_at"`
+	Output      *json.RawMessage `json:"output"`
+}
+
+// apply copies the set fields of a request onto a check run.
+func (req checkRunRequest) apply(cr *checkRun, now time.Time) {
+	if req.Name != nil {
+		cr.Name = *req.Name
+	}
+	if req.Status != nil {
+		cr.Status = *req.Status
+	}
+	if req.Conclusion != nil {
+		cr.Conclusion, cr.Status = *req.Conclusion, "completed"
+	}
+	if req.DetailsURL != nil {
+		cr.DetailsURL = *req.DetailsURL
+	}
+	if req.ExternalID != nil {
+		cr.ExternalID = *req.ExternalID
+	}
+	if req.StartedAt != nil {
+		cr.StartedAt = *req.StartedAt
+	}
+	if req.CompletedAt != nil {
+		cr.CompletedAt = *req.CompletedAt
+	}
+	if req.Output != nil {
+		cr.Output = *req.Output
+	}
+	if cr.Status == "completed" && cr.CompletedAt.IsZero() {
+		cr.CompletedAt = now
+	}
+}
+
+func (s *Server) handleCreateCheckRun(w http.ResponseWriter, r *http.Request) {
+	rm, g, err := s.gitData(r, true)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	var req checkRunRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if req.Name == nil || req.HeadSHA == nil {
+		writeErr(w, validationFailed("CheckRun", "name", "missing_field"))
+		return
+	}
+	if _, err := g.resolveCommit(*req.HeadSHA); err != nil {
+		writeErr(w, validationFailed("CheckRun", "head_sha", "invalid"))
+		return
+	}
+	now := s.clock.Now()
+	cr := &checkRun{ID: s.st.nextID(), Repo: repoKey(rm.Owner, rm.Name), Status: "queued", StartedAt: now, AppID: s.cfg.appID}
+	req.apply(cr, now)
+	s.st.CheckRuns[cr.ID] = cr
+	writeJSON(w, http.StatusCreated, s.checkRunJSON(rm, cr))
+}
+
+func (s *Server) handleUpdateCheckRun(w http.ResponseWriter, r *http.Request) {
+	rm, err := s.writableRepo(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	cr := s.st.CheckRuns[id]
+	if cr == nil || cr.Repo != repoKey(rm.Owner, rm.Name) {
+		writeErr(w, errNotFound)
+		return
+	}
+	var req checkRunRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	req.HeadSHA = nil
+	req.apply(cr, s.clock.Now())
+	writeJSON(w, http.StatusOK, s.checkRunJSON(rm, cr))
+}
+
+func (s *Server) handleListCheckRuns(w http.ResponseWriter, r *http.Request) {
+	rm, g, err := s.gitData(r, false)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	c, err := g.resolveCommit(r.PathValue("ref"))
+	if err != nil {
+		writeErr(w, errorf(http.StatusUnprocessableEntity, "No commit found for SHA: %s", r.PathValue("ref")))
+		return
+	}
+	name := r.URL.Query().Get("check_name")
+	runs := []*github.CheckRun{}
+	for _, id := range sortedKeys(s.st.CheckRuns) {
+		cr := s.st.CheckRuns[id]
+		if cr.Repo == repoKey(rm.Owner, rm.Name) && cr.HeadSHA == c.Hash.String() && (name == "" || cr.Name == name) {
+			runs = append(runs, s.checkRunJSON(rm, cr))
+		}
+	}
+	slices.Reverse(runs)
+	page, link := paginate(r, runs)
+	if link != "" {
+		w.Header().Set("Link", link)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(runs), "check_runs": page})
+}
+
+func (s *Server) statusJSON(rm *repoMeta, st *commitStatus) *github.RepoStatus {
+	return &github.RepoStatus{
+		ID: github.Int64(st.ID), NodeID: github.String(nodeID("StatusContext", st.ID)),
+		State: github.String(st.State), Context: github.String(st.Context),
+		Description: github.String(st.Description), TargetURL: github.String(st.TargetURL),
+		Creator:   s.userJSON(st.Creator),
+		CreatedAt: &github.Timestamp{Time: st.CreatedAt}, UpdatedAt: &github.Timestamp{Time: st.CreatedAt},
+		URL: github.String(s.repoAPI(rm) + "/statuses/" + st.SHA),
+	}
+}
+
+func (s *Server) handleCreateStatus(w http.ResponseWriter, r *http.Request) {
+	rm, g, err := s.gitData(r, true)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	sha := r.PathValue("sha")
+	if c, err := g.resolveCommit(sha); err != nil || c.Hash.String() != sha {
+		writeErr(w, errorf(http.StatusUnprocessableEntity, "No commit found for SHA: %s", sha))
+		return
+	}
+	var req struct {
+		State       string `json:"state"`
+		Context     string `json:"context"`
+		Description string `json:"description"`
+		TargetURL   string `json:"target_url"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	switch req.State {
+	case "error", "failure", "pending", "success":
+	default:
+		writeErr(w, validationFailed("Status", "state", "custom"))
+		return
+	}
+	if req.Context == "" {
+		req.Context = "default"
+	}
+	st := &commitStatus{ID: s.st.nextID(), SHA: sha, State: req.State, Context: req.Context,
+		Description: req.Description, TargetURL: req.TargetURL, Creator: principalOf(r).login, CreatedAt: s.clock.Now()}
+	rm.Statuses = append(rm.Statuses, st)
+	writeJSON(w, http.StatusCreated, s.statusJSON(rm, st))
+}
+
+func (s *Server) handleListStatuses(w http.ResponseWriter, r *http.Request) {
+	rm, g, err := s.gitData(r, false)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	c, err := g.resolveCommit(r.PathValue("ref"))
+	if err != nil {
+		writeErr(w, errorf(http.StatusUnprocessableEntity, "No commit found for SHA: %s", r.PathValue("ref")))
+		return
+	}
+	out := []*github.RepoStatus{}
+	for i := len(rm.Statuses) - 1; i >= 0; i-- {
+		if st := rm.Statuses[i]; st.SHA == c.Hash.String() {
+			out = append(out, s.statusJSON(rm, st))
+		}
+	}
+	writePage(w, r, out)
+}

@@ -1,0 +1,187 @@
+package githubtest
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strings"
+)
+
+// routes registers every REST route (under /api/v3) and the git smart HTTP routes.
+func (s *Server) routes() {
+	s.apiMux = http.NewServeMux()
+	s.gitMux = http.NewServeMux()
+
+	// apps and installations (JWT-authenticated where GitHub requires it)
+	s.api("GET /app", s.handleGetApp)
+	s.api("GET /app/installations", s.handleListInstallations)
+	s.api("GET /app/installations/{id}", s.handleGetInstallation)
+	s.api("POST /app/installations/{id}/access_tokens", s.handleCreateAccessToken)
+	s.api("GET /orgs/{org}/installation", s.handleAccountInstallation)
+	s.api("GET /users/{username}/installation", s.handleAccountInstallation)
+	s.api("GET /repos/{owner}/{repo}/installation", s.handleAccountInstallation)
+	s.api("GET /installation/repositories", s.handleInstallationRepos)
+	s.api("GET /rate_limit", s.handleRateLimit)
+
+	// accounts and repositories
+	s.api("GET /orgs/{org}", s.handleGetOrg)
+	s.api("GET /users/{username}", s.handleGetUser)
+	s.api("GET /user", s.handleGetUser)
+	s.api("GET /orgs/{org}/repos", s.handleListRepos)
+	s.api("GET /users/{username}/repos", s.handleListRepos)
+	s.api("GET /user/repos", s.handleListRepos)
+	s.api("POST /orgs/{org}/repos", s.handleCreateOrgRepo)
+	s.api("POST /user/repos", s.handleCreateUserRepo)
+	s.api("GET /repos/{owner}/{repo}", s.handleGetRepo)
+	s.api("PATCH /repos/{owner}/{repo}", s.handleEditRepo)
+	s.api("GET /repos/{owner}/{repo}/topics", s.handleTopics)
+	s.api("PUT /repos/{owner}/{repo}/topics", s.handleTopics)
+	s.api("GET /repos/{owner}/{repo}/branches", s.handleListBranches)
+	s.api("GET /repos/{owner}/{repo}/branches/{branch}", s.handleGetBranch)
+	s.api("GET /repos/{owner}/{repo}/contents/{path...}", s.handleGetContents)
+	s.api("PUT /repos/{owner}/{repo}/contents/{path...}", s.handlePutContents)
+	s.api("GET /repos/{owner}/{repo}/compare/{basehead...}", s.handleCompare)
+	s.api("GET /repos/{owner}/{repo}/commits/{ref}", s.handleRepoCommit)
+
+	// git data
+	s.api("POST /repos/{owner}/{repo}/git/blobs", s.handleCreateBlob)
+	s.api("GET /repos/{owner}/{repo}/git/blobs/{sha}", s.handleGetBlob)
+	s.api("GET /repos/{owner}/{repo}/git/trees/{sha...}", s.handleGetTree)
+	s.api("POST /repos/{owner}/{repo}/git/trees", s.handleCreateTree)
+	s.api("POST /repos/{owner}/{repo}/git/commits", s.handleCreateCommit)
+	s.api("GET /repos/{owner}/{repo}/git/commits/{sha}", s.handleGetCommit)
+	s.api("GET /repos/{owner}/{repo}/git/ref/{ref...}", s.handleGetRef)
+	s.api("GET /repos/{owner}/{repo}/git/matching-refs/{ref...}", s.handleMatchingRefs)
+	s.api("POST /repos/{owner}/{repo}/git/refs", s.handleCreateRef)
+	s.api("PATCH /repos/{owner}/{repo}/git/refs/{ref...}", s.handleUpdateRef)
+	s.api("DELETE /repos/{owner}/{repo}/git/refs/{ref...}", s.handleDeleteRef)
+
+	// pull requests and issues
+	s.api("GET /repos/{owner}/{repo}/pulls", s.handleListPulls)
+	s.api("POST /repos/{owner}/{repo}/pulls", s.handleCreatePull)
+	s.api("GET /repos/{owner}/{repo}/pulls/{number}", s.handleGetPull)
+	s.api("PATCH /repos/{owner}/{repo}/pulls/{number}", s.handleEditPull)
+	s.api("PUT /repos/{owner}/{repo}/pulls/{number}/merge", s.handleMergePull)
+	s.api("POST /repos/{owner}/{repo}/issues", s.handleCreateIssue)
+	s.api("GET /repos/{owner}/{repo}/issues/{number}", s.handleGetIssue)
+	s.api("GET /repos/{owner}/{repo}/issues/{number}/comments", s.handleListComments)
+	s.api("POST /repos/{owner}/{repo}/issues/{number}/comments", s.handleCreateComment)
+	s.api("GET /repos/{owner}/{repo}/issues/comments/{id}", s.handleComment)
+	s.api("PATCH /repos/{owner}/{repo}/issues/comments/{id}", s.handleComment)
+	s.api("DELETE /repos/{owner}/{repo}/issues/comments/{id}", s.handleComment)
+	s.api("GET /repos/{owner}/{repo}/issues/{number}/labels", s.handleLabels)
+	s.api("POST /repos/{owner}/{repo}/issues/{number}/labels", s.handleLabels)
+	s.api("PUT /repos/{owner}/{repo}/issues/{number}/labels", s.handleLabels)
+	s.api("DELETE /repos/{owner}/{repo}/issues/{number}/labels/{name}", s.handleLabels)
+
+	// checks and statuses
+	s.api("POST /repos/{owner}/{repo}/check-runs", s.handleCreateCheckRun)
+	s.api("PATCH /repos/{owner}/{repo}/check-runs/{id}", s.handleUpdateCheckRun)
+	s.api("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", s.handleListCheckRuns)
+	s.api("POST /repos/{owner}/{repo}/statuses/{sha}", s.handleCreateStatus)
+	s.api("GET /repos/{owner}/{repo}/commits/{ref}/statuses", s.handleListStatuses)
+
+	// access: teams, collaborators, branch protection, CODEOWNERS
+	s.api("GET /orgs/{org}/teams", s.handleListTeams)
+	s.api("GET /orgs/{org}/teams/{team_slug}", s.handleGetTeam)
+	s.api("GET /orgs/{org}/teams/{team_slug}/members", s.handleTeamMembers)
+	s.api("GET /orgs/{org}/teams/{team_slug}/memberships/{username}", s.handleTeamMembership)
+	s.api("GET /orgs/{org}/teams/{team_slug}/repos", s.handleTeamRepos)
+	s.api("GET /orgs/{org}/teams/{team_slug}/repos/{owner}/{repo}", s.handleTeamRepo)
+	s.api("PUT /orgs/{org}/teams/{team_slug}/repos/{owner}/{repo}", s.handleTeamRepo)
+	s.api("DELETE /orgs/{org}/teams/{team_slug}/repos/{owner}/{repo}", s.handleTeamRepo)
+	s.api("GET /repos/{owner}/{repo}/teams", s.handleRepoTeams)
+	s.api("GET /repos/{owner}/{repo}/collaborators", s.handleListCollaborators)
+	s.api("GET /repos/{owner}/{repo}/collaborators/{username}", s.handleCollaborator)
+	s.api("PUT /repos/{owner}/{repo}/collaborators/{username}", s.handleCollaborator)
+	s.api("DELETE /repos/{owner}/{repo}/collaborators/{username}", s.handleCollaborator)
+	s.api("GET /repos/{owner}/{repo}/collaborators/{username}/permission", s.handleCollaboratorPermission)
+	s.api("GET /repos/{owner}/{repo}/branches/{branch}/protection", s.handleProtection)
+	s.api("PUT /repos/{owner}/{repo}/branches/{branch}/protection", s.handleProtection)
+	s.api("DELETE /repos/{owner}/{repo}/branches/{branch}/protection", s.handleProtection)
+	s.api("GET /repos/{owner}/{repo}/codeowners/errors", s.handleCodeownersErrors)
+
+	s.api("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"current_user_url": s.APIURL() + "user"})
+	})
+	s.apiMux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeErr(w, errNotFound) })
+	s.apiMux.HandleFunc("POST /api/graphql", s.locked(s.handleGraphQL))
+
+	s.gitMux.HandleFunc("GET /{owner}/{repo}/info/refs", s.handleGit)
+	s.gitMux.HandleFunc("POST /{owner}/{repo}/git-upload-pack", s.handleGit)
+	s.gitMux.HandleFunc("POST /{owner}/{repo}/git-receive-pack", s.handleGit)
+}
+
+// api registers a REST route ("METHOD /path" without /api/v3) whose handler runs under the lock.
+func (s *Server) api(pattern string, h http.HandlerFunc) {
+	method, path, _ := strings.Cut(pattern, " ")
+	s.apiMux.HandleFunc(method+" "+apiPrefix+path, s.locked(h))
+}
+
+// locked runs h under the state lock and persists the state after a write.
+func (s *Server) locked(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		h(w, r)
+		if s.save && r.Method != http.MethodGet {
+			if err := s.st.save(s.dir); err != nil {
+				s.cfg.logger.Error("saving fake github state", "err", err)
+			}
+		}
+	}
+}
+
+var pullRequestIDRe = regexp.MustCompile(`pullRequestId:\s*"([^"]+)"`)
+
+// handleGraphQL supports only the enablePullRequestAutoMerge mutation.
+func (s *Server) handleGraphQL(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Query     string         `json:"query"`
+		Variables map[string]any `json:"variables"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	gqlError := func(msg string) {
+		writeJSON(w, http.StatusOK, map[string]any{"errors": []map[string]string{{"message": msg}}})
+	}
+	if !strings.Contains(req.Query, "enablePullRequestAutoMerge") {
+		gqlError("fake github: only the enablePullRequestAutoMerge mutation is supported")
+		return
+	}
+	var id string
+	if m := pullRequestIDRe.FindStringSubmatch(req.Query); m != nil {
+		id = m[1]
+	}
+	for _, v := range req.Variables {
+		switch v := v.(type) {
+		case string:
+			id = v
+		case map[string]any:
+			if s, ok := v["pullRequestId"].(string); ok {
+				id = s
+			}
+		}
+	}
+	for _, rm := range s.st.Repos {
+		for _, is := range rm.Issues {
+			if is.Pull == nil || nodeID("PullRequest", is.ID) != id {
+				continue
+			}
+			if is.State != "open" {
+				gqlError("Pull request is not in the correct state to enable auto-merge")
+				return
+			}
+			is.Pull.AutoMerge = true
+			out, _ := json.Marshal(map[string]any{"data": map[string]any{"enablePullRequestAutoMerge": map[string]any{
+				"pullRequest": map[string]any{"id": id, "number": is.Number,
+					"autoMergeRequest": map[string]any{"enabledAt": s.clock.Now(), "mergeMethod": "MERGE"}}}}})
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(out)
+			return
+		}
+	}
+	gqlError("Could not resolve to a node with the global id of '" + id + "'")
+}

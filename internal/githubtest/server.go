@@ -1,0 +1,385 @@
+package githubtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+const apiPrefix = "/api/v3"
+
+// Server is a stateful fake GitHub. Its REST API is mounted under /api/v3 (as on GitHub
+// Enterprise) and git smart HTTP under /{owner}/{repo}.git. All state is guarded by one mutex.
+type Server struct {
+	// URL is the server's base URL, e.g. "http://127.0.0.1:34567" (no trailing slash).
+	URL string
+
+	tb testing.TB // set by NewServer: helpers fail the test on error
+
+	cfg   config
+	clock *clock
+	dir   string // state directory: repos/ (bare git) and state.json
+	save  bool   // persist state.json after writes
+	hs    *httptest.Server
+
+	apiMux *http.ServeMux
+	gitMux *http.ServeMux
+
+	mu     sync.Mutex // guards st, app keys and every git repository on disk
+	st     *state
+	events []pendingEvent
+
+	ctlMu    sync.Mutex // guards the request log, faults, limit buckets, in-flight count
+	reqlog   []Request
+	faults   []*fault
+	buckets  map[string]*bucket
+	inflight int
+
+	hooks    sync.WaitGroup
+	closeCtx context.Context
+	cancel   context.CancelFunc
+}
+
+// NewServer starts a fake GitHub on a local port for the duration of a test, with its state
+// in t.TempDir(). It is closed by t.Cleanup.
+func NewServer(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	s, err := New(t.TempDir(), opts...)
+	if err != nil {
+		t.Fatalf("starting fake github: %v", err)
+	}
+	s.save = false
+	s.tb = t
+	s.hs = httptest.NewServer(s)
+	s.URL = s.hs.URL
+	t.Cleanup(s.Close)
+	return s
+}
+
+// New builds a fake GitHub keeping its state in dir (bare repos under dir/repos, metadata in
+// dir/state.json, reloaded if present). It does not listen: serve it with an http.Server and
+// set URL, or use NewServer in tests.
+func New(dir string, opts ...Option) (*Server, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "repos"), 0o755); err != nil {
+		return nil, fmt.Errorf("creating fake github state dir: %w", err)
+	}
+	st, err := loadState(dir)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		cfg:      cfg,
+		clock:    newClock(cfg.start, cfg.timeScale),
+		dir:      dir,
+		save:     true,
+		st:       st,
+		buckets:  map[string]*bucket{},
+		closeCtx: ctx,
+		cancel:   cancel,
+	}
+	s.mu.Lock()
+	for token, login := range cfg.users {
+		s.ensureAccountLocked(login, "User")
+		st.Tokens[token] = &accessToken{Token: token, Login: login}
+	}
+	s.ensureAccountLocked(s.botLogin(), "Bot")
+	s.mu.Unlock()
+	s.routes()
+	return s, nil
+}
+
+// Close stops the test server (if any) and waits for webhook deliveries in flight.
+func (s *Server) Close() {
+	s.cancel()
+	if s.hs != nil {
+		s.hs.Close()
+	}
+	s.hooks.Wait()
+}
+
+// APIURL is the REST base URL with a trailing slash, the value for GITHUB_API_URL and
+// go-github's WithEnterpriseURLs.
+func (s *Server) APIURL() string { return s.URL + apiPrefix + "/" }
+
+// ServeHTTP applies faults, authentication, limits, ETags and logging around the routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	now := s.clock.Now()
+	isAPI := r.URL.Path == apiPrefix || strings.HasPrefix(r.URL.Path, apiPrefix+"/") || r.URL.Path == "/api/graphql"
+	mux := s.gitMux
+	if isAPI {
+		mux = s.apiMux
+	}
+	_, pattern := mux.Handler(r)
+	route := strings.Replace(pattern, " "+apiPrefix, " ", 1)
+	entry := Request{Method: r.Method, Path: r.URL.Path, Route: route, Class: classify(r.Method, route), Time: now}
+
+	if spec, ok := s.matchFault(r.Method, r.URL.Path, route); ok {
+		if spec.Latency > 0 {
+			select {
+			case <-time.After(spec.Latency):
+			case <-r.Context().Done():
+			}
+		}
+		switch {
+		case spec.Drop:
+			if hj, ok := w.(http.Hijacker); ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					_ = conn.Close()
+				}
+			} else {
+				writeError(w, http.StatusBadGateway, "connection dropped by fault")
+			}
+			s.record(entry)
+			return
+		case spec.Status != 0:
+			msg := spec.Message
+			if msg == "" {
+				msg = http.StatusText(spec.Status)
+			}
+			writeError(w, spec.Status, msg)
+			entry.Status = spec.Status
+			s.record(entry)
+			return
+		}
+	}
+
+	if !s.enter() {
+		defer s.leave()
+		writeJSON(w, http.StatusForbidden, apiError{
+			Message:          "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+			DocumentationURL: secondaryDocURL,
+		})
+		entry.Status = http.StatusForbidden
+		s.record(entry)
+		return
+	}
+	defer s.leave()
+
+	p, authErr := s.authenticate(r, isAPI, route)
+	entry.Principal = p.login
+	if authErr != nil {
+		if !isAPI {
+			w.Header().Set("WWW-Authenticate", `Basic realm="GitHub"`)
+		}
+		writeError(w, authErr.status, authErr.message)
+		entry.Status = authErr.status
+		s.record(entry)
+		return
+	}
+	r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+
+	free := route == "GET /rate_limit"
+	var ri rateInfo
+	if !free {
+		var rej *limitRejection
+		ri, rej = s.admit(p.bucket, entry.Class)
+		if rej != nil {
+			s.setRateHeaders(w.Header(), ri, !rej.keepRate)
+			if rej.retryAfter > 0 {
+				w.Header().Set("Retry-After", strconv.Itoa(int(math.Max(1, math.Ceil(rej.retryAfter.Seconds())))))
+			}
+			writeJSON(w, rej.status, apiError{Message: rej.message, DocumentationURL: rej.docURL})
+			entry.Status = rej.status
+			s.record(entry)
+			return
+		}
+	}
+
+	if !isAPI {
+		rec := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		mux.ServeHTTP(rec, r)
+		s.charge(p.bucket)
+		entry.Status = rec.status
+		s.record(entry)
+		s.flushEvents()
+		return
+	}
+
+	buf := &bufferedWriter{header: http.Header{}, status: http.StatusOK}
+	mux.ServeHTTP(buf, r)
+	s.flushEvents()
+	h := w.Header()
+	for k, v := range buf.header {
+		h[k] = v
+	}
+	status := buf.status
+	body := buf.body.Bytes()
+	if r.Method == http.MethodGet && status == http.StatusOK {
+		sum := sha256.Sum256(body)
+		etag := `W/"` + hex.EncodeToString(sum[:16]) + `"`
+		h.Set("ETag", etag)
+		if etagMatch(r.Header.Get("If-None-Match"), etag) {
+			status, body = http.StatusNotModified, nil
+		}
+	}
+	switch {
+	case free:
+		ri = s.rate(p.bucket)
+	case status != http.StatusNotModified:
+		ri = s.charge(p.bucket)
+	}
+	s.setRateHeaders(h, ri, false)
+	if p.tokenExpiry != "" {
+		h.Set("Github-Authentication-Token-Expiration", p.tokenExpiry)
+	}
+	h.Set("X-Github-Request-Id", fmt.Sprintf("FAKE:%d", now.UnixNano()))
+	h.Set("X-Github-Api-Version-Selected", "2022-11-28")
+	w.WriteHeader(status)
+	if status != http.StatusNotModified && status != http.StatusNoContent {
+		_, _ = w.Write(body)
+	}
+	entry.Status = status
+	s.record(entry)
+}
+
+func etagMatch(header, etag string) bool {
+	if header == "" {
+		return false
+	}
+	strip := func(v string) string { return strings.TrimPrefix(strings.TrimSpace(v), "W/") }
+	for _, v := range strings.Split(header, ",") {
+		if strings.TrimSpace(v) == "*" || strip(v) == strip(etag) {
+			return true
+		}
+	}
+	return false
+}
+
+// bufferedWriter collects an API response so ETags and rate headers can be set after the handler.
+type bufferedWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+	wrote  bool
+}
+
+func (b *bufferedWriter) Header() http.Header { return b.header }
+
+func (b *bufferedWriter) WriteHeader(status int) {
+	if !b.wrote {
+		b.status, b.wrote = status, true
+	}
+}
+
+func (b *bufferedWriter) Write(p []byte) (int, error) {
+	b.wrote = true
+	return b.body.Write(p)
+}
+
+// statusWriter remembers the status of a streamed response (git smart HTTP).
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	w.status = status
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// apiError is GitHub's error body.
+type apiError struct {
+	Message          string       `json:"message"`
+	Errors           []fieldError `json:"errors,omitempty"`
+	DocumentationURL string       `json:"documentation_url,omitempty"`
+	Status           string       `json:"status,omitempty"`
+}
+
+type fieldError struct {
+	Resource string `json:"resource,omitempty"`
+	Field    string `json:"field,omitempty"`
+	Code     string `json:"code,omitempty"`
+	Message  string `json:"message,omitempty"`
+}
+
+// httpError is an error a handler turns into a GitHub error response.
+type httpError struct {
+	status  int
+	message string
+	errors  []fieldError
+}
+
+func (e *httpError) Error() string { return fmt.Sprintf("%d %s", e.status, e.message) }
+
+func errorf(status int, format string, args ...any) *httpError {
+	return &httpError{status: status, message: fmt.Sprintf(format, args...)}
+}
+
+var (
+	errNotFound   = &httpError{status: http.StatusNotFound, message: "Not Found"}
+	errEmptyRepo  = &httpError{status: http.StatusConflict, message: "Git Repository is empty."}
+	errArchived   = &httpError{status: http.StatusForbidden, message: "Repository was archived so is read-only."}
+	errBadRequest = &httpError{status: http.StatusBadRequest, message: "Problems parsing JSON"}
+)
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	if v == nil {
+		return
+	}
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, apiError{Message: msg, DocumentationURL: "https://docs.github.com/rest", Status: strconv.Itoa(status)})
+}
+
+// writeErr writes err as GitHub does: an *httpError as itself, anything else as a 500.
+func writeErr(w http.ResponseWriter, err error) {
+	var he *httpError
+	if errors.As(err, &he) {
+		writeJSON(w, he.status, apiError{Message: he.message, Errors: he.errors,
+			DocumentationURL: "https://docs.github.com/rest", Status: strconv.Itoa(he.status)})
+		return
+	}
+	writeError(w, http.StatusInternalServerError, "fake github: "+err.Error())
+}
+
+// decodeBody decodes a JSON request body; an empty body is allowed.
+func decodeBody(r *http.Request, v any) error {
+	data, err := readAll(r)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return errBadRequest
+	}
+	return nil
+}
+
+func readAll(r *http.Request) ([]byte, error) {
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(http.MaxBytesReader(nil, r.Body, 100<<20)); err != nil {
+		return nil, errorf(http.StatusBadRequest, "reading body: %v", err)
+	}
+	return buf.Bytes(), nil
+}

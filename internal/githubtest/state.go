@@ -1,0 +1,211 @@
+package githubtest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// state is everything the fake knows besides git objects. It is guarded by Server.mu and
+// persisted as JSON when the server runs with a state directory.
+type state struct {
+	NextID        int64                   `json:"next_id"`
+	Accounts      map[string]*account     `json:"accounts"` // lower(login) -> account
+	Repos         map[string]*repoMeta    `json:"repos"`    // lower(owner/name) -> repo
+	Teams         map[string]*team        `json:"teams"`    // lower(org/slug) -> team
+	Installations map[int64]*installation `json:"installations"`
+	Tokens        map[string]*accessToken `json:"tokens"`
+	CheckRuns     map[int64]*checkRun     `json:"check_runs"`
+}
+
+type account struct {
+	ID    int64  `json:"id"`
+	Login string `json:"login"`
+	Type  string `json:"type"` // User, Organization, Bot
+	// Members is the org membership (lower(login) -> role "member"|"admin").
+	Members map[string]string `json:"members,omitempty"`
+}
+
+type team struct {
+	ID          int64             `json:"id"`
+	Org         string            `json:"org"`
+	Slug        string            `json:"slug"`
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	Privacy     string            `json:"privacy"`
+	Members     map[string]string `json:"members"` // lower(login) -> role member|maintainer
+	Repos       map[string]string `json:"repos"`   // lower(owner/name) -> permission
+}
+
+type installation struct {
+	ID      int64     `json:"id"`
+	Account string    `json:"account"`
+	Created time.Time `json:"created"`
+}
+
+type accessToken struct {
+	Token          string    `json:"token"`
+	Login          string    `json:"login"`
+	InstallationID int64     `json:"installation_id,omitempty"`
+	ExpiresAt      time.Time `json:"expires_at,omitempty"`
+}
+
+type repoMeta struct {
+	ID            int64                  `json:"id"`
+	Owner         string                 `json:"owner"`
+	Name          string                 `json:"name"`
+	Description   string                 `json:"description"`
+	Visibility    string                 `json:"visibility"`
+	DefaultBranch string                 `json:"default_branch"`
+	Archived      bool                   `json:"archived"`
+	Topics        []string               `json:"topics"`
+	CreatedAt     time.Time              `json:"created_at"`
+	UpdatedAt     time.Time              `json:"updated_at"`
+	PushedAt      time.Time              `json:"pushed_at"`
+	NextNumber    int                    `json:"next_number"`
+	Issues        map[int]*issue         `json:"issues"`
+	Comments      []*comment             `json:"comments"`
+	Statuses      []*commitStatus        `json:"statuses"`
+	Protection    map[string]*protection `json:"protection"`
+	Collaborators map[string]string      `json:"collaborators"` // lower(login) -> permission
+	// Verified holds the commits GitHub signed (created through the API without an author).
+	Verified map[string]bool `json:"verified"`
+}
+
+func (r *repoMeta) fullName() string { return r.Owner + "/" + r.Name }
+
+// issue is an issue or a pull request; they share numbers as on GitHub.
+type issue struct {
+	Number    int       `json:"number"`
+	ID        int64     `json:"id"`
+	Title     string    `json:"title"`
+	Body      string    `json:"body"`
+	User      string    `json:"user"`
+	State     string    `json:"state"` // open, closed
+	Labels    []string  `json:"labels"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	ClosedAt  time.Time `json:"closed_at"`
+	Pull      *pull     `json:"pull,omitempty"`
+}
+
+type pull struct {
+	Head           string    `json:"head"` // branch name in the same repo
+	Base           string    `json:"base"`
+	HeadSHA        string    `json:"head_sha"` // frozen when closed
+	BaseSHA        string    `json:"base_sha"`
+	Draft          bool      `json:"draft"`
+	Merged         bool      `json:"merged"`
+	MergedAt       time.Time `json:"merged_at"`
+	MergedBy       string    `json:"merged_by"`
+	MergeCommitSHA string    `json:"merge_commit_sha"`
+	AutoMerge      bool      `json:"auto_merge"`
+}
+
+type comment struct {
+	ID        int64     `json:"id"`
+	Number    int       `json:"number"`
+	Body      string    `json:"body"`
+	User      string    `json:"user"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+type commitStatus struct {
+	ID          int64     `json:"id"`
+	SHA         string    `json:"sha"`
+	State       string    `json:"state"`
+	Context     string    `json:"context"`
+	Description string    `json:"description"`
+	TargetURL   string    `json:"target_url"`
+	Creator     string    `json:"creator"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+type checkRun struct {
+	ID          int64           `json:"id"`
+	Repo        string          `json:"repo"` // lower(owner/name)
+	Name        string          `json:"name"`
+	HeadSHA     string          `json:"head_sha"`
+	Status      string          `json:"status"`
+	Conclusion  string          `json:"conclusion"`
+	DetailsURL  string          `json:"details_url"`
+	ExternalID  string          `json:"external_id"`
+	StartedAt   time.Time       `json:"started_at"`
+	CompletedAt time.Time       `json:"completed_at"`
+	Output      json.RawMessage `json:"output,omitempty"`
+	AppID       int64           `json:"app_id"`
+}
+
+type protection struct {
+	RequirePRReviews        bool     `json:"require_pr_reviews"`
+	RequireCodeOwnerReviews bool     `json:"require_code_owner_reviews"`
+	DismissStaleReviews     bool     `json:"dismiss_stale_reviews"`
+	RequiredApprovals       int      `json:"required_approvals"`
+	RequiredStatusChecks    []string `json:"required_status_checks"`
+	StrictStatusChecks      bool     `json:"strict_status_checks"`
+	HasStatusChecks         bool     `json:"has_status_checks"`
+	EnforceAdmins           bool     `json:"enforce_admins"`
+	AllowForcePushes        bool     `json:"allow_force_pushes"`
+	AllowDeletions          bool     `json:"allow_deletions"`
+	RequireLinearHistory    bool     `json:"require_linear_history"`
+}
+
+func newState() *state {
+	return &state{
+		NextID:        1000,
+		Accounts:      map[string]*account{},
+		Repos:         map[string]*repoMeta{},
+		Teams:         map[string]*team{},
+		Installations: map[int64]*installation{},
+		Tokens:        map[string]*accessToken{},
+		CheckRuns:     map[int64]*checkRun{},
+	}
+}
+
+func (st *state) nextID() int64 {
+	st.NextID++
+	return st.NextID
+}
+
+func repoKey(owner, name string) string { return strings.ToLower(owner + "/" + name) }
+
+func teamKey(org, slug string) string { return strings.ToLower(org + "/" + slug) }
+
+const stateFile = "state.json"
+
+// loadState reads dir/state.json; a missing file is a fresh state.
+func loadState(dir string) (*state, error) {
+	data, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return newState(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading fake github state: %w", err)
+	}
+	st := newState()
+	if err := json.Unmarshal(data, st); err != nil {
+		return nil, fmt.Errorf("decoding fake github state %s: %w", filepath.Join(dir, stateFile), err)
+	}
+	return st, nil
+}
+
+// save writes the state atomically (write to a temp file, rename).
+func (st *state) save(dir string) error {
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding fake github state: %w", err)
+	}
+	tmp := filepath.Join(dir, stateFile+".tmp")
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("writing fake github state: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, stateFile)); err != nil {
+		return fmt.Errorf("writing fake github state: %w", err)
+	}
+	return nil
+}
