@@ -199,10 +199,7 @@ func (l *loader) loadObjects(top map[string]fs.DirEntry, dir, kind string) error
 			return fmt.Errorf("%w: listing %s: %w", ErrUnreadable, name, err)
 		}
 		if e.IsDir() || !isYAML(name) {
-			if e.Type()&fs.ModeSymlink != 0 && isYAML(name) {
-				l.regular(name, e)
-			}
-			return nil
+			return nil // README.md and friends
 		}
 		if path.Dir(name) != dir {
 			l.is.Add(Position{File: name}, fmt.Sprintf("move it directly into %s/ (nested directories are not read)", dir),
@@ -364,7 +361,7 @@ func less(a string, as Source, b string, bs Source) bool {
 	return as.File < bs.File
 }
 
-// errUnreadable wraps err as an unreadable-repo error about dir.
+// errUnreadable wraps err as ErrUnreadable, saying what was being read.
 func errUnreadable(what string, err error) error {
 	if errors.Is(err, ErrUnreadable) {
 		return err

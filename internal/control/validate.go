@@ -324,16 +324,7 @@ func (v *validator) cluster(c *Cluster) {
 func (v *validator) workspace(w *Workspace) {
 	src := w.Source
 	v.meta(w.TypeMeta, w.Metadata, src, KindWorkspace)
-	nsPath := "spec.namespace"
-	if !src.has(nsPath) {
-		nsPath = "metadata.name"
-	}
-	ns := w.Namespace()
-	if errs := validation.IsDNS1123Label(ns); ns != "" && len(errs) > 0 {
-		v.add(src.At(nsPath), dnsLabelHint, "invalid namespace %q: %s", ns, strings.Join(errs, "; "))
-	} else if reservedNamespaces[ns] {
-		v.add(src.At(nsPath), "set spec.namespace to a namespace of the workspace's own", "namespace %q is reserved for Kubernetes or Flux", ns)
-	}
+	v.namespace(w)
 	v.teams(w.Spec.Admins, src, "spec.admins")
 	seen := map[string]int{}
 	for i, ref := range w.Spec.Apps {
@@ -344,6 +335,24 @@ func (v *validator) workspace(w *Workspace) {
 				"cluster-scoped app %s can only be a platform component", ref.App)
 		}
 		v.entryValues(ref.App, ref.Values, src, path+".values")
+	}
+}
+
+// namespace checks the workspace namespace: a DNS-1123 label that Kubernetes
+// or Flux do not own.
+func (v *validator) namespace(w *Workspace) {
+	ns, path := w.Namespace(), "spec.namespace"
+	if !w.Source.has(path) {
+		path = "metadata.name"
+	}
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		if ns != w.Metadata.Name { // else meta reported the name already
+			v.add(w.Source.At(path), dnsLabelHint, "invalid namespace %q: %s", ns, strings.Join(errs, "; "))
+		}
+		return
+	}
+	if reservedNamespaces[ns] {
+		v.add(w.Source.At(path), "set spec.namespace to a namespace of the workspace's own", "namespace %q is reserved for Kubernetes or Flux", ns)
 	}
 }
 
