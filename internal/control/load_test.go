@@ -567,3 +567,17 @@ func TestPlatformDocMirrorsPlatform(t *testing.T) {
 	assert.Equal(t, tags(PlatformSpec{}), tags(platformSpecDoc{}))
 	assert.Equal(t, tags(AccessSpec{}), tags(accessSpecDoc{}))
 }
+
+func TestValuesKeepLiteralText(t *testing.T) {
+	repo, err := Load(fixture(t, map[string]string{
+		"catalog/podinfo/app.yaml": "apiVersion: fleetbot.io/v1alpha1\nkind: App\nmetadata: {name: podinfo}\nspec:\n  scope: namespaced\n  values:\n    podinfo_replicas: {default: 01}\n    podinfo_color: {default: yes}\n",
+		"workspaces/payments.yaml": "apiVersion: fleetbot.io/v1alpha1\nkind: Workspace\nmetadata: {name: payments}\nspec:\n  apps:\n    - app: podinfo\n      values: {podinfo_replicas: 1.50, podinfo_color: 0x10}\n",
+		"clusters/prod-eu-1.yaml":  "apiVersion: fleetbot.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: prod-eu-1\n  labels: {network: metal}\nspec:\n  workspace: payments\n  values: {metallb_range: 10.0.0.0/8, podinfo_color: true}\n",
+	}))
+	require.NoError(t, err)
+	a := repo.App("podinfo")
+	assert.Equal(t, "01", *a.Spec.Values["podinfo_replicas"].Default, "int default kept as written")
+	assert.Equal(t, "yes", *a.Spec.Values["podinfo_color"].Default, "bool-like default kept as written")
+	assert.Equal(t, Values{"podinfo_replicas": "1.50", "podinfo_color": "0x10"}, repo.Workspace("payments").Spec.Apps[0].Values)
+	assert.Equal(t, "true", repo.Cluster("prod-eu-1").Spec.Values["podinfo_color"])
+}
