@@ -66,7 +66,6 @@ func (s *Server) routes() {
 	s.api("GET /repos/{owner}/{repo}/issues/{number}", s.handleGetIssue)
 	s.api("GET /repos/{owner}/{repo}/issues/{number}/comments", s.handleListComments)
 	s.api("POST /repos/{owner}/{repo}/issues/{number}/comments", s.handleCreateComment)
-	s.api("GET /repos/{owner}/{repo}/issues/comments/{id}", s.handleComment)
 	s.api("PATCH /repos/{owner}/{repo}/issues/comments/{id}", s.handleComment)
 	s.api("DELETE /repos/{owner}/{repo}/issues/comments/{id}", s.handleComment)
 	s.api("GET /repos/{owner}/{repo}/issues/{number}/labels", s.handleLabels)
