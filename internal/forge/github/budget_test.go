@@ -1,0 +1,154 @@
+package github
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func created(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) }
+
+func TestBudgetContentWindowPerMinute(t *testing.T) {
+	clock := newFakeClock()
+	t0 := clock.Now()
+	s := newTestServer(t, clock)
+	s.mux.HandleFunc("/", created)
+	b := NewBudget(BudgetConfig{PerMinute: 80, Clock: clock})
+	rt := NewBudgetTransport(http.DefaultTransport, b)
+	for i := range 85 {
+		resp := s.do(t, rt, "POST", fmt.Sprintf("/repos/o/r%d/git/blobs", i), `{}`)
+		_ = readAll(t, resp)
+	}
+	reqs := s.requests()
+	require.Len(t, reqs, 85)
+	for i, r := range reqs {
+		if i < 80 {
+			assert.Equal(t, t0, r.At, "write %d goes at once", i+1)
+		} else {
+			assert.Equal(t, t0.Add(time.Minute), r.At, "write %d waits for the minute window", i+1)
+		}
+	}
+	st := b.Stats()
+	assert.Equal(t, time.Minute, st.Waited)
+	assert.Equal(t, int64(85), st.ContentWrites)
+	assert.Equal(t, int64(85), st.Writes)
+}
+
+func TestBudgetContentWindowPerHour(t *testing.T) {
+	clock := newFakeClock()
+	s := newTestServer(t, clock)
+	s.mux.HandleFunc("/", created)
+	b := NewBudget(BudgetConfig{PerMinute: 100, PerHour: 3, Clock: clock})
+	rt := NewBudgetTransport(http.DefaultTransport, b)
+	for range 3 {
+		_ = readAll(t, s.do(t, rt, "POST", "/repos/o/r/git/trees", `{}`))
+	}
+	ok, wait := b.Afford(1)
+	assert.False(t, ok)
+	assert.Equal(t, time.Hour, wait)
+
+	req, _ := http.NewRequest("POST", s.URL+apiPrefix+"/repos/o/r/git/commits", stringsReader("{}"))
+	_, err := rt.RoundTrip(req)
+	var rl *RateLimitedError
+	require.True(t, errors.As(err, &rl), "got %v", err)
+	assert.Equal(t, "content budget", rl.Reason)
+	assert.Equal(t, clock.Now().Add(time.Hour), rl.Reset)
+	assert.Len(t, s.requests(), 3)
+	assert.Empty(t, clock.slept(), "refused without waiting")
+
+	// Non-content writes are not held by the content windows.
+	_ = readAll(t, s.do(t, rt, "DELETE", "/repos/o/r/git/refs/heads/x", ""))
+	assert.Len(t, s.requests(), 4)
+}
+
+func TestBudgetAfford(t *testing.T) {
+	clock := newFakeClock()
+	b := NewBudget(BudgetConfig{PerMinute: 80, PerHour: 500, Clock: clock})
+	req, _ := http.NewRequest("POST", "http://x/repos/o/r/git/trees", nil)
+	for range 78 {
+		release, err := b.acquireWrite(req, true)
+		require.NoError(t, err)
+		release()
+	}
+	ok, wait := b.Afford(2)
+	assert.True(t, ok)
+	assert.Zero(t, wait)
+	ok, wait = b.Afford(3)
+	assert.True(t, ok)
+	assert.Equal(t, time.Minute, wait, "the third write waits for the window")
+	ok, wait = b.Afford(500)
+	assert.False(t, ok, "500 more do not fit within MaxWait")
+	// 78+500 = 578: 500 fit in the first hour (80 a minute), the last 78 when the first 78 expire.
+	assert.Equal(t, time.Hour, wait)
+
+	b.Pause(clock.Now().Add(20 * time.Minute))
+	ok, wait = b.Afford(1)
+	assert.False(t, ok)
+	assert.Equal(t, 20*time.Minute, wait)
+}
+
+func TestBudgetSerialisesWrites(t *testing.T) {
+	s := newTestServer(t, nil)
+	var writes, reads inFlight
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		f := &writes
+		if r.Method == http.MethodGet {
+			f = &reads
+		}
+		f.enter()
+		defer f.leave()
+		time.Sleep(5 * time.Millisecond)
+	})
+	rt := NewBudgetTransport(http.DefaultTransport, NewBudget(BudgetConfig{}))
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Go(func() { _ = readAll(t, s.do(t, rt, "PATCH", fmt.Sprintf("/repos/o/r%d/pulls/1", i), `{}`)) })
+		wg.Go(func() { _ = readAll(t, s.do(t, rt, "GET", fmt.Sprintf("/repos/o/r%d", i), "")) })
+	}
+	wg.Wait()
+	assert.Equal(t, int64(1), writes.max.Load(), "one mutation in flight")
+	assert.Greater(t, reads.max.Load(), int64(1), "reads are not serialised")
+}
+
+func TestBudgetDeadlineAware(t *testing.T) {
+	clock := newFakeClock()
+	b := NewBudget(BudgetConfig{PerMinute: 1, Clock: clock})
+	rt := NewBudgetTransport(roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusCreated, Body: http.NoBody, Request: r}, nil
+	}), b)
+	req, _ := http.NewRequest("POST", "http://x/repos/o/r/git/trees", nil)
+	_, err := rt.RoundTrip(req)
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ = http.NewRequestWithContext(ctx, "POST", "http://x/repos/o/r/git/trees", nil)
+	_, err = rt.RoundTrip(req)
+	assert.ErrorIs(t, err, ErrRateLimited, "a wait past the deadline fails at once")
+	assert.Empty(t, clock.slept())
+	assert.Equal(t, int64(1), b.Stats().Refused)
+}
+
+func TestBudgetPauseHoldsReadsAndWrites(t *testing.T) {
+	clock := newFakeClock()
+	t0 := clock.Now()
+	s := newTestServer(t, clock)
+	s.mux.HandleFunc("/", created)
+	b := NewBudget(BudgetConfig{Clock: clock})
+	b.Pause(t0.Add(45 * time.Second))
+	b.Pause(t0.Add(10 * time.Second)) // a shorter pause does not shorten it
+	rt := NewBudgetTransport(http.DefaultTransport, b)
+	_ = readAll(t, s.do(t, rt, "GET", "/repos/o/r", ""))
+	_ = readAll(t, s.do(t, rt, "PUT", "/repos/o/r/branches/main/protection", "{}"))
+	for _, r := range s.requests() {
+		assert.False(t, r.At.Before(t0.Add(45*time.Second)), "%s %s sent during the pause", r.Method, r.Path)
+	}
+	assert.Equal(t, int64(1), b.Stats().Pauses)
+}
