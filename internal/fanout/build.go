@@ -1,0 +1,268 @@
+package fanout
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/openapi"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// appRoot is where an app's files live on the in-memory filesystem of a build.
+const appRoot = "/app"
+
+// build is the cached result of rendering one distinct kustomize input.
+type build struct {
+	// objects in kustomize's legacy order (deterministic for any input).
+	objects []object
+	// problems found by precheck or kustomize; positions relative to the app dir.
+	problems []problem
+	// refs are the variable names the rendered output references; bad the
+	// malformed references.
+	refs, bad []string
+	// variants by namespace ("" = as rendered), built on first use.
+	variants map[string]*variant
+	// used is the Render generation that last used the build, for eviction.
+	used int
+}
+
+// object is one rendered Kubernetes object.
+type object struct {
+	apiVersion, kind, name, namespace string
+	node                              *kyaml.RNode
+}
+
+func (o object) id() string { return o.kind + "/" + o.name }
+
+// variant is a build laid out for one namespace: its documents as templates
+// ready for per-cluster substitution, or why it cannot be.
+type variant struct {
+	docs     []doc
+	conflict []conflict
+	// refs and bad are the variable names referenced and the malformed
+	// references, sorted and unique.
+	refs, bad []string
+}
+
+// doc is one rendered object as a substitution template.
+type doc struct {
+	tmpl       template
+	kind, name string
+}
+
+// conflict is an object a namespaced app may not render into a workspace.
+type conflict struct {
+	obj    object
+	reason string
+}
+
+// inputHash keys the build cache: the app's files, path and content, in
+// path order. The app's name and app.yaml are not part of it, so a rename or
+// a values change never costs a kustomize build.
+func inputHash(files map[string][]byte) string {
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	h := sha256.New()
+	for _, p := range paths {
+		fmt.Fprintf(h, "%d:%s\x00%d:", len(p), p, len(files[p]))
+		h.Write(files[p])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// kustomize runs one build of an app's files through krusty on an in-memory
+// filesystem holding only those files, with built-in plugins only and loads
+// restricted to the app directory. Callers serialise calls: krusty and
+// kyaml's schema are not safe for concurrent use.
+func kustomize(k *krusty.Kustomizer, files map[string][]byte) (b *build) {
+	b = &build{variants: map[string]*variant{}}
+	if b.problems = precheck(files); len(b.problems) > 0 {
+		return b
+	}
+	defer func() {
+		// kustomize has panicked on malformed input before; one app must not
+		// take the whole render down.
+		if v := recover(); v != nil {
+			b.objects = nil
+			b.problems = []problem{{File: "kustomization.yaml", Message: fmt.Sprintf("kustomize build failed: %v", v)}}
+		}
+	}()
+	fs := filesys.MakeFsInMemory()
+	for p, data := range files {
+		if err := fs.WriteFile(path.Join(appRoot, p), data); err != nil {
+			b.problems = append(b.problems, problem{File: p, Message: fmt.Sprintf("cannot stage file for kustomize: %v", err)})
+			return b
+		}
+	}
+	m, err := k.Run(fs, appRoot)
+	if err != nil {
+		b.problems = append(b.problems, problem{
+			File:    "kustomization.yaml",
+			Message: "kustomize build failed: " + strings.ReplaceAll(err.Error(), appRoot+"/", ""),
+			Hint:    "run `kustomize build` in the app directory to reproduce",
+		})
+		return b
+	}
+	for _, res := range m.Resources() {
+		n := res.RNode.Copy()
+		b.objects = append(b.objects, object{
+			apiVersion: n.GetApiVersion(), kind: n.GetKind(), name: n.GetName(), namespace: n.GetNamespace(),
+			node: n,
+		})
+	}
+	v, err := b.variant("")
+	if err != nil {
+		b.problems = append(b.problems, problem{File: "kustomization.yaml", Message: err.Error()})
+		return b
+	}
+	b.refs, b.bad = v.refs, v.bad
+	return b
+}
+
+// variant returns the build laid out for namespace ns, computing it once.
+func (b *build) variant(ns string) (*variant, error) {
+	if v, ok := b.variants[ns]; ok {
+		return v, nil
+	}
+	v, err := b.layout(ns)
+	if err != nil {
+		return nil, err
+	}
+	b.variants[ns] = v
+	return v, nil
+}
+
+// layout serialises the objects, setting metadata.namespace to ns when ns is
+// set. A namespaced app is confined to its workspace namespace, so a
+// cluster-scoped object or one in another namespace is a conflict rather
+// than silently moved.
+func (b *build) layout(ns string) (*variant, error) {
+	v := &variant{}
+	for _, o := range b.objects {
+		n := o.node.Copy()
+		quoteStringMaps(n.YNode(), false)
+		if ns != "" {
+			if clusterScoped(o.apiVersion, o.kind) {
+				v.conflict = append(v.conflict, conflict{obj: o, reason: "is cluster-scoped"})
+				continue
+			}
+			if o.namespace != "" && o.namespace != ns {
+				v.conflict = append(v.conflict, conflict{obj: o, reason: fmt.Sprintf("is in namespace %q", o.namespace)})
+				continue
+			}
+			if err := n.SetNamespace(ns); err != nil {
+				return nil, fmt.Errorf("setting namespace of %s: %w", o.id(), err)
+			}
+		}
+		text, err := n.String()
+		if err != nil {
+			return nil, fmt.Errorf("serialising %s: %w", o.id(), err)
+		}
+		t, refs, bad := compile(text)
+		v.docs = append(v.docs, doc{tmpl: t, kind: o.kind, name: o.name})
+		v.refs = append(v.refs, refs...)
+		v.bad = append(v.bad, bad...)
+	}
+	v.refs, v.bad = uniq(v.refs), uniq(v.bad)
+	return v, nil
+}
+
+// clusterScopedKinds are kinds that are cluster-scoped whatever kyaml's
+// built-in schema knows, including common third-party ones.
+var clusterScopedKinds = map[string]bool{
+	"Namespace": true, "CustomResourceDefinition": true, "ClusterRole": true, "ClusterRoleBinding": true,
+	"PersistentVolume": true, "StorageClass": true, "ValidatingWebhookConfiguration": true,
+	"MutatingWebhookConfiguration": true, "ValidatingAdmissionPolicy": true,
+	"ValidatingAdmissionPolicyBinding": true, "MutatingAdmissionPolicy": true,
+	"MutatingAdmissionPolicyBinding": true, "APIService": true, "IngressClass": true,
+	"PriorityClass": true, "RuntimeClass": true, "Node": true, "CSIDriver": true, "CSINode": true,
+	"VolumeAttachment": true, "CertificateSigningRequest": true, "FlowSchema": true,
+	"PriorityLevelConfiguration": true, "PodSecurityPolicy": true, "ClusterIssuer": true,
+	"VolumeSnapshotClass": true, "GatewayClass": true, "ClusterTrustBundle": true,
+	"IPAddress": true, "ServiceCIDR": true, "DeviceClass": true,
+}
+
+func clusterScoped(apiVersion, kind string) bool {
+	return clusterScopedKinds[kind] ||
+		openapi.IsCertainlyClusterScoped(kyaml.TypeMeta{APIVersion: apiVersion, Kind: kind})
+}
+
+// kyamlNode is a parsed YAML document.
+type kyamlNode struct{ kyaml.Node }
+
+// unmarshalNode parses one YAML document.
+func unmarshalNode(text string, n *kyamlNode) error {
+	if err := kyaml.Unmarshal([]byte(text), &n.Node); err != nil {
+		return err
+	}
+	if len(n.Content) == 0 || n.Content[0].Kind != kyaml.MappingNode {
+		return fmt.Errorf("not a YAML mapping")
+	}
+	return nil
+}
+
+// kindName returns the kind and metadata.name of a parsed object.
+func (n *kyamlNode) kindName() (kind, name string) {
+	root := n.Content[0]
+	if k := field(root, "kind"); k != nil {
+		kind = k.Value
+	}
+	if nm := field(field(root, "metadata"), "name"); nm != nil {
+		name = nm.Value
+	}
+	return kind, name
+}
+
+// quoteStringMaps double-quotes the values of labels and annotations maps
+// that reference a variable. Kubernetes requires those values to be strings,
+// but kustomize rewrites these maps and drops the quotes a manifest had, so
+// "${flag}" substituted with false would become a boolean.
+func quoteStringMaps(n *kyaml.Node, stringMap bool) {
+	switch n.Kind {
+	case kyaml.DocumentNode, kyaml.SequenceNode:
+		for _, c := range n.Content {
+			quoteStringMaps(c, false)
+		}
+	case kyaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if stringMap && v.Kind == kyaml.ScalarNode && strings.Contains(v.Value, "${") {
+				v.Style = kyaml.DoubleQuotedStyle
+				v.Tag = "!!str"
+				continue
+			}
+			quoteStringMaps(v, k.Value == "labels" || k.Value == "annotations")
+		}
+	}
+}
+
+// nonStringValues lists the labels and annotations whose value is not a
+// string, which the API server would reject.
+func nonStringValues(n *kyaml.Node, stringMap bool, out *[]string) {
+	switch n.Kind {
+	case kyaml.DocumentNode, kyaml.SequenceNode:
+		for _, c := range n.Content {
+			nonStringValues(c, false, out)
+		}
+	case kyaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if stringMap {
+				if v.Kind != kyaml.ScalarNode || v.ShortTag() != "!!str" {
+					*out = append(*out, k.Value)
+				}
+				continue
+			}
+			nonStringValues(v, k.Value == "labels" || k.Value == "annotations", out)
+		}
+	}
+}

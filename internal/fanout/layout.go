@@ -1,0 +1,280 @@
+package fanout
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
+	"github.com/fleetbot-io/fleetbot/internal/policy"
+)
+
+// Paths of the files fleetbot writes, per DESIGN §3.
+const (
+	ReadmePath     = "README.md"
+	CodeownersPath = ".github/CODEOWNERS"
+	FluxPath       = "flux/fleetbot.yaml"
+	PlatformDir    = "platform"
+	AppsKustomPath = "apps/kustomization.yaml"
+	ClustersDir    = "clusters"
+)
+
+const managedHeader = "# Managed by fleetbot. Do not edit: changes are overwritten.\n"
+
+// emptyKustomization is the scaffold of a directory people own: valid for
+// kustomize and Flux from day one, theirs to fill.
+const emptyKustomization = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n"
+
+// kustomizationOf lists resources in a managed kustomization.yaml.
+func kustomizationOf(header string, resources []string) []byte {
+	var b strings.Builder
+	b.WriteString(header)
+	b.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n")
+	if len(resources) == 0 {
+		b.WriteString("resources: []\n")
+		return []byte(b.String())
+	}
+	b.WriteString("resources:\n")
+	for _, r := range resources {
+		b.WriteString("- " + r + "\n")
+	}
+	return []byte(b.String())
+}
+
+// settings are the platform-wide parameters of every target, defaults applied.
+type settings struct {
+	owner, branch, visibility string
+	admins                    []string
+	interval                  time.Duration
+	secretRef                 string
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// settings resolves the platform spec once per Render, reporting a bad flux
+// interval instead of writing an object Flux would reject.
+func (x *run) settings() settings {
+	p := x.repo.Platform.Spec
+	s := settings{
+		owner:      p.Owner,
+		branch:     or(p.DefaultBranch, control.DefaultBranch),
+		visibility: or(p.Repos.Visibility, control.DefaultVisibility),
+		admins:     p.Admins,
+		secretRef:  or(p.Flux.SecretRef, control.DefaultFluxSecretRef),
+	}
+	iv := or(p.Flux.Interval, control.DefaultFluxInterval)
+	d, err := time.ParseDuration(iv)
+	if err != nil || d <= 0 {
+		x.addOnce(x.repo.Platform.Source.At("spec.flux.interval"), "use a Go duration such as 10m or 1h",
+			"flux interval %q is not a positive duration", iv)
+	}
+	s.interval = d
+	return s
+}
+
+func (x *run) clusterRepo(name string) string { return x.repo.ClusterRepo(name) }
+
+func (x *run) workspaceRepo(name string) string { return x.repo.WorkspaceRepo(name) }
+
+func byApp(deps []control.Deployment) []control.Deployment {
+	out := append([]control.Deployment(nil), deps...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].App.Metadata.Name < out[j].App.Metadata.Name })
+	return out
+}
+
+// clusterTarget lays out a cluster repo: platform components, the Flux
+// objects, README and CODEOWNERS, and the apps/ scaffold.
+func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Target {
+	s := x.settings()
+	name := c.Metadata.Name
+	repo := x.clusterRepo(name)
+	t := &Target{
+		Kind: KindCluster, Name: name, Owner: s.owner, Repo: repo,
+		DefaultBranch: s.branch, Visibility: s.visibility,
+		Files:     map[string][]byte{},
+		Scaffolds: map[string][]byte{AppsKustomPath: []byte(emptyKustomization)},
+		Reviewers: append([]string(nil), s.admins...),
+	}
+	var components []string
+	for _, d := range byApp(deps) {
+		if d.Workspace != nil {
+			continue
+		}
+		file := d.App.Metadata.Name + ".yaml"
+		if data, ok := x.appFile(d); ok {
+			t.Files[PlatformDir+"/"+file] = data
+		}
+		components = append(components, file)
+	}
+	t.Files[PlatformDir+"/kustomization.yaml"] = kustomizationOf(managedHeader, components)
+
+	ws := x.repo.Workspace(c.Spec.Workspace)
+	in := fluxInput{interval: s.interval, cluster: name, branch: s.branch, secretRef: s.secretRef}
+	var wsAdmins []string
+	if ws != nil {
+		in.workspace, in.namespace = ws.Metadata.Name, ws.Namespace()
+		in.repoURL = x.r.gitURL + "/" + s.owner + "/" + x.workspaceRepo(ws.Metadata.Name)
+		wsAdmins = ws.Spec.Admins
+	}
+	flux, err := fluxObjects(in)
+	if err != nil {
+		x.addOnce(c.Source.At("metadata.name"), "", "cluster %s: rendering Flux objects: %v", name, err)
+	}
+	t.Files[FluxPath] = flux
+	t.Files[CodeownersPath] = policy.CODEOWNERS(s.owner, []policy.Rule{
+		{Pattern: "*", Teams: s.admins},
+		{Pattern: "/apps/", Teams: c.Spec.Admins},
+	})
+	t.Files[ReadmePath] = clusterReadme(s, c, repo, components, in, x.workspaceRepo)
+	t.Access = policy.ClusterRepoAccess(s.admins, c.Spec.Admins, wsAdmins, s.branch)
+	return t
+}
+
+// workspaceTarget lays out a workspace repo: per cluster of the workspace,
+// the rendered apps under clusters/<cluster>/fleetbot/ and the scaffolds the
+// workspace admins own.
+func (x *run) workspaceTarget(w *control.Workspace, byCluster map[string][]control.Deployment) *Target {
+	s := x.settings()
+	name := w.Metadata.Name
+	repo := x.workspaceRepo(name)
+	t := &Target{
+		Kind: KindWorkspace, Name: name, Owner: s.owner, Repo: repo,
+		DefaultBranch: s.branch, Visibility: s.visibility,
+		Files:     map[string][]byte{},
+		Scaffolds: map[string][]byte{AppsKustomPath: []byte(emptyKustomization)},
+		Reviewers: append([]string(nil), s.admins...),
+	}
+	var clusters []string
+	for _, c := range sortedClusters(x.repo.Clusters) {
+		if c.Spec.Workspace != name {
+			continue
+		}
+		cn := c.Metadata.Name
+		clusters = append(clusters, cn)
+		dir := ClustersDir + "/" + cn
+		var files []string
+		for _, d := range byApp(byCluster[cn]) {
+			if d.Workspace == nil || d.Workspace.Metadata.Name != name {
+				continue
+			}
+			file := d.App.Metadata.Name + ".yaml"
+			if data, ok := x.appFile(d); ok {
+				t.Files[dir+"/fleetbot/"+file] = data
+			}
+			files = append(files, file)
+		}
+		t.Files[dir+"/fleetbot/kustomization.yaml"] = kustomizationOf(managedHeader, files)
+		t.Scaffolds[dir+"/kustomization.yaml"] = []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- fleetbot\n- ../../apps\n")
+	}
+	t.Files[CodeownersPath] = policy.CODEOWNERS(s.owner, []policy.Rule{
+		{Pattern: "*", Teams: s.admins},
+		{Pattern: "/apps/", Teams: w.Spec.Admins},
+		{Pattern: "/clusters/*/kustomization.yaml", Teams: w.Spec.Admins},
+	})
+	t.Files[ReadmePath] = workspaceReadme(s, w, repo, clusters, x.clusterRepo)
+	t.Access = policy.WorkspaceRepoAccess(s.admins, w.Spec.Admins, s.branch)
+	return t
+}
+
+// teams renders team slugs as GitHub mentions, or fallback when there are none.
+func teams(owner string, slugs []string, fallback string) string {
+	if len(slugs) == 0 {
+		return fallback
+	}
+	out := make([]string, len(slugs))
+	for i, s := range slugs {
+		out[i] = "@" + owner + "/" + s
+	}
+	return strings.Join(out, ", ")
+}
+
+func labelsText(labels map[string]string) string {
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = "`" + k + "=" + labels[k] + "`"
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+const readmeHeader = "<!-- Managed by fleetbot. Do not edit: changes are overwritten. -->\n"
+
+func clusterReadme(s settings, c *control.Cluster, repo string, components []string, in fluxInput, workspaceRepo func(string) string) []byte {
+	var b strings.Builder
+	name := c.Metadata.Name
+	platform := teams(s.owner, s.admins, "platform admins")
+	clusterAdmins := teams(s.owner, c.Spec.Admins, "platform admins (the cluster has no admin team)")
+	b.WriteString(readmeHeader)
+	fmt.Fprintf(&b, "# %s\n\n", repo)
+	fmt.Fprintf(&b, "The GitOps repo of cluster **%s** (labels: %s). Flux on the cluster applies what lands on `%s`.\n", name, labelsText(c.Metadata.Labels), s.branch)
+	b.WriteString("fleetbot writes the managed files from the platform's control repo and proposes every change as a pull request.\n\n")
+	b.WriteString("## Who owns what\n\n")
+	b.WriteString("| path | owner | notes |\n|---|---|---|\n")
+	fmt.Fprintf(&b, "| `README.md`, `.github/CODEOWNERS`, `flux/fleetbot.yaml`, `platform/` | %s | managed by fleetbot: change the control repo instead |\n", platform)
+	fmt.Fprintf(&b, "| `apps/` | %s | cluster admins' own workloads; fleetbot created `apps/kustomization.yaml` once and never changes it |\n", clusterAdmins)
+	b.WriteString("| `flux/flux-system/` | Flux | written by `flux bootstrap`; fleetbot never touches it |\n\n")
+	fmt.Fprintf(&b, "Changes reach `%s` by pull request only, and CODEOWNERS requires the owners' review.\n\n", s.branch)
+
+	b.WriteString("## Platform components\n\n")
+	if len(components) == 0 {
+		b.WriteString("None: no platform component selects this cluster.\n\n")
+	} else {
+		for _, f := range components {
+			fmt.Fprintf(&b, "- `platform/%s`\n", f)
+		}
+		b.WriteString("\n")
+	}
+
+	b.WriteString("## Bootstrap Flux\n\n")
+	b.WriteString("Run once against the cluster (add `--personal` when the owner is a user, not an organisation):\n\n")
+	fmt.Fprintf(&b, "```sh\nflux bootstrap github --owner=%s --repository=%s --branch=%s --path=flux\n```\n\n", s.owner, repo, s.branch)
+	b.WriteString("Flux then applies `flux/fleetbot.yaml`: the Kustomization `platform` (path `./platform`) and the Kustomization `apps` (path `./apps`, after `platform`).\n")
+
+	if in.workspace != "" {
+		b.WriteString("\n## Workspace\n\n")
+		fmt.Fprintf(&b, "This cluster belongs to workspace **%s**. Flux reconciles `clusters/%s` of `%s/%s` into namespace `%s`, impersonating the ServiceAccount `%s` (ClusterRole `admin` in that namespace only).\n\n",
+			in.workspace, name, s.owner, workspaceRepo(in.workspace), in.namespace, in.workspace)
+		fmt.Fprintf(&b, "Its GitRepository reads the workspace repo with the secret `%s` in namespace `%s`; create it once after bootstrap, with a read-only token:\n\n", in.secretRef, in.namespace)
+		fmt.Fprintf(&b, "```sh\nkubectl create namespace %s --dry-run=client -o yaml | kubectl apply -f -\n", in.namespace)
+		fmt.Fprintf(&b, "flux create secret git %s --namespace=%s --url=%s --username=git --password=\"$GITHUB_TOKEN\"\n```\n", in.secretRef, in.namespace, in.repoURL)
+	}
+	return []byte(b.String())
+}
+
+func workspaceReadme(s settings, w *control.Workspace, repo string, clusters []string, clusterRepo func(string) string) []byte {
+	var b strings.Builder
+	name := w.Metadata.Name
+	ns := w.Namespace()
+	platform := teams(s.owner, s.admins, "platform admins")
+	wsAdmins := teams(s.owner, w.Spec.Admins, "platform admins (the workspace has no admin team)")
+	b.WriteString(readmeHeader)
+	fmt.Fprintf(&b, "# %s\n\n", repo)
+	fmt.Fprintf(&b, "The GitOps repo of workspace **%s**. On every cluster of the workspace, Flux applies `clusters/<cluster>` from `%s` into namespace `%s`, with the rights of the ServiceAccount `%s` in that namespace only.\n\n", name, s.branch, ns, name)
+	b.WriteString("## Who owns what\n\n")
+	b.WriteString("| path | owner | notes |\n|---|---|---|\n")
+	fmt.Fprintf(&b, "| `README.md`, `.github/CODEOWNERS`, `clusters/*/fleetbot/` | %s | managed by fleetbot: catalog apps rendered per cluster; change the control repo instead |\n", platform)
+	fmt.Fprintf(&b, "| `apps/` | %s | the workspace's own manifests, applied on every cluster |\n", wsAdmins)
+	fmt.Fprintf(&b, "| `clusters/*/kustomization.yaml` | %s | per-cluster entry point (`fleetbot` + `../../apps`); add overlays here |\n\n", wsAdmins)
+	fmt.Fprintf(&b, "fleetbot created the `apps/` and `clusters/*/kustomization.yaml` scaffolds once and never changes them. Changes reach `%s` by pull request only, and CODEOWNERS requires the owners' review. Objects are confined to namespace `%s`: cluster-scoped objects are refused.\n\n", s.branch, ns)
+	b.WriteString("## Clusters\n\n")
+	if len(clusters) == 0 {
+		b.WriteString("None yet: no cluster is in this workspace.\n")
+	}
+	for _, c := range clusters {
+		fmt.Fprintf(&b, "- `%s` (repo `%s/%s`)\n", c, s.owner, clusterRepo(c))
+	}
+	return []byte(b.String())
+}

@@ -1,0 +1,360 @@
+package fanout
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
+)
+
+// DefaultGitURL is the base of the repo URLs written into Flux GitRepository
+// objects when Options.GitURL is empty.
+const DefaultGitURL = "https://github.com"
+
+// Options configures a Renderer.
+type Options struct {
+	// GitURL is the base URL of target repos (default DefaultGitURL); a
+	// workspace repo's URL is GitURL/<owner>/<repo>. Set it for GitHub
+	// Enterprise or the local forge.
+	GitURL string
+	// Logger receives debug logs of builds and cache use (default: discard).
+	Logger *slog.Logger
+}
+
+// Stats counts a Renderer's work since it was created.
+type Stats struct {
+	// Renders is the number of Render calls.
+	Renders int `json:"renders"`
+	// Builds is the number of kustomize builds executed.
+	Builds int `json:"builds"`
+	// CacheHits is the number of app renders served from the build cache.
+	CacheHits int `json:"cacheHits"`
+	// Cached is the number of builds held in the cache now.
+	Cached int `json:"cached"`
+}
+
+// Renderer turns a control repo into the desired tree of every target repo.
+// It keeps a cache of kustomize builds keyed by the content of each app's
+// files, so a Render after a small change to the control repo rebuilds only
+// the apps that changed. A Renderer is safe for concurrent use; Render calls
+// are serialised because kustomize is not.
+type Renderer struct {
+	mu         sync.Mutex
+	gitURL     string
+	log        *slog.Logger
+	kustomizer *krusty.Kustomizer
+	cache      map[string]*build
+	generation int
+	stats      Stats
+}
+
+// NewRenderer returns a Renderer with an empty build cache.
+func NewRenderer(opts Options) *Renderer {
+	r := &Renderer{
+		gitURL: strings.TrimSuffix(opts.GitURL, "/"),
+		log:    opts.Logger,
+		cache:  map[string]*build{},
+	}
+	if r.gitURL == "" {
+		r.gitURL = DefaultGitURL
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	ko := krusty.MakeDefaultOptions()
+	ko.PluginConfig = types.DisabledPluginConfig()
+	ko.LoadRestrictions = types.LoadRestrictionsRootOnly
+	ko.Reorder = krusty.ReorderOptionLegacy
+	r.kustomizer = krusty.MakeKustomizer(ko)
+	return r
+}
+
+// Stats returns the Renderer's counters.
+func (r *Renderer) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.stats
+	s.Cached = len(r.cache)
+	return s
+}
+
+// Render computes the desired state of every target repo of the control
+// repo: one Target per cluster and one per workspace, sorted by kind then
+// name. Every catalog app is built by kustomize once per distinct input,
+// then laid out per cluster with its values substituted. When anything is
+// wrong the error is a control.Issues listing every problem with file:line
+// and no targets are returned, so callers write nothing.
+func (r *Renderer) Render(repo *control.Repo) ([]*Target, error) {
+	if repo == nil || repo.Platform == nil {
+		return nil, fmt.Errorf("render: control repo has no platform")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stats.Renders++
+	r.generation++
+
+	run := &run{r: r, repo: repo, builds: map[string]*build{}, checked: map[string]string{}, seen: map[string]bool{}}
+	for _, app := range repo.Apps {
+		run.buildApp(app)
+	}
+	r.evict()
+
+	byCluster := map[string][]control.Deployment{}
+	for _, d := range repo.Deployments() {
+		byCluster[d.Cluster.Metadata.Name] = append(byCluster[d.Cluster.Metadata.Name], d)
+	}
+
+	var targets []*Target
+	for _, c := range sortedClusters(repo.Clusters) {
+		targets = append(targets, run.clusterTarget(c, byCluster[c.Metadata.Name]))
+	}
+	for _, w := range sortedWorkspaces(repo.Workspaces) {
+		targets = append(targets, run.workspaceTarget(w, byCluster))
+	}
+	if err := run.issues.Err(); err != nil {
+		return nil, err
+	}
+	return targets, nil
+}
+
+// evict drops builds no app used in the latest Render, so a long-running
+// service keeps only what the current control repo needs.
+func (r *Renderer) evict() {
+	for k, b := range r.cache {
+		if b.used != r.generation {
+			delete(r.cache, k)
+		}
+	}
+}
+
+// run is the state of one Render call.
+type run struct {
+	r      *Renderer
+	repo   *control.Repo
+	issues control.Issues
+	// builds by app name.
+	builds map[string]*build
+	// checked memoises the parse check of substituted documents: text ->
+	// error message ("" when it parses).
+	checked map[string]string
+	// seen deduplicates issues reported from per-cluster work.
+	seen map[string]bool
+}
+
+// addOnce adds an issue unless the same one was added already.
+func (x *run) addOnce(pos control.Position, hint, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	key := pos.String() + "\x00" + msg
+	if x.seen[key] {
+		return
+	}
+	x.seen[key] = true
+	x.issues.Add(pos, hint, "%s", msg)
+}
+
+// buildApp renders one catalog app through the cache and reports its
+// problems, including references to values the app does not declare: those
+// are typos that must not reach a cluster, found once per app.
+func (x *run) buildApp(app *control.App) {
+	name := app.Metadata.Name
+	key := inputHash(app.Files)
+	b, ok := x.r.cache[key]
+	if ok {
+		x.r.stats.CacheHits++
+	} else {
+		b = kustomize(x.r.kustomizer, app.Files)
+		x.r.stats.Builds++
+		x.r.cache[key] = b
+		x.r.log.Debug("kustomize build", "app", name, "objects", len(b.objects), "problems", len(b.problems))
+	}
+	b.used = x.r.generation
+	x.builds[name] = b
+
+	for _, p := range b.problems {
+		x.issues.Add(control.Position{File: path.Join(app.Dir, p.File), Line: p.Line}, p.Hint,
+			"app %s: %s", name, p.Message)
+	}
+	for _, ref := range b.refs {
+		if _, ok := app.Spec.Values[ref]; !ok {
+			x.issues.Add(locate(app, "${"+ref+"}"),
+				fmt.Sprintf("declare it under spec.values in %s, fix the name, or write $${%s} for a literal", path.Join(app.Dir, "app.yaml"), ref),
+				"app %s references ${%s}, which it does not declare", name, ref)
+		}
+	}
+	for _, bad := range b.bad {
+		x.issues.Add(locate(app, bad), "write ${name} with a declared value name, or $${...} for a literal",
+			"app %s has a malformed substitution %q", name, bad)
+	}
+}
+
+// locate finds the first line of an app file containing needle, falling back
+// to app.yaml: issues about rendered output point at the manifest line that
+// produced it when it can be found.
+func locate(app *control.App, needle string) control.Position {
+	for _, p := range sortedFiles(app.Files) {
+		data := string(app.Files[p])
+		for off := 0; ; {
+			i := strings.Index(data[off:], needle)
+			if i < 0 {
+				break
+			}
+			i += off
+			if i == 0 || data[i-1] != '$' { // $${...} is an escape, not a reference
+				return control.Position{File: path.Join(app.Dir, p), Line: 1 + strings.Count(data[:i], "\n")}
+			}
+			off = i + len(needle)
+		}
+	}
+	return app.Source.At("spec.values")
+}
+
+// locateObject finds the manifest that defines kind/name in an app: the
+// line of "kind: <kind>" in the first file that also names the object.
+func locateObject(app *control.App, kind, name string) control.Position {
+	for _, p := range sortedFiles(app.Files) {
+		data := string(app.Files[p])
+		for _, chunk := range splitDocs(data) {
+			if strings.Contains(chunk.text, "kind: "+kind) && strings.Contains(chunk.text, "name: "+name) {
+				i := strings.Index(chunk.text, "kind: "+kind)
+				return control.Position{File: path.Join(app.Dir, p), Line: chunk.line + strings.Count(chunk.text[:i], "\n")}
+			}
+		}
+	}
+	return control.Position{File: path.Join(app.Dir, "kustomization.yaml")}
+}
+
+type chunk struct {
+	text string
+	line int
+}
+
+func splitDocs(data string) []chunk {
+	var out []chunk
+	line := 1
+	for _, part := range strings.SplitAfter(data, "\n---") {
+		out = append(out, chunk{text: part, line: line})
+		line += strings.Count(part, "\n")
+	}
+	return out
+}
+
+func sortedFiles(files map[string][]byte) []string {
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	return paths
+}
+
+func sortedClusters(cs []*control.Cluster) []*control.Cluster {
+	out := append([]*control.Cluster(nil), cs...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Metadata.Name < out[j].Metadata.Name })
+	return out
+}
+
+func sortedWorkspaces(ws []*control.Workspace) []*control.Workspace {
+	out := append([]*control.Workspace(nil), ws...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Metadata.Name < out[j].Metadata.Name })
+	return out
+}
+
+// appFile renders one deployment: the app laid out for its namespace, values
+// substituted, under the managed-file header. ok is false when the
+// deployment has problems (reported as issues).
+func (x *run) appFile(d control.Deployment) ([]byte, bool) {
+	app := d.App
+	name := app.Metadata.Name
+	b := x.builds[name]
+	if b == nil || len(b.problems) > 0 {
+		return nil, false
+	}
+	ns := ""
+	if d.Workspace != nil {
+		ns = d.Workspace.Namespace()
+	}
+	v, err := b.variant(ns)
+	if err != nil {
+		x.addOnce(control.Position{File: path.Join(app.Dir, "kustomization.yaml")}, "", "app %s: %v", name, err)
+		return nil, false
+	}
+	ok := true
+	for _, c := range v.conflict {
+		ok = false
+		x.addOnce(locateObject(app, c.obj.kind, c.obj.name),
+			"a workspace app may only contain namespaced objects of its own namespace: move cluster-wide objects to a platform component (scope: cluster)",
+			"app %s: %s %s, so it cannot be deployed into workspace %s (namespace %s)",
+			name, c.obj.id(), c.reason, d.Workspace.Metadata.Name, ns)
+	}
+	clusterName := d.Cluster.Metadata.Name
+	for _, ref := range v.refs {
+		spec, declared := app.Spec.Values[ref]
+		if _, set := d.Values[ref]; declared && spec.Required && !set {
+			ok = false
+			x.addOnce(d.Cluster.Source.At("spec.values"),
+				fmt.Sprintf("set spec.values.%s in the cluster, or in the component or workspace entry at %s", ref, d.Source),
+				"cluster %s: app %s requires value %s, which is not set", clusterName, name, ref)
+		}
+	}
+	if !ok {
+		return nil, false
+	}
+
+	var out strings.Builder
+	out.WriteString("# Managed by fleetbot from " + app.Dir + ". Do not edit: changes are overwritten.\n")
+	var one strings.Builder
+	for i, dc := range v.docs {
+		if i > 0 {
+			out.WriteString("---\n")
+		}
+		if !dc.tmpl.vars {
+			dc.tmpl.apply(&out, nil)
+			continue
+		}
+		one.Reset()
+		dc.tmpl.apply(&one, d.Values)
+		text := one.String()
+		if msg := x.check(text, dc); msg != "" {
+			ok = false
+			x.addOnce(d.Cluster.Source.At("spec.values"),
+				"quote the value in the manifest (\"${name}\") or change the value so the YAML stays valid",
+				"cluster %s: app %s: %s/%s does not parse after substituting values: %s", clusterName, name, dc.kind, dc.name, msg)
+		}
+		out.WriteString(text)
+	}
+	if !ok {
+		return nil, false
+	}
+	return []byte(out.String()), true
+}
+
+// check parses a substituted document and makes sure it is still the same
+// object: a value with YAML syntax in it can break or reshape a manifest.
+func (x *run) check(text string, d doc) string {
+	if msg, ok := x.checked[text]; ok {
+		return msg
+	}
+	msg := ""
+	var n kyamlNode
+	if err := unmarshalNode(text, &n); err != nil {
+		msg = err.Error()
+	} else if kind, name := n.kindName(); kind != d.kind || name != d.name {
+		msg = fmt.Sprintf("it became %s/%s", kind, name)
+	} else {
+		var bad []string
+		nonStringValues(&n.Node, false, &bad)
+		if len(bad) > 0 {
+			msg = fmt.Sprintf("label or annotation %s is not a string", strings.Join(bad, ", "))
+		}
+	}
+	x.checked[text] = msg
+	return msg
+}
