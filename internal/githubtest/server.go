@@ -132,6 +132,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	route := strings.Replace(pattern, " "+apiPrefix, " ", 1)
 	entry := Request{Method: r.Method, Path: r.URL.Path, Route: route, Class: classify(r.Method, route), Time: now}
 
+	if !s.enter() {
+		defer s.leave()
+		writeJSON(w, http.StatusForbidden, apiError{
+			Message:          "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+			DocumentationURL: secondaryDocURL,
+		})
+		entry.Status = http.StatusForbidden
+		s.record(entry)
+		return
+	}
+	defer s.leave()
+
 	if spec, ok := s.matchFault(r.Method, r.URL.Path, route); ok {
 		if spec.Latency > 0 {
 			select {
@@ -161,18 +173,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-
-	if !s.enter() {
-		defer s.leave()
-		writeJSON(w, http.StatusForbidden, apiError{
-			Message:          "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
-			DocumentationURL: secondaryDocURL,
-		})
-		entry.Status = http.StatusForbidden
-		s.record(entry)
-		return
-	}
-	defer s.leave()
 
 	p, authErr := s.authenticate(r, isAPI, route)
 	entry.Principal = p.login
