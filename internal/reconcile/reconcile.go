@@ -1,0 +1,333 @@
+// Package reconcile is the one code path the CLI, the GitHub Action and the
+// webhook service run: given a loaded control repo and its rendered targets,
+// it plans every target repo against a forge (what would change, and why),
+// refuses dangerous plans (mass removals) before any write, then applies the
+// plan repo by repo with bounded concurrency, isolating failures.
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/policy"
+	"github.com/fleetbot-io/fleetbot/internal/pr"
+)
+
+// DefaultConcurrency is how many repos are reconciled at once by default.
+const DefaultConcurrency = 4
+
+// Forge is what reconcile needs from a code host: the pr seam, discovery of
+// the repos fleetbot manages (to notice removed clusters and workspaces),
+// and repo access settings.
+type Forge interface {
+	pr.Forge
+	// ListManaged lists the repos of owner that fleetbot manages.
+	ListManaged(ctx context.Context, owner string) ([]pr.ManagedRepo, error)
+	// Access reads a repo's access settings.
+	Access(ctx context.Context, owner, repo string) (policy.Access, error)
+	// SetAccess converges a repo's access settings.
+	SetAccess(ctx context.Context, owner, repo string, a policy.Access) error
+}
+
+// Errors callers tell apart with errors.Is.
+var (
+	// ErrTooManyRemovals refuses a run that would remove more targets than
+	// platform spec.maxRemovals allows, unless AllowRemovals is set.
+	ErrTooManyRemovals = errors.New("too many removals")
+	// ErrNoTargets refuses a run over a control repo that renders nothing:
+	// an empty control repo never means "remove everything".
+	ErrNoTargets = errors.New("control repo renders no target repo")
+	// ErrFailed reports that at least one repo failed; the others were
+	// reconciled.
+	ErrFailed = errors.New("reconcile failed")
+)
+
+// Options tune Plan and Apply.
+type Options struct {
+	// AllowRemovals lets a run remove more targets than maxRemovals.
+	AllowRemovals bool
+	// Concurrency bounds how many repos are worked on at once (default 4).
+	Concurrency int
+	// Source is the control repo commit (default: the repo's Revision).
+	Source string
+	// Logger receives progress logs (default: discarded).
+	Logger *slog.Logger
+	// Progress is called once per repo as it finishes, never concurrently.
+	Progress func(Result)
+	// Now times the run (default time.Now).
+	Now func() time.Time
+}
+
+func (o Options) withDefaults(repo *control.Repo) Options {
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Source == "" && repo != nil {
+		o.Source = repo.Revision
+	}
+	return o
+}
+
+func newItem(t *fanout.Target) *item {
+	return &item{target: t, res: Result{Repo: t.FullName(), Kind: t.Kind, Name: t.Name}}
+}
+
+// item is one target repo through a run.
+type item struct {
+	target   *fanout.Target
+	decision *pr.Decision
+	// accessDrift is true when the observed access differs from the target's.
+	accessDrift bool
+	res         Result
+}
+
+// Plan decides, for every target and every managed repo that left the
+// control repo, what Apply would do. It never writes. A plan refused by the
+// removal guard has Report.Refused set.
+func Plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Target, opts Options) (*Report, error) {
+	opts = opts.withDefaults(repo)
+	items, rep, err := plan(ctx, f, repo, targets, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range items {
+		rep.Results = append(rep.Results, it.res)
+	}
+	rep.finish(opts.Now())
+	return rep, nil
+}
+
+// Apply plans like Plan and, unless the plan is refused, executes it: one
+// PR per changed repo, access converged. A failing repo does not stop the
+// others; the returned error (wrapping ErrFailed) names every failed repo.
+// A refused plan writes nothing and returns an error wrapping
+// ErrTooManyRemovals.
+func Apply(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Target, opts Options) (*Report, error) {
+	opts = opts.withDefaults(repo)
+	items, rep, err := plan(ctx, f, repo, targets, opts)
+	if err != nil {
+		return nil, err
+	}
+	if rep.Refused != nil {
+		for _, it := range items {
+			rep.Results = append(rep.Results, it.res)
+		}
+		rep.finish(opts.Now())
+		return rep, rep.Refused
+	}
+	prOpts := prOptions(repo, opts)
+	var mu sync.Mutex
+	each(context.WithoutCancel(ctx), len(items), opts.Concurrency, func(i int) {
+		it := items[i]
+		log := opts.Logger.With("repo", it.target.FullName())
+		if it.res.Err == nil {
+			if err := ctx.Err(); err != nil {
+				it.res.Err = fmt.Errorf("%s: not applied: %w", it.target.FullName(), context.Cause(ctx))
+			} else {
+				applyOne(ctx, f, it, prOpts, log)
+			}
+		}
+		if it.res.Err != nil {
+			log.Error("reconcile failed", "err", it.res.Err)
+		} else {
+			log.Info("reconciled", "action", it.res.Action, "pr", it.res.PR)
+		}
+		if opts.Progress != nil {
+			mu.Lock()
+			opts.Progress(it.res)
+			mu.Unlock()
+		}
+	})
+	for _, it := range items {
+		rep.Results = append(rep.Results, it.res)
+	}
+	rep.finish(opts.Now())
+	if failed := rep.Failed(); len(failed) > 0 {
+		names := make([]string, len(failed))
+		for i, r := range failed {
+			names[i] = r.Repo
+		}
+		return rep, fmt.Errorf("%w: %d of %d repos failed: %s", ErrFailed, len(failed), len(rep.Results), strings.Join(names, ", "))
+	}
+	return rep, nil
+}
+
+func applyOne(ctx context.Context, f Forge, it *item, o pr.Options, log *slog.Logger) {
+	t, d := it.target, it.decision
+	if d.Writes() {
+		p, err := pr.Apply(ctx, f, t, d, o)
+		if err != nil {
+			it.res.Err = err
+			return
+		}
+		it.res.setPR(p)
+	}
+	if it.accessDrift && !d.CreateRepo {
+		if err := f.SetAccess(ctx, t.Owner, t.Repo, t.Access); err != nil {
+			it.res.Err = fmt.Errorf("%s: converging access: %w", t.FullName(), err)
+			return
+		}
+		log.Info("access converged")
+	}
+}
+
+func prOptions(repo *control.Repo, opts Options) pr.Options {
+	return pr.Options{
+		Branch: repo.Platform.Spec.PullRequests.Branch,
+		Labels: repo.Platform.Spec.PullRequests.Labels,
+		Source: opts.Source,
+	}
+}
+
+// plan runs the read-only phase shared by Plan and Apply.
+func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Target, opts Options) ([]*item, *Report, error) {
+	if repo == nil || repo.Platform == nil {
+		return nil, nil, fmt.Errorf("%w: no platform loaded", ErrNoTargets)
+	}
+	if len(targets) == 0 {
+		return nil, nil, fmt.Errorf("%w (%d clusters, %d workspaces): refusing to treat it as \"remove everything\"; check --control",
+			ErrNoTargets, len(repo.Clusters), len(repo.Workspaces))
+	}
+	started := opts.Now()
+	spec := repo.Platform.Spec
+	owner := spec.Owner
+	managed, err := f.ListManaged(ctx, owner)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing repos managed under %s: %w", owner, err)
+	}
+	items := make([]*item, 0, len(targets)+len(managed))
+	wanted := map[string]bool{}
+	for _, t := range targets {
+		if t.Owner != owner {
+			return nil, nil, fmt.Errorf("target %s is not owned by the platform owner %s", t.FullName(), owner)
+		}
+		if wanted[t.Repo] {
+			return nil, nil, fmt.Errorf("two targets render the same repo %s", t.FullName())
+		}
+		wanted[t.Repo] = true
+		items = append(items, newItem(t))
+	}
+	defBranch := spec.DefaultBranch
+	if defBranch == "" {
+		defBranch = control.DefaultBranch
+	}
+	for _, m := range managed {
+		if wanted[m.Repo] {
+			continue
+		}
+		items = append(items, newItem(fanout.Tombstone(owner, spec.Admins, defBranch, m.Kind, m.Name, m.Repo)))
+	}
+	sort.Slice(items, func(a, b int) bool { return items[a].target.Repo < items[b].target.Repo })
+
+	prOpts := prOptions(repo, opts)
+	each(ctx, len(items), opts.Concurrency, func(i int) {
+		it := items[i]
+		t := it.target
+		d, err := pr.Plan(ctx, f, t, prOpts)
+		if err != nil {
+			it.res.Err = err
+			return
+		}
+		it.decision = d
+		it.res.fromDecision(d)
+		if t.Removed || d.CreateRepo {
+			return
+		}
+		observed, err := f.Access(ctx, t.Owner, t.Repo)
+		if err != nil {
+			it.res.Err = fmt.Errorf("%s: reading access: %w", t.FullName(), err)
+			return
+		}
+		if !sameAccess(observed, t.Access) {
+			it.accessDrift, it.res.AccessChanged = true, true
+		}
+	})
+
+	for _, it := range items {
+		if it.decision == nil && it.res.Err == nil {
+			it.res.Err = fmt.Errorf("%s: not planned: %w", it.target.FullName(), context.Cause(ctx))
+		}
+	}
+	rep := &Report{Source: opts.Source, started: started}
+	removals, total := 0, len(items)
+	for _, it := range items {
+		if it.target.Removed && (it.decision == nil || it.decision.Action == pr.ActionRemove) {
+			removals++
+		}
+	}
+	limit := spec.MaxRemovals
+	if limit == nil {
+		v := intstr.FromString(control.DefaultMaxRemovals)
+		limit = &v
+	}
+	max, err := intstr.GetScaledValueFromIntOrPercent(limit, total, true)
+	if err != nil {
+		return nil, nil, fmt.Errorf("platform spec.maxRemovals %q: %w", limit.String(), err)
+	}
+	if max < 1 {
+		max = 1
+	}
+	rep.Removals, rep.MaxRemovals = removals, max
+	if removals > max && !opts.AllowRemovals {
+		rep.Refused = fmt.Errorf("%w: %d of %d target repos would be removed, more than maxRemovals (%s of %d = %d); nothing was written. "+
+			"If the control repo is right, re-run with --allow-removals", ErrTooManyRemovals, removals, total, limit.String(), total, max)
+	}
+	return items, rep, nil
+}
+
+// sameAccess compares access settings, treating nil and empty maps alike.
+func sameAccess(a, b policy.Access) bool {
+	norm := func(m map[string]policy.Role) map[string]policy.Role {
+		if len(m) == 0 {
+			return nil
+		}
+		return m
+	}
+	return reflect.DeepEqual(norm(a.Teams), norm(b.Teams)) &&
+		reflect.DeepEqual(norm(a.Collaborators), norm(b.Collaborators)) &&
+		reflect.DeepEqual(a.Protection, b.Protection)
+}
+
+// each runs fn(0..n-1) on at most workers goroutines and waits for all.
+// Once ctx is done, remaining indexes are skipped.
+func each(ctx context.Context, n, workers int, fn func(i int)) {
+	if workers > n {
+		workers = n
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				fn(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}

@@ -1,0 +1,302 @@
+package reconcile
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/pr"
+)
+
+// Result is what happened (or, in a plan, would happen) to one target repo.
+type Result struct {
+	// Repo is "owner/repo".
+	Repo   string      `json:"repo"`
+	Kind   fanout.Kind `json:"kind"`
+	Name   string      `json:"name"`
+	Action pr.Action   `json:"action,omitempty"`
+	// Reason says why, in words.
+	Reason string `json:"reason,omitempty"`
+	// PR is the number of the pull request acted upon, and PRURL its URL.
+	PR    int    `json:"pr,omitempty"`
+	PRURL string `json:"prUrl,omitempty"`
+	// Files are the differences between the default branch and the desired
+	// tree.
+	Files        []pr.FileChange `json:"files,omitempty"`
+	FilesAdded   int             `json:"filesAdded"`
+	FilesChanged int             `json:"filesChanged"`
+	FilesRemoved int             `json:"filesRemoved"`
+	// Objects counts Kubernetes object changes per kind (only computed when
+	// a PR is written).
+	Objects map[string]pr.ObjectCounts `json:"objects,omitempty"`
+	// AccessChanged is true when the repo's access settings drift from (or
+	// were converged to) the persona matrix.
+	AccessChanged bool `json:"accessChanged,omitempty"`
+	// Err is why this repo failed; the JSON form is its message.
+	Err error `json:"-"`
+}
+
+// MarshalJSON adds "error" with Err's message.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	out := struct {
+		plain
+		Error string `json:"error,omitempty"`
+	}{plain: plain(r)}
+	if r.Err != nil {
+		out.Error = r.Err.Error()
+	}
+	return json.Marshal(out)
+}
+
+func (r *Result) fromDecision(d *pr.Decision) {
+	r.Action, r.Reason, r.Files = d.Action, d.Reason, d.Files
+	r.FilesAdded, r.FilesChanged, r.FilesRemoved = d.Counts()
+	r.Objects = pr.SummarizeObjects(d.Objects)
+	r.setPR(d.PR)
+}
+
+func (r *Result) setPR(p *pr.PullRequest) {
+	if p != nil {
+		r.PR, r.PRURL = p.Number, p.URL
+	}
+}
+
+// Changed reports whether the repo's content, PR or access changes.
+func (r Result) Changed() bool { return r.Action.Writes() || r.AccessChanged }
+
+// Line is a one-line progress summary, for example
+// "acme/cluster-a: open PR #3 (+5 ~0 -0 files)".
+func (r Result) Line() string {
+	if r.Err != nil {
+		return r.Repo + ": FAILED: " + r.Err.Error()
+	}
+	s := r.Repo + ": " + label(r.Action)
+	if r.PR > 0 {
+		s += fmt.Sprintf(" PR #%d", r.PR)
+	}
+	if r.FilesAdded+r.FilesChanged+r.FilesRemoved > 0 {
+		s += fmt.Sprintf(" (+%d ~%d -%d files)", r.FilesAdded, r.FilesChanged, r.FilesRemoved)
+	}
+	if r.AccessChanged {
+		s += ", access converged"
+	}
+	if r.Action == pr.ActionBlocked {
+		s += ": " + r.Reason
+	}
+	return s
+}
+
+func label(a pr.Action) string {
+	switch a {
+	case pr.ActionNoop:
+		return "no change"
+	case pr.ActionBlocked:
+		return "blocked (human edit)"
+	case pr.ActionOpen:
+		return "open"
+	case pr.ActionUpdate:
+		return "update"
+	case pr.ActionClose:
+		return "close"
+	case pr.ActionCreate:
+		return "create"
+	case pr.ActionRemove:
+		return "remove"
+	case "":
+		return "-"
+	}
+	return string(a)
+}
+
+// Report is the outcome of a Plan or an Apply over every target repo.
+type Report struct {
+	// Source is the control repo commit.
+	Source string `json:"source,omitempty"`
+	// Results has one entry per repo, sorted by repo.
+	Results []Result `json:"results"`
+	// Removals is how many target repos the plan removes; MaxRemovals the
+	// cap it was checked against.
+	Removals    int `json:"removals"`
+	MaxRemovals int `json:"maxRemovals"`
+	// Refused is set when the plan was refused (nothing was written).
+	Refused error `json:"-"`
+
+	started  time.Time
+	duration time.Duration
+}
+
+// MarshalJSON adds "refused" with Refused's message.
+func (r *Report) MarshalJSON() ([]byte, error) {
+	type plain Report
+	out := struct {
+		*plain
+		Refused string `json:"refused,omitempty"`
+		Changed bool   `json:"changed"`
+		Failed  int    `json:"failed"`
+	}{plain: (*plain)(r), Changed: r.Changed(), Failed: len(r.Failed())}
+	if r.Refused != nil {
+		out.Refused = r.Refused.Error()
+	}
+	return json.Marshal(out)
+}
+
+func (r *Report) finish(now time.Time) {
+	sort.SliceStable(r.Results, func(a, b int) bool { return r.Results[a].Repo < r.Results[b].Repo })
+	if !r.started.IsZero() {
+		r.duration = now.Sub(r.started)
+	}
+}
+
+// Changed reports whether any repo changes (for --detailed-exitcode).
+func (r *Report) Changed() bool {
+	for _, res := range r.Results {
+		if res.Changed() {
+			return true
+		}
+	}
+	return false
+}
+
+// Failed returns the results of the repos that failed.
+func (r *Report) Failed() []Result {
+	var out []Result
+	for _, res := range r.Results {
+		if res.Err != nil {
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+// counts summarises actions: "2 open, 1 no change, 1 failed".
+func (r *Report) counts() string {
+	n := map[string]int{}
+	for _, res := range r.Results {
+		if res.Err != nil {
+			n["failed"]++
+			continue
+		}
+		n[label(res.Action)]++
+	}
+	keys := make([]string, 0, len(n))
+	for k := range n {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d %s", n[k], k))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func objectsCell(m map[string]pr.ObjectCounts) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	var a, c, d int
+	for _, oc := range m {
+		a, c, d = a+oc.Added, c+oc.Changed, d+oc.Removed
+	}
+	return fmt.Sprintf("+%d ~%d -%d", a, c, d)
+}
+
+func prCell(r Result) string {
+	if r.PR == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("#%d", r.PR)
+}
+
+func detail(r Result) string {
+	if r.Err != nil {
+		return "FAILED: " + r.Err.Error()
+	}
+	s := r.Reason
+	if r.AccessChanged {
+		if s != "" {
+			s += "; "
+		}
+		s += "access drift"
+	}
+	return s
+}
+
+// WriteText writes the summary table for a terminal.
+func (r *Report) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "REPO\tKIND\tACTION\tPR\tFILES\tOBJECTS\tDETAIL")
+	for _, res := range r.Results {
+		act := label(res.Action)
+		if res.Err != nil {
+			act = "failed"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t+%d ~%d -%d\t%s\t%s\n", res.Repo, res.Kind, act, prCell(res),
+			res.FilesAdded, res.FilesChanged, res.FilesRemoved, objectsCell(res.Objects), detail(res))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%d repos: %s", len(r.Results), r.counts())
+	if r.Source != "" {
+		fmt.Fprintf(w, " (source %s)", shortSHA(r.Source))
+	}
+	fmt.Fprintln(w)
+	if r.Refused != nil {
+		fmt.Fprintf(w, "REFUSED: %v\n", r.Refused)
+	}
+	_, err := fmt.Fprint(w)
+	return err
+}
+
+// WriteMarkdown writes the summary for a PR comment or a job summary.
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("### fleetbot")
+	if r.Source != "" {
+		fmt.Fprintf(&b, " — source `%s`", shortSHA(r.Source))
+	}
+	fmt.Fprintf(&b, "\n\n%d repos: %s\n\n", len(r.Results), r.counts())
+	if r.Refused != nil {
+		fmt.Fprintf(&b, "> [!CAUTION]\n> Refused: %s\n\n", mdEscape(r.Refused.Error()))
+	}
+	b.WriteString("| repo | kind | action | PR | files | objects | detail |\n|---|---|---|---|---|---|---|\n")
+	for _, res := range r.Results {
+		act := label(res.Action)
+		if res.Err != nil {
+			act = "**failed**"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | +%d ~%d -%d | %s | %s |\n", res.Repo, res.Kind, act, prCell(res),
+			res.FilesAdded, res.FilesChanged, res.FilesRemoved, objectsCell(res.Objects), mdEscape(detail(res)))
+	}
+	for _, res := range r.Results {
+		if len(res.Files) == 0 || !res.Action.Writes() {
+			continue
+		}
+		fmt.Fprintf(&b, "\n<details><summary><code>%s</code>: %d files</summary>\n\n", res.Repo, len(res.Files))
+		for _, f := range res.Files {
+			fmt.Fprintf(&b, "- %s `%s`\n", f.Op, f.Path)
+		}
+		b.WriteString("\n</details>\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func mdEscape(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "\n", " ")
+}
+
+func shortSHA(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
