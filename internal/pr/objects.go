@@ -2,6 +2,7 @@ package pr
 
 import (
 	"path"
+	"strings"
 
 	"github.com/fleetbot-io/fleetbot/internal/manifest"
 )
@@ -53,7 +54,24 @@ func DiffObjects(files []FileChange, old, new map[string][]byte) manifest.Change
 			after[f.Path] = new[f.Path]
 		}
 	}
-	return manifest.Diff(before, after)
+	c := manifest.Diff(before, after)
+	c.Added, c.Changed, c.Removed = clusterObjects(c.Added), clusterObjects(c.Changed), clusterObjects(c.Removed)
+	return c
+}
+
+// clusterObjects drops kustomize's own build config (kustomization.yaml):
+// it is not an object that reaches a cluster.
+func clusterObjects(objs []manifest.Object) []manifest.Object {
+	out := objs[:0]
+	for _, o := range objs {
+		if !strings.HasPrefix(o.APIVersion, "kustomize.config.k8s.io/") {
+			out = append(out, o)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 func isManifest(p string) bool {

@@ -83,11 +83,11 @@ func writePulls(name string, pulls []pull) error {
 	if pulls == nil {
 		pulls = []pull{}
 	}
-	b, err := json.MarshalIndent(pulls, "", "  ")
+	b, err := encodeJSON(pulls)
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", name, err)
 	}
-	if err := writeAtomic(name, append(b, '\n')); err != nil {
+	if err := writeAtomic(name, b); err != nil {
 		return fmt.Errorf("writing %s: %w", name, err)
 	}
 	return nil

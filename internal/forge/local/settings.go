@@ -65,11 +65,11 @@ func readSettings(name string) (*settings, error) {
 }
 
 func writeSettings(name string, s settings) error {
-	b, err := json.MarshalIndent(s, "", "  ")
+	b, err := encodeJSON(s)
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", name, err)
 	}
-	if err := writeAtomic(name, append(b, '\n')); err != nil {
+	if err := writeAtomic(name, b); err != nil {
 		return fmt.Errorf("writing %s: %w", name, err)
 	}
 	return nil
