@@ -83,8 +83,8 @@ func TestAppJWTRejected(t *testing.T) {
 	}
 	now := time.Now()
 	for name, tok := range map[string]string{
-		"expired":      sign(jwt.RegisteredClaims{Issuer: "1", IssuedAt: jwt.NewNumericDate(now.Add(-20 * time.Minute)), ExpiresAt: jwt.NewNumericDate(now.Add(-10 * time.Minute))}),
-		"wrong issuer": sign(jwt.RegisteredClaims{Issuer: "999", IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(5 * time.Minute))}),
+		"expired":                    sign(jwt.RegisteredClaims{Issuer: "1", IssuedAt: jwt.NewNumericDate(now.Add(-20 * time.Minute)), ExpiresAt: jwt.NewNumericDate(now.Add(-10 * time.Minute))}),
+		"wrong issuer":               sign(jwt.RegisteredClaims{Issuer: "999", IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(5 * time.Minute))}),
 		"installation token on /app": srv.InstallationToken("acme"),
 	} {
 		_, _, err := srv.ClientWithToken(tok).Apps.Get(ctx, "")
