@@ -102,10 +102,12 @@ func TestDecide(t *testing.T) {
 				files: map[string]string{"README.md": FileAdded, ".github/CODEOWNERS": FileAdded, "flux/fleetbot.yaml": FileAdded, "platform/m.yaml": FileAdded, "apps/kustomization.yaml": FileAdded}},
 		},
 		{
-			name:   "removed target without repo: nothing",
-			snap:   func(t *testing.T) *Snapshot { return &Snapshot{} },
-			target: func() *fanout.Target { return fanout.Tombstone("acme", []string{"platform"}, "main", fanout.KindCluster, "a", "cluster-a") },
-			want:   want{action: ActionNoop},
+			name: "removed target without repo: nothing",
+			snap: func(t *testing.T) *Snapshot { return &Snapshot{} },
+			target: func() *fanout.Target {
+				return fanout.Tombstone("acme", []string{"platform"}, "main", fanout.KindCluster, "a", "cluster-a")
+			},
+			want: want{action: ActionNoop},
 		},
 		{
 			name: "empty repo: bootstrap without creating",
@@ -246,9 +248,11 @@ func TestDecide(t *testing.T) {
 			want: want{action: ActionOpen, steps: []string{"push", "openPR"}, files: map[string]string{"platform/m.yaml": FileChanged}},
 		},
 		{
-			name:   "removed target: a PR removing the managed content",
-			snap:   func(t *testing.T) *Snapshot { return snapshot(t, with(synced(), "apps/x.yaml", "kind: X\n")) },
-			target: func() *fanout.Target { return fanout.Tombstone("acme", []string{"platform"}, "main", fanout.KindCluster, "a", "cluster-a") },
+			name: "removed target: a PR removing the managed content",
+			snap: func(t *testing.T) *Snapshot { return snapshot(t, with(synced(), "apps/x.yaml", "kind: X\n")) },
+			target: func() *fanout.Target {
+				return fanout.Tombstone("acme", []string{"platform"}, "main", fanout.KindCluster, "a", "cluster-a")
+			},
 			want: want{action: ActionRemove, steps: []string{"push", "openPR"}, files: map[string]string{
 				"README.md": FileChanged, "flux/fleetbot.yaml": FileRemoved, "platform/m.yaml": FileRemoved}},
 		},
