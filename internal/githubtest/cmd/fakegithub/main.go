@@ -1,0 +1,154 @@
+// Command fakegithub runs the githubtest fake GitHub as a server for demos and manual tries.
+//
+//	go run ./internal/githubtest/cmd/fakegithub --addr 127.0.0.1:8080 --state /tmp/fakegh \
+//	    --org acme --teams platform,payments-devs --app-key-out /tmp/fakegh/app.pem
+//
+// It prints the base URL and how to point fleetbot at it. Git data and metadata in --state
+// survive restarts.
+package main
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fleetbot-io/fleetbot/internal/githubtest"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "fakegithub:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		addr      = flag.String("addr", "127.0.0.1:8080", "listen address")
+		stateDir  = flag.String("state", "", "state directory (bare repos and state.json); default: a new temp dir")
+		appID     = flag.Int64("app-id", githubtest.DefaultAppID, "GitHub App id")
+		appSlug   = flag.String("app-slug", githubtest.DefaultAppSlug, "GitHub App slug")
+		appKeyIn  = flag.String("app-key", "", "PEM file with the App private key (default: reuse STATE/app.pem or generate)")
+		appKeyOut = flag.String("app-key-out", "", "write the App private key PEM here")
+		token     = flag.String("token", githubtest.DefaultToken, "personal access token of the default user")
+		org       = flag.String("org", "", "create this organization and install the App on it")
+		teams     = flag.String("teams", "", "comma-separated team slugs to create in --org")
+		hookURL   = flag.String("webhook-url", "", "deliver webhooks here")
+		hookSec   = flag.String("webhook-secret", "", "webhook secret")
+		primary   = flag.Int("primary-limit", githubtest.DefaultPrimaryLimit, "REST requests per hour per token (0: off)")
+		ccMin     = flag.Int("content-per-minute", 0, "content-creating requests per minute (0: off)")
+		ccHour    = flag.Int("content-per-hour", 0, "content-creating requests per hour (0: off)")
+		scale     = flag.Float64("time-scale", 1, "fake time runs this many times faster than the wall clock")
+	)
+	flag.Parse()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+
+	dir := *stateDir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "fakegithub-")
+		if err != nil {
+			return fmt.Errorf("creating state dir: %w", err)
+		}
+		dir = tmp
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating state dir: %w", err)
+	}
+	keyPath := *appKeyIn
+	if keyPath == "" {
+		keyPath = filepath.Join(dir, "app.pem")
+	}
+	opts := []githubtest.Option{
+		githubtest.WithApp(*appID, *appSlug),
+		githubtest.WithUser(githubtest.DefaultUser, *token),
+		githubtest.WithPrimaryLimit(*primary),
+		githubtest.WithTimeScale(*scale),
+		githubtest.WithLogger(logger),
+	}
+	if *ccMin > 0 || *ccHour > 0 {
+		opts = append(opts, githubtest.WithContentCreationLimit(*ccMin, *ccHour, true))
+	}
+	if *hookURL != "" {
+		opts = append(opts, githubtest.WithWebhook(*hookURL, *hookSec))
+	}
+	if data, err := os.ReadFile(keyPath); err == nil {
+		block, _ := pem.Decode(data)
+		if block == nil {
+			return fmt.Errorf("reading app key %s: no PEM block", keyPath)
+		}
+		key, err := x509.ParsePKCS1PrivateKey(block.Bytes)
+		if err != nil {
+			return fmt.Errorf("reading app key %s: %w", keyPath, err)
+		}
+		opts = append(opts, githubtest.WithAppKey(key))
+	} else if *appKeyIn != "" {
+		return fmt.Errorf("reading app key: %w", err)
+	}
+
+	srv, err := githubtest.New(dir, opts...)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", *addr, err)
+	}
+	srv.URL = "http://" + ln.Addr().String()
+
+	pemData := srv.AppPrivateKeyPEM()
+	if *appKeyIn == "" {
+		if err := os.WriteFile(keyPath, pemData, 0o600); err != nil {
+			return fmt.Errorf("saving app key: %w", err)
+		}
+	}
+	if *appKeyOut != "" {
+		if err := os.WriteFile(*appKeyOut, pemData, 0o600); err != nil {
+			return fmt.Errorf("writing app key: %w", err)
+		}
+	}
+	if *org != "" {
+		id := srv.CreateOrg(*org)
+		for _, t := range strings.Split(*teams, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				srv.CreateTeam(*org, t)
+			}
+		}
+		fmt.Printf("org %s: App installation id %d\n", *org, id)
+	}
+
+	fmt.Printf("fake GitHub listening on %s (state in %s)\n", srv.URL, dir)
+	fmt.Printf("  export GITHUB_API_URL=%s\n", srv.APIURL())
+	fmt.Printf("  token:   GITHUB_TOKEN=%s (user %s)\n", *token, githubtest.DefaultUser)
+	fmt.Printf("  app:     id %d, private key %s\n", *appID, keyPath)
+	fmt.Printf("  git:     %s/OWNER/REPO.git (basic auth x-access-token:TOKEN)\n", srv.URL)
+
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serving: %w", err)
+		}
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = hs.Shutdown(shutdown)
+	srv.Close()
+	return err
+}

@@ -1,0 +1,123 @@
+// Package githubtest is a stateful fake GitHub for tests and demos: an in-process HTTP server
+// with real git storage, the REST endpoints fleetbot uses, GitHub's limits, fault injection, a
+// request log and webhooks.
+//
+// # Use
+//
+// In a test:
+//
+//	srv := githubtest.NewServer(t)                        // closed by t.Cleanup
+//	srv.CreateTeam("acme", "platform", "alice")           // org + App installation + team
+//	srv.CreateRepo("acme", "cluster-a", map[string]string{"README.md": "hi\n"})
+//	c := srv.ClientWithToken(srv.InstallationToken("acme")) // go-github v62, Enterprise URLs
+//	...
+//	assert.Zero(t, srv.Counts().Writes)                   // "this no-op made zero writes"
+//
+// As a program: go run ./internal/githubtest/cmd/fakegithub --addr 127.0.0.1:8080 --state DIR
+// (see its flags); point fleetbot at GITHUB_API_URL=http://127.0.0.1:8080/api/v3/.
+//
+// The REST API is mounted under /api/v3 as on GitHub Enterprise, so github.NewEnterpriseClient
+// and WithEnterpriseURLs(srv.APIURL(), ...) work. Git smart HTTP (clone, fetch, push) is served
+// at /{owner}/{repo}.git by the git binary's http-backend over the same bare repositories the
+// REST side reads with go-git, under the same lock: a commit made through the Git Data API is
+// clonable, and a push is visible through REST (and merges or closes pull requests as on GitHub).
+//
+// # Routes (paths under /api/v3)
+//
+//	apps        GET /app, /app/installations, /app/installations/{id}, /orgs/{org}/installation,
+//	            /users/{u}/installation, /repos/{o}/{r}/installation (App JWT);
+//	            POST /app/installations/{id}/access_tokens (JWT -> token with expires_at);
+//	            GET /installation/repositories; GET /rate_limit
+//	accounts    GET /orgs/{org}, /users/{u}, /user
+//	repos       GET/PATCH /repos/{o}/{r} (archived, default_branch, visibility, description);
+//	            POST /orgs/{org}/repos, /user/repos; GET /orgs/{org}/repos, /users/{u}/repos,
+//	            /user/repos; GET/PUT /repos/{o}/{r}/topics; GET /branches, /branches/{b};
+//	            GET/PUT /contents/{path} (PUT also bootstraps an empty repo);
+//	            GET /compare/{base}...{head}; GET /commits/{ref}
+//	git data    POST /git/blobs, GET /git/blobs/{sha}; GET /git/trees/{sha|branch}?recursive=1;
+//	            POST /git/trees (base_tree, inline content, sha, sha:null deletes, nested paths);
+//	            POST /git/commits, GET /git/commits/{sha}; GET /git/ref/{ref},
+//	            GET /git/matching-refs/{prefix}; POST /git/refs; PATCH /git/refs/{ref} (force;
+//	            422 "Update is not a fast forward"); DELETE /git/refs/{ref}.
+//	            Every Git Data call on an empty repository answers 409 "Git Repository is empty.".
+//	pulls       GET/POST /pulls (head=owner:branch, state, base; 422 on a duplicate open head),
+//	            GET/PATCH /pulls/{n}, PUT /pulls/{n}/merge (merge commit, or one commit for
+//	            squash/rebase; path-level three-way merge, 405 on conflict)
+//	issues      POST /issues, GET /issues/{n}, GET/POST /issues/{n}/comments,
+//	            PATCH/DELETE /issues/comments/{id}, GET/POST/PUT /issues/{n}/labels,
+//	            DELETE /issues/{n}/labels/{name}
+//	checks      POST /check-runs, PATCH /check-runs/{id}, GET /commits/{ref}/check-runs,
+//	            POST /statuses/{sha}, GET /commits/{ref}/statuses
+//	access      GET /orgs/{org}/teams, /teams/{slug}, /teams/{slug}/members,
+//	            /teams/{slug}/memberships/{u}, /teams/{slug}/repos;
+//	            GET/PUT/DELETE /orgs/{org}/teams/{slug}/repos/{o}/{r}; GET /repos/{o}/{r}/teams;
+//	            GET /collaborators, GET/PUT/DELETE /collaborators/{u}, GET .../{u}/permission;
+//	            GET/PUT/DELETE /branches/{b}/protection (404 "Branch not protected");
+//	            GET /codeowners/errors (unknown @user / @org/team owners, owners without write
+//	            access, negation and character-range patterns, malformed owners)
+//	graphql     POST /api/graphql: only the enablePullRequestAutoMerge mutation
+//
+// Responses are go-github v62 types marshalled to JSON, errors are GitHub's
+// {"message", "errors", "documentation_url"}. GET responses carry a weak ETag; a matching
+// If-None-Match answers 304. Lists honour per_page (default 30, max 100) and page and send a
+// Link header.
+//
+// # Authentication
+//
+// REST calls need "Authorization: token X" or "Bearer X" with a personal access token
+// (DefaultToken of DefaultUser, WithUser, CreateUser, AddToken) or an installation token;
+// anything else is 401 "Bad credentials" (WithAnonymousReads lets unauthenticated GETs in).
+// Installation tokens expire after WithTokenLifetime (one hour) of fake time. The /app routes
+// need an RS256 JWT signed with the App key (AppPrivateKeyPEM, generated on first use, or
+// WithAppKey / WithAppPublicKey) with iss = the App id, checked against the wall clock: a
+// wrong key, expiry or issuer is 401. Git HTTP takes basic auth x-access-token:TOKEN.
+// Commits created through the API without an author are authored and committed by the
+// caller ("<slug>[bot]" for installation tokens) and reported verified.
+// Permissions are not enforced per repository: any valid token may read and write anything,
+// except that archived repositories are read-only (403).
+//
+// # Limits and time
+//
+// Every API response carries x-ratelimit-limit/remaining/used/reset/resource. The primary limit
+// (WithPrimaryLimit, default 5000 per hour per token or installation; 0 disables) answers 403,
+// or 429 with WithPrimaryLimitStatus, with x-ratelimit-remaining: 0. 304s and GET /rate_limit
+// are free. Secondary limits are off by default: WithConcurrencyLimit(n) rejects a request
+// while n others are in flight, WithContentCreationLimit(perMinute, perHour, retryAfter)
+// rejects content-creating requests over budget with 403 "You have exceeded a secondary rate
+// limit..." and, if retryAfter, a Retry-After header. The documentation_url ends in
+// "secondary-rate-limits" so go-github returns *github.AbuseRateLimitError.
+//
+// All windows, expiries and timestamps use a fake clock: WithTimeScale(3600) makes an hour
+// pass per wall second, AdvanceClock jumps ahead. Values a client schedules on
+// (x-ratelimit-reset, Retry-After, token expires_at) are converted to wall time, so a real
+// client that honours them waits the right (scaled) amount.
+//
+// # Request log and faults
+//
+// Requests returns every call (REST and git HTTP) with its method, path, matched Route
+// ("POST /repos/{owner}/{repo}/git/commits", without /api/v3), Class, Status (0 for a dropped
+// connection), Principal and fake Time. Class is Read (GET, git fetch/clone), Write, or
+// ContentCreating (blobs, trees, commits, refs, contents, pull requests, merges, issues,
+// comments, repos, git pushes). Counts sums them (Writes includes ContentCreating); ResetLog
+// clears the log, typically after setup. Test helpers (CreateRepo, Commit, ...) bypass HTTP
+// and are not logged.
+//
+// Fault(pattern, FaultSpec) injects a Status, a Latency (counted as in flight), or a Drop of
+// the connection, for a route as the log names it, a "METHOD /path/glob*" or "*", limited to
+// Times calls or only the OnCall-th matching call. Faults run before authentication and
+// limits. Note that net/http retries an idempotent request once after a dropped connection.
+//
+// # Webhooks
+//
+// Deliver signs a payload (X-Hub-Signature-256), sets X-GitHub-Event, X-GitHub-Delivery and a
+// GitHub-Hookshot user agent, and POSTs it. PushEvent, PullRequestEvent, InstallationEvent and
+// CheckRunEvent build payloads from the current state as go-github event types. With
+// WithWebhook the server delivers push, pull_request (opened, synchronize, closed, reopened,
+// edited) and installation events itself, asynchronously and in order; Close waits for them.
+//
+// # Not implemented
+//
+// Reviews and review requests, branch protection enforcement (stored and reported, not
+// enforced on pushes or merges), collaborator invitations (PUT adds at once), tags through
+// REST, forks, search, the Checks suites API, Actions, and GraphQL beyond auto-merge.
+package githubtest
