@@ -48,6 +48,8 @@ type variant struct {
 	// refs and bad are the variable names referenced and the malformed
 	// references, sorted and unique.
 	refs, bad []string
+	// size is the length of the unsubstituted text, to size buffers.
+	size int
 }
 
 // doc is one rendered object as a substitution template.
@@ -169,6 +171,7 @@ func (b *build) layout(ns string) (*variant, error) {
 		}
 		t, refs, bad := compile(text)
 		v.docs = append(v.docs, doc{tmpl: t, kind: o.kind, name: o.name})
+		v.size += len(text) + 4
 		v.refs = append(v.refs, refs...)
 		v.bad = append(v.bad, bad...)
 	}

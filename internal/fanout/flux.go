@@ -42,14 +42,28 @@ type fluxInput struct {
 // the namespace-confined objects that reconcile the workspace repo as the
 // workspace's own ServiceAccount.
 func fluxObjects(in fluxInput) ([]byte, error) {
+	base, err := fluxBase(in.interval)
+	if err != nil || in.workspace == "" {
+		return base, err
+	}
+	ws, err := fluxWorkspace(in)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(base, "---\n"...), ws...), nil
+}
+
+// fluxBase renders the header and the platform and apps Kustomizations,
+// which are the same on every cluster.
+func fluxBase(interval time.Duration) ([]byte, error) {
 	labels := map[string]string{managedByLabel: "fleetbot"}
-	interval := metav1.Duration{Duration: in.interval}
-	objs := []any{
+	iv := metav1.Duration{Duration: interval}
+	return marshalAll(managedHeader,
 		&kustomizev1.Kustomization{
 			TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
 			ObjectMeta: metav1.ObjectMeta{Name: "platform", Namespace: FluxNamespace, Labels: labels},
 			Spec: kustomizev1.KustomizationSpec{
-				Interval:  interval,
+				Interval:  iv,
 				Path:      "./platform",
 				Prune:     true,
 				SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: FluxBootstrapSource},
@@ -59,58 +73,119 @@ func fluxObjects(in fluxInput) ([]byte, error) {
 			TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
 			ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: FluxNamespace, Labels: labels},
 			Spec: kustomizev1.KustomizationSpec{
-				Interval:  interval,
+				Interval:  iv,
 				Path:      "./apps",
 				Prune:     true,
 				DependsOn: []kustomizev1.DependencyReference{{Name: "platform"}},
 				SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: FluxBootstrapSource},
 			},
 		},
+	)
+}
+
+// fluxWorkspace renders the objects of a workspace cluster, all in the
+// workspace namespace: lockdown forbids cross-namespace references and
+// impersonation needs the ServiceAccount beside the Kustomization.
+func fluxWorkspace(in fluxInput) ([]byte, error) {
+	labels := map[string]string{managedByLabel: "fleetbot"}
+	iv := metav1.Duration{Duration: in.interval}
+	ns, ws := in.namespace, in.workspace
+	source := "workspace-" + ws
+	return marshalAll("",
+		&corev1.Namespace{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels},
+		},
+		&corev1.ServiceAccount{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+			ObjectMeta: metav1.ObjectMeta{Name: ws, Namespace: ns, Labels: labels},
+		},
+		&rbacv1.RoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: ws + "-reconciler", Namespace: ns, Labels: labels},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ws, Namespace: ns}},
+		},
+		&sourcev1.GitRepository{
+			TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.GitRepositoryKind},
+			ObjectMeta: metav1.ObjectMeta{Name: source, Namespace: ns, Labels: labels},
+			Spec: sourcev1.GitRepositorySpec{
+				URL:       in.repoURL,
+				Reference: &sourcev1.GitRepositoryRef{Branch: in.branch},
+				SecretRef: &meta.LocalObjectReference{Name: in.secretRef},
+				Interval:  iv,
+			},
+		},
+		&kustomizev1.Kustomization{
+			TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
+			ObjectMeta: metav1.ObjectMeta{Name: source, Namespace: ns, Labels: labels},
+			Spec: kustomizev1.KustomizationSpec{
+				Interval:           iv,
+				Path:               "./clusters/" + in.cluster,
+				Prune:              true,
+				TargetNamespace:    ns,
+				ServiceAccountName: ws,
+				SourceRef:          kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: source},
+			},
+		},
+	)
+}
+
+// clusterPlaceholder stands for the cluster name in the workspace objects
+// rendered once per workspace; a DNS label never contains capitals, so it
+// cannot collide with a real name.
+const clusterPlaceholder = "FLEETBOT-CLUSTER"
+
+// flux returns flux/fleetbot.yaml for one cluster through the run's memo:
+// the marshalling of typed objects is by far the costliest part of a
+// cluster repo, and only one path differs between the clusters of a
+// workspace.
+func (x *run) flux(in fluxInput) ([]byte, error) {
+	if x.fluxBase == nil {
+		b, err := fluxBase(in.interval)
+		if err != nil {
+			return nil, err
+		}
+		x.fluxBase = b
 	}
-	if in.workspace != "" {
-		ns, ws := in.namespace, in.workspace
-		source := "workspace-" + ws
-		objs = append(objs,
-			&corev1.Namespace{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-				ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels},
-			},
-			&corev1.ServiceAccount{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-				ObjectMeta: metav1.ObjectMeta{Name: ws, Namespace: ns, Labels: labels},
-			},
-			&rbacv1.RoleBinding{
-				TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
-				ObjectMeta: metav1.ObjectMeta{Name: ws + "-reconciler", Namespace: ns, Labels: labels},
-				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
-				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: ws, Namespace: ns}},
-			},
-			&sourcev1.GitRepository{
-				TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.GitRepositoryKind},
-				ObjectMeta: metav1.ObjectMeta{Name: source, Namespace: ns, Labels: labels},
-				Spec: sourcev1.GitRepositorySpec{
-					URL:       in.repoURL,
-					Reference: &sourcev1.GitRepositoryRef{Branch: in.branch},
-					SecretRef: &meta.LocalObjectReference{Name: in.secretRef},
-					Interval:  interval,
-				},
-			},
-			&kustomizev1.Kustomization{
-				TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
-				ObjectMeta: metav1.ObjectMeta{Name: source, Namespace: ns, Labels: labels},
-				Spec: kustomizev1.KustomizationSpec{
-					Interval:           interval,
-					Path:               "./clusters/" + in.cluster,
-					Prune:              true,
-					TargetNamespace:    ns,
-					ServiceAccountName: ws,
-					SourceRef:          kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: source},
-				},
-			},
-		)
+	if in.workspace == "" {
+		return x.fluxBase, nil
 	}
+	if !isDNSLabel(in.cluster) {
+		return fluxObjects(in)
+	}
+	key := in
+	key.cluster = clusterPlaceholder
+	ws, ok := x.fluxWorkspace[key]
+	if !ok {
+		var err error
+		if ws, err = fluxWorkspace(key); err != nil {
+			return nil, err
+		}
+		x.fluxWorkspace[key] = ws
+	}
+	out := make([]byte, 0, len(x.fluxBase)+4+len(ws)+len(in.cluster))
+	out = append(append(out, x.fluxBase...), "---\n"...)
+	return append(out, bytes.Replace(ws, []byte("./clusters/"+clusterPlaceholder+"\n"), []byte("./clusters/"+in.cluster+"\n"), 1)...), nil
+}
+
+// isDNSLabel reports whether s is a lowercase RFC 1123 label.
+func isDNSLabel(s string) bool {
+	if s == "" || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// marshalAll renders objects as one multi-document YAML after header.
+func marshalAll(header string, objs ...any) ([]byte, error) {
 	var out bytes.Buffer
-	out.WriteString("# Managed by fleetbot. Do not edit: changes are overwritten.\n")
+	out.WriteString(header)
 	for i, o := range objs {
 		if i > 0 {
 			out.WriteString("---\n")

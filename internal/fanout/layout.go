@@ -122,7 +122,7 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 		in.repoURL = x.r.gitURL + "/" + s.owner + "/" + x.workspaceRepo(ws.Metadata.Name)
 		wsAdmins = ws.Spec.Admins
 	}
-	flux, err := fluxObjects(in)
+	flux, err := x.flux(in)
 	if err != nil {
 		x.addOnce(c.Source.At("metadata.name"), "", "cluster %s: rendering Flux objects: %v", name, err)
 	}

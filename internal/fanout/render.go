@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
@@ -101,7 +102,8 @@ func (r *Renderer) Render(repo *control.Repo) ([]*Target, error) {
 	r.stats.Renders++
 	r.generation++
 
-	run := &run{r: r, repo: repo, builds: map[string]*build{}, checked: map[string]string{}, seen: map[string]bool{}}
+	run := &run{r: r, repo: repo, builds: map[string]*build{}, checked: map[string]string{}, seen: map[string]bool{},
+		files: map[string][]byte{}, fluxWorkspace: map[fluxInput][]byte{}}
 	for _, app := range repo.Apps {
 		run.buildApp(app)
 	}
@@ -142,6 +144,13 @@ type run struct {
 	issues control.Issues
 	// builds by app name.
 	builds map[string]*build
+	// files memoises rendered app files by app, namespace and the values
+	// of the app's references.
+	files map[string][]byte
+	// fluxBase and fluxWorkspace memoise the parts of flux/fleetbot.yaml
+	// that do not depend on the cluster.
+	fluxBase      []byte
+	fluxWorkspace map[fluxInput][]byte
 	// checked memoises the parse check of substituted documents: text ->
 	// error message ("" when it parses).
 	checked map[string]string
@@ -308,7 +317,19 @@ func (x *run) appFile(d control.Deployment) ([]byte, bool) {
 		return nil, false
 	}
 
-	var out strings.Builder
+	// Clusters with the same values for the app's references get the same
+	// bytes: render them once and share the slice.
+	var key strings.Builder
+	key.WriteString(name + "\x00" + ns)
+	for _, ref := range v.refs {
+		key.WriteString("\x00" + d.Values[ref])
+	}
+	if data, ok := x.files[key.String()]; ok {
+		return data, true
+	}
+
+	var out bytes.Buffer
+	out.Grow(v.size + 128)
 	out.WriteString("# Managed by fleetbot from " + app.Dir + ". Do not edit: changes are overwritten.\n")
 	var one strings.Builder
 	for i, dc := range v.docs {
@@ -316,7 +337,7 @@ func (x *run) appFile(d control.Deployment) ([]byte, bool) {
 			out.WriteString("---\n")
 		}
 		if !dc.tmpl.vars {
-			dc.tmpl.apply(&out, nil)
+			dc.tmpl.writeTo(&out)
 			continue
 		}
 		one.Reset()
@@ -333,7 +354,8 @@ func (x *run) appFile(d control.Deployment) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	return []byte(out.String()), true
+	x.files[key.String()] = out.Bytes()
+	return out.Bytes(), true
 }
 
 // check parses a substituted document and makes sure it is still the same

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
@@ -357,5 +358,20 @@ func TestFluxObjectsStrict(t *testing.T) {
 		} else {
 			assert.Equal(t, map[string]int{"Kustomization": 3, "GitRepository": 1, "Namespace": 1, "ServiceAccount": 1, "RoleBinding": 1}, kinds, tg.Repo)
 		}
+	}
+}
+
+func TestFluxMemoMatchesDirect(t *testing.T) {
+	x := &run{fluxWorkspace: map[fluxInput][]byte{}}
+	for _, in := range []fluxInput{
+		{interval: time.Minute, cluster: "prod-eu-1", workspace: "payments", namespace: "pay", repoURL: "https://x/acme/workspace-payments", branch: "main", secretRef: "s"},
+		{interval: time.Minute, cluster: "prod-us-1", workspace: "payments", namespace: "pay", repoURL: "https://x/acme/workspace-payments", branch: "main", secretRef: "s"},
+		{interval: time.Minute, cluster: "edge-1"},
+	} {
+		want, err := fluxObjects(in)
+		require.NoError(t, err)
+		got, err := x.flux(in)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got), "%+v", in)
 	}
 }

@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"bytes"
 	"sort"
 	"strings"
 )
@@ -88,6 +89,13 @@ func (t template) apply(b *strings.Builder, values map[string]string) {
 		} else {
 			b.WriteString(s.lit)
 		}
+	}
+}
+
+// writeTo writes a template without variables (its literal text).
+func (t template) writeTo(b *bytes.Buffer) {
+	for _, s := range t.segs {
+		b.WriteString(s.lit)
 	}
 }
 
