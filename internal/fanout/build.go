@@ -179,24 +179,24 @@ func (b *build) layout(ns string) (*variant, error) {
 	return v, nil
 }
 
-// clusterScopedKinds are kinds that are cluster-scoped whatever kyaml's
-// built-in schema knows, including common third-party ones.
-var clusterScopedKinds = map[string]bool{
-	"Namespace": true, "CustomResourceDefinition": true, "ClusterRole": true, "ClusterRoleBinding": true,
-	"PersistentVolume": true, "StorageClass": true, "ValidatingWebhookConfiguration": true,
-	"MutatingWebhookConfiguration": true, "ValidatingAdmissionPolicy": true,
-	"ValidatingAdmissionPolicyBinding": true, "MutatingAdmissionPolicy": true,
-	"MutatingAdmissionPolicyBinding": true, "APIService": true, "IngressClass": true,
-	"PriorityClass": true, "RuntimeClass": true, "Node": true, "CSIDriver": true, "CSINode": true,
-	"VolumeAttachment": true, "CertificateSigningRequest": true, "FlowSchema": true,
-	"PriorityLevelConfiguration": true, "PodSecurityPolicy": true, "ClusterIssuer": true,
-	"VolumeSnapshotClass": true, "GatewayClass": true, "ClusterTrustBundle": true,
-	"IPAddress": true, "ServiceCIDR": true, "DeviceClass": true,
-}
-
+// clusterScoped reports whether objects of this type live outside any
+// namespace: kyaml's built-in schema, plus kinds it does not know (common
+// third-party and newer ones) that are cluster-scoped whatever the group.
 func clusterScoped(apiVersion, kind string) bool {
-	return clusterScopedKinds[kind] ||
-		openapi.IsCertainlyClusterScoped(kyaml.TypeMeta{APIVersion: apiVersion, Kind: kind})
+	switch kind {
+	case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding",
+		"PersistentVolume", "StorageClass", "ValidatingWebhookConfiguration",
+		"MutatingWebhookConfiguration", "ValidatingAdmissionPolicy",
+		"ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy",
+		"MutatingAdmissionPolicyBinding", "APIService", "IngressClass",
+		"PriorityClass", "RuntimeClass", "Node", "CSIDriver", "CSINode",
+		"VolumeAttachment", "CertificateSigningRequest", "FlowSchema",
+		"PriorityLevelConfiguration", "PodSecurityPolicy", "ClusterIssuer",
+		"VolumeSnapshotClass", "GatewayClass", "ClusterTrustBundle",
+		"IPAddress", "ServiceCIDR", "DeviceClass":
+		return true
+	}
+	return openapi.IsCertainlyClusterScoped(kyaml.TypeMeta{APIVersion: apiVersion, Kind: kind})
 }
 
 // kyamlNode is a parsed YAML document.

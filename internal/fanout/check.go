@@ -18,16 +18,12 @@ type problem struct {
 	Hint    string
 }
 
-// kustomizationNames are the file names kustomize recognises as a
-// kustomization, in its order of preference.
-var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
-
+// isKustomization reports whether p is a file kustomize reads as a
+// kustomization.
 func isKustomization(p string) bool {
-	base := path.Base(p)
-	for _, n := range kustomizationNames {
-		if base == n {
-			return true
-		}
+	switch path.Base(p) {
+	case "kustomization.yaml", "kustomization.yml", "Kustomization":
+		return true
 	}
 	return false
 }

@@ -92,7 +92,9 @@ func (r *Renderer) Stats() Stats {
 // name. Every catalog app is built by kustomize once per distinct input,
 // then laid out per cluster with its values substituted. When anything is
 // wrong the error is a control.Issues listing every problem with file:line
-// and no targets are returned, so callers write nothing.
+// and no targets are returned, so callers write nothing. Targets may share
+// file contents (identical app files of many clusters are one slice):
+// treat Files and Scaffolds as read-only.
 func (r *Renderer) Render(repo *control.Repo) ([]*Target, error) {
 	if repo == nil || repo.Platform == nil {
 		return nil, fmt.Errorf("render: control repo has no platform")

@@ -73,25 +73,26 @@ func (k Kind) Managed(p string) bool {
 // Tombstone is the desired state of the repo of a cluster or workspace that
 // left the control repo: every managed file goes away except a README saying
 // so and the CODEOWNERS that keeps platform admins in charge. The repo itself
-// is kept; Flux prunes what the removed files described.
-//
-// TODO(fanout): final README wording; this body is the contract's minimum.
+// is kept with its history and the files people own; Flux prunes what the
+// removed files described.
 func Tombstone(owner string, admins []string, defaultBranch string, kind Kind, name, repo string) *Target {
-	readme := "# " + repo + "\n\nThis " + string(kind) + " (" + name + ") was removed from the fleetbot control repo.\n" +
-		"fleetbot removed the content it managed here; Flux prunes what it described. The repo is kept.\n"
-	var owners strings.Builder
-	owners.WriteString("*")
-	for _, a := range admins {
-		owners.WriteString(" @" + owner + "/" + a)
+	removed := "`flux/fleetbot.yaml` and `platform/`"
+	if kind == KindWorkspace {
+		removed = "`clusters/*/fleetbot/`"
 	}
-	owners.WriteString("\n")
+	readme := readmeHeader + "# " + repo + "\n\n" +
+		"The " + string(kind) + " **" + name + "** was removed from the fleetbot control repo.\n\n" +
+		"fleetbot removed the files it managed here (" + removed + "); Flux prunes the objects they described. " +
+		"The repo is kept, with its history and the files people own. " +
+		"Platform admins (" + teams(owner, admins, "platform admins") + ") may archive it, or add the " + string(kind) +
+		" back to the control repo to resume.\n"
 	return &Target{
 		Kind: kind, Name: name, Owner: owner, Repo: repo, DefaultBranch: defaultBranch,
 		Files: map[string][]byte{
-			"README.md":          []byte(readme),
-			".github/CODEOWNERS": []byte(owners.String()),
+			ReadmePath:     []byte(readme),
+			CodeownersPath: policy.CODEOWNERS(owner, []policy.Rule{{Pattern: "*", Teams: admins}}),
 		},
-		Reviewers: admins,
+		Reviewers: append([]string(nil), admins...),
 		Removed:   true,
 	}
 }

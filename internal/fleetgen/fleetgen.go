@@ -40,17 +40,6 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-var (
-	envs     = []string{"prod", "staging", "dev"}
-	regions  = []string{"eu", "us", "ap"}
-	networks = []string{"metal", "cloud"}
-
-	componentNames = []string{"monitoring", "metallb", "cert-manager", "logging", "ingress", "external-dns", "policy", "backup"}
-	appNames       = []string{"podinfo", "redis", "api", "web", "worker", "cache", "search", "checkout", "ledger", "notifier",
-		"gateway", "auth", "billing", "reports", "scheduler", "uploader", "catalog", "pricing", "inventory", "emails"}
-	teamNames = []string{"payments", "search", "checkout", "identity", "data", "growth", "mobile", "risk", "ops", "ads"}
-)
-
 // name returns the i-th name of list, suffixed once the list runs out.
 func name(list []string, i int) string {
 	if i < len(list) {
@@ -66,6 +55,13 @@ func prefix(app string) string { return strings.ReplaceAll(app, "-", "_") }
 // ready for control.Load.
 func Generate(opts Options) fstest.MapFS {
 	o := opts.withDefaults()
+	envs := []string{"prod", "staging", "dev"}
+	regions := []string{"eu", "us", "ap"}
+	networks := []string{"metal", "cloud"}
+	componentNames := []string{"monitoring", "metallb", "cert-manager", "logging", "ingress", "external-dns", "policy", "backup"}
+	appNames := []string{"podinfo", "redis", "api", "web", "worker", "cache", "search", "checkout", "ledger", "notifier",
+		"gateway", "auth", "billing", "reports", "scheduler", "uploader", "catalog", "pricing", "inventory", "emails"}
+	teamNames := []string{"payments", "search", "checkout", "identity", "data", "growth", "mobile", "risk", "ops", "ads"}
 	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0x5eed))
 	fs := fstest.MapFS{}
 	put := func(p, s string) { fs[p] = &fstest.MapFile{Data: []byte(s), Mode: 0o644} }

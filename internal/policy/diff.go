@@ -9,9 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// defaultMaxAccessRemovals caps the share of a repo's observed grants one
+// DefaultMaxAccessRemovals caps the share of a repo's observed grants one
 // run may remove when DiffOptions.MaxRemovals is nil.
-var defaultMaxAccessRemovals = intstr.FromString("25%")
+const DefaultMaxAccessRemovals = "25%"
 
 // ErrTooManyRemovals marks a Plan whose removals exceed the configured cap:
 // a sudden mass revocation is far more likely a broken control repo (or a
@@ -170,7 +170,8 @@ func Diff(desired, observed Access, opts DiffOptions) Plan {
 // always be corrected.
 func maxRemovals(limit *intstr.IntOrString, total int) (int, error) {
 	if limit == nil {
-		limit = &defaultMaxAccessRemovals
+		def := intstr.FromString(DefaultMaxAccessRemovals)
+		limit = &def
 	}
 	n, err := intstr.GetScaledValueFromIntOrPercent(limit, total, true)
 	if err != nil {
