@@ -42,6 +42,7 @@ func parseMarker(body string) (marker, bool) {
 	return m, true
 }
 
+// String renders the marker as the hidden HTML comment of a PR body.
 func (m marker) String() string {
 	b, _ := json.Marshal(m) // a struct of strings and a bool always marshals
 	return markerPrefix + string(b) + " -->"

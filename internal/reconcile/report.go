@@ -249,10 +249,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintln(w)
 	if r.Refused != nil {
-		fmt.Fprintf(w, "REFUSED: %v\n", r.Refused)
+		if _, err := fmt.Fprintf(w, "REFUSED: %v\n", r.Refused); err != nil {
+			return err
+		}
 	}
-	_, err := fmt.Fprint(w)
-	return err
+	return nil
 }
 
 // WriteMarkdown writes the summary for a PR comment or a job summary.
