@@ -3,6 +3,7 @@ package fanout
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -112,8 +113,9 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// lineDiff is a minimal line diff (longest common subsequence), enough to
-// read a golden mismatch; "" when equal.
+// lineDiff is a small line diff (longest common subsequence) with two lines
+// of context and line numbers, enough to read a golden mismatch; "" when
+// equal.
 func lineDiff(a, b string) string {
 	if a == b {
 		return ""
@@ -133,23 +135,42 @@ func lineDiff(a, b string) string {
 			}
 		}
 	}
-	var out strings.Builder
-	line := func(prefix, s string) {
-		out.WriteString(prefix + strings.TrimSuffix(s, "\n") + "\n")
+	type op struct {
+		tag  byte // ' ', '-', '+'
+		line int  // line number in want (' ', '-') or got ('+')
+		text string
 	}
-	i, j := 0, 0
-	for i < n || j < m {
+	var ops []op
+	for i, j := 0, 0; i < n || j < m; {
 		switch {
 		case i < n && j < m && x[i] == y[j]:
+			ops = append(ops, op{' ', i + 1, x[i]})
 			i++
 			j++
 		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
-			line("+", y[j])
+			ops = append(ops, op{'+', j + 1, y[j]})
 			j++
 		default:
-			line("-", x[i])
+			ops = append(ops, op{'-', i + 1, x[i]})
 			i++
 		}
+	}
+	const context = 2
+	var out strings.Builder
+	last := -1
+	for k, o := range ops {
+		near := false
+		for d := max(0, k-context); d <= min(len(ops)-1, k+context); d++ {
+			near = near || ops[d].tag != ' '
+		}
+		if !near {
+			continue
+		}
+		if last >= 0 && k > last+1 {
+			out.WriteString("    ...\n")
+		}
+		last = k
+		fmt.Fprintf(&out, "%c%4d  %s\n", o.tag, o.line, strings.TrimSuffix(o.text, "\n"))
 	}
 	return out.String()
 }

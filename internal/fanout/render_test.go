@@ -375,3 +375,36 @@ func TestFluxMemoMatchesDirect(t *testing.T) {
 		assert.Equal(t, string(want), string(got), "%+v", in)
 	}
 }
+
+// TestRenderConcurrent shares one Renderer between goroutines (as a service
+// does between webhook jobs): calls serialise, results stay identical.
+func TestRenderConcurrent(t *testing.T) {
+	r := NewRenderer(Options{})
+	want := tree(t, mustRender(t, NewRenderer(Options{}), loadExample(t)))
+	done := make(chan []*Target)
+	for range 4 {
+		repo := loadExample(t)
+		go func() {
+			targets, _ := r.Render(repo)
+			done <- targets
+		}()
+	}
+	for range 4 {
+		got := <-done
+		require.NotNil(t, got, "render failed")
+		assertSameTree(t, want, tree(t, got), "concurrent render")
+	}
+	assert.Equal(t, 4, r.Stats().Builds, "later renders hit the cache")
+}
+
+func TestRenderUnusedBrokenApp(t *testing.T) {
+	// A catalog app nobody deploys yet must still build: it fails in the PR
+	// that adds it, not in the one that first deploys it.
+	repo := loadExample(t)
+	repo.Apps = append(repo.Apps, &control.App{
+		Metadata: control.Meta{Name: "broken"}, Dir: "catalog/broken",
+		Spec:  control.AppSpec{Scope: control.ScopeNamespaced},
+		Files: map[string][]byte{"kustomization.yaml": []byte("resources: [gone.yaml]\n")},
+	})
+	requireIssue(t, renderIssues(t, repo), "catalog/broken/kustomization.yaml", "app broken", `"gone.yaml" does not exist`)
+}
