@@ -110,14 +110,14 @@ func Apply(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Option
 	switch {
 	case d.OpenPR:
 		p, err := f.OpenPR(ctx, owner, repo, NewPR{
-			Head: o.Branch, Base: d.defBr, Title: Title(t), Body: Body(d, t, o.Source, m), Labels: o.Labels,
+			Head: o.Branch, Base: d.defBr, Title: Title(t), Body: body(d, t, o.Source, m), Labels: o.Labels,
 		})
 		if err != nil {
 			return nil, wrap("opening PR", err)
 		}
 		d.PR = p
 	case d.UpdatePR:
-		if err := f.UpdatePR(ctx, owner, repo, d.PR.Number, Title(t), Body(d, t, o.Source, m)); err != nil {
+		if err := f.UpdatePR(ctx, owner, repo, d.PR.Number, Title(t), body(d, t, o.Source, m)); err != nil {
 			return nil, wrap(fmt.Sprintf("updating PR #%d", d.PR.Number), err)
 		}
 	}

@@ -77,9 +77,9 @@ func CommitMessage(t *fanout.Target, source string) string {
 	return fmt.Sprintf("fleetbot: %s from %s\n\n%s: %s\n", verb, short(src), TrailerSource, src)
 }
 
-// Body renders the PR description: source commit, files and objects changed,
+// body renders the PR description: source commit, files and objects changed,
 // who must review, and the hidden state marker.
-func Body(d *Decision, t *fanout.Target, source string, m marker) string {
+func body(d *Decision, t *fanout.Target, source string, m marker) string {
 	var b strings.Builder
 	what := "Sync of"
 	if t.Removed {
