@@ -50,11 +50,10 @@ func BenchmarkRenderExample(b *testing.B) {
 }
 
 // BenchmarkRender1000x20 renders a generated fleet of 1,000 clusters and 20
-// catalog apps (about 17 deployments per cluster).
+// catalog apps: 16,480 deployments into 1,020 target repos (23,340 files).
 func BenchmarkRender1000x20(b *testing.B) {
 	repo, err := control.Load(fleetgen.Generate(fleetgen.Options{Clusters: 1000, Apps: 20, Seed: 1}))
 	require.NoError(b, err)
-	b.ReportMetric(float64(len(repo.Deployments())), "deployments")
 	benchRender(b, repo)
 }
 
