@@ -1,0 +1,108 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+)
+
+func (a *app) applyCommand() *cobra.Command {
+	var (
+		allowRemovals bool
+		concurrency   int
+		format        string
+	)
+	cmd := &cobra.Command{
+		Use:   "apply",
+		Short: "Reconcile every target repo: create repos, open, update or close fleetbot's pull requests",
+		Long: `apply plans every target repo against the forge and then writes: it creates
+missing repos (bootstrap commit with README, CODEOWNERS and scaffolds), opens
+or updates one pull request per repo on the bot branch, closes PRs that are no
+longer needed, and converges access settings. A repo that fails does not stop
+the others; the run then exits 1 naming it. Without --forge, apply uses the
+embedded local forge at ` + defaultLocalForge + `.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			log, err := a.logger()
+			if err != nil {
+				return err
+			}
+			f, err := loadFleet(a.control)
+			if err != nil {
+				return describeLoadError(a.control, err)
+			}
+			spec := a.forge
+			if spec == "" {
+				spec = defaultLocalForge
+			}
+			forge, closeForge, err := a.openForge(spec, false, log)
+			if err != nil {
+				return err
+			}
+			defer closeForge()
+			opts := reconcile.Options{
+				AllowRemovals: allowRemovals,
+				Concurrency:   concurrency,
+				Logger:        log,
+			}
+			if format == formatText {
+				opts.Progress = func(r reconcile.Result) { fmt.Fprintln(a.stdout, r.Line()) }
+			}
+			report, runErr := reconcile.Apply(cmd.Context(), forge, f.repo, f.targets, opts)
+			if report != nil {
+				if err := writeReport(a.stdout, format, report); err != nil {
+					return err
+				}
+			}
+			return runErr
+		},
+	}
+	cmd.Flags().BoolVar(&allowRemovals, "allow-removals", false, "allow removing more cluster/workspace repos than platform spec.maxRemovals")
+	cmd.Flags().IntVar(&concurrency, "concurrency", reconcile.DefaultConcurrency, "how many target repos to work on at once")
+	cmd.Flags().StringVar(&format, "format", formatText, "output format: text, markdown or json")
+	return cmd
+}
+
+// forgePlan plans against the forge named by --forge; it reports whether
+// anything would change.
+func (a *app) forgePlan(cmd *cobra.Command, f *fleet, format string, allowRemovals bool) (bool, error) {
+	log, err := a.logger()
+	if err != nil {
+		return false, err
+	}
+	forge, closeForge, err := a.openForge(a.forge, true, log)
+	if err != nil {
+		return false, err
+	}
+	defer closeForge()
+	report, err := reconcile.Plan(cmd.Context(), forge, f.repo, f.targets, reconcile.Options{AllowRemovals: allowRemovals, Logger: log})
+	if report != nil {
+		if werr := writeReport(a.stdout, format, report); werr != nil {
+			return false, werr
+		}
+	}
+	if err != nil {
+		return false, err
+	}
+	return report.Changed(), nil
+}
+
+func writeReport(w io.Writer, format string, r *reconcile.Report) error {
+	switch format {
+	case formatJSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	case formatMarkdown:
+		return r.WriteMarkdown(w)
+	default:
+		return r.WriteText(w)
+	}
+}

@@ -1,0 +1,116 @@
+// Command fleetbot reconciles a fleetbot control repo into one repo per
+// cluster and one per workspace, as pull requests. This file is the one
+// composition root: flags, configuration and wiring live here and nowhere
+// else.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// exitCode lets a command end the process with a chosen status, e.g. plan's
+// --detailed-exitcode (2 = changes pending) without printing an error.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// run executes the CLI and returns the process exit status. Tests call it
+// directly with their own args and writers.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	var code exitCode
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &code):
+		return int(code)
+	default:
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+}
+
+// app holds what every command shares: output streams and global flags.
+type app struct {
+	stdout, stderr io.Writer
+
+	control  string
+	forge    string
+	logLevel string
+	logJSON  bool
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "fleetbot",
+		Short: "Fan a fleetbot control repo out into one repo per cluster and workspace, as pull requests",
+		Long: `fleetbot reads a control repo (Platform, Cluster, Workspace and App objects),
+renders the desired tree of one repo per cluster and one per workspace with
+kustomize, and proposes it as a pull request per repo. Flux on each cluster
+applies what lands.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.control, "control", ".", "control repo directory")
+	pf.StringVar(&a.forge, "forge", "", `where target repos live: "local:PATH" (git repos on disk) or "github"`)
+	pf.StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
+	pf.BoolVar(&a.logJSON, "log-json", false, "log as JSON lines instead of text")
+	root.AddCommand(
+		a.validateCommand(),
+		a.renderCommand(),
+		a.planCommand(),
+		a.applyCommand(),
+		a.versionCommand(),
+	)
+	return root
+}
+
+// logger builds the run's logger on stderr from the global flags.
+func (a *app) logger() (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(a.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", a.logLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if a.logJSON {
+		return slog.New(slog.NewJSONHandler(a.stderr, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(a.stderr, opts)), nil
+}
+
+func (a *app) versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the fleetbot version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintf(a.stdout, "fleetbot %s\n", version)
+			return nil
+		},
+	}
+}

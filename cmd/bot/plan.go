@@ -1,0 +1,186 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/manifest"
+)
+
+// Output formats of plan-like commands.
+const (
+	formatText     = "text"
+	formatMarkdown = "markdown"
+	formatJSON     = "json"
+)
+
+func checkFormat(f string) error {
+	switch f {
+	case formatText, formatMarkdown, formatJSON:
+		return nil
+	}
+	return fmt.Errorf("--format %q: want text, markdown or json", f)
+}
+
+func (a *app) planCommand() *cobra.Command {
+	var (
+		format        string
+		detailed      bool
+		allowRemovals bool
+	)
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Show what would change in every target repo, without writing",
+		Long: `plan validates and renders the control repo and shows, per target repo, what
+fleetbot would do. Without --forge it summarises the desired state (files,
+objects per kind, access). With --forge it diffs against the real target
+repos: create, open PR, update PR, no change, blocked (human edit), close or
+remove, with the files and objects that change. plan never writes.
+
+--detailed-exitcode: 0 no changes, 2 changes pending, 1 error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			f, err := loadFleet(a.control)
+			if err != nil {
+				return describeLoadError(a.control, err)
+			}
+			if a.forge == "" {
+				if err := writeDesiredPlan(a.stdout, format, f); err != nil {
+					return err
+				}
+				if detailed && len(f.targets) > 0 {
+					return exitCode(2)
+				}
+				return nil
+			}
+			changed, err := a.forgePlan(cmd, f, format, allowRemovals)
+			if err != nil {
+				return err
+			}
+			if detailed && changed {
+				return exitCode(2)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", formatText, "output format: text, markdown or json")
+	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when nothing would change, 2 when something would, 1 on error")
+	cmd.Flags().BoolVar(&allowRemovals, "allow-removals", false, "plan as if --allow-removals were given to apply")
+	return cmd
+}
+
+// desiredRepo is the offline plan of one target repo.
+type desiredRepo struct {
+	Repo      string            `json:"repo"`
+	Kind      fanout.Kind       `json:"kind"`
+	Name      string            `json:"name"`
+	Files     []string          `json:"files"`
+	Scaffolds []string          `json:"scaffolds"`
+	Objects   map[string]int    `json:"objects"`
+	Teams     map[string]string `json:"teams"`
+	Reviewers []string          `json:"reviewers"`
+}
+
+type desiredPlan struct {
+	Source string        `json:"source,omitempty"`
+	Repos  []desiredRepo `json:"repos"`
+}
+
+func buildDesiredPlan(f *fleet) (desiredPlan, error) {
+	p := desiredPlan{Source: f.repo.Revision, Repos: []desiredRepo{}}
+	for _, t := range f.targets {
+		d := desiredRepo{
+			Repo: t.FullName(), Kind: t.Kind, Name: t.Name,
+			Files: sortedKeys(t.Files), Scaffolds: sortedKeys(t.Scaffolds),
+			Teams: map[string]string{}, Reviewers: t.Reviewers,
+		}
+		var objs []manifest.Object
+		for _, path := range d.Files {
+			o, err := manifest.Parse(t.Files[path])
+			if err != nil {
+				return p, fmt.Errorf("%s: rendered %s does not parse: %w", t.FullName(), path, err)
+			}
+			objs = append(objs, o...)
+		}
+		d.Objects = manifest.CountByKind(objs)
+		for team, role := range t.Access.Teams {
+			d.Teams[team] = string(role)
+		}
+		p.Repos = append(p.Repos, d)
+	}
+	return p, nil
+}
+
+func writeDesiredPlan(w io.Writer, format string, f *fleet) error {
+	p, err := buildDesiredPlan(f)
+	if err != nil {
+		return err
+	}
+	switch format {
+	case formatJSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(p)
+	case formatMarkdown:
+		fmt.Fprintf(w, "### fleetbot plan (desired state)\n\nSource: `%s`\n\n", sourceLabel(p.Source))
+		fmt.Fprintln(w, "| repo | kind | files | objects | access |")
+		fmt.Fprintln(w, "|---|---|---|---|---|")
+		for _, r := range p.Repos {
+			fmt.Fprintf(w, "| `%s` | %s | %d managed, %d scaffold | %s | %s |\n", r.Repo, r.Kind,
+				len(r.Files), len(r.Scaffolds), manifest.FormatCounts(r.Objects), formatTeams(r.Teams))
+		}
+		return nil
+	default:
+		fmt.Fprintf(w, "fleetbot plan: desired state of %d target repo(s) from %s\n", len(p.Repos), sourceLabel(p.Source))
+		fmt.Fprintln(w, "(offline: pass --forge to diff against the target repos)")
+		for _, r := range p.Repos {
+			fmt.Fprintf(w, "\n%s  (%s %s)\n", r.Repo, r.Kind, r.Name)
+			fmt.Fprintf(w, "  files:    %d managed, %d scaffold\n", len(r.Files), len(r.Scaffolds))
+			for _, f := range r.Files {
+				fmt.Fprintf(w, "            %s\n", f)
+			}
+			fmt.Fprintf(w, "  objects:  %s\n", manifest.FormatCounts(r.Objects))
+			fmt.Fprintf(w, "  access:   %s\n", formatTeams(r.Teams))
+			fmt.Fprintf(w, "  review:   %s\n", strings.Join(r.Reviewers, ", "))
+		}
+		return nil
+	}
+}
+
+func sourceLabel(rev string) string {
+	if rev == "" {
+		return "working tree (not a git checkout)"
+	}
+	return rev
+}
+
+func formatTeams(teams map[string]string) string {
+	names := make([]string, 0, len(teams))
+	for t := range teams {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, t := range names {
+		parts = append(parts, t+"="+teams[t])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
