@@ -164,3 +164,32 @@ func stringsReader(s string) io.Reader {
 	}
 	return strings.NewReader(s)
 }
+
+// gatedClock's Sleep reports itself on sleeping and blocks until release is closed, then wakes
+// at its start time plus d, so a test can act while requests are waiting.
+type gatedClock struct {
+	fakeClock
+	sleeping chan time.Duration
+	release  chan struct{}
+}
+
+func newGatedClock() *gatedClock {
+	return &gatedClock{fakeClock: *newFakeClock(), sleeping: make(chan time.Duration, 100), release: make(chan struct{})}
+}
+
+func (c *gatedClock) Sleep(ctx context.Context, d time.Duration) error {
+	start := c.Now()
+	c.sleeping <- d
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.release:
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if wake := start.Add(d); wake.After(c.now) {
+		c.now = wake
+	}
+	c.sleeps = append(c.sleeps, d)
+	return nil
+}
