@@ -111,6 +111,7 @@ func Apply(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Option
 	case d.OpenPR:
 		p, err := f.OpenPR(ctx, owner, repo, NewPR{
 			Head: o.Branch, Base: d.defBr, Title: Title(t), Body: body(d, t, o.Source, m), Labels: o.Labels,
+			AutoMerge: o.AutoMerge,
 		})
 		if err != nil {
 			return nil, wrap("opening PR", err)

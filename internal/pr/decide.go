@@ -77,6 +77,8 @@ type Options struct {
 	Labels []string
 	// Source is the control repo commit the target was rendered from.
 	Source string
+	// AutoMerge enables auto-merge on opened PRs.
+	AutoMerge bool
 }
 
 func (o Options) withDefaults() Options {

@@ -29,6 +29,14 @@ const (
 // does not exist.
 var ErrNotFound = errors.New("not found")
 
+// ErrDeferred is returned (wrapped) by forges whose write budget cannot afford a repo's
+// writes in this run: the repo is left as it is and picked up by the next run.
+var ErrDeferred = errors.New("deferred: write budget exhausted")
+
+// ErrStale is returned (wrapped) by forges that find, before writing, that the snapshot a
+// decision was made on is out of date (a pull request closed by hand): plan again.
+var ErrStale = errors.New("snapshot out of date")
+
 // Forge is what the pr package needs from a code host. A GitHub
 // implementation can serve Snapshot with one (conditional) read in the
 // common case, and Commit + SetBranch + Open/Update with 3-4 writes.
@@ -138,6 +146,9 @@ type NewPR struct {
 	Title  string
 	Body   string
 	Labels []string
+	// AutoMerge enables the forge's auto-merge on the new pull request
+	// (platform pullRequests.merge: auto).
+	AutoMerge bool
 }
 
 // RepoSpec describes a target repo to create.

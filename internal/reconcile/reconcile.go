@@ -40,6 +40,14 @@ type Forge interface {
 	SetAccess(ctx context.Context, owner, repo string, a policy.Access) error
 }
 
+// WriteGate is implemented by forges that must check something before a
+// repo's writes start: the GitHub forge re-reads a pull request known only
+// from its cache (errors wrapping pr.ErrStale: plan the repo again) and checks
+// its write budget (pr.ErrDeferred: leave the repo for the next run).
+type WriteGate interface {
+	BeforeWrite(ctx context.Context, d *pr.Decision) error
+}
+
 // Errors callers tell apart with errors.Is.
 var (
 	// ErrTooManyRemovals refuses a run that would remove more targets than
@@ -144,7 +152,9 @@ func Apply(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.T
 				applyOne(ctx, f, it, prOpts, log)
 			}
 		}
-		if it.res.Err != nil {
+		if it.res.Deferred {
+			log.Warn("reconcile deferred to the next run", "err", it.res.Err)
+		} else if it.res.Err != nil {
 			log.Error("reconcile failed", "err", it.res.Err)
 		} else {
 			log.Info("reconciled", "action", it.res.Action, "pr", it.res.PR)
@@ -172,27 +182,58 @@ func Apply(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.T
 func applyOne(ctx context.Context, f Forge, it *item, o pr.Options, log *slog.Logger) {
 	t, d := it.target, it.decision
 	if d.Writes() {
-		p, err := pr.Apply(ctx, f, t, d, o)
+		d, err := gate(ctx, f, it, o)
 		if err != nil {
-			it.res.Err = err
+			it.res.fail(err)
 			return
 		}
-		it.res.setPR(p)
+		if d.Writes() {
+			p, err := pr.Apply(ctx, f, t, d, o)
+			if err != nil {
+				it.res.fail(err)
+				return
+			}
+			it.res.setPR(p)
+		}
 	}
-	if it.accessDrift && !d.CreateRepo {
+	if it.accessDrift && !it.decision.CreateRepo {
 		if err := f.SetAccess(ctx, t.Owner, t.Repo, t.Access); err != nil {
-			it.res.Err = fmt.Errorf("%s: converging access: %w", t.FullName(), err)
+			it.res.fail(fmt.Errorf("%s: converging access: %w", t.FullName(), err))
 			return
 		}
 		log.Info("access converged")
 	}
 }
 
+// gate asks a WriteGate forge whether the item's decision may be executed,
+// planning the repo once more when the forge reports its snapshot stale.
+func gate(ctx context.Context, f Forge, it *item, o pr.Options) (*pr.Decision, error) {
+	g, ok := f.(WriteGate)
+	if !ok {
+		return it.decision, nil
+	}
+	err := g.BeforeWrite(ctx, it.decision)
+	if errors.Is(err, pr.ErrStale) {
+		d, perr := pr.Plan(ctx, f, it.target, o)
+		if perr != nil {
+			return nil, perr
+		}
+		it.decision = d
+		it.res.fromDecision(d)
+		if !d.Writes() {
+			return d, nil
+		}
+		err = g.BeforeWrite(ctx, d)
+	}
+	return it.decision, err
+}
+
 func prOptions(repo *control.Repo, opts Options) pr.Options {
 	return pr.Options{
-		Branch: repo.Platform.Spec.PullRequests.Branch,
-		Labels: repo.Platform.Spec.PullRequests.Labels,
-		Source: opts.Source,
+		Branch:    repo.Platform.Spec.PullRequests.Branch,
+		Labels:    repo.Platform.Spec.PullRequests.Labels,
+		Source:    opts.Source,
+		AutoMerge: repo.Platform.Spec.PullRequests.Merge == control.MergeAuto,
 	}
 }
 
@@ -242,7 +283,7 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 		t := it.target
 		d, err := pr.Plan(ctx, f, t, prOpts)
 		if err != nil {
-			it.res.Err = err
+			it.res.fail(err)
 			return
 		}
 		it.decision = d
@@ -252,7 +293,7 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 		}
 		observed, err := f.Access(ctx, t.Owner, t.Repo)
 		if err != nil {
-			it.res.Err = fmt.Errorf("%s: reading access: %w", t.FullName(), err)
+			it.res.fail(fmt.Errorf("%s: reading access: %w", t.FullName(), err))
 			return
 		}
 		if !sameAccess(observed, t.Access) {

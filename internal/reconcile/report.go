@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -37,8 +38,19 @@ type Result struct {
 	// AccessChanged is true when the repo's access settings drift from (or
 	// were converged to) the persona matrix.
 	AccessChanged bool `json:"accessChanged,omitempty"`
-	// Err is why this repo failed; the JSON form is its message.
+	// Deferred is true when the forge's write budget could not afford this
+	// repo's writes in this run: nothing (or only a resumable part) was
+	// written, and the next run picks the repo up. Err says why.
+	Deferred bool `json:"deferred,omitempty"`
+	// Err is why this repo failed (or was deferred); the JSON form is its
+	// message.
 	Err error `json:"-"`
+}
+
+// fail records err, as a deferral when it wraps pr.ErrDeferred.
+func (r *Result) fail(err error) {
+	r.Err = err
+	r.Deferred = errors.Is(err, pr.ErrDeferred)
 }
 
 // MarshalJSON adds "error" with Err's message.
@@ -73,6 +85,9 @@ func (r Result) Changed() bool { return r.Action.Writes() || r.AccessChanged }
 // Line is a one-line progress summary, for example
 // "acme/cluster-a: open PR #3 (+5 ~0 -0 files)".
 func (r Result) Line() string {
+	if r.Deferred {
+		return r.Repo + ": DEFERRED (" + label(r.Action) + "): " + r.Err.Error()
+	}
 	if r.Err != nil {
 		return r.Repo + ": FAILED: " + r.Err.Error()
 	}
@@ -163,11 +178,23 @@ func (r *Report) Changed() bool {
 	return false
 }
 
-// Failed returns the results of the repos that failed.
+// Failed returns the results of the repos that failed (not those deferred).
 func (r *Report) Failed() []Result {
 	var out []Result
 	for _, res := range r.Results {
-		if res.Err != nil {
+		if res.Err != nil && !res.Deferred {
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+// Deferred returns the results of the repos left for the next run because
+// the write budget was exhausted.
+func (r *Report) Deferred() []Result {
+	var out []Result
+	for _, res := range r.Results {
+		if res.Deferred {
 			out = append(out, res)
 		}
 	}
@@ -178,7 +205,11 @@ func (r *Report) Failed() []Result {
 func (r *Report) counts() string {
 	n := map[string]int{}
 	for _, res := range r.Results {
-		if res.Err != nil {
+		switch {
+		case res.Deferred:
+			n["deferred"]++
+			continue
+		case res.Err != nil:
 			n["failed"]++
 			continue
 		}
@@ -215,6 +246,9 @@ func prCell(r Result) string {
 }
 
 func detail(r Result) string {
+	if r.Deferred {
+		return "DEFERRED to the next run: " + r.Err.Error()
+	}
 	if r.Err != nil {
 		return "FAILED: " + r.Err.Error()
 	}
@@ -234,7 +268,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintln(tw, "REPO\tKIND\tACTION\tPR\tFILES\tOBJECTS\tDETAIL")
 	for _, res := range r.Results {
 		act := label(res.Action)
-		if res.Err != nil {
+		if res.Deferred {
+			act = "deferred"
+		} else if res.Err != nil {
 			act = "failed"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t+%d ~%d -%d\t%s\t%s\n", res.Repo, res.Kind, act, prCell(res),
@@ -270,7 +306,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	b.WriteString("| repo | kind | action | PR | files | objects | detail |\n|---|---|---|---|---|---|---|\n")
 	for _, res := range r.Results {
 		act := label(res.Action)
-		if res.Err != nil {
+		if res.Deferred {
+			act = "**deferred**"
+		} else if res.Err != nil {
 			act = "**failed**"
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | +%d ~%d -%d | %s | %s |\n", res.Repo, res.Kind, act, prCell(res),
