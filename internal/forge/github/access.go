@@ -1,0 +1,242 @@
+package github
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	gh "github.com/google/go-github/v62/github"
+
+	"github.com/fleetbot-io/fleetbot/internal/policy"
+)
+
+// ErrTeamMissing is returned when the access matrix names a team the org does not have: an
+// error, never a silent skip (DESIGN §4).
+var ErrTeamMissing = errors.New("team does not exist in the organization")
+
+// Access implements reconcile.Forge: the repo's team roles, the protection of its default
+// branch and its direct collaborators (three reads). An observation younger than
+// ForgeOptions.AccessMaxAge is reused without any request; see DefaultAccessMaxAge.
+func (f *Forge) Access(ctx context.Context, owner, repo string) (policy.Access, error) {
+	e, unlock := f.entry(owner, repo)
+	defer unlock()
+	st := e.state()
+	if st.Access != nil && f.opts.AccessMaxAge > 0 && f.opts.Now().Unix()-st.AccessAt < int64(f.opts.AccessMaxAge.Seconds()) {
+		return cloneAccess(*st.Access), nil
+	}
+	branch := st.DefaultBranch
+	if branch == "" {
+		r, _, err := f.api.Repositories.Get(ctx, owner, repo)
+		if err != nil {
+			return policy.Access{}, errf(err, "reading repo", owner+"/"+repo)
+		}
+		branch = r.GetDefaultBranch()
+	}
+	a, err := f.readAccess(ctx, owner, repo, branch)
+	if err != nil {
+		return policy.Access{}, err
+	}
+	st.Access, st.AccessAt = &a, f.opts.Now().Unix()
+	f.saveState(owner, repo, st)
+	return cloneAccess(a), nil
+}
+
+func (f *Forge) readAccess(ctx context.Context, owner, repo, branch string) (policy.Access, error) {
+	full := owner + "/" + repo
+	a := policy.Access{Teams: map[string]policy.Role{}}
+	opts := &gh.ListOptions{PerPage: 100}
+	for {
+		ts, resp, err := f.api.Repositories.ListTeams(ctx, owner, repo, opts)
+		if err != nil {
+			return a, errf(err, "listing the teams of", full)
+		}
+		for _, t := range ts {
+			a.Teams[t.GetSlug()] = teamRole(t)
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	copts := &gh.ListCollaboratorsOptions{Affiliation: "direct", ListOptions: gh.ListOptions{PerPage: 100}}
+	for {
+		us, resp, err := f.api.Repositories.ListCollaborators(ctx, owner, repo, copts)
+		if err != nil {
+			return a, errf(err, "listing the collaborators of", full)
+		}
+		for _, u := range us {
+			if a.Collaborators == nil {
+				a.Collaborators = map[string]policy.Role{}
+			}
+			a.Collaborators[u.GetLogin()] = userRole(u)
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		copts.Page = resp.NextPage
+	}
+	p, _, err := f.api.Repositories.GetBranchProtection(ctx, owner, repo, branch)
+	switch {
+	case errors.Is(err, gh.ErrBranchNotProtected), IsNotFound(err):
+	case err != nil:
+		return a, errf(err, "reading the protection of "+branch+" in", full)
+	default:
+		a.Protection = fromProtection(branch, p)
+	}
+	return a, nil
+}
+
+// SetAccess implements reconcile.Forge: it grants every team its role (PUT per team whose
+// role differs) and sets branch protection when it differs. It only adds and corrects: teams
+// and collaborators outside the matrix are reported by Access, not removed here.
+func (f *Forge) SetAccess(ctx context.Context, owner, repo string, a policy.Access) error {
+	e, unlock := f.entry(owner, repo)
+	defer unlock()
+	st := e.state()
+	var cur *policy.Access
+	if st.Access != nil {
+		cur = st.Access
+	}
+	var curTeams map[string]policy.Role
+	if cur != nil {
+		curTeams = cur.Teams
+	}
+	if err := f.grantTeams(ctx, owner, repo, a.Teams, curTeams); err != nil {
+		return err
+	}
+	if a.Protection != nil && (cur == nil || cur.Protection == nil || *cur.Protection != *a.Protection) {
+		if err := f.protect(ctx, owner, repo, a.Protection); err != nil {
+			return err
+		}
+	}
+	next := policy.Access{Teams: map[string]policy.Role{}, Protection: a.Protection}
+	if cur != nil {
+		for t, r := range cur.Teams {
+			next.Teams[t] = r
+		}
+		next.Collaborators = cur.Collaborators
+		if a.Protection == nil {
+			next.Protection = cur.Protection
+		}
+	}
+	for t, r := range a.Teams {
+		next.Teams[t] = r
+	}
+	st.Access, st.AccessAt = &next, f.opts.Now().Unix()
+	f.saveState(owner, repo, st)
+	return nil
+}
+
+// grantTeams gives each team its role on the repo, skipping those already at it.
+//
+// GitHub API docs: https://docs.github.com/rest/teams/teams#add-or-update-team-repository-permissions
+func (f *Forge) grantTeams(ctx context.Context, owner, repo string, want, have map[string]policy.Role) error {
+	slugs := make([]string, 0, len(want))
+	for s := range want {
+		slugs = append(slugs, s)
+	}
+	sort.Strings(slugs)
+	for _, slug := range slugs {
+		role := want[slug]
+		if have != nil && have[slug] == role {
+			continue
+		}
+		_, err := f.api.Teams.AddTeamRepoBySlug(ctx, owner, slug, owner, repo, &gh.TeamAddTeamRepoOptions{Permission: string(role)})
+		if IsNotFound(err) {
+			return fmt.Errorf("granting %s to team %s on %s/%s: %w: create the team in %s or fix the control repo",
+				role, slug, owner, repo, ErrTeamMissing, owner)
+		}
+		if err != nil {
+			return errf(err, fmt.Sprintf("granting %s to team %s on", role, slug), owner+"/"+repo)
+		}
+	}
+	return nil
+}
+
+// protect sets the branch protection fleetbot requires.
+//
+// GitHub API docs: https://docs.github.com/rest/branches/branch-protection#update-branch-protection
+func (f *Forge) protect(ctx context.Context, owner, repo string, p *policy.Protection) error {
+	req := &gh.ProtectionRequest{
+		AllowForcePushes: gh.Bool(p.AllowForcePushes),
+		AllowDeletions:   gh.Bool(p.AllowDeletions),
+	}
+	if p.RequirePullRequest {
+		req.RequiredPullRequestReviews = &gh.PullRequestReviewsEnforcementRequest{
+			DismissStaleReviews:          p.DismissStaleReviews,
+			RequireCodeOwnerReviews:      p.RequireCodeOwnerReviews,
+			RequiredApprovingReviewCount: p.RequiredApprovals,
+		}
+	}
+	if _, _, err := f.api.Repositories.UpdateBranchProtection(ctx, owner, repo, p.Branch, req); err != nil {
+		return errf(err, "protecting "+p.Branch+" in", owner+"/"+repo)
+	}
+	return nil
+}
+
+func fromProtection(branch string, p *gh.Protection) *policy.Protection {
+	out := &policy.Protection{
+		Branch:           branch,
+		AllowForcePushes: p.GetAllowForcePushes().Enabled,
+		AllowDeletions:   p.GetAllowDeletions().Enabled,
+	}
+	if r := p.GetRequiredPullRequestReviews(); r != nil {
+		out.RequirePullRequest = true
+		out.DismissStaleReviews = r.DismissStaleReviews
+		out.RequireCodeOwnerReviews = r.RequireCodeOwnerReviews
+		out.RequiredApprovals = r.RequiredApprovingReviewCount
+	}
+	return out
+}
+
+// teamRole maps a team's repository permission to a role.
+func teamRole(t *gh.Team) policy.Role {
+	if t.Permission != nil && *t.Permission != "" {
+		return policy.Role(*t.Permission)
+	}
+	return rolePermissions(t.Permissions)
+}
+
+func userRole(u *gh.User) policy.Role {
+	if n := u.GetRoleName(); n != "" {
+		switch n {
+		case "read":
+			return policy.RolePull
+		case "write":
+			return policy.RolePush
+		}
+		return policy.Role(n)
+	}
+	return rolePermissions(u.Permissions)
+}
+
+func rolePermissions(p map[string]bool) policy.Role {
+	for _, r := range []policy.Role{policy.RoleAdmin, policy.RoleMaintain, policy.RolePush, policy.RoleTriage, policy.RolePull} {
+		if p[string(r)] {
+			return r
+		}
+	}
+	return policy.RolePull
+}
+
+func cloneAccess(a policy.Access) policy.Access {
+	out := policy.Access{}
+	if a.Teams != nil {
+		out.Teams = make(map[string]policy.Role, len(a.Teams))
+		for k, v := range a.Teams {
+			out.Teams[k] = v
+		}
+	}
+	if a.Collaborators != nil {
+		out.Collaborators = make(map[string]policy.Role, len(a.Collaborators))
+		for k, v := range a.Collaborators {
+			out.Collaborators[k] = v
+		}
+	}
+	if a.Protection != nil {
+		p := *a.Protection
+		out.Protection = &p
+	}
+	return out
+}

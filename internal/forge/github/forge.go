@@ -1,0 +1,504 @@
+package github
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	gh "github.com/google/go-github/v62/github"
+
+	"github.com/fleetbot-io/fleetbot/internal/gittree"
+	"github.com/fleetbot-io/fleetbot/internal/pr"
+)
+
+// DefaultAccessMaxAge is how long an observed repo access (teams, protection, collaborators)
+// is trusted before Access reads it again. Access does not move any ref, so the one
+// conditional read that proves a repo's content unchanged cannot prove its access unchanged;
+// re-reading three endpoints per repo on every run would triple the cost of a no-op.
+const DefaultAccessMaxAge = time.Hour
+
+// ManagedTopic marks the repos fleetbot manages; ListManaged finds them by it.
+const ManagedTopic = "fleetbot-managed"
+
+// ForgeOptions tune a Forge.
+type ForgeOptions struct {
+	// CacheDir keeps the per-repo snapshot cache on disk (one JSON file per repo), so that a
+	// no-op run in a new process also costs one conditional read per repo. "" keeps it in
+	// memory only.
+	CacheDir string
+	// AccessMaxAge is how long an observed access is reused (default DefaultAccessMaxAge;
+	// negative: always read).
+	AccessMaxAge time.Duration
+	// Login is the account fleetbot commits as ("fleetbot[bot]" for an App); it tells
+	// fleetbot's own commits from a human's. "" looks it up once (GET /user) when needed.
+	Login string
+	// Logger receives debug logs; nil discards.
+	Logger *slog.Logger
+	// Now is the clock of the access cache (default time.Now).
+	Now func() time.Time
+}
+
+// Forge is fleetbot's GitHub forge: it implements reconcile.Forge (pr.Forge, ListManaged,
+// Access, SetAccess) over one Client, that is one installation or token, with the cost rules of
+// DESIGN §5: a Snapshot of an unchanged repo is one conditional request, a changed repo is
+// written with the Git Data API (one tree, one commit, one ref move) and every write goes
+// through the installation's budget. Its methods are safe for concurrent use; the calls on one
+// repo are serialised.
+type Forge struct {
+	c    *Client
+	api  *gh.Client
+	opts ForgeOptions
+	log  *slog.Logger
+
+	mu    sync.Mutex
+	repos map[string]*repoEntry
+
+	loginOnce sync.Once
+	login     string
+}
+
+// repoEntry is one repo's cached state behind its own lock.
+type repoEntry struct {
+	mu sync.Mutex
+	st *repoState // nil until loaded
+	// loaded is true once the disk cache was consulted.
+	loaded bool
+	// fresh is true when st.PR was read from GitHub by this process since the last
+	// snapshot; false when the snapshot was answered from the cache (a 304) and a human may
+	// have closed the PR since.
+	fresh bool
+	// commits remembers the commits this process wrote, for SetBranch to update the cache.
+	commits map[string]*written
+	// pendingProtection is applied once the default branch exists (new repos).
+	pendingProtection bool
+}
+
+type written struct {
+	commit pr.Commit
+	files  gittree.Listing // nil when unknown
+}
+
+// NewForge returns the GitHub forge over c.
+func NewForge(c *Client, opts ForgeOptions) *Forge {
+	if opts.AccessMaxAge == 0 {
+		opts.AccessMaxAge = DefaultAccessMaxAge
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Forge{c: c, api: c.API(), opts: opts, log: log.With("forge", "github"), repos: map[string]*repoEntry{}, login: opts.Login}
+}
+
+// Client returns the client the forge writes through, for its statistics.
+func (f *Forge) Client() *Client { return f.c }
+
+// entry returns the locked cache entry of a repo; call the returned unlock when done.
+func (f *Forge) entry(owner, repo string) (*repoEntry, func()) {
+	key := strings.ToLower(owner + "/" + repo)
+	f.mu.Lock()
+	e, ok := f.repos[key]
+	if !ok {
+		e = &repoEntry{commits: map[string]*written{}}
+		f.repos[key] = e
+	}
+	f.mu.Unlock()
+	e.mu.Lock()
+	if !e.loaded {
+		e.loaded = true
+		e.st = f.loadState(owner, repo)
+	}
+	return e, e.mu.Unlock
+}
+
+// errf wraps a GitHub error with what was attempted on which repo. A rate limit that lifts
+// too late is also pr.ErrDeferred: the repo is left for the next run, not failed.
+func errf(err error, op, repo string) error {
+	if err == nil {
+		return nil
+	}
+	w := Wrap(err, op, repo)
+	if Classify(err) == RateLimited {
+		return fmt.Errorf("%w: %w", pr.ErrDeferred, w)
+	}
+	return w
+}
+
+func statusOf(resp *gh.Response) int {
+	if resp == nil || resp.Response == nil {
+		return 0
+	}
+	return resp.StatusCode
+}
+
+// Commit implements pr.Forge with the Git Data API: one tree (inline content on top of
+// BaseTree, deletions as sha null) and one commit with no author, so GitHub authors it as the
+// app and marks it verified. An empty repo (no branch at all) accepts no Git Data call, so its
+// root commit is preceded by one Contents API call that creates the default branch; SetBranch
+// then replaces that placeholder commit once.
+func (f *Forge) Commit(ctx context.Context, owner, repo string, nc pr.NewCommit) (pr.Commit, error) {
+	full := owner + "/" + repo
+	e, unlock := f.entry(owner, repo)
+	defer unlock()
+	st := e.state()
+	if nc.Parent == "" && st.Empty {
+		if err := f.bootstrapEmpty(ctx, owner, repo, e, nc); err != nil {
+			return pr.Commit{}, err
+		}
+	}
+	var files gittree.Listing
+	switch {
+	case nc.BaseTree == "":
+		files = gittree.Listing{}
+	case st.Base != nil && st.Base.Tree == nc.BaseTree && st.Files != nil:
+		files = st.Files.Clone()
+	}
+	entries := make([]*gh.TreeEntry, 0, len(nc.Changes))
+	for _, ch := range nc.Changes {
+		path := ch.Path
+		if ch.Delete {
+			entries = append(entries, &gh.TreeEntry{Path: &path, Mode: gh.String("100644"), Type: gh.String("blob")})
+			if files != nil {
+				delete(files, path)
+			}
+			continue
+		}
+		mode := ch.Mode
+		if mode == 0 {
+			mode = gittree.ModeFile
+		}
+		te := &gh.TreeEntry{Path: &path, Mode: gh.String(fmt.Sprintf("%06o", uint32(mode))), Type: gh.String("blob")}
+		if isText(ch.Content) {
+			te.Content = gh.String(string(ch.Content))
+		} else {
+			// Inline content is a JSON string; binary files need a base64 blob first.
+			b, _, err := f.api.Git.CreateBlob(ctx, owner, repo, &gh.Blob{Content: gh.String(encodeBase64(ch.Content)), Encoding: gh.String("base64")})
+			if err != nil {
+				return pr.Commit{}, errf(err, "creating blob "+path+" in", full)
+			}
+			te.SHA = b.SHA
+		}
+		entries = append(entries, te)
+		if files != nil {
+			files[path] = gittree.Entry{Mode: mode, Hash: gittree.BlobHash(ch.Content)}
+		}
+	}
+	tree := nc.BaseTree
+	if len(entries) > 0 || tree == "" {
+		t, _, err := f.api.Git.CreateTree(ctx, owner, repo, nc.BaseTree, entries)
+		if err != nil {
+			return pr.Commit{}, errf(err, "creating tree in", full)
+		}
+		tree = t.GetSHA()
+	}
+	in := &gh.Commit{Message: gh.String(nc.Message), Tree: &gh.Tree{SHA: gh.String(tree)}}
+	if nc.Parent != "" {
+		in.Parents = []*gh.Commit{{SHA: gh.String(nc.Parent)}}
+	}
+	c, _, err := f.api.Git.CreateCommit(ctx, owner, repo, in, nil)
+	if err != nil {
+		return pr.Commit{}, errf(err, "creating commit in", full)
+	}
+	out := pr.Commit{SHA: c.GetSHA(), Tree: c.GetTree().GetSHA(), Message: c.GetMessage(), ByBot: true}
+	if out.Tree == "" {
+		out.Tree = tree
+	}
+	if nc.Parent != "" {
+		out.Parents = []string{nc.Parent}
+	}
+	e.commits[out.SHA] = &written{commit: out, files: files}
+	return out, nil
+}
+
+// bootstrapEmpty creates the default branch of an empty repo with one Contents API call
+// (README.md, or a placeholder): the Git Data API refuses to work on a repo without commits.
+func (f *Forge) bootstrapEmpty(ctx context.Context, owner, repo string, e *repoEntry, nc pr.NewCommit) error {
+	st := e.state()
+	content := []byte("# " + repo + "\n")
+	for _, ch := range nc.Changes {
+		if ch.Path == "README.md" && !ch.Delete {
+			content = ch.Content
+		}
+	}
+	branch := st.DefaultBranch
+	res, _, err := f.api.Repositories.CreateFile(ctx, owner, repo, "README.md", &gh.RepositoryContentFileOptions{
+		Message: gh.String("fleetbot: initialise empty repository"),
+		Content: content,
+		Branch:  gh.String(branch),
+	})
+	if err != nil {
+		return errf(err, "initialising empty repo", owner+"/"+repo)
+	}
+	st.Empty = false
+	st.Placeholder = res.Commit.GetSHA()
+	if st.Branches == nil {
+		st.Branches = map[string]string{}
+	}
+	st.Branches[branch] = st.Placeholder
+	st.Base, st.Files = nil, nil
+	st.RefsETag = ""
+	return nil
+}
+
+// SetBranch implements pr.Forge: POST a missing ref, PATCH an existing one. Only fleetbot's
+// own bot branch is ever forced (pr passes force for it alone), and the default branch once,
+// when it still points at the placeholder commit of an empty-repo bootstrap.
+func (f *Forge) SetBranch(ctx context.Context, owner, repo, branch, sha string, force bool) error {
+	full := owner + "/" + repo
+	e, unlock := f.entry(owner, repo)
+	defer unlock()
+	st := e.state()
+	cur, exists := st.Branches[branch]
+	bootstrap := exists && cur != "" && cur == st.Placeholder && branch == st.DefaultBranch
+	ref := &gh.Reference{Ref: gh.String("refs/heads/" + branch), Object: &gh.GitObject{SHA: gh.String(sha)}}
+	if !exists {
+		_, resp, err := f.api.Git.CreateRef(ctx, owner, repo, ref)
+		if err != nil && statusOf(resp) == http.StatusUnprocessableEntity && strings.Contains(strings.ToLower(errMessage(err)), "already exists") {
+			// Our view was stale: the branch exists. Move it as asked.
+			exists = true
+		} else if err != nil {
+			return errf(err, "creating branch "+branch+" in", full)
+		}
+	}
+	if exists {
+		if _, _, err := f.api.Git.UpdateRef(ctx, owner, repo, ref, force || bootstrap); err != nil {
+			return errf(err, "moving branch "+branch+" in", full)
+		}
+	}
+	if st.Branches == nil {
+		st.Branches = map[string]string{}
+	}
+	st.Branches[branch] = sha
+	w := e.commits[sha]
+	switch branch {
+	case st.DefaultBranch:
+		if w != nil && w.files != nil {
+			c := w.commit
+			st.Base, st.Files = &c, w.files
+		} else {
+			st.Base, st.Files = nil, nil
+		}
+		if bootstrap {
+			st.Placeholder = ""
+			if err := f.afterBootstrap(ctx, owner, repo, e); err != nil {
+				return err
+			}
+		}
+	case st.BotBranch:
+		if w != nil {
+			c := w.commit
+			st.Bot = &c
+		} else {
+			st.Bot = nil
+		}
+	}
+	f.saveState(owner, repo, st)
+	return nil
+}
+
+// afterBootstrap finishes a new repo once its default branch exists: the default branch
+// setting and branch protection, which GitHub only accepts on an existing branch.
+func (f *Forge) afterBootstrap(ctx context.Context, owner, repo string, e *repoEntry) error {
+	st := e.state()
+	full := owner + "/" + repo
+	if st.RepoDefault != "" && st.RepoDefault != st.DefaultBranch {
+		if _, _, err := f.api.Repositories.Edit(ctx, owner, repo, &gh.Repository{DefaultBranch: gh.String(st.DefaultBranch)}); err != nil {
+			return errf(err, "setting the default branch of", full)
+		}
+		st.RepoDefault = st.DefaultBranch
+	}
+	if e.pendingProtection && st.Access != nil && st.Access.Protection != nil {
+		if err := f.protect(ctx, owner, repo, st.Access.Protection); err != nil {
+			return err
+		}
+		e.pendingProtection = false
+	}
+	return nil
+}
+
+// DeleteBranch implements pr.Forge; a missing branch is not an error.
+func (f *Forge) DeleteBranch(ctx context.Context, owner, repo, branch string) error {
+	e, unlock := f.entry(owner, repo)
+	defer unlock()
+	st := e.state()
+	resp, err := f.api.Git.DeleteRef(ctx, owner, repo, "refs/heads/"+branch)
+	if err != nil && statusOf(resp) != http.StatusUnprocessableEntity && !IsNotFound(err) {
+		return errf(err, "deleting branch "+branch+" in", owner+"/"+repo)
+	}
+	delete(st.Branches, branch)
+	if branch == st.BotBranch {
+		st.Bot = nil
+	}
+	f.saveState(owner, repo, st)
+	return nil
+}
+
+// OpenPR implements pr.Forge: one POST, plus one to add labels when there are any, plus the
+// auto-merge mutation when asked.
+func (f *Forge) OpenPR(ctx context.Context, owner, repo string, np pr.NewPR) (*pr.PullRequest, error) {
+	full := owner + "/" + repo
+	e, unlock := f.entry(owner, repo)
+	defer unlock()
+	st := e.state()
+	p, _, err := f.api.PullRequests.Create(ctx, owner, repo, &gh.NewPullRequest{
+		Title: gh.String(np.Title), Head: gh.String(np.Head), Base: gh.String(np.Base), Body: gh.String(np.Body),
+		MaintainerCanModify: gh.Bool(false),
+	})
+	if err != nil {
+		return nil, errf(err, "opening pull request in", full)
+	}
+	out := toPR(p)
+	st.PR, e.fresh = out, true
+	f.saveState(owner, repo, st)
+	if len(np.Labels) > 0 {
+		if _, _, err := f.api.Issues.AddLabelsToIssue(ctx, owner, repo, out.Number, np.Labels); err != nil {
+			return out, errf(err, fmt.Sprintf("labelling pull request #%d in", out.Number), full)
+		}
+	}
+	if np.AutoMerge {
+		if err := f.enableAutoMerge(ctx, p.GetNodeID()); err != nil {
+			return out, errf(err, fmt.Sprintf("enabling auto-merge of pull request #%d in", out.Number), full)
+		}
+	}
+	return out, nil
+}
+
+// UpdatePR implements pr.Forge. It writes nothing when title and body are already those.
+func (f *Forge) UpdatePR(ctx context.Context, owner, repo string, number int, title, body string) error {
+	e, unlock := f.entry(owner, repo)
+	defer unlock()
+	st := e.state()
+	if p := st.PR; p != nil && p.Number == number && p.Title == title && p.Body == body && p.State == pr.StateOpen {
+		return nil
+	}
+	p, _, err := f.api.PullRequests.Edit(ctx, owner, repo, number, &gh.PullRequest{Title: gh.String(title), Body: gh.String(body)})
+	if err != nil {
+		return errf(err, fmt.Sprintf("updating pull request #%d in", number), owner+"/"+repo)
+	}
+	st.PR, e.fresh = toPR(p), true
+	f.saveState(owner, repo, st)
+	return nil
+}
+
+// ClosePR implements pr.Forge: a comment, then the close.
+func (f *Forge) ClosePR(ctx context.Context, owner, repo string, number int, comment string) error {
+	full := owner + "/" + repo
+	e, unlock := f.entry(owner, repo)
+	defer unlock()
+	st := e.state()
+	if comment != "" {
+		if _, _, err := f.api.Issues.CreateComment(ctx, owner, repo, number, &gh.IssueComment{Body: gh.String(comment)}); err != nil {
+			return errf(err, fmt.Sprintf("commenting on pull request #%d in", number), full)
+		}
+	}
+	p, _, err := f.api.PullRequests.Edit(ctx, owner, repo, number, &gh.PullRequest{State: gh.String("closed")})
+	if err != nil {
+		return errf(err, fmt.Sprintf("closing pull request #%d in", number), full)
+	}
+	st.PR, e.fresh = toPR(p), true
+	f.saveState(owner, repo, st)
+	return nil
+}
+
+// Comment implements pr.Forge.
+func (f *Forge) Comment(ctx context.Context, owner, repo string, number int, body string) error {
+	_, _, err := f.api.Issues.CreateComment(ctx, owner, repo, number, &gh.IssueComment{Body: gh.String(body)})
+	return errf(err, fmt.Sprintf("commenting on pull request #%d in", number), owner+"/"+repo)
+}
+
+// BeforeWrite is called by reconcile before it executes a decision that writes. It returns an
+// error wrapping pr.ErrStale when the decision was made on a cached pull request that GitHub
+// now reports differently (closed by hand since), and one wrapping pr.ErrDeferred when the
+// installation's content-creation budget cannot afford the repo's writes within the wait the
+// client accepts: the repo is then left for the next run instead of being started and stopped
+// half-way.
+func (f *Forge) BeforeWrite(ctx context.Context, d *pr.Decision) error {
+	if err := f.checkPR(ctx, d.Owner, d.Repo); err != nil {
+		return err
+	}
+	n := ContentWrites(d)
+	if ok, wait := f.c.Budget().Afford(n); !ok {
+		return fmt.Errorf("%w: %s/%s needs %d content-creating requests; the write budget has room for them in %s",
+			pr.ErrDeferred, d.Owner, d.Repo, n, wait.Round(time.Second))
+	}
+	return nil
+}
+
+// checkPR re-reads an open pull request known only from the cache (one conditional read),
+// since closing a PR moves no ref and so escapes the snapshot's one read.
+func (f *Forge) checkPR(ctx context.Context, owner, repo string) error {
+	e, unlock := f.entry(owner, repo)
+	defer unlock()
+	st := e.state()
+	if e.fresh || st.PR == nil || st.PR.State != pr.StateOpen {
+		return nil
+	}
+	p, _, err := f.api.PullRequests.Get(ctx, owner, repo, st.PR.Number)
+	if err != nil {
+		return errf(err, fmt.Sprintf("reading pull request #%d of", st.PR.Number), owner+"/"+repo)
+	}
+	got := toPR(p)
+	e.fresh = true
+	if got.State == st.PR.State && got.HeadSHA == st.PR.HeadSHA {
+		return nil
+	}
+	st.PR = got
+	f.saveState(owner, repo, st)
+	return fmt.Errorf("%w: pull request #%d of %s/%s is now %s", pr.ErrStale, got.Number, owner, repo, got.State)
+}
+
+// ContentWrites estimates how many content-creating requests (as the client's budget counts
+// them) executing d costs.
+func ContentWrites(d *pr.Decision) int {
+	n := 0
+	if d.CreateRepo {
+		n++ // POST /orgs/{org}/repos
+	}
+	if len(d.Bootstrap) > 0 {
+		n += 4 // contents PUT, tree, commit, ref
+	}
+	if d.PushBranch {
+		n += 3 // tree, commit, ref
+	}
+	if d.OpenPR {
+		n++
+	}
+	if d.Block {
+		n++ // comment
+	}
+	if d.ClosePR {
+		n++ // comment
+	}
+	return n
+}
+
+func toPR(p *gh.PullRequest) *pr.PullRequest {
+	out := &pr.PullRequest{
+		Number: p.GetNumber(), State: p.GetState(), Head: p.GetHead().GetRef(), Base: p.GetBase().GetRef(),
+		Title: p.GetTitle(), Body: p.GetBody(), URL: p.GetHTMLURL(), HeadSHA: p.GetHead().GetSHA(),
+	}
+	if p.GetMerged() || p.MergedAt != nil {
+		out.State = pr.StateMerged
+	}
+	return out
+}
+
+func errMessage(err error) string {
+	var er *gh.ErrorResponse
+	if errors.As(err, &er) {
+		s := er.Message
+		for _, e := range er.Errors {
+			s += " " + e.Message
+		}
+		return s
+	}
+	return err.Error()
+}

@@ -1,0 +1,188 @@
+package github
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	gh "github.com/google/go-github/v62/github"
+
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/policy"
+	"github.com/fleetbot-io/fleetbot/internal/pr"
+)
+
+// description is the description fleetbot gives the repos it creates; ListManaged reads the
+// kind and name back from its marker.
+func description(kind fanout.Kind, name string) string {
+	return fmt.Sprintf("fleetbot manages this repo for %s %s; change it through the control repo (fleetbot:%s/%s)", kind, name, kind, name)
+}
+
+var markerRE = regexp.MustCompile(`fleetbot:(cluster|workspace)/([A-Za-z0-9._-]+)`)
+
+// kindTopic is the topic naming a managed repo's kind.
+func kindTopic(k fanout.Kind) string { return "fleetbot-" + string(k) }
+
+// CreateRepo implements pr.Forge: an empty repo in the org (or the authenticated user's
+// account) with the platform's visibility, fleetbot's description and topics, and the team
+// roles of spec.Access. Branch protection needs a branch, so it is set when the bootstrap
+// commit lands (SetBranch).
+//
+// GitHub API docs: https://docs.github.com/rest/repos/repos#create-an-organization-repository
+func (f *Forge) CreateRepo(ctx context.Context, spec pr.RepoSpec) error {
+	full := spec.Owner + "/" + spec.Repo
+	e, unlock := f.entry(spec.Owner, spec.Repo)
+	defer unlock()
+	in := &gh.Repository{
+		Name:        gh.String(spec.Repo),
+		Description: gh.String(description(spec.Kind, spec.Name)),
+		AutoInit:    gh.Bool(false),
+		HasWiki:     gh.Bool(false),
+		HasProjects: gh.Bool(false),
+	}
+	switch spec.Visibility {
+	case "", "private":
+		in.Private = gh.Bool(true)
+	case "public":
+		in.Private = gh.Bool(false)
+	default:
+		in.Visibility = gh.String(spec.Visibility)
+	}
+	org := spec.Owner
+	if strings.EqualFold(spec.Owner, f.selfLogin(ctx)) {
+		org = "" // the authenticated user's own account: POST /user/repos
+	}
+	r, _, err := f.api.Repositories.Create(ctx, org, in)
+	if err != nil {
+		return errf(err, "creating repo", full)
+	}
+	st := &repoState{
+		Version: cacheVersion, DefaultBranch: spec.DefaultBranch, Empty: true, PRRead: true,
+		RepoDefault: r.GetDefaultBranch(),
+	}
+	e.st, e.fresh = st, true
+	topics := []string{ManagedTopic, kindTopic(spec.Kind)}
+	if _, _, err := f.api.Repositories.ReplaceAllTopics(ctx, spec.Owner, spec.Repo, topics); err != nil {
+		return errf(err, "setting the topics of", full)
+	}
+	access := spec.Access
+	if err := f.grantTeams(ctx, spec.Owner, spec.Repo, access.Teams, nil); err != nil {
+		return err
+	}
+	observed := policy.Access{Teams: access.Teams, Protection: access.Protection}
+	st.Access, st.AccessAt = &observed, f.opts.Now().Unix()
+	e.pendingProtection = access.Protection != nil
+	f.saveState(spec.Owner, spec.Repo, st)
+	f.log.Debug("created repo", "repo", full)
+	return nil
+}
+
+// ListManaged implements reconcile.Forge: the repos of owner carrying the fleetbot-managed
+// topic, one paginated (and ETag-cached) listing per run, not one request per repo.
+//
+// GitHub API docs: https://docs.github.com/rest/repos/repos#list-organization-repositories
+func (f *Forge) ListManaged(ctx context.Context, owner string) ([]pr.ManagedRepo, error) {
+	var all []*gh.Repository
+	orgOpts := &gh.RepositoryListByOrgOptions{Type: "all", Sort: "full_name", ListOptions: gh.ListOptions{PerPage: 100}}
+	for {
+		rs, resp, err := f.api.Repositories.ListByOrg(ctx, owner, orgOpts)
+		if IsNotFound(err) && orgOpts.Page == 0 {
+			return f.listUserManaged(ctx, owner)
+		}
+		if err != nil {
+			return nil, errf(err, "listing the repos of", owner)
+		}
+		all = append(all, rs...)
+		if resp.NextPage == 0 {
+			break
+		}
+		orgOpts.Page = resp.NextPage
+	}
+	return managed(all), nil
+}
+
+func (f *Forge) listUserManaged(ctx context.Context, owner string) ([]pr.ManagedRepo, error) {
+	var all []*gh.Repository
+	opts := &gh.RepositoryListByUserOptions{Type: "owner", Sort: "full_name", ListOptions: gh.ListOptions{PerPage: 100}}
+	for {
+		rs, resp, err := f.api.Repositories.ListByUser(ctx, owner, opts)
+		if err != nil {
+			return nil, errf(err, "listing the repos of", owner)
+		}
+		all = append(all, rs...)
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	return managed(all), nil
+}
+
+// managed keeps the repos fleetbot manages, with their kind and name.
+func managed(rs []*gh.Repository) []pr.ManagedRepo {
+	var out []pr.ManagedRepo
+	for _, r := range rs {
+		var kind fanout.Kind
+		ok := false
+		for _, t := range r.Topics {
+			switch t {
+			case ManagedTopic:
+				ok = true
+			case kindTopic(fanout.KindCluster):
+				kind = fanout.KindCluster
+			case kindTopic(fanout.KindWorkspace):
+				kind = fanout.KindWorkspace
+			}
+		}
+		if !ok || r.GetArchived() {
+			continue
+		}
+		name := ""
+		if m := markerRE.FindStringSubmatch(r.GetDescription()); m != nil {
+			kind, name = fanout.Kind(m[1]), m[2]
+		}
+		if kind == "" {
+			continue
+		}
+		if name == "" {
+			name = strings.TrimPrefix(r.GetName(), string(kind)+"-")
+		}
+		out = append(out, pr.ManagedRepo{Kind: kind, Name: name, Repo: r.GetName()})
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Repo < out[b].Repo })
+	return out
+}
+
+// enableAutoMerge turns on GitHub auto-merge for a pull request (GraphQL only).
+//
+// GitHub API docs: https://docs.github.com/graphql/reference/mutations#enablepullrequestautomerge
+func (f *Forge) enableAutoMerge(ctx context.Context, nodeID string) error {
+	u := *f.api.BaseURL
+	if strings.HasSuffix(u.Path, "/api/v3/") {
+		u.Path = strings.TrimSuffix(u.Path, "v3/") + "graphql"
+	} else {
+		u.Path = strings.TrimSuffix(u.Path, "/") + "/graphql"
+	}
+	body := map[string]any{
+		"query":     `mutation($id: ID!) { enablePullRequestAutoMerge(input: {pullRequestId: $id}) { pullRequest { number } } }`,
+		"variables": map[string]any{"id": nodeID},
+	}
+	req, err := f.api.NewRequest("POST", u.String(), body)
+	if err != nil {
+		return err
+	}
+	var out struct {
+		Errors []struct {
+			Message string `json:"message"`
+		} `json:"errors"`
+	}
+	if _, err := f.api.Do(ctx, req, &out); err != nil {
+		return err
+	}
+	if len(out.Errors) > 0 {
+		return fmt.Errorf("GraphQL: %s", out.Errors[0].Message)
+	}
+	return nil
+}
