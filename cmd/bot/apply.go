@@ -42,7 +42,7 @@ embedded local forge at ` + defaultLocalForge + `.`,
 			if spec == "" {
 				spec = defaultLocalForge
 			}
-			forge, closeForge, err := a.openForge(spec, false, log)
+			forge, closeForge, err := a.openForge(cmd.Context(), spec, f.repo.Platform.Spec.Owner, false, log)
 			if err != nil {
 				return err
 			}
@@ -77,7 +77,7 @@ func (a *app) forgePlan(cmd *cobra.Command, f *fleet, format string, allowRemova
 	if err != nil {
 		return false, err
 	}
-	forge, closeForge, err := a.openForge(a.forge, true, log)
+	forge, closeForge, err := a.openForge(cmd.Context(), a.forge, f.repo.Platform.Spec.Owner, true, log)
 	if err != nil {
 		return false, err
 	}

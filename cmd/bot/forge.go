@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -13,10 +14,10 @@ import (
 // embedded local forge, so fleetbot runs with no GitHub at all.
 const defaultLocalForge = "local:.fleetbot/forge"
 
-// openForge opens the forge named by spec ("local:PATH" or "github").
-// readOnly forges refuse writes (plan); the returned close releases locks
-// and connections.
-func (a *app) openForge(spec string, readOnly bool, log *slog.Logger) (reconcile.Forge, func() error, error) {
+// openForge opens the forge named by spec ("local:PATH" or "github") for
+// the target repos of owner. readOnly forges refuse writes (plan); the
+// returned close releases locks and connections.
+func (a *app) openForge(ctx context.Context, spec, owner string, readOnly bool, log *slog.Logger) (reconcile.Forge, func() error, error) {
 	switch {
 	case strings.HasPrefix(spec, "local:"):
 		path := strings.TrimPrefix(spec, "local:")
@@ -29,7 +30,7 @@ func (a *app) openForge(spec string, readOnly bool, log *slog.Logger) (reconcile
 		}
 		return f, f.Close, nil
 	case spec == "github":
-		return a.openGitHub(readOnly, log)
+		return a.openGitHub(ctx, owner, readOnly, log)
 	default:
 		return nil, nil, fmt.Errorf(`--forge %q: want "local:PATH" or "github"`, spec)
 	}

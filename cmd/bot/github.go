@@ -1,13 +1,133 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 
+	"github.com/spf13/pflag"
+
+	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 )
 
-// openGitHub builds the GitHub forge from flags and environment.
-func (a *app) openGitHub(readOnly bool, log *slog.Logger) (reconcile.Forge, func() error, error) {
-	return nil, nil, errors.New("--forge github is not available in this build yet; use --forge local:PATH")
+// githubFlags configure --forge github. Every credential can come from the
+// environment, where CI systems keep them; a flag wins over its variable.
+type githubFlags struct {
+	apiURL     string
+	appID      string
+	appKeyFile string
+	perMinute  int
+	perHour    int
+	maxWait    time.Duration
+	cacheDir   string
+}
+
+// register adds the GitHub flags to fs.
+func (g *githubFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&g.apiURL, "github-url", "", "GitHub REST API URL, for GitHub Enterprise: https://HOST/api/v3/ (env GITHUB_API_URL; default https://api.github.com/)")
+	fs.StringVar(&g.appID, "app-id", "", "GitHub App id (env FLEETBOT_APP_ID); with --app-key, fleetbot acts as the App's installation on the platform owner")
+	fs.StringVar(&g.appKeyFile, "app-key", "", "PEM file with the GitHub App private key (env FLEETBOT_APP_KEY_FILE, or the PEM itself in FLEETBOT_APP_KEY)")
+	fs.IntVar(&g.perMinute, "content-per-minute", ghforge.DefaultPerMinute, "content-creating GitHub requests allowed per rolling minute")
+	fs.IntVar(&g.perHour, "content-per-hour", ghforge.DefaultPerHour, "content-creating GitHub requests allowed per rolling hour")
+	fs.DurationVar(&g.maxWait, "max-wait", ghforge.DefaultMaxWait, "longest wait for a GitHub limit; a repo whose writes would wait longer is deferred to the next run")
+	fs.StringVar(&g.cacheDir, "github-cache", "", `snapshot cache directory (default: the user cache dir; "off" keeps it in memory)`)
+}
+
+// githubConfig resolves flags and environment into a client configuration
+// for the installation on owner. It never logs or echoes a credential.
+func (g *githubFlags) config(owner string, readOnly bool, log *slog.Logger) (ghforge.Config, error) {
+	cfg := ghforge.Config{
+		APIURL: firstNonEmpty(g.apiURL, os.Getenv("GITHUB_API_URL")), Owner: owner, ReadOnly: readOnly, Logger: log,
+		Budget: ghforge.BudgetConfig{PerMinute: g.perMinute, PerHour: g.perHour, MaxWait: g.maxWait},
+	}
+	if cfg.APIURL != "" && !strings.HasSuffix(cfg.APIURL, "/") {
+		cfg.APIURL += "/"
+	}
+	appID := firstNonEmpty(g.appID, os.Getenv("FLEETBOT_APP_ID"))
+	keyFile := firstNonEmpty(g.appKeyFile, os.Getenv("FLEETBOT_APP_KEY_FILE"))
+	key := os.Getenv("FLEETBOT_APP_KEY")
+	token := os.Getenv("GITHUB_TOKEN")
+	switch {
+	case appID != "":
+		id, err := strconv.ParseInt(appID, 10, 64)
+		if err != nil || id <= 0 {
+			return cfg, fmt.Errorf("--app-id %q: want the numeric GitHub App id", appID)
+		}
+		cfg.AppID = id
+		switch {
+		case keyFile != "":
+			b, err := os.ReadFile(keyFile)
+			if err != nil {
+				return cfg, fmt.Errorf("reading the GitHub App private key: %w", err)
+			}
+			cfg.PrivateKey = b
+		case key != "":
+			cfg.PrivateKey = []byte(key)
+		default:
+			return cfg, errors.New("--app-id needs the App's private key: --app-key FILE, FLEETBOT_APP_KEY_FILE or FLEETBOT_APP_KEY")
+		}
+	case token != "":
+		cfg.Token = token
+	default:
+		return cfg, errors.New("--forge github needs credentials: a GitHub App (--app-id and --app-key, or FLEETBOT_APP_ID and FLEETBOT_APP_KEY_FILE) or a token in GITHUB_TOKEN")
+	}
+	return cfg, nil
+}
+
+// cache returns the snapshot cache directory for apiURL, "" for none.
+func (g *githubFlags) cache(apiURL string) string {
+	switch g.cacheDir {
+	case "off", "none":
+		return ""
+	case "":
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		host := "api.github.com"
+		if u, err := url.Parse(apiURL); err == nil && u.Host != "" {
+			host = u.Host
+		}
+		return filepath.Join(base, "fleetbot", "github", strings.ReplaceAll(host, ":", "_"))
+	}
+	return g.cacheDir
+}
+
+// openGitHub builds the GitHub forge for the installation on owner. A
+// read-only forge (plan) refuses every write in its HTTP transport. The
+// returned close prints the run's GitHub request counts on stderr.
+func (a *app) openGitHub(ctx context.Context, owner string, readOnly bool, log *slog.Logger) (reconcile.Forge, func() error, error) {
+	cfg, err := a.github.config(owner, readOnly, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := ghforge.New(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	f := ghforge.NewForge(c, ghforge.ForgeOptions{CacheDir: a.github.cache(cfg.APIURL), Logger: log})
+	closeFn := func() error {
+		s := c.Stats()
+		fmt.Fprintf(a.stderr, "github: %d reads (%d answered 304), %d writes (%d content-creating); waited %s for limits\n",
+			s.Requests.Reads, s.Requests.NotModified, s.Requests.Writes, s.Requests.ContentWrites, s.Budget.Waited.Round(time.Millisecond))
+		return nil
+	}
+	return f, closeFn, nil
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }

@@ -62,6 +62,7 @@ type app struct {
 	forge    string
 	logLevel string
 	logJSON  bool
+	github   githubFlags
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -80,6 +81,7 @@ applies what lands.`,
 	pf.StringVar(&a.forge, "forge", "", `where target repos live: "local:PATH" (git repos on disk) or "github"`)
 	pf.StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
 	pf.BoolVar(&a.logJSON, "log-json", false, "log as JSON lines instead of text")
+	a.github.register(pf)
 	root.AddCommand(
 		a.validateCommand(),
 		a.renderCommand(),

@@ -277,6 +277,9 @@ func (f *Forge) SetBranch(ctx context.Context, owner, repo, branch, sha string, 
 		st.Branches = map[string]string{}
 	}
 	st.Branches[branch] = sha
+	if st.BotBranch == "" && force && branch != st.DefaultBranch {
+		st.BotBranch = branch // a repo created in this run: pr forces only the bot branch
+	}
 	w := e.commits[sha]
 	switch branch {
 	case st.DefaultBranch:
