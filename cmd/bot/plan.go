@@ -105,13 +105,16 @@ func buildDesiredPlan(f *fleet) (desiredPlan, error) {
 		}
 		var objs []manifest.Object
 		for _, path := range d.Files {
+			if !manifest.IsManifestPath(path) {
+				continue
+			}
 			o, err := manifest.Parse(t.Files[path])
 			if err != nil {
 				return p, fmt.Errorf("%s: rendered %s does not parse: %w", t.FullName(), path, err)
 			}
 			objs = append(objs, o...)
 		}
-		d.Objects = manifest.CountByKind(objs)
+		d.Objects = manifest.CountByKind(manifest.OnCluster(objs))
 		for team, role := range t.Access.Teams {
 			d.Teams[team] = string(role)
 		}

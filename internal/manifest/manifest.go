@@ -150,3 +150,21 @@ func FormatCounts(counts map[string]int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// IsManifestPath reports whether a file path holds YAML objects.
+func IsManifestPath(p string) bool {
+	return strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")
+}
+
+// OnCluster drops kustomize's own build config (kustomization.yaml files):
+// it is not an object that reaches a cluster, so plans do not count it.
+// It returns nil when nothing is left.
+func OnCluster(objs []Object) []Object {
+	var out []Object
+	for _, o := range objs {
+		if !strings.HasPrefix(o.APIVersion, "kustomize.config.k8s.io/") {
+			out = append(out, o)
+		}
+	}
+	return out
+}

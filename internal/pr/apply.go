@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/manifest"
 )
 
 // Plan reads one snapshot of the target repo and decides what to do. It
@@ -30,7 +31,7 @@ func Plan(ctx context.Context, f Forge, t *fanout.Target, o Options) (*Decision,
 	if d.PushBranch || d.OpenPR || d.UpdatePR {
 		old := map[string][]byte{}
 		for _, fc := range d.Files {
-			if fc.Op == FileAdded || !isManifest(fc.Path) {
+			if fc.Op == FileAdded || !manifest.IsManifestPath(fc.Path) {
 				continue
 			}
 			b, err := f.Blob(ctx, t.Owner, t.Repo, fc.OldHash)

@@ -1,9 +1,6 @@
 package pr
 
 import (
-	"path"
-	"strings"
-
 	"github.com/fleetbot-io/fleetbot/internal/manifest"
 )
 
@@ -44,7 +41,7 @@ func SummarizeObjects(c manifest.Changes) map[string]ObjectCounts {
 func DiffObjects(files []FileChange, old, new map[string][]byte) manifest.Changes {
 	before, after := map[string][]byte{}, map[string][]byte{}
 	for _, f := range files {
-		if !isManifest(f.Path) {
+		if !manifest.IsManifestPath(f.Path) {
 			continue
 		}
 		if f.Op != FileAdded {
@@ -55,26 +52,6 @@ func DiffObjects(files []FileChange, old, new map[string][]byte) manifest.Change
 		}
 	}
 	c := manifest.Diff(before, after)
-	c.Added, c.Changed, c.Removed = clusterObjects(c.Added), clusterObjects(c.Changed), clusterObjects(c.Removed)
+	c.Added, c.Changed, c.Removed = manifest.OnCluster(c.Added), manifest.OnCluster(c.Changed), manifest.OnCluster(c.Removed)
 	return c
-}
-
-// clusterObjects drops kustomize's own build config (kustomization.yaml):
-// it is not an object that reaches a cluster.
-func clusterObjects(objs []manifest.Object) []manifest.Object {
-	out := objs[:0]
-	for _, o := range objs {
-		if !strings.HasPrefix(o.APIVersion, "kustomize.config.k8s.io/") {
-			out = append(out, o)
-		}
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
-}
-
-func isManifest(p string) bool {
-	ext := path.Ext(p)
-	return ext == ".yaml" || ext == ".yml"
 }

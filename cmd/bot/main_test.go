@@ -1,0 +1,283 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// exampleControl is the example control repo every CLI test starts from.
+var exampleControl = filepath.Join("..", "..", "testdata", "control")
+
+// goldenDir holds the expected render of exampleControl, one folder per repo.
+var goldenDir = filepath.Join("..", "..", "testdata", "golden")
+
+// cli runs fleetbot with args and returns its exit status and output.
+func cli(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// copyControl copies the example control repo into a temp dir tests may edit.
+func copyControl(t *testing.T) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "control")
+	require.NoError(t, os.CopyFS(dst, os.DirFS(exampleControl)))
+	return dst
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+}
+
+func readTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out[filepath.ToSlash(rel)] = string(b)
+		return nil
+	}))
+	return out
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := cli(t, "version")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "fleetbot ")
+}
+
+func TestValidateExample(t *testing.T) {
+	code, out, errOut := cli(t, "validate", "--control", exampleControl)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "is valid: 4 cluster repo(s), 2 workspace repo(s), 4 app(s)")
+}
+
+func TestRenderProducesGoldenTrees(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, errOut := cli(t, "render", "--control", exampleControl, "--out", out)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, stdout, "rendered 6 repo(s)")
+
+	got := readTree(t, out)
+	want := readTree(t, goldenDir)
+	delete(want, "targets.json")
+	delete(got, renderMarker)
+	require.Equal(t, sortedKeys(want), sortedKeys(got), "rendered file set differs from testdata/golden (refresh with go test ./internal/fanout -update)")
+	for p, w := range want {
+		assert.Equal(t, w, got[p], "rendered %s differs from golden", p)
+	}
+
+	// A second render replaces its own earlier output.
+	code, _, errOut = cli(t, "render", "--control", exampleControl, "--out", out)
+	require.Equal(t, 0, code, errOut)
+}
+
+func TestRenderRefusesForeignNonEmptyDir(t *testing.T) {
+	out := t.TempDir()
+	writeFile(t, filepath.Join(out, "keep.txt"), "mine")
+	code, _, errOut := cli(t, "render", "--control", exampleControl, "--out", out)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "not written by fleetbot render")
+	assert.FileExists(t, filepath.Join(out, "keep.txt"))
+}
+
+func TestRenderNeedsOut(t *testing.T) {
+	code, _, errOut := cli(t, "render", "--control", exampleControl)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "--out is required")
+}
+
+// TestBadInputWritesNothing covers every bad input of the foundation issue
+// through the CLI: a non-zero exit, a message naming the file (and line) or
+// the object, and no output directory at all.
+func TestBadInputWritesNothing(t *testing.T) {
+	cases := []struct {
+		name  string
+		edit  func(t *testing.T, dir string)
+		wants []string
+	}{
+		{"unknown field", func(t *testing.T, dir string) {
+			appendTo(t, filepath.Join(dir, "clusters", "edge-1.yaml"), "  workspce: payments\n")
+		}, []string{"clusters/edge-1.yaml:", "workspce"}},
+		{"yaml syntax error", func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, "clusters", "broken.yaml"), "apiVersion: fleetbot.io/v1alpha1\nkind: Cluster\nmetadata: {name: [oops\n")
+		}, []string{"clusters/broken.yaml:"}},
+		{"missing platform.yaml", func(t *testing.T, dir string) {
+			require.NoError(t, os.Remove(filepath.Join(dir, "platform.yaml")))
+		}, []string{"platform.yaml"}},
+		{"two platforms", func(t *testing.T, dir string) {
+			b, err := os.ReadFile(filepath.Join(dir, "platform.yaml"))
+			require.NoError(t, err)
+			writeFile(t, filepath.Join(dir, "clusters", "platform2.yaml"), string(b))
+		}, []string{"clusters/platform2.yaml:", "Platform"}},
+		{"duplicate names", func(t *testing.T, dir string) {
+			b, err := os.ReadFile(filepath.Join(dir, "clusters", "edge-1.yaml"))
+			require.NoError(t, err)
+			writeFile(t, filepath.Join(dir, "clusters", "edge-1-copy.yaml"), string(b))
+		}, []string{"clusters/edge-1-copy.yaml:", "edge-1"}},
+		{"invalid name", func(t *testing.T, dir string) {
+			replaceIn(t, filepath.Join(dir, "clusters", "edge-1.yaml"), "name: edge-1", "name: Edge_1")
+		}, []string{"clusters/edge-1.yaml:", "Edge_1"}},
+		{"unknown workspace", func(t *testing.T, dir string) {
+			replaceIn(t, filepath.Join(dir, "clusters", "prod-eu-1.yaml"), "workspace: payments", "workspace: paymnts")
+		}, []string{"clusters/prod-eu-1.yaml:", "paymnts"}},
+		{"unknown app", func(t *testing.T, dir string) {
+			replaceIn(t, filepath.Join(dir, "workspaces", "payments.yaml"), "app: redis", "app: rediss")
+		}, []string{"workspaces/payments.yaml:", "rediss"}},
+		{"cluster-scoped app in a workspace", func(t *testing.T, dir string) {
+			replaceIn(t, filepath.Join(dir, "workspaces", "payments.yaml"), "app: redis", "app: monitoring")
+		}, []string{"workspaces/payments.yaml:", "monitoring"}},
+		{"remote kustomize resource", func(t *testing.T, dir string) {
+			appendTo(t, filepath.Join(dir, "catalog", "redis", "kustomization.yaml"), "  - https://github.com/evil/repo//deploy?ref=main\n")
+		}, []string{"catalog/redis/kustomization.yaml", "remote"}},
+		{"escaping kustomize resource", func(t *testing.T, dir string) {
+			appendTo(t, filepath.Join(dir, "catalog", "redis", "kustomization.yaml"), "  - ../podinfo/service.yaml\n")
+		}, []string{"catalog/redis/kustomization.yaml", ".."}},
+		{"symlink leaving the control repo", func(t *testing.T, dir string) {
+			outside := filepath.Join(t.TempDir(), "secret.yaml")
+			writeFile(t, outside, "apiVersion: v1\nkind: Secret\nmetadata: {name: stolen}\n")
+			require.NoError(t, os.Symlink(outside, filepath.Join(dir, "catalog", "redis", "stolen.yaml")))
+		}, []string{"catalog/redis/stolen.yaml", "symlink"}},
+		{"undeclared value", func(t *testing.T, dir string) {
+			replaceIn(t, filepath.Join(dir, "catalog", "redis", "service.yaml"), "name: redis", "name: redis-${redis_sufix}")
+		}, []string{"catalog/redis/service.yaml", "redis_sufix"}},
+		{"missing required value", func(t *testing.T, dir string) {
+			replaceIn(t, filepath.Join(dir, "clusters", "prod-eu-1.yaml"), "metallb_range: 10.10.0.0/24", "monitoring_retention_days: 3")
+		}, []string{"clusters/prod-eu-1.yaml", "metallb_range", "metallb"}},
+		{"kustomize build failure", func(t *testing.T, dir string) {
+			appendTo(t, filepath.Join(dir, "catalog", "redis", "kustomization.yaml"), "  - missing.yaml\n")
+		}, []string{"redis", "missing.yaml"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyControl(t)
+			tc.edit(t, dir)
+			out := filepath.Join(t.TempDir(), "out")
+			code, _, errOut := cli(t, "render", "--control", dir, "--out", out)
+			assert.Equal(t, 1, code, "render must fail on %s", tc.name)
+			for _, w := range tc.wants {
+				assert.Contains(t, errOut, w, "error for %s must mention %q", tc.name, w)
+			}
+			assert.NoDirExists(t, out, "render must write nothing on %s", tc.name)
+
+			code, _, _ = cli(t, "validate", "--control", dir)
+			assert.Equal(t, 1, code, "validate must fail on %s", tc.name)
+		})
+	}
+}
+
+// TestBadInputListsEveryProblem: several problems at once are all reported.
+func TestBadInputListsEveryProblem(t *testing.T) {
+	dir := copyControl(t)
+	appendTo(t, filepath.Join(dir, "clusters", "edge-1.yaml"), "  colour: blue\n")
+	replaceIn(t, filepath.Join(dir, "clusters", "prod-eu-1.yaml"), "workspace: payments", "workspace: nope")
+	replaceIn(t, filepath.Join(dir, "workspaces", "search.yaml"), "app: podinfo", "app: podinfoo")
+	code, _, errOut := cli(t, "validate", "--control", dir)
+	require.Equal(t, 1, code)
+	for _, w := range []string{"clusters/edge-1.yaml:", "colour", "clusters/prod-eu-1.yaml:", "nope", "workspaces/search.yaml:", "podinfoo"} {
+		assert.Contains(t, errOut, w)
+	}
+}
+
+func TestUnreadableControlRepo(t *testing.T) {
+	code, _, errOut := cli(t, "validate", "--control", filepath.Join(t.TempDir(), "missing"))
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "unreadable")
+	assert.Contains(t, errOut, "hint")
+}
+
+func TestPlanOffline(t *testing.T) {
+	code, out, errOut := cli(t, "plan", "--control", exampleControl)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "acme/cluster-prod-eu-1  (cluster prod-eu-1)")
+	assert.Contains(t, out, "platform/metallb.yaml")
+	assert.Contains(t, out, "payments-sre=push")
+
+	code, out, errOut = cli(t, "plan", "--control", exampleControl, "--format", "json")
+	require.Equal(t, 0, code, errOut)
+	var p desiredPlan
+	require.NoError(t, json.Unmarshal([]byte(out), &p))
+	require.Len(t, p.Repos, 6)
+	assert.Equal(t, "acme/cluster-edge-1", p.Repos[0].Repo)
+
+	code, out, errOut = cli(t, "plan", "--control", exampleControl, "--format", "markdown")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "| `acme/workspace-payments` | workspace |")
+
+	code, _, errOut = cli(t, "plan", "--control", exampleControl, "--format", "yaml")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "want text, markdown or json")
+}
+
+// TestApplyThenPlanAgainstLocalForge runs the main job on the embedded
+// default and checks plan's --detailed-exitcode on both sides of it.
+func TestApplyThenPlanAgainstLocalForge(t *testing.T) {
+	forge := "local:" + filepath.Join(t.TempDir(), "forge")
+
+	code, out, errOut := cli(t, "plan", "--control", exampleControl, "--forge", forge, "--detailed-exitcode")
+	require.Equal(t, 2, code, "changes are pending before the first apply: %s", errOut)
+	assert.Contains(t, out, "create")
+
+	code, out, errOut = cli(t, "apply", "--control", exampleControl, "--forge", forge)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "acme/cluster-prod-eu-1: create PR #1")
+	assert.Contains(t, out, "6 repos: 6 create")
+
+	code, out, errOut = cli(t, "plan", "--control", exampleControl, "--forge", forge, "--detailed-exitcode")
+	require.Equal(t, 0, code, "nothing is pending after apply: %s\n%s", out, errOut)
+
+	code, out, errOut = cli(t, "apply", "--control", exampleControl, "--forge", forge, "--format", "json")
+	require.Equal(t, 0, code, errOut)
+	var report struct {
+		Results []struct {
+			Repo   string `json:"repo"`
+			Action string `json:"action"`
+		} `json:"results"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &report))
+	require.Len(t, report.Results, 6)
+	for _, r := range report.Results {
+		assert.Equal(t, "noop", r.Action, "second apply must not change %s", r.Repo)
+	}
+}
+
+func TestUnknownForge(t *testing.T) {
+	code, _, errOut := cli(t, "apply", "--control", exampleControl, "--forge", "gitlab")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, `want "local:PATH" or "github"`)
+}
+
+func appendTo(t *testing.T, path, text string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	writeFile(t, path, string(b)+text)
+}
+
+func replaceIn(t *testing.T, path, old, new string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Contains(t, string(b), old, "fixture %s changed; update the test", path)
+	writeFile(t, path, strings.Replace(string(b), old, new, 1))
+}
