@@ -75,6 +75,12 @@ type Options struct {
 	Progress func(Result)
 	// Now times the run (default time.Now).
 	Now func() time.Time
+	// Only restricts the run to these target repos (names without the
+	// owner), for a reconcile of the one repo a webhook reported drift on.
+	// Targets not listed are neither planned nor counted, and no managed
+	// repo is taken for removed: removals are left to full runs, where the
+	// maxRemovals guard sees the whole fleet. Nil means every target.
+	Only []string
 }
 
 func (o Options) withDefaults(repo *control.Repo) Options {
@@ -249,9 +255,17 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 	started := opts.Now()
 	spec := repo.Platform.Spec
 	owner := spec.Owner
-	managed, err := f.ListManaged(ctx, owner)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listing repos managed under %s: %w", owner, err)
+	var managed []pr.ManagedRepo
+	only := map[string]bool{}
+	for _, r := range opts.Only {
+		only[strings.ToLower(r)] = true
+	}
+	if opts.Only == nil {
+		var err error
+		managed, err = f.ListManaged(ctx, owner)
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing repos managed under %s: %w", owner, err)
+		}
 	}
 	items := make([]*item, 0, len(targets)+len(managed))
 	wanted := map[string]bool{}
@@ -263,7 +277,9 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 			return nil, nil, fmt.Errorf("two targets render the same repo %s", t.FullName())
 		}
 		wanted[t.Repo] = true
-		items = append(items, newItem(t))
+		if opts.Only == nil || only[strings.ToLower(t.Repo)] {
+			items = append(items, newItem(t))
+		}
 	}
 	defBranch := spec.DefaultBranch
 	if defBranch == "" {

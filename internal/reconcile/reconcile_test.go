@@ -186,3 +186,26 @@ func TestRemovalGuardLimits(t *testing.T) {
 		assert.Equal(t, tc.refused, rep.Refused != nil, tc.limit.String())
 	}
 }
+
+// TestOnlyReconcilesTheListedRepos is the webhook service's drift reconcile:
+// passing a subset of the fleet must not take the rest for removed.
+func TestOnlyReconcilesTheListedRepos(t *testing.T) {
+	dir := t.TempDir()
+	f := openForge(t, dir)
+	_, err := apply(t, f, fleet{"a": "1", "b": "1", "c": "1", "gone": "1"}, Options{})
+	require.NoError(t, err)
+
+	fl := fleet{"a": "1", "b": "2", "c": "2"} // b and c change, gone left the control repo
+	rep, err := apply(t, f, fl, Options{Only: []string{"Cluster-B"}})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"cluster-b": "update"}, actions(rep), "only b, matched case-insensitively")
+	assert.Zero(t, rep.Removals)
+
+	rep, err = Plan(context.Background(), f, fl.repo(), fl.targets(), Options{Only: []string{"cluster-gone"}})
+	require.NoError(t, err)
+	assert.Empty(t, rep.Results, "a removed repo is left to full runs and their removal guard")
+
+	rep, err = Plan(context.Background(), f, fl.repo(), fl.targets(), Options{})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"cluster-a": "noop", "cluster-b": "noop", "cluster-c": "update", "cluster-gone": "remove"}, actions(rep))
+}
