@@ -145,6 +145,11 @@ type RepoSpec struct {
 	Workspace string `yaml:"workspace,omitempty" json:"workspace,omitempty"`
 	// Visibility of created repos: private, internal or public.
 	Visibility string `yaml:"visibility,omitempty" json:"visibility,omitempty"`
+	// Control optionally names the control repo itself (a repo of
+	// spec.owner, e.g. fleet-control). When set, fleetbot guards it like a
+	// target repo: platform admins are its only team (admin) and its default
+	// branch is protected. fleetbot never writes its content.
+	Control string `yaml:"control,omitempty" json:"control,omitempty"`
 }
 
 // PullRequestSpec says how fleetbot proposes changes.

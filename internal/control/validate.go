@@ -154,6 +154,12 @@ func (v *validator) platform(p *Platform) {
 	}
 	v.pattern(s.Repos.Cluster, src, "spec.repos.cluster")
 	v.pattern(s.Repos.Workspace, src, "spec.repos.workspace")
+	if s.Repos.Control != "" {
+		if msg := repoNameProblem(s.Repos.Control); msg != "" {
+			v.add(src.At("spec.repos.control"), "name the control repo as on GitHub, without the owner (e.g. fleet-control)",
+				"control repo name %q %s", s.Repos.Control, msg)
+		}
+	}
 	switch s.Repos.Visibility {
 	case "private", "internal", "public":
 	default:
@@ -493,12 +499,19 @@ func (v *validator) repoNames() {
 		key := strings.ToLower(repo)
 		if first, dup := seen[key]; dup {
 			if first.what != kind+" "+name {
-				v.add(pos, "make spec.repos.cluster and spec.repos.workspace differ (e.g. cluster-{name} and workspace-{name}) in "+p.Source.File,
+				hint := "make spec.repos.cluster and spec.repos.workspace differ (e.g. cluster-{name} and workspace-{name}) in " + p.Source.File
+				if strings.HasPrefix(first.what, "the control repo") {
+					hint = "rename the " + kind + " or change spec.repos.control: fleetbot never writes into the control repo"
+				}
+				v.add(pos, hint,
 					"%s %s and %s (%s) both map to repo %s/%s", kind, name, first.what, first.pos, p.Spec.Owner, repo)
 			}
 			return
 		}
 		seen[key] = owner{kind + " " + name, pos}
+	}
+	if ctl := p.Spec.Repos.Control; ctl != "" {
+		seen[strings.ToLower(ctl)] = owner{"the control repo (spec.repos.control)", p.Source.At("spec.repos.control")}
 	}
 	for _, c := range v.r.Clusters {
 		check("cluster", c.Metadata.Name, v.r.ClusterRepo(c.Metadata.Name), c.Source, "spec.repos.cluster")

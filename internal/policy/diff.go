@@ -151,6 +151,11 @@ func Diff(desired, observed Access, opts DiffOptions) Plan {
 		p.ProtectionDrift = protectionDrift(*desired.Protection, observed.Protection)
 		if len(p.ProtectionDrift) > 0 {
 			want := *desired.Protection
+			// Approvals are a floor: a count raised by hand survives the fix
+			// of an unrelated setting.
+			if o := observed.Protection; o != nil && o.Branch == want.Branch && o.RequiredApprovals > want.RequiredApprovals {
+				want.RequiredApprovals = o.RequiredApprovals
+			}
 			p.Protection = &want
 		}
 	}

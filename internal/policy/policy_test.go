@@ -73,7 +73,9 @@ func TestDiffConverges(t *testing.T) {
 	assert.Equal(t, []Grant{{Name: "intruders", Role: RolePush}, {Name: "x", Role: RolePull}, {Name: "y", Role: RolePull}, {Name: "z", Role: RolePull}}, p.Revokes)
 	assert.Equal(t, []Grant{{Name: "mallory", Role: RoleAdmin}}, p.RemoveCollaborators)
 	require.NotNil(t, p.Protection)
-	assert.Equal(t, *DefaultProtection("main"), *p.Protection)
+	want := *DefaultProtection("main")
+	want.RequiredApprovals = 2 // raised by hand: kept
+	assert.Equal(t, want, *p.Protection)
 	// Stricter approvals are not drift; the three weaker settings are.
 	assert.Equal(t, []string{"code owner reviews are not required", "stale reviews are not dismissed", "force pushes are allowed"}, p.ProtectionDrift)
 	assert.NoError(t, p.Refused)
@@ -157,3 +159,76 @@ func TestDiffRefusesMassRemoval(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestDiffKeepsRaisedApprovals(t *testing.T) {
+	desired := ControlRepoAccess([]string{"platform"}, "main")
+	observed := Access{Teams: map[string]Role{"platform": RoleAdmin},
+		Protection: &Protection{Branch: "main", RequirePullRequest: true, RequiredApprovals: 3, DismissStaleReviews: true}}
+	p := Diff(desired, observed, DiffOptions{})
+	require.NotNil(t, p.Protection)
+	assert.Equal(t, 3, p.Protection.RequiredApprovals, "a floor raised by hand is kept")
+	assert.True(t, p.Protection.RequireCodeOwnerReviews)
+}
+
+func TestConverge(t *testing.T) {
+	desired := WorkspaceRepoAccess([]string{"platform"}, []string{"devs"}, "main")
+	observed := Access{
+		Teams:         map[string]Role{"platform": RoleAdmin, "devs": RoleAdmin, "rogue": RoleAdmin},
+		Collaborators: map[string]Role{"mallory": RolePush},
+	}
+	p := Diff(desired, observed, DiffOptions{Protected: []string{"platform"}, MaxRemovals: ptr(intstr.FromString("100%"))})
+	got := Converge(observed, p)
+	assert.Equal(t, desired.Teams, got.Teams)
+	assert.Empty(t, got.Collaborators)
+	assert.Equal(t, desired.Protection, got.Protection)
+	assert.Equal(t, RoleAdmin, observed.Teams["rogue"], "observed is not modified")
+	again := Diff(desired, got, DiffOptions{})
+	assert.True(t, again.Empty(), "converged access has no drift")
+	assert.Equal(t, []string{
+		"lower team devs from admin to push",
+		"revoke team rogue (admin, not in the persona matrix)",
+		"remove direct collaborator mallory (push; access is granted through teams only)",
+		"protect: branch main is not protected",
+	}, p.Describe())
+}
+
+func TestOrg(t *testing.T) {
+	o := Org{Name: "acme", Teams: []string{"platform", "Devs"}, Archived: []string{"cluster-old"}}
+	assert.True(t, o.HasTeam("devs"))
+	assert.False(t, o.HasTeam("payments-sre"))
+	assert.True(t, Org{}.HasTeam("anything"), "unknown teams: every team exists")
+	assert.True(t, o.IsArchived("Cluster-Old"))
+	assert.False(t, o.IsArchived("cluster-new"))
+}
+
+func TestCheckCODEOWNERS(t *testing.T) {
+	access := Access{Teams: map[string]Role{"platform": RoleAdmin, "devs": RolePush, "readers": RolePull},
+		Collaborators: map[string]Role{"alice": RolePush}}
+	org := Org{Name: "acme", Teams: []string{"platform", "devs", "readers"}}
+	content := "# comment\n" +
+		"* @acme/platform\n" +
+		"/apps/ @acme/devs @alice dev@example.com # trailing comment\n" +
+		"/docs/ @acme/readers\n" +
+		"/x/ @acme/ghosts @other/platform @bob\n" +
+		"!/secret @acme/platform\n" +
+		"/[ab]/ @acme/platform\n" +
+		"/y/ platform\n"
+	got := CheckCODEOWNERS(".github/CODEOWNERS", []byte(content), "acme", org, access)
+	var lines []string
+	for _, e := range got {
+		lines = append(lines, e.String())
+	}
+	assert.Equal(t, []string{
+		".github/CODEOWNERS:4: Unknown owner: team @acme/readers has no write access to the repository",
+		".github/CODEOWNERS:5: Unknown owner: team @acme/ghosts does not exist in acme",
+		".github/CODEOWNERS:5: Unknown owner: team @other/platform belongs to another organization than acme",
+		".github/CODEOWNERS:5: Unknown owner: user @bob is not a collaborator with write access",
+		".github/CODEOWNERS:6: Invalid pattern: negation patterns are not supported: !/secret",
+		".github/CODEOWNERS:7: Invalid pattern: character ranges are not supported: /[ab]/",
+		".github/CODEOWNERS:8: Invalid owner: platform is not a valid owner; owners are @user, @org/team or an email",
+	}, lines)
+
+	// What fleetbot generates is clean once access is converged.
+	gen := CODEOWNERS("acme", []Rule{{Pattern: "*", Teams: []string{"platform"}}, {Pattern: "/apps/", Teams: []string{"devs"}}})
+	assert.Empty(t, CheckCODEOWNERS(".github/CODEOWNERS", gen, "acme", org, access))
+}

@@ -1,0 +1,72 @@
+package control
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Personas of the access model (DESIGN §1).
+const (
+	PersonaPlatformAdmin  = "platform admin"
+	PersonaClusterAdmin   = "cluster admin"
+	PersonaWorkspaceAdmin = "workspace admin"
+)
+
+// TeamRef is one mention of a team in the control repo: which persona it
+// makes the team, of what, and where it is written, so that a team missing
+// in the org is reported at the line that names it.
+type TeamRef struct {
+	Slug    string `json:"slug"`
+	Persona string `json:"persona"`
+	// Of is the cluster or workspace name; "" for platform admins.
+	Of  string   `json:"of,omitempty"`
+	Pos Position `json:"position"`
+}
+
+// TeamRefs lists every team the control repo names, in file and line
+// order.
+func (r *Repo) TeamRefs() []TeamRef {
+	var out []TeamRef
+	if p := r.Platform; p != nil {
+		for i, t := range p.Spec.Admins {
+			out = append(out, TeamRef{Slug: t, Persona: PersonaPlatformAdmin, Pos: p.Source.At(fmt.Sprintf("spec.admins.%d", i))})
+		}
+	}
+	for _, c := range r.Clusters {
+		for i, t := range c.Spec.Admins {
+			out = append(out, TeamRef{Slug: t, Persona: PersonaClusterAdmin, Of: c.Metadata.Name, Pos: c.Source.At(fmt.Sprintf("spec.admins.%d", i))})
+		}
+	}
+	for _, w := range r.Workspaces {
+		for i, t := range w.Spec.Admins {
+			out = append(out, TeamRef{Slug: t, Persona: PersonaWorkspaceAdmin, Of: w.Metadata.Name, Pos: w.Source.At(fmt.Sprintf("spec.admins.%d", i))})
+		}
+	}
+	sort.SliceStable(out, func(a, b int) bool {
+		if out[a].Pos.File != out[b].Pos.File {
+			return out[a].Pos.File < out[b].Pos.File
+		}
+		return out[a].Pos.Line < out[b].Pos.Line
+	})
+	return out
+}
+
+// MissingTeams returns an issue for every team the control repo names that
+// exists reports missing: each at the file and line that names it, so the
+// fix (create the team, or correct the slug) is one click away.
+func (r *Repo) MissingTeams(owner string, exists func(slug string) bool) Issues {
+	var is Issues
+	for _, ref := range r.TeamRefs() {
+		if exists(ref.Slug) {
+			continue
+		}
+		what := ref.Persona + "s"
+		if ref.Of != "" {
+			what = ref.Persona + "s of " + ref.Of
+		}
+		is.Add(ref.Pos, fmt.Sprintf("create the team in %s (https://github.com/orgs/%s/new-team) or correct the slug; it is listed as %s", owner, owner, what),
+			"team %q does not exist in org %s", ref.Slug, owner)
+	}
+	is.Sort()
+	return is
+}
