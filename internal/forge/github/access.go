@@ -240,3 +240,102 @@ func cloneAccess(a policy.Access) policy.Access {
 	}
 	return out
 }
+
+// Org implements reconcile.Forge: the owner's team slugs, its archived repos and the login
+// fleetbot acts as, read once per run (the repo listing shares ListManaged's ETag'd URL).
+//
+// GitHub API docs: https://docs.github.com/rest/teams/teams#list-teams
+func (f *Forge) Org(ctx context.Context, owner string) (policy.Org, error) {
+	o := policy.Org{Name: owner}
+	if l := f.selfLogin(ctx); l != "" {
+		o.Self = []string{l}
+	}
+	opts := &gh.ListOptions{PerPage: 100}
+	for {
+		ts, resp, err := f.api.Teams.ListTeams(ctx, owner, opts)
+		if IsNotFound(err) && opts.Page == 0 {
+			o.Teams = nil // a user account: no teams to check against
+			break
+		}
+		if err != nil {
+			return o, errf(err, "listing the teams of", owner)
+		}
+		for _, t := range ts {
+			o.Teams = append(o.Teams, t.GetSlug())
+		}
+		if o.Teams == nil {
+			o.Teams = []string{}
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	repos, err := f.listRepos(ctx, owner)
+	if err != nil {
+		return o, err
+	}
+	for _, r := range repos {
+		if r.GetArchived() {
+			o.Archived = append(o.Archived, r.GetName())
+		}
+	}
+	return o, nil
+}
+
+// ApplyAccess implements reconcile.Forge: grants and role changes first, then protection,
+// then revokes and collaborator removals (skipped, with the downgrades, when the plan was
+// refused by its removal limit). The cached observation is dropped, so the next Access reads
+// what GitHub now says.
+func (f *Forge) ApplyAccess(ctx context.Context, owner, repo string, p policy.Plan) error {
+	full := owner + "/" + repo
+	e, unlock := f.entry(owner, repo)
+	defer unlock()
+	st := e.state()
+	defer func() {
+		st.Access, st.AccessAt = nil, 0
+		f.saveState(owner, repo, st)
+	}()
+	grants := map[string]policy.Role{}
+	for _, g := range p.Grants {
+		grants[g.Name] = g.Role
+	}
+	for _, c := range p.Changes {
+		if p.Refused != nil && rank(c.To) < rank(c.From) {
+			continue
+		}
+		grants[c.Name] = c.To
+	}
+	if err := f.grantTeams(ctx, owner, repo, grants, nil); err != nil {
+		return err
+	}
+	if p.Protection != nil {
+		if err := f.protect(ctx, owner, repo, p.Protection); err != nil {
+			return err
+		}
+	}
+	if p.Refused != nil {
+		return nil
+	}
+	for _, r := range p.Revokes {
+		if _, err := f.api.Teams.RemoveTeamRepoBySlug(ctx, owner, r.Name, owner, repo); err != nil && !IsNotFound(err) {
+			return errf(err, "removing team "+r.Name+" from", full)
+		}
+	}
+	for _, c := range p.RemoveCollaborators {
+		if _, err := f.api.Repositories.RemoveCollaborator(ctx, owner, repo, c.Name); err != nil && !IsNotFound(err) {
+			return errf(err, "removing collaborator "+c.Name+" from", full)
+		}
+	}
+	return nil
+}
+
+// rank orders roles from weakest to strongest; unknown roles rank lowest.
+func rank(r policy.Role) int {
+	for i, x := range []policy.Role{policy.RolePull, policy.RoleTriage, policy.RolePush, policy.RoleMaintain, policy.RoleAdmin} {
+		if r == x {
+			return i + 1
+		}
+	}
+	return 0
+}

@@ -92,12 +92,21 @@ func (f *Forge) CreateRepo(ctx context.Context, spec pr.RepoSpec) error {
 //
 // GitHub API docs: https://docs.github.com/rest/repos/repos#list-organization-repositories
 func (f *Forge) ListManaged(ctx context.Context, owner string) ([]pr.ManagedRepo, error) {
+	all, err := f.listRepos(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	return managed(all), nil
+}
+
+// listRepos lists every repo of owner, an org or else a user.
+func (f *Forge) listRepos(ctx context.Context, owner string) ([]*gh.Repository, error) {
 	var all []*gh.Repository
 	orgOpts := &gh.RepositoryListByOrgOptions{Type: "all", Sort: "full_name", ListOptions: gh.ListOptions{PerPage: 100}}
 	for {
 		rs, resp, err := f.api.Repositories.ListByOrg(ctx, owner, orgOpts)
 		if IsNotFound(err) && orgOpts.Page == 0 {
-			return f.listUserManaged(ctx, owner)
+			return f.listUserRepos(ctx, owner)
 		}
 		if err != nil {
 			return nil, errf(err, "listing the repos of", owner)
@@ -108,10 +117,10 @@ func (f *Forge) ListManaged(ctx context.Context, owner string) ([]pr.ManagedRepo
 		}
 		orgOpts.Page = resp.NextPage
 	}
-	return managed(all), nil
+	return all, nil
 }
 
-func (f *Forge) listUserManaged(ctx context.Context, owner string) ([]pr.ManagedRepo, error) {
+func (f *Forge) listUserRepos(ctx context.Context, owner string) ([]*gh.Repository, error) {
 	var all []*gh.Repository
 	opts := &gh.RepositoryListByUserOptions{Type: "owner", Sort: "full_name", ListOptions: gh.ListOptions{PerPage: 100}}
 	for {
@@ -125,7 +134,7 @@ func (f *Forge) listUserManaged(ctx context.Context, owner string) ([]pr.Managed
 		}
 		opts.Page = resp.NextPage
 	}
-	return managed(all), nil
+	return all, nil
 }
 
 // managed keeps the repos fleetbot manages, with their kind and name.
