@@ -1,0 +1,243 @@
+// Package metrics holds the Prometheus metrics of the webhook service
+// (fleetbot serve): webhook deliveries, the job queue, job latency,
+// reconcile outcomes per repo and GitHub requests. The registry is built by
+// the caller with New and never shared with Prometheus' global default, so
+// tests and several services in one process do not collide.
+//
+// Every method is safe on a nil *Metrics, which records nothing: packages
+// that report metrics do not need a special case when there are none.
+package metrics
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Namespace prefixes every fleetbot metric.
+const Namespace = "fleetbot"
+
+// Delivery outcomes, the "outcome" label of fleetbot_webhook_deliveries_total.
+const (
+	// OutcomeQueued: a new job was queued.
+	OutcomeQueued = "queued"
+	// OutcomeCoalesced: merged into a job already waiting for the same target.
+	OutcomeCoalesced = "coalesced"
+	// OutcomeIgnored: a handled event type whose action, branch, repo or
+	// sender needs no work (fleetbot's own events, say).
+	OutcomeIgnored = "ignored"
+	// OutcomeUnhandled: an event type fleetbot has no handler for (202).
+	OutcomeUnhandled = "unhandled"
+	// OutcomeDuplicate: a delivery id seen before; done once.
+	OutcomeDuplicate = "duplicate"
+	// OutcomeBadSignature: missing or wrong X-Hub-Signature-256 (401).
+	OutcomeBadSignature = "bad_signature"
+	// OutcomeTooLarge: body over the size cap (413).
+	OutcomeTooLarge = "too_large"
+	// OutcomeBadRequest: not a POST, no event header or an unparsable payload (400).
+	OutcomeBadRequest = "bad_request"
+	// OutcomeQueueFull: the queue was full (503); the next resync catches up.
+	OutcomeQueueFull = "queue_full"
+)
+
+// Metrics are the service's collectors on their own registry.
+type Metrics struct {
+	registry *prometheus.Registry
+
+	deliveries *prometheus.CounterVec
+	ack        prometheus.Histogram
+	jobWait    *prometheus.HistogramVec
+	jobRun     *prometheus.HistogramVec
+	reconciles *prometheus.CounterVec
+
+	mu      sync.Mutex
+	sources []GitHubSource
+}
+
+// New returns Metrics registered on a new registry, with the Go runtime and
+// process collectors beside them.
+func New() *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "webhook", Name: "deliveries_total",
+			Help: "Webhook deliveries received, by X-GitHub-Event and outcome (queued, coalesced, ignored, unhandled, duplicate, bad_signature, too_large, bad_request, queue_full).",
+		}, []string{"event", "outcome"}),
+		ack: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: Namespace, Subsystem: "webhook", Name: "ack_seconds",
+			Help:    "Time from reading a delivery's headers to answering it.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .5},
+		}),
+		jobWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Subsystem: "job", Name: "wait_seconds",
+			Help:    "Time a job waited in the queue, from its first delivery to a worker taking it.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+		}, []string{"kind"}),
+		jobRun: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: Namespace, Subsystem: "job", Name: "duration_seconds",
+			Help:    "Time a worker spent on a job, by kind (apply, drift, check) and outcome (ok, error, panic, canceled).",
+			Buckets: prometheus.ExponentialBuckets(0.005, 3, 10),
+		}, []string{"kind", "outcome"}),
+		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: Namespace, Subsystem: "reconcile", Name: "outcomes_total",
+			Help: "Target repo reconciles by repo and outcome (the pr action: noop, open, update, close, create, remove, blocked; or failed, deferred).",
+		}, []string{"repo", "outcome"}),
+	}
+	m.registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.deliveries, m.ack, m.jobWait, m.jobRun, m.reconciles,
+		newGitHubCollector(m),
+	)
+	return m
+}
+
+// Registry returns the registry, to register more collectors.
+func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
+
+// Handler serves the registry in the Prometheus exposition format.
+func (m *Metrics) Handler() http.Handler {
+	if m == nil {
+		return http.NotFoundHandler()
+	}
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+}
+
+// Delivery counts one webhook delivery.
+func (m *Metrics) Delivery(event, outcome string) {
+	if m == nil {
+		return
+	}
+	if event == "" {
+		event = "none"
+	}
+	m.deliveries.WithLabelValues(event, outcome).Inc()
+}
+
+// Ack records how long answering a delivery took.
+func (m *Metrics) Ack(d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.ack.Observe(d.Seconds())
+}
+
+// JobStarted records how long a job of kind waited in the queue.
+func (m *Metrics) JobStarted(kind string, wait time.Duration) {
+	if m == nil {
+		return
+	}
+	m.jobWait.WithLabelValues(kind).Observe(wait.Seconds())
+}
+
+// JobDone records a finished job.
+func (m *Metrics) JobDone(kind, outcome string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.jobRun.WithLabelValues(kind, outcome).Observe(d.Seconds())
+}
+
+// Reconciled counts the outcome of one target repo's reconcile.
+func (m *Metrics) Reconciled(repo, outcome string) {
+	if m == nil {
+		return
+	}
+	m.reconciles.WithLabelValues(repo, outcome).Inc()
+}
+
+// QueueDepth exports depth, called at scrape time, as fleetbot_queue_depth,
+// and inFlight as fleetbot_jobs_in_flight. Call it once per Metrics.
+func (m *Metrics) QueueDepth(depth, inFlight func() int) error {
+	if m == nil {
+		return nil
+	}
+	for _, c := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: Namespace, Subsystem: "queue", Name: "depth",
+			Help: "Jobs waiting in the queue (after coalescing).",
+		}, func() float64 { return float64(depth()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: Namespace, Subsystem: "jobs", Name: "in_flight",
+			Help: "Jobs being worked on.",
+		}, func() float64 { return float64(inFlight()) }),
+	} {
+		if err := m.registry.Register(c); err != nil {
+			return fmt.Errorf("registering queue metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+// GitHubStats are the counters of one GitHub client, read at scrape time.
+type GitHubStats struct {
+	// Reads (including NotModified), Writes (including ContentWrites),
+	// ContentWrites, NotModified and Errors (no HTTP response) count requests
+	// that reached the network.
+	Reads, Writes, ContentWrites, NotModified, Errors int64
+	// RateRemaining is the last x-ratelimit-remaining seen, -1 if none yet.
+	RateRemaining int64
+}
+
+// GitHubSource names a GitHub client and reads its counters.
+type GitHubSource struct {
+	// Client is the "client" label: which credentials or role (app, write, read-only).
+	Client string
+	Stats  func() GitHubStats
+}
+
+// GitHub exports the request counters and rate-limit headroom of a client.
+func (m *Metrics) GitHub(src GitHubSource) {
+	if m == nil || src.Stats == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sources = append(m.sources, src)
+}
+
+func newGitHubCollector(m *Metrics) *githubCollector {
+	return &githubCollector{
+		m: m,
+		requests: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "github", "requests_total"),
+			"GitHub requests that reached the network, by client and class: read (incl. not_modified), write (incl. content), "+
+				"content (content-creating writes, 80/min and 500/h on github.com), not_modified (free 304s), error (no response).",
+			[]string{"client", "class"}, nil),
+		remaining: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "github", "rate_limit_remaining"),
+			"The last x-ratelimit-remaining GitHub sent to the client.",
+			[]string{"client"}, nil),
+	}
+}
+
+// githubCollector reads the registered GitHub clients at scrape time.
+type githubCollector struct {
+	m                   *Metrics
+	requests, remaining *prometheus.Desc
+}
+
+func (c *githubCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.requests
+	ch <- c.remaining
+}
+
+func (c *githubCollector) Collect(ch chan<- prometheus.Metric) {
+	c.m.mu.Lock()
+	sources := append([]GitHubSource(nil), c.m.sources...)
+	c.m.mu.Unlock()
+	for _, src := range sources {
+		s := src.Stats()
+		for class, v := range map[string]int64{
+			"read": s.Reads, "write": s.Writes, "content": s.ContentWrites, "not_modified": s.NotModified, "error": s.Errors,
+		} {
+			ch <- prometheus.MustNewConstMetric(c.requests, prometheus.CounterValue, float64(v), src.Client, class)
+		}
+		if s.RateRemaining >= 0 {
+			ch <- prometheus.MustNewConstMetric(c.remaining, prometheus.GaugeValue, float64(s.RateRemaining), src.Client)
+		}
+	}
+}

@@ -1,0 +1,202 @@
+package webhook
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"sync"
+	"testing/fstest"
+
+	gh "github.com/google/go-github/v62/github"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
+)
+
+// blobConcurrency bounds the blob reads of one control repo fetch.
+const blobConcurrency = 8
+
+// GitHubControl reads the control repo at a commit through the REST API: the
+// branch head (one conditional request, free when unchanged), the recursive
+// tree (one request) and the blobs under platform.yaml, clusters/,
+// workspaces/ and catalog/. Blobs are cached by hash, so after the first
+// fetch only the files a push changed are read again. It is safe for
+// concurrent use.
+type GitHubControl struct {
+	api         *gh.Client
+	owner, name string
+
+	mu    sync.Mutex
+	blobs map[string]cachedBlob
+	gen   int
+}
+
+type cachedBlob struct {
+	data []byte
+	gen  int // the fetch that last used it
+}
+
+// blobGenerations is how many fetches a blob survives unused: the default
+// branch and a few pull request heads alternate.
+const blobGenerations = 8
+
+// NewGitHubControl returns the control repo "owner/name" read through api.
+func NewGitHubControl(api *gh.Client, fullName string) (*GitHubControl, error) {
+	owner, name, ok := strings.Cut(fullName, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		return nil, fmt.Errorf("control repo %q: want owner/name", fullName)
+	}
+	return &GitHubControl{api: api, owner: owner, name: name, blobs: map[string]cachedBlob{}}, nil
+}
+
+// Head returns the commit at the tip of the control repo's default branch.
+//
+// GitHub API docs: https://docs.github.com/rest/repos/repos#get-a-repository
+// and https://docs.github.com/rest/git/refs#get-a-reference
+func (c *GitHubControl) Head(ctx context.Context) (string, error) {
+	r, _, err := c.api.Repositories.Get(ctx, c.owner, c.name)
+	if err != nil {
+		return "", fmt.Errorf("reading control repo %s/%s: %w", c.owner, c.name, err)
+	}
+	ref, _, err := c.api.Git.GetRef(ctx, c.owner, c.name, "heads/"+r.GetDefaultBranch())
+	if err != nil {
+		return "", fmt.Errorf("reading branch %s of control repo %s/%s: %w", r.GetDefaultBranch(), c.owner, c.name, err)
+	}
+	return ref.GetObject().GetSHA(), nil
+}
+
+// Load reads and validates the control repo at commit sha (control.Load):
+// control.Issues when it is invalid, an error wrapping control.ErrUnreadable
+// when it cannot be read. The returned Repo's Revision is sha.
+//
+// GitHub API docs: https://docs.github.com/rest/git/trees#get-a-tree
+// and https://docs.github.com/rest/git/blobs#get-a-blob
+func (c *GitHubControl) Load(ctx context.Context, sha string) (*control.Repo, error) {
+	if !isSHA(sha) {
+		return nil, fmt.Errorf("control repo %s/%s: %q is not a commit SHA", c.owner, c.name, sha)
+	}
+	tree, _, err := c.api.Git.GetTree(ctx, c.owner, c.name, sha, true)
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading the tree of %s/%s at %s: %w", control.ErrUnreadable, c.owner, c.name, sha, err)
+	}
+	if tree.GetTruncated() {
+		return nil, fmt.Errorf("%w: the tree of %s/%s at %s is too large for one read", control.ErrUnreadable, c.owner, c.name, sha)
+	}
+	files := fstest.MapFS{}
+	var want []*gh.TreeEntry
+	for _, e := range tree.Entries {
+		p := e.GetPath()
+		if !relevant(p) {
+			continue
+		}
+		// Symlinks (mode 120000) are blobs too: read as links, never
+		// followed; control.Load reports them.
+		if e.GetType() == "blob" {
+			want = append(want, e)
+		}
+	}
+	data, err := c.read(ctx, want)
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range want {
+		f := &fstest.MapFile{Data: data[i], Mode: 0o644}
+		if e.GetMode() == "120000" {
+			f.Mode = fs.ModeSymlink | 0o777
+		}
+		files[e.GetPath()] = f
+	}
+	repo, err := control.Load(files)
+	if err != nil {
+		return nil, err
+	}
+	repo.Revision = sha
+	return repo, nil
+}
+
+// relevant reports whether p is read by control.Load.
+func relevant(p string) bool {
+	top, _, _ := strings.Cut(p, "/")
+	switch top {
+	case "clusters", "workspaces", "catalog":
+		return true
+	}
+	return p == "platform.yaml" || p == "platform.yml"
+}
+
+// isSHA reports whether s is a full lowercase hex commit SHA.
+func isSHA(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	for _, r := range s {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// read returns the content of entries, from the cache or the API.
+func (c *GitHubControl) read(ctx context.Context, entries []*gh.TreeEntry) ([][]byte, error) {
+	c.mu.Lock()
+	c.gen++
+	gen := c.gen
+	out := make([][]byte, len(entries))
+	var missing []int
+	for i, e := range entries {
+		if b, ok := c.blobs[e.GetSHA()]; ok {
+			out[i] = b.data
+			c.blobs[e.GetSHA()] = cachedBlob{data: b.data, gen: gen}
+		} else {
+			missing = append(missing, i)
+		}
+	}
+	c.mu.Unlock()
+
+	errs := make([]error, len(missing))
+	sem := make(chan struct{}, blobConcurrency)
+	var wg sync.WaitGroup
+	for k, i := range missing {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i], errs[k] = c.blob(ctx, entries[i])
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, i := range missing {
+		c.blobs[entries[i].GetSHA()] = cachedBlob{data: out[i], gen: gen}
+	}
+	for sha, b := range c.blobs {
+		if gen-b.gen >= blobGenerations {
+			delete(c.blobs, sha)
+		}
+	}
+	return out, nil
+}
+
+func (c *GitHubControl) blob(ctx context.Context, e *gh.TreeEntry) ([]byte, error) {
+	b, _, err := c.api.Git.GetBlob(ctx, c.owner, c.name, e.GetSHA())
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading %s of %s/%s: %w", control.ErrUnreadable, e.GetPath(), c.owner, c.name, err)
+	}
+	if b.GetEncoding() != "base64" {
+		return []byte(b.GetContent()), nil
+	}
+	data, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(b.GetContent(), "\n", ""))
+	if err != nil {
+		return nil, fmt.Errorf("%w: decoding %s of %s/%s: %w", control.ErrUnreadable, e.GetPath(), c.owner, c.name, err)
+	}
+	return data, nil
+}

@@ -1,0 +1,168 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/fleetbot-io/fleetbot/internal/metrics"
+)
+
+// DefaultMaxBody caps a delivery's body. GitHub caps payloads at 25 MB;
+// events fleetbot handles are far smaller, and reading less bounds what an
+// unauthenticated client can make the service buffer before the signature
+// check.
+const DefaultMaxBody = 5 << 20
+
+// ErrBadPayload is wrapped by handlers for a payload they cannot decode
+// (400: GitHub would not send it).
+var ErrBadPayload = errors.New("bad webhook payload")
+
+// Delivery is one webhook delivery whose signature checked out.
+type Delivery struct {
+	// ID is X-GitHub-Delivery, Event is X-GitHub-Event.
+	ID, Event string
+	// Payload is the raw JSON body.
+	Payload []byte
+	// Received is when its headers were read.
+	Received time.Time
+}
+
+// Handler handles the deliveries of some event types: it decides quickly
+// whether there is work and queues it, and returns the outcome for the
+// metrics (metrics.OutcomeQueued, OutcomeCoalesced or OutcomeIgnored). Do
+// the work in a job, not in Handle: GitHub expects an answer within ten
+// seconds, and fleetbot answers within milliseconds.
+type Handler interface {
+	// Handles lists the X-GitHub-Event values this handler takes.
+	Handles() []string
+	// Handle queues the work for one delivery.
+	Handle(ctx context.Context, d Delivery) (outcome string, err error)
+}
+
+// DispatcherConfig configures a Dispatcher.
+type DispatcherConfig struct {
+	// Secret is the webhook secret; deliveries not signed with it are 401.
+	Secret []byte
+	// MaxBody caps the body (DefaultMaxBody if <= 0); a larger one is 413.
+	MaxBody int64
+	// DedupeSize is how many delivery ids are remembered (DefaultDedupeSize if <= 0).
+	DedupeSize int
+	// Logger receives one line per delivery; nil discards.
+	Logger *slog.Logger
+	// Metrics counts deliveries by event and outcome; nil records nothing.
+	Metrics *metrics.Metrics
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Dispatcher is the POST /webhook handler: it caps the body, verifies the
+// signature before parsing anything, drops duplicate deliveries, routes each
+// event to its Handler and answers at once: 202 with the outcome, 202 for
+// events nobody handles, 200 for a duplicate, 401 for a bad signature, 413
+// for an oversized body, 503 when the queue is full.
+type Dispatcher struct {
+	cfg      DispatcherConfig
+	log      *slog.Logger
+	handlers map[string]Handler
+	seen     *seenSet
+}
+
+// NewDispatcher returns a Dispatcher routing to handlers; two handlers for
+// one event type are an error.
+func NewDispatcher(cfg DispatcherConfig, handlers ...Handler) (*Dispatcher, error) {
+	if len(cfg.Secret) == 0 {
+		return nil, errors.New("webhook dispatcher: no webhook secret; every delivery would be refused")
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d := &Dispatcher{cfg: cfg, log: log, handlers: map[string]Handler{}, seen: newSeenSet(cfg.DedupeSize)}
+	for _, h := range handlers {
+		for _, ev := range h.Handles() {
+			if _, dup := d.handlers[ev]; dup {
+				return nil, fmt.Errorf("webhook dispatcher: two handlers for %q events", ev)
+			}
+			d.handlers[ev] = h
+		}
+	}
+	return d, nil
+}
+
+// ServeHTTP handles one delivery.
+func (d *Dispatcher) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := d.cfg.Now()
+	event := r.Header.Get("X-GitHub-Event")
+	id := r.Header.Get("X-GitHub-Delivery")
+	log := d.log.With("delivery", id, "event", event)
+	status, outcome, msg := d.serve(r, start, event, id, log)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"outcome": outcome, "message": msg})
+	d.cfg.Metrics.Delivery(event, outcome)
+	d.cfg.Metrics.Ack(d.cfg.Now().Sub(start))
+	level := slog.LevelInfo
+	if status >= 400 {
+		level = slog.LevelWarn
+	}
+	log.Log(r.Context(), level, "webhook delivery", "status", status, "outcome", outcome, "message", msg)
+}
+
+func (d *Dispatcher) serve(r *http.Request, start time.Time, event, id string, log *slog.Logger) (int, string, string) {
+	if r.Method != http.MethodPost {
+		return http.StatusMethodNotAllowed, metrics.OutcomeBadRequest, "POST only"
+	}
+	if r.ContentLength > d.cfg.MaxBody {
+		return http.StatusRequestEntityTooLarge, metrics.OutcomeTooLarge, fmt.Sprintf("body over %d bytes", d.cfg.MaxBody)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, d.cfg.MaxBody+1))
+	if err != nil {
+		return http.StatusBadRequest, metrics.OutcomeBadRequest, "reading the body failed"
+	}
+	if int64(len(body)) > d.cfg.MaxBody {
+		return http.StatusRequestEntityTooLarge, metrics.OutcomeTooLarge, fmt.Sprintf("body over %d bytes", d.cfg.MaxBody)
+	}
+	if err := VerifySignature(d.cfg.Secret, body, r.Header.Get(SignatureHeader)); err != nil {
+		return http.StatusUnauthorized, metrics.OutcomeBadSignature, err.Error()
+	}
+	if event == "" {
+		return http.StatusBadRequest, metrics.OutcomeBadRequest, "no X-GitHub-Event header"
+	}
+	if event == "ping" {
+		return http.StatusOK, metrics.OutcomeIgnored, "pong"
+	}
+	h, ok := d.handlers[event]
+	if !ok {
+		return http.StatusAccepted, metrics.OutcomeUnhandled, "event not handled"
+	}
+	if id != "" && !d.seen.add(id) {
+		return http.StatusOK, metrics.OutcomeDuplicate, "delivery already received"
+	}
+	// The job outlives the request: handlers queue with their own context.
+	outcome, err := h.Handle(context.WithoutCancel(r.Context()), Delivery{ID: id, Event: event, Payload: body, Received: start})
+	switch {
+	case err == nil:
+		return http.StatusAccepted, outcome, ""
+	case errors.Is(err, ErrQueueFull):
+		d.seen.forget(id)
+		log.Warn("queue full; delivery refused, the next resync catches up")
+		return http.StatusServiceUnavailable, metrics.OutcomeQueueFull, err.Error()
+	case errors.Is(err, ErrBadPayload):
+		return http.StatusBadRequest, metrics.OutcomeBadRequest, err.Error()
+	default:
+		d.seen.forget(id)
+		return http.StatusInternalServerError, "error", err.Error()
+	}
+}

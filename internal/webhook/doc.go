@@ -1,0 +1,34 @@
+// Package webhook is fleetbot's webhook service (fleetbot serve): signed
+// GitHub events in, queued and coalesced reconcile jobs out.
+//
+// A delivery goes through the Dispatcher (body cap, X-Hub-Signature-256 in
+// constant time before any parsing, dedupe by X-GitHub-Delivery) to the one
+// Handler of its event, which decides within microseconds whether there is
+// work and pushes a Job on the Queue; the HTTP answer (202) does not wait
+// for the work. The Queue is bounded (a full queue refuses, never blocks)
+// and coalesces by target: every push to the control repo's default branch
+// is one apply of the fleet, every event on a target repo one drift
+// reconcile of that repo, every control pull request one check. A Pool of
+// workers runs jobs with a fresh context each, recovers panics and shuts
+// down gracefully; Resync queues a full apply periodically, so a missed
+// delivery, a refused one or a crash costs at most one interval.
+//
+// The work itself is the one code path of the CLI: Service loads the
+// control repo at a commit (ControlSource), renders it with a long-lived
+// fanout.Renderer and calls reconcile.Apply (push, resync, drift with
+// reconcile.Options.Only) or reconcile.Plan on a read-only forge (the check
+// run of a control pull request, which never writes to a target repo).
+//
+//	event                              repo        job
+//	push (default branch)              control     apply
+//	pull_request opened/synchronize/   control     check (check run with the plan)
+//	  reopened
+//	check_run rerequested              control     check
+//	installation, installation_repos.  -           apply
+//	push (default branch),             target      drift (that repo only)
+//	  pull_request closed, repository,
+//	  member, team, branch_protection_rule
+//
+// Events whose sender is fleetbot's own bot account are ignored; other bots'
+// are not.
+package webhook

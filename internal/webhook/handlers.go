@@ -1,0 +1,232 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	gh "github.com/google/go-github/v62/github"
+
+	"github.com/fleetbot-io/fleetbot/internal/metrics"
+)
+
+// HandlerConfig is what the event handlers share.
+type HandlerConfig struct {
+	// Control is the control repo, "owner/name".
+	Control string
+	// Self is fleetbot's own login ("<app-slug>[bot]"): events it caused are
+	// ignored (it already knows), events of other bots are not.
+	Self string
+	// AppID is fleetbot's GitHub App id: only its own check runs are re-run.
+	AppID int64
+	// Queue receives the jobs.
+	Queue *Queue
+	// Logger receives one line per queued or ignored event; nil discards.
+	Logger *slog.Logger
+}
+
+// Handlers returns one handler per event family: push, pull_request,
+// check_run, installation (with installation_repositories) and the drift
+// events of target repos (repository, member, team, branch_protection_rule).
+func Handlers(cfg HandlerConfig) []Handler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	b := &base{cfg: cfg}
+	return []Handler{&PushHandler{b}, &PullRequestHandler{b}, &CheckRunHandler{b}, &InstallationHandler{b}, &DriftHandler{b}}
+}
+
+// base holds what every handler needs and the decisions they share.
+type base struct{ cfg HandlerConfig }
+
+func (b *base) isControl(fullName string) bool { return strings.EqualFold(fullName, b.cfg.Control) }
+
+func (b *base) isSelf(u *gh.User) bool {
+	return u != nil && b.cfg.Self != "" && strings.EqualFold(u.GetLogin(), b.cfg.Self)
+}
+
+// queue pushes j for delivery d and returns the outcome.
+func (b *base) queue(d Delivery, j Job) (string, error) {
+	j.Delivery, j.Queued = d.ID, d.Received
+	if j.Queued.IsZero() {
+		j.Queued = time.Now()
+	}
+	coalesced, err := b.cfg.Queue.Push(j)
+	if err != nil {
+		return "", err
+	}
+	outcome := metrics.OutcomeQueued
+	if coalesced {
+		outcome = metrics.OutcomeCoalesced
+	}
+	b.cfg.Logger.Debug("job "+outcome, "delivery", d.ID, "event", d.Event, "repo", j.Repo, "kind", j.Kind, "key", j.Key(), "sha", j.SHA)
+	return outcome, nil
+}
+
+func (b *base) ignore(d Delivery, repo, why string) (string, error) {
+	b.cfg.Logger.Debug("event ignored", "delivery", d.ID, "event", d.Event, "repo", repo, "why", why)
+	return metrics.OutcomeIgnored, nil
+}
+
+func decode(d Delivery, v any) error {
+	if err := json.Unmarshal(d.Payload, v); err != nil {
+		return fmt.Errorf("%w: decoding %s event: %v", ErrBadPayload, d.Event, err)
+	}
+	return nil
+}
+
+// PushHandler: a push to the control repo's default branch applies the
+// fleet; a push to a target repo's default branch reconciles that repo.
+type PushHandler struct{ *base }
+
+// Handles returns "push".
+func (h *PushHandler) Handles() []string { return []string{"push"} }
+
+// Handle queues an apply or a drift job.
+func (h *PushHandler) Handle(_ context.Context, d Delivery) (string, error) {
+	var ev gh.PushEvent
+	if err := decode(d, &ev); err != nil {
+		return "", err
+	}
+	repo := ev.GetRepo().GetFullName()
+	switch {
+	case h.isSelf(ev.GetSender()):
+		return h.ignore(d, repo, "pushed by fleetbot")
+	case ev.GetRef() != "refs/heads/"+ev.GetRepo().GetDefaultBranch():
+		return h.ignore(d, repo, "not the default branch")
+	case h.isControl(repo):
+		if ev.GetDeleted() {
+			return h.ignore(d, repo, "default branch deleted")
+		}
+		return h.queue(d, Job{Kind: KindApply, Repo: repo, SHA: ev.GetAfter(), Reason: "push"})
+	default:
+		return h.queue(d, Job{Kind: KindDrift, Repo: repo, Reason: "push"})
+	}
+}
+
+// PullRequestHandler: a control-repo pull request opened, synchronized or
+// reopened gets a plan check run; a target repo's pull request closed (merged
+// or not) reconciles that repo.
+type PullRequestHandler struct{ *base }
+
+// Handles returns "pull_request".
+func (h *PullRequestHandler) Handles() []string { return []string{"pull_request"} }
+
+// Handle queues a check or a drift job.
+func (h *PullRequestHandler) Handle(_ context.Context, d Delivery) (string, error) {
+	var ev gh.PullRequestEvent
+	if err := decode(d, &ev); err != nil {
+		return "", err
+	}
+	repo, action := ev.GetRepo().GetFullName(), ev.GetAction()
+	if h.isSelf(ev.GetSender()) {
+		return h.ignore(d, repo, "caused by fleetbot")
+	}
+	if h.isControl(repo) {
+		switch action {
+		case "opened", "synchronize", "reopened":
+			return h.queue(d, Job{Kind: KindCheck, Repo: repo, SHA: ev.GetPullRequest().GetHead().GetSHA(),
+				PR: ev.GetNumber(), Reason: "pull_request." + action})
+		}
+		return h.ignore(d, repo, "control pull request "+action)
+	}
+	if action != "closed" {
+		return h.ignore(d, repo, "pull request "+action)
+	}
+	return h.queue(d, Job{Kind: KindDrift, Repo: repo, Reason: "pull_request.closed"})
+}
+
+// CheckRunHandler: "Re-run" on one of fleetbot's check runs redoes the check.
+type CheckRunHandler struct{ *base }
+
+// Handles returns "check_run".
+func (h *CheckRunHandler) Handles() []string { return []string{"check_run"} }
+
+// Handle queues a check job.
+func (h *CheckRunHandler) Handle(_ context.Context, d Delivery) (string, error) {
+	var ev gh.CheckRunEvent
+	if err := decode(d, &ev); err != nil {
+		return "", err
+	}
+	repo, cr := ev.GetRepo().GetFullName(), ev.GetCheckRun()
+	switch {
+	case ev.GetAction() != "rerequested":
+		return h.ignore(d, repo, "check run "+ev.GetAction())
+	case !h.isControl(repo):
+		return h.ignore(d, repo, "not the control repo")
+	case h.cfg.AppID != 0 && cr.GetApp().GetID() != h.cfg.AppID:
+		return h.ignore(d, repo, "another app's check run")
+	}
+	j := Job{Kind: KindCheck, Repo: repo, SHA: cr.GetHeadSHA(), Reason: "check_run.rerequested"}
+	if prs := cr.PullRequests; len(prs) > 0 {
+		j.PR = prs[0].GetNumber()
+	}
+	return h.queue(d, j)
+}
+
+// InstallationHandler: the App installed, its permissions accepted or its
+// repositories changed: resync everything.
+type InstallationHandler struct{ *base }
+
+// Handles returns "installation" and "installation_repositories".
+func (h *InstallationHandler) Handles() []string {
+	return []string{"installation", "installation_repositories"}
+}
+
+// Handle queues an apply job.
+func (h *InstallationHandler) Handle(_ context.Context, d Delivery) (string, error) {
+	var ev struct {
+		Action       string `json:"action"`
+		Installation struct {
+			Account struct {
+				Login string `json:"login"`
+			} `json:"account"`
+		} `json:"installation"`
+	}
+	if err := decode(d, &ev); err != nil {
+		return "", err
+	}
+	account := ev.Installation.Account.Login
+	switch ev.Action {
+	case "created", "new_permissions_accepted", "unsuspend", "added", "removed":
+		return h.queue(d, Job{Kind: KindApply, Repo: h.cfg.Control, Reason: d.Event + "." + ev.Action})
+	}
+	return h.ignore(d, account, d.Event+" "+ev.Action)
+}
+
+// DriftHandler: a target repo's settings, collaborators, teams or branch
+// protection changed: reconcile that repo. A deleted team may have held any
+// repo: resync everything.
+type DriftHandler struct{ *base }
+
+// Handles returns the repository-level drift events.
+func (h *DriftHandler) Handles() []string {
+	return []string{"repository", "member", "team", "branch_protection_rule"}
+}
+
+// Handle queues a drift (or apply) job.
+func (h *DriftHandler) Handle(_ context.Context, d Delivery) (string, error) {
+	var ev struct {
+		Action     string         `json:"action"`
+		Repository *gh.Repository `json:"repository"`
+		Sender     *gh.User       `json:"sender"`
+	}
+	if err := decode(d, &ev); err != nil {
+		return "", err
+	}
+	repo := ev.Repository.GetFullName()
+	switch {
+	case h.isSelf(ev.Sender):
+		return h.ignore(d, repo, "caused by fleetbot")
+	case repo == "" && d.Event == "team" && ev.Action == "deleted":
+		return h.queue(d, Job{Kind: KindApply, Repo: h.cfg.Control, Reason: "team.deleted"})
+	case repo == "":
+		return h.ignore(d, repo, "no repository")
+	case h.isControl(repo):
+		return h.ignore(d, repo, "the control repo")
+	}
+	return h.queue(d, Job{Kind: KindDrift, Repo: repo, Reason: d.Event + "." + ev.Action})
+}

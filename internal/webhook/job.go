@@ -1,0 +1,83 @@
+package webhook
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kind is what a job does.
+type Kind string
+
+// Job kinds.
+const (
+	// KindApply reconciles every target repo from the control repo's default
+	// branch: a push there, an installation change, or the periodic resync.
+	KindApply Kind = "apply"
+	// KindDrift reconciles one target repo that changed under fleetbot (a
+	// merged or closed PR, a push, a settings, collaborator, team or branch
+	// protection change).
+	KindDrift Kind = "drift"
+	// KindCheck plans a control-repo pull request and reports it as a check
+	// run; it never writes to a target repo.
+	KindCheck Kind = "check"
+)
+
+// Job is queued work. Jobs with the same Key coalesce: the newest delivery's
+// fields win, the first delivery's Queued time stays.
+type Job struct {
+	Kind Kind
+	// Repo is "owner/name": the target repo of a drift job, the control repo
+	// of the others.
+	Repo string
+	// SHA is the commit that triggered the job: the pushed head of an apply
+	// (informational; apply reads the branch head when it runs) or the pull
+	// request head a check reports on.
+	SHA string
+	// PR is the control-repo pull request of a check job (0 when unknown, as
+	// for a check run rerequested on a commit).
+	PR int
+	// Reason says what caused the job: "push", "resync", "pull_request.closed"...
+	Reason string
+	// Delivery is the X-GitHub-Delivery of the newest delivery merged in
+	// ("" for a resync).
+	Delivery string
+	// Queued is when the first delivery of this job was received.
+	Queued time.Time
+	// Merged counts the deliveries coalesced into this job after the first.
+	Merged int
+}
+
+// Key is the coalescing key: one apply for the whole fleet, one drift per
+// target repo, one check per control-repo pull request (or commit).
+func (j Job) Key() string {
+	switch j.Kind {
+	case KindApply:
+		return string(KindApply)
+	case KindCheck:
+		if j.PR > 0 {
+			return "check:" + strings.ToLower(j.Repo) + "#" + strconv.Itoa(j.PR)
+		}
+		return "check:" + strings.ToLower(j.Repo) + "@" + j.SHA
+	default:
+		return string(j.Kind) + ":" + strings.ToLower(j.Repo)
+	}
+}
+
+// merge folds a newer job with the same key into j.
+func (j Job) merge(newer Job) Job {
+	newer.Queued = earliest(j.Queued, newer.Queued)
+	newer.Merged = j.Merged + newer.Merged + 1
+	if newer.SHA == "" {
+		newer.SHA = j.SHA
+	}
+	return newer
+}
+
+// earliest returns the earlier of two times, ignoring zero ones.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,182 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// DefaultQueueSize is how many distinct jobs may wait at once by default.
+// Coalescing keeps one job per target repo, so this is roughly the number
+// of repos that can drift in one burst before deliveries are refused.
+const DefaultQueueSize = 1000
+
+// ErrQueueFull is returned by Push when the queue holds its capacity of
+// distinct jobs. The delivery is refused (503) rather than blocking the
+// HTTP handler; the periodic resync catches up with what it would have done.
+var ErrQueueFull = errors.New("job queue full")
+
+// Queue is a bounded queue of jobs that coalesces by Job.Key: a job whose
+// key is already waiting is merged into it instead of queued again, so ten
+// pushes in a burst are one apply and ten drifts of one repo one reconcile.
+// A key never runs twice at once: a job pushed while its key runs waits for
+// that run to finish. An apply (the whole fleet) and drifts (single repos)
+// never run together, so they do not race on the same repo's pull request,
+// and a waiting apply absorbs the drifts queued behind or before it.
+//
+// Queue is safe for concurrent use. Push never blocks.
+type Queue struct {
+	mu       sync.Mutex
+	capacity int
+	order    []string        // waiting keys, oldest first
+	waiting  map[string]*Job // by key
+	running  map[string]Kind // by key
+	drifts   int             // running drift jobs
+	changed  chan struct{}   // closed (and replaced) when a job may have become runnable
+}
+
+// NewQueue returns a Queue holding at most capacity waiting jobs
+// (DefaultQueueSize if capacity <= 0).
+func NewQueue(capacity int) *Queue {
+	if capacity <= 0 {
+		capacity = DefaultQueueSize
+	}
+	return &Queue{capacity: capacity, waiting: map[string]*Job{}, running: map[string]Kind{}, changed: make(chan struct{})}
+}
+
+// Push queues j, or merges it into the waiting job with the same key (or
+// into a waiting apply, for a drift) and reports coalesced. A full queue
+// returns ErrQueueFull at once.
+func (q *Queue) Push(j Job) (coalesced bool, err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	key := j.Key()
+	if old, ok := q.waiting[key]; ok {
+		*old = old.merge(j)
+		q.signal()
+		return true, nil
+	}
+	if j.Kind == KindDrift {
+		if apply, ok := q.waiting[string(KindApply)]; ok {
+			apply.Merged++
+			apply.Queued = earliest(apply.Queued, j.Queued)
+			return true, nil
+		}
+	}
+	if j.Kind == KindApply {
+		q.absorbDrifts(&j)
+	}
+	if len(q.order) >= q.capacity {
+		return false, ErrQueueFull
+	}
+	q.waiting[key] = &j
+	q.order = append(q.order, key)
+	q.signal()
+	return false, nil
+}
+
+// absorbDrifts drops the waiting drift jobs into apply, which covers them.
+func (q *Queue) absorbDrifts(apply *Job) {
+	kept := q.order[:0]
+	for _, k := range q.order {
+		w := q.waiting[k]
+		if w.Kind != KindDrift {
+			kept = append(kept, k)
+			continue
+		}
+		apply.Merged += w.Merged + 1
+		apply.Queued = earliest(apply.Queued, w.Queued)
+		delete(q.waiting, k)
+	}
+	q.order = kept
+}
+
+// Next waits for a runnable job, marks its key running and returns it. The
+// caller must call Done(job.Key()) when finished. It returns ctx's error
+// once ctx is done.
+func (q *Queue) Next(ctx context.Context) (Job, error) {
+	for {
+		q.mu.Lock()
+		for i, k := range q.order {
+			j := q.waiting[k]
+			if !q.runnable(j) {
+				continue
+			}
+			q.order = append(q.order[:i], q.order[i+1:]...)
+			delete(q.waiting, k)
+			q.running[k] = j.Kind
+			if j.Kind == KindDrift {
+				q.drifts++
+			}
+			q.mu.Unlock()
+			return *j, nil
+		}
+		changed := q.changed
+		q.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return Job{}, ctx.Err()
+		case <-changed:
+		}
+	}
+}
+
+// runnable reports whether j may start now.
+func (q *Queue) runnable(j *Job) bool {
+	if _, busy := q.running[j.Key()]; busy {
+		return false
+	}
+	switch j.Kind {
+	case KindApply:
+		return q.drifts == 0
+	case KindDrift:
+		_, applying := q.running[string(KindApply)]
+		return !applying
+	}
+	return true
+}
+
+// Done marks key finished, letting a job waiting on it run.
+func (q *Queue) Done(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.running[key] == KindDrift {
+		q.drifts--
+	}
+	delete(q.running, key)
+	q.signal()
+}
+
+// signal wakes every waiting Next; call with q.mu held.
+func (q *Queue) signal() {
+	close(q.changed)
+	q.changed = make(chan struct{})
+}
+
+// Len is the number of waiting jobs.
+func (q *Queue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.order)
+}
+
+// Running is the number of jobs being worked on.
+func (q *Queue) Running() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.running)
+}
+
+// Drain removes and returns the waiting jobs, oldest first: at shutdown
+// they are handed back (logged), and the next process's first resync
+// redoes their work.
+func (q *Queue) Drain() []Job {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]Job, 0, len(q.order))
+	for _, k := range q.order {
+		out = append(out, *q.waiting[k])
+	}
+	q.order, q.waiting = nil, map[string]*Job{}
+	return out
+}

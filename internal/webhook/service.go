@@ -1,0 +1,352 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/metrics"
+	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+)
+
+// ControlSource reads the control repo from its forge.
+type ControlSource interface {
+	// Head returns the commit at the tip of the default branch.
+	Head(ctx context.Context) (string, error)
+	// Load reads and validates the control repo at commit sha.
+	Load(ctx context.Context, sha string) (*control.Repo, error)
+}
+
+// Verdict judges a control-repo change beyond its plan: "fleetbot check
+// control" (the persona rules). The check run reports the plan and, when a
+// Verdict is configured, its conclusion and markdown.
+type Verdict interface {
+	CheckControl(ctx context.Context, repo *control.Repo, targets []*fanout.Target) (VerdictResult, error)
+}
+
+// VerdictResult is a Verdict's finding.
+type VerdictResult struct {
+	// Conclusion is a check conclusion: success, neutral or failure.
+	Conclusion string
+	// Markdown explains it; it is appended to the check run text.
+	Markdown string
+}
+
+// ServiceConfig configures a Service. Control, Renderer and Forge are
+// required; PlanForge and Checks are required for check jobs.
+type ServiceConfig struct {
+	Control ControlSource
+	// Renderer is long-lived: it caches kustomize builds between jobs.
+	Renderer *fanout.Renderer
+	// Forge writes target repos (apply and drift jobs).
+	Forge reconcile.Forge
+	// PlanForge is a read-only forge for check jobs: they never write to a
+	// target repo.
+	PlanForge reconcile.Forge
+	// Checks writes check runs on the control repo.
+	Checks CheckRuns
+	// Verdict, when set, adds "check control" to check runs.
+	Verdict Verdict
+	// Concurrency is reconcile's per-run concurrency (default reconcile's).
+	Concurrency int
+	// Logger and Metrics may be nil.
+	Logger  *slog.Logger
+	Metrics *metrics.Metrics
+	// BeforeJob, when set, runs before each job; tests inject faults with it.
+	BeforeJob func(ctx context.Context, j Job) error
+}
+
+// Service executes jobs: it loads the control repo at the right commit,
+// renders it (cached per commit) and runs the one reconcile code path:
+// reconcile.Apply for apply and drift jobs, reconcile.Plan on a read-only
+// forge for check jobs.
+type Service struct {
+	cfg ServiceConfig
+	log *slog.Logger
+
+	mu     sync.Mutex
+	fleets []*fleetEntry // most recent first
+}
+
+// fleetEntry is the control repo at one commit, loaded and rendered once.
+type fleetEntry struct {
+	sha     string
+	once    sync.Once
+	repo    *control.Repo
+	targets []*fanout.Target
+	err     error
+}
+
+// fleetCache is how many rendered commits are kept (the default branch and
+// a few pull request heads).
+const fleetCache = 4
+
+// NewService returns a Service.
+func NewService(cfg ServiceConfig) (*Service, error) {
+	if cfg.Control == nil || cfg.Renderer == nil || cfg.Forge == nil {
+		return nil, errors.New("webhook service: control source, renderer and forge are required")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{cfg: cfg, log: log}, nil
+}
+
+// Execute runs one job.
+func (s *Service) Execute(ctx context.Context, j Job) error {
+	if s.cfg.BeforeJob != nil {
+		if err := s.cfg.BeforeJob(ctx, j); err != nil {
+			return err
+		}
+	}
+	switch j.Kind {
+	case KindApply:
+		return s.apply(ctx, j, nil)
+	case KindDrift:
+		return s.drift(ctx, j)
+	case KindCheck:
+		return s.check(ctx, j)
+	}
+	return fmt.Errorf("unknown job kind %q", j.Kind)
+}
+
+// fleet loads and renders the control repo at sha, once per commit.
+func (s *Service) fleet(ctx context.Context, sha string) (*control.Repo, []*fanout.Target, error) {
+	s.mu.Lock()
+	var e *fleetEntry
+	for _, f := range s.fleets {
+		if f.sha == sha {
+			e = f
+			break
+		}
+	}
+	if e == nil {
+		e = &fleetEntry{sha: sha}
+		s.fleets = append([]*fleetEntry{e}, s.fleets...)
+		if len(s.fleets) > fleetCache {
+			s.fleets = s.fleets[:fleetCache]
+		}
+	}
+	s.mu.Unlock()
+	e.once.Do(func() {
+		e.repo, e.err = s.cfg.Control.Load(ctx, sha)
+		if e.err == nil {
+			e.targets, e.err = s.cfg.Renderer.Render(e.repo)
+		}
+	})
+	if e.err != nil && !isInvalid(e.err) {
+		// Reading failed (network, rate limit, cancellation): try again next time.
+		s.forget(e)
+	}
+	return e.repo, e.targets, e.err
+}
+
+func (s *Service) forget(e *fleetEntry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, f := range s.fleets {
+		if f == e {
+			s.fleets = append(s.fleets[:i], s.fleets[i+1:]...)
+			return
+		}
+	}
+}
+
+// isInvalid reports whether err says the control repo is invalid (a
+// property of the commit, worth caching) rather than unreadable.
+func isInvalid(err error) bool {
+	var is control.Issues
+	return errors.As(err, &is)
+}
+
+// apply reconciles the fleet at the control repo's head; only, when set,
+// restricts it to those target repos.
+func (s *Service) apply(ctx context.Context, j Job, only []string) error {
+	sha, err := s.cfg.Control.Head(ctx)
+	if err != nil {
+		return err
+	}
+	repo, targets, err := s.fleet(ctx, sha)
+	if err != nil {
+		return fmt.Errorf("control repo at %s: %w", shortSHA(sha), err)
+	}
+	opts := reconcile.Options{
+		Concurrency: s.cfg.Concurrency, Only: only,
+		Logger: s.log.With("delivery", j.Delivery, "kind", j.Kind),
+		Progress: func(r reconcile.Result) {
+			s.cfg.Metrics.Reconciled(r.Repo, outcomeOf(r))
+		},
+	}
+	rep, err := reconcile.Apply(ctx, s.cfg.Forge, repo, targets, opts)
+	if rep != nil {
+		changed := 0
+		for _, r := range rep.Results {
+			if r.Changed() {
+				changed++
+			}
+		}
+		s.log.Info("reconciled", "delivery", j.Delivery, "kind", j.Kind, "repo", j.Repo, "source", shortSHA(sha),
+			"repos", len(rep.Results), "changed", changed, "failed", len(rep.Failed()), "deferred", len(rep.Deferred()))
+	}
+	return err
+}
+
+// drift reconciles the one target repo of j.
+func (s *Service) drift(ctx context.Context, j Job) error {
+	owner, name, _ := strings.Cut(j.Repo, "/")
+	sha, err := s.cfg.Control.Head(ctx)
+	if err != nil {
+		return err
+	}
+	repo, _, err := s.fleet(ctx, sha)
+	if err != nil {
+		return fmt.Errorf("control repo at %s: %w", shortSHA(sha), err)
+	}
+	if !strings.EqualFold(owner, repo.Platform.Spec.Owner) {
+		s.log.Debug("drift on a repo outside the platform owner; ignored", "repo", j.Repo, "delivery", j.Delivery)
+		return nil
+	}
+	return s.apply(ctx, j, []string{name})
+}
+
+// outcomeOf names a result for the reconcile outcome metric.
+func outcomeOf(r reconcile.Result) string {
+	switch {
+	case r.Deferred:
+		return "deferred"
+	case r.Err != nil:
+		return "failed"
+	case r.Action == "":
+		return "unknown"
+	}
+	return string(r.Action)
+}
+
+// check plans the control repo at the pull request head on the read-only
+// forge and reports it as a check run.
+func (s *Service) check(ctx context.Context, j Job) error {
+	if s.cfg.Checks == nil || s.cfg.PlanForge == nil {
+		return errors.New("check job: no check runs or read-only forge configured")
+	}
+	id, err := s.cfg.Checks.Start(ctx, j.SHA)
+	if err != nil {
+		return err
+	}
+	res := s.plan(ctx, j)
+	fctx := ctx
+	if ctx.Err() != nil {
+		// Still tell GitHub the check ended, so it does not spin forever.
+		res = CheckResult{Conclusion: ConclusionCancelled, Title: "fleetbot stopped before finishing the plan",
+			Summary: "fleetbot shut down during this check. Re-run it."}
+		var cancel context.CancelFunc
+		fctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+	}
+	s.log.Info("check run", "delivery", j.Delivery, "repo", j.Repo, "pr", j.PR, "sha", shortSHA(j.SHA), "conclusion", res.Conclusion)
+	return s.cfg.Checks.Finish(fctx, id, res)
+}
+
+// plan computes a check result; every failure becomes its conclusion.
+func (s *Service) plan(ctx context.Context, j Job) CheckResult {
+	repo, targets, err := s.fleet(ctx, j.SHA)
+	var issues control.Issues
+	switch {
+	case errors.As(err, &issues):
+		return invalidResult(issues)
+	case err != nil:
+		return CheckResult{Conclusion: ConclusionNeutral, Title: "fleetbot could not read the control repo",
+			Summary: "fleetbot could not read this commit; re-run the check.\n\n```\n" + err.Error() + "\n```\n"}
+	}
+	rep, err := reconcile.Plan(ctx, s.cfg.PlanForge, repo, targets, reconcile.Options{
+		Concurrency: s.cfg.Concurrency, Logger: s.log.With("delivery", j.Delivery, "kind", j.Kind),
+	})
+	if err != nil {
+		return CheckResult{Conclusion: ConclusionNeutral, Title: "fleetbot could not plan",
+			Summary: "fleetbot could not plan this commit; re-run the check.\n\n```\n" + err.Error() + "\n```\n"}
+	}
+	var text strings.Builder
+	if err := rep.WriteMarkdown(&text); err != nil {
+		return CheckResult{Conclusion: ConclusionNeutral, Title: "fleetbot could not render the plan", Summary: err.Error()}
+	}
+	res := planResult(rep, text.String())
+	if s.cfg.Verdict != nil {
+		v, err := s.cfg.Verdict.CheckControl(ctx, repo, targets)
+		if err != nil {
+			v = VerdictResult{Conclusion: ConclusionNeutral, Markdown: "`check control` failed: " + err.Error()}
+		}
+		res.Conclusion = worst(res.Conclusion, v.Conclusion)
+		res.Summary += "\n\n#### check control: " + v.Conclusion + "\n\n" + v.Markdown
+	}
+	return res
+}
+
+// planResult turns a plan report into a check result: failure when the
+// plan is refused, neutral when some repo could not be planned, success
+// otherwise (changes are what a control PR is for).
+func planResult(rep *reconcile.Report, markdown string) CheckResult {
+	changed := 0
+	for _, r := range rep.Results {
+		if r.Changed() {
+			changed++
+		}
+	}
+	res := CheckResult{Conclusion: ConclusionSuccess, Text: markdown}
+	res.Title = fmt.Sprintf("%d of %d target repos change", changed, len(rep.Results))
+	switch failed := rep.Failed(); {
+	case rep.Refused != nil:
+		res.Conclusion = ConclusionFailure
+		res.Title = "plan refused: " + firstLine(rep.Refused.Error())
+	case len(failed) > 0:
+		res.Conclusion = ConclusionNeutral
+		res.Title += fmt.Sprintf("; %d could not be planned", len(failed))
+	}
+	res.Summary = fmt.Sprintf("Plan of source `%s`: %s. Merging this pull request makes fleetbot open or update one pull request per changed repo; nothing is written before.",
+		shortSHA(rep.Source), res.Title)
+	return res
+}
+
+// invalidResult reports a control repo that does not validate.
+func invalidResult(issues control.Issues) CheckResult {
+	res := CheckResult{Conclusion: ConclusionFailure,
+		Title:   fmt.Sprintf("invalid control repo: %d problem(s)", len(issues)),
+		Summary: "The control repo does not validate at this commit; nothing would be written anywhere.\n\n```\n" + issues.Error() + "\n```\n"}
+	for _, is := range issues {
+		if is.Pos.File == "" {
+			continue
+		}
+		msg := is.Message
+		if is.Hint != "" {
+			msg += "\nhint: " + is.Hint
+		}
+		res.Annotations = append(res.Annotations, Annotation{Path: is.Pos.File, Line: is.Pos.Line, Level: "failure", Message: msg, Title: "fleetbot"})
+	}
+	return res
+}
+
+// worst returns the more severe of two conclusions.
+func worst(a, b string) string {
+	rank := map[string]int{ConclusionSuccess: 0, ConclusionNeutral: 1, ConclusionCancelled: 2, ConclusionFailure: 3}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+func shortSHA(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}

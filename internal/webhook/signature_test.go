@@ -1,0 +1,58 @@
+package webhook
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func sign(secret, body string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(body))
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+func TestVerifySignature(t *testing.T) {
+	body := `{"zen":"Keep it logically awesome."}`
+	good := sign("s3cret", body)
+	for _, tc := range []struct {
+		name, secret, body, header string
+		ok                         bool
+	}{
+		{"valid", "s3cret", body, good, true},
+		{"missing", "s3cret", body, "", false},
+		{"sha1 only", "s3cret", body, "sha1=" + strings.Repeat("0", 40), false},
+		{"not hex", "s3cret", body, "sha256=zz" + good[9:], false},
+		{"short", "s3cret", body, good[:20], false},
+		{"wrong secret", "other", body, good, false},
+		{"body changed", "s3cret", body + " ", good, false},
+		{"uppercase hex", "s3cret", body, "sha256=" + strings.ToUpper(good[7:]), true},
+		{"empty secret never verifies", "", body, sign("", body), false},
+	} {
+		err := VerifySignature([]byte(tc.secret), []byte(tc.body), tc.header)
+		if tc.ok {
+			assert.NoError(t, err, tc.name)
+		} else {
+			assert.ErrorIs(t, err, ErrSignature, tc.name)
+		}
+	}
+}
+
+func TestTruncateMarkdown(t *testing.T) {
+	short := "### plan\n\nsmall"
+	assert.Equal(t, short, TruncateMarkdown(short, 100))
+
+	var b strings.Builder
+	b.WriteString("### plan\n")
+	for b.Len() < 5000 {
+		b.WriteString("<details><summary>repo</summary>\n\n- add `x`\n- add `y`\n\n</details>\n")
+	}
+	got := TruncateMarkdown(b.String(), 1000)
+	assert.LessOrEqual(t, len([]rune(got)), 1000)
+	assert.Contains(t, got, "truncated")
+	assert.Equal(t, strings.Count(got, "<details>"), strings.Count(got, "</details>"), "open blocks closed:\n%s", got)
+}
