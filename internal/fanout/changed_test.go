@@ -1,0 +1,69 @@
+package fanout
+
+import (
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
+	"github.com/fleetbot-io/fleetbot/internal/fleetgen"
+)
+
+func TestChanged(t *testing.T) {
+	gen := fleetgen.Generate(fleetgen.Options{Clusters: 40, Workspaces: 2, Apps: 8, Seed: 3})
+	r := NewRenderer(Options{})
+	render := func(fs fstest.MapFS) []*Target {
+		repo, err := control.Load(fs)
+		require.NoError(t, err)
+		return mustRender(t, r, repo)
+	}
+	base := render(gen)
+
+	changed, removed := Changed(base, render(gen))
+	assert.Empty(t, changed, "the same control repo changes nothing")
+	assert.Empty(t, removed)
+
+	// One cluster's value: only its repo.
+	one := clone(gen)
+	var file, cluster string
+	for p, f := range one {
+		if strings.HasPrefix(p, "clusters/") && strings.Contains(string(f.Data), "_range: ") {
+			file, cluster = p, strings.TrimSuffix(strings.TrimPrefix(p, "clusters/"), ".yaml")
+			break
+		}
+	}
+	require.NotEmpty(t, file, "a generated cluster with a range value")
+	one[file] = &fstest.MapFile{Data: []byte(strings.Replace(string(one[file].Data), ".0/24", ".0/25", 1))}
+	changed, removed = Changed(base, render(one))
+	assert.Equal(t, []string{"cluster-" + cluster}, changed)
+	assert.Empty(t, removed)
+
+	// A platform component on every cluster: every cluster repo, no workspace repo.
+	comp := clone(gen)
+	comp["catalog/monitoring/app.yaml"] = &fstest.MapFile{Data: []byte(strings.Replace(string(comp["catalog/monitoring/app.yaml"].Data), "v1.0.0", "v1.1.0", 1))}
+	changed, _ = Changed(base, render(comp))
+	assert.Len(t, changed, 40)
+	for _, c := range changed {
+		assert.True(t, strings.HasPrefix(c, "cluster-"), c)
+	}
+
+	// A removed cluster is listed apart; its workspace repo changes too.
+	gone := clone(gen)
+	delete(gone, file)
+	changed, removed = Changed(base, render(gone))
+	assert.Equal(t, []string{"cluster-" + cluster}, removed)
+	for _, c := range changed {
+		assert.True(t, strings.HasPrefix(c, "workspace-"), "only the cluster's workspace repo changes: %s", c)
+	}
+}
+
+func clone(fs fstest.MapFS) fstest.MapFS {
+	out := make(fstest.MapFS, len(fs))
+	for p, f := range fs {
+		out[p] = f
+	}
+	return out
+}
