@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -29,15 +28,21 @@ const DefaultConcurrency = 4
 
 // Forge is what reconcile needs from a code host: the pr seam, discovery of
 // the repos fleetbot manages (to notice removed clusters and workspaces),
-// and repo access settings.
+// what the owner's org holds, and repo access settings.
 type Forge interface {
 	pr.Forge
 	// ListManaged lists the repos of owner that fleetbot manages.
 	ListManaged(ctx context.Context, owner string) ([]pr.ManagedRepo, error)
-	// Access reads a repo's access settings.
+	// Org reads, once per run, the owner's teams, its archived repos and
+	// the logins fleetbot acts as.
+	Org(ctx context.Context, owner string) (policy.Org, error)
+	// Access reads a repo's access settings: team roles, direct
+	// collaborators and the protection of the default branch.
 	Access(ctx context.Context, owner, repo string) (policy.Access, error)
-	// SetAccess converges a repo's access settings.
-	SetAccess(ctx context.Context, owner, repo string, a policy.Access) error
+	// ApplyAccess executes an access plan that policy.Diff made against
+	// what Access returned: grants and role changes first, then protection,
+	// then revokes and collaborator removals.
+	ApplyAccess(ctx context.Context, owner, repo string, p policy.Plan) error
 }
 
 // WriteGate is implemented by forges that must check something before a
@@ -65,6 +70,9 @@ var (
 type Options struct {
 	// AllowRemovals lets a run remove more targets than maxRemovals.
 	AllowRemovals bool
+	// AllowAccessRemovals lets a run take away more of a repo's grants than
+	// spec.access.maxAccessRemovals.
+	AllowAccessRemovals bool
 	// Concurrency bounds how many repos are worked on at once (default 4).
 	Concurrency int
 	// Source is the control repo commit (default: the repo's Revision).
@@ -107,9 +115,16 @@ func newItem(t *fanout.Target) *item {
 type item struct {
 	target   *fanout.Target
 	decision *pr.Decision
-	// accessDrift is true when the observed access differs from the target's.
-	accessDrift bool
-	res         Result
+	// observed is the repo's access as read, and access the plan that
+	// converges it (nil when access is not planned: new, removed or
+	// archived repos).
+	observed policy.Access
+	access   *policy.Plan
+	// accessOnly items (the control repo) have no content to reconcile.
+	accessOnly bool
+	// skipped items are left alone entirely (archived repos).
+	skipped bool
+	res     Result
 }
 
 // Plan decides, for every target and every managed repo that left the
@@ -119,7 +134,7 @@ func Plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 	opts = opts.withDefaults(repo)
 	items, rep, err := plan(ctx, f, repo, targets, opts)
 	if err != nil {
-		return nil, err
+		return rep, err
 	}
 	for _, it := range items {
 		rep.Results = append(rep.Results, it.res)
@@ -137,7 +152,7 @@ func Apply(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.T
 	opts = opts.withDefaults(repo)
 	items, rep, err := plan(ctx, f, repo, targets, opts)
 	if err != nil {
-		return nil, err
+		return rep, err
 	}
 	if rep.Refused != nil {
 		for _, it := range items {
@@ -151,7 +166,7 @@ func Apply(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.T
 	each(context.WithoutCancel(ctx), len(items), opts.Concurrency, func(i int) {
 		it := items[i]
 		log := opts.Logger.With("repo", it.target.FullName())
-		if it.res.Err == nil {
+		if it.res.Err == nil && !it.skipped {
 			if err := ctx.Err(); err != nil {
 				it.res.Err = fmt.Errorf("%s: not applied: %w", it.target.FullName(), context.Cause(ctx))
 			} else {
@@ -187,7 +202,7 @@ func Apply(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.T
 
 func applyOne(ctx context.Context, f Forge, it *item, o pr.Options, log *slog.Logger) {
 	t, d := it.target, it.decision
-	if d.Writes() {
+	if d.Writes() && !it.accessOnly {
 		d, err := gate(ctx, f, it, o)
 		if err != nil {
 			it.res.fail(err)
@@ -200,14 +215,19 @@ func applyOne(ctx context.Context, f Forge, it *item, o pr.Options, log *slog.Lo
 				return
 			}
 			it.res.setPR(p)
+			if d.CreateRepo || len(d.Bootstrap) > 0 {
+				// The bootstrap commit landed CODEOWNERS on the default
+				// branch: check it now, while the repo is new.
+				checkCodeowners(ctx, f, it, t.Access, true)
+			}
 		}
 	}
-	if it.accessDrift && !it.decision.CreateRepo {
-		if err := f.SetAccess(ctx, t.Owner, t.Repo, t.Access); err != nil {
-			it.res.fail(fmt.Errorf("%s: converging access: %w", t.FullName(), err))
+	if it.access != nil && !it.access.Empty() && !d.CreateRepo {
+		if err := applyAccess(ctx, f, it); err != nil {
+			it.res.fail(err)
 			return
 		}
-		log.Info("access converged")
+		log.Info("access converged", "steps", it.access.Describe())
 	}
 }
 
@@ -255,6 +275,17 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 	started := opts.Now()
 	spec := repo.Platform.Spec
 	owner := spec.Owner
+	org, err := f.Org(ctx, owner)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the teams and repos of %s: %w", owner, err)
+	}
+	if is := repo.MissingTeams(owner, org.HasTeam); len(is) > 0 {
+		// A team that does not exist is a control repo error: nothing is
+		// planned further, nothing is written anywhere.
+		rep := &Report{Source: opts.Source, Issues: is, started: started}
+		rep.finish(opts.Now())
+		return nil, rep, is
+	}
 	var managed []pr.ManagedRepo
 	only := map[string]bool{}
 	for _, r := range opts.Only {
@@ -291,12 +322,35 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 		}
 		items = append(items, newItem(fanout.Tombstone(owner, spec.Admins, defBranch, m.Kind, m.Name, m.Repo)))
 	}
+	if ctl := spec.Repos.Control; ctl != "" && (opts.Only == nil || only[strings.ToLower(ctl)]) {
+		if wanted[ctl] {
+			return nil, nil, fmt.Errorf("the control repo %s/%s is also a target repo", owner, ctl)
+		}
+		items = append(items, controlItem(spec, defBranch))
+	}
 	sort.Slice(items, func(a, b int) bool { return items[a].target.Repo < items[b].target.Repo })
 
 	prOpts := prOptions(repo, opts)
+	accessOpts := accessOptions(spec, org)
 	each(ctx, len(items), opts.Concurrency, func(i int) {
 		it := items[i]
 		t := it.target
+		if org.IsArchived(t.Repo) {
+			// GitHub refuses every write to an archived repo: leave it
+			// alone, and say so rather than fail.
+			it.skipped, it.res.Skipped = true, SkippedArchived
+			it.decision = &pr.Decision{Owner: t.Owner, Repo: t.Repo, Kind: t.Kind, Name: t.Name, Action: pr.ActionNoop}
+			it.res.Action, it.res.Reason = pr.ActionNoop, "archived: not reconciled"
+			return
+		}
+		if it.accessOnly {
+			it.decision = &pr.Decision{Owner: t.Owner, Repo: t.Repo, Kind: t.Kind, Name: t.Name, Action: pr.ActionNoop}
+			it.res.Action, it.res.Reason = pr.ActionNoop, "control repo: access only"
+			if err := planAccess(ctx, f, it, accessOpts); err != nil {
+				it.res.fail(err)
+			}
+			return
+		}
 		d, err := pr.Plan(ctx, f, t, prOpts)
 		if err != nil {
 			it.res.fail(err)
@@ -307,14 +361,11 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 		if t.Removed || d.CreateRepo {
 			return
 		}
-		observed, err := f.Access(ctx, t.Owner, t.Repo)
-		if err != nil {
-			it.res.fail(fmt.Errorf("%s: reading access: %w", t.FullName(), err))
+		if err := planAccess(ctx, f, it, accessOpts); err != nil {
+			it.res.fail(err)
 			return
 		}
-		if !sameAccess(observed, t.Access) {
-			it.accessDrift, it.res.AccessChanged = true, true
-		}
+		checkCodeowners(ctx, f, it, it.observed, false)
 	})
 
 	for _, it := range items {
@@ -323,8 +374,11 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 		}
 	}
 	rep := &Report{Source: opts.Source, started: started}
-	removals, total := 0, len(items)
+	removals, total := 0, 0
 	for _, it := range items {
+		if !it.accessOnly {
+			total++
+		}
 		if it.target.Removed && (it.decision == nil || it.decision.Action == pr.ActionRemove) {
 			removals++
 		}
@@ -342,24 +396,13 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 		max = 1
 	}
 	rep.Removals, rep.MaxRemovals = removals, max
+	var refused error
 	if removals > max && !opts.AllowRemovals {
-		rep.Refused = fmt.Errorf("%w: %d of %d target repos would be removed, more than maxRemovals (%s of %d = %d); nothing was written. "+
+		refused = fmt.Errorf("%w: %d of %d target repos would be removed, more than maxRemovals (%s of %d = %d); nothing was written. "+
 			"If the control repo is right, re-run with --allow-removals", ErrTooManyRemovals, removals, total, limit.String(), total, max)
 	}
+	rep.Refused = joinRefusals(refused, refuseAccess(items, opts.AllowAccessRemovals))
 	return items, rep, nil
-}
-
-// sameAccess compares access settings, treating nil and empty maps alike.
-func sameAccess(a, b policy.Access) bool {
-	norm := func(m map[string]policy.Role) map[string]policy.Role {
-		if len(m) == 0 {
-			return nil
-		}
-		return m
-	}
-	return reflect.DeepEqual(norm(a.Teams), norm(b.Teams)) &&
-		reflect.DeepEqual(norm(a.Collaborators), norm(b.Collaborators)) &&
-		reflect.DeepEqual(a.Protection, b.Protection)
 }
 
 // each runs fn(0..n-1) on at most workers goroutines and waits for all.

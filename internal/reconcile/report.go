@@ -10,7 +10,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/policy"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 )
 
@@ -36,8 +38,16 @@ type Result struct {
 	// a PR is written).
 	Objects map[string]pr.ObjectCounts `json:"objects,omitempty"`
 	// AccessChanged is true when the repo's access settings drift from (or
-	// were converged to) the persona matrix.
+	// were converged to) the persona matrix, so apply writes them.
 	AccessChanged bool `json:"accessChanged,omitempty"`
+	// Access details the access drift: the plan, its steps in words, what is
+	// kept, and a refusal by maxAccessRemovals. Nil when there is no drift.
+	Access *AccessReport `json:"access,omitempty"`
+	// CodeownersErrors are the problems GitHub (or, on the local forge, the
+	// offline check) finds in the CODEOWNERS on the default branch.
+	CodeownersErrors []policy.CodeownersError `json:"codeownersErrors,omitempty"`
+	// Skipped says why the repo was left alone entirely ("archived").
+	Skipped string `json:"skipped,omitempty"`
 	// Deferred is true when the forge's write budget could not afford this
 	// repo's writes in this run: nothing (or only a resumable part) was
 	// written, and the next run picks the repo up. Err says why.
@@ -91,6 +101,9 @@ func (r Result) Line() string {
 	if r.Err != nil {
 		return r.Repo + ": FAILED: " + r.Err.Error()
 	}
+	if r.Skipped != "" {
+		return r.Repo + ": skipped (" + r.Skipped + ")"
+	}
 	s := r.Repo + ": " + label(r.Action)
 	if r.PR > 0 {
 		s += fmt.Sprintf(" PR #%d", r.PR)
@@ -100,6 +113,9 @@ func (r Result) Line() string {
 	}
 	if r.AccessChanged {
 		s += ", access converged"
+	}
+	if len(r.CodeownersErrors) > 0 {
+		s += fmt.Sprintf(", %d CODEOWNERS error(s)", len(r.CodeownersErrors))
 	}
 	if r.Action == pr.ActionBlocked {
 		s += ": " + r.Reason
@@ -141,6 +157,9 @@ type Report struct {
 	MaxRemovals int `json:"maxRemovals"`
 	// Refused is set when the plan was refused (nothing was written).
 	Refused error `json:"-"`
+	// Issues are control repo errors found against the forge (a team that
+	// does not exist in the org): nothing was planned or written.
+	Issues control.Issues `json:"issues,omitempty"`
 
 	started  time.Time
 	duration time.Duration
@@ -212,6 +231,9 @@ func (r *Report) counts() string {
 		case res.Err != nil:
 			n["failed"]++
 			continue
+		case res.Skipped != "":
+			n["skipped"]++
+			continue
 		}
 		n[label(res.Action)]++
 	}
@@ -253,17 +275,64 @@ func detail(r Result) string {
 		return "FAILED: " + r.Err.Error()
 	}
 	s := r.Reason
-	if r.AccessChanged {
+	if r.Skipped != "" {
+		return "skipped (" + r.Skipped + ")"
+	}
+	add := func(part string) {
 		if s != "" {
 			s += "; "
 		}
-		s += "access drift"
+		s += part
+	}
+	if r.Access != nil && len(r.Access.Drift) > 0 {
+		add(fmt.Sprintf("access drift (%d)", len(r.Access.Drift)))
+	}
+	if r.Access != nil && r.Access.Refused != "" {
+		add("access removals refused")
+	}
+	if n := len(r.CodeownersErrors); n > 0 {
+		add(fmt.Sprintf("%d CODEOWNERS error(s)", n))
 	}
 	return s
 }
 
+// accessLines lists, per repo, the access drift, refusals and CODEOWNERS
+// errors behind the table's short detail column.
+func (r *Report) accessLines() map[string][]string {
+	out := map[string][]string{}
+	for _, res := range r.Results {
+		var lines []string
+		if res.Access != nil {
+			verb := "would "
+			if res.Access.Applied {
+				verb = "did "
+			}
+			for _, d := range res.Access.Drift {
+				if strings.HasPrefix(d, "kept: ") || strings.Contains(d, "the PR rewrites it") {
+					lines = append(lines, d)
+					continue
+				}
+				lines = append(lines, verb+d)
+			}
+			if res.Access.Refused != "" {
+				lines = append(lines, "REFUSED: "+res.Access.Refused)
+			}
+		}
+		for _, e := range res.CodeownersErrors {
+			lines = append(lines, "CODEOWNERS error: "+e.String())
+		}
+		if len(lines) > 0 {
+			out[res.Repo] = lines
+		}
+	}
+	return out
+}
+
 // WriteText writes the summary table for a terminal.
 func (r *Report) WriteText(w io.Writer) error {
+	if len(r.Issues) > 0 {
+		return r.writeIssues(w)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "REPO\tKIND\tACTION\tPR\tFILES\tOBJECTS\tDETAIL")
 	for _, res := range r.Results {
@@ -272,6 +341,8 @@ func (r *Report) WriteText(w io.Writer) error {
 			act = "deferred"
 		} else if res.Err != nil {
 			act = "failed"
+		} else if res.Skipped != "" {
+			act = "skipped"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t+%d ~%d -%d\t%s\t%s\n", res.Repo, res.Kind, act, prCell(res),
 			res.FilesAdded, res.FilesChanged, res.FilesRemoved, objectsCell(res.Objects), detail(res))
@@ -284,6 +355,15 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, " (source %s)", shortSHA(r.Source))
 	}
 	fmt.Fprintln(w)
+	if lines := r.accessLines(); len(lines) > 0 {
+		fmt.Fprintln(w, "\nAccess:")
+		for _, repo := range sortedKeys(lines) {
+			fmt.Fprintf(w, "  %s\n", repo)
+			for _, l := range lines[repo] {
+				fmt.Fprintf(w, "    %s\n", l)
+			}
+		}
+	}
 	if r.Refused != nil {
 		if _, err := fmt.Fprintf(w, "REFUSED: %v\n", r.Refused); err != nil {
 			return err
@@ -292,12 +372,39 @@ func (r *Report) WriteText(w io.Writer) error {
 	return nil
 }
 
+// writeIssues writes the control repo errors found against the forge.
+func (r *Report) writeIssues(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "fleetbot: the control repo does not match the org; nothing was planned or written.\n%s\n", r.Issues.Error())
+	return err
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
 // WriteMarkdown writes the summary for a PR comment or a job summary.
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString("### fleetbot")
 	if r.Source != "" {
 		fmt.Fprintf(&b, " — source `%s`", shortSHA(r.Source))
+	}
+	if len(r.Issues) > 0 {
+		b.WriteString("\n\n> [!CAUTION]\n> The control repo does not match the org: nothing was planned or written.\n\n")
+		for _, is := range r.Issues {
+			fmt.Fprintf(&b, "- `%s`: %s", is.Pos, mdEscape(is.Message))
+			if is.Hint != "" {
+				fmt.Fprintf(&b, " (%s)", mdEscape(is.Hint))
+			}
+			b.WriteString("\n")
+		}
+		_, err := io.WriteString(w, b.String())
+		return err
 	}
 	fmt.Fprintf(&b, "\n\n%d repos: %s\n\n", len(r.Results), r.counts())
 	if r.Refused != nil {
@@ -310,9 +417,20 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			act = "**deferred**"
 		} else if res.Err != nil {
 			act = "**failed**"
+		} else if res.Skipped != "" {
+			act = "skipped"
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | +%d ~%d -%d | %s | %s |\n", res.Repo, res.Kind, act, prCell(res),
 			res.FilesAdded, res.FilesChanged, res.FilesRemoved, objectsCell(res.Objects), mdEscape(detail(res)))
+	}
+	if lines := r.accessLines(); len(lines) > 0 {
+		b.WriteString("\n#### Access\n\n")
+		for _, repo := range sortedKeys(lines) {
+			fmt.Fprintf(&b, "- `%s`\n", repo)
+			for _, l := range lines[repo] {
+				fmt.Fprintf(&b, "  - %s\n", mdEscape(l))
+			}
+		}
 	}
 	for _, res := range r.Results {
 		if len(res.Files) == 0 || !res.Action.Writes() {

@@ -52,6 +52,8 @@ type repoState struct {
 	// Access is the last observed (or written) access, at AccessAt (Unix seconds).
 	Access   *policy.Access `json:"access,omitempty"`
 	AccessAt int64          `json:"accessAt,omitempty"`
+	// Codeowners is the last CODEOWNERS errors check (see codeowners.go).
+	Codeowners *codeownersCheck `json:"codeowners,omitempty"`
 }
 
 // state returns the entry's state, creating an empty one.
@@ -145,6 +147,7 @@ func (f *Forge) Snapshot(ctx context.Context, owner, repo, defaultBranch, botBra
 		next := &repoState{Version: cacheVersion, DefaultBranch: defaultBranch, BotBranch: botBranch, Empty: true, PRRead: true}
 		if st != nil {
 			next.RepoDefault, next.Access, next.AccessAt = st.RepoDefault, st.Access, st.AccessAt
+			next.Codeowners = st.Codeowners
 		}
 		e.st, e.fresh = next, true
 		return &pr.Snapshot{Exists: true, Empty: true}, nil
@@ -158,6 +161,7 @@ func (f *Forge) Snapshot(ctx context.Context, owner, repo, defaultBranch, botBra
 	next := &repoState{Version: cacheVersion, DefaultBranch: defaultBranch, BotBranch: botBranch, RefsETag: newTag, Branches: branches}
 	if st != nil {
 		next.RepoDefault, next.Access, next.AccessAt, next.Placeholder = st.RepoDefault, st.Access, st.AccessAt, st.Placeholder
+		next.Codeowners = st.Codeowners // keyed by blob and access: still valid
 	}
 	moved := st == nil || !st.PRRead
 	if sha := branches[defaultBranch]; sha != "" {

@@ -27,6 +27,9 @@ type settings struct {
 	Teams         map[string]policy.Role `json:"teams"`
 	Protection    *policy.Protection     `json:"protection,omitempty"`
 	Collaborators map[string]policy.Role `json:"collaborators"`
+	// Archived marks a read-only repo, as on GitHub: reconcile skips it and
+	// reports it.
+	Archived bool `json:"archived,omitempty"`
 }
 
 func (s *settings) setAccess(a policy.Access) {

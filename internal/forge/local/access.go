@@ -1,0 +1,119 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/fleetbot-io/fleetbot/internal/policy"
+)
+
+// OrgFile is the optional PATH/<owner>/.org.json that stands for the org on
+// the local forge: {"teams": ["platform", "payments-sre", ...]}. When it is
+// absent every team is taken to exist; when present, a team the control repo
+// names that is not listed is an error, as on GitHub.
+const OrgFile = ".org.json"
+
+// orgFile is the content of OrgFile.
+type orgFile struct {
+	Teams []string `json:"teams"`
+}
+
+// Org implements reconcile.Forge: the teams of PATH/<owner>/.org.json (nil
+// when there is no such file), the repos whose settings say archived, and
+// fleetbot's own committer name, which is never removed.
+func (f *Forge) Org(ctx context.Context, owner string) (policy.Org, error) {
+	if err := validName("owner", owner); err != nil {
+		return policy.Org{}, err
+	}
+	o := policy.Org{Name: owner, Self: []string{CommitterName}}
+	dir := filepath.Join(f.root, owner)
+	name := filepath.Join(dir, OrgFile)
+	b, err := os.ReadFile(name)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return o, fmt.Errorf("reading %s: %w", name, err)
+	default:
+		var of orgFile
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&of); err != nil {
+			return o, fmt.Errorf("%w %s: %v; want {\"teams\": [\"slug\", ...]}", ErrCorruptSettings, name, err)
+		}
+		o.Teams = append([]string{}, of.Teams...)
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return o, nil
+	}
+	if err != nil {
+		return o, fmt.Errorf("listing %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		repo, ok := strings.CutSuffix(e.Name(), ".settings.json")
+		if !ok || e.IsDir() {
+			continue
+		}
+		s, err := readSettings(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return o, err
+		}
+		if s != nil && s.Archived {
+			o.Archived = append(o.Archived, repo)
+		}
+	}
+	sort.Strings(o.Archived)
+	return o, nil
+}
+
+// ApplyAccess implements reconcile.Forge: it applies the plan's steps to
+// the repo's settings.json (one write, only when something changes).
+func (f *Forge) ApplyAccess(ctx context.Context, owner, repo string, p policy.Plan) error {
+	pa, err := f.paths(owner, repo)
+	if err != nil {
+		return err
+	}
+	defer f.lockRepo(owner, repo)()
+	if _, err := f.openStore(pa); err != nil {
+		return err
+	}
+	s, err := readSettings(pa.settings)
+	if err != nil {
+		return err
+	}
+	if s == nil {
+		s = &settings{}
+	}
+	if s.Archived {
+		return fmt.Errorf("repo %s is archived: its settings are read-only", pa.full)
+	}
+	before, _ := json.Marshal(s)
+	s.setAccess(policy.Converge(s.access(), p))
+	after, _ := json.Marshal(s)
+	if bytes.Equal(before, after) {
+		return nil
+	}
+	return writeSettings(pa.settings, *s)
+}
+
+// CodeownersErrors implements reconcile.CodeownersChecker offline: the
+// local forge has no GitHub to ask, so it runs policy.CheckCODEOWNERS on the
+// blob with the org's teams (OrgFile) and the repo's access.
+func (f *Forge) CodeownersErrors(ctx context.Context, owner, repo, blob string, access policy.Access) ([]policy.CodeownersError, error) {
+	data, err := f.Blob(ctx, owner, repo, blob)
+	if err != nil {
+		return nil, err
+	}
+	org, err := f.Org(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	return policy.CheckCODEOWNERS(".github/CODEOWNERS", data, owner, org, access), nil
+}

@@ -1,0 +1,213 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/gittree"
+	"github.com/fleetbot-io/fleetbot/internal/policy"
+	"github.com/fleetbot-io/fleetbot/internal/pr"
+)
+
+// KindControl is the kind of the control repo's result: fleetbot guards its
+// access (spec.repos.control) and never writes its content.
+const KindControl fanout.Kind = "control"
+
+// SkippedArchived is Result.Skipped for an archived repo: GitHub refuses
+// every write to it, so fleetbot leaves it alone and says so.
+const SkippedArchived = "archived"
+
+// ErrTooManyAccessRemovals refuses a run that would take away more than
+// platform spec.access.maxAccessRemovals of one repo's grants, unless
+// AllowAccessRemovals is set: a sudden mass revocation is more likely a
+// broken control repo or a renamed team than an intent.
+var ErrTooManyAccessRemovals = policy.ErrTooManyRemovals
+
+// CodeownersChecker is implemented by forges that can check the CODEOWNERS
+// file on a repo's default branch: GitHub through its errors endpoint, the
+// local forge offline with policy.CheckCODEOWNERS.
+type CodeownersChecker interface {
+	// CodeownersErrors returns the problems of the CODEOWNERS blob (its git
+	// hash) on the default branch of owner/repo, whose access is access.
+	CodeownersErrors(ctx context.Context, owner, repo, blob string, access policy.Access) ([]policy.CodeownersError, error)
+}
+
+// AccessReport is a repo's access drift and what apply does about it.
+type AccessReport struct {
+	// Plan is policy.Diff of the persona matrix against the observed access.
+	Plan policy.Plan `json:"plan"`
+	// Drift says in words how the repo drifted, one line each: the plan's
+	// steps, what is kept (additive mode, protected names) and a CODEOWNERS
+	// edited on the default branch (which the PR corrects).
+	Drift []string `json:"drift,omitempty"`
+	// Refused is why the plan's removals exceed maxAccessRemovals.
+	Refused string `json:"refused,omitempty"`
+	// Applied is true once apply converged the access.
+	Applied bool `json:"applied,omitempty"`
+}
+
+// accessOptions are the policy.Diff options of a run: additive mode, the
+// names never removed (platform admin teams and fleetbot itself) and the
+// removal cap.
+func accessOptions(spec control.PlatformSpec, org policy.Org) policy.DiffOptions {
+	protected := append(append([]string(nil), spec.Admins...), org.Self...)
+	return policy.DiffOptions{
+		Additive:    spec.Access.Mode == control.AccessAdditive,
+		Protected:   protected,
+		MaxRemovals: spec.Access.MaxAccessRemovals,
+	}
+}
+
+// controlItem is the access-only item of the control repo, when the
+// platform names it.
+func controlItem(spec control.PlatformSpec, branch string) *item {
+	t := &fanout.Target{
+		Kind: KindControl, Name: spec.Repos.Control, Owner: spec.Owner, Repo: spec.Repos.Control,
+		DefaultBranch: branch, Access: policy.ControlRepoAccess(spec.Admins, branch),
+	}
+	it := newItem(t)
+	it.accessOnly = true
+	return it
+}
+
+// planAccess reads a repo's access and diffs it against the persona matrix;
+// a CODEOWNERS that differs on the default branch is reported as drift too.
+func planAccess(ctx context.Context, f Forge, it *item, opts policy.DiffOptions) error {
+	t := it.target
+	observed, err := f.Access(ctx, t.Owner, t.Repo)
+	if err != nil {
+		return fmt.Errorf("%s: reading access: %w", t.FullName(), err)
+	}
+	p := policy.Diff(t.Access, observed, opts)
+	it.observed, it.access = observed, &p
+	rep := &AccessReport{Plan: p, Drift: p.Describe()}
+	if p.Refused != nil {
+		rep.Refused = p.Refused.Error()
+	}
+	if it.decision != nil {
+		for _, fc := range it.decision.Files {
+			if fc.Path == fanout.CodeownersPath && fc.Op != pr.FileAdded {
+				rep.Drift = append(rep.Drift, fmt.Sprintf("%s on %s differs from the persona matrix (%s): the PR rewrites it",
+					fanout.CodeownersPath, t.DefaultBranch, fc.Op))
+			}
+		}
+	}
+	if len(rep.Drift) > 0 || rep.Refused != "" {
+		it.res.Access = rep
+	}
+	it.res.AccessChanged = !p.Empty()
+	return nil
+}
+
+// codeownersBlob is the hash of the CODEOWNERS file on the default branch
+// as the decision saw it, or "" when there is none. Once a new repo's
+// bootstrap commit landed, it is the desired CODEOWNERS.
+func codeownersBlob(t *fanout.Target, d *pr.Decision, landed bool) string {
+	if landed && (d.CreateRepo || len(d.Bootstrap) > 0) {
+		if data, ok := t.Files[fanout.CodeownersPath]; ok {
+			return gittree.BlobHash(data)
+		}
+		return ""
+	}
+	for _, fc := range d.Files {
+		if fc.Path != fanout.CodeownersPath {
+			continue
+		}
+		if fc.Op == pr.FileAdded {
+			return ""
+		}
+		return fc.OldHash
+	}
+	if d.CreateRepo || len(d.Bootstrap) > 0 {
+		return ""
+	}
+	if data, ok := t.Files[fanout.CodeownersPath]; ok {
+		return gittree.BlobHash(data)
+	}
+	return ""
+}
+
+// checkCodeowners asks a CodeownersChecker forge about the CODEOWNERS on
+// the default branch, given the repo's access; landed says the decision's
+// bootstrap commit was written.
+func checkCodeowners(ctx context.Context, f Forge, it *item, access policy.Access, landed bool) {
+	c, ok := f.(CodeownersChecker)
+	if !ok || it.decision == nil || it.accessOnly {
+		return
+	}
+	blob := codeownersBlob(it.target, it.decision, landed)
+	if blob == "" {
+		it.res.CodeownersErrors = nil
+		return
+	}
+	errs, err := c.CodeownersErrors(ctx, it.target.Owner, it.target.Repo, blob, access)
+	if err != nil {
+		it.res.CodeownersErrors = []policy.CodeownersError{{Path: fanout.CodeownersPath, Kind: "Unchecked", Message: err.Error()}}
+		return
+	}
+	it.res.CodeownersErrors = errs
+}
+
+// refuseAccess turns every repo whose access plan exceeds
+// maxAccessRemovals into one refusal of the run, unless allowed.
+func refuseAccess(items []*item, allow bool) error {
+	if allow {
+		return nil
+	}
+	var lines []string
+	for _, it := range items {
+		if it.access != nil && it.access.Refused != nil {
+			lines = append(lines, fmt.Sprintf("%s: %v", it.target.FullName(), strings.TrimPrefix(it.access.Refused.Error(), policy.ErrTooManyRemovals.Error()+": ")))
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w in %d repo(s): %s; nothing was written. If the control repo is right, re-run with --allow-access-removals",
+		ErrTooManyAccessRemovals, len(lines), strings.Join(lines, "; "))
+}
+
+// applyAccess converges a repo's access by its plan, then re-checks its
+// CODEOWNERS against the new access (a team that just got write access is
+// no longer an unknown owner).
+func applyAccess(ctx context.Context, f Forge, it *item) error {
+	if it.access == nil || it.access.Empty() {
+		return nil
+	}
+	t := it.target
+	p := *it.access
+	// Reaching here with a refused plan means the run was allowed to
+	// exceed maxAccessRemovals: the refusal is lifted.
+	p.Refused = nil
+	if err := f.ApplyAccess(ctx, t.Owner, t.Repo, p); err != nil {
+		return fmt.Errorf("%s: converging access: %w", t.FullName(), err)
+	}
+	if it.res.Access != nil {
+		it.res.Access.Applied = true
+	}
+	if len(it.access.Grants)+len(it.access.Changes)+len(it.access.Revokes) > 0 {
+		checkCodeowners(ctx, f, it, policy.Converge(it.observed, p), false)
+	}
+	return nil
+}
+
+// joinRefusals combines the target-removal and access-removal refusals.
+func joinRefusals(errs ...error) error {
+	var out []error
+	for _, e := range errs {
+		if e != nil {
+			out = append(out, e)
+		}
+	}
+	switch len(out) {
+	case 0:
+		return nil
+	case 1:
+		return out[0]
+	}
+	return errors.Join(out...)
+}
