@@ -88,6 +88,7 @@ applies what lands.`,
 		a.planCommand(),
 		a.applyCommand(),
 		a.versionCommand(),
+		a.actionCommand(),
 		a.devCommand(),
 	)
 	return root

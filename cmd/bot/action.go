@@ -1,0 +1,802 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	gh "github.com/google/go-github/v62/github"
+	"github.com/spf13/cobra"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
+	"github.com/fleetbot-io/fleetbot/internal/ghaction"
+	"github.com/fleetbot-io/fleetbot/internal/manifest"
+	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+)
+
+// Modes of the action (input mode).
+const (
+	modePlan           = "plan"
+	modeApply          = "apply"
+	modeCheckWorkspace = "check-workspace"
+	modeCheckCluster   = "check-cluster"
+)
+
+// planMarker opens fleetbot's one plan comment on a control-repo pull request; the next run
+// finds the comment by it and edits it instead of adding another.
+const planMarker = "<!-- fleetbot:plan -->"
+
+// maxCommentBytes keeps a comment under GitHub's 65,536-character body limit.
+const maxCommentBytes = 65000
+
+// planJSONName is the file, under RUNNER_TEMP, that the plan-json output names.
+const planJSONName = "fleetbot-plan.json"
+
+func (a *app) actionCommand() *cobra.Command { return a.newActionCommand(os.Getenv) }
+
+// newActionCommand builds `fleetbot action` reading the runner's environment through getenv,
+// so tests give it a simulated runner without touching the process environment.
+func (a *app) newActionCommand(getenv func(string) string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "action",
+		Short: "Run as a GitHub Actions step (action.yml): plan, apply, check-workspace or check-cluster",
+		Long: `action is what fleetbot's GitHub Action (action.yml) runs. It takes no flags:
+it reads the runner's environment (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH,
+GITHUB_REPOSITORY, GITHUB_SHA, GITHUB_REF, GITHUB_API_URL, GITHUB_WORKSPACE,
+RUNNER_TEMP) and the action's inputs (INPUT_MODE, INPUT_CONTROL_DIR,
+INPUT_APP_ID, INPUT_PRIVATE_KEY, INPUT_TOKEN, INPUT_GITHUB_URL,
+INPUT_ALLOW_REMOVALS, INPUT_NAME), and writes step outputs (changed-repos,
+pull-requests, plan-json) to GITHUB_OUTPUT, the plan as markdown to
+GITHUB_STEP_SUMMARY, validation errors as annotations on file and line, and
+masks every credential first. See docs/action.md.
+
+  plan             on pull_request: validate, plan against the target repos
+                   (read-only), one plan comment on the PR, edited in place;
+                   exit 1 on validation errors
+  apply            on push to the default branch (or workflow_dispatch,
+                   schedule): open, update or close the PRs in every target
+                   repo; needs a GitHub App (app-id, private-key) or a token
+                   that can write to them
+  check-workspace  in a workspace repo / cluster repo: check the checkout
+  check-cluster`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			env, err := ghaction.FromEnv(getenv)
+			if err != nil {
+				return fmt.Errorf("%w (fleetbot action runs inside a workflow step; use plan/apply elsewhere)", err)
+			}
+			cmds := ghaction.NewCommands(a.stdout)
+			in, err := readActionInputs(env, cmds)
+			if err != nil {
+				return err
+			}
+			log, err := a.logger()
+			if err != nil {
+				return err
+			}
+			r := &actionRun{app: a, env: env, in: in, cmds: cmds, log: log, checks: defaultActionChecks()}
+			return r.run(cmd.Context())
+		},
+	}
+}
+
+// actionInputs are the inputs of action.yml, resolved and checked.
+type actionInputs struct {
+	mode string
+	// controlDir is the control repo directory; controlRel is the same relative to
+	// GITHUB_WORKSPACE, slash-separated, for annotations ("." for the root).
+	controlDir, controlRel string
+	appID                  int64
+	privateKey             []byte
+	// token writes to the workflow's own repo (the plan comment).
+	token string
+	// fanoutToken reads and writes the target repos when no App is given: a token that is not
+	// the workflow's GITHUB_TOKEN, which can only reach its own repo.
+	fanoutToken   string
+	apiURL        string
+	allowRemovals bool
+	// name is the workspace or cluster a check-* mode checks.
+	name string
+}
+
+// readActionInputs reads the action's inputs from env and masks every credential before
+// anything else is printed. The workflow's own token is FLEETBOT_WORKFLOW_TOKEN (action.yml
+// sets it from github.token) or GITHUB_TOKEN; the token input is a fan-out token only when
+// it differs from it, or when FLEETBOT_FANOUT_TOKEN is set.
+func readActionInputs(env *ghaction.Env, cmds *ghaction.Commands) (actionInputs, error) {
+	in := actionInputs{mode: env.Input("mode")}
+	workflowToken := firstNonEmpty(env.Getenv("FLEETBOT_WORKFLOW_TOKEN"), env.Getenv("GITHUB_TOKEN"))
+	tokenInput := env.Input("token")
+	fanout := env.Getenv("FLEETBOT_FANOUT_TOKEN")
+	key := env.Input("private-key")
+	masked := map[string]bool{"": true}
+	for _, s := range []string{workflowToken, tokenInput, fanout, key} {
+		if !masked[s] {
+			cmds.Mask(s)
+			masked[s] = true
+		}
+	}
+	in.token = firstNonEmpty(tokenInput, workflowToken)
+	switch {
+	case fanout != "":
+		in.fanoutToken = fanout
+	case tokenInput != "" && tokenInput != workflowToken:
+		in.fanoutToken = tokenInput
+	}
+
+	switch in.mode {
+	case modePlan, modeApply, modeCheckWorkspace, modeCheckCluster:
+	case "":
+		return in, errors.New("input mode is required: plan, apply, check-workspace or check-cluster")
+	default:
+		return in, fmt.Errorf("input mode %q: want plan, apply, check-workspace or check-cluster", in.mode)
+	}
+
+	dir := firstNonEmpty(env.Input("control-dir"), ".")
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(env.Workspace, dir)
+	}
+	in.controlDir = filepath.Clean(dir)
+	rel, err := filepath.Rel(env.Workspace, in.controlDir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return in, fmt.Errorf("input control-dir %q is outside GITHUB_WORKSPACE %s", env.Input("control-dir"), env.Workspace)
+	}
+	in.controlRel = filepath.ToSlash(rel)
+
+	if id := env.Input("app-id"); id != "" {
+		n, err := strconv.ParseInt(id, 10, 64)
+		if err != nil || n <= 0 {
+			return in, fmt.Errorf("input app-id %q: want the numeric GitHub App id (the App's settings page, \"App ID\")", id)
+		}
+		in.appID = n
+	}
+	if key != "" {
+		in.privateKey, err = readPrivateKey(key)
+		if err != nil {
+			return in, err
+		}
+	}
+	switch {
+	case in.appID != 0 && in.privateKey == nil:
+		return in, errors.New("input app-id is set but private-key is empty: pass the App's private key, e.g. private-key: ${{ secrets.FLEETBOT_APP_PRIVATE_KEY }}")
+	case in.appID == 0 && in.privateKey != nil:
+		return in, errors.New("input private-key is set but app-id is empty: pass the App's id, e.g. app-id: ${{ vars.FLEETBOT_APP_ID }}")
+	}
+
+	in.apiURL = firstNonEmpty(env.Input("github-url"), env.APIURL)
+	if in.apiURL != "" && !strings.HasSuffix(in.apiURL, "/") {
+		in.apiURL += "/"
+	}
+	if in.allowRemovals, err = env.BoolInput("allow-removals", false); err != nil {
+		return in, err
+	}
+	in.name = env.Input("name")
+	return in, nil
+}
+
+// readPrivateKey takes the private-key input: the PEM itself or, for a runner that keeps
+// the key in a file, its path.
+func readPrivateKey(v string) ([]byte, error) {
+	if strings.Contains(v, "-----BEGIN") {
+		return []byte(v), nil
+	}
+	b, err := os.ReadFile(v)
+	if err != nil {
+		return nil, errors.New("input private-key: neither a PEM private key (-----BEGIN ...) nor a readable file")
+	}
+	return b, nil
+}
+
+// hasFanout reports whether the inputs can reach the target repos.
+func (in actionInputs) hasFanout() bool { return in.appID != 0 || in.fanoutToken != "" }
+
+// controlChange is a pull request against the control repo, as check control sees it.
+type controlChange struct {
+	// Dir is the checked-out merge commit; Base and Head are the PR's base and head commits.
+	Dir, Base, Head string
+	// Author is the PR author's login.
+	Author string
+}
+
+// controlVerdict is what check control says about a change beyond validation: issues
+// (positions relative to the control dir) and notes for the reviewers.
+type controlVerdict struct {
+	Issues control.Issues
+	Notes  []string
+}
+
+// actionChecks are the checks the action runs: check control beside plan, and the target
+// repo checks. A nil check is skipped (validation by loading the control repo always runs).
+type actionChecks struct {
+	control func(ctx context.Context, c controlChange) (controlVerdict, error)
+	target  func(ctx context.Context, kind fanout.Kind, dir, name string) (control.Issues, error)
+}
+
+// defaultActionChecks are the checks of this build. The target repo check parses every
+// manifest; `fleetbot check` (control and workspace) plugs in here.
+func defaultActionChecks() actionChecks {
+	return actionChecks{target: parseManifests}
+}
+
+// actionRun is one `fleetbot action` run.
+type actionRun struct {
+	app    *app
+	env    *ghaction.Env
+	in     actionInputs
+	cmds   *ghaction.Commands
+	log    *slog.Logger
+	checks actionChecks
+}
+
+// actionResult is the file plan-json names: everything the step found, for later steps.
+type actionResult struct {
+	Mode        string `json:"mode"`
+	Event       string `json:"event"`
+	Source      string `json:"source,omitempty"`
+	Base        string `json:"base,omitempty"`
+	PullRequest int    `json:"pullRequest,omitempty"`
+	// Valid is false when the control (or target) repo has problems; Issues lists them with
+	// paths relative to the repository root.
+	Valid  bool           `json:"valid"`
+	Issues control.Issues `json:"issues,omitempty"`
+	Notes  []string       `json:"notes,omitempty"`
+	// Report is the plan or apply against the target repos; Desired the offline plan when
+	// the target repos could not be read.
+	Report  *reconcile.Report `json:"report,omitempty"`
+	Desired *desiredPlan      `json:"desired,omitempty"`
+}
+
+// pullRequestOutput is one entry of the pull-requests output.
+type pullRequestOutput struct {
+	Repo   string `json:"repo"`
+	Number int    `json:"number"`
+	URL    string `json:"url,omitempty"`
+	Action string `json:"action"`
+}
+
+func (r *actionRun) run(ctx context.Context) error {
+	switch r.in.mode {
+	case modePlan:
+		return r.plan(ctx)
+	case modeApply:
+		return r.apply(ctx)
+	case modeCheckWorkspace:
+		return r.checkTarget(ctx, fanout.KindWorkspace)
+	default:
+		return r.checkTarget(ctx, fanout.KindCluster)
+	}
+}
+
+// event reads the payload; a run without one (a local test) is an empty event.
+func (r *actionRun) event() (*ghaction.Event, error) {
+	if r.env.EventPath == "" {
+		return &ghaction.Event{}, nil
+	}
+	return r.env.ReadEvent()
+}
+
+// load loads the control repo; validation problems come back as res.Issues (annotated),
+// anything else as an error.
+func (r *actionRun) load(res *actionResult) (*fleet, error) {
+	f, err := loadFleet(r.in.controlDir)
+	var issues control.Issues
+	switch {
+	case errors.As(err, &issues):
+		res.Issues = append(res.Issues, rebase(issues, r.in.controlRel)...)
+		return nil, nil
+	case err != nil:
+		return nil, describeLoadError(r.in.controlDir, err)
+	}
+	if f.repo.Revision == "" {
+		f.repo.Revision = r.env.SHA
+	}
+	res.Source = f.repo.Revision
+	return f, nil
+}
+
+// plan validates the control repo, runs check control on a pull request, plans against the
+// target repos read-only, and reports in the job summary and the PR's plan comment. It
+// never writes to a target repo.
+func (r *actionRun) plan(ctx context.Context) error {
+	ev, err := r.event()
+	if err != nil {
+		return err
+	}
+	res := &actionResult{Mode: modePlan, Event: r.env.EventName, Source: r.env.SHA}
+	pull := ev.PullRequest
+	if r.env.EventName != ghaction.EventPullRequest && r.env.EventName != ghaction.EventPullRequestTarget {
+		pull = nil
+	}
+	if pull != nil {
+		res.PullRequest, res.Base = pull.Number, pull.Base.SHA
+	}
+	f, err := r.load(res)
+	if err != nil {
+		return err
+	}
+	if pull != nil && r.checks.control != nil {
+		v, err := r.checks.control(ctx, controlChange{Dir: r.in.controlDir, Base: pull.Base.SHA, Head: pull.Head.SHA, Author: login(pull.User)})
+		if err != nil {
+			return fmt.Errorf("check control: %w", err)
+		}
+		res.Issues = append(res.Issues, rebase(v.Issues, r.in.controlRel)...)
+		res.Notes = append(res.Notes, v.Notes...)
+	}
+	var planErr error
+	if f != nil && len(res.Issues) == 0 {
+		planErr = r.planTargets(ctx, f, res)
+	}
+	res.Valid = len(res.Issues) == 0
+	r.annotate(res.Issues)
+
+	body := r.planMarkdown(res, pull)
+	if err := r.finish(res, body); err != nil {
+		return err
+	}
+	if pull != nil {
+		r.comment(ctx, pull.Number, body)
+	}
+	if planErr != nil {
+		return planErr
+	}
+	if !res.Valid {
+		fmt.Fprintf(r.app.stderr, "fleetbot: %d problem(s); see the annotations and the job summary\n", len(res.Issues))
+		return exitCode(1)
+	}
+	return nil
+}
+
+// planTargets plans against the target repos through a read-only forge, or, without
+// credentials that reach them, records the desired state and says why.
+func (r *actionRun) planTargets(ctx context.Context, f *fleet, res *actionResult) error {
+	if !r.in.hasFanout() {
+		d, err := buildDesiredPlan(f)
+		if err != nil {
+			return err
+		}
+		res.Desired = &d
+		res.Notes = append(res.Notes, "The target repos were not read: GITHUB_TOKEN can only read "+r.env.Repository+
+			". Set app-id and private-key (see docs/action.md) to see what would change in each repo.")
+		return nil
+	}
+	forge, closeForge, err := r.openTargets(ctx, f.repo.Platform.Spec.Owner, true)
+	if err != nil {
+		return err
+	}
+	defer closeForge()
+	report, err := reconcile.Plan(ctx, forge, f.repo, f.targets, reconcile.Options{
+		AllowRemovals: r.in.allowRemovals, Source: f.repo.Revision, Logger: r.log,
+	})
+	var issues control.Issues
+	if errors.As(err, &issues) {
+		res.Issues = append(res.Issues, rebase(issues, r.in.controlRel)...)
+		err = nil
+	}
+	res.Report = report
+	if report != nil {
+		r.cmds.Group("fleetbot plan")
+		_ = report.WriteText(r.app.stdout)
+		r.cmds.EndGroup()
+	}
+	return err
+}
+
+// apply reconciles every target repo on a push to the default branch (or a manual or
+// scheduled run). It refuses to start with only the workflow's GITHUB_TOKEN.
+func (r *actionRun) apply(ctx context.Context) error {
+	ev, err := r.event()
+	if err != nil {
+		return err
+	}
+	res := &actionResult{Mode: modeApply, Event: r.env.EventName, Source: r.env.SHA}
+	switch r.env.EventName {
+	case ghaction.EventPush:
+		def := ""
+		if ev.Repository != nil {
+			def = ev.Repository.DefaultBranch
+		}
+		if def != "" && r.env.Ref != "refs/heads/"+def {
+			r.cmds.Annotate(ghaction.Annotation{Level: ghaction.LevelNotice, Title: "fleetbot",
+				Message: fmt.Sprintf("apply skipped: %s is not the default branch %s", r.env.Ref, def)})
+			res.Valid = true
+			res.Notes = append(res.Notes, "Skipped: "+r.env.Ref+" is not the default branch.")
+			return r.finish(res, r.applyMarkdown(res))
+		}
+	case ghaction.EventWorkflowDispatch, ghaction.EventSchedule:
+	default:
+		return fmt.Errorf("mode apply runs on push to the default branch, workflow_dispatch or schedule, not on %s (use mode plan for pull requests)", r.env.EventName)
+	}
+	if !r.in.hasFanout() {
+		return fmt.Errorf("apply fans out to other repos; GITHUB_TOKEN can only write to %s. Set app-id and private-key (see docs/action.md)", r.env.Repository)
+	}
+	f, err := r.load(res)
+	if err != nil {
+		return err
+	}
+	var runErr error
+	if f != nil {
+		runErr = r.applyTargets(ctx, f, res)
+	}
+	res.Valid = len(res.Issues) == 0
+	r.annotate(res.Issues)
+	if err := r.finish(res, r.applyMarkdown(res)); err != nil {
+		return err
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if !res.Valid {
+		fmt.Fprintf(r.app.stderr, "fleetbot: %d problem(s), nothing was written; see the annotations and the job summary\n", len(res.Issues))
+		return exitCode(1)
+	}
+	return nil
+}
+
+func (r *actionRun) applyTargets(ctx context.Context, f *fleet, res *actionResult) error {
+	forge, closeForge, err := r.openTargets(ctx, f.repo.Platform.Spec.Owner, false)
+	if err != nil {
+		return err
+	}
+	defer closeForge()
+	report, err := reconcile.Apply(ctx, forge, f.repo, f.targets, reconcile.Options{
+		AllowRemovals: r.in.allowRemovals, Source: f.repo.Revision, Logger: r.log,
+		Progress: func(x reconcile.Result) { fmt.Fprintln(r.app.stdout, x.Line()) },
+	})
+	var issues control.Issues
+	if errors.As(err, &issues) {
+		res.Issues = append(res.Issues, rebase(issues, r.in.controlRel)...)
+		err = nil
+	}
+	res.Report = report
+	return err
+}
+
+// checkTarget checks the workspace or cluster repo checked out at GITHUB_WORKSPACE.
+func (r *actionRun) checkTarget(ctx context.Context, kind fanout.Kind) error {
+	name := r.in.name
+	if name == "" {
+		name = strings.TrimPrefix(r.env.Repo(), string(kind)+"-")
+	}
+	res := &actionResult{Mode: r.in.mode, Event: r.env.EventName, Source: r.env.SHA}
+	if r.checks.target != nil {
+		issues, err := r.checks.target(ctx, kind, r.env.Workspace, name)
+		if err != nil {
+			return fmt.Errorf("checking %s %s: %w", kind, name, err)
+		}
+		res.Issues = issues
+	}
+	res.Valid = len(res.Issues) == 0
+	r.annotate(res.Issues)
+	var b strings.Builder
+	fmt.Fprintf(&b, "## fleetbot %s `%s`\n\n", r.in.mode, r.env.Repository)
+	if res.Valid {
+		fmt.Fprintf(&b, "✅ No problems in %s repo `%s`.\n", kind, name)
+	} else {
+		writeIssues(&b, res.Issues)
+	}
+	if err := r.finish(res, b.String()); err != nil {
+		return err
+	}
+	if !res.Valid {
+		fmt.Fprintf(r.app.stderr, "fleetbot: %d problem(s); see the annotations and the job summary\n", len(res.Issues))
+		return exitCode(1)
+	}
+	return nil
+}
+
+// openTargets opens the GitHub forge of the target repos of owner with the fan-out
+// credentials: the App's installation on owner, or the fan-out token.
+func (r *actionRun) openTargets(ctx context.Context, owner string, readOnly bool) (reconcile.Forge, func() error, error) {
+	g := r.app.github
+	cfg := ghforge.Config{
+		APIURL: r.in.apiURL, Owner: owner, ReadOnly: readOnly, Logger: r.log,
+		Budget: ghforge.BudgetConfig{PerMinute: g.perMinute, PerHour: g.perHour, MaxWait: g.maxWait},
+	}
+	if r.in.appID != 0 {
+		cfg.AppID, cfg.PrivateKey = r.in.appID, r.in.privateKey
+	} else {
+		cfg.Token = r.in.fanoutToken
+	}
+	c, err := ghforge.New(ctx, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to GitHub for the target repos of %s: %w", owner, err)
+	}
+	// A job starts on a fresh runner: the snapshot cache only lives as long as the run,
+	// unless --github-cache names a directory (kept with actions/cache).
+	cacheDir := ""
+	if g.cacheDir != "" && g.cacheDir != "off" && g.cacheDir != "none" {
+		cacheDir = g.cacheDir
+	}
+	f := ghforge.NewForge(c, ghforge.ForgeOptions{CacheDir: cacheDir, Logger: r.log})
+	return f, func() error {
+		s := c.Stats()
+		fmt.Fprintf(r.app.stderr, "github: %d reads (%d answered 304), %d writes (%d content-creating); waited %s for limits\n",
+			s.Requests.Reads, s.Requests.NotModified, s.Requests.Writes, s.Requests.ContentWrites, s.Budget.Waited.Round(time.Millisecond))
+		return nil
+	}, nil
+}
+
+// comment creates or edits the plan comment on the control repo's pull request with the
+// workflow's token. A failure (a fork's read-only token) is a warning: the summary has it all.
+func (r *actionRun) comment(ctx context.Context, number int, body string) {
+	warn := func(err error) {
+		r.cmds.Annotate(ghaction.Annotation{Level: ghaction.LevelWarning, Title: "fleetbot",
+			Message: "could not write the plan comment (the job summary has the plan): " + err.Error()})
+	}
+	if r.in.token == "" {
+		warn(errors.New("no token: set the token input (default github.token)"))
+		return
+	}
+	c, err := ghforge.New(ctx, ghforge.Config{APIURL: r.in.apiURL, Token: r.in.token, Logger: r.log})
+	if err != nil {
+		warn(err)
+		return
+	}
+	body = ghaction.Truncate(body, maxCommentBytes, "\n\n_… cut to fit GitHub's comment limit; the job summary and plan-json have the rest._\n")
+	if _, err := upsertComment(ctx, c.API(), r.env.Owner(), r.env.Repo(), number, body); err != nil {
+		warn(err)
+	}
+}
+
+// upsertComment edits the first comment on issue or pull request number whose body starts
+// with planMarker, or creates one; it writes nothing when the comment already says body. It
+// returns the comment's id.
+func upsertComment(ctx context.Context, api *gh.Client, owner, repo string, number int, body string) (int64, error) {
+	full := owner + "/" + repo
+	opts := &gh.IssueListCommentsOptions{ListOptions: gh.ListOptions{PerPage: 100}}
+	for {
+		cs, resp, err := api.Issues.ListComments(ctx, owner, repo, number, opts)
+		if err != nil {
+			return 0, ghforge.Wrap(err, fmt.Sprintf("listing comments of #%d in", number), full)
+		}
+		for _, c := range cs {
+			if !strings.HasPrefix(c.GetBody(), planMarker) {
+				continue
+			}
+			if c.GetBody() == body {
+				return c.GetID(), nil
+			}
+			_, _, err := api.Issues.EditComment(ctx, owner, repo, c.GetID(), &gh.IssueComment{Body: gh.String(body)})
+			return c.GetID(), ghforge.Wrap(err, fmt.Sprintf("editing comment %d on #%d in", c.GetID(), number), full)
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	c, _, err := api.Issues.CreateComment(ctx, owner, repo, number, &gh.IssueComment{Body: gh.String(body)})
+	if err != nil {
+		return 0, ghforge.Wrap(err, fmt.Sprintf("commenting on #%d in", number), full)
+	}
+	return c.GetID(), nil
+}
+
+// finish writes plan-json, the step outputs and the job summary.
+func (r *actionRun) finish(res *actionResult, summary string) error {
+	dir := r.env.RunnerTemp
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	planPath := filepath.Join(dir, planJSONName)
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(planPath, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing plan-json: %w", err)
+	}
+	changed, pulls := []string{}, []pullRequestOutput{}
+	if res.Report != nil {
+		for _, x := range res.Report.Results {
+			if x.Changed() {
+				changed = append(changed, x.Repo)
+			}
+			if x.PR > 0 {
+				pulls = append(pulls, pullRequestOutput{Repo: x.Repo, Number: x.PR, URL: x.PRURL, Action: string(x.Action)})
+			}
+		}
+	}
+	outputs := []struct{ name, value string }{
+		{"changed-repos", mustJSON(changed)},
+		{"pull-requests", mustJSON(pulls)},
+		{"plan-json", planPath},
+	}
+	if r.env.Output == "" {
+		r.log.Warn("GITHUB_OUTPUT not set; step outputs not written")
+	} else {
+		for _, o := range outputs {
+			if err := ghaction.SetOutput(r.env.Output, o.name, o.value); err != nil {
+				return err
+			}
+		}
+	}
+	if r.env.StepSummary == "" {
+		_, err := io.WriteString(r.app.stdout, summary)
+		return err
+	}
+	return ghaction.AppendSummary(r.env.StepSummary, summary)
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only called with slices of plain structs and strings
+	}
+	return string(b)
+}
+
+// annotate writes one error annotation per issue, on its file and line.
+func (r *actionRun) annotate(issues control.Issues) {
+	for _, i := range issues {
+		msg := i.Message
+		if i.Hint != "" {
+			msg += "\nhint: " + i.Hint
+		}
+		r.cmds.Annotate(ghaction.Annotation{Level: ghaction.LevelError, File: i.Pos.File, Line: i.Pos.Line, Title: "fleetbot", Message: msg})
+	}
+}
+
+// rebase makes issue positions relative to the repository root instead of dir (the control
+// dir relative to GITHUB_WORKSPACE), as annotations need.
+func rebase(issues control.Issues, dir string) control.Issues {
+	out := make(control.Issues, 0, len(issues))
+	for _, i := range issues {
+		if i.Pos.File != "" && dir != "." && dir != "" {
+			i.Pos.File = path.Join(dir, i.Pos.File)
+		}
+		out = append(out, i)
+	}
+	return out
+}
+
+func login(a *ghaction.Account) string {
+	if a == nil {
+		return ""
+	}
+	return a.Login
+}
+
+// planMarkdown is the plan as markdown, for the job summary and the PR comment.
+func (r *actionRun) planMarkdown(res *actionResult, pull *ghaction.PullRequest) string {
+	var b strings.Builder
+	b.WriteString(planMarker + "\n")
+	if res.Valid {
+		b.WriteString("## fleetbot plan: ✅ valid\n\n")
+	} else {
+		fmt.Fprintf(&b, "## fleetbot plan: ❌ %d problem(s)\n\n", len(res.Issues))
+	}
+	if pull != nil {
+		fmt.Fprintf(&b, "Control repo `%s` at `%s` (#%d merged into `%s` at `%s`).\n\n",
+			r.env.Repository, short(res.Source), pull.Number, pull.Base.Ref, short(pull.Base.SHA))
+	} else {
+		fmt.Fprintf(&b, "Control repo `%s` at `%s`.\n\n", r.env.Repository, short(res.Source))
+	}
+	if !res.Valid {
+		writeIssues(&b, res.Issues)
+		b.WriteString("\nNothing was planned: fix these and push again.\n")
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(&b, "> [!NOTE]\n> %s\n\n", n)
+	}
+	switch {
+	case res.Report != nil:
+		_ = res.Report.WriteMarkdown(&b)
+	case res.Desired != nil:
+		writeDesiredMarkdown(&b, *res.Desired)
+	}
+	r.footer(&b)
+	return b.String()
+}
+
+// applyMarkdown is the apply report as markdown, for the job summary.
+func (r *actionRun) applyMarkdown(res *actionResult) string {
+	var b strings.Builder
+	switch {
+	case !res.Valid:
+		fmt.Fprintf(&b, "## fleetbot apply: ❌ %d problem(s), nothing written\n\n", len(res.Issues))
+		writeIssues(&b, res.Issues)
+	case res.Report != nil && len(res.Report.Failed()) > 0:
+		fmt.Fprintf(&b, "## fleetbot apply: ⚠️ %d repo(s) failed\n\n", len(res.Report.Failed()))
+	default:
+		b.WriteString("## fleetbot apply\n\n")
+	}
+	fmt.Fprintf(&b, "Control repo `%s` at `%s`.\n\n", r.env.Repository, short(res.Source))
+	for _, n := range res.Notes {
+		fmt.Fprintf(&b, "> [!NOTE]\n> %s\n\n", n)
+	}
+	if res.Report != nil {
+		_ = res.Report.WriteMarkdown(&b)
+	}
+	r.footer(&b)
+	return b.String()
+}
+
+func (r *actionRun) footer(b *strings.Builder) {
+	if r.env.RunID != "" && r.env.ServerURL != "" {
+		fmt.Fprintf(b, "\n<sub>fleetbot %s, [run %s](%s/%s/actions/runs/%s)</sub>\n", version, r.env.RunID,
+			strings.TrimSuffix(r.env.ServerURL, "/"), r.env.Repository, r.env.RunID)
+	}
+}
+
+func writeIssues(b *strings.Builder, issues control.Issues) {
+	b.WriteString("| file | problem | hint |\n|---|---|---|\n")
+	for _, i := range issues {
+		fmt.Fprintf(b, "| `%s` | %s | %s |\n", i.Pos.String(), mdCell(i.Message), mdCell(i.Hint))
+	}
+}
+
+func writeDesiredMarkdown(b *strings.Builder, p desiredPlan) {
+	b.WriteString("### Desired state\n\n| repo | kind | files | objects | access |\n|---|---|---|---|---|\n")
+	for _, d := range p.Repos {
+		fmt.Fprintf(b, "| `%s` | %s | %d managed, %d scaffold | %s | %s |\n", d.Repo, d.Kind,
+			len(d.Files), len(d.Scaffolds), mdCell(manifest.FormatCounts(d.Objects)), mdCell(formatTeams(d.Teams)))
+	}
+}
+
+func mdCell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	if sha == "" {
+		return "working tree"
+	}
+	return sha
+}
+
+// yamlLine finds the line in a YAML parser error ("yaml: line 3: ...").
+var yamlLine = regexp.MustCompile(`line (\d+)`)
+
+// parseManifests is the target repo check of this build: every YAML file of the checkout
+// (outside .git) must parse, each problem reported on its file and line.
+func parseManifests(_ context.Context, _ fanout.Kind, dir, _ string) (control.Issues, error) {
+	var issues control.Issues
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || !manifest.IsManifestPath(p) {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if _, err := manifest.Parse(b); err != nil {
+			rel, _ := filepath.Rel(dir, p)
+			pos := control.Position{File: filepath.ToSlash(rel)}
+			if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+				pos.Line, _ = strconv.Atoi(m[1])
+			}
+			issues.Add(pos, "fix the YAML syntax; every manifest in the repo must parse", "%v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", dir, err)
+	}
+	issues.Sort()
+	return issues, nil
+}

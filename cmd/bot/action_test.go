@@ -1,0 +1,556 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	gh "github.com/google/go-github/v62/github"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/ghaction"
+	"github.com/fleetbot-io/fleetbot/internal/githubtest"
+)
+
+// workflowToken is the fake's stand-in for the workflow's GITHUB_TOKEN.
+const workflowToken = "ghs_workflowtoken0123456789"
+
+// fakeFleet is the fake GitHub a control repo's workflow talks to: org acme with the
+// example control repo's teams, the control repo itself, and a workflow token.
+func fakeFleet(t *testing.T) *githubtest.Server {
+	t.Helper()
+	srv := githubtest.NewServer(t)
+	for _, team := range []string{"platform", "payments-devs", "payments-sre", "search-devs", "search-sre"} {
+		srv.CreateTeam("acme", team)
+	}
+	srv.AddToken("github-actions[bot]", workflowToken)
+	srv.CreateRepo("acme", "control", readFiles(t, exampleControl))
+	return srv
+}
+
+func readFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return nil
+	}))
+	return files
+}
+
+// openControlPR opens pull request "change" -> main on acme/control with one human commit.
+func openControlPR(t *testing.T, srv *githubtest.Server) int {
+	t.Helper()
+	ctx := context.Background()
+	c := srv.Client()
+	main := srv.Branch("acme", "control", "main")
+	_, _, err := c.Git.CreateRef(ctx, "acme", "control", &gh.Reference{Ref: gh.String("refs/heads/change"), Object: &gh.GitObject{SHA: gh.String(main)}})
+	require.NoError(t, err)
+	srv.Commit("acme", "control", "change", "tweak", map[string]string{"clusters/edge-1.yaml": readFiles(t, exampleControl)["clusters/edge-1.yaml"] + "# tweak\n"})
+	p, _, err := c.PullRequests.Create(ctx, "acme", "control", &gh.NewPullRequest{Title: gh.String("tweak"), Head: gh.String("change"), Base: gh.String("main")})
+	require.NoError(t, err)
+	return p.GetNumber()
+}
+
+// simRunner is a simulated GitHub Actions runner: the default environment of a job on
+// acme/control, a checkout in GITHUB_WORKSPACE, and fresh GITHUB_OUTPUT and
+// GITHUB_STEP_SUMMARY files per step.
+type simRunner struct {
+	t         *testing.T
+	env       map[string]string
+	workspace string
+	temp      string
+	steps     int
+}
+
+func newSimRunner(t *testing.T, srv *githubtest.Server) *simRunner {
+	t.Helper()
+	temp := t.TempDir()
+	ws := filepath.Join(temp, "work", "control")
+	require.NoError(t, os.MkdirAll(ws, 0o755))
+	return &simRunner{t: t, workspace: ws, temp: temp, env: map[string]string{
+		"GITHUB_ACTIONS":    "true",
+		"GITHUB_REPOSITORY": "acme/control",
+		"GITHUB_API_URL":    strings.TrimSuffix(srv.APIURL(), "/"),
+		"GITHUB_SERVER_URL": srv.URL,
+		"GITHUB_WORKSPACE":  ws,
+		"GITHUB_RUN_ID":     "4242",
+		"RUNNER_TEMP":       filepath.Join(temp, "runner-temp"),
+		// action.yml sets this from github.token to tell it apart from a PAT in token.
+		"FLEETBOT_WORKFLOW_TOKEN": workflowToken,
+	}}
+}
+
+// checkout copies the example control repo to GITHUB_WORKSPACE/control.
+func (r *simRunner) checkout() string {
+	dst := filepath.Join(r.workspace, "control")
+	require.NoError(r.t, os.RemoveAll(dst))
+	require.NoError(r.t, os.CopyFS(dst, os.DirFS(exampleControl)))
+	return dst
+}
+
+// event writes the payload as GitHub would and sets the event variables.
+func (r *simRunner) event(name, sha, ref string, payload any) {
+	b, err := json.Marshal(payload)
+	require.NoError(r.t, err)
+	path := filepath.Join(r.temp, "event.json")
+	require.NoError(r.t, os.WriteFile(path, b, 0o644))
+	r.env["GITHUB_EVENT_NAME"], r.env["GITHUB_EVENT_PATH"] = name, path
+	r.env["GITHUB_SHA"], r.env["GITHUB_REF"] = sha, ref
+}
+
+// stepResult is what one step of `fleetbot action` left behind.
+type stepResult struct {
+	code           int
+	stdout, stderr string
+	outputs        map[string]string
+	summary        string
+}
+
+// run runs `fleetbot action` as one step with inputs (INPUT_<NAME> as the runner sets them).
+func (r *simRunner) run(inputs map[string]string) stepResult {
+	r.t.Helper()
+	r.steps++
+	env := map[string]string{}
+	for k, v := range r.env {
+		env[k] = v
+	}
+	stepDir := filepath.Join(r.temp, "step", strings.Repeat("x", r.steps))
+	require.NoError(r.t, os.MkdirAll(stepDir, 0o755))
+	require.NoError(r.t, os.MkdirAll(env["RUNNER_TEMP"], 0o755))
+	env["GITHUB_OUTPUT"] = filepath.Join(stepDir, "output")
+	env["GITHUB_STEP_SUMMARY"] = filepath.Join(stepDir, "summary")
+	for _, f := range []string{env["GITHUB_OUTPUT"], env["GITHUB_STEP_SUMMARY"]} {
+		require.NoError(r.t, os.WriteFile(f, nil, 0o644))
+	}
+	for k, v := range inputs {
+		env["INPUT_"+strings.ToUpper(k)] = v
+	}
+	var stdout, stderr bytes.Buffer
+	a := &app{stdout: &stdout, stderr: &stderr}
+	root := a.rootCommand()
+	for _, c := range root.Commands() {
+		if c.Name() == "action" {
+			root.RemoveCommand(c)
+		}
+	}
+	root.AddCommand(a.newActionCommand(func(k string) string { return env[k] }))
+	root.SetArgs([]string{"action"})
+	root.SetOut(&stdout)
+	root.SetErr(&stderr)
+	res := stepResult{}
+	err := root.ExecuteContext(context.Background())
+	var code exitCode
+	switch {
+	case err == nil:
+	case errors.As(err, &code):
+		res.code = int(code)
+	default:
+		res.code = 1
+		stderr.WriteString("error: " + err.Error() + "\n")
+	}
+	res.stdout, res.stderr = stdout.String(), stderr.String()
+	out, err := ghaction.ReadOutputs(env["GITHUB_OUTPUT"])
+	require.NoError(r.t, err)
+	res.outputs = out
+	b, err := os.ReadFile(env["GITHUB_STEP_SUMMARY"])
+	require.NoError(r.t, err)
+	res.summary = string(b)
+	return res
+}
+
+// appInputs are the inputs of a control repo workflow with the App configured.
+func appInputs(srv *githubtest.Server, mode string) map[string]string {
+	return map[string]string{
+		"MODE": mode, "CONTROL-DIR": "control", "APP_ID": "1", "PRIVATE_KEY": string(srv.AppPrivateKeyPEM()),
+		"TOKEN": workflowToken,
+	}
+}
+
+// mintToken is the App's request for an installation token: a POST that changes nothing
+// in any repository.
+const mintToken = "POST /app/installations/{id}/access_tokens"
+
+// targetWrites returns the mutating requests that did not go to acme/control.
+func targetWrites(srv *githubtest.Server) []string {
+	var out []string
+	for _, r := range srv.Requests() {
+		if r.Class != githubtest.Read && r.Route != mintToken && !strings.HasPrefix(r.Path, "/api/v3/repos/acme/control/") {
+			out = append(out, r.Method+" "+r.Path)
+		}
+	}
+	return out
+}
+
+// routes returns the routes of the requests of class, but for minting installation tokens.
+func routes(srv *githubtest.Server, class githubtest.Class) []string {
+	var out []string
+	for _, r := range srv.Requests() {
+		if r.Class == class && r.Route != mintToken {
+			out = append(out, r.Route)
+		}
+	}
+	return out
+}
+
+// writes returns every mutating request to a repository.
+func writes(srv *githubtest.Server) []string {
+	return append(routes(srv, githubtest.Write), routes(srv, githubtest.ContentCreating)...)
+}
+
+func TestActionPlanOnPullRequest(t *testing.T) {
+	srv := fakeFleet(t)
+	n := openControlPR(t, srv)
+	run := newSimRunner(t, srv)
+	run.checkout()
+	ev, err := srv.PullRequestEvent("acme", "control", n, "opened")
+	require.NoError(t, err)
+	run.event("pull_request", "feedc0de00000000000000000000000000000001", "refs/pull/1/merge", ev)
+	srv.ResetLog()
+
+	step := run.run(appInputs(srv, "plan"))
+	require.Equal(t, 0, step.code, step.stderr)
+
+	assert.Contains(t, step.summary, planMarker)
+	assert.Contains(t, step.summary, "## fleetbot plan: ✅ valid")
+	assert.Contains(t, step.summary, "#1 merged into `main`")
+	assert.Contains(t, step.summary, "6 repos: 6 create")
+	assert.Contains(t, step.summary, "`acme/cluster-prod-eu-1`")
+
+	var changed []string
+	require.NoError(t, json.Unmarshal([]byte(step.outputs["changed-repos"]), &changed))
+	assert.Len(t, changed, 6)
+	assert.Contains(t, changed, "acme/workspace-payments")
+	assert.Equal(t, "[]", step.outputs["pull-requests"], "plan opens nothing")
+	assert.Equal(t, filepath.Join(run.env["RUNNER_TEMP"], planJSONName), step.outputs["plan-json"])
+	var res actionResult
+	b, err := os.ReadFile(step.outputs["plan-json"])
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &res))
+	assert.True(t, res.Valid)
+	assert.Equal(t, 1, res.PullRequest)
+	assert.Equal(t, ev.GetPullRequest().GetBase().GetSHA(), res.Base)
+
+	comments := srv.Comments("acme", "control", n)
+	require.Len(t, comments, 1)
+	assert.True(t, strings.HasPrefix(comments[0], planMarker))
+	assert.Contains(t, comments[0], "6 repos: 6 create")
+	assert.Empty(t, targetWrites(srv), "plan never writes to a target repo")
+	assert.Equal(t, []string{"POST /repos/{owner}/{repo}/issues/{number}/comments"}, routes(srv, githubtest.ContentCreating))
+
+	// Credentials are masked before anything else, and never printed otherwise.
+	require.True(t, strings.HasPrefix(step.stdout, "::add-mask::"), step.stdout)
+	assert.Contains(t, step.stdout, "::add-mask::"+workflowToken+"\n")
+	keyLine := strings.Split(string(srv.AppPrivateKeyPEM()), "\n")[1]
+	assert.Contains(t, step.stdout, "::add-mask::"+keyLine+"\n")
+	for _, line := range strings.Split(step.stdout, "\n") {
+		if !strings.HasPrefix(line, "::add-mask::") {
+			assert.NotContains(t, line, workflowToken)
+			assert.NotContains(t, line, keyLine)
+		}
+	}
+	assert.NotContains(t, step.stderr, workflowToken)
+	assert.NotContains(t, step.summary+comments[0], workflowToken)
+
+	t.Run("a second run edits the same comment", func(t *testing.T) {
+		dir := run.checkout()
+		writeFile(t, filepath.Join(dir, "clusters", "edge-2.yaml"),
+			strings.ReplaceAll(readFiles(t, exampleControl)["clusters/edge-1.yaml"], "edge-1", "edge-2"))
+		ev, err := srv.PullRequestEvent("acme", "control", n, "synchronize")
+		require.NoError(t, err)
+		run.event("pull_request", "feedc0de00000000000000000000000000000002", "refs/pull/1/merge", ev)
+		srv.ResetLog()
+
+		step := run.run(appInputs(srv, "plan"))
+		require.Equal(t, 0, step.code, step.stderr)
+		comments := srv.Comments("acme", "control", n)
+		require.Len(t, comments, 1, "still one comment")
+		assert.Contains(t, comments[0], "7 repos: 7 create")
+		assert.Contains(t, comments[0], "feedc0de0000")
+		assert.Equal(t, []string{"PATCH /repos/{owner}/{repo}/issues/comments/{id}"}, routes(srv, githubtest.Write))
+		assert.Empty(t, routes(srv, githubtest.ContentCreating))
+
+		// The same plan again: nothing to edit.
+		srv.ResetLog()
+		step = run.run(appInputs(srv, "plan"))
+		require.Equal(t, 0, step.code, step.stderr)
+		assert.Empty(t, writes(srv), "an unchanged plan comment is not rewritten")
+	})
+}
+
+func TestActionApplyOnPush(t *testing.T) {
+	srv := fakeFleet(t)
+	run := newSimRunner(t, srv)
+	run.checkout()
+	ev, err := srv.PushEvent("acme", "control", "main", "")
+	require.NoError(t, err)
+	sha := srv.Branch("acme", "control", "main")
+	run.event("push", sha, "refs/heads/main", ev)
+
+	step := run.run(appInputs(srv, "apply"))
+	require.Equal(t, 0, step.code, step.stdout+step.stderr)
+	assert.Contains(t, step.stdout, "acme/cluster-prod-eu-1: create")
+	assert.Contains(t, step.summary, "## fleetbot apply\n")
+	assert.Contains(t, step.summary, "6 repos: 6 create")
+
+	var pulls []pullRequestOutput
+	require.NoError(t, json.Unmarshal([]byte(step.outputs["pull-requests"]), &pulls))
+	require.Len(t, pulls, 6, step.outputs["pull-requests"])
+	for _, p := range pulls {
+		owner, repo, _ := strings.Cut(p.Repo, "/")
+		open := srv.Pulls(owner, repo)
+		require.Len(t, open, 1, p.Repo)
+		assert.Equal(t, open[0].GetNumber(), p.Number, p.Repo)
+		assert.Equal(t, "fleetbot/sync", open[0].GetHead().GetRef(), p.Repo)
+		assert.NotEmpty(t, p.URL, p.Repo)
+	}
+	var changed []string
+	require.NoError(t, json.Unmarshal([]byte(step.outputs["changed-repos"]), &changed))
+	assert.Len(t, changed, 6)
+
+	t.Run("again: no change, no write", func(t *testing.T) {
+		srv.ResetLog()
+		step := run.run(appInputs(srv, "apply"))
+		require.Equal(t, 0, step.code, step.stdout+step.stderr)
+		assert.Contains(t, step.summary, "6 repos: 6 no change")
+		assert.Equal(t, "[]", step.outputs["changed-repos"])
+		assert.Empty(t, writes(srv))
+	})
+
+	t.Run("a push to another branch is skipped", func(t *testing.T) {
+		run.env["GITHUB_REF"] = "refs/heads/feature"
+		defer func() { run.env["GITHUB_REF"] = "refs/heads/main" }()
+		srv.ResetLog()
+		step := run.run(appInputs(srv, "apply"))
+		require.Equal(t, 0, step.code, step.stderr)
+		assert.Contains(t, step.stdout, "::notice title=fleetbot::apply skipped: refs/heads/feature is not the default branch main")
+		assert.Empty(t, srv.Requests())
+	})
+}
+
+func TestActionApplyWithOnlyTheWorkflowToken(t *testing.T) {
+	srv := fakeFleet(t)
+	run := newSimRunner(t, srv)
+	run.checkout()
+	ev, err := srv.PushEvent("acme", "control", "main", "")
+	require.NoError(t, err)
+	run.event("push", srv.Branch("acme", "control", "main"), "refs/heads/main", ev)
+	srv.ResetLog()
+
+	for name, inputs := range map[string]map[string]string{
+		"token input is github.token": {"MODE": "apply", "CONTROL-DIR": "control", "TOKEN": workflowToken},
+		"no token input":              {"MODE": "apply", "CONTROL-DIR": "control"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			step := run.run(inputs)
+			assert.Equal(t, 1, step.code)
+			assert.Contains(t, step.stderr, "apply fans out to other repos; GITHUB_TOKEN can only write to acme/control. Set app-id and private-key (see docs/action.md)")
+			assert.Empty(t, srv.Requests(), "nothing was attempted")
+		})
+	}
+
+	t.Run("a personal access token is allowed", func(t *testing.T) {
+		in := map[string]string{"MODE": "apply", "CONTROL-DIR": "control", "TOKEN": githubtest.DefaultToken}
+		step := run.run(in)
+		require.Equal(t, 0, step.code, step.stdout+step.stderr)
+		assert.Contains(t, step.summary, "6 repos: 6 create")
+		assert.Contains(t, step.stdout, "::add-mask::"+githubtest.DefaultToken)
+	})
+}
+
+func TestActionValidationErrorsBecomeAnnotations(t *testing.T) {
+	srv := fakeFleet(t)
+	n := openControlPR(t, srv)
+	run := newSimRunner(t, srv)
+	dir := run.checkout()
+	p := filepath.Join(dir, "clusters", "prod-eu-1.yaml")
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	broken := strings.Replace(string(b), "workspace: payments", "workspace: paymnts", 1)
+	broken = strings.Replace(broken, "  admins: [payments-sre]\n", "  admins: [payments-sre]\n  replicas: 3\n", 1)
+	writeFile(t, p, broken)
+	ev, err := srv.PullRequestEvent("acme", "control", n, "opened")
+	require.NoError(t, err)
+	run.event("pull_request", "feedc0de00000000000000000000000000000003", "refs/pull/1/merge", ev)
+	srv.ResetLog()
+
+	step := run.run(appInputs(srv, "plan"))
+	assert.Equal(t, 1, step.code)
+	assert.Contains(t, step.stdout,
+		"::error file=control/clusters/prod-eu-1.yaml,line=7,title=fleetbot::unknown workspace \"paymnts\"%0Ahint: add workspaces/paymnts.yaml or use one of: payments, search\n")
+	assert.Contains(t, step.stdout, "::error file=control/clusters/prod-eu-1.yaml,line=9,title=fleetbot::unknown field \"replicas\" in spec")
+	assert.Contains(t, step.stderr, "2 problem(s)")
+	assert.Contains(t, step.summary, "## fleetbot plan: ❌ 2 problem(s)")
+	assert.Contains(t, step.summary, "| `control/clusters/prod-eu-1.yaml:9` | unknown field \"replicas\" in spec |")
+	comments := srv.Comments("acme", "control", n)
+	require.Len(t, comments, 1)
+	assert.Contains(t, comments[0], "❌ 2 problem(s)")
+	assert.Empty(t, targetWrites(srv))
+	for _, r := range srv.Requests() {
+		assert.True(t, strings.HasPrefix(r.Path, "/api/v3/repos/acme/control/"), "an invalid control repo reads no target repo: %s", r.Path)
+	}
+	var res actionResult
+	b, err = os.ReadFile(step.outputs["plan-json"])
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &res))
+	assert.False(t, res.Valid)
+	require.Len(t, res.Issues, 2)
+	assert.Equal(t, "control/clusters/prod-eu-1.yaml", res.Issues[0].Pos.File)
+
+	t.Run("apply writes nothing either", func(t *testing.T) {
+		ev, err := srv.PushEvent("acme", "control", "main", "")
+		require.NoError(t, err)
+		run.event("push", srv.Branch("acme", "control", "main"), "refs/heads/main", ev)
+		srv.ResetLog()
+		step := run.run(appInputs(srv, "apply"))
+		assert.Equal(t, 1, step.code)
+		assert.Contains(t, step.stdout, "::error file=control/clusters/prod-eu-1.yaml,line=9,")
+		assert.Contains(t, step.summary, "nothing written")
+		assert.Empty(t, writes(srv))
+	})
+}
+
+func TestActionPlanWithoutTheApp(t *testing.T) {
+	srv := fakeFleet(t)
+	n := openControlPR(t, srv)
+	run := newSimRunner(t, srv)
+	run.checkout()
+	ev, err := srv.PullRequestEvent("acme", "control", n, "opened")
+	require.NoError(t, err)
+	run.event("pull_request", "feedc0de00000000000000000000000000000004", "refs/pull/1/merge", ev)
+	srv.ResetLog()
+
+	step := run.run(map[string]string{"MODE": "plan", "CONTROL-DIR": "control"})
+	require.Equal(t, 0, step.code, step.stderr)
+	assert.Contains(t, step.summary, "The target repos were not read")
+	assert.Contains(t, step.summary, "| `acme/cluster-prod-eu-1` | cluster |")
+	assert.Equal(t, "[]", step.outputs["changed-repos"])
+	require.Len(t, srv.Comments("acme", "control", n), 1)
+	for _, r := range srv.Requests() {
+		assert.True(t, strings.HasPrefix(r.Path, "/api/v3/repos/acme/control/"), "only the control repo is touched: %s", r.Path)
+	}
+}
+
+func TestActionPlanCommentFailureIsAWarning(t *testing.T) {
+	srv := fakeFleet(t)
+	n := openControlPR(t, srv)
+	run := newSimRunner(t, srv)
+	run.checkout()
+	ev, err := srv.PullRequestEvent("acme", "control", n, "opened")
+	require.NoError(t, err)
+	run.event("pull_request", "feedc0de00000000000000000000000000000005", "refs/pull/1/merge", ev)
+	run.env["FLEETBOT_WORKFLOW_TOKEN"] = "ghs_revoked"
+	step := run.run(map[string]string{"MODE": "plan", "CONTROL-DIR": "control"})
+	require.Equal(t, 0, step.code, step.stderr)
+	assert.Contains(t, step.stdout, "::warning title=fleetbot::could not write the plan comment (the job summary has the plan)")
+	assert.Contains(t, step.summary, "fleetbot plan: ✅ valid")
+	assert.Empty(t, srv.Comments("acme", "control", n))
+}
+
+func TestActionCheckTargetRepo(t *testing.T) {
+	srv := githubtest.NewServer(t)
+	run := newSimRunner(t, srv)
+	run.env["GITHUB_REPOSITORY"] = "acme/workspace-payments"
+	run.event("pull_request", "feedc0de00000000000000000000000000000006", "refs/pull/3/merge", map[string]any{"number": 3})
+	writeFile(t, filepath.Join(run.workspace, "apps", "kustomization.yaml"), "resources: [redis.yaml]\n")
+	writeFile(t, filepath.Join(run.workspace, "apps", "redis.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: redis}\n")
+
+	step := run.run(map[string]string{"MODE": "check-workspace"})
+	require.Equal(t, 0, step.code, step.stderr)
+	assert.Contains(t, step.summary, "✅ No problems in workspace repo `payments`.")
+
+	writeFile(t, filepath.Join(run.workspace, "apps", "redis.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a: b\n")
+	step = run.run(map[string]string{"MODE": "check-workspace"})
+	assert.Equal(t, 1, step.code)
+	assert.Contains(t, step.stdout, "::error file=apps/redis.yaml,line=4,title=fleetbot::")
+	assert.Contains(t, step.summary, "`apps/redis.yaml:4`")
+	assert.Empty(t, srv.Requests(), "checks are offline")
+}
+
+func TestActionInputs(t *testing.T) {
+	ws := t.TempDir()
+	base := map[string]string{"GITHUB_EVENT_NAME": "push", "GITHUB_REPOSITORY": "acme/control", "GITHUB_WORKSPACE": ws}
+	for _, tc := range []struct {
+		name   string
+		env    map[string]string
+		errMsg string
+		check  func(t *testing.T, in actionInputs)
+	}{
+		{name: "mode required", env: map[string]string{}, errMsg: "input mode is required"},
+		{name: "bad mode", env: map[string]string{"INPUT_MODE": "destroy"}, errMsg: `input mode "destroy": want plan`},
+		{name: "control-dir outside the workspace", env: map[string]string{"INPUT_MODE": "plan", "INPUT_CONTROL-DIR": "../elsewhere"}, errMsg: "is outside GITHUB_WORKSPACE"},
+		{name: "app-id not a number", env: map[string]string{"INPUT_MODE": "plan", "INPUT_APP-ID": "fleetbot"}, errMsg: `input app-id "fleetbot": want the numeric GitHub App id`},
+		{name: "app-id without key", env: map[string]string{"INPUT_MODE": "plan", "INPUT_APP-ID": "12"}, errMsg: "input app-id is set but private-key is empty"},
+		{name: "key without app-id", env: map[string]string{"INPUT_MODE": "plan", "INPUT_PRIVATE-KEY": "-----BEGIN RSA PRIVATE KEY-----\nAAA\n-----END RSA PRIVATE KEY-----\n"}, errMsg: "input private-key is set but app-id is empty"},
+		{name: "key neither PEM nor file", env: map[string]string{"INPUT_MODE": "plan", "INPUT_APP-ID": "12", "INPUT_PRIVATE-KEY": "not-a-key"}, errMsg: "neither a PEM private key"},
+		{name: "allow-removals not a boolean", env: map[string]string{"INPUT_MODE": "apply", "INPUT_ALLOW-REMOVALS": "yes"}, errMsg: "input allow-removals"},
+		{name: "defaults", env: map[string]string{"INPUT_MODE": "plan", "GITHUB_TOKEN": "ghs_w", "GITHUB_API_URL": "https://ghe.example.com/api/v3"}, check: func(t *testing.T, in actionInputs) {
+			assert.Equal(t, ws, in.controlDir)
+			assert.Equal(t, ".", in.controlRel)
+			assert.Equal(t, "ghs_w", in.token)
+			assert.False(t, in.hasFanout(), "GITHUB_TOKEN alone does not fan out")
+			assert.Equal(t, "https://ghe.example.com/api/v3/", in.apiURL)
+		}},
+		{name: "github-url wins", env: map[string]string{"INPUT_MODE": "plan", "INPUT_GITHUB-URL": "https://ghe.example.com/api/v3/", "GITHUB_API_URL": "https://api.github.com"}, check: func(t *testing.T, in actionInputs) {
+			assert.Equal(t, "https://ghe.example.com/api/v3/", in.apiURL)
+		}},
+		{name: "PAT in token fans out", env: map[string]string{"INPUT_MODE": "apply", "INPUT_TOKEN": "ghp_pat", "FLEETBOT_WORKFLOW_TOKEN": "ghs_w", "INPUT_ALLOW_REMOVALS": "true"}, check: func(t *testing.T, in actionInputs) {
+			assert.Equal(t, "ghp_pat", in.fanoutToken)
+			assert.Equal(t, "ghp_pat", in.token)
+			assert.True(t, in.allowRemovals)
+		}},
+		{name: "FLEETBOT_FANOUT_TOKEN fans out", env: map[string]string{"INPUT_MODE": "apply", "INPUT_TOKEN": "ghs_w", "FLEETBOT_WORKFLOW_TOKEN": "ghs_w", "FLEETBOT_FANOUT_TOKEN": "ghp_x"}, check: func(t *testing.T, in actionInputs) {
+			assert.Equal(t, "ghp_x", in.fanoutToken)
+			assert.Equal(t, "ghs_w", in.token)
+		}},
+		{name: "nested control-dir", env: map[string]string{"INPUT_MODE": "plan", "INPUT_CONTROL-DIR": "./fleet/control/"}, check: func(t *testing.T, in actionInputs) {
+			assert.Equal(t, "fleet/control", in.controlRel)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := map[string]string{}
+			for k, v := range base {
+				m[k] = v
+			}
+			for k, v := range tc.env {
+				m[k] = v
+			}
+			env, err := ghaction.FromEnv(func(k string) string { return m[k] })
+			require.NoError(t, err)
+			var out bytes.Buffer
+			in, err := readActionInputs(env, ghaction.NewCommands(&out))
+			if tc.errMsg != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.errMsg)
+				assert.NotContains(t, err.Error(), "AAA", "the key never appears in an error")
+				return
+			}
+			require.NoError(t, err)
+			tc.check(t, in)
+		})
+	}
+}
+
+func TestActionOutsideARunner(t *testing.T) {
+	if os.Getenv("GITHUB_ACTIONS") == "true" {
+		t.Skip("running inside GitHub Actions: the environment is a real runner's")
+	}
+	code, _, errOut := cli(t, "action")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "not running in a GitHub Actions step")
+}
