@@ -34,7 +34,12 @@ func isKustomization(p string) bool {
 // directory, Helm inflation (needs a helm binary) and non-builtin plugins
 // (exec or container functions). It also reports missing local resources,
 // which kustomize would otherwise try to fetch as remote targets.
-func precheck(files map[string][]byte) []problem {
+func precheck(files map[string][]byte) []problem { return precheckFiles(files, true) }
+
+// precheckFiles is precheck over any tree of files: a catalog app needs a
+// kustomization.yaml at its root (needRoot), a workspace or cluster repo has
+// several entry points and none at the root.
+func precheckFiles(files map[string][]byte, needRoot bool) []problem {
 	c := &checker{files: files, dirs: map[string]bool{}}
 	for p := range files {
 		for d := path.Dir(p); d != "." && !c.dirs[d]; d = path.Dir(d) {
@@ -52,7 +57,7 @@ func precheck(files map[string][]byte) []problem {
 		}
 	}
 	sort.Strings(names)
-	if !hasRoot {
+	if needRoot && !hasRoot {
 		c.add("kustomization.yaml", 0, "the app directory has no kustomization.yaml",
 			"add a kustomization.yaml listing the app's manifests under resources")
 	}

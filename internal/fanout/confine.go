@@ -1,0 +1,165 @@
+package fanout
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// RepoProblem is one problem found by CheckRepo: the file it is about (the
+// manifest that defines an object, or the kustomization that failed), the
+// object when there is one, and what is wrong.
+type RepoProblem struct {
+	File string `json:"file"`
+	Line int    `json:"line,omitempty"`
+	// Object is "Kind/name", when the problem is about a rendered object.
+	Object  string `json:"object,omitempty"`
+	Message string `json:"message"`
+	Hint    string `json:"hint,omitempty"`
+}
+
+// String renders "file[:line]: kind/name: message".
+func (p RepoProblem) String() string {
+	s := p.File
+	if p.Line > 0 {
+		s += fmt.Sprintf(":%d", p.Line)
+	}
+	if p.Object != "" {
+		s += ": " + p.Object
+	}
+	return s + ": " + p.Message
+}
+
+// RepoCheck says what CheckRepo renders and enforces.
+type RepoCheck struct {
+	// Entries are the kustomization directories to render, relative to the
+	// repo root (e.g. clusters/prod-eu-1).
+	Entries []string
+	// Namespace confines every rendered object to one namespace, as Flux's
+	// targetNamespace and impersonation do on the cluster: cluster-scoped
+	// objects and objects of another namespace are problems. "" renders
+	// without confinement (cluster repos: only build errors and remote or
+	// escaping references are problems).
+	Namespace string
+}
+
+// CheckRepo renders the kustomizations of a workspace or cluster repo
+// offline, the way Flux will on the cluster, and reports what Flux would
+// refuse or what escapes the repo's persona: remote bases and references
+// leaving the repo (found before kustomize runs, so nothing is fetched),
+// build errors, and with a Namespace, cluster-scoped objects and objects in
+// another namespace. files are the repo's files by slash-separated path; the
+// build runs on an in-memory filesystem holding only them.
+func CheckRepo(files map[string][]byte, c RepoCheck) []RepoProblem {
+	var out []RepoProblem
+	for _, p := range precheckFiles(files, false) {
+		out = append(out, RepoProblem{File: p.File, Line: p.Line, Message: repoWords(p.Message), Hint: repoWords(p.Hint)})
+	}
+	if len(out) > 0 {
+		return sortProblems(out)
+	}
+	ko := krusty.MakeDefaultOptions()
+	ko.PluginConfig = types.DisabledPluginConfig()
+	ko.LoadRestrictions = types.LoadRestrictionsRootOnly
+	ko.Reorder = krusty.ReorderOptionLegacy
+	k := krusty.MakeKustomizer(ko)
+	for _, entry := range c.Entries {
+		out = append(out, checkEntry(k, files, entry, c.Namespace)...)
+	}
+	return sortProblems(out)
+}
+
+// checkEntry builds one kustomization directory and checks its objects.
+func checkEntry(k *krusty.Kustomizer, files map[string][]byte, entry, ns string) (out []RepoProblem) {
+	kfile := entry + "/kustomization.yaml"
+	for _, name := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+		if _, ok := files[path.Join(entry, name)]; ok {
+			kfile = path.Join(entry, name)
+		}
+	}
+	defer func() {
+		// kustomize has panicked on malformed input before.
+		if v := recover(); v != nil {
+			out = append(out, RepoProblem{File: kfile, Message: fmt.Sprintf("kustomize build failed: %v", v)})
+		}
+	}()
+	const root = "/repo"
+	fs := filesys.MakeFsInMemory()
+	for p, data := range files {
+		if err := fs.WriteFile(path.Join(root, p), data); err != nil {
+			return []RepoProblem{{File: p, Message: fmt.Sprintf("cannot stage file for kustomize: %v", err)}}
+		}
+	}
+	m, err := k.Run(fs, path.Join(root, entry))
+	if err != nil {
+		return []RepoProblem{{File: kfile, Message: "kustomize build failed: " + strings.ReplaceAll(err.Error(), root+"/", ""),
+			Hint: "run `kustomize build " + entry + "` to reproduce"}}
+	}
+	if ns == "" {
+		return nil
+	}
+	for _, res := range m.Resources() {
+		apiVersion, kind, name, objNS := res.GetApiVersion(), res.GetKind(), res.GetName(), res.GetNamespace()
+		file, line := locateIn(files, kind, name, kfile)
+		obj := kind + "/" + name
+		switch {
+		case clusterScoped(apiVersion, kind):
+			out = append(out, RepoProblem{File: file, Line: line, Object: obj,
+				Message: fmt.Sprintf("is cluster-scoped: rendered by %s, it would be refused on the cluster (the workspace may only create objects in namespace %s)", kfile, ns),
+				Hint:    "ask the platform admins to add it as a platform component, or remove it"})
+		case objNS != "" && objNS != ns:
+			out = append(out, RepoProblem{File: file, Line: line, Object: obj,
+				Message: fmt.Sprintf("is in namespace %q: rendered by %s, the workspace may only create objects in namespace %s", objNS, kfile, ns),
+				Hint:    "remove metadata.namespace (Flux sets the workspace namespace) or set it to " + ns})
+		}
+	}
+	return out
+}
+
+// locateIn finds the manifest that defines kind/name among the repo's
+// files: the line of "kind: <kind>" in the first YAML document that also
+// names the object, or the entry's kustomization when none does (generated
+// objects).
+func locateIn(files map[string][]byte, kind, name, fallback string) (string, int) {
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		if strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml") {
+			paths = append(paths, p)
+		}
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		for _, ch := range splitDocs(string(files[p])) {
+			if strings.Contains(ch.text, "kind: "+kind) && strings.Contains(ch.text, "name: "+name) {
+				i := strings.Index(ch.text, "kind: "+kind)
+				return p, ch.line + strings.Count(ch.text[:i], "\n")
+			}
+		}
+	}
+	return fallback, 0
+}
+
+// repoWords rewords precheck's catalog-app messages for a target repo.
+func repoWords(s string) string {
+	s = strings.ReplaceAll(s, "the files of the control repo", "the files of this repo")
+	s = strings.ReplaceAll(s, "the app directory", "the repo")
+	return s
+}
+
+func sortProblems(ps []RepoProblem) []RepoProblem {
+	sort.SliceStable(ps, func(a, b int) bool {
+		if ps[a].File != ps[b].File {
+			return ps[a].File < ps[b].File
+		}
+		if ps[a].Line != ps[b].Line {
+			return ps[a].Line < ps[b].Line
+		}
+		return ps[a].Object < ps[b].Object
+	})
+	return ps
+}

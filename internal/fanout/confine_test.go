@@ -1,0 +1,90 @@
+package fanout
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
+)
+
+// workspaceRepo renders the example control repo and returns the files of
+// workspace-payments as its admins would see them after the first merge.
+func workspaceRepo(t *testing.T) map[string][]byte {
+	t.Helper()
+	repo, err := control.LoadDir(filepath.Join("..", "..", "testdata", "control"))
+	require.NoError(t, err)
+	targets, err := NewRenderer(Options{}).Render(repo)
+	require.NoError(t, err)
+	for _, tg := range targets {
+		if tg.Repo == "workspace-payments" {
+			files := map[string][]byte{}
+			for p, b := range tg.Files {
+				files[p] = b
+			}
+			for p, b := range tg.Scaffolds {
+				files[p] = b
+			}
+			return files
+		}
+	}
+	t.Fatal("no workspace-payments target")
+	return nil
+}
+
+var paymentsCheck = RepoCheck{Entries: []string{"clusters/prod-eu-1", "clusters/prod-us-1"}, Namespace: "payments"}
+
+func TestCheckRepoClean(t *testing.T) {
+	files := workspaceRepo(t)
+	files["apps/kustomization.yaml"] = []byte("resources:\n- web.yaml\n")
+	files["apps/web.yaml"] = []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: payments\nspec:\n  ports: [{port: 80}]\n")
+	assert.Empty(t, CheckRepo(files, paymentsCheck))
+}
+
+func TestCheckRepoConfinement(t *testing.T) {
+	files := workspaceRepo(t)
+	files["apps/kustomization.yaml"] = []byte("resources:\n- rbac.yaml\n- sneaky.yaml\n")
+	files["apps/rbac.yaml"] = []byte("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: god\nrules:\n- apiGroups: ['*']\n  resources: ['*']\n  verbs: ['*']\n")
+	files["apps/sneaky.yaml"] = []byte("# another team's namespace\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sneaky\n  namespace: kube-system\n")
+	got := CheckRepo(files, paymentsCheck)
+	var lines []string
+	for _, p := range got {
+		lines = append(lines, p.String())
+	}
+	// Once per cluster that renders apps/.
+	assert.Equal(t, []string{
+		"apps/rbac.yaml:2: ClusterRole/god: is cluster-scoped: rendered by clusters/prod-eu-1/kustomization.yaml, it would be refused on the cluster (the workspace may only create objects in namespace payments)",
+		"apps/rbac.yaml:2: ClusterRole/god: is cluster-scoped: rendered by clusters/prod-us-1/kustomization.yaml, it would be refused on the cluster (the workspace may only create objects in namespace payments)",
+		`apps/sneaky.yaml:3: ConfigMap/sneaky: is in namespace "kube-system": rendered by clusters/prod-eu-1/kustomization.yaml, the workspace may only create objects in namespace payments`,
+		`apps/sneaky.yaml:3: ConfigMap/sneaky: is in namespace "kube-system": rendered by clusters/prod-us-1/kustomization.yaml, the workspace may only create objects in namespace payments`,
+	}, lines)
+}
+
+func TestCheckRepoRemoteAndEscapes(t *testing.T) {
+	files := workspaceRepo(t)
+	files["apps/kustomization.yaml"] = []byte("resources:\n- github.com/evil/manifests//base?ref=main\n- ../../outside\n- https://example.com/x.yaml\n")
+	got := CheckRepo(files, paymentsCheck)
+	require.Len(t, got, 3, "%v", got)
+	assert.Equal(t, "apps/kustomization.yaml", got[0].File)
+	assert.Equal(t, 2, got[0].Line)
+	assert.Contains(t, got[0].Message, `"github.com/evil/manifests//base?ref=main" is remote`)
+	assert.Contains(t, got[1].Message, "escapes the repo")
+	assert.Contains(t, got[2].Message, "is remote")
+	assert.NotContains(t, got[0].Hint, "control repo")
+}
+
+func TestCheckRepoBuildError(t *testing.T) {
+	files := workspaceRepo(t)
+	files["apps/kustomization.yaml"] = []byte("resources:\n- missing.yaml\n")
+	got := CheckRepo(files, paymentsCheck)
+	require.NotEmpty(t, got)
+	assert.Contains(t, got[0].Message, "does not exist in the repo")
+
+	files["apps/kustomization.yaml"] = []byte("resources: [web.yaml]\n")
+	files["apps/web.yaml"] = []byte("kind: [unclosed\n")
+	got = CheckRepo(files, paymentsCheck)
+	require.NotEmpty(t, got)
+	assert.Contains(t, got[0].Message, "kustomize build failed")
+}
