@@ -1,0 +1,135 @@
+package review
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes the report for a terminal.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "fleetbot check control: %s..%s by %s\n", short(r.Base), short(r.Head), orNone(r.Author))
+	fmt.Fprintf(&b, "verdict: %s\n", strings.ToUpper(r.Verdict))
+	for _, reason := range r.Reasons {
+		fmt.Fprintf(&b, "  - %s\n", reason)
+	}
+	if len(r.Issues) > 0 {
+		fmt.Fprintf(&b, "\n%s\n", r.Issues.Error())
+	}
+	if r.MembershipUnknown {
+		b.WriteString("\nauthor's teams: unknown (pass --author-teams, or --forge github to look them up)\n")
+	} else {
+		fmt.Fprintf(&b, "\nauthor's teams: %s\n", orNone(strings.Join(r.AuthorTeams, ", ")))
+	}
+	b.WriteString("\ncontrol repo changes:\n")
+	if len(r.Files) == 0 {
+		b.WriteString("  (none)\n")
+	}
+	for _, f := range r.Files {
+		mark := "ok  "
+		if !f.Allowed {
+			mark = "NO  "
+		}
+		fmt.Fprintf(&b, "  %s%-8s %s  [%s] %s\n", mark, f.Op, f.Path, f.Owner, f.Reason)
+	}
+	b.WriteString("\ntarget repos:\n")
+	if len(r.Targets) == 0 {
+		b.WriteString("  (no change)\n")
+	}
+	for _, t := range r.Targets {
+		fmt.Fprintf(&b, "  %s (%s %s): %s\n", t.Repo, t.Kind, t.Name, t.Op)
+		for _, f := range t.Files {
+			fmt.Fprintf(&b, "      %s\n", f)
+		}
+		for _, a := range t.Access {
+			fmt.Fprintf(&b, "      access: %s\n", a)
+		}
+		for _, p := range t.Personas {
+			fmt.Fprintf(&b, "      reaches: %s\n", p)
+		}
+	}
+	if len(r.Personas) > 0 {
+		fmt.Fprintf(&b, "\npersonas affected: %s\n", strings.Join(r.Personas, "; "))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteMarkdown writes the report for a PR comment or a job summary.
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	icon := map[string]string{Allowed: "✅", NeedsPlatformAdmin: "⚠️", Invalid: "❌"}[r.Verdict]
+	fmt.Fprintf(&b, "### fleetbot check control — %s %s\n\n", icon, r.Verdict)
+	fmt.Fprintf(&b, "`%s`..`%s` by @%s", short(r.Base), short(r.Head), orNone(r.Author))
+	if r.MembershipUnknown {
+		b.WriteString(" (teams unknown)")
+	} else if len(r.AuthorTeams) > 0 {
+		fmt.Fprintf(&b, " (teams: %s)", strings.Join(r.AuthorTeams, ", "))
+	}
+	b.WriteString("\n\n")
+	for _, reason := range r.Reasons {
+		fmt.Fprintf(&b, "- %s\n", md(reason))
+	}
+	if len(r.Issues) > 0 {
+		b.WriteString("\n#### Problems\n\n")
+		for _, is := range r.Issues {
+			fmt.Fprintf(&b, "- `%s`: %s", is.Pos, md(is.Message))
+			if is.Hint != "" {
+				fmt.Fprintf(&b, " — %s", md(is.Hint))
+			}
+			b.WriteString("\n")
+		}
+	}
+	if len(r.Files) > 0 {
+		b.WriteString("\n| | change | path | needs | why |\n|---|---|---|---|---|\n")
+		for _, f := range r.Files {
+			mark := "✅"
+			if !f.Allowed {
+				mark = "⚠️"
+			}
+			fmt.Fprintf(&b, "| %s | %s | `%s` | %s | %s |\n", mark, f.Op, f.Path, md(f.Owner), md(f.Reason))
+		}
+	}
+	if len(r.Targets) > 0 {
+		b.WriteString("\n| target repo | change | files | access | reaches |\n|---|---|---|---|---|\n")
+		for _, t := range r.Targets {
+			fmt.Fprintf(&b, "| `%s` | %s | %d | %s | %s |\n", t.Repo, t.Op, len(t.Files), md(orDash(strings.Join(t.Access, "; "))), md(orDash(strings.Join(t.Personas, "; "))))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func md(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "|", `\|`), "\n", " ")
+}
+
+func short(s string) string {
+	if len(s) == 40 {
+		return s[:12]
+	}
+	return orNone(s)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(unknown)"
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
