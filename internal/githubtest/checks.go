@@ -96,12 +96,13 @@ func (s *Server) handleCreateCheckRun(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, validationFailed("CheckRun", "name", "missing_field"))
 		return
 	}
-	if _, err := g.resolveCommit(*req.HeadSHA); err != nil {
+	head, err := g.resolveCommit(*req.HeadSHA)
+	if err != nil {
 		writeErr(w, validationFailed("CheckRun", "head_sha", "invalid"))
 		return
 	}
 	now := s.clock.Now()
-	cr := &checkRun{ID: s.st.nextID(), Repo: repoKey(rm.Owner, rm.Name), Status: "queued", StartedAt: now, AppID: s.cfg.appID}
+	cr := &checkRun{ID: s.st.nextID(), Repo: repoKey(rm.Owner, rm.Name), HeadSHA: head.Hash.String(), Status: "queued", StartedAt: now, AppID: s.cfg.appID}
 	req.apply(cr, now)
 	s.st.CheckRuns[cr.ID] = cr
 	writeJSON(w, http.StatusCreated, s.checkRunJSON(rm, cr))
