@@ -42,6 +42,23 @@ const planMarker = "<!-- fleetbot:plan -->"
 // maxCommentBytes keeps a comment under GitHub's 65,536-character body limit.
 const maxCommentBytes = 65000
 
+// Step outputs of the action (action.yml outputs).
+const (
+	outputChangedRepos = "changed-repos"
+	outputPullRequests = "pull-requests"
+	outputPlanJSON     = "plan-json"
+)
+
+// actionInputNames are the inputs action.yml declares, each read by readActionInputs.
+func actionInputNames() []string {
+	return []string{"mode", "control-dir", "app-id", "private-key", "token", "github-url", "allow-removals", "name"}
+}
+
+// actionOutputNames are the step outputs finish writes.
+func actionOutputNames() []string {
+	return []string{outputChangedRepos, outputPullRequests, outputPlanJSON}
+}
+
 // planJSONName is the file, under RUNNER_TEMP, that the plan-json output names.
 const planJSONName = "fleetbot-plan.json"
 
@@ -382,8 +399,9 @@ func (r *actionRun) planTargets(ctx context.Context, f *fleet, res *actionResult
 	})
 	var issues control.Issues
 	if errors.As(err, &issues) {
+		// Found against the org (a team that does not exist): nothing was planned.
 		res.Issues = append(res.Issues, rebase(issues, r.in.controlRel)...)
-		err = nil
+		return nil
 	}
 	res.Report = report
 	if report != nil {
@@ -457,8 +475,9 @@ func (r *actionRun) applyTargets(ctx context.Context, f *fleet, res *actionResul
 	})
 	var issues control.Issues
 	if errors.As(err, &issues) {
+		// Found against the org (a team that does not exist): nothing was planned.
 		res.Issues = append(res.Issues, rebase(issues, r.in.controlRel)...)
-		err = nil
+		return nil
 	}
 	res.Report = report
 	return err
@@ -601,18 +620,19 @@ func (r *actionRun) finish(res *actionResult, summary string) error {
 	changed, pulls := []string{}, []pullRequestOutput{}
 	if res.Report != nil {
 		for _, x := range res.Report.Results {
-			if x.Changed() {
-				changed = append(changed, x.Repo)
+			if !x.Changed() {
+				continue
 			}
+			changed = append(changed, x.Repo)
 			if x.PR > 0 {
 				pulls = append(pulls, pullRequestOutput{Repo: x.Repo, Number: x.PR, URL: x.PRURL, Action: string(x.Action)})
 			}
 		}
 	}
 	outputs := []struct{ name, value string }{
-		{"changed-repos", mustJSON(changed)},
-		{"pull-requests", mustJSON(pulls)},
-		{"plan-json", planPath},
+		{outputChangedRepos, mustJSON(changed)},
+		{outputPullRequests, mustJSON(pulls)},
+		{outputPlanJSON, planPath},
 	}
 	if r.env.Output == "" {
 		r.log.Warn("GITHUB_OUTPUT not set; step outputs not written")

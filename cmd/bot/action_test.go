@@ -554,3 +554,25 @@ func TestActionOutsideARunner(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "not running in a GitHub Actions step")
 }
+
+func TestActionMissingTeamIsAnAnnotation(t *testing.T) {
+	srv := githubtest.NewServer(t)
+	for _, team := range []string{"platform", "payments-devs", "payments-sre", "search-devs"} {
+		srv.CreateTeam("acme", team)
+	}
+	srv.AddToken("github-actions[bot]", workflowToken)
+	srv.CreateRepo("acme", "control", readFiles(t, exampleControl))
+	n := openControlPR(t, srv)
+	run := newSimRunner(t, srv)
+	run.checkout()
+	ev, err := srv.PullRequestEvent("acme", "control", n, "opened")
+	require.NoError(t, err)
+	run.event("pull_request", "feedc0de00000000000000000000000000000007", "refs/pull/1/merge", ev)
+
+	step := run.run(appInputs(srv, "plan"))
+	assert.Equal(t, 1, step.code)
+	assert.Regexp(t, `::error file=control/clusters/staging-eu-1\.yaml,line=\d+,title=fleetbot::.*search-sre`, step.stdout)
+	assert.Contains(t, step.summary, "❌ 1 problem(s)")
+	assert.NotContains(t, step.summary, "| repo | kind | action |", "nothing was planned")
+	require.Len(t, srv.Comments("acme", "control", n), 1)
+}
