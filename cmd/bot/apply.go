@@ -12,9 +12,10 @@ import (
 
 func (a *app) applyCommand() *cobra.Command {
 	var (
-		allowRemovals bool
-		concurrency   int
-		format        string
+		allowRemovals       bool
+		allowAccessRemovals bool
+		concurrency         int
+		format              string
 	)
 	cmd := &cobra.Command{
 		Use:   "apply",
@@ -48,15 +49,16 @@ embedded local forge at ` + defaultLocalForge + `.`,
 			}
 			defer closeForge()
 			opts := reconcile.Options{
-				AllowRemovals: allowRemovals,
-				Concurrency:   concurrency,
-				Logger:        log,
+				AllowRemovals:       allowRemovals,
+				AllowAccessRemovals: allowAccessRemovals,
+				Concurrency:         concurrency,
+				Logger:              log,
 			}
 			if format == formatText {
 				opts.Progress = func(r reconcile.Result) { fmt.Fprintln(a.stdout, r.Line()) }
 			}
 			report, runErr := reconcile.Apply(cmd.Context(), forge, f.repo, f.targets, opts)
-			if report != nil {
+			if report != nil && !issuesInText(format, report) {
 				if err := writeReport(a.stdout, format, report); err != nil {
 					return err
 				}
@@ -65,6 +67,7 @@ embedded local forge at ` + defaultLocalForge + `.`,
 		},
 	}
 	cmd.Flags().BoolVar(&allowRemovals, "allow-removals", false, "allow removing more cluster/workspace repos than platform spec.maxRemovals")
+	cmd.Flags().BoolVar(&allowAccessRemovals, "allow-access-removals", false, "allow taking away more of a repo's grants than platform spec.access.maxAccessRemovals")
 	cmd.Flags().IntVar(&concurrency, "concurrency", reconcile.DefaultConcurrency, "how many target repos to work on at once")
 	cmd.Flags().StringVar(&format, "format", formatText, "output format: text, markdown or json")
 	return cmd
@@ -72,7 +75,7 @@ embedded local forge at ` + defaultLocalForge + `.`,
 
 // forgePlan plans against the forge named by --forge; it reports whether
 // anything would change.
-func (a *app) forgePlan(cmd *cobra.Command, f *fleet, format string, allowRemovals bool) (bool, error) {
+func (a *app) forgePlan(cmd *cobra.Command, f *fleet, format string, allowRemovals, allowAccessRemovals bool) (bool, error) {
 	log, err := a.logger()
 	if err != nil {
 		return false, err
@@ -82,8 +85,10 @@ func (a *app) forgePlan(cmd *cobra.Command, f *fleet, format string, allowRemova
 		return false, err
 	}
 	defer closeForge()
-	report, err := reconcile.Plan(cmd.Context(), forge, f.repo, f.targets, reconcile.Options{AllowRemovals: allowRemovals, Logger: log})
-	if report != nil {
+	report, err := reconcile.Plan(cmd.Context(), forge, f.repo, f.targets, reconcile.Options{
+		AllowRemovals: allowRemovals, AllowAccessRemovals: allowAccessRemovals, Logger: log,
+	})
+	if report != nil && !issuesInText(format, report) {
 		if werr := writeReport(a.stdout, format, report); werr != nil {
 			return false, werr
 		}
@@ -92,6 +97,12 @@ func (a *app) forgePlan(cmd *cobra.Command, f *fleet, format string, allowRemova
 		return false, err
 	}
 	return report.Changed(), nil
+}
+
+// issuesInText is true when a report carries control repo issues and the
+// format is text: the error lists them, once.
+func issuesInText(format string, r *reconcile.Report) bool {
+	return format == formatText && len(r.Issues) > 0
 }
 
 func writeReport(w io.Writer, format string, r *reconcile.Report) error {

@@ -30,9 +30,10 @@ func checkFormat(f string) error {
 
 func (a *app) planCommand() *cobra.Command {
 	var (
-		format        string
-		detailed      bool
-		allowRemovals bool
+		format              string
+		detailed            bool
+		allowRemovals       bool
+		allowAccessRemovals bool
 	)
 	cmd := &cobra.Command{
 		Use:   "plan",
@@ -62,7 +63,7 @@ remove, with the files and objects that change. plan never writes.
 				}
 				return nil
 			}
-			changed, err := a.forgePlan(cmd, f, format, allowRemovals)
+			changed, err := a.forgePlan(cmd, f, format, allowRemovals, allowAccessRemovals)
 			if err != nil {
 				return err
 			}
@@ -75,6 +76,7 @@ remove, with the files and objects that change. plan never writes.
 	cmd.Flags().StringVar(&format, "format", formatText, "output format: text, markdown or json")
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when nothing would change, 2 when something would, 1 on error")
 	cmd.Flags().BoolVar(&allowRemovals, "allow-removals", false, "plan as if --allow-removals were given to apply")
+	cmd.Flags().BoolVar(&allowAccessRemovals, "allow-access-removals", false, "plan as if --allow-access-removals were given to apply")
 	return cmd
 }
 

@@ -64,7 +64,7 @@ func (r *Repo) MissingTeams(owner string, exists func(slug string) bool) Issues 
 		if ref.Of != "" {
 			what = ref.Persona + "s of " + ref.Of
 		}
-		is.Add(ref.Pos, fmt.Sprintf("create the team in %s (https://github.com/orgs/%s/new-team) or correct the slug; it is listed as %s", owner, owner, what),
+		is.Add(ref.Pos, fmt.Sprintf("create the team in %s or correct the slug; it is listed as %s", owner, what),
 			"team %q does not exist in org %s", ref.Slug, owner)
 	}
 	is.Sort()

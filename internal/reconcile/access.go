@@ -76,7 +76,7 @@ func controlItem(spec control.PlatformSpec, branch string) *item {
 
 // planAccess reads a repo's access and diffs it against the persona matrix;
 // a CODEOWNERS that differs on the default branch is reported as drift too.
-func planAccess(ctx context.Context, f Forge, it *item, opts policy.DiffOptions) error {
+func planAccess(ctx context.Context, f Forge, it *item, opts policy.DiffOptions, allowRemovals bool) error {
 	t := it.target
 	observed, err := f.Access(ctx, t.Owner, t.Repo)
 	if err != nil {
@@ -85,7 +85,10 @@ func planAccess(ctx context.Context, f Forge, it *item, opts policy.DiffOptions)
 	p := policy.Diff(t.Access, observed, opts)
 	it.observed, it.access = observed, &p
 	rep := &AccessReport{Plan: p, Drift: p.Describe()}
-	if p.Refused != nil {
+	switch {
+	case p.Refused != nil && allowRemovals:
+		rep.Drift = append(rep.Drift, "kept going: "+p.Refused.Error()+", allowed by --allow-access-removals")
+	case p.Refused != nil:
 		rep.Refused = p.Refused.Error()
 	}
 	if it.decision != nil {

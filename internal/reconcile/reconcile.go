@@ -346,7 +346,7 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 		if it.accessOnly {
 			it.decision = &pr.Decision{Owner: t.Owner, Repo: t.Repo, Kind: t.Kind, Name: t.Name, Action: pr.ActionNoop}
 			it.res.Action, it.res.Reason = pr.ActionNoop, "control repo: access only"
-			if err := planAccess(ctx, f, it, accessOpts); err != nil {
+			if err := planAccess(ctx, f, it, accessOpts, opts.AllowAccessRemovals); err != nil {
 				it.res.fail(err)
 			}
 			return
@@ -361,7 +361,7 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 		if t.Removed || d.CreateRepo {
 			return
 		}
-		if err := planAccess(ctx, f, it, accessOpts); err != nil {
+		if err := planAccess(ctx, f, it, accessOpts, opts.AllowAccessRemovals); err != nil {
 			it.res.fail(err)
 			return
 		}

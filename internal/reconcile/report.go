@@ -308,7 +308,7 @@ func (r *Report) accessLines() map[string][]string {
 				verb = "did "
 			}
 			for _, d := range res.Access.Drift {
-				if strings.HasPrefix(d, "kept: ") || strings.Contains(d, "the PR rewrites it") {
+				if strings.HasPrefix(d, "kept") || strings.Contains(d, "the PR rewrites it") {
 					lines = append(lines, d)
 					continue
 				}
