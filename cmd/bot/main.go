@@ -90,6 +90,7 @@ applies what lands.`,
 		a.versionCommand(),
 		a.actionCommand(),
 		a.devCommand(),
+		a.checkCommand(),
 	)
 	return root
 }
