@@ -91,6 +91,7 @@ applies what lands.`,
 		a.actionCommand(),
 		a.devCommand(),
 		a.checkCommand(),
+		a.serveCommand(),
 	)
 	return root
 }

@@ -38,17 +38,34 @@ type VerdictResult struct {
 	Markdown string
 }
 
-// ServiceConfig configures a Service. Control, Renderer and Forge are
-// required; PlanForge and Checks are required for check jobs.
+// ForgeMode says what a job needs a forge for.
+type ForgeMode int
+
+// Forge modes.
+const (
+	// ForgeApply writes; it may trust what it observed recently (apply and
+	// resync jobs).
+	ForgeApply ForgeMode = iota
+	// ForgeDrift writes and reads access settings afresh: the event says
+	// they changed (drift jobs).
+	ForgeDrift
+	// ForgePlan refuses every write: check jobs plan on it, so a control
+	// pull request can never write to a target repo.
+	ForgePlan
+)
+
+// Forges returns the forge of the target repos of owner (the platform's
+// spec.owner, known once the control repo is loaded) for mode.
+type Forges func(ctx context.Context, owner string, mode ForgeMode) (reconcile.Forge, error)
+
+// ServiceConfig configures a Service. Control, Renderer and Forges are
+// required; Checks is required for check jobs.
 type ServiceConfig struct {
 	Control ControlSource
 	// Renderer is long-lived: it caches kustomize builds between jobs.
 	Renderer *fanout.Renderer
-	// Forge writes target repos (apply and drift jobs).
-	Forge reconcile.Forge
-	// PlanForge is a read-only forge for check jobs: they never write to a
-	// target repo.
-	PlanForge reconcile.Forge
+	// Forges opens the forges of target repos.
+	Forges Forges
 	// Checks writes check runs on the control repo.
 	Checks CheckRuns
 	// Verdict, when set, adds "check control" to check runs.
@@ -89,8 +106,8 @@ const fleetCache = 4
 
 // NewService returns a Service.
 func NewService(cfg ServiceConfig) (*Service, error) {
-	if cfg.Control == nil || cfg.Renderer == nil || cfg.Forge == nil {
-		return nil, errors.New("webhook service: control source, renderer and forge are required")
+	if cfg.Control == nil || cfg.Renderer == nil || cfg.Forges == nil {
+		return nil, errors.New("webhook service: control source, renderer and forges are required")
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -184,7 +201,15 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 			s.cfg.Metrics.Reconciled(r.Repo, outcomeOf(r))
 		},
 	}
-	rep, err := reconcile.Apply(ctx, s.cfg.Forge, repo, targets, opts)
+	mode := ForgeApply
+	if only != nil {
+		mode = ForgeDrift
+	}
+	forge, err := s.cfg.Forges(ctx, repo.Platform.Spec.Owner, mode)
+	if err != nil {
+		return err
+	}
+	rep, err := reconcile.Apply(ctx, forge, repo, targets, opts)
 	if rep != nil {
 		changed := 0
 		for _, r := range rep.Results {
@@ -232,8 +257,8 @@ func outcomeOf(r reconcile.Result) string {
 // check plans the control repo at the pull request head on the read-only
 // forge and reports it as a check run.
 func (s *Service) check(ctx context.Context, j Job) error {
-	if s.cfg.Checks == nil || s.cfg.PlanForge == nil {
-		return errors.New("check job: no check runs or read-only forge configured")
+	if s.cfg.Checks == nil {
+		return errors.New("check job: no check runs configured")
 	}
 	id, err := s.cfg.Checks.Start(ctx, j.SHA)
 	if err != nil {
@@ -264,7 +289,12 @@ func (s *Service) plan(ctx context.Context, j Job) CheckResult {
 		return CheckResult{Conclusion: ConclusionNeutral, Title: "fleetbot could not read the control repo",
 			Summary: "fleetbot could not read this commit; re-run the check.\n\n```\n" + err.Error() + "\n```\n"}
 	}
-	rep, err := reconcile.Plan(ctx, s.cfg.PlanForge, repo, targets, reconcile.Options{
+	forge, err := s.cfg.Forges(ctx, repo.Platform.Spec.Owner, ForgePlan)
+	if err != nil {
+		return CheckResult{Conclusion: ConclusionNeutral, Title: "fleetbot could not reach the target repos",
+			Summary: "```\n" + err.Error() + "\n```\n"}
+	}
+	rep, err := reconcile.Plan(ctx, forge, repo, targets, reconcile.Options{
 		Concurrency: s.cfg.Concurrency, Logger: s.log.With("delivery", j.Delivery, "kind", j.Kind),
 	})
 	if err != nil {

@@ -1,0 +1,439 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bradleyfalzon/ghinstallation/v2"
+	gh "github.com/google/go-github/v62/github"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
+	"github.com/fleetbot-io/fleetbot/internal/metrics"
+	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+	"github.com/fleetbot-io/fleetbot/internal/webhook"
+)
+
+// Defaults of fleetbot serve.
+const (
+	DefaultListen = ":8080"
+	// connectBackoffMax caps the wait between attempts to reach GitHub at startup.
+	connectBackoffMax = 30 * time.Second
+)
+
+// serveConfig is serve's resolved configuration.
+type serveConfig struct {
+	// Control is the control repo "owner/name".
+	Control string
+	// Secret is the webhook secret.
+	Secret []byte
+	// GitHub carries the API URL, App credentials and write budget; Owner
+	// and ReadOnly are set per client.
+	GitHub ghforge.Config
+	// GitURL is the web root target repos are cloned from (rendered into
+	// Flux GitRepository objects).
+	GitURL string
+	// CacheDir is the forge snapshot cache ("" keeps it in memory).
+	CacheDir string
+
+	Resync      time.Duration
+	Workers     int
+	QueueSize   int
+	MaxBody     int64
+	Grace       time.Duration
+	Concurrency int
+	CheckName   string
+
+	Logger *slog.Logger
+	// BeforeJob runs before every job (tests inject faults with it).
+	BeforeJob func(ctx context.Context, j webhook.Job) error
+	// OnReady is called once the service is ready (tests wait on it).
+	OnReady func()
+}
+
+// serveFlags are serve's own flags; each has a FLEETBOT_* variable.
+type serveFlags struct {
+	listen, control, secretFile, gitURL, checkName string
+	resync, grace                                  time.Duration
+	workers, queueSize, concurrency                int
+	maxBody                                        int64
+}
+
+func (a *app) serveCommand() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve --control-repo OWNER/NAME --webhook-secret-file FILE",
+		Short: "Run the GitHub App webhook service: apply on push, plan check runs on control pull requests, fix drift",
+		Long: `serve runs fleetbot as a GitHub App webhook service. It answers
+POST /webhook within milliseconds and queues the work:
+
+  push to the control repo's default branch     apply every target repo
+  control pull request opened/synchronize/      a "fleetbot plan" check run
+    reopened, or its check run re-run             (read-only for target repos)
+  installation, installation_repositories       full resync
+  on a target repo: pull_request closed, push   reconcile that repo (drift)
+    to the default branch, repository, member,
+    team, branch_protection_rule
+
+Jobs coalesce per target (a burst of pushes is one apply, on the newest
+commit), duplicate deliveries are done once, and a full resync runs every
+--resync-interval to catch missed deliveries. GET /healthz, GET /readyz and
+GET /metrics (Prometheus) serve operations. Logs are JSON lines.
+
+Every flag can come from the environment as FLEETBOT_<FLAG> (for example
+FLEETBOT_CONTROL_REPO, FLEETBOT_WEBHOOK_SECRET_FILE); the App credentials
+from FLEETBOT_APP_ID and FLEETBOT_APP_KEY_FILE, GitHub Enterprise from
+GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := flagsFromEnv(cmd.Flags(), "listen", "control-repo", "webhook-secret-file", "git-url", "check-name",
+				"resync-interval", "shutdown-grace", "workers", "queue-size", "concurrency", "max-body", "log-level"); err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("log-level") {
+				a.logLevel = "info"
+			}
+			a.logJSON = true
+			log, err := a.logger()
+			if err != nil {
+				return err
+			}
+			cfg, err := a.serveConfig(&f, log)
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", f.listen)
+			if err != nil {
+				return fmt.Errorf("--listen %s: %w", f.listen, err)
+			}
+			log.Info("fleetbot serve listening", "addr", ln.Addr().String(), "control", cfg.Control, "version", version)
+			return serve(cmd.Context(), cfg, ln)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.listen, "listen", DefaultListen, "address to serve /webhook, /healthz, /readyz and /metrics on")
+	fs.StringVar(&f.control, "control-repo", "", "the control repo on GitHub, OWNER/NAME")
+	fs.StringVar(&f.secretFile, "webhook-secret-file", "", "file holding the GitHub App's webhook secret")
+	fs.StringVar(&f.gitURL, "git-url", "", "web root of the GitHub host, for Flux GitRepository URLs (default: from GITHUB_API_URL, else https://github.com)")
+	fs.StringVar(&f.checkName, "check-name", webhook.DefaultCheckName, "name of the check run on control-repo pull requests")
+	fs.DurationVar(&f.resync, "resync-interval", webhook.DefaultResyncInterval, "how often to reconcile every target repo without a webhook")
+	fs.DurationVar(&f.grace, "shutdown-grace", webhook.DefaultGrace, "how long in-flight jobs may finish on shutdown")
+	fs.IntVar(&f.workers, "workers", webhook.DefaultWorkers, "jobs worked on at once")
+	fs.IntVar(&f.queueSize, "queue-size", webhook.DefaultQueueSize, "distinct jobs that may wait; deliveries beyond are refused with 503")
+	fs.IntVar(&f.concurrency, "concurrency", reconcile.DefaultConcurrency, "target repos one job works on at once")
+	fs.Int64Var(&f.maxBody, "max-body", webhook.DefaultMaxBody, "largest webhook body accepted, in bytes (413 beyond)")
+	return cmd
+}
+
+// flagsFromEnv sets every named flag that was not given on the command
+// line from FLEETBOT_<NAME> (upper case, dashes as underscores).
+func flagsFromEnv(fs *pflag.FlagSet, names ...string) error {
+	for _, name := range names {
+		env := "FLEETBOT_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		v, ok := os.LookupEnv(env)
+		if !ok || fs.Changed(name) {
+			continue
+		}
+		if err := fs.Set(name, v); err != nil {
+			return fmt.Errorf("%s=%q: %w", env, v, err)
+		}
+	}
+	return nil
+}
+
+// serveConfig resolves flags and environment; it never logs a secret.
+func (a *app) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, error) {
+	owner, name, ok := strings.Cut(f.control, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		return serveConfig{}, fmt.Errorf("--control-repo %q: want OWNER/NAME of the control repo on GitHub (or FLEETBOT_CONTROL_REPO)", f.control)
+	}
+	var secret []byte
+	switch {
+	case f.secretFile != "":
+		b, err := os.ReadFile(f.secretFile)
+		if err != nil {
+			return serveConfig{}, fmt.Errorf("reading the webhook secret: %w", err)
+		}
+		secret = []byte(strings.TrimRight(string(b), "\r\n"))
+	default:
+		secret = []byte(os.Getenv("FLEETBOT_WEBHOOK_SECRET"))
+	}
+	if len(secret) == 0 {
+		return serveConfig{}, errors.New("no webhook secret: --webhook-secret-file FILE, FLEETBOT_WEBHOOK_SECRET_FILE or FLEETBOT_WEBHOOK_SECRET; GitHub signs every delivery with it")
+	}
+	gcfg, err := a.github.config(owner, false, log)
+	if err != nil {
+		return serveConfig{}, err
+	}
+	if gcfg.AppID == 0 {
+		return serveConfig{}, errors.New("serve needs a GitHub App: --app-id and --app-key (or FLEETBOT_APP_ID and FLEETBOT_APP_KEY_FILE); a token cannot receive App webhooks")
+	}
+	if f.resync <= 0 {
+		return serveConfig{}, fmt.Errorf("--resync-interval %s: must be positive", f.resync)
+	}
+	cacheDir := ""
+	if a.github.cacheDir != "" {
+		cacheDir = a.github.cache(gcfg.APIURL)
+	}
+	return serveConfig{
+		Control: f.control, Secret: secret, GitHub: gcfg, GitURL: firstNonEmpty(f.gitURL, webRoot(gcfg.APIURL)),
+		CacheDir: cacheDir, Resync: f.resync, Workers: f.workers, QueueSize: f.queueSize, MaxBody: f.maxBody,
+		Grace: f.grace, Concurrency: f.concurrency, CheckName: f.checkName, Logger: log,
+	}, nil
+}
+
+// webRoot derives the web root from a GitHub Enterprise API URL
+// (https://HOST/api/v3/ -> https://HOST); "" means github.com.
+func webRoot(apiURL string) string {
+	if apiURL == "" {
+		return ""
+	}
+	u, err := url.Parse(apiURL)
+	if err != nil || u.Host == "api.github.com" {
+		return ""
+	}
+	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/api/v3")
+	return strings.TrimSuffix(u.String(), "/")
+}
+
+// serve runs the webhook service on ln until ctx is done, then shuts down:
+// not ready, no new deliveries, in-flight jobs finish within the grace
+// period, waiting jobs are handed back to the next process's first resync.
+func serve(ctx context.Context, cfg serveConfig, ln net.Listener) error {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m := metrics.New()
+	srv := webhook.NewServer(m)
+	queue := webhook.NewQueue(cfg.QueueSize)
+	if err := m.QueueDepth(queue.Len, queue.Running); err != nil {
+		return err
+	}
+	hs := &http.Server{
+		Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- hs.Serve(ln) }()
+
+	var wg sync.WaitGroup
+	runErr := func() error {
+		gh, err := connectLoop(ctx, cfg, srv, log)
+		if err != nil {
+			return err
+		}
+		m.GitHub(metrics.GitHubSource{Client: "app", Stats: func() metrics.GitHubStats { return githubStats(gh.app.Stats()) }})
+		forges := &forgeSet{cfg: cfg, app: gh.app, self: gh.self, metrics: m, log: log, forges: map[string]*ghforge.Forge{}}
+		control, err := forges.client(ctx, gh.controlOwner, true)
+		if err != nil {
+			return err
+		}
+		checker, err := forges.client(ctx, gh.controlOwner, false)
+		if err != nil {
+			return err
+		}
+		src, err := webhook.NewGitHubControl(control.API(), cfg.Control)
+		if err != nil {
+			return err
+		}
+		checks, err := webhook.NewGitHubChecks(checker.API(), cfg.Control, cfg.CheckName)
+		if err != nil {
+			return err
+		}
+		svc, err := webhook.NewService(webhook.ServiceConfig{
+			Control: src, Renderer: fanout.NewRenderer(fanout.Options{GitURL: cfg.GitURL, Logger: log}),
+			Forges: forges.open, Checks: checks, Concurrency: cfg.Concurrency,
+			Logger: log, Metrics: m, BeforeJob: cfg.BeforeJob,
+		})
+		if err != nil {
+			return err
+		}
+		disp, err := webhook.NewDispatcher(webhook.DispatcherConfig{Secret: cfg.Secret, MaxBody: cfg.MaxBody, Logger: log, Metrics: m},
+			webhook.Handlers(webhook.HandlerConfig{Control: cfg.Control, Self: gh.self, AppID: cfg.GitHub.AppID, Queue: queue, Logger: log})...)
+		if err != nil {
+			return err
+		}
+		srv.SetDispatcher(disp)
+		pool := &webhook.Pool{Queue: queue, Exec: svc, Workers: cfg.Workers, Grace: cfg.Grace, Logger: log, Metrics: m}
+		resync := &webhook.Resync{Queue: queue, Control: cfg.Control, Interval: cfg.Resync, Logger: log}
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_ = pool.Run(ctx)
+		}()
+		go func() {
+			defer wg.Done()
+			resync.Run(ctx, func() {
+				srv.SetReady(nil)
+				log.Info("fleetbot serve ready", "app", gh.self)
+				if cfg.OnReady != nil {
+					cfg.OnReady()
+				}
+			})
+		}()
+		return nil
+	}()
+	if runErr == nil {
+		select {
+		case <-ctx.Done():
+		case err := <-httpDone:
+			runErr = fmt.Errorf("serving HTTP: %w", err)
+		}
+	}
+	srv.SetReady(errors.New("shutting down"))
+	log.Info("fleetbot serve shutting down")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		log.Warn("HTTP shutdown", "err", err)
+	}
+	wg.Wait() // the pool returns once in-flight jobs finished or the grace ran out
+	if runErr != nil && ctx.Err() != nil && errors.Is(runErr, ctx.Err()) {
+		return nil
+	}
+	return runErr
+}
+
+// githubConn is what connecting to GitHub established.
+type githubConn struct {
+	app          *ghforge.App
+	self         string // "<slug>[bot]"
+	controlOwner string
+}
+
+// connectLoop connects to GitHub, retrying with backoff while /readyz says
+// why not; it returns only on success or when ctx is done.
+func connectLoop(ctx context.Context, cfg serveConfig, srv *webhook.Server, log *slog.Logger) (*githubConn, error) {
+	wait := time.Second
+	for {
+		c, err := connect(ctx, cfg)
+		if err == nil {
+			return c, nil
+		}
+		srv.SetReady(fmt.Errorf("not connected to GitHub: %w", err))
+		log.Warn("cannot reach the GitHub App installation; retrying", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, connectBackoffMax)
+	}
+}
+
+// connect checks the App's credentials (GET /app, which also names its
+// bot account) and finds its installation on the control repo's owner.
+//
+// GitHub API docs: https://docs.github.com/rest/apps/apps#get-the-authenticated-app
+func connect(ctx context.Context, cfg serveConfig) (*githubConn, error) {
+	owner, _, _ := strings.Cut(cfg.Control, "/")
+	app, err := ghforge.NewApp(ghforge.AppConfig{APIURL: cfg.GitHub.APIURL, AppID: cfg.GitHub.AppID, PrivateKey: cfg.GitHub.PrivateKey, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	jwt, err := ghinstallation.NewAppsTransport(http.DefaultTransport, cfg.GitHub.AppID, cfg.GitHub.PrivateKey)
+	if err != nil {
+		return nil, fmt.Errorf("GitHub App %d: %w", cfg.GitHub.AppID, err)
+	}
+	api := gh.NewClient(&http.Client{Transport: jwt, Timeout: 30 * time.Second})
+	if cfg.GitHub.APIURL != "" {
+		if api, err = api.WithEnterpriseURLs(cfg.GitHub.APIURL, cfg.GitHub.APIURL); err != nil {
+			return nil, fmt.Errorf("GitHub API URL %s: %w", ghforge.RedactURL(cfg.GitHub.APIURL), err)
+		}
+	}
+	a, _, err := api.Apps.Get(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("reading GitHub App %d (wrong app id or key?): %w", cfg.GitHub.AppID, err)
+	}
+	if _, err := app.InstallationID(ctx, owner); err != nil {
+		return nil, err
+	}
+	return &githubConn{app: app, self: a.GetSlug() + "[bot]", controlOwner: owner}, nil
+}
+
+// forgeSet opens GitHub clients and forges per owner and mode on demand,
+// sharing one App (its JWT signer and installation tokens), and exports
+// each client's request counters as metrics.
+type forgeSet struct {
+	cfg     serveConfig
+	app     *ghforge.App
+	self    string
+	metrics *metrics.Metrics
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	clients map[string]*ghforge.Client
+	forges  map[string]*ghforge.Forge
+}
+
+// client returns the client of owner's installation.
+func (s *forgeSet) client(ctx context.Context, owner string, readOnly bool) (*ghforge.Client, error) {
+	key := strings.ToLower(owner) + "/write"
+	if readOnly {
+		key = strings.ToLower(owner) + "/read-only"
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.clients[key]; ok {
+		return c, nil
+	}
+	cfg := s.cfg.GitHub
+	cfg.AppID, cfg.PrivateKey, cfg.App = 0, nil, s.app
+	cfg.Owner, cfg.ReadOnly, cfg.Logger = owner, readOnly, s.log
+	c, err := ghforge.New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if s.clients == nil {
+		s.clients = map[string]*ghforge.Client{}
+	}
+	s.clients[key] = c
+	s.metrics.GitHub(metrics.GitHubSource{Client: key, Stats: func() metrics.GitHubStats { return githubStats(c.Stats().Requests) }})
+	return c, nil
+}
+
+// open implements webhook.Forges: apply and drift forges share the write
+// client (its ETag cache and write budget); the drift forge re-reads access
+// settings on every run, since its events say they changed.
+func (s *forgeSet) open(ctx context.Context, owner string, mode webhook.ForgeMode) (reconcile.Forge, error) {
+	c, err := s.client(ctx, owner, mode == webhook.ForgePlan)
+	if err != nil {
+		return nil, err
+	}
+	key := fmt.Sprintf("%s/%d", strings.ToLower(owner), mode)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f, ok := s.forges[key]; ok {
+		return f, nil
+	}
+	// Only the apply forge keeps its snapshots on disk: two forges must not
+	// share cache files.
+	opts := ghforge.ForgeOptions{Login: s.self, Logger: s.log}
+	switch mode {
+	case webhook.ForgeApply:
+		opts.CacheDir = s.cfg.CacheDir
+	case webhook.ForgeDrift:
+		opts.AccessMaxAge = -1
+	}
+	f := ghforge.NewForge(c, opts)
+	s.forges[key] = f
+	return f, nil
+}
+
+func githubStats(s ghforge.RequestStats) metrics.GitHubStats {
+	return metrics.GitHubStats{Reads: s.Reads, Writes: s.Writes, ContentWrites: s.ContentWrites,
+		NotModified: s.NotModified, Errors: s.Errors, RateRemaining: s.RateRemaining}
+}
