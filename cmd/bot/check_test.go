@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/githubtest"
 )
 
 // controlClone makes a git clone of the example control repo with the base
@@ -176,4 +178,29 @@ func TestPlanMissingTeamAndAccessDrift(t *testing.T) {
 	assert.Contains(t, out, "did revoke team intruders")
 	code, _, _ = cli(t, "plan", "--control", exampleControl, "--forge", forge, "--detailed-exitcode")
 	assert.Equal(t, 0, code)
+}
+
+// TestCheckControlTeamsFromGitHub: without --author-teams, --forge github
+// looks the author's teams up on GitHub (here the fake).
+func TestCheckControlTeamsFromGitHub(t *testing.T) {
+	dir := controlClone(t, map[string][3]string{
+		"ws-apps": {"workspaces/payments.yaml", `podinfo_replicas: "2"`, `podinfo_replicas: "4"`},
+	})
+	srv := githubtest.NewServer(t)
+	srv.CreateTeam("acme", "platform", "alice")
+	srv.CreateTeam("acme", "payments-devs", "bob")
+	t.Setenv("GITHUB_API_URL", srv.APIURL())
+	t.Setenv("GITHUB_TOKEN", githubtest.DefaultToken)
+	t.Setenv("FLEETBOT_APP_ID", "")
+	for author, want := range map[string]string{"bob": "allowed", "alice": "allowed", "mallory": "needs platform admin review"} {
+		code, out, errOut := cli(t, "check", "control", "--control", dir, "--forge", "github", "--base", "main", "--head", "ws-apps",
+			"--author", author, "--format", "json")
+		require.Equal(t, 0, code, errOut)
+		var rep struct {
+			Verdict     string   `json:"verdict"`
+			AuthorTeams []string `json:"authorTeams"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &rep))
+		assert.Equal(t, want, rep.Verdict, author)
+	}
 }
