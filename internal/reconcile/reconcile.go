@@ -89,6 +89,9 @@ type Options struct {
 	// repo is taken for removed: removals are left to full runs, where the
 	// maxRemovals guard sees the whole fleet. Nil means every target.
 	Only []string
+	// Shard restricts the run to the repos this replica owns when several
+	// services share one fleet (see Shard); the zero Shard owns every repo.
+	Shard Shard
 }
 
 func (o Options) withDefaults(repo *control.Repo) Options {
@@ -162,7 +165,7 @@ func Apply(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.T
 		return rep, rep.Refused
 	}
 	prOpts := prOptions(repo, opts)
-	var mu sync.Mutex
+	var mu, writes sync.Mutex
 	each(context.WithoutCancel(ctx), len(items), opts.Concurrency, func(i int) {
 		it := items[i]
 		log := opts.Logger.With("repo", it.target.FullName())
@@ -170,7 +173,7 @@ func Apply(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.T
 			if err := ctx.Err(); err != nil {
 				it.res.Err = fmt.Errorf("%s: not applied: %w", it.target.FullName(), context.Cause(ctx))
 			} else {
-				applyOne(ctx, f, it, prOpts, log)
+				applyOne(ctx, f, it, prOpts, log, &writes)
 			}
 		}
 		if it.res.Deferred {
@@ -200,9 +203,20 @@ func Apply(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.T
 	return rep, nil
 }
 
-func applyOne(ctx context.Context, f Forge, it *item, o pr.Options, log *slog.Logger) {
+// applyOne executes one item's decision. writes is shared by the run's
+// workers: see below.
+func applyOne(ctx context.Context, f Forge, it *item, o pr.Options, log *slog.Logger, writes *sync.Mutex) {
 	t, d := it.target, it.decision
 	if d.Writes() && !it.accessOnly {
+		if _, ok := f.(WriteGate); ok {
+			// A forge with a write budget gets one repo's writes at a time:
+			// its mutations are serial anyway, and the repo the gate admits
+			// then finds the budget as the gate saw it, instead of other
+			// repos exhausting the windows half-way (a tree and a commit
+			// written, the ref refused: content writes wasted and redone).
+			writes.Lock()
+			defer writes.Unlock()
+		}
 		d, err := gate(ctx, f, it, o)
 		if err != nil {
 			it.res.fail(err)
@@ -272,6 +286,9 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 		return nil, nil, fmt.Errorf("%w (%d clusters, %d workspaces): refusing to treat it as \"remove everything\"; check --control",
 			ErrNoTargets, len(repo.Clusters), len(repo.Workspaces))
 	}
+	if err := opts.Shard.Validate(); err != nil {
+		return nil, nil, err
+	}
 	started := opts.Now()
 	spec := repo.Platform.Spec
 	owner := spec.Owner
@@ -308,7 +325,7 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 			return nil, nil, fmt.Errorf("two targets render the same repo %s", t.FullName())
 		}
 		wanted[t.Repo] = true
-		if opts.Only == nil || only[strings.ToLower(t.Repo)] {
+		if (opts.Only == nil || only[strings.ToLower(t.Repo)]) && opts.Shard.Owns(t.Repo) {
 			items = append(items, newItem(t))
 		}
 	}
@@ -317,12 +334,12 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 		defBranch = control.DefaultBranch
 	}
 	for _, m := range managed {
-		if wanted[m.Repo] {
+		if wanted[m.Repo] || !opts.Shard.Owns(m.Repo) {
 			continue
 		}
 		items = append(items, newItem(fanout.Tombstone(owner, spec.Admins, defBranch, m.Kind, m.Name, m.Repo)))
 	}
-	if ctl := spec.Repos.Control; ctl != "" && (opts.Only == nil || only[strings.ToLower(ctl)]) {
+	if ctl := spec.Repos.Control; ctl != "" && (opts.Only == nil || only[strings.ToLower(ctl)]) && opts.Shard.Owns(ctl) {
 		if wanted[ctl] {
 			return nil, nil, fmt.Errorf("the control repo %s/%s is also a target repo", owner, ctl)
 		}
