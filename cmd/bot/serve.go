@@ -253,8 +253,16 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener) error {
 		if err != nil {
 			return err
 		}
+		renderer := fanout.NewRenderer(fanout.Options{GitURL: cfg.GitURL, Logger: log})
+		verdict := &webhook.ReviewVerdict{Renderer: renderer, Member: func(ctx context.Context, org, slug, login string) (bool, error) {
+			c, err := forges.client(ctx, org, true)
+			if err != nil {
+				return false, err
+			}
+			return c.TeamMember(ctx, org, slug, login)
+		}}
 		svc, err := webhook.NewService(webhook.ServiceConfig{
-			Control: src, Renderer: fanout.NewRenderer(fanout.Options{GitURL: cfg.GitURL, Logger: log}),
+			Control: src, Renderer: renderer, Verdict: verdict,
 			Forges: forges.open, Checks: checks, Concurrency: cfg.Concurrency,
 			Logger: log, Metrics: m, BeforeJob: cfg.BeforeJob,
 		})

@@ -419,8 +419,9 @@ func TestServeChecksControlPullRequestsReadOnly(t *testing.T) {
 	e.eventually("a completed check run on the PR head", func() bool { return len(runs(head)) == 1 })
 	cr := runs(head)[0]
 	assert.Equal(t, webhook.DefaultCheckName, cr.GetName())
-	assert.Equal(t, "success", cr.GetConclusion())
-	assert.Equal(t, "1 of 6 target repos change", cr.GetOutput().GetTitle())
+	assert.Equal(t, "neutral", cr.GetConclusion(), "octocat is no platform admin: changing a cluster needs one")
+	assert.Equal(t, "1 of 6 target repos change; check control: needs platform admin review", cr.GetOutput().GetTitle())
+	assert.Contains(t, cr.GetOutput().GetSummary(), "### fleetbot check control")
 	assert.Contains(t, cr.GetOutput().GetText(), "`acme/cluster-edge-1` | cluster | update")
 	e.idle()
 
@@ -430,12 +431,17 @@ func TestServeChecksControlPullRequestsReadOnly(t *testing.T) {
 	s, _ := e.gh.File("acme", "cluster-edge-1", "fleetbot/sync", "platform/metallb.yaml")
 	assert.NotContains(t, s, "10.7.0.0/28", "a control PR never reaches a target repo")
 
-	// "Re-run" redoes the check.
+	// octocat joins the platform admins and re-runs the check.
+	e.gh.AddTeamMember("acme", "platform", githubtest.DefaultUser, "member")
 	ev, err := e.gh.CheckRunEvent(cr.GetID(), "rerequested")
 	require.NoError(t, err)
 	ev.Sender = &gh.User{Login: gh.String(githubtest.DefaultUser)}
+	ev.CheckRun.PullRequests = []*gh.PullRequest{{Number: gh.Int(pull.GetNumber()), Base: &gh.PullRequestBranch{SHA: gh.String(main)}}}
 	require.NoError(t, e.gh.Deliver(ctx, e.url+"/webhook", serveSecret, "check_run", ev))
 	e.eventually("a second check run", func() bool { return len(runs(head)) == 2 })
+	again := runs(head)[0]
+	assert.Equal(t, "success", again.GetConclusion())
+	assert.Equal(t, "1 of 6 target repos change; check control: allowed", again.GetOutput().GetTitle())
 
 	// A broken control repo fails the check, with the problem annotated.
 	head2 := e.gh.Commit("acme", "control", "change", "typo", map[string]string{"clusters/edge-1.yaml": "apiVersion: fleetbot.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: edge-1\nspec:\n  valuez: {}\n"})
@@ -444,7 +450,6 @@ func TestServeChecksControlPullRequestsReadOnly(t *testing.T) {
 	assert.Equal(t, "failure", bad.GetConclusion())
 	assert.Contains(t, bad.GetOutput().GetTitle(), "invalid control repo")
 	assert.Contains(t, bad.GetOutput().GetSummary(), "clusters/edge-1.yaml")
-	assert.Equal(t, 1, pull.GetNumber())
 }
 
 func TestServeRefusesBadDeliveries(t *testing.T) {

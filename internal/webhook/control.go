@@ -70,10 +70,25 @@ func (c *GitHubControl) Head(ctx context.Context) (string, error) {
 // Load reads and validates the control repo at commit sha (control.Load):
 // control.Issues when it is invalid, an error wrapping control.ErrUnreadable
 // when it cannot be read. The returned Repo's Revision is sha.
+func (c *GitHubControl) Load(ctx context.Context, sha string) (*control.Repo, error) {
+	files, err := c.Tree(ctx, sha)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := control.Load(files)
+	if err != nil {
+		return nil, err
+	}
+	repo.Revision = sha
+	return repo, nil
+}
+
+// Tree returns the files control.Load reads (platform.yaml, clusters/,
+// workspaces/, catalog/) at commit sha, in memory.
 //
 // GitHub API docs: https://docs.github.com/rest/git/trees#get-a-tree
 // and https://docs.github.com/rest/git/blobs#get-a-blob
-func (c *GitHubControl) Load(ctx context.Context, sha string) (*control.Repo, error) {
+func (c *GitHubControl) Tree(ctx context.Context, sha string) (fs.FS, error) {
 	if !isSHA(sha) {
 		return nil, fmt.Errorf("control repo %s/%s: %q is not a commit SHA", c.owner, c.name, sha)
 	}
@@ -108,12 +123,19 @@ func (c *GitHubControl) Load(ctx context.Context, sha string) (*control.Repo, er
 		}
 		files[e.GetPath()] = f
 	}
-	repo, err := control.Load(files)
+	return files, nil
+}
+
+// PullRequest returns the base commit and the author of control-repo pull
+// request number, for a check re-run that named only the pull request.
+//
+// GitHub API docs: https://docs.github.com/rest/pulls/pulls#get-a-pull-request
+func (c *GitHubControl) PullRequest(ctx context.Context, number int) (base, author string, err error) {
+	p, _, err := c.api.PullRequests.Get(ctx, c.owner, c.name, number)
 	if err != nil {
-		return nil, err
+		return "", "", fmt.Errorf("reading pull request %s/%s#%d: %w", c.owner, c.name, number, err)
 	}
-	repo.Revision = sha
-	return repo, nil
+	return p.GetBase().GetSHA(), p.GetUser().GetLogin(), nil
 }
 
 // relevant reports whether p is read by control.Load.

@@ -128,8 +128,9 @@ func (h *PullRequestHandler) Handle(_ context.Context, d Delivery) (string, erro
 	if h.isControl(repo) {
 		switch action {
 		case "opened", "synchronize", "reopened":
-			return h.queue(d, Job{Kind: KindCheck, Repo: repo, SHA: ev.GetPullRequest().GetHead().GetSHA(),
-				PR: ev.GetNumber(), Reason: "pull_request." + action})
+			pr := ev.GetPullRequest()
+			return h.queue(d, Job{Kind: KindCheck, Repo: repo, SHA: pr.GetHead().GetSHA(), PR: ev.GetNumber(),
+				Base: pr.GetBase().GetSHA(), Author: pr.GetUser().GetLogin(), Reason: "pull_request." + action})
 		}
 		return h.ignore(d, repo, "control pull request "+action)
 	}
@@ -162,7 +163,7 @@ func (h *CheckRunHandler) Handle(_ context.Context, d Delivery) (string, error) 
 	}
 	j := Job{Kind: KindCheck, Repo: repo, SHA: cr.GetHeadSHA(), Reason: "check_run.rerequested"}
 	if prs := cr.PullRequests; len(prs) > 0 {
-		j.PR = prs[0].GetNumber()
+		j.PR, j.Base = prs[0].GetNumber(), prs[0].GetBase().GetSHA()
 	}
 	return h.queue(d, j)
 }

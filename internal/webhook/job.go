@@ -37,6 +37,9 @@ type Job struct {
 	// PR is the control-repo pull request of a check job (0 when unknown, as
 	// for a check run rerequested on a commit).
 	PR int
+	// Base is the pull request's base commit and Author its author's login
+	// (check jobs; either may be unknown), for "check control".
+	Base, Author string
 	// Reason says what caused the job: "push", "resync", "pull_request.closed"...
 	Reason string
 	// Delivery is the X-GitHub-Delivery of the newest delivery merged in
@@ -70,6 +73,12 @@ func (j Job) merge(newer Job) Job {
 	newer.Merged = j.Merged + newer.Merged + 1
 	if newer.SHA == "" {
 		newer.SHA = j.SHA
+	}
+	if newer.Base == "" {
+		newer.Base = j.Base
+	}
+	if newer.Author == "" {
+		newer.Author = j.Author
 	}
 	return newer
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"strings"
 	"sync"
@@ -21,19 +22,38 @@ type ControlSource interface {
 	Head(ctx context.Context) (string, error)
 	// Load reads and validates the control repo at commit sha.
 	Load(ctx context.Context, sha string) (*control.Repo, error)
+	// Tree returns the control repo's files at commit sha.
+	Tree(ctx context.Context, sha string) (fs.FS, error)
+	// PullRequest returns a pull request's base commit and author.
+	PullRequest(ctx context.Context, number int) (base, author string, err error)
 }
 
 // Verdict judges a control-repo change beyond its plan: "fleetbot check
-// control" (the persona rules). The check run reports the plan and, when a
-// Verdict is configured, its conclusion and markdown.
+// control" (who may make the change, which personas it reaches). The check
+// run reports the plan and, when a Verdict is configured, its conclusion and
+// markdown.
 type Verdict interface {
-	CheckControl(ctx context.Context, repo *control.Repo, targets []*fanout.Target) (VerdictResult, error)
+	CheckControl(ctx context.Context, in VerdictInput) (VerdictResult, error)
+}
+
+// VerdictInput is one control-repo change.
+type VerdictInput struct {
+	// Base and Head are the control repo files before and after.
+	Base, Head fs.FS
+	// BaseSHA and HeadSHA are their commits.
+	BaseSHA, HeadSHA string
+	// Owner is the platform owner (the org whose teams count).
+	Owner string
+	// Author is the pull request author's login ("" when unknown).
+	Author string
 }
 
 // VerdictResult is a Verdict's finding.
 type VerdictResult struct {
 	// Conclusion is a check conclusion: success, neutral or failure.
 	Conclusion string
+	// Verdict names it in the check run's title ("allowed", ...).
+	Verdict string
 	// Markdown explains it; it is appended to the check run text.
 	Markdown string
 }
@@ -307,14 +327,51 @@ func (s *Service) plan(ctx context.Context, j Job) CheckResult {
 	}
 	res := planResult(rep, text.String())
 	if s.cfg.Verdict != nil {
-		v, err := s.cfg.Verdict.CheckControl(ctx, repo, targets)
-		if err != nil {
-			v = VerdictResult{Conclusion: ConclusionNeutral, Markdown: "`check control` failed: " + err.Error()}
-		}
+		v := s.verdict(ctx, j, repo.Platform.Spec.Owner)
 		res.Conclusion = worst(res.Conclusion, v.Conclusion)
-		res.Summary += "\n\n#### check control: " + v.Conclusion + "\n\n" + v.Markdown
+		if v.Verdict != "" {
+			res.Title += "; check control: " + v.Verdict
+		}
+		res.Summary += "\n\n" + v.Markdown
 	}
 	return res
+}
+
+// verdict runs "check control" on the pull request of j.
+func (s *Service) verdict(ctx context.Context, j Job, owner string) VerdictResult {
+	failed := func(err error) VerdictResult {
+		return VerdictResult{Conclusion: ConclusionNeutral, Markdown: "`fleetbot check control` could not run: " + err.Error()}
+	}
+	if j.PR > 0 && (j.Base == "" || j.Author == "") {
+		base, author, err := s.cfg.Control.PullRequest(ctx, j.PR)
+		if err != nil {
+			return failed(err)
+		}
+		j.Base, j.Author = firstOf(j.Base, base), firstOf(j.Author, author)
+	}
+	if j.Base == "" {
+		return failed(errors.New("the pull request's base commit is unknown"))
+	}
+	base, err := s.cfg.Control.Tree(ctx, j.Base)
+	if err != nil {
+		return failed(err)
+	}
+	head, err := s.cfg.Control.Tree(ctx, j.SHA)
+	if err != nil {
+		return failed(err)
+	}
+	v, err := s.cfg.Verdict.CheckControl(ctx, VerdictInput{Base: base, Head: head, BaseSHA: j.Base, HeadSHA: j.SHA, Owner: owner, Author: j.Author})
+	if err != nil {
+		return failed(err)
+	}
+	return v
+}
+
+func firstOf(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // planResult turns a plan report into a check result: failure when the
