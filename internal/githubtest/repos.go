@@ -234,11 +234,18 @@ func (s *Server) handleListRepos(w http.ResponseWriter, r *http.Request) {
 	if q.Get("direction") == "desc" || (q.Get("direction") == "" && q.Get("sort") != "full_name" && q.Get("sort") != "") {
 		slices.Reverse(rms)
 	}
-	out := make([]*github.Repository, 0, len(rms))
-	for _, rm := range rms {
+	// Only the requested page is turned into JSON: repoJSON measures each
+	// repo on disk, and listing a fleet of a thousand repos page by page
+	// must not cost a thousand measurements per page.
+	page, link := paginate(r, rms)
+	out := make([]*github.Repository, 0, len(page))
+	for _, rm := range page {
 		out = append(out, s.repoJSON(rm))
 	}
-	writePage(w, r, out)
+	if link != "" {
+		w.Header().Set("Link", link)
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleTopics(w http.ResponseWriter, r *http.Request) {
