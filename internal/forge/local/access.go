@@ -29,26 +29,11 @@ type orgFile struct {
 // when there is no such file), the repos whose settings say archived, and
 // fleetbot's own committer name, which is never removed.
 func (f *Forge) Org(ctx context.Context, owner string) (policy.Org, error) {
-	if err := validName("owner", owner); err != nil {
-		return policy.Org{}, err
+	o, err := f.orgTeams(owner)
+	if err != nil {
+		return o, err
 	}
-	o := policy.Org{Name: owner, Self: []string{CommitterName}}
 	dir := filepath.Join(f.root, owner)
-	name := filepath.Join(dir, OrgFile)
-	b, err := os.ReadFile(name)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-	case err != nil:
-		return o, fmt.Errorf("reading %s: %w", name, err)
-	default:
-		var of orgFile
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&of); err != nil {
-			return o, fmt.Errorf("%w %s: %v; want {\"teams\": [\"slug\", ...]}", ErrCorruptSettings, name, err)
-		}
-		o.Teams = append([]string{}, of.Teams...)
-	}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return o, nil
@@ -111,9 +96,36 @@ func (f *Forge) CodeownersErrors(ctx context.Context, owner, repo, blob string, 
 	if err != nil {
 		return nil, err
 	}
-	org, err := f.Org(ctx, owner)
+	// Only the team list matters here; Org would also read every repo's
+	// settings, which per repo made a run quadratic in the fleet size.
+	org, err := f.orgTeams(owner)
 	if err != nil {
 		return nil, err
 	}
 	return policy.CheckCODEOWNERS(".github/CODEOWNERS", data, owner, org, access), nil
+}
+
+// orgTeams reads the owner's team list from OrgFile, when there is one; an
+// owner without it has every team.
+func (f *Forge) orgTeams(owner string) (policy.Org, error) {
+	if err := validName("owner", owner); err != nil {
+		return policy.Org{}, err
+	}
+	o := policy.Org{Name: owner, Self: []string{CommitterName}}
+	name := filepath.Join(f.root, owner, OrgFile)
+	b, err := os.ReadFile(name)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return o, nil
+	case err != nil:
+		return o, fmt.Errorf("reading %s: %w", name, err)
+	}
+	var of orgFile
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&of); err != nil {
+		return o, fmt.Errorf("%w %s: %v; want {\"teams\": [\"slug\", ...]}", ErrCorruptSettings, name, err)
+	}
+	o.Teams = append([]string{}, of.Teams...)
+	return o, nil
 }
