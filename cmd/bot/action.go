@@ -11,11 +11,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 	gh "github.com/google/go-github/v62/github"
 	"github.com/spf13/cobra"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/ghaction"
 	"github.com/fleetbot-io/fleetbot/internal/manifest"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+	"github.com/fleetbot-io/fleetbot/internal/review"
 )
 
 // Modes of the action (input mode).
@@ -104,7 +106,7 @@ masks every credential first. See docs/action.md.
 			if err != nil {
 				return err
 			}
-			r := &actionRun{app: a, env: env, in: in, cmds: cmds, log: log, checks: defaultActionChecks()}
+			r := &actionRun{app: a, env: env, in: in, cmds: cmds, log: log}
 			return r.run(cmd.Context())
 		},
 	}
@@ -220,42 +222,13 @@ func readPrivateKey(v string) ([]byte, error) {
 // hasFanout reports whether the inputs can reach the target repos.
 func (in actionInputs) hasFanout() bool { return in.appID != 0 || in.fanoutToken != "" }
 
-// controlChange is a pull request against the control repo, as check control sees it.
-type controlChange struct {
-	// Dir is the checked-out merge commit; Base and Head are the PR's base and head commits.
-	Dir, Base, Head string
-	// Author is the PR author's login.
-	Author string
-}
-
-// controlVerdict is what check control says about a change beyond validation: issues
-// (positions relative to the control dir) and notes for the reviewers.
-type controlVerdict struct {
-	Issues control.Issues
-	Notes  []string
-}
-
-// actionChecks are the checks the action runs: check control beside plan, and the target
-// repo checks. A nil check is skipped (validation by loading the control repo always runs).
-type actionChecks struct {
-	control func(ctx context.Context, c controlChange) (controlVerdict, error)
-	target  func(ctx context.Context, kind fanout.Kind, dir, name string) (control.Issues, error)
-}
-
-// defaultActionChecks are the checks of this build. The target repo check parses every
-// manifest; `fleetbot check` (control and workspace) plugs in here.
-func defaultActionChecks() actionChecks {
-	return actionChecks{target: parseManifests}
-}
-
 // actionRun is one `fleetbot action` run.
 type actionRun struct {
-	app    *app
-	env    *ghaction.Env
-	in     actionInputs
-	cmds   *ghaction.Commands
-	log    *slog.Logger
-	checks actionChecks
+	app  *app
+	env  *ghaction.Env
+	in   actionInputs
+	cmds *ghaction.Commands
+	log  *slog.Logger
 }
 
 // actionResult is the file plan-json names: everything the step found, for later steps.
@@ -274,6 +247,8 @@ type actionResult struct {
 	// the target repos could not be read.
 	Report  *reconcile.Report `json:"report,omitempty"`
 	Desired *desiredPlan      `json:"desired,omitempty"`
+	// Review is check control's verdict on a pull request's change.
+	Review *review.Report `json:"review,omitempty"`
 }
 
 // pullRequestOutput is one entry of the pull-requests output.
@@ -291,9 +266,9 @@ func (r *actionRun) run(ctx context.Context) error {
 	case modeApply:
 		return r.apply(ctx)
 	case modeCheckWorkspace:
-		return r.checkTarget(ctx, fanout.KindWorkspace)
+		return r.checkTarget(fanout.KindWorkspace)
 	default:
-		return r.checkTarget(ctx, fanout.KindCluster)
+		return r.checkTarget(fanout.KindCluster)
 	}
 }
 
@@ -344,13 +319,10 @@ func (r *actionRun) plan(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if pull != nil && r.checks.control != nil {
-		v, err := r.checks.control(ctx, controlChange{Dir: r.in.controlDir, Base: pull.Base.SHA, Head: pull.Head.SHA, Author: login(pull.User)})
-		if err != nil {
-			return fmt.Errorf("check control: %w", err)
+	if pull != nil && f != nil && len(res.Issues) == 0 {
+		if err := r.reviewControl(ctx, f, pull, res); err != nil {
+			return err
 		}
-		res.Issues = append(res.Issues, rebase(v.Issues, r.in.controlRel)...)
-		res.Notes = append(res.Notes, v.Notes...)
 	}
 	var planErr error
 	if f != nil && len(res.Issues) == 0 {
@@ -484,19 +456,17 @@ func (r *actionRun) applyTargets(ctx context.Context, f *fleet, res *actionResul
 }
 
 // checkTarget checks the workspace or cluster repo checked out at GITHUB_WORKSPACE.
-func (r *actionRun) checkTarget(ctx context.Context, kind fanout.Kind) error {
+func (r *actionRun) checkTarget(kind fanout.Kind) error {
 	name := r.in.name
 	if name == "" {
 		name = strings.TrimPrefix(r.env.Repo(), string(kind)+"-")
 	}
 	res := &actionResult{Mode: r.in.mode, Event: r.env.EventName, Source: r.env.SHA}
-	if r.checks.target != nil {
-		issues, err := r.checks.target(ctx, kind, r.env.Workspace, name)
-		if err != nil {
-			return fmt.Errorf("checking %s %s: %w", kind, name, err)
-		}
-		res.Issues = issues
+	issues, err := checkTargetRepo(kind, r.env.Workspace, name)
+	if err != nil {
+		return fmt.Errorf("checking %s repo %s: %w", kind, name, err)
 	}
+	res.Issues = issues
 	res.Valid = len(res.Issues) == 0
 	r.annotate(res.Issues)
 	var b strings.Builder
@@ -520,16 +490,7 @@ func (r *actionRun) checkTarget(ctx context.Context, kind fanout.Kind) error {
 // credentials: the App's installation on owner, or the fan-out token.
 func (r *actionRun) openTargets(ctx context.Context, owner string, readOnly bool) (reconcile.Forge, func() error, error) {
 	g := r.app.github
-	cfg := ghforge.Config{
-		APIURL: r.in.apiURL, Owner: owner, ReadOnly: readOnly, Logger: r.log,
-		Budget: ghforge.BudgetConfig{PerMinute: g.perMinute, PerHour: g.perHour, MaxWait: g.maxWait},
-	}
-	if r.in.appID != 0 {
-		cfg.AppID, cfg.PrivateKey = r.in.appID, r.in.privateKey
-	} else {
-		cfg.Token = r.in.fanoutToken
-	}
-	c, err := ghforge.New(ctx, cfg)
+	c, err := ghforge.New(ctx, r.targetConfig(owner, readOnly))
 	if err != nil {
 		return nil, nil, fmt.Errorf("connecting to GitHub for the target repos of %s: %w", owner, err)
 	}
@@ -546,6 +507,22 @@ func (r *actionRun) openTargets(ctx context.Context, owner string, readOnly bool
 			s.Requests.Reads, s.Requests.NotModified, s.Requests.Writes, s.Requests.ContentWrites, s.Budget.Waited.Round(time.Millisecond))
 		return nil
 	}, nil
+}
+
+// targetConfig is the GitHub client configuration for the target repos of owner: the App's
+// installation on owner, or the fan-out token.
+func (r *actionRun) targetConfig(owner string, readOnly bool) ghforge.Config {
+	g := r.app.github
+	cfg := ghforge.Config{
+		APIURL: r.in.apiURL, Owner: owner, ReadOnly: readOnly, Logger: r.log,
+		Budget: ghforge.BudgetConfig{PerMinute: g.perMinute, PerHour: g.perHour, MaxWait: g.maxWait},
+	}
+	if r.in.appID != 0 {
+		cfg.AppID, cfg.PrivateKey = r.in.appID, r.in.privateKey
+	} else {
+		cfg.Token = r.in.fanoutToken
+	}
+	return cfg
 }
 
 // comment creates or edits the plan comment on the control repo's pull request with the
@@ -708,6 +685,10 @@ func (r *actionRun) planMarkdown(res *actionResult, pull *ghaction.PullRequest) 
 		writeIssues(&b, res.Issues)
 		b.WriteString("\nNothing was planned: fix these and push again.\n")
 	}
+	if res.Review != nil {
+		_ = res.Review.WriteMarkdown(&b)
+		b.WriteString("\n")
+	}
 	for _, n := range res.Notes {
 		fmt.Fprintf(&b, "> [!NOTE]\n> %s\n\n", n)
 	}
@@ -780,43 +761,108 @@ func short(sha string) string {
 	return sha
 }
 
-// yamlLine finds the line in a YAML parser error ("yaml: line 3: ...").
-var yamlLine = regexp.MustCompile(`line (\d+)`)
-
-// parseManifests is the target repo check of this build: every YAML file of the checkout
-// (outside .git) must parse, each problem reported on its file and line.
-func parseManifests(_ context.Context, _ fanout.Kind, dir, _ string) (control.Issues, error) {
-	var issues control.Issues
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if d.Name() == ".git" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() || !manifest.IsManifestPath(p) {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if _, err := manifest.Parse(b); err != nil {
-			rel, _ := filepath.Rel(dir, p)
-			pos := control.Position{File: filepath.ToSlash(rel)}
-			if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-				pos.Line, _ = strconv.Atoi(m[1])
-			}
-			issues.Add(pos, "fix the YAML syntax; every manifest in the repo must parse", "%v", err)
-		}
+// reviewControl runs check control on the pull request: the change from the base to the
+// checked-out merge commit, read from the clone's git objects, judged against the persona
+// rules with the author's teams (looked up as the App; unknown without it). A clone without
+// the base commit (actions/checkout's default depth of 1) skips the review with a note.
+func (r *actionRun) reviewControl(ctx context.Context, f *fleet, pull *ghaction.PullRequest, res *actionResult) error {
+	skip := func(why string) error {
+		res.Notes = append(res.Notes, "check control skipped: "+why)
 		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", dir, err)
 	}
-	issues.Sort()
+	repo, err := git.PlainOpenWithOptions(r.in.controlDir, &git.PlainOpenOptions{DetectDotGit: true})
+	if err != nil {
+		return skip("the control repo checkout is not a git clone")
+	}
+	head := firstNonEmpty(r.env.SHA, "HEAD")
+	base := pull.Base.SHA
+	// The merge commit's first parent is the base GitHub merged the PR into.
+	if c, err := repo.CommitObject(plumbing.NewHash(head)); err == nil && c.NumParents() == 2 {
+		base = c.ParentHashes[0].String()
+	}
+	baseFS, baseRev, err := treeFS(repo, base)
+	if err != nil {
+		return skip(fmt.Sprintf("the base commit %s is not in the clone; check out with fetch-depth: 2", short(base)))
+	}
+	headFS, headRev, err := treeFS(repo, head)
+	if err != nil {
+		return skip(fmt.Sprintf("the head commit %s is not in the clone", short(head)))
+	}
+	if sub := r.controlInClone(repo); sub != "." {
+		if baseFS, err = fs.Sub(baseFS, sub); err != nil {
+			return err
+		}
+		if headFS, err = fs.Sub(headFS, sub); err != nil {
+			return err
+		}
+	}
+	in := review.Input{Base: baseFS, Head: headFS, BaseRev: baseRev, HeadRev: headRev, Author: login(pull.User)}
+	if r.in.hasFanout() && in.Author != "" {
+		owner := f.repo.Platform.Spec.Owner
+		c, err := ghforge.New(ctx, r.targetConfig(owner, true))
+		if err != nil {
+			return fmt.Errorf("connecting to GitHub for the teams of %s: %w", owner, err)
+		}
+		in.Member = func(slug string) (bool, error) { return c.TeamMember(ctx, owner, slug, in.Author) }
+	}
+	rep, err := review.Review(in, fanout.NewRenderer(fanout.Options{}))
+	if err != nil {
+		return fmt.Errorf("check control: %w", err)
+	}
+	res.Review = rep
+	res.Issues = append(res.Issues, rebase(rep.Issues, r.in.controlRel)...)
+	if rep.Verdict == review.NeedsPlatformAdmin {
+		r.cmds.Annotate(ghaction.Annotation{Level: ghaction.LevelNotice, Title: "fleetbot check control",
+			Message: "this change needs a platform admin's review: " + strings.Join(rep.Reasons, "; ")})
+	}
+	return nil
+}
+
+// controlInClone is the control dir relative to the root of its git clone ("." when it is
+// the root).
+func (r *actionRun) controlInClone(repo *git.Repository) string {
+	wt, err := repo.Worktree()
+	if err != nil {
+		return "."
+	}
+	rel, err := filepath.Rel(wt.Filesystem.Root(), r.in.controlDir)
+	if err != nil {
+		return "."
+	}
+	return filepath.ToSlash(rel)
+}
+
+// checkTargetRepo is check workspace / check cluster on the checkout at dir: it renders the
+// human-owned kustomizations offline and returns the problems as issues on file and line.
+// A workspace's objects must stay in its namespace, taken to be its name.
+func checkTargetRepo(kind fanout.Kind, dir, name string) (control.Issues, error) {
+	files, err := readRepoDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var c fanout.RepoCheck
+	var issues control.Issues
+	if kind == fanout.KindWorkspace {
+		c = fanout.RepoCheck{Entries: entriesUnder(files, "clusters", true), Namespace: name}
+		if len(c.Entries) == 0 {
+			issues.Add(control.Position{File: "clusters"}, "run check-workspace in a workspace repo, or set mode check-cluster",
+				"no clusters/<cluster>/kustomization.yaml: this is not a workspace repo")
+			return issues, nil
+		}
+	} else {
+		c = fanout.RepoCheck{Entries: entriesUnder(files, "apps", false)}
+		if len(c.Entries) == 0 {
+			issues.Add(control.Position{File: "apps/kustomization.yaml"}, "run check-cluster in a cluster repo, or set mode check-workspace",
+				"no apps/kustomization.yaml: this is not a cluster repo")
+			return issues, nil
+		}
+	}
+	for _, p := range fanout.CheckRepo(files, c) {
+		msg := p.Message
+		if p.Object != "" {
+			msg = p.Object + ": " + msg
+		}
+		issues = append(issues, control.Issue{Pos: control.Position{File: p.File, Line: p.Line}, Message: msg, Hint: p.Hint})
+	}
 	return issues, nil
 }

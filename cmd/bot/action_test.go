@@ -11,12 +11,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	gh "github.com/google/go-github/v62/github"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetbot-io/fleetbot/internal/ghaction"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
+	"github.com/fleetbot-io/fleetbot/internal/review"
 )
 
 // workflowToken is the fake's stand-in for the workflow's GITHUB_TOKEN.
@@ -464,21 +467,41 @@ func TestActionPlanCommentFailureIsAWarning(t *testing.T) {
 
 func TestActionCheckTargetRepo(t *testing.T) {
 	srv := githubtest.NewServer(t)
-	run := newSimRunner(t, srv)
-	run.env["GITHUB_REPOSITORY"] = "acme/workspace-payments"
-	run.event("pull_request", "feedc0de00000000000000000000000000000006", "refs/pull/3/merge", map[string]any{"number": 3})
-	writeFile(t, filepath.Join(run.workspace, "apps", "kustomization.yaml"), "resources: [redis.yaml]\n")
-	writeFile(t, filepath.Join(run.workspace, "apps", "redis.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: redis}\n")
+	for _, tc := range []struct {
+		mode, repo, golden, humanFile string
+	}{
+		{modeCheckWorkspace, "acme/workspace-payments", "workspace-payments", "apps/role.yaml"},
+		{modeCheckCluster, "acme/cluster-prod-eu-1", "cluster-prod-eu-1", "apps/bad.yaml"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			run := newSimRunner(t, srv)
+			run.env["GITHUB_REPOSITORY"] = tc.repo
+			run.event("pull_request", "feedc0de00000000000000000000000000000006", "refs/pull/3/merge", map[string]any{"number": 3})
+			require.NoError(t, os.RemoveAll(run.workspace))
+			require.NoError(t, os.CopyFS(run.workspace, os.DirFS(filepath.Join(goldenDir, tc.golden))))
 
-	step := run.run(map[string]string{"MODE": "check-workspace"})
-	require.Equal(t, 0, step.code, step.stderr)
-	assert.Contains(t, step.summary, "✅ No problems in workspace repo `payments`.")
+			step := run.run(map[string]string{"MODE": tc.mode})
+			require.Equal(t, 0, step.code, step.stdout+step.stderr)
+			assert.Contains(t, step.summary, "✅ No problems in")
 
-	writeFile(t, filepath.Join(run.workspace, "apps", "redis.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a: b\n")
-	step = run.run(map[string]string{"MODE": "check-workspace"})
-	assert.Equal(t, 1, step.code)
-	assert.Contains(t, step.stdout, "::error file=apps/redis.yaml,line=4,title=fleetbot::")
-	assert.Contains(t, step.summary, "`apps/redis.yaml:4`")
+			// A human adds a file to apps/: a cluster-scoped object in a workspace repo, a
+			// remote base in a cluster repo.
+			kust := filepath.Join(run.workspace, "apps", "kustomization.yaml")
+			b, err := os.ReadFile(kust)
+			require.NoError(t, err)
+			base := filepath.Base(tc.humanFile)
+			if tc.mode == modeCheckWorkspace {
+				writeFile(t, filepath.Join(run.workspace, tc.humanFile), "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: reader\nrules: []\n")
+				writeFile(t, kust, strings.Replace(string(b), "resources: []", "resources:\n- "+base, 1))
+			} else {
+				writeFile(t, kust, strings.Replace(string(b), "resources: []", "resources:\n- https://github.com/evil/repo//deploy?ref=main", 1))
+			}
+			step = run.run(map[string]string{"MODE": tc.mode})
+			assert.Equal(t, 1, step.code, step.stdout)
+			assert.Contains(t, step.stdout, "::error file=apps/")
+			assert.Contains(t, step.summary, "| `apps/")
+		})
+	}
 	assert.Empty(t, srv.Requests(), "checks are offline")
 }
 
@@ -575,4 +598,94 @@ func TestActionMissingTeamIsAnAnnotation(t *testing.T) {
 	assert.Contains(t, step.summary, "❌ 1 problem(s)")
 	assert.NotContains(t, step.summary, "| repo | kind | action |", "nothing was planned")
 	require.Len(t, srv.Comments("acme", "control", n), 1)
+}
+
+// gitCheckout makes GITHUB_WORKSPACE a git clone holding the control repo under control/ at a
+// base commit and, on top, a head commit with edit applied, as actions/checkout with
+// fetch-depth: 2 leaves it; it returns both commits.
+func (r *simRunner) gitCheckout(edit func(dir string)) (base, head string) {
+	r.t.Helper()
+	require.NoError(r.t, os.RemoveAll(r.workspace))
+	repo, err := git.PlainInit(r.workspace, false)
+	require.NoError(r.t, err)
+	wt, err := repo.Worktree()
+	require.NoError(r.t, err)
+	commit := func(msg string) string {
+		require.NoError(r.t, wt.AddWithOptions(&git.AddOptions{All: true}))
+		h, err := wt.Commit(msg, &git.CommitOptions{Author: &object.Signature{Name: "alice", Email: "alice@example.com"}})
+		require.NoError(r.t, err)
+		return h.String()
+	}
+	dir := r.checkout()
+	base = commit("base")
+	edit(dir)
+	head = commit("change")
+	return base, head
+}
+
+func editFile(t *testing.T, path, old, new string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Contains(t, string(b), old, path)
+	writeFile(t, path, strings.Replace(string(b), old, new, 1))
+}
+
+// TestActionPlanReviewsTheChange runs check control on the PR: who wrote the change decides
+// whether it needs a platform admin, with the author's teams read as the App.
+func TestActionPlanReviewsTheChange(t *testing.T) {
+	srv := fakeFleet(t)
+	srv.AddTeamMember("acme", "payments-devs", "alice", "member")
+	n := openControlPR(t, srv)
+	for _, tc := range []struct {
+		name, file, old, new, verdict string
+	}{
+		{"a workspace admin changes the workspace's apps", "workspaces/payments.yaml", `podinfo_replicas: "2"`, `podinfo_replicas: "3"`, review.Allowed},
+		{"a workspace admin changes a cluster", "clusters/prod-eu-1.yaml", "10.10.0.0/24", "10.10.8.0/24", review.NeedsPlatformAdmin},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := newSimRunner(t, srv)
+			base, head := run.gitCheckout(func(dir string) { editFile(t, filepath.Join(dir, tc.file), tc.old, tc.new) })
+			ev, err := srv.PullRequestEvent("acme", "control", n, "synchronize")
+			require.NoError(t, err)
+			ev.PullRequest.Base.SHA, ev.PullRequest.Head.SHA = gh.String(base), gh.String(head)
+			ev.PullRequest.User.Login = gh.String("alice")
+			run.event("pull_request", head, "refs/pull/1/merge", ev)
+
+			step := run.run(appInputs(srv, "plan"))
+			require.Equal(t, 0, step.code, step.stdout+step.stderr)
+			assert.Contains(t, step.summary, "### fleetbot check control")
+			assert.Contains(t, step.summary, tc.verdict)
+			assert.Contains(t, step.summary, "by @alice")
+			assert.Contains(t, step.summary, "| `"+tc.file+"` |")
+			if tc.verdict == review.Allowed {
+				assert.Contains(t, step.summary, "by @alice (teams: payments-devs)", "read from GitHub as the App")
+			}
+			if tc.verdict == review.NeedsPlatformAdmin {
+				assert.Contains(t, step.stdout, "::notice title=fleetbot check control::this change needs a platform admin's review")
+			} else {
+				assert.NotContains(t, step.stdout, "::notice")
+			}
+			var res actionResult
+			b, err := os.ReadFile(step.outputs["plan-json"])
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(b, &res))
+			require.NotNil(t, res.Review)
+			assert.Equal(t, tc.verdict, res.Review.Verdict)
+		})
+	}
+
+	t.Run("a shallow clone skips the review with a note", func(t *testing.T) {
+		run := newSimRunner(t, srv)
+		_, head := run.gitCheckout(func(dir string) {
+			editFile(t, filepath.Join(dir, "workspaces/payments.yaml"), `podinfo_replicas: "2"`, `podinfo_replicas: "4"`)
+		})
+		ev, err := srv.PullRequestEvent("acme", "control", n, "synchronize")
+		require.NoError(t, err)
+		run.event("pull_request", head, "refs/pull/1/merge", ev) // base.sha is not in the clone
+		step := run.run(appInputs(srv, "plan"))
+		require.Equal(t, 0, step.code, step.stderr)
+		assert.Contains(t, step.summary, "check control skipped: the base commit")
+		assert.Contains(t, step.summary, "fetch-depth: 2")
+	})
 }
