@@ -82,15 +82,16 @@ pull-requests, plan-json) to GITHUB_OUTPUT, the plan as markdown to
 GITHUB_STEP_SUMMARY, validation errors as annotations on file and line, and
 masks every credential first. See docs/action.md.
 
-  plan             on pull_request: validate, plan against the target repos
-                   (read-only), one plan comment on the PR, edited in place;
-                   exit 1 on validation errors
+  plan             on pull_request: validate, review the change (check
+                   control), plan against the target repos (read-only), one
+                   plan comment on the PR, edited in place; exit 1 on
+                   validation errors
   apply            on push to the default branch (or workflow_dispatch,
                    schedule): open, update or close the PRs in every target
                    repo; needs a GitHub App (app-id, private-key) or a token
                    that can write to them
-  check-workspace  in a workspace repo / cluster repo: check the checkout
-  check-cluster`,
+  check-workspace  in a workspace / cluster repo: render its human-owned
+  check-cluster    kustomizations offline (check workspace / check cluster)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			env, err := ghaction.FromEnv(getenv)
@@ -422,6 +423,16 @@ func (r *actionRun) apply(ctx context.Context) error {
 	}
 	res.Valid = len(res.Issues) == 0
 	r.annotate(res.Issues)
+	if res.Report != nil {
+		for _, x := range res.Report.Results {
+			switch {
+			case x.Deferred:
+				r.cmds.Annotate(ghaction.Annotation{Level: ghaction.LevelWarning, Title: "fleetbot", Message: x.Line()})
+			case x.Err != nil:
+				r.cmds.Annotate(ghaction.Annotation{Level: ghaction.LevelError, Title: "fleetbot", Message: x.Line()})
+			}
+		}
+	}
 	if err := r.finish(res, r.applyMarkdown(res)); err != nil {
 		return err
 	}
@@ -606,9 +617,17 @@ func (r *actionRun) finish(res *actionResult, summary string) error {
 			}
 		}
 	}
+	changedJSON, err := json.Marshal(changed)
+	if err != nil {
+		return err
+	}
+	pullsJSON, err := json.Marshal(pulls)
+	if err != nil {
+		return err
+	}
 	outputs := []struct{ name, value string }{
-		{outputChangedRepos, mustJSON(changed)},
-		{outputPullRequests, mustJSON(pulls)},
+		{outputChangedRepos, string(changedJSON)},
+		{outputPullRequests, string(pullsJSON)},
 		{outputPlanJSON, planPath},
 	}
 	if r.env.Output == "" {
@@ -625,14 +644,6 @@ func (r *actionRun) finish(res *actionResult, summary string) error {
 		return err
 	}
 	return ghaction.AppendSummary(r.env.StepSummary, summary)
-}
-
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err) // only called with slices of plain structs and strings
-	}
-	return string(b)
 }
 
 // annotate writes one error annotation per issue, on its file and line.

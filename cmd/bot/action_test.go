@@ -689,3 +689,21 @@ func TestActionPlanReviewsTheChange(t *testing.T) {
 		assert.Contains(t, step.summary, "fetch-depth: 2")
 	})
 }
+
+func TestActionApplyFailureIsAnnotated(t *testing.T) {
+	srv := fakeFleet(t)
+	run := newSimRunner(t, srv)
+	run.checkout()
+	ev, err := srv.PushEvent("acme", "control", "main", "")
+	require.NoError(t, err)
+	run.event("push", srv.Branch("acme", "control", "main"), "refs/heads/main", ev)
+	srv.Fault("POST /orgs/{org}/repos", githubtest.FaultSpec{Status: 422, Times: 1})
+
+	step := run.run(appInputs(srv, "apply"))
+	assert.Equal(t, 1, step.code)
+	assert.Regexp(t, `::error title=fleetbot::acme/[a-z0-9-]+: FAILED: `, step.stdout)
+	assert.Contains(t, step.summary, "## fleetbot apply: ⚠️ 1 repo(s) failed")
+	var pulls []pullRequestOutput
+	require.NoError(t, json.Unmarshal([]byte(step.outputs["pull-requests"]), &pulls))
+	assert.Len(t, pulls, 5, "the other repos got their PRs")
+}
