@@ -22,8 +22,14 @@ import (
 	"time"
 
 	gh "github.com/google/go-github/v62/github"
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
@@ -592,4 +598,96 @@ func TestServeAckLatency(t *testing.T) {
 		n, seq[n/2].Round(time.Microsecond), seq[n*99/100].Round(time.Microsecond), seq[n-1].Round(time.Microsecond))
 	assert.Equal(t, float64(1), e.metric("fleetbot_queue_depth"), "200 deliveries: one waiting apply absorbed every push and drift")
 	e.gate.open()
+}
+
+// TestDeployBase builds deploy/base with kustomize and checks that it
+// configures serve the way serve reads its configuration.
+func TestDeployBase(t *testing.T) {
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join("..", "..", "deploy", "base"))
+	require.NoError(t, err)
+	var deployment appsv1.Deployment
+	var service corev1.Service
+	var config corev1.ConfigMap
+	kinds := map[string]bool{}
+	for _, r := range res.Resources() {
+		kinds[r.GetKind()] = true
+		b, err := r.MarshalJSON()
+		require.NoError(t, err)
+		switch r.GetKind() {
+		case "Deployment":
+			require.NoError(t, json.Unmarshal(b, &deployment))
+		case "Service":
+			require.NoError(t, json.Unmarshal(b, &service))
+		case "ConfigMap":
+			require.NoError(t, json.Unmarshal(b, &config))
+		}
+	}
+	for _, k := range []string{"Namespace", "ServiceAccount", "Secret", "ConfigMap", "Deployment", "Service"} {
+		assert.True(t, kinds[k], "deploy/base has a %s", k)
+	}
+	assert.NotEmpty(t, service.Spec.Selector)
+	assert.Equal(t, deployment.Spec.Selector.MatchLabels, service.Spec.Selector)
+
+	pod := deployment.Spec.Template.Spec
+	require.Len(t, pod.Containers, 1)
+	c := pod.Containers[0]
+	assert.Equal(t, "/healthz", c.LivenessProbe.HTTPGet.Path)
+	assert.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path)
+	assert.True(t, *pod.SecurityContext.RunAsNonRoot)
+	assert.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
+	assert.Equal(t, "serve", c.Args[0])
+	assert.Equal(t, config.Name, c.EnvFrom[0].ConfigMapRef.Name, "the generated (hashed) ConfigMap name is referenced")
+
+	// Every FLEETBOT_* variable the manifests set is one serve reads.
+	known := map[string]bool{"FLEETBOT_APP_ID": true, "FLEETBOT_APP_KEY_FILE": true, "FLEETBOT_WEBHOOK_SECRET": true}
+	a := &app{}
+	serveCmd := a.serveCommand()
+	serveCmd.Flags().VisitAll(func(f *pflag.Flag) {
+		known["FLEETBOT_"+strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))] = true
+	})
+	known["FLEETBOT_LOG_LEVEL"] = true
+	vars := map[string]bool{}
+	for k := range config.Data {
+		vars[k] = true
+	}
+	for _, e := range c.Env {
+		vars[e.Name] = true
+	}
+	for v := range vars {
+		assert.True(t, known[v], "%s is read by fleetbot serve", v)
+	}
+	for _, v := range []string{"FLEETBOT_APP_ID", "FLEETBOT_CONTROL_REPO", "FLEETBOT_APP_KEY_FILE", "FLEETBOT_WEBHOOK_SECRET_FILE"} {
+		assert.True(t, vars[v], "deploy/base sets %s", v)
+	}
+}
+
+// TestAppManifestSubscribesToHandledEvents checks app.yml against the
+// handlers: every event serve acts on is subscribed to (installation events
+// come unasked), and nothing else.
+func TestAppManifestSubscribesToHandledEvents(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "app.yml"))
+	require.NoError(t, err)
+	var manifest struct {
+		Name           string            `json:"name"`
+		HookAttributes map[string]any    `json:"hook_attributes"`
+		Permissions    map[string]string `json:"default_permissions"`
+		Events         []string          `json:"default_events"`
+	}
+	require.NoError(t, yaml.Unmarshal(b, &manifest))
+	var handled []string
+	for _, h := range webhook.Handlers(webhook.HandlerConfig{}) {
+		for _, ev := range h.Handles() {
+			if !strings.HasPrefix(ev, "installation") {
+				handled = append(handled, ev)
+			}
+		}
+	}
+	slices.Sort(handled)
+	events := slices.Clone(manifest.Events)
+	slices.Sort(events)
+	assert.Equal(t, handled, events)
+	assert.Equal(t, map[string]string{"metadata": "read", "contents": "write", "pull_requests": "write", "checks": "write",
+		"administration": "write", "members": "read"}, manifest.Permissions)
+	assert.Equal(t, true, manifest.HookAttributes["active"])
 }

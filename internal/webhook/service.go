@@ -237,7 +237,7 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 				changed++
 			}
 		}
-		s.log.Info("reconciled", "delivery", j.Delivery, "kind", j.Kind, "repo", j.Repo, "source", shortSHA(sha),
+		s.log.Info("fleet reconciled", "delivery", j.Delivery, "kind", j.Kind, "trigger", j.Repo, "source", shortSHA(sha),
 			"repos", len(rep.Results), "changed", changed, "failed", len(rep.Failed()), "deferred", len(rep.Deferred()))
 	}
 	return err
