@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	gh "github.com/google/go-github/v62/github"
 
@@ -99,23 +100,53 @@ func (f *Forge) ListManaged(ctx context.Context, owner string) ([]pr.ManagedRepo
 	return managed(all), nil
 }
 
-// listRepos lists every repo of owner, an org or else a user.
+// listRepos lists every repo of owner, an org or else a user. The pages after the first are
+// read concurrently (the first says how many there are): an org of a thousand repos is 11
+// pages, and reading them one after another puts 11 round trips before every run's first plan.
 func (f *Forge) listRepos(ctx context.Context, owner string) ([]*gh.Repository, error) {
-	var all []*gh.Repository
-	orgOpts := &gh.RepositoryListByOrgOptions{Type: "all", Sort: "full_name", ListOptions: gh.ListOptions{PerPage: 100}}
-	for {
-		rs, resp, err := f.api.Repositories.ListByOrg(ctx, owner, orgOpts)
-		if IsNotFound(err) && orgOpts.Page == 0 {
-			return f.listUserRepos(ctx, owner)
+	opts := func(page int) *gh.RepositoryListByOrgOptions {
+		return &gh.RepositoryListByOrgOptions{Type: "all", Sort: "full_name", ListOptions: gh.ListOptions{PerPage: 100, Page: page}}
+	}
+	first, resp, err := f.api.Repositories.ListByOrg(ctx, owner, opts(0))
+	if IsNotFound(err) {
+		return f.listUserRepos(ctx, owner)
+	}
+	if err != nil {
+		return nil, errf(err, "listing the repos of", owner)
+	}
+	if resp.NextPage == 0 {
+		return first, nil
+	}
+	last := max(resp.LastPage, resp.NextPage)
+	pages := make([][]*gh.Repository, last+1)
+	errs := make([]error, last+1)
+	next := 0 // the last page's NextPage: the list grew while being read
+	var wg sync.WaitGroup
+	for p := resp.NextPage; p <= last; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var r *gh.Response
+			pages[p], r, errs[p] = f.api.Repositories.ListByOrg(ctx, owner, opts(p))
+			if errs[p] == nil && p == last {
+				next = r.NextPage
+			}
+		}()
+	}
+	wg.Wait()
+	all := first
+	for p := resp.NextPage; p <= last; p++ {
+		if errs[p] != nil {
+			return nil, errf(errs[p], "listing the repos of", owner)
 		}
+		all = append(all, pages[p]...)
+	}
+	for next != 0 {
+		rs, r, err := f.api.Repositories.ListByOrg(ctx, owner, opts(next))
 		if err != nil {
 			return nil, errf(err, "listing the repos of", owner)
 		}
-		all = append(all, rs...)
-		if resp.NextPage == 0 {
-			break
-		}
-		orgOpts.Page = resp.NextPage
+		all, next = append(all, rs...), r.NextPage
 	}
 	return all, nil
 }
