@@ -1,0 +1,165 @@
+// Command benchtable runs fleetbot's scale measurements and writes them as
+// one markdown table (docs/benchmarks.md): full and naive renders of 100,
+// 1,000 and 5,000 generated clusters, an incremental plan, GitHub request
+// cost and fan-out time on the fake GitHub, and webhook acknowledgement
+// latency. Each measurement runs in a child process of this program, so its
+// peak memory is an honest process peak. "make bench" runs it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fleetbot-io/fleetbot/internal/bench"
+	"github.com/fleetbot-io/fleetbot/internal/fleetgen"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+		os.Exit(1)
+	}
+}
+
+// config is the parent's flags.
+type config struct {
+	out     string
+	work    string
+	sizes   []int
+	apps    int
+	sample  int
+	repos   int
+	latency time.Duration
+	scale   float64
+	quick   bool
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("benchtable", flag.ContinueOnError)
+	var (
+		cfg   config
+		sizes string
+		child string
+		dir   string
+	)
+	fs.StringVar(&cfg.out, "out", "docs/benchmarks.md", "markdown file to write")
+	fs.StringVar(&cfg.work, "work", "", "directory for generated control repos (default: a temporary one)")
+	fs.StringVar(&sizes, "sizes", "100,1000,5000", "cluster counts of the render rows")
+	fs.IntVar(&cfg.apps, "apps", 20, "catalog apps of every generated control repo")
+	fs.IntVar(&cfg.sample, "naive-sample", 50, "clusters built the naive way per render row (all of them when the fleet is smaller)")
+	fs.IntVar(&cfg.repos, "repos", 1000, "clusters of the GitHub and incremental rows")
+	fs.DurationVar(&cfg.latency, "latency", 50*time.Millisecond, "latency of every request to the fake GitHub in the timed GitHub rows")
+	fs.Float64Var(&cfg.scale, "time-scale", 1200, "how much faster than the wall clock fake time runs in the fan-out row")
+	fs.BoolVar(&cfg.quick, "quick", false, "smaller run: sizes 100,1000 and 200 repos, for a quick look (the table says so)")
+	fs.StringVar(&child, "child", "", "internal: run one scenario and print its JSON result")
+	fs.StringVar(&dir, "dir", "", "internal: the control repo of a child scenario")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch child {
+	case "":
+	case "render":
+		res, err := bench.Render(dir)
+		if err != nil {
+			return err
+		}
+		return emit(res)
+	case "naive":
+		res, err := bench.Naive(dir, cfg.sample)
+		if err != nil {
+			return err
+		}
+		return emit(res)
+	case "github":
+		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		res, err := bench.GitHub(context.Background(), bench.GitHubOptions{
+			Clusters: cfg.repos, Apps: cfg.apps, Latency: cfg.latency, Logger: log,
+		})
+		if err != nil {
+			return err
+		}
+		return emit(res)
+	case "webhook":
+		res, err := bench.Webhook(context.Background(), bench.WebhookOptions{
+			Rate: 200, Duration: 10 * time.Second, Repos: cfg.repos,
+			Apply: 2 * time.Second, Drift: 200 * time.Millisecond, Check: 500 * time.Millisecond,
+		})
+		if err != nil {
+			return err
+		}
+		return emit(res)
+	default:
+		return fmt.Errorf("unknown child scenario %q", child)
+	}
+
+	if cfg.quick {
+		sizes, cfg.repos = "100,1000", 200
+	}
+	for _, s := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fmt.Errorf("-sizes %q: want cluster counts like 100,1000", sizes)
+		}
+		cfg.sizes = append(cfg.sizes, n)
+	}
+	if cfg.work == "" {
+		tmp, err := os.MkdirTemp("", "fleetbot-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		cfg.work = tmp
+	}
+	return measure(cfg)
+}
+
+// generate writes the control repo of n clusters under the work directory
+// once and returns its path.
+func generate(cfg config, n int) (string, error) {
+	dir := filepath.Join(cfg.work, fmt.Sprintf("fleet-%d", n))
+	if _, err := os.Stat(dir); err == nil {
+		return dir, nil
+	}
+	if err := fleetgen.WriteDir(dir, fleetgen.Options{Clusters: n, Apps: cfg.apps, Seed: 1}); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// renderRow is one line of the render table.
+type renderRow struct {
+	Render     bench.RenderResult
+	RenderProc childResult
+	Naive      bench.NaiveResult
+}
+
+func measure(cfg config) error {
+	var rows []renderRow
+	for _, n := range cfg.sizes {
+		dir, err := generate(cfg, n)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "render %d clusters x %d apps\n", n, cfg.apps)
+		var row renderRow
+		proc, err := runChild(&row.Render, "-child", "render", "-dir", dir)
+		if err != nil {
+			return err
+		}
+		row.RenderProc = *proc
+		fmt.Fprintf(os.Stderr, "  %+v rss=%dMiB\n", row.Render, proc.MaxRSS>>20)
+		if _, err := runChild(&row.Naive, "-child", "naive", "-dir", dir, "-naive-sample", strconv.Itoa(cfg.sample)); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "  naive %+v per build %s estimate %s\n", row.Naive, row.Naive.PerBuild(), row.Naive.Estimate())
+		rows = append(rows, row)
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package bench
+
+import (
+	"fmt"
+	"path"
+	"time"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
+)
+
+// RenderResult is one full render of a generated control repo, as the CLI
+// does it: read the directory, load and validate, render every target.
+type RenderResult struct {
+	Clusters, Workspaces, Apps int
+	// Deployments is the number of (cluster, app) pairs.
+	Deployments int
+	// Targets and Files are the rendered repos and their files (managed and
+	// scaffolds).
+	Targets, Files int
+	// Load is control.LoadDir (read, decode, validate); Render is
+	// fanout.Renderer.Render on a new Renderer.
+	Load, Render time.Duration
+	// Builds is the number of kustomize builds the render executed.
+	Builds int
+	// HeapPeak is the peak Go heap during load and render, sampled.
+	HeapPeak uint64
+}
+
+// Total is the wall time of load and render.
+func (r RenderResult) Total() time.Duration { return r.Load + r.Render }
+
+// Render loads the control repo in dir and renders it with a cold Renderer.
+func Render(dir string) (*RenderResult, error) {
+	hs := StartHeapSampler(5 * time.Millisecond)
+	start := time.Now()
+	repo, err := control.LoadDir(dir)
+	if err != nil {
+		hs.Stop()
+		return nil, fmt.Errorf("loading %s: %w", dir, err)
+	}
+	loaded := time.Now()
+	r := fanout.NewRenderer(fanout.Options{})
+	targets, err := r.Render(repo)
+	if err != nil {
+		hs.Stop()
+		return nil, fmt.Errorf("rendering %s: %w", dir, err)
+	}
+	done := time.Now()
+	res := &RenderResult{
+		Clusters: len(repo.Clusters), Workspaces: len(repo.Workspaces), Apps: len(repo.Apps),
+		Deployments: len(repo.Deployments()), Targets: len(targets),
+		Load: loaded.Sub(start), Render: done.Sub(loaded), Builds: r.Stats().Builds,
+	}
+	res.HeapPeak = hs.Stop()
+	for _, t := range targets {
+		res.Files += len(t.Files) + len(t.Scaffolds)
+	}
+	return res, nil
+}
+
+// NaiveResult is the cost of the naive way: one kustomize build per
+// (cluster, app), which is what one Flux Kustomization per cluster and app
+// does, on a sample of the fleet's clusters.
+type NaiveResult struct {
+	// SampleClusters of Clusters were built: SampleDeployments builds of
+	// Deployments in the whole fleet.
+	Clusters, SampleClusters       int
+	Deployments, SampleDeployments int
+	// Sample is the wall time of the sample's builds.
+	Sample time.Duration
+}
+
+// PerBuild is the mean time of one naive build.
+func (n NaiveResult) PerBuild() time.Duration {
+	if n.SampleDeployments == 0 {
+		return 0
+	}
+	return n.Sample / time.Duration(n.SampleDeployments)
+}
+
+// Estimate extrapolates the sample linearly to every deployment of the
+// fleet (exact when the sample is the whole fleet).
+func (n NaiveResult) Estimate() time.Duration {
+	return n.PerBuild() * time.Duration(n.Deployments)
+}
+
+// Naive runs one kustomize build per deployment of the first sample
+// clusters (in name order) of the control repo in dir, each on a fresh
+// in-memory filesystem holding the app's files, with the options fanout
+// uses. Substituting values afterwards (Flux postBuild) is not counted, so
+// the naive cost is a lower bound.
+func Naive(dir string, sample int) (*NaiveResult, error) {
+	repo, err := control.LoadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %w", dir, err)
+	}
+	deps := repo.Deployments()
+	res := &NaiveResult{Clusters: len(repo.Clusters), Deployments: len(deps)}
+	picked := map[string]bool{}
+	var todo []control.Deployment
+	for _, d := range deps {
+		name := d.Cluster.Metadata.Name
+		if !picked[name] {
+			if len(picked) == sample {
+				continue
+			}
+			picked[name] = true
+		}
+		todo = append(todo, d)
+	}
+	res.SampleClusters, res.SampleDeployments = len(picked), len(todo)
+
+	ko := krusty.MakeDefaultOptions()
+	ko.PluginConfig = types.DisabledPluginConfig()
+	ko.LoadRestrictions = types.LoadRestrictionsRootOnly
+	ko.Reorder = krusty.ReorderOptionLegacy
+	k := krusty.MakeKustomizer(ko)
+	start := time.Now()
+	for _, d := range todo {
+		fs := filesys.MakeFsInMemory()
+		for p, data := range d.App.Files {
+			if err := fs.WriteFile(path.Join("/app", p), data); err != nil {
+				return nil, fmt.Errorf("staging %s: %w", p, err)
+			}
+		}
+		if _, err := k.Run(fs, "/app"); err != nil {
+			return nil, fmt.Errorf("building app %s for cluster %s: %w", d.App.Metadata.Name, d.Cluster.Metadata.Name, err)
+		}
+	}
+	res.Sample = time.Since(start)
+	return res, nil
+}
