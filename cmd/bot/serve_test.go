@@ -50,6 +50,7 @@ type serveEnv struct {
 	targets []string // target repo names
 	jobs    atomic.Int64
 	gate    gate
+	stop    func() // stops serve and waits for it; idempotent
 }
 
 type serveOptions struct {
@@ -57,6 +58,8 @@ type serveOptions struct {
 	resync    time.Duration // default one hour: only the startup resync
 	maxBody   int64
 	beforeJob func(j webhook.Job) // runs after the gate, inside the job
+	grace     time.Duration       // shutdown grace (default 5s)
+	reuse     *serveEnv           // run against this env's fake GitHub instead of a new one
 }
 
 // gate holds every job at its start while closed.
@@ -100,8 +103,75 @@ func startServe(t *testing.T, o serveOptions) *serveEnv {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	e := &serveEnv{t: t, url: "http://" + ln.Addr().String()}
+	if o.reuse != nil {
+		e.gh, e.targets = o.reuse.gh, o.reuse.targets
+	} else {
+		e.newGitHub(o.webhooks)
+	}
+	resync := o.resync
+	if resync == 0 {
+		resync = time.Hour
+	}
+	grace := o.grace
+	if grace == 0 {
+		grace = 5 * time.Second
+	}
+	ready := make(chan struct{})
+	logger := slog.New(slog.DiscardHandler)
+	if testing.Verbose() && os.Getenv("FLEETBOT_SERVE_LOGS") != "" {
+		logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	cfg := serveConfig{
+		Control: "acme/control", Secret: []byte(serveSecret),
+		GitHub: ghforge.Config{APIURL: e.gh.APIURL(), AppID: e.gh.AppID(), PrivateKey: e.gh.AppPrivateKeyPEM(),
+			Budget: ghforge.BudgetConfig{PerMinute: 100000, PerHour: 1000000}},
+		GitURL: e.gh.URL, Resync: resync, Workers: 4, QueueSize: 100, MaxBody: o.maxBody, Grace: grace,
+		CheckName: webhook.DefaultCheckName, Logger: logger,
+		BeforeJob: func(ctx context.Context, j webhook.Job) error {
+			if err := e.gate.wait(ctx); err != nil {
+				return err
+			}
+			e.jobs.Add(1)
+			if o.beforeJob != nil {
+				o.beforeJob(j)
+			}
+			return nil
+		},
+		OnReady: func() { close(ready) },
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, ln) }()
+	var once sync.Once
+	e.stop = func() {
+		once.Do(func() {
+			e.gate.open()
+			cancel()
+			select {
+			case err := <-done:
+				assert.NoError(t, err, "serve returned")
+			case <-time.After(20 * time.Second):
+				t.Error("serve did not shut down")
+			}
+		})
+	}
+	t.Cleanup(e.stop)
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("serve stopped before ready: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve not ready within 10s")
+	}
+	return e
+}
+
+// newGitHub starts a fake GitHub with the org, the teams and acme/control
+// holding the example control repo.
+func (e *serveEnv) newGitHub(webhooks bool) {
+	t := e.t
 	var ghOpts []githubtest.Option
-	if o.webhooks {
+	if webhooks {
 		ghOpts = append(ghOpts, githubtest.WithWebhook(e.url+"/webhook", serveSecret))
 	}
 	e.gh = githubtest.NewServer(t, ghOpts...)
@@ -131,55 +201,6 @@ func startServe(t *testing.T, o serveOptions) *serveEnv {
 		return err
 	}))
 	e.gh.CreateRepo("acme", "control", files)
-
-	resync := o.resync
-	if resync == 0 {
-		resync = time.Hour
-	}
-	ready := make(chan struct{})
-	logger := slog.New(slog.DiscardHandler)
-	if testing.Verbose() && os.Getenv("FLEETBOT_SERVE_LOGS") != "" {
-		logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	}
-	cfg := serveConfig{
-		Control: "acme/control", Secret: []byte(serveSecret),
-		GitHub: ghforge.Config{APIURL: e.gh.APIURL(), AppID: e.gh.AppID(), PrivateKey: e.gh.AppPrivateKeyPEM(),
-			Budget: ghforge.BudgetConfig{PerMinute: 100000, PerHour: 1000000}},
-		GitURL: e.gh.URL, Resync: resync, Workers: 4, QueueSize: 100, MaxBody: o.maxBody, Grace: 5 * time.Second,
-		CheckName: webhook.DefaultCheckName, Logger: logger,
-		BeforeJob: func(ctx context.Context, j webhook.Job) error {
-			if err := e.gate.wait(ctx); err != nil {
-				return err
-			}
-			e.jobs.Add(1)
-			if o.beforeJob != nil {
-				o.beforeJob(j)
-			}
-			return nil
-		},
-		OnReady: func() { close(ready) },
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, ln) }()
-	t.Cleanup(func() {
-		e.gate.open()
-		cancel()
-		select {
-		case err := <-done:
-			assert.NoError(t, err, "serve returned")
-		case <-time.After(20 * time.Second):
-			t.Error("serve did not shut down")
-		}
-	})
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("serve stopped before ready: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve not ready within 10s")
-	}
-	return e
 }
 
 // get fetches a path of the service.
@@ -535,6 +556,31 @@ func TestServeRecoversFromACrashedJob(t *testing.T) {
 	e.waitMetric(appliedOK, 1)
 	for _, repo := range e.targets {
 		assert.Len(t, e.gh.Pulls("acme", repo), 1, "%s converged on the next resync", repo)
+	}
+}
+
+// TestServeRestartMidJobLosesNothing stops serve in the middle of its first
+// apply (in-flight work cancelled after a short grace) and starts a new one:
+// its startup resync finishes the job, with one PR per repo.
+func TestServeRestartMidJobLosesNothing(t *testing.T) {
+	first := startServe(t, serveOptions{grace: 10 * time.Millisecond})
+	first.gh.Fault("POST /repos/{owner}/{repo}/pulls", githubtest.FaultSpec{Latency: 300 * time.Millisecond})
+	first.eventually("some repos created", func() bool { return first.gh.Repo("acme", first.targets[0]) != nil })
+	first.stop()
+	opened := 0
+	for _, repo := range first.targets {
+		opened += len(first.gh.Pulls("acme", repo))
+	}
+	t.Logf("stopped after %d of %d pull requests", opened, len(first.targets))
+	assert.Less(t, opened, len(first.targets), "the first serve was stopped mid-job")
+
+	first.gh.ClearFaults()
+	second := startServe(t, serveOptions{reuse: first})
+	second.waitMetric(appliedOK, 1)
+	for _, repo := range second.targets {
+		pulls := second.gh.Pulls("acme", repo)
+		require.Len(t, pulls, 1, "%s: one PR after the restart", repo)
+		assert.Equal(t, "open", pulls[0].GetState())
 	}
 }
 
