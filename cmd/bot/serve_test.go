@@ -737,3 +737,41 @@ func TestAppManifestSubscribesToHandledEvents(t *testing.T) {
 		"administration": "write", "members": "read"}, manifest.Permissions)
 	assert.Equal(t, true, manifest.HookAttributes["active"])
 }
+
+func TestServeConfigErrors(t *testing.T) {
+	for _, v := range []string{"FLEETBOT_CONTROL_REPO", "FLEETBOT_WEBHOOK_SECRET_FILE", "FLEETBOT_WEBHOOK_SECRET", "FLEETBOT_APP_ID",
+		"FLEETBOT_APP_KEY_FILE", "FLEETBOT_APP_KEY", "GITHUB_TOKEN", "FLEETBOT_RESYNC_INTERVAL"} {
+		t.Setenv(v, "")
+		require.NoError(t, os.Unsetenv(v))
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	require.NoError(t, os.WriteFile(secret, []byte("s3cret\n"), 0o600))
+
+	code, _, stderr := cli(t, "serve")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `--control-repo "": want OWNER/NAME`)
+
+	t.Setenv("FLEETBOT_CONTROL_REPO", "acme/control")
+	code, _, stderr = cli(t, "serve")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "no webhook secret")
+
+	t.Setenv("FLEETBOT_WEBHOOK_SECRET_FILE", secret)
+	t.Setenv("GITHUB_TOKEN", "ghp_x")
+	code, _, stderr = cli(t, "serve")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "serve needs a GitHub App")
+	assert.NotContains(t, stderr, "ghp_x")
+
+	t.Setenv("FLEETBOT_RESYNC_INTERVAL", "soon")
+	code, _, stderr = cli(t, "serve")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `FLEETBOT_RESYNC_INTERVAL="soon"`)
+}
+
+func TestWebRoot(t *testing.T) {
+	assert.Equal(t, "", webRoot(""))
+	assert.Equal(t, "", webRoot("https://api.github.com/"))
+	assert.Equal(t, "https://ghe.example.com", webRoot("https://ghe.example.com/api/v3/"))
+	assert.Equal(t, "http://127.0.0.1:8787", webRoot("http://127.0.0.1:8787/api/v3/"))
+}
