@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -172,8 +173,8 @@ func Apply(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.T
 		if it.res.Err == nil && !it.skipped {
 			if err := ctx.Err(); err != nil {
 				it.res.Err = fmt.Errorf("%s: not applied: %w", it.target.FullName(), context.Cause(ctx))
-			} else {
-				applyOne(ctx, f, it, prOpts, log, &writes)
+			} else if err := recovered(func() { applyOne(ctx, f, it, prOpts, log, &writes) }); err != nil {
+				it.res.Err = fmt.Errorf("%s: %w", it.target.FullName(), err)
 			}
 		}
 		if it.res.Deferred {
@@ -351,38 +352,9 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 	accessOpts := accessOptions(spec, org)
 	each(ctx, len(items), opts.Concurrency, func(i int) {
 		it := items[i]
-		t := it.target
-		if org.IsArchived(t.Repo) {
-			// GitHub refuses every write to an archived repo: leave it
-			// alone, and say so rather than fail.
-			it.skipped, it.res.Skipped = true, SkippedArchived
-			it.decision = &pr.Decision{Owner: t.Owner, Repo: t.Repo, Kind: t.Kind, Name: t.Name, Action: pr.ActionNoop}
-			it.res.Action, it.res.Reason = pr.ActionNoop, "archived: not reconciled"
-			return
+		if err := recovered(func() { planOne(ctx, f, it, org, prOpts, accessOpts, opts) }); err != nil {
+			it.res.fail(fmt.Errorf("%s: %w", it.target.FullName(), err))
 		}
-		if it.accessOnly {
-			it.decision = &pr.Decision{Owner: t.Owner, Repo: t.Repo, Kind: t.Kind, Name: t.Name, Action: pr.ActionNoop}
-			it.res.Action, it.res.Reason = pr.ActionNoop, "control repo: access only"
-			if err := planAccess(ctx, f, it, accessOpts, opts.AllowAccessRemovals); err != nil {
-				it.res.fail(err)
-			}
-			return
-		}
-		d, err := pr.Plan(ctx, f, t, prOpts)
-		if err != nil {
-			it.res.fail(err)
-			return
-		}
-		it.decision = d
-		it.res.fromDecision(d)
-		if t.Removed || d.CreateRepo {
-			return
-		}
-		if err := planAccess(ctx, f, it, accessOpts, opts.AllowAccessRemovals); err != nil {
-			it.res.fail(err)
-			return
-		}
-		checkCodeowners(ctx, f, it, it.observed, false)
 	})
 
 	for _, it := range items {
@@ -447,4 +419,53 @@ func each(ctx context.Context, n, workers int, fn func(i int)) {
 	}
 	close(next)
 	wg.Wait()
+}
+
+// planOne decides one item: its PR action, its access plan and its
+// CODEOWNERS check.
+func planOne(ctx context.Context, f Forge, it *item, org policy.Org, prOpts pr.Options, accessOpts policy.DiffOptions, opts Options) {
+	t := it.target
+	if org.IsArchived(t.Repo) {
+		// GitHub refuses every write to an archived repo: leave it
+		// alone, and say so rather than fail.
+		it.skipped, it.res.Skipped = true, SkippedArchived
+		it.decision = &pr.Decision{Owner: t.Owner, Repo: t.Repo, Kind: t.Kind, Name: t.Name, Action: pr.ActionNoop}
+		it.res.Action, it.res.Reason = pr.ActionNoop, "archived: not reconciled"
+		return
+	}
+	if it.accessOnly {
+		it.decision = &pr.Decision{Owner: t.Owner, Repo: t.Repo, Kind: t.Kind, Name: t.Name, Action: pr.ActionNoop}
+		it.res.Action, it.res.Reason = pr.ActionNoop, "control repo: access only"
+		if err := planAccess(ctx, f, it, accessOpts, opts.AllowAccessRemovals); err != nil {
+			it.res.fail(err)
+		}
+		return
+	}
+	d, err := pr.Plan(ctx, f, t, prOpts)
+	if err != nil {
+		it.res.fail(err)
+		return
+	}
+	it.decision = d
+	it.res.fromDecision(d)
+	if t.Removed || d.CreateRepo {
+		return
+	}
+	if err := planAccess(ctx, f, it, accessOpts, opts.AllowAccessRemovals); err != nil {
+		it.res.fail(err)
+		return
+	}
+	checkCodeowners(ctx, f, it, it.observed, false)
+}
+
+// recovered runs fn and turns a panic into an error, so one repo's bug
+// fails that repo instead of the whole run (and, in serve, the process).
+func recovered(fn func()) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("internal error (please report it): %v\n%s", v, debug.Stack())
+		}
+	}()
+	fn()
+	return nil
 }
