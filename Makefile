@@ -8,7 +8,7 @@ PKGS      ?= ./...
 
 export GOTOOLCHAIN := local
 
-.PHONY: build test test-short lint bench demo clean
+.PHONY: build test test-short lint bench bench-quick bench-go demo clean
 
 ## build: the fleetbot binary in bin/
 build:
@@ -28,8 +28,19 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-## bench: render and reconcile benchmarks
+## bench: measure render, incremental plan, GitHub cost, fan-out and webhook
+## latency at fleet scale and write docs/benchmarks.md (about 3 minutes)
 bench:
+	$(GO) build -o bin/benchtable ./cmd/benchtable
+	bin/benchtable -out docs/benchmarks.md
+
+## bench-quick: the same on smaller fleets (under a minute), into bin/benchmarks-quick.md
+bench-quick:
+	$(GO) build -o bin/benchtable ./cmd/benchtable
+	bin/benchtable -quick -out bin/benchmarks-quick.md
+
+## bench-go: the Go micro-benchmarks of rendering
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -timeout 30m ./internal/fanout/
 
 ## demo: apply the example control repo into a local forge, then show the result

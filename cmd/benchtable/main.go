@@ -37,8 +37,9 @@ type config struct {
 	sample  int
 	repos   int
 	latency time.Duration
-	scale   float64
 	quick   bool
+	// webhookSeconds is how long deliveries are sent.
+	webhookSeconds int
 }
 
 func run(args []string) error {
@@ -53,10 +54,10 @@ func run(args []string) error {
 	fs.StringVar(&cfg.work, "work", "", "directory for generated control repos (default: a temporary one)")
 	fs.StringVar(&sizes, "sizes", "100,1000,5000", "cluster counts of the render rows")
 	fs.IntVar(&cfg.apps, "apps", 20, "catalog apps of every generated control repo")
-	fs.IntVar(&cfg.sample, "naive-sample", 50, "clusters built the naive way per render row (all of them when the fleet is smaller)")
+	fs.IntVar(&cfg.sample, "naive-sample", 100, "clusters built the naive way per render row (all of them when the fleet is smaller)")
 	fs.IntVar(&cfg.repos, "repos", 1000, "clusters of the GitHub and incremental rows")
 	fs.DurationVar(&cfg.latency, "latency", 50*time.Millisecond, "latency of every request to the fake GitHub in the timed GitHub rows")
-	fs.Float64Var(&cfg.scale, "time-scale", 1200, "how much faster than the wall clock fake time runs in the fan-out row")
+	fs.IntVar(&cfg.webhookSeconds, "webhook-seconds", 10, "how long the webhook row sends 200 deliveries/s")
 	fs.BoolVar(&cfg.quick, "quick", false, "smaller run: sizes 100,1000 and 200 repos, for a quick look (the table says so)")
 	fs.StringVar(&child, "child", "", "internal: run one scenario and print its JSON result")
 	fs.StringVar(&dir, "dir", "", "internal: the control repo of a child scenario")
@@ -88,7 +89,7 @@ func run(args []string) error {
 		return emit(res)
 	case "webhook":
 		res, err := bench.Webhook(context.Background(), bench.WebhookOptions{
-			Rate: 200, Duration: 10 * time.Second, Repos: cfg.repos,
+			Rate: 200, Duration: time.Duration(cfg.webhookSeconds) * time.Second, Repos: cfg.repos,
 			Apply: 2 * time.Second, Drift: 200 * time.Millisecond, Check: 500 * time.Millisecond,
 		})
 		if err != nil {
@@ -100,7 +101,7 @@ func run(args []string) error {
 	}
 
 	if cfg.quick {
-		sizes, cfg.repos = "100,1000", 200
+		sizes, cfg.repos, cfg.sample, cfg.webhookSeconds = "100,1000", 200, 20, 3
 	}
 	for _, s := range strings.Split(sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -141,25 +142,48 @@ type renderRow struct {
 }
 
 func measure(cfg config) error {
-	var rows []renderRow
+	r := &results{cfg: cfg, started: time.Now(), loadBefore: loadAvg()}
 	for _, n := range cfg.sizes {
 		dir, err := generate(cfg, n)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "render %d clusters x %d apps\n", n, cfg.apps)
+		fmt.Fprintf(os.Stderr, "render: %d clusters x %d apps\n", n, cfg.apps)
 		var row renderRow
 		proc, err := runChild(&row.Render, "-child", "render", "-dir", dir)
 		if err != nil {
 			return err
 		}
 		row.RenderProc = *proc
-		fmt.Fprintf(os.Stderr, "  %+v rss=%dMiB\n", row.Render, proc.MaxRSS>>20)
+		fmt.Fprintf(os.Stderr, "  %s load+render, %d MiB peak RSS, %d builds\n", row.Render.Total().Round(time.Millisecond), proc.MaxRSS>>20, row.Render.Builds)
 		if _, err := runChild(&row.Naive, "-child", "naive", "-dir", dir, "-naive-sample", strconv.Itoa(cfg.sample)); err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "  naive %+v per build %s estimate %s\n", row.Naive, row.Naive.PerBuild(), row.Naive.Estimate())
-		rows = append(rows, row)
+		fmt.Fprintf(os.Stderr, "  naive: %s per build, %s for %d builds\n", row.Naive.PerBuild().Round(time.Microsecond), row.Naive.Estimate().Round(time.Second), row.Naive.Deployments)
+		r.renders = append(r.renders, row)
 	}
+
+	fmt.Fprintf(os.Stderr, "github: %d clusters on the fake GitHub\n", cfg.repos)
+	r.github = &bench.GitHubResult{}
+	proc, err := runChild(r.github, "-child", "github", "-repos", strconv.Itoa(cfg.repos), "-apps", strconv.Itoa(cfg.apps), "-latency", cfg.latency.String())
+	if err != nil {
+		return err
+	}
+	r.githubProc = proc
+
+	fmt.Fprintf(os.Stderr, "webhook: %d deliveries/s\n", 200)
+	r.webhook = &bench.WebhookResult{}
+	if r.webhookProc, err = runChild(r.webhook, "-child", "webhook", "-repos", strconv.Itoa(cfg.repos), "-webhook-seconds", strconv.Itoa(cfg.webhookSeconds)); err != nil {
+		return err
+	}
+
+	r.took, r.loadAfter = time.Since(r.started), loadAvg()
+	if err := os.MkdirAll(filepath.Dir(cfg.out), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(cfg.out, r.markdown(), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", cfg.out, err)
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s in %s\n", cfg.out, r.took.Round(time.Second))
 	return nil
 }

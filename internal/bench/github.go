@@ -96,6 +96,10 @@ type Incremental struct {
 	Requests int
 	// FullPlan is, for comparison, reconcile.Plan of every target.
 	FullPlan time.Duration
+	// Org is one Forge.Org read (the org's teams and repo listing, which
+	// every plan starts with), timed on its own after the plan.
+	Org         time.Duration
+	OrgRequests int
 }
 
 // Total is the time to a plan.
@@ -399,7 +403,7 @@ func measureApply(ctx context.Context, srv *githubtest.Server, f reconcile.Forge
 // measureIncremental times a one-cluster change to a plan: load, warm
 // render, desired-state diff and a plan of the changed repos only; and, for
 // comparison, a plan of every repo.
-func measureIncremental(ctx context.Context, srv *githubtest.Server, f reconcile.Forge, fl *fleet, file string, opts reconcile.Options) (Incremental, error) {
+func measureIncremental(ctx context.Context, srv *githubtest.Server, f *ghforge.Forge, fl *fleet, file string, opts reconcile.Options) (Incremental, error) {
 	var inc Incremental
 	prev := fl.targets
 	before := fl.renderer.Stats().Builds
@@ -440,7 +444,14 @@ func measureIncremental(ctx context.Context, srv *githubtest.Server, f reconcile
 		Changed: len(changed), Builds: fl.renderer.Stats().Builds - before, Requests: len(srv.Requests())}
 	fl.fs, fl.repo, fl.targets = next, repo, targets
 
+	srv.ResetLog()
 	start := time.Now()
+	if _, err := f.Org(ctx, repo.Platform.Spec.Owner); err != nil {
+		return inc, err
+	}
+	inc.Org, inc.OrgRequests = time.Since(start), len(srv.Requests())
+
+	start = time.Now()
 	if _, err := reconcile.Plan(ctx, f, repo, targets, opts); err != nil {
 		return inc, err
 	}
