@@ -130,10 +130,7 @@ func (s *Server) repoAPI(rm *repoMeta) string {
 
 func (s *Server) repoJSON(rm *repoMeta) *github.Repository {
 	api := s.repoAPI(rm)
-	size := 0
-	if g, err := s.openRepoGit(rm); err == nil && !g.empty() {
-		size = max(1, int(dirSize(s.gitDir(rm))/1024))
-	}
+	size := s.repoSizeLocked(rm)
 	topics := rm.Topics
 	if topics == nil {
 		topics = []string{}

@@ -42,6 +42,7 @@ type Server struct {
 	mu     sync.Mutex // guards st, app keys and every git repository on disk
 	st     *state
 	events []pendingEvent
+	sizes  map[string]sizeEntry // repo sizes by git dir, see repoSizeLocked
 
 	ctlMu    sync.Mutex // guards the request log, faults, limit buckets, in-flight count
 	reqlog   []Request
