@@ -331,7 +331,9 @@ History, measured on this machine while the harness was built; the table above i
   11 round trips each at 1,000 repos, before any repo was planned. The pages after the first are now read
   concurrently (no-op 10.7 s → 7.8 s wall; one-repo plan 1.40 s → 0.93 s).
 - **The fake GitHub measured every repo on every page** of an org listing (11,000 directory walks per listing),
-  which made it, not fleetbot, the bottleneck of a no-op (28 s → 10.7 s wall once fixed).
+  which made it, not fleetbot, the bottleneck of a no-op (28 s → 10.7 s wall once fixed); it then still walked
+  each listed repo's git directory once per page, serialised under its lock, and now measures a repo once per
+  push (one-repo plan 0.93 s → 0.30 s).
 - **Incremental work.** ` + "`fanout.Changed`" + ` lists the repos whose desired state changed between two renders, so
   a push can be reconciled with ` + "`Options.Only`" + `: one changed cluster costs 14 reads instead of 1,044.
 
@@ -344,6 +346,13 @@ History, measured on this machine while the harness was built; the table above i
   a window that the fake, whose clock counts whole seconds, saw a moment early: it is answered 403 with Retry-After,
   waited for and retried (GitHub's own clock and network jitter can do the same; a margin of a second in the
   client's windows would avoid it).
+- A plan, even of one repo, starts by reading the org's teams and its whole repo list (` + "`Forge.Org`" + `: 12 of the
+  14 requests of the incremental plan at 1,000 repos; the pages after the first are read concurrently). On GitHub,
+  whose list pages are slower than the fake's, that is most of the time to a plan. Next step: in a run restricted
+  with ` + "`Options.Only`" + `, take a repo's archived flag from the repo itself and keep the team list across runs
+  (ETag; invalidated by ` + "`team`" + ` webhooks), leaving 2 round trips for a one-repo plan.
+- Load and warm render are CPU: on a machine busy with other work the incremental plan can pass 1 s (load
+  average above).
 - The fan-out ratio assumes one fleetbot process per installation; several replicas must split the budget
   (docs/scale-out.md).
 `
