@@ -87,47 +87,6 @@ func (f *Forge) readAccess(ctx context.Context, owner, repo, branch string) (pol
 	return a, nil
 }
 
-// SetAccess implements reconcile.Forge: it grants every team its role (PUT per team whose
-// role differs) and sets branch protection when it differs. It only adds and corrects: teams
-// and collaborators outside the matrix are reported by Access, not removed here.
-func (f *Forge) SetAccess(ctx context.Context, owner, repo string, a policy.Access) error {
-	e, unlock := f.entry(owner, repo)
-	defer unlock()
-	st := e.state()
-	var cur *policy.Access
-	if st.Access != nil {
-		cur = st.Access
-	}
-	var curTeams map[string]policy.Role
-	if cur != nil {
-		curTeams = cur.Teams
-	}
-	if err := f.grantTeams(ctx, owner, repo, a.Teams, curTeams); err != nil {
-		return err
-	}
-	if a.Protection != nil && (cur == nil || cur.Protection == nil || *cur.Protection != *a.Protection) {
-		if err := f.protect(ctx, owner, repo, a.Protection); err != nil {
-			return err
-		}
-	}
-	next := policy.Access{Teams: map[string]policy.Role{}, Protection: a.Protection}
-	if cur != nil {
-		for t, r := range cur.Teams {
-			next.Teams[t] = r
-		}
-		next.Collaborators = cur.Collaborators
-		if a.Protection == nil {
-			next.Protection = cur.Protection
-		}
-	}
-	for t, r := range a.Teams {
-		next.Teams[t] = r
-	}
-	st.Access, st.AccessAt = &next, f.opts.Now().Unix()
-	f.saveState(owner, repo, st)
-	return nil
-}
-
 // grantTeams gives each team its role on the repo, skipping those already at it.
 //
 // GitHub API docs: https://docs.github.com/rest/teams/teams#add-or-update-team-repository-permissions

@@ -92,33 +92,6 @@ func (f *Forge) Access(ctx context.Context, owner, repo string) (policy.Access, 
 	return s.access(), nil
 }
 
-// SetAccess converges the access settings of a repo to a, keeping who
-// manages it; the file is only written when something changes.
-func (f *Forge) SetAccess(ctx context.Context, owner, repo string, a policy.Access) error {
-	p, err := f.paths(owner, repo)
-	if err != nil {
-		return err
-	}
-	defer f.lockRepo(owner, repo)()
-	if _, err := f.openStore(p); err != nil {
-		return err
-	}
-	s, err := readSettings(p.settings)
-	if err != nil {
-		return err
-	}
-	if s == nil {
-		s = &settings{}
-	}
-	before, _ := json.Marshal(s)
-	s.setAccess(a)
-	after, _ := json.Marshal(s)
-	if bytes.Equal(before, after) {
-		return nil
-	}
-	return writeSettings(p.settings, *s)
-}
-
 // ListManaged returns the repos of owner whose settings say fleetbot
 // manages them, sorted by repo name.
 func (f *Forge) ListManaged(ctx context.Context, owner string) ([]pr.ManagedRepo, error) {
