@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -169,23 +170,13 @@ func sourceLabel(rev string) string {
 }
 
 func formatTeams(teams map[string]string) string {
-	names := make([]string, 0, len(teams))
-	for t := range teams {
-		names = append(names, t)
-	}
-	sort.Strings(names)
-	parts := make([]string, 0, len(names))
-	for _, t := range names {
+	parts := make([]string, 0, len(teams))
+	for _, t := range sortedKeys(teams) {
 		parts = append(parts, t+"="+teams[t])
 	}
 	return strings.Join(parts, ", ")
 }
 
 func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	return slices.Sorted(maps.Keys(m))
 }
