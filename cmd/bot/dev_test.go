@@ -22,7 +22,7 @@ func TestDevGenerateWritesAValidRepo(t *testing.T) {
 	again := filepath.Join(t.TempDir(), "again")
 	code, _, stderr = cli(t, "dev", "generate", "--clusters", "30", "--workspaces", "3", "--apps", "8", "--out", again)
 	require.Equal(t, 0, code, stderr)
-	assert.Equal(t, readTree(t, out), readTree(t, again), "the same options and seed give the same files")
+	assert.Equal(t, readFiles(t, out), readFiles(t, again), "the same options and seed give the same files")
 }
 
 func TestDevGenerateBadInput(t *testing.T) {
@@ -40,5 +40,5 @@ func TestDevGenerateBadInput(t *testing.T) {
 		assert.Equal(t, 1, code, "%v", tc.args)
 		assert.Contains(t, stderr, tc.want, "%v", tc.args)
 	}
-	assert.Equal(t, map[string]string{"keep.txt": "x"}, readTree(t, dir), "a refused generate writes nothing")
+	assert.Equal(t, map[string]string{"keep.txt": "x"}, readFiles(t, dir), "a refused generate writes nothing")
 }

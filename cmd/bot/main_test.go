@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,24 +41,6 @@ func writeFile(t *testing.T, path, content string) {
 	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
 }
 
-func readTree(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		out[filepath.ToSlash(rel)] = string(b)
-		return nil
-	}))
-	return out
-}
-
 func TestVersion(t *testing.T) {
 	code, out, _ := cli(t, "version")
 	assert.Equal(t, 0, code)
@@ -78,8 +59,8 @@ func TestRenderProducesGoldenTrees(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, stdout, "rendered 6 repo(s)")
 
-	got := readTree(t, out)
-	want := readTree(t, goldenDir)
+	got := readFiles(t, out)
+	want := readFiles(t, goldenDir)
 	delete(want, "targets.json")
 	delete(got, renderMarker)
 	require.Equal(t, sortedKeys(want), sortedKeys(got), "rendered file set differs from testdata/golden (refresh with go test ./internal/fanout -update)")
