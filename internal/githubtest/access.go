@@ -197,21 +197,12 @@ func (s *Server) handleTeamRepo(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, validationFailed("Team", "repo", "invalid"))
 			return
 		}
-		var req struct {
-			Permission string `json:"permission"`
-		}
-		if err := decodeBody(r, &req); err != nil {
+		perm, err := decodePermission(r, "Team")
+		if err != nil {
 			writeErr(w, err)
 			return
 		}
-		if req.Permission == "" {
-			req.Permission = "push"
-		}
-		if permRank[req.Permission] == 0 {
-			writeErr(w, validationFailed("Team", "permission", "invalid"))
-			return
-		}
-		t.Repos[key] = req.Permission
+		t.Repos[key] = perm
 	case http.MethodDelete:
 		delete(t.Repos, key)
 	}
@@ -307,21 +298,12 @@ func (s *Server) handleCollaborator(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	case http.MethodPut:
-		var req struct {
-			Permission string `json:"permission"`
-		}
-		if err := decodeBody(r, &req); err != nil {
+		perm, err := decodePermission(r, "Collaborator")
+		if err != nil {
 			writeErr(w, err)
 			return
 		}
-		if req.Permission == "" {
-			req.Permission = "push"
-		}
-		if permRank[req.Permission] == 0 {
-			writeErr(w, validationFailed("Collaborator", "permission", "invalid"))
-			return
-		}
-		rm.Collaborators[user] = req.Permission
+		rm.Collaborators[user] = perm
 	case http.MethodDelete:
 		delete(rm.Collaborators, user)
 	}
@@ -543,4 +525,22 @@ func (s *Server) codeownersErrors(rm *repoMeta, path, content string) []*github.
 	}
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
 	return errs
+}
+
+// decodePermission reads the {"permission": ...} body of a team or
+// collaborator grant; GitHub defaults it to push and rejects unknown roles.
+func decodePermission(r *http.Request, resource string) (string, error) {
+	var req struct {
+		Permission string `json:"permission"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		return "", err
+	}
+	if req.Permission == "" {
+		req.Permission = "push"
+	}
+	if permRank[req.Permission] == 0 {
+		return "", validationFailed(resource, "permission", "invalid")
+	}
+	return req.Permission, nil
 }
