@@ -96,16 +96,9 @@ func (l *loader) loadPlatform(top map[string]fs.DirEntry) error {
 		l.is.Add(Position{File: platformFile}, hint, "platform.yaml is missing")
 		return nil
 	}
-	if !l.regular(platformFile, e) {
-		return nil
-	}
-	data, err := l.readFile(platformFile)
-	if err != nil {
+	d, err := l.object(platformFile, e, KindPlatform, "")
+	if d == nil {
 		return err
-	}
-	d := parseDocument(platformFile, data, &l.is)
-	if d == nil || !l.placed(d, KindPlatform, "") {
-		return nil
 	}
 	var doc platformDoc
 	if d.decode(&doc, &l.is) {
@@ -113,6 +106,26 @@ func (l *loader) loadPlatform(top map[string]fs.DirEntry) error {
 		l.platform = Position{File: platformFile, Line: d.src.Line}
 	}
 	return nil
+}
+
+// object reads the one object of file name, which must be a regular file
+// holding a kind object placed where that kind belongs (dir, or "" for the
+// repo root and app directories). It returns nil when the file could not
+// be used: the reason is recorded as an issue, or returned when it is a
+// read error.
+func (l *loader) object(name string, e fs.DirEntry, kind, dir string) (*document, error) {
+	if !l.regular(name, e) {
+		return nil, nil
+	}
+	data, err := l.readFile(name)
+	if err != nil {
+		return nil, err
+	}
+	d := parseDocument(name, data, &l.is)
+	if d == nil || !l.placed(d, kind, dir) {
+		return nil, nil
+	}
+	return d, nil
 }
 
 // regular reports whether e is a regular file, and records an issue for
@@ -206,16 +219,9 @@ func (l *loader) loadObjects(top map[string]fs.DirEntry, dir, kind string) error
 				"%s is not read", name)
 			return nil
 		}
-		if !l.regular(name, e) {
-			return nil
-		}
-		data, err := l.readFile(name)
-		if err != nil {
+		d, err := l.object(name, e, kind, dir)
+		if d == nil {
 			return err
-		}
-		d := parseDocument(name, data, &l.is)
-		if d == nil || !l.placed(d, kind, dir) {
-			return nil
 		}
 		switch kind {
 		case KindCluster:
@@ -302,16 +308,9 @@ func (l *loader) loadApp(dir string) error {
 		l.is.Add(Position{File: dir}, hint, "%s has no app.yaml", dir)
 		return nil
 	}
-	if !l.regular(appPath, appEntry) {
-		return nil
-	}
-	data, err := l.readFile(appPath)
-	if err != nil {
+	d, err := l.object(appPath, appEntry, KindApp, "")
+	if d == nil {
 		return err
-	}
-	d := parseDocument(appPath, data, &l.is)
-	if d == nil || !l.placed(d, KindApp, "") {
-		return nil
 	}
 	var a App
 	if !d.decode(&a, &l.is) {
