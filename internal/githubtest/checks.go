@@ -131,14 +131,9 @@ func (s *Server) handleUpdateCheckRun(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleListCheckRuns(w http.ResponseWriter, r *http.Request) {
-	rm, g, err := s.gitData(r, false)
+	rm, c, err := s.refCommit(r)
 	if err != nil {
 		writeErr(w, err)
-		return
-	}
-	c, err := g.resolveCommit(r.PathValue("ref"))
-	if err != nil {
-		writeErr(w, errorf(http.StatusUnprocessableEntity, "No commit found for SHA: %s", r.PathValue("ref")))
 		return
 	}
 	name := r.URL.Query().Get("check_name")
@@ -205,14 +200,9 @@ func (s *Server) handleCreateStatus(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleListStatuses(w http.ResponseWriter, r *http.Request) {
-	rm, g, err := s.gitData(r, false)
+	rm, c, err := s.refCommit(r)
 	if err != nil {
 		writeErr(w, err)
-		return
-	}
-	c, err := g.resolveCommit(r.PathValue("ref"))
-	if err != nil {
-		writeErr(w, errorf(http.StatusUnprocessableEntity, "No commit found for SHA: %s", r.PathValue("ref")))
 		return
 	}
 	out := []*github.RepoStatus{}

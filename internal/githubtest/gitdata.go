@@ -393,14 +393,9 @@ func (s *Server) handleGetCommit(w http.ResponseWriter, r *http.Request) {
 
 // handleRepoCommit serves GET /repos/{owner}/{repo}/commits/{ref} (the repos API view).
 func (s *Server) handleRepoCommit(w http.ResponseWriter, r *http.Request) {
-	rm, g, err := s.gitData(r, false)
+	rm, c, err := s.refCommit(r)
 	if err != nil {
 		writeErr(w, err)
-		return
-	}
-	c, err := g.resolveCommit(r.PathValue("ref"))
-	if err != nil {
-		writeErr(w, errorf(http.StatusUnprocessableEntity, "No commit found for SHA: %s", r.PathValue("ref")))
 		return
 	}
 	writeJSON(w, http.StatusOK, s.repoCommitJSON(rm, c))
@@ -540,4 +535,18 @@ func (s *Server) handleDeleteRef(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// refCommit resolves the {ref} of a read request on a repo's git data to a
+// commit, answering 422 as GitHub does when there is none.
+func (s *Server) refCommit(r *http.Request) (*repoMeta, *object.Commit, error) {
+	rm, g, err := s.gitData(r, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := g.resolveCommit(r.PathValue("ref"))
+	if err != nil {
+		return nil, nil, errorf(http.StatusUnprocessableEntity, "No commit found for SHA: %s", r.PathValue("ref"))
+	}
+	return rm, c, nil
 }
