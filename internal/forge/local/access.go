@@ -113,18 +113,10 @@ func (f *Forge) orgTeams(owner string) (policy.Org, error) {
 	}
 	o := policy.Org{Name: owner, Self: []string{CommitterName}}
 	name := filepath.Join(f.root, owner, OrgFile)
-	b, err := os.ReadFile(name)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return o, nil
-	case err != nil:
-		return o, fmt.Errorf("reading %s: %w", name, err)
-	}
 	var of orgFile
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&of); err != nil {
-		return o, fmt.Errorf("%w %s: %v; want {\"teams\": [\"slug\", ...]}", ErrCorruptSettings, name, err)
+	found, err := decodeJSONFile(name, &of, false, ErrCorruptSettings, `want {"teams": ["slug", ...]}`)
+	if !found || err != nil {
+		return o, err
 	}
 	o.Teams = append([]string{}, of.Teams...)
 	return o, nil

@@ -1,12 +1,9 @@
 package local
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -49,22 +46,11 @@ func (q *pull) toPR(full string) *pr.PullRequest {
 var ErrCorruptPulls = errors.New("corrupt pulls file")
 
 func readPulls(name string) ([]pull, error) {
-	b, err := os.ReadFile(name)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", name, err)
-	}
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, nil
-	}
 	var pulls []pull
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&pulls); err != nil {
-		return nil, fmt.Errorf("%w %s: %v; fleetbot left it untouched: fix the JSON (an array of pull requests) or move it away to start with no pull requests",
-			ErrCorruptPulls, name, err)
+	found, err := decodeJSONFile(name, &pulls, true, ErrCorruptPulls,
+		"fleetbot left it untouched: fix the JSON (an array of pull requests) or move it away to start with no pull requests")
+	if !found || err != nil {
+		return nil, err
 	}
 	seen := map[int]bool{}
 	for _, q := range pulls {

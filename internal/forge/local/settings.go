@@ -51,20 +51,35 @@ func (s *settings) access() policy.Access {
 var ErrCorruptSettings = errors.New("corrupt settings file")
 
 func readSettings(name string) (*settings, error) {
-	b, err := os.ReadFile(name)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", name, err)
-	}
 	var s settings
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("%w %s: %v; fleetbot left it untouched: fix the JSON or move the file away", ErrCorruptSettings, name, err)
+	found, err := decodeJSONFile(name, &s, false, ErrCorruptSettings, "fleetbot left it untouched: fix the JSON or move the file away")
+	if !found || err != nil {
+		return nil, err
 	}
 	return &s, nil
+}
+
+// decodeJSONFile reads the JSON file name into v, rejecting unknown fields
+// so that a rewrite can never silently drop data. found is false for a
+// missing file (and, with emptyIsMissing, an empty one). A file that does
+// not decode is an error wrapping corrupt, naming the file, ending in hint.
+func decodeJSONFile(name string, v any, emptyIsMissing bool, corrupt error, hint string) (found bool, err error) {
+	b, err := os.ReadFile(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading %s: %w", name, err)
+	}
+	if emptyIsMissing && len(bytes.TrimSpace(b)) == 0 {
+		return false, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return true, fmt.Errorf("%w %s: %v; %s", corrupt, name, err, hint)
+	}
+	return true, nil
 }
 
 func writeSettings(name string, s settings) error {
