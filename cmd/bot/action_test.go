@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -117,6 +118,16 @@ func (r *simRunner) event(name, sha, ref string, payload any) {
 	r.env["GITHUB_SHA"], r.env["GITHUB_REF"] = sha, ref
 }
 
+// pullRequest sets the runner up for a pull_request event of action on
+// acme/control #n, checked out at its merge commit sha.
+func (r *simRunner) pullRequest(srv *githubtest.Server, n int, action, sha string) *gh.PullRequestEvent {
+	r.t.Helper()
+	ev, err := srv.PullRequestEvent("acme", "control", n, action)
+	require.NoError(r.t, err)
+	r.event("pull_request", sha, fmt.Sprintf("refs/pull/%d/merge", n), ev)
+	return ev
+}
+
 // stepResult is what one step of `fleetbot action` left behind.
 type stepResult struct {
 	code           int
@@ -221,9 +232,7 @@ func TestActionPlanOnPullRequest(t *testing.T) {
 	n := openControlPR(t, srv)
 	run := newSimRunner(t, srv)
 	run.checkout()
-	ev, err := srv.PullRequestEvent("acme", "control", n, "opened")
-	require.NoError(t, err)
-	run.event("pull_request", "feedc0de00000000000000000000000000000001", "refs/pull/1/merge", ev)
+	ev := run.pullRequest(srv, n, "opened", "feedc0de00000000000000000000000000000001")
 	srv.ResetLog()
 
 	step := run.run(appInputs(srv, "plan"))
@@ -274,9 +283,7 @@ func TestActionPlanOnPullRequest(t *testing.T) {
 		dir := run.checkout()
 		writeFile(t, filepath.Join(dir, "clusters", "edge-2.yaml"),
 			strings.ReplaceAll(readFiles(t, exampleControl)["clusters/edge-1.yaml"], "edge-1", "edge-2"))
-		ev, err := srv.PullRequestEvent("acme", "control", n, "synchronize")
-		require.NoError(t, err)
-		run.event("pull_request", "feedc0de00000000000000000000000000000002", "refs/pull/1/merge", ev)
+		run.pullRequest(srv, n, "synchronize", "feedc0de00000000000000000000000000000002")
 		srv.ResetLog()
 
 		step := run.run(appInputs(srv, "plan"))
@@ -387,9 +394,7 @@ func TestActionValidationErrorsBecomeAnnotations(t *testing.T) {
 	broken := strings.Replace(string(b), "workspace: payments", "workspace: paymnts", 1)
 	broken = strings.Replace(broken, "  admins: [payments-sre]\n", "  admins: [payments-sre]\n  replicas: 3\n", 1)
 	writeFile(t, p, broken)
-	ev, err := srv.PullRequestEvent("acme", "control", n, "opened")
-	require.NoError(t, err)
-	run.event("pull_request", "feedc0de00000000000000000000000000000003", "refs/pull/1/merge", ev)
+	run.pullRequest(srv, n, "opened", "feedc0de00000000000000000000000000000003")
 	srv.ResetLog()
 
 	step := run.run(appInputs(srv, "plan"))
@@ -433,9 +438,7 @@ func TestActionPlanWithoutTheApp(t *testing.T) {
 	n := openControlPR(t, srv)
 	run := newSimRunner(t, srv)
 	run.checkout()
-	ev, err := srv.PullRequestEvent("acme", "control", n, "opened")
-	require.NoError(t, err)
-	run.event("pull_request", "feedc0de00000000000000000000000000000004", "refs/pull/1/merge", ev)
+	run.pullRequest(srv, n, "opened", "feedc0de00000000000000000000000000000004")
 	srv.ResetLog()
 
 	step := run.run(map[string]string{"MODE": "plan", "CONTROL-DIR": "control"})
@@ -454,9 +457,7 @@ func TestActionPlanCommentFailureIsAWarning(t *testing.T) {
 	n := openControlPR(t, srv)
 	run := newSimRunner(t, srv)
 	run.checkout()
-	ev, err := srv.PullRequestEvent("acme", "control", n, "opened")
-	require.NoError(t, err)
-	run.event("pull_request", "feedc0de00000000000000000000000000000005", "refs/pull/1/merge", ev)
+	run.pullRequest(srv, n, "opened", "feedc0de00000000000000000000000000000005")
 	run.env["FLEETBOT_WORKFLOW_TOKEN"] = "ghs_revoked"
 	step := run.run(map[string]string{"MODE": "plan", "CONTROL-DIR": "control"})
 	require.Equal(t, 0, step.code, step.stderr)
@@ -588,9 +589,7 @@ func TestActionMissingTeamIsAnAnnotation(t *testing.T) {
 	n := openControlPR(t, srv)
 	run := newSimRunner(t, srv)
 	run.checkout()
-	ev, err := srv.PullRequestEvent("acme", "control", n, "opened")
-	require.NoError(t, err)
-	run.event("pull_request", "feedc0de00000000000000000000000000000007", "refs/pull/1/merge", ev)
+	run.pullRequest(srv, n, "opened", "feedc0de00000000000000000000000000000007")
 
 	step := run.run(appInputs(srv, "plan"))
 	assert.Equal(t, 1, step.code)
