@@ -88,19 +88,25 @@ func byApp(deps []control.Deployment) []control.Deployment {
 	return out
 }
 
+// newTarget starts the Target of a repo of kind: platform-wide settings,
+// no managed files yet, and the apps/ scaffold both kinds of repo get.
+func newTarget(kind Kind, name, repo string, s settings) *Target {
+	return &Target{
+		Kind: kind, Name: name, Owner: s.owner, Repo: repo,
+		DefaultBranch: s.branch, Visibility: s.visibility,
+		Files:     map[string][]byte{},
+		Scaffolds: map[string][]byte{AppsKustomPath: []byte(emptyKustomization)},
+		Reviewers: append([]string(nil), s.admins...),
+	}
+}
+
 // clusterTarget lays out a cluster repo: platform components, the Flux
 // objects, README and CODEOWNERS, and the apps/ scaffold.
 func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Target {
 	s := x.settings()
 	name := c.Metadata.Name
 	repo := x.clusterRepo(name)
-	t := &Target{
-		Kind: KindCluster, Name: name, Owner: s.owner, Repo: repo,
-		DefaultBranch: s.branch, Visibility: s.visibility,
-		Files:     map[string][]byte{},
-		Scaffolds: map[string][]byte{AppsKustomPath: []byte(emptyKustomization)},
-		Reviewers: append([]string(nil), s.admins...),
-	}
+	t := newTarget(KindCluster, name, repo, s)
 	var components []string
 	for _, d := range byApp(deps) {
 		if d.Workspace != nil {
@@ -143,13 +149,7 @@ func (x *run) workspaceTarget(w *control.Workspace, byCluster map[string][]contr
 	s := x.settings()
 	name := w.Metadata.Name
 	repo := x.workspaceRepo(name)
-	t := &Target{
-		Kind: KindWorkspace, Name: name, Owner: s.owner, Repo: repo,
-		DefaultBranch: s.branch, Visibility: s.visibility,
-		Files:     map[string][]byte{},
-		Scaffolds: map[string][]byte{AppsKustomPath: []byte(emptyKustomization)},
-		Reviewers: append([]string(nil), s.admins...),
-	}
+	t := newTarget(KindWorkspace, name, repo, s)
 	var clusters []string
 	for _, c := range sortedClusters(x.repo.Clusters) {
 		if c.Spec.Workspace != name {
