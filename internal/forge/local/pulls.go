@@ -79,16 +79,24 @@ func writePulls(name string, pulls []pull) error {
 	return nil
 }
 
+// lockedPulls locks the repo and reads its pull requests. Callers defer
+// unlock even when err is set (it is a no-op when nothing was locked).
+func (f *Forge) lockedPulls(owner, repo string) (p repoPaths, pulls []pull, unlock func(), err error) {
+	p, err = f.paths(owner, repo)
+	if err != nil {
+		return p, nil, func() {}, err
+	}
+	unlock = f.lockRepo(owner, repo)
+	pulls, err = readPulls(p.pulls)
+	return p, pulls, unlock, err
+}
+
 // editPull loads pulls.json, lets fn change the pull request numbered n
 // (fn reports whether it changed anything) and writes the file back only on
 // a change.
 func (f *Forge) editPull(owner, repo string, n int, fn func(q *pull, p repoPaths) (bool, error)) error {
-	p, err := f.paths(owner, repo)
-	if err != nil {
-		return err
-	}
-	defer f.lockRepo(owner, repo)()
-	pulls, err := readPulls(p.pulls)
+	p, pulls, unlock, err := f.lockedPulls(owner, repo)
+	defer unlock()
 	if err != nil {
 		return err
 	}
@@ -125,12 +133,8 @@ func (f *Forge) headSHA(p repoPaths, branch string) string {
 // OpenPR implements pr.Forge. Like GitHub, it refuses a second open pull
 // request for the same head and base.
 func (f *Forge) OpenPR(ctx context.Context, owner, repo string, np pr.NewPR) (*pr.PullRequest, error) {
-	p, err := f.paths(owner, repo)
-	if err != nil {
-		return nil, err
-	}
-	defer f.lockRepo(owner, repo)()
-	pulls, err := readPulls(p.pulls)
+	p, pulls, unlock, err := f.lockedPulls(owner, repo)
+	defer unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -219,12 +223,8 @@ func (f *Forge) RecordMerged(ctx context.Context, owner, repo string, number int
 // PullRequests returns every pull request of a repo, in file order: for
 // tests and status output.
 func (f *Forge) PullRequests(owner, repo string) ([]*pr.PullRequest, error) {
-	p, err := f.paths(owner, repo)
-	if err != nil {
-		return nil, err
-	}
-	defer f.lockRepo(owner, repo)()
-	pulls, err := readPulls(p.pulls)
+	p, pulls, unlock, err := f.lockedPulls(owner, repo)
+	defer unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -237,12 +237,8 @@ func (f *Forge) PullRequests(owner, repo string) ([]*pr.PullRequest, error) {
 
 // Comments returns the comments of one pull request.
 func (f *Forge) Comments(owner, repo string, number int) ([]string, error) {
-	p, err := f.paths(owner, repo)
-	if err != nil {
-		return nil, err
-	}
-	defer f.lockRepo(owner, repo)()
-	pulls, err := readPulls(p.pulls)
+	p, pulls, unlock, err := f.lockedPulls(owner, repo)
+	defer unlock()
 	if err != nil {
 		return nil, err
 	}
