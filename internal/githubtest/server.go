@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -132,15 +133,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, pattern := mux.Handler(r)
 	route := strings.Replace(pattern, " "+apiPrefix, " ", 1)
 	entry := Request{Method: r.Method, Path: r.URL.Path, Route: route, Class: classify(r.Method, route), Time: now}
+	if route == "POST /api/graphql" && r.Body != nil {
+		// A GraphQL query is a read (1 point), a mutation a write (5 points).
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxGraphQLBody))
+		_ = r.Body.Close()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if err == nil && isGraphQLQuery(body) {
+			entry.Class = Read
+		}
+	}
 
 	if !s.enter() {
 		defer s.leave()
+		entry.Status = http.StatusForbidden
+		s.record(entry)
 		writeJSON(w, http.StatusForbidden, apiError{
 			Message:          "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
 			DocumentationURL: secondaryDocURL,
 		})
-		entry.Status = http.StatusForbidden
-		s.record(entry)
 		return
 	}
 	defer s.leave()
@@ -168,9 +178,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if msg == "" {
 				msg = http.StatusText(spec.Status)
 			}
-			writeError(w, spec.Status, msg)
 			entry.Status = spec.Status
 			s.record(entry)
+			writeError(w, spec.Status, msg)
 			return
 		}
 	}
@@ -181,9 +191,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !isAPI {
 			w.Header().Set("WWW-Authenticate", `Basic realm="GitHub"`)
 		}
-		writeError(w, authErr.status, authErr.message)
 		entry.Status = authErr.status
 		s.record(entry)
+		writeError(w, authErr.status, authErr.message)
 		return
 	}
 	r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
@@ -198,9 +208,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if rej.retryAfter > 0 {
 				w.Header().Set("Retry-After", strconv.Itoa(int(math.Max(1, math.Ceil(rej.retryAfter.Seconds())))))
 			}
-			writeJSON(w, rej.status, apiError{Message: rej.message, DocumentationURL: rej.docURL})
 			entry.Status = rej.status
 			s.record(entry)
+			writeJSON(w, rej.status, apiError{Message: rej.message, DocumentationURL: rej.docURL})
 			return
 		}
 	}
@@ -244,12 +254,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.Set("X-Github-Request-Id", fmt.Sprintf("FAKE:%d", now.UnixNano()))
 	h.Set("X-Github-Api-Version-Selected", "2022-11-28")
+	// Logged before the answer leaves: a client that has read it must find it in the log.
+	entry.Status = status
+	s.record(entry)
 	w.WriteHeader(status)
 	if status != http.StatusNotModified && status != http.StatusNoContent {
 		_, _ = w.Write(body)
 	}
-	entry.Status = status
-	s.record(entry)
 }
 
 func etagMatch(header, etag string) bool {
