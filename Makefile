@@ -8,14 +8,18 @@ PKGS      ?= ./...
 
 export GOTOOLCHAIN := local
 
-.PHONY: build test test-short lint bench bench-quick bench-go demo clean
+.PHONY: schemas build test test-short lint bench bench-quick bench-go demo clean
 
 ## build: the fleetbot binary in bin/
 build:
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/bot
 
+## schemas: GitHub's published API descriptions the tests check against (npm, pinned)
+schemas:
+	scripts/github-schemas.sh
+
 ## test: vet, then every test with the race detector
-test:
+test: schemas
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 $(PKGS)
 

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+
+	"github.com/vektah/gqlparser/v2/ast"
 )
 
 // routes registers every REST route (under /api/v3) and the git smart HTTP routes.
@@ -133,18 +135,29 @@ func (s *Server) locked(h http.HandlerFunc) http.HandlerFunc {
 
 var pullRequestIDRe = regexp.MustCompile(`pullRequestId:\s*"([^"]+)"`)
 
-// handleGraphQL supports only the enablePullRequestAutoMerge mutation.
+// handleGraphQL runs queries (see graphql.go) and the enablePullRequestAutoMerge mutation.
 func (s *Server) handleGraphQL(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Query     string         `json:"query"`
-		Variables map[string]any `json:"variables"`
-	}
+	var req gqlRequest
 	if err := decodeBody(r, &req); err != nil {
 		writeErr(w, err)
 		return
 	}
 	gqlError := func(msg string) {
 		writeJSON(w, http.StatusOK, map[string]any{"errors": []map[string]string{{"message": msg}}})
+	}
+	doc, errs := s.parseGraphQL(req.Query)
+	if len(errs) > 0 {
+		writeJSON(w, http.StatusOK, map[string]any{"errors": errs})
+		return
+	}
+	op, err := operation(doc, req.OperationName)
+	if err != nil {
+		gqlError(err.Error())
+		return
+	}
+	if op.Operation == ast.Query {
+		s.runGraphQLQuery(w, r, doc, op, req.Variables)
+		return
 	}
 	if !strings.Contains(req.Query, "enablePullRequestAutoMerge") {
 		gqlError("fake github: only the enablePullRequestAutoMerge mutation is supported")
