@@ -46,6 +46,15 @@ type Forge interface {
 	ApplyAccess(ctx context.Context, owner, repo string, p policy.Plan) error
 }
 
+// Scanner is implemented by forges that read the owner's teams and repos, and every repo's
+// branch heads and newest bot pull request, in a few batched requests (GitHub: GraphQL, 100
+// repos a query), so that the Snapshot of an unchanged repo right after costs no request. It
+// replaces Org and ListManaged; with only set, it reads just those repos and lists no managed
+// repos (as a run limited to some repos never removes others).
+type Scanner interface {
+	Scan(ctx context.Context, owner, defaultBranch, botBranch string, only []string) (policy.Org, []pr.ManagedRepo, error)
+}
+
 // WriteGate is implemented by forges that must check something before a
 // repo's writes start: the GitHub forge re-reads a pull request known only
 // from its cache (errors wrapping pr.ErrStale: plan the repo again) and checks
@@ -278,6 +287,31 @@ func prOptions(repo *control.Repo, opts Options) pr.Options {
 	}
 }
 
+// readOwner reads, once per run, what the owner's org holds (teams, archived repos, logins)
+// and, for a run over the whole fleet, the repos fleetbot manages there: with one batched scan
+// when the forge can (see Scanner), else with Org and ListManaged.
+func readOwner(ctx context.Context, f Forge, owner, defBranch, botBranch string, only []string) (policy.Org, []pr.ManagedRepo, error) {
+	if sc, ok := f.(Scanner); ok {
+		org, managed, err := sc.Scan(ctx, owner, defBranch, botBranch, only)
+		if err != nil {
+			return org, nil, fmt.Errorf("reading the teams and repos of %s: %w", owner, err)
+		}
+		return org, managed, nil
+	}
+	org, err := f.Org(ctx, owner)
+	if err != nil {
+		return org, nil, fmt.Errorf("reading the teams and repos of %s: %w", owner, err)
+	}
+	if only != nil {
+		return org, nil, nil
+	}
+	managed, err := f.ListManaged(ctx, owner)
+	if err != nil {
+		return org, nil, fmt.Errorf("listing repos managed under %s: %w", owner, err)
+	}
+	return org, managed, nil
+}
+
 // plan runs the read-only phase shared by Plan and Apply.
 func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Target, opts Options) ([]*item, *Report, error) {
 	if repo == nil || repo.Platform == nil {
@@ -293,9 +327,17 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 	started := opts.Now()
 	spec := repo.Platform.Spec
 	owner := spec.Owner
-	org, err := f.Org(ctx, owner)
+	defBranch := spec.DefaultBranch
+	if defBranch == "" {
+		defBranch = control.DefaultBranch
+	}
+	only := map[string]bool{}
+	for _, r := range opts.Only {
+		only[strings.ToLower(r)] = true
+	}
+	org, managed, err := readOwner(ctx, f, owner, defBranch, spec.PullRequests.Branch, opts.Only)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading the teams and repos of %s: %w", owner, err)
+		return nil, nil, err
 	}
 	if is := repo.MissingTeams(owner, org.HasTeam); len(is) > 0 {
 		// A team that does not exist is a control repo error: nothing is
@@ -303,18 +345,6 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 		rep := &Report{Source: opts.Source, Issues: is, started: started}
 		rep.finish(opts.Now())
 		return nil, rep, is
-	}
-	var managed []pr.ManagedRepo
-	only := map[string]bool{}
-	for _, r := range opts.Only {
-		only[strings.ToLower(r)] = true
-	}
-	if opts.Only == nil {
-		var err error
-		managed, err = f.ListManaged(ctx, owner)
-		if err != nil {
-			return nil, nil, fmt.Errorf("listing repos managed under %s: %w", owner, err)
-		}
 	}
 	items := make([]*item, 0, len(targets)+len(managed))
 	wanted := map[string]bool{}
@@ -329,10 +359,6 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 		if (opts.Only == nil || only[strings.ToLower(t.Repo)]) && opts.Shard.Owns(t.Repo) {
 			items = append(items, newItem(t))
 		}
-	}
-	defBranch := spec.DefaultBranch
-	if defBranch == "" {
-		defBranch = control.DefaultBranch
 	}
 	for _, m := range managed {
 		if wanted[m.Repo] || !opts.Shard.Owns(m.Repo) {

@@ -205,6 +205,24 @@ func cloneAccess(a policy.Access) policy.Access {
 //
 // GitHub API docs: https://docs.github.com/rest/teams/teams#list-teams
 func (f *Forge) Org(ctx context.Context, owner string) (policy.Org, error) {
+	o, err := f.orgTeams(ctx, owner)
+	if err != nil {
+		return o, err
+	}
+	repos, err := f.listRepos(ctx, owner)
+	if err != nil {
+		return o, err
+	}
+	for _, r := range repos {
+		if r.GetArchived() {
+			o.Archived = append(o.Archived, r.GetName())
+		}
+	}
+	return o, nil
+}
+
+// orgTeams reads the owner's team slugs and the login fleetbot acts as (no repos).
+func (f *Forge) orgTeams(ctx context.Context, owner string) (policy.Org, error) {
 	o := policy.Org{Name: owner}
 	if l := f.selfLogin(ctx); l != "" {
 		o.Self = []string{l}
@@ -229,15 +247,6 @@ func (f *Forge) Org(ctx context.Context, owner string) (policy.Org, error) {
 			break
 		}
 		opts.Page = resp.NextPage
-	}
-	repos, err := f.listRepos(ctx, owner)
-	if err != nil {
-		return o, err
-	}
-	for _, r := range repos {
-		if r.GetArchived() {
-			o.Archived = append(o.Archived, r.GetName())
-		}
 	}
 	return o, nil
 }

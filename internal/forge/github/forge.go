@@ -57,6 +57,8 @@ type Forge struct {
 
 	mu    sync.Mutex
 	repos map[string]*repoEntry
+	// scanGen numbers the scans; only hints of the latest one are used.
+	scanGen uint64
 
 	loginOnce sync.Once
 	login     string
@@ -76,6 +78,8 @@ type repoEntry struct {
 	commits map[string]*written
 	// pendingProtection is applied once the default branch exists (new repos).
 	pendingProtection bool
+	// hint is what the latest Scan saw of the repo, for the next Snapshot.
+	hint *headHint
 }
 
 type written struct {

@@ -123,7 +123,8 @@ func editTarget(t *testing.T, targets []*fanout.Target, repo string) {
 }
 
 // TestRequestCosts measures the requests of each reconcile type on the fake GitHub and holds
-// them to DESIGN §5: a no-op is at most one read per repo and no write, also in a new process;
+// them to DESIGN §5: a no-op is no read per repo (one batched scan) and no write, also in a new
+// process with a new installation token;
 // a new PR is 4 writes (+1 to label it), an update 4 (see the package doc for why not 3); plan
 // writes nothing, and its client cannot.
 func TestRequestCosts(t *testing.T) {
@@ -154,13 +155,13 @@ func TestRequestCosts(t *testing.T) {
 		for repo, c := range e.costs() {
 			total.reads, total.writes = total.reads+c.reads, total.writes+c.writes
 			if repo != "" {
-				assert.LessOrEqual(t, c.reads, 1, "%s: no-op reads of %s", run, repo)
+				assert.Zero(t, c.reads, "%s: no-op reads of %s: the scan read its heads", run, repo)
 			}
 		}
 		assert.Zero(t, total.writes, run)
-		// Per run, not per repo: a page of the org's repos (ListManaged, Org), a page of its
-		// teams (Org) and, once per process, the identity.
-		assert.LessOrEqual(t, total.reads, repos+4, "%s: one read per repo plus the per-run listings", run)
+		// Per run, not per repo: a page of the org's teams, one GraphQL scan of its repos'
+		// heads and bot PRs (100 repos a page) and, once per process, the identity.
+		assert.LessOrEqual(t, total.reads, 3, "%s: the per-run reads only", run)
 		t.Logf("no-op (%s): %d repos, %d reads, %d writes", run, repos, total.reads, total.writes)
 	}
 	// The open PRs already carry the desired trees: a no-op, also in a new process.
@@ -212,9 +213,9 @@ func TestRequestCosts(t *testing.T) {
 	assert.Zero(t, e.costs()[""].writes+e.costs()["cluster-prod-eu-1"].writes, "and nothing reached GitHub")
 }
 
-// TestStalePRReplanned: a PR closed by hand moves no ref, so the no-op snapshot misses it;
-// before writing, the forge re-reads it and the repo is planned again: a new PR is opened
-// instead of updating the closed one.
+// TestStalePRReplanned: a PR closed by hand moves no ref; the run's scan sees it closed (and,
+// on a forge without the scan, the re-read before writing would): a new PR is opened instead
+// of updating the closed one.
 func TestStalePRReplanned(t *testing.T) {
 	e := newEnv(t)
 	f := e.forge(t, false)

@@ -1,8 +1,14 @@
 package github
 
 import (
+	"encoding/json"
+	"io"
 	"net/http"
 	"regexp"
+	"strings"
+
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/parser"
 )
 
 // kind is how a request counts against GitHub's limits.
@@ -45,8 +51,41 @@ func isRead(method string) bool {
 	return false
 }
 
-func kindOf(req *http.Request) kind {
+// isReadRequest reports whether a request only reads: a GET, HEAD or OPTIONS, or a GraphQL
+// POST whose document holds queries only (GitHub counts it as 1 point, like a GET; a mutation
+// costs 5). The document is parsed, not matched as text, so no mutation passes as a read.
+func isReadRequest(req *http.Request) bool {
 	if isRead(req.Method) {
+		return true
+	}
+	if req.Method != http.MethodPost || !strings.HasSuffix(req.URL.Path, "/graphql") || req.GetBody == nil {
+		return false
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return false
+	}
+	defer body.Close()
+	var gq struct {
+		Query string `json:"query"`
+	}
+	if err := json.NewDecoder(io.LimitReader(body, 1<<20)).Decode(&gq); err != nil {
+		return false
+	}
+	doc, err := parser.ParseQuery(&ast.Source{Input: gq.Query})
+	if err != nil || len(doc.Operations) == 0 {
+		return false
+	}
+	for _, op := range doc.Operations {
+		if op.Operation != ast.Query {
+			return false
+		}
+	}
+	return true
+}
+
+func kindOf(req *http.Request) kind {
+	if isReadRequest(req) {
 		return kindRead
 	}
 	for _, re := range contentCreating[req.Method] {

@@ -20,7 +20,7 @@ func NewReadOnlyTransport(next http.RoundTripper) *ReadOnlyTransport {
 
 // RoundTrip implements http.RoundTripper.
 func (t *ReadOnlyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if isRead(req.Method) {
+	if isReadRequest(req) {
 		return t.next.RoundTrip(req)
 	}
 	if req.Body != nil {

@@ -2,7 +2,10 @@ package github
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"strconv"
+	"sync/atomic"
 	"testing"
 
 	gh "github.com/google/go-github/v62/github"
@@ -45,4 +48,35 @@ func TestReadOnlyClientBlocksCreateTree(t *testing.T) {
 	assert.NotContains(t, err.Error(), "t0ken")
 	assert.Empty(t, s.requests())
 	assert.Zero(t, c.Stats().Requests.Writes)
+}
+
+// TestReadOnlyTransportGraphQL: a GraphQL query is a read and passes; a mutation, or a
+// document hiding one beside a query, is a write and is refused without reaching GitHub.
+func TestReadOnlyTransportGraphQL(t *testing.T) {
+	s := newTestServer(t, nil)
+	var reached atomic.Int32
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		_, _ = w.Write([]byte(`{"data":{}}`))
+	})
+	rt := NewReadOnlyTransport(http.DefaultTransport)
+	post := func(doc string) (*http.Response, error) {
+		body := `{"query":` + strconv.Quote(doc) + `}`
+		req, err := http.NewRequest(http.MethodPost, s.URL+apiPrefix+"/graphql", stringsReader(body))
+		require.NoError(t, err)
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(stringsReader(body)), nil }
+		return rt.RoundTrip(req)
+	}
+	resp, err := post(`query { viewer { login } }`)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	for _, doc := range []string{
+		`mutation($id: ID!) { enablePullRequestAutoMerge(input: {pullRequestId: $id}) { clientMutationId } }`,
+		`query A { viewer { login } } mutation B { addStar(input: {starrableId: "x"}) { clientMutationId } }`,
+		`not graphql at all`,
+	} {
+		_, err := post(doc)
+		assert.ErrorIs(t, err, ErrReadOnly, doc)
+	}
+	assert.Equal(t, int32(1), reached.Load(), "only the query reached the server")
 }

@@ -84,7 +84,7 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err := t.next.RoundTrip(r)
 		if err != nil {
 			failures++
-			if ctx.Err() != nil || !isRead(req.Method) || !replayable || failures >= t.cfg.MaxAttempts ||
+			if ctx.Err() != nil || !isReadRequest(req) || !replayable || failures >= t.cfg.MaxAttempts ||
 				errors.Is(err, ErrReadOnly) || errors.Is(err, ErrRateLimited) {
 				return nil, err
 			}

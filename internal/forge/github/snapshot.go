@@ -134,6 +134,15 @@ func (f *Forge) Snapshot(ctx context.Context, owner, repo, defaultBranch, botBra
 	if st != nil && (st.DefaultBranch != defaultBranch || st.BotBranch != botBranch) {
 		st = nil // read for other branches: start over
 	}
+	if h := f.takeHint(e, defaultBranch, botBranch); h != nil && h.unchanged(st) {
+		// The scan just read both heads and the newest pull request: nothing to ask.
+		e.fresh = true
+		if !samePR(st.PR, h.pr) {
+			st.PR = h.pr
+			f.saveState(owner, repo, st)
+		}
+		return st.snapshot(), nil
+	}
 	etag := ""
 	if st != nil {
 		etag = st.RefsETag
@@ -202,6 +211,14 @@ func (f *Forge) Snapshot(ctx context.Context, owner, repo, defaultBranch, botBra
 	e.st = next
 	f.saveState(owner, repo, next)
 	return next.snapshot(), nil
+}
+
+// samePR reports whether two observations of a pull request agree on everything Decide reads.
+func samePR(a, b *pr.PullRequest) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 func (st *repoState) snapshot() *pr.Snapshot {

@@ -1,0 +1,309 @@
+package github
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	gh "github.com/google/go-github/v62/github"
+
+	"github.com/fleetbot-io/fleetbot/internal/policy"
+	"github.com/fleetbot-io/fleetbot/internal/pr"
+)
+
+// scanPageSize is how many repositories one GraphQL query reads: GitHub's connection limit.
+const scanPageSize = 100
+
+// scanPRs is how many pull requests from the bot branch one query reads per repository: the
+// newest same-repository one is wanted, and a fork's PR with the same branch name can come first.
+const scanPRs = 3
+
+// repoFields is what one scan reads of each repository: what Org and ListManaged need (name,
+// archived, topics, description) and what Snapshot needs to tell an unchanged repo (the heads of
+// the default and bot branches, the newest pull request from the bot branch).
+var repoFields = `name isArchived description
+      repositoryTopics(first: 20) { nodes { topic { name } } }
+      base: ref(qualifiedName: $base) { target { oid } }
+      bot: ref(qualifiedName: $bot) { target { oid } }
+      pullRequests(headRefName: $botName, baseRefName: $baseName, first: ` + strconv.Itoa(scanPRs) + `, orderBy: {field: CREATED_AT, direction: DESC}, states: [OPEN, CLOSED, MERGED]) {
+        nodes { number state title body url headRefName baseRefName headRefOid isCrossRepository }
+      }`
+
+// ownerScanQuery reads one page of an owner's repositories (an organization or a user).
+var ownerScanQuery = `query($owner: String!, $after: String, $base: String!, $bot: String!, $baseName: String!, $botName: String!) {
+  repositoryOwner(login: $owner) {
+    repositories(first: 100, after: $after, ownerAffiliations: [OWNER], orderBy: {field: NAME, direction: ASC}) {
+      pageInfo { hasNextPage endCursor }
+      nodes { ` + repoFields + ` }
+    }
+  }
+}`
+
+type scanRef struct {
+	Target struct {
+		OID string `json:"oid"`
+	} `json:"target"`
+}
+
+type scanPR struct {
+	Number            int    `json:"number"`
+	State             string `json:"state"`
+	Title             string `json:"title"`
+	Body              string `json:"body"`
+	URL               string `json:"url"`
+	HeadRefName       string `json:"headRefName"`
+	BaseRefName       string `json:"baseRefName"`
+	HeadRefOID        string `json:"headRefOid"`
+	IsCrossRepository bool   `json:"isCrossRepository"`
+}
+
+type scanRepo struct {
+	Name             string  `json:"name"`
+	IsArchived       bool    `json:"isArchived"`
+	Description      *string `json:"description"`
+	RepositoryTopics struct {
+		Nodes []struct {
+			Topic struct {
+				Name string `json:"name"`
+			} `json:"topic"`
+		} `json:"nodes"`
+	} `json:"repositoryTopics"`
+	Base         *scanRef `json:"base"`
+	Bot          *scanRef `json:"bot"`
+	PullRequests struct {
+		Nodes []scanPR `json:"nodes"`
+	} `json:"pullRequests"`
+}
+
+// headHint is what a scan saw of one repo, for the Snapshot right after it.
+type headHint struct {
+	gen      uint64
+	base     string // default branch head, "" when missing
+	bot      string // bot branch head, "" when missing
+	pr       *pr.PullRequest
+	prKnown  bool // false when only fork PRs came back: look the PR up as usual
+	branches [2]string
+}
+
+// Scan implements reconcile.Scanner: the owner's teams (REST, one page per 100 teams), then
+// every repository of the owner — or only the named ones — with its archived flag, topics,
+// the heads of the default and bot branches and its newest bot pull request, 100 repositories
+// a GraphQL query. A following Snapshot of a repo whose heads did not move since the cached
+// state answers from that state with no request at all, whatever token the cache was filled
+// with (ETags vary by token: an installation token rotates every hour and would turn every
+// conditional request into a full read).
+//
+// GitHub API docs: https://docs.github.com/graphql/reference/interfaces#repositoryowner
+func (f *Forge) Scan(ctx context.Context, owner, defaultBranch, botBranch string, only []string) (policy.Org, []pr.ManagedRepo, error) {
+	o, err := f.orgTeams(ctx, owner)
+	if err != nil {
+		return o, nil, err
+	}
+	vars := map[string]any{
+		"owner": owner, "base": "refs/heads/" + defaultBranch, "bot": "refs/heads/" + botBranch,
+		"baseName": defaultBranch, "botName": botBranch,
+	}
+	var repos []scanRepo
+	if only != nil {
+		repos, err = f.scanNamed(ctx, owner, only, vars)
+	} else {
+		repos, err = f.scanOwner(ctx, owner, vars)
+	}
+	if err != nil {
+		return o, nil, err
+	}
+	f.mu.Lock()
+	f.scanGen++
+	gen := f.scanGen
+	f.mu.Unlock()
+	listed := make([]*gh.Repository, 0, len(repos))
+	for _, r := range repos {
+		if r.IsArchived {
+			o.Archived = append(o.Archived, r.Name)
+		}
+		gr := &gh.Repository{Name: gh.String(r.Name), Archived: gh.Bool(r.IsArchived), Description: r.Description}
+		for _, t := range r.RepositoryTopics.Nodes {
+			gr.Topics = append(gr.Topics, t.Topic.Name)
+		}
+		listed = append(listed, gr)
+		f.hint(owner, r, defaultBranch, botBranch, gen)
+	}
+	if only != nil {
+		return o, nil, nil
+	}
+	return o, managed(listed), nil
+}
+
+// hint records what the scan saw of one repo for its next Snapshot.
+func (f *Forge) hint(owner string, r scanRepo, defaultBranch, botBranch string, gen uint64) {
+	h := &headHint{gen: gen, branches: [2]string{defaultBranch, botBranch}}
+	if r.Base != nil {
+		h.base = r.Base.Target.OID
+	}
+	if r.Bot != nil {
+		h.bot = r.Bot.Target.OID
+	}
+	h.prKnown = true
+	for _, p := range r.PullRequests.Nodes {
+		if p.IsCrossRepository {
+			continue
+		}
+		h.pr = &pr.PullRequest{Number: p.Number, State: strings.ToLower(p.State), Head: p.HeadRefName, Base: p.BaseRefName,
+			Title: p.Title, Body: p.Body, URL: p.URL, HeadSHA: p.HeadRefOID}
+		break
+	}
+	if h.pr == nil && len(r.PullRequests.Nodes) == scanPRs {
+		h.prKnown = false // three fork PRs: ours may be older
+	}
+	e, unlock := f.entry(owner, r.Name)
+	e.hint = h
+	unlock()
+}
+
+// takeHint returns and clears a repo's hint from the latest scan for these branches.
+func (f *Forge) takeHint(e *repoEntry, defaultBranch, botBranch string) *headHint {
+	h := e.hint
+	e.hint = nil
+	f.mu.Lock()
+	gen := f.scanGen
+	f.mu.Unlock()
+	if h == nil || h.gen != gen || h.branches != [2]string{defaultBranch, botBranch} {
+		return nil
+	}
+	return h
+}
+
+// unchanged reports whether a hint shows the cached state still current: both branch heads
+// where the state has them, and the state complete (its PR looked up).
+func (h *headHint) unchanged(st *repoState) bool {
+	if st == nil || !st.PRRead || !h.prKnown {
+		return false
+	}
+	base, bot := "", ""
+	if st.Base != nil {
+		base = st.Base.SHA
+	}
+	if st.Bot != nil {
+		bot = st.Bot.SHA
+	}
+	return base == h.base && bot == h.bot
+}
+
+// scanOwner reads every repository of owner, one page of 100 after the other (GraphQL cursors
+// cannot be guessed, so pages cannot be read at once).
+func (f *Forge) scanOwner(ctx context.Context, owner string, vars map[string]any) ([]scanRepo, error) {
+	var all []scanRepo
+	var after any
+	for {
+		vars["after"] = after
+		var data struct {
+			RepositoryOwner *struct {
+				Repositories struct {
+					PageInfo struct {
+						HasNextPage bool   `json:"hasNextPage"`
+						EndCursor   string `json:"endCursor"`
+					} `json:"pageInfo"`
+					Nodes []scanRepo `json:"nodes"`
+				} `json:"repositories"`
+			} `json:"repositoryOwner"`
+		}
+		if err := f.graphQL(ctx, ownerScanQuery, vars, &data); err != nil {
+			return nil, fmt.Errorf("listing the repos of %s: %w", owner, err)
+		}
+		if data.RepositoryOwner == nil {
+			return nil, fmt.Errorf("listing the repos of %s: no organization or user of that name is visible to fleetbot: %w", owner, pr.ErrNotFound)
+		}
+		rs := data.RepositoryOwner.Repositories
+		all = append(all, rs.Nodes...)
+		if !rs.PageInfo.HasNextPage {
+			return all, nil
+		}
+		after = rs.PageInfo.EndCursor
+	}
+}
+
+// scanNamed reads the named repositories of owner, 100 a query (one aliased field each); a
+// repository that does not exist is left out.
+func (f *Forge) scanNamed(ctx context.Context, owner string, names []string, vars map[string]any) ([]scanRepo, error) {
+	var all []scanRepo
+	for start := 0; start < len(names); start += scanPageSize {
+		batch := names[start:min(start+scanPageSize, len(names))]
+		for i, name := range batch {
+			vars[fmt.Sprintf("n%d", i)] = name
+		}
+		data := map[string]*scanRepo{}
+		if err := f.graphQL(ctx, namedScanQuery(len(batch)), vars, &data, "NOT_FOUND"); err != nil {
+			return nil, fmt.Errorf("reading repos of %s: %w", owner, err)
+		}
+		for i := range batch {
+			if r := data[fmt.Sprintf("r%d", i)]; r != nil {
+				all = append(all, *r)
+			}
+		}
+		for i := range batch {
+			delete(vars, fmt.Sprintf("n%d", i))
+		}
+	}
+	return all, nil
+}
+
+// graphQL runs one GraphQL query and decodes its data. GitHub answers field errors with 200 and
+// an errors list; those of the types in tolerate (e.g. NOT_FOUND for a missing repository,
+// whose field is then null) are not errors here.
+//
+// GitHub API docs: https://docs.github.com/graphql/guides/forming-calls-with-graphql
+func (f *Forge) graphQL(ctx context.Context, query string, vars map[string]any, data any, tolerate ...string) error {
+	req, err := f.api.NewRequest(http.MethodPost, graphQLURL(f.api.BaseURL.String()), map[string]any{"query": query, "variables": vars})
+	if err != nil {
+		return err
+	}
+	var out struct {
+		Data   json.RawMessage `json:"data"`
+		Errors []struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+			Path    []any  `json:"path"`
+		} `json:"errors"`
+	}
+	if _, err := f.api.Do(ctx, req, &out); err != nil {
+		return err
+	}
+	for _, e := range out.Errors {
+		if !slices.Contains(tolerate, e.Type) {
+			return fmt.Errorf("GraphQL: %s (at %v)", e.Message, e.Path)
+		}
+	}
+	if len(out.Data) == 0 {
+		return fmt.Errorf("GraphQL: no data in the answer")
+	}
+	return json.Unmarshal(out.Data, data)
+}
+
+// graphQLURL is the GraphQL endpoint beside a REST base URL: api.github.com/graphql, or
+// HOST/api/graphql on GitHub Enterprise Server (REST at HOST/api/v3/).
+func graphQLURL(restBase string) string {
+	if base, ok := strings.CutSuffix(restBase, "/api/v3/"); ok {
+		return base + "/api/graphql"
+	}
+	return strings.TrimSuffix(restBase, "/") + "/graphql"
+}
+
+// namedScanQuery reads n named repositories, one aliased field each (r0…), their names in the
+// variables n0….
+func namedScanQuery(n int) string {
+	var q strings.Builder
+	q.WriteString("query($owner: String!, $base: String!, $bot: String!, $baseName: String!, $botName: String!")
+	for i := range n {
+		fmt.Fprintf(&q, ", $n%d: String!", i)
+	}
+	q.WriteString(") {\n")
+	for i := range n {
+		fmt.Fprintf(&q, "  r%d: repository(owner: $owner, name: $n%d) { %s }\n", i, i, repoFields)
+	}
+	q.WriteString("}")
+	return q.String()
+}

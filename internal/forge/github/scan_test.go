@@ -1,0 +1,104 @@
+package github_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	gh "github.com/google/go-github/v62/github"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
+	"github.com/fleetbot-io/fleetbot/internal/githubtest"
+	"github.com/fleetbot-io/fleetbot/internal/pr"
+)
+
+// TestScanReadsAFleetInPagesOf100: an owner of 205 repos is read with the team list and three
+// GraphQL pages, whatever the number of repos; archived repos and the managed ones (by topic)
+// come out as the REST listing gave them; a run limited to some repos reads only those (and
+// tolerates one that does not exist).
+func TestScanReadsAFleetInPagesOf100(t *testing.T) {
+	srv := githubtest.NewServer(t)
+	srv.CreateOrg("acme")
+	srv.CreateTeam("acme", "platform")
+	ctx := context.Background()
+	api := srv.Client()
+	for i := range 205 {
+		srv.CreateRepo("acme", fmt.Sprintf("cluster-%03d", i), nil)
+	}
+	srv.Commit("acme", "cluster-007", "main", "init", map[string]string{"README.md": "x"})
+	bot := srv.Commit("acme", "cluster-007", "fleetbot/sync", "change", map[string]string{"README.md": "y"})
+	_, _, err := api.Repositories.ReplaceAllTopics(ctx, "acme", "cluster-007", []string{ghforge.ManagedTopic, "fleetbot-cluster"})
+	require.NoError(t, err)
+	_, _, err = api.Repositories.Edit(ctx, "acme", "cluster-100", &gh.Repository{Archived: gh.Bool(true)})
+	require.NoError(t, err)
+
+	f := ghforge.NewForge(newTokenClient(t, srv), ghforge.ForgeOptions{})
+	srv.ResetLog()
+	org, managed, err := f.Scan(ctx, "acme", "main", "fleetbot/sync", nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"platform"}, org.Teams)
+	assert.Equal(t, []string{"cluster-100"}, org.Archived)
+	assert.Equal(t, []pr.ManagedRepo{{Kind: "cluster", Name: "007", Repo: "cluster-007"}}, managed)
+	routes := map[string]int{}
+	for _, r := range srv.Requests() {
+		routes[r.Route]++
+	}
+	assert.Equal(t, 3, routes["POST /api/graphql"], "205 repos: three pages of 100: %v", srv.Requests())
+	assert.Equal(t, 1, routes["GET /orgs/{org}/teams"])
+	assert.Len(t, srv.Requests(), 5, "and the identity: %v", routes)
+
+	srv.ResetLog()
+	only := []string{"cluster-007", "cluster-gone"}
+	org, managed, err = f.Scan(ctx, "acme", "main", "fleetbot/sync", only)
+	require.NoError(t, err)
+	assert.Nil(t, managed, "a limited run lists no managed repos")
+	assert.Empty(t, org.Archived)
+	n := 0
+	for _, r := range srv.Requests() {
+		if r.Route == "POST /api/graphql" {
+			n++
+		}
+	}
+	assert.Equal(t, 1, n, "two named repos: one query")
+
+	// The scan's heads answer the snapshot of a repo the forge has never seen with the
+	// usual reads; the state then stands for the next scan.
+	s, err := f.Snapshot(ctx, "acme", "cluster-007", "main", "fleetbot/sync")
+	require.NoError(t, err)
+	require.NotNil(t, s.Bot)
+	assert.Equal(t, bot, s.Bot.SHA)
+	_, _, err = f.Scan(ctx, "acme", "main", "fleetbot/sync", only)
+	require.NoError(t, err)
+	srv.ResetLog()
+	again, err := f.Snapshot(ctx, "acme", "cluster-007", "main", "fleetbot/sync")
+	require.NoError(t, err)
+	assert.Equal(t, s, again)
+	assert.Empty(t, srv.Requests(), "unchanged heads: the snapshot costs nothing")
+
+	// A push moves the bot branch: the next scan says so and the snapshot reads again.
+	moved := srv.Commit("acme", "cluster-007", "fleetbot/sync", "human", map[string]string{"README.md": "z"})
+	_, _, err = f.Scan(ctx, "acme", "main", "fleetbot/sync", only)
+	require.NoError(t, err)
+	s, err = f.Snapshot(ctx, "acme", "cluster-007", "main", "fleetbot/sync")
+	require.NoError(t, err)
+	assert.Equal(t, moved, s.Bot.SHA)
+}
+
+// newTokenClient is a forge client on the fake with the default user's token.
+func newTokenClient(t *testing.T, srv *githubtest.Server) *ghforge.Client {
+	t.Helper()
+	c, err := ghforge.New(context.Background(), ghforge.Config{APIURL: srv.APIURL(), Token: githubtest.DefaultToken})
+	require.NoError(t, err)
+	return c
+}
+
+// TestScanQueriesAreGitHubs: the queries the scan sends validate against GitHub's published
+// GraphQL schema (the fake checks every query against it too when it is installed).
+func TestScanQueriesAreGitHubs(t *testing.T) {
+	schema := githubtest.RequireGraphQLSchema(t)
+	for name, q := range ghforge.ScanQueries(3) {
+		assert.Empty(t, githubtest.ValidateGraphQL(schema, q), name)
+	}
+}
