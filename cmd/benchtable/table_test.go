@@ -19,7 +19,8 @@ func TestMarkdownMarksTargetsAndExplainsGaps(t *testing.T) {
 		}},
 		github: &bench.GitHubResult{
 			Clusters: 1000, Latency: 50 * time.Millisecond, Concurrency: 10,
-			Noop:        bench.Cost{Repos: 1020, Reads: 1044, RepoReads: 1020},
+			Noop: bench.Cost{Repos: 1020, Reads: 12, Requests: 14, Routes: map[string]int{
+				"POST /api/graphql": 11, "GET /orgs/{org}/teams": 1, "POST /app/installations/{id}/access_tokens": 1, "GET /orgs/{org}/installation": 1}},
 			Incremental: bench.Incremental{Load: 200 * time.Millisecond, Render: 200 * time.Millisecond, Plan: 900 * time.Millisecond, Org: 700 * time.Millisecond, OrgRequests: 12, Changed: 1},
 			FanOut:      bench.FanOut{Repos: 1000, Runs: 8, Elapsed: 7*time.Hour + 6*time.Minute, ContentWrites: 4000, Minimum: 7*time.Hour + 6*time.Minute},
 		},
@@ -29,7 +30,8 @@ func TestMarkdownMarksTargetsAndExplainsGaps(t *testing.T) {
 	assert.Contains(t, md, "| 1 | Full render, 1,000 clusters × 20 apps")
 	assert.Contains(t, md, "**600 ms**")
 	assert.Contains(t, md, "16,480 builds, **82.4 s** (5.00 ms/build; measured on 100 clusters (1,600 builds), extrapolated linearly) = **137×**")
-	assert.Contains(t, md, "1.00 per repo, 24 org-level), **0 writes**")
+	assert.Contains(t, md, "**14 requests** in all (11× `POST /api/graphql`, 1× `GET /orgs/{org}/installation`, 1× `GET /orgs/{org}/teams`, 1× `POST /app/installations/{id}/access_tokens`), of which 0 per-repo reads = 0.00 per repo; **0 writes**")
+	assert.Contains(t, md, "| ≤ 20 requests, 0 writes | met |")
 	assert.Contains(t, md, "ratio **1.000** | within 10% of the minimum | met |")
 	assert.Contains(t, md, "| < 1 s | **not met** |", "1.3 s incremental plan")
 	assert.Contains(t, md, "## Targets not met, and the plan")

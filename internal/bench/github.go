@@ -50,6 +50,11 @@ type Cost struct {
 	// RepoReads are the reads of one repo's resources (/repos/{owner}/{repo}/...);
 	// the others (org listings, teams, the login) are per run.
 	RepoReads int
+	// Requests is every request of the run, App authentication included, and
+	// Routes counts them by route ("GET /orgs/{org}/teams": 1), the request log
+	// a figure is taken from.
+	Requests int
+	Routes   map[string]int
 	// Wall is the wall time of the run(s).
 	Wall time.Duration
 }
@@ -203,7 +208,11 @@ func GitHub(ctx context.Context, o GitHubOptions) (*GitHubResult, error) {
 	}
 	defer os.RemoveAll(dir)
 	start := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
-	srv, err := githubtest.New(filepath.Join(dir, "github"), githubtest.WithPrimaryLimit(0), githubtest.WithStartTime(start))
+	// Installation tokens outlive the run: the virtual clock skips hours of
+	// budget waits that the token source (ghinstallation, on real time) never
+	// sees, so it would not know to mint a new one.
+	srv, err := githubtest.New(filepath.Join(dir, "github"), githubtest.WithPrimaryLimit(0), githubtest.WithStartTime(start),
+		githubtest.WithTokenLifetime(1000*time.Hour))
 	if err != nil {
 		return nil, err
 	}
@@ -241,10 +250,12 @@ func GitHub(ctx context.Context, o GitHubOptions) (*GitHubResult, error) {
 	}
 	res.Setup = time.Since(setupStart)
 
-	// The measuring client: default budget, a new forge on the snapshot
-	// cache the setup left on disk (as a restarted service would find it).
-	mc, err := ghforge.New(ctx, ghforge.Config{APIURL: srv.APIURL(), Token: githubtest.DefaultToken,
-		Budget: ghforge.BudgetConfig{Clock: clock}})
+	// The measuring client: the App with a fresh installation token (GitHub's
+	// ETags vary by token, so nothing the setup's token cached is valid), the
+	// default budget, and a new forge on the snapshot cache the setup left on
+	// disk (as a restarted service would find it).
+	mc, err := ghforge.New(ctx, ghforge.Config{APIURL: srv.APIURL(), AppID: srv.AppID(), PrivateKey: srv.AppPrivateKeyPEM(),
+		Owner: owner, Budget: ghforge.BudgetConfig{Clock: clock}})
 	if err != nil {
 		return nil, err
 	}
@@ -355,8 +366,13 @@ func mergeAll(ctx context.Context, c *gh.Client, rep *reconcile.Report) error {
 
 // counts sums the fake's request log since its last reset.
 func counts(srv *githubtest.Server) Cost {
-	var c Cost
+	c := Cost{Routes: map[string]int{}}
 	for _, r := range srv.Requests() {
+		c.Requests++
+		c.Routes[r.Route]++
+		if strings.HasPrefix(r.Route, "POST /app/") {
+			continue // minting an installation token: authentication, not a write to the fleet
+		}
 		switch {
 		case r.Status == http.StatusForbidden || r.Status == http.StatusTooManyRequests:
 			c.Limited++
