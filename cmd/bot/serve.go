@@ -182,10 +182,10 @@ func (a *app) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, error) 
 	if f.resync <= 0 {
 		return serveConfig{}, fmt.Errorf("--resync-interval %s: must be positive", f.resync)
 	}
-	cacheDir := ""
-	if a.github.cacheDir != "" {
-		cacheDir = a.github.cache(gcfg.APIURL)
-	}
+	// The snapshot cache persists across restarts by default, as for the CLI: with the
+	// batched scan, a restart then costs one GraphQL query per 100 repos, not a full read
+	// of every repo.
+	cacheDir := a.github.cache(gcfg.APIURL)
 	return serveConfig{
 		Control: f.control, Secret: secret, GitHub: gcfg, GitURL: firstNonEmpty(f.gitURL, webRoot(gcfg.APIURL)),
 		CacheDir: cacheDir, Resync: f.resync, Workers: f.workers, QueueSize: f.queueSize, MaxBody: f.maxBody,

@@ -130,7 +130,7 @@ func TestHandlersDecide(t *testing.T) {
 		want              *Job // nil: ignored
 	}{
 		{"control push", "push", pushBody("acme/control", "refs/heads/main", "renovate[bot]"),
-			&Job{Kind: KindApply, Repo: "acme/control", SHA: strings.Repeat("a", 40), Reason: "push"}},
+			&Job{Kind: KindApply, Repo: "acme/control", SHA: strings.Repeat("a", 40), Reason: "push", Incremental: true}},
 		{"control push by fleetbot", "push", pushBody("acme/control", "refs/heads/main", "fleetbot[bot]"), nil},
 		{"control push to a branch", "push", pushBody("acme/control", "refs/heads/feature", "alice"), nil},
 		{"target push", "push", pushBody("acme/cluster-a", "refs/heads/main", "alice"),

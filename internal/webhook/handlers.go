@@ -101,7 +101,7 @@ func (h *PushHandler) Handle(_ context.Context, d Delivery) (string, error) {
 		if ev.GetDeleted() {
 			return h.ignore(d, repo, "default branch deleted")
 		}
-		return h.queue(d, Job{Kind: KindApply, Repo: repo, SHA: ev.GetAfter(), Reason: "push"})
+		return h.queue(d, Job{Kind: KindApply, Repo: repo, SHA: ev.GetAfter(), Reason: "push", Incremental: true})
 	default:
 		return h.queue(d, Job{Kind: KindDrift, Repo: repo, Reason: "push"})
 	}

@@ -42,6 +42,10 @@ type Job struct {
 	Base, Author string
 	// Reason says what caused the job: "push", "resync", "pull_request.closed"...
 	Reason string
+	// Incremental lets an apply plan only the target repos whose desired state changed since
+	// the last converged render (a push to the control repo); a job coalesced with a full one
+	// (a resync, an installation change) is full.
+	Incremental bool
 	// Delivery is the X-GitHub-Delivery of the newest delivery merged in
 	// ("" for a resync).
 	Delivery string
@@ -70,6 +74,7 @@ func (j Job) Key() string {
 // merge folds a newer job with the same key into j.
 func (j Job) merge(newer Job) Job {
 	newer.Queued = earliest(j.Queued, newer.Queued)
+	newer.Incremental = j.Incremental && newer.Incremental
 	newer.Merged = j.Merged + newer.Merged + 1
 	if newer.SHA == "" {
 		newer.SHA = j.SHA

@@ -109,6 +109,9 @@ type Service struct {
 
 	mu     sync.Mutex
 	fleets []*fleetEntry // most recent first
+	// converged is the render the last apply left every repo of (none failed or deferred):
+	// an incremental apply plans only the repos whose desired state differs from it.
+	converged *fleetEntry
 }
 
 // fleetEntry is the control repo at one commit, loaded and rendered once.
@@ -214,6 +217,20 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 	if err != nil {
 		return fmt.Errorf("control repo at %s: %w", shortSHA(sha), err)
 	}
+	if only == nil && j.Incremental {
+		var full bool
+		only, full = s.changedSince(sha, targets)
+		switch {
+		case full:
+			only = nil
+		case len(only) == 0:
+			s.log.Info("no target repo changed since the last converged apply", "delivery", j.Delivery, "source", shortSHA(sha))
+			s.markConverged(sha, targets)
+			return nil
+		default:
+			s.log.Info("incremental apply", "delivery", j.Delivery, "source", shortSHA(sha), "repos", len(only))
+		}
+	}
 	opts := reconcile.Options{
 		Concurrency: s.cfg.Concurrency, Only: only,
 		Logger: s.log.With("delivery", j.Delivery, "kind", j.Kind),
@@ -240,7 +257,48 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 		s.log.Info("fleet reconciled", "delivery", j.Delivery, "kind", j.Kind, "trigger", j.Repo, "source", shortSHA(sha),
 			"repos", len(rep.Results), "changed", changed, "failed", len(rep.Failed()), "deferred", len(rep.Deferred()))
 	}
+	switch {
+	case j.Kind == KindDrift:
+	case err == nil && rep != nil && len(rep.Failed()) == 0 && len(rep.Deferred()) == 0 && rep.Refused == nil:
+		// Every repo planned is converged, and (incremental) the others were at an
+		// equal desired state already.
+		s.markConverged(sha, targets)
+	default:
+		s.markConverged("", nil) // the next push plans the whole fleet
+	}
 	return err
+}
+
+// changedSince lists the target repos whose desired state at sha differs from the last
+// converged render (new target repos included); full is true when there is none to compare
+// with, or when a target repo was removed (a removal needs a full run, where the removal guard
+// sees the whole fleet).
+func (s *Service) changedSince(sha string, targets []*fanout.Target) (only []string, full bool) {
+	s.mu.Lock()
+	prev := s.converged
+	s.mu.Unlock()
+	if prev == nil {
+		return nil, true
+	}
+	if prev.sha == sha {
+		return []string{}, false
+	}
+	changed, removed := fanout.Changed(prev.targets, targets)
+	if len(removed) > 0 {
+		return nil, true
+	}
+	return append([]string{}, changed...), false
+}
+
+// markConverged records the render every target repo is now at ("" forgets it).
+func (s *Service) markConverged(sha string, targets []*fanout.Target) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sha == "" {
+		s.converged = nil
+		return
+	}
+	s.converged = &fleetEntry{sha: sha, targets: targets}
 }
 
 // drift reconciles the one target repo of j.
