@@ -27,10 +27,17 @@ test: schemas
 test-short:
 	$(GO) test -count=1 $(PKGS)
 
-## lint: formatting and vet
-lint:
+STATICCHECK_VERSION ?= v0.8.2
+
+## lint: formatting, vet and staticcheck (module v0.8.2 = release 2026.2.2, pinned; installed into bin/ on first use)
+lint: bin/staticcheck-$(STATICCHECK_VERSION)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	bin/staticcheck-$(STATICCHECK_VERSION) $(PKGS)
+
+bin/staticcheck-$(STATICCHECK_VERSION):
+	GOBIN=$(CURDIR)/bin GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv bin/staticcheck $@
 
 ## bench: measure render, incremental plan, GitHub cost, fan-out and webhook
 ## latency at fleet scale and write docs/benchmarks.md (about 3 minutes)

@@ -25,6 +25,7 @@ import (
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/ghaction"
 	"github.com/fleetbot-io/fleetbot/internal/manifest"
+	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 	"github.com/fleetbot-io/fleetbot/internal/review"
 )
@@ -763,13 +764,10 @@ func mdCell(s string) string {
 }
 
 func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
 	if sha == "" {
 		return "working tree"
 	}
-	return sha
+	return pr.ShortSHA(sha)
 }
 
 // reviewControl runs check control on the pull request: the change from the base to the

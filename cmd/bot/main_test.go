@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,7 +65,7 @@ func TestRenderProducesGoldenTrees(t *testing.T) {
 	want := readFiles(t, goldenDir)
 	delete(want, "targets.json")
 	delete(got, renderMarker)
-	require.Equal(t, sortedKeys(want), sortedKeys(got), "rendered file set differs from testdata/golden (refresh with go test ./internal/fanout -update)")
+	require.Equal(t, slices.Sorted(maps.Keys(want)), slices.Sorted(maps.Keys(got)), "rendered file set differs from testdata/golden (refresh with go test ./internal/fanout -update)")
 	for p, w := range want {
 		assert.Equal(t, w, got[p], "rendered %s differs from golden", p)
 	}

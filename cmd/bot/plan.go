@@ -103,7 +103,7 @@ func buildDesiredPlan(f *fleet) (desiredPlan, error) {
 	for _, t := range f.targets {
 		d := desiredRepo{
 			Repo: t.FullName(), Kind: t.Kind, Name: t.Name,
-			Files: sortedKeys(t.Files), Scaffolds: sortedKeys(t.Scaffolds),
+			Files: slices.Sorted(maps.Keys(t.Files)), Scaffolds: slices.Sorted(maps.Keys(t.Scaffolds)),
 			Teams: map[string]string{}, Reviewers: t.Reviewers,
 		}
 		var objs []manifest.Object
@@ -171,12 +171,8 @@ func sourceLabel(rev string) string {
 
 func formatTeams(teams map[string]string) string {
 	parts := make([]string, 0, len(teams))
-	for _, t := range sortedKeys(teams) {
+	for _, t := range slices.Sorted(maps.Keys(teams)) {
 		parts = append(parts, t+"="+teams[t])
 	}
 	return strings.Join(parts, ", ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	return slices.Sorted(maps.Keys(m))
 }

@@ -97,17 +97,6 @@ func TestValuePrecedence(t *testing.T) {
 		"default < entry < cluster; undeclared names dropped; unset required absent")
 }
 
-func TestValidateHandBuiltRepo(t *testing.T) {
-	is := Validate(&Repo{Clusters: []*Cluster{{
-		TypeMeta: TypeMeta{APIVersion: APIVersion, Kind: KindCluster},
-		Metadata: Meta{Name: "a"},
-		Source:   Source{File: "clusters/a.yaml"},
-	}}})
-	require.Len(t, is, 1, "only the missing platform: %v", is)
-	assert.Equal(t, "platform.yaml", is[0].Pos.String())
-	assert.Contains(t, is[0].Message, "platform.yaml is missing")
-}
-
 func TestRepoNames(t *testing.T) {
 	r := &Repo{}
 	assert.Equal(t, "cluster-x", r.ClusterRepo("x"), "defaults without a platform")

@@ -3,8 +3,10 @@ package control
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,20 +39,9 @@ const (
 	teamHint     = "use the team's slug as in its GitHub URL: lowercase letters, digits, '-', '_' and '.'"
 )
 
-// Validate checks a loaded control repo against the contract and returns
-// every problem, sorted, each at the file:line of the offending field. Load
-// calls it; it is exported for repos assembled in code. A repo without a
-// Platform is reported as "platform.yaml is missing".
-func Validate(r *Repo) Issues {
-	v := &validator{r: r}
-	if r.Platform == nil {
-		v.is.Add(Position{File: platformFile}, "create platform.yaml with the one kind: Platform object", "platform.yaml is missing")
-	}
-	return v.run()
-}
-
-// validate is Validate without the missing-Platform issue, which Load has
-// already reported more precisely (missing, unparsable, ...).
+// validate checks a loaded control repo against the contract and returns every problem,
+// sorted, each at the file:line of the offending field. A missing Platform is not reported
+// here: Load has already said so more precisely (missing, unparsable, ...).
 func validate(r *Repo) Issues {
 	return (&validator{r: r}).run()
 }
@@ -110,7 +101,7 @@ func (v *validator) meta(tm TypeMeta, m Meta, src Source, kind string) {
 }
 
 func (v *validator) labels(set map[string]string, src Source, path string) {
-	for _, k := range sortedKeys(set) {
+	for _, k := range slices.Sorted(maps.Keys(set)) {
 		pos := src.At(path + "." + k)
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
 			v.add(pos, "label keys are [prefix/]name: name at most 63 alphanumerics, '-', '_' or '.'", "invalid label key %q: %s", k, strings.Join(errs, "; "))
@@ -235,9 +226,9 @@ func (v *validator) entryValues(app string, values Values, src Source, path stri
 	if a == nil {
 		return
 	}
-	for _, name := range sortedKeys(values) {
+	for _, name := range slices.Sorted(maps.Keys(values)) {
 		if _, ok := a.Spec.Values[name]; !ok {
-			declared := sortedKeys(a.Spec.Values)
+			declared := slices.Sorted(maps.Keys(a.Spec.Values))
 			hint := "remove it"
 			if s := closest(name, declared); s != "" {
 				hint = fmt.Sprintf("did you mean %q?", s)
@@ -372,7 +363,7 @@ func (v *validator) app(a *App) {
 	default:
 		v.add(src.At("spec.scope"), "use cluster or namespaced", "invalid scope %q", a.Spec.Scope)
 	}
-	for _, name := range sortedKeys(a.Spec.Values) {
+	for _, name := range slices.Sorted(maps.Keys(a.Spec.Values)) {
 		pos := src.At("spec.values." + name)
 		if !valueNameRe.MatchString(name) {
 			v.add(pos, "value names are letters, digits and '_', not starting with a digit (they are used as ${name})", "invalid value name %q", name)
@@ -388,8 +379,8 @@ func (v *validator) app(a *App) {
 // app does not declare, so a typo never reaches a cluster. $${name} is an
 // escaped literal; forms other than a plain ${name} are left to the renderer.
 func (v *validator) substitutions(a *App) {
-	declared := sortedKeys(a.Spec.Values)
-	for _, file := range sortedKeys(a.Files) {
+	declared := slices.Sorted(maps.Keys(a.Spec.Values))
+	for _, file := range slices.Sorted(maps.Keys(a.Files)) {
 		if !isYAML(file) && path.Base(file) != "Kustomization" {
 			continue
 		}
@@ -539,11 +530,11 @@ func (v *validator) values() {
 				declared[name] = true
 			}
 		}
-		for _, name := range sortedKeys(c.Spec.Values) {
+		for _, name := range slices.Sorted(maps.Keys(c.Spec.Values)) {
 			if declared[name] {
 				continue
 			}
-			names := sortedKeys(declared)
+			names := slices.Sorted(maps.Keys(declared))
 			hint := "remove it; no app deployed to this cluster declares values"
 			if len(names) > 0 {
 				hint = "the apps deployed to " + c.Metadata.Name + " declare: " + strings.Join(names, ", ")
@@ -558,7 +549,7 @@ func (v *validator) values() {
 			v.add(c.Source.At("spec.values."+name), hint, "no app deployed to cluster %s declares value %s", c.Metadata.Name, name)
 		}
 		for _, d := range deps {
-			for _, name := range sortedKeys(d.App.Spec.Values) {
+			for _, name := range slices.Sorted(maps.Keys(d.App.Spec.Values)) {
 				if !d.App.Spec.Values[name].Required {
 					continue
 				}
@@ -635,15 +626,6 @@ func validRef(s string) bool {
 		}
 	}
 	return true
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func listOrNone(names []string) string {

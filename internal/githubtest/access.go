@@ -3,8 +3,10 @@ package githubtest
 import (
 	"bufio"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -83,7 +85,7 @@ func (s *Server) teamFromReq(r *http.Request) (*team, error) {
 
 func (s *Server) orgTeams(org string) []*team {
 	var out []*team
-	for _, k := range sortedKeys(s.st.Teams) {
+	for _, k := range slices.Sorted(maps.Keys(s.st.Teams)) {
 		if t := s.st.Teams[k]; strings.EqualFold(t.Org, org) {
 			out = append(out, t)
 		}
@@ -121,7 +123,7 @@ func (s *Server) handleTeamMembers(w http.ResponseWriter, r *http.Request) {
 	}
 	role := r.URL.Query().Get("role")
 	out := []*github.User{}
-	for _, login := range sortedKeys(t.Members) {
+	for _, login := range slices.Sorted(maps.Keys(t.Members)) {
 		if role == "" || role == "all" || role == t.Members[login] {
 			out = append(out, s.userJSON(login))
 		}
@@ -154,7 +156,7 @@ func (s *Server) handleTeamRepos(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := []*github.Repository{}
-	for _, k := range sortedKeys(t.Repos) {
+	for _, k := range slices.Sorted(maps.Keys(t.Repos)) {
 		if rm := s.st.Repos[k]; rm != nil {
 			repo := s.repoJSON(rm)
 			repo.Permissions = permissionsMap(t.Repos[k])
@@ -216,7 +218,7 @@ func (s *Server) handleRepoTeams(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := []*github.Team{}
-	for _, k := range sortedKeys(s.st.Teams) {
+	for _, k := range slices.Sorted(maps.Keys(s.st.Teams)) {
 		t := s.st.Teams[k]
 		if perm, ok := t.Repos[repoKey(rm.Owner, rm.Name)]; ok {
 			out = append(out, s.teamJSON(t, perm))
@@ -265,7 +267,7 @@ func (s *Server) handleListCollaborators(w http.ResponseWriter, r *http.Request)
 		}
 	}
 	out := []*github.User{}
-	for _, l := range sortedKeys(logins) {
+	for _, l := range slices.Sorted(maps.Keys(logins)) {
 		u := s.userJSON(l)
 		perm := rm.Collaborators[l]
 		if r.URL.Query().Get("affiliation") != "direct" {

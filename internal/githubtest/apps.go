@@ -8,8 +8,10 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -229,7 +231,7 @@ func (s *Server) handleGetApp(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleListInstallations(w http.ResponseWriter, r *http.Request) {
 	var out []*github.Installation
-	for _, id := range sortedKeys(s.st.Installations) {
+	for _, id := range slices.Sorted(maps.Keys(s.st.Installations)) {
 		out = append(out, s.installationJSON(s.st.Installations[id]))
 	}
 	writePage(w, r, out)
@@ -294,7 +296,7 @@ func (s *Server) handleInstallationRepos(w http.ResponseWriter, r *http.Request)
 		return
 	}
 	var repos []*github.Repository
-	for _, k := range sortedKeys(s.st.Repos) {
+	for _, k := range slices.Sorted(maps.Keys(s.st.Repos)) {
 		if rm := s.st.Repos[k]; strings.EqualFold(rm.Owner, in.Account) {
 			repos = append(repos, s.repoJSON(rm))
 		}

@@ -3,6 +3,7 @@ package githubtest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -138,7 +139,7 @@ func (s *Server) handleListCheckRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	name := r.URL.Query().Get("check_name")
 	runs := []*github.CheckRun{}
-	for _, id := range sortedKeys(s.st.CheckRuns) {
+	for _, id := range slices.Sorted(maps.Keys(s.st.CheckRuns)) {
 		cr := s.st.CheckRuns[id]
 		if cr.Repo == repoKey(rm.Owner, rm.Name) && cr.HeadSHA == c.Hash.String() && (name == "" || cr.Name == name) {
 			runs = append(runs, s.checkRunJSON(rm, cr))

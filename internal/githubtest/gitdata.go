@@ -3,8 +3,10 @@ package githubtest
 import (
 	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -292,7 +294,7 @@ func (s *Server) handleCreateTree(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	// A file replacing a directory or the other way round must not leave both.
-	paths := sortedKeys(flat)
+	paths := slices.Sorted(maps.Keys(flat))
 	sort.Strings(paths)
 	for i := 1; i < len(paths); i++ {
 		if strings.HasPrefix(paths[i], paths[i-1]+"/") {
@@ -430,7 +432,7 @@ func (s *Server) handleMatchingRefs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := []*github.Reference{}
-	for _, name := range sortedKeys(refs) {
+	for _, name := range slices.Sorted(maps.Keys(refs)) {
 		if strings.HasPrefix(name, prefix) {
 			t, _ := g.objectType(refs[name])
 			out = append(out, s.refJSON(rm, name, refs[name], t.String()))

@@ -116,10 +116,6 @@ func (g *gitRepo) deleteRef(name string) error {
 	return nil
 }
 
-func (g *gitRepo) has(h plumbing.Hash) bool {
-	return g.st.HasEncodedObject(h) == nil
-}
-
 func (g *gitRepo) objectType(h plumbing.Hash) (plumbing.ObjectType, bool) {
 	o, err := g.st.EncodedObject(plumbing.AnyObject, h)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -120,7 +121,7 @@ func (s *Server) parseGraphQL(query string) (*ast.QueryDocument, gqlerror.List) 
 		if err != nil {
 			return nil, gqlerror.List{gqlerror.Wrap(err)}
 		}
-		if errs := validator.Validate(sc, doc); len(errs) > 0 {
+		if errs := validator.ValidateWithRules(sc, doc, nil); len(errs) > 0 {
 			return nil, errs
 		}
 		return doc, nil
@@ -138,10 +139,10 @@ func operation(doc *ast.QueryDocument, name string) (*ast.OperationDefinition, e
 		if op := doc.Operations.ForName(name); op != nil {
 			return op, nil
 		}
-		return nil, fmt.Errorf("No operation named %q", name)
+		return nil, githubError(fmt.Sprintf("No operation named %q", name))
 	}
 	if len(doc.Operations) != 1 {
-		return nil, errors.New("An operation name is required when the document has several operations")
+		return nil, githubError("An operation name is required when the document has several operations")
 	}
 	return doc.Operations[0], nil
 }
@@ -166,6 +167,11 @@ type gqlObject interface {
 	typename() string
 	field(name string, args map[string]any) (any, error)
 }
+
+// githubError is an error message as GitHub words it (capitalised, with its full stop).
+type githubError string
+
+func (e githubError) Error() string { return string(e) }
 
 // gqlNotFound is a field error GitHub reports with type NOT_FOUND and a null value.
 type gqlNotFound struct{ msg string }
@@ -480,7 +486,7 @@ func (r *gqlRepo) pullRequests(args map[string]any) (any, error) {
 		}
 	}
 	var iss []*issue
-	for _, n := range sortedKeys(rm.Issues) {
+	for _, n := range slices.Sorted(maps.Keys(rm.Issues)) {
 		is := rm.Issues[n]
 		if is.Pull == nil {
 			continue
@@ -557,19 +563,19 @@ func connection(name string, nodes []gqlObject, args map[string]any) (any, error
 		raw, err := base64.StdEncoding.DecodeString(a)
 		n, cerr := strconv.Atoi(strings.TrimPrefix(string(raw), "cursor:v2:"))
 		if err != nil || cerr != nil || n < 0 {
-			return nil, fmt.Errorf("`%s` does not appear to be a valid cursor.", a)
+			return nil, githubError(fmt.Sprintf("`%s` does not appear to be a valid cursor.", a))
 		}
 		start = n + 1
 	}
 	first, hasFirst := intArg(args["first"])
 	if !hasFirst {
 		if _, hasLast := args["last"]; !hasLast {
-			return nil, fmt.Errorf("You must provide a `first` or `last` value to properly paginate the `%s` connection.", strings.TrimSuffix(name, "Connection"))
+			return nil, githubError(fmt.Sprintf("You must provide a `first` or `last` value to properly paginate the `%s` connection.", strings.TrimSuffix(name, "Connection")))
 		}
 		first = int64(len(nodes))
 	}
 	if first < 0 || first > 100 {
-		return nil, fmt.Errorf("Requesting %d records on the `%s` connection exceeds the `first` limit of 100 records.", first, strings.TrimSuffix(name, "Connection"))
+		return nil, githubError(fmt.Sprintf("Requesting %d records on the `%s` connection exceeds the `first` limit of 100 records.", first, strings.TrimSuffix(name, "Connection")))
 	}
 	start = min(start, len(nodes))
 	end := min(start+int(first), len(nodes))
@@ -632,7 +638,7 @@ func ValidateGraphQL(schema *ast.Schema, query string) []string {
 		return []string{err.Error()}
 	}
 	var out []string
-	for _, e := range validator.Validate(schema, doc) {
+	for _, e := range validator.ValidateWithRules(schema, doc, nil) {
 		out = append(out, e.Error())
 	}
 	return out

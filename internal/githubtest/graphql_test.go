@@ -127,7 +127,7 @@ func TestGraphQLFakeAnswersOnlyWhatGitHubDescribes(t *testing.T) {
 	}`
 	doc, err := parser.ParseQuery(&ast.Source{Input: q})
 	require.NoError(t, err)
-	require.Empty(t, validator.Validate(schema, doc))
+	require.Empty(t, validator.ValidateWithRules(schema, doc, nil))
 	s := NewServer(t)
 	s.CreateRepo("acme", "r", map[string]string{"a": "b"})
 	out := graphQL(t, s, q, nil)

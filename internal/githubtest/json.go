@@ -1,7 +1,6 @@
 package githubtest
 
 import (
-	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -22,15 +20,6 @@ import (
 // nodeID makes a GraphQL-style global id.
 func nodeID(kind string, id int64) string {
 	return base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "0%02d:%s%d", len(kind), kind, id))
-}
-
-func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // paginate cuts items to the page asked for by per_page/page and builds GitHub's Link header.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -35,7 +36,7 @@ func (s *Server) refsChangedLocked(rm *repoMeta, g *gitRepo, changes []refChange
 		}
 		ch := ch
 		s.queueEvent("push", func() any { return s.pushEventLocked(rm, g, ch, actor) })
-		for _, n := range sortedKeys(rm.Issues) {
+		for _, n := range slices.Sorted(maps.Keys(rm.Issues)) {
 			is := rm.Issues[n]
 			pr := is.Pull
 			if pr == nil || is.State != "open" {
@@ -167,7 +168,7 @@ func (s *Server) handleListPulls(w http.ResponseWriter, r *http.Request) {
 	}
 	head := q.Get("head")
 	var out []*github.PullRequest
-	for _, n := range sortedKeys(rm.Issues) {
+	for _, n := range slices.Sorted(maps.Keys(rm.Issues)) {
 		is := rm.Issues[n]
 		if is.Pull == nil || (state != "all" && is.State != state) {
 			continue

@@ -3,6 +3,7 @@ package githubtest
 import (
 	"encoding/base64"
 	"errors"
+	"maps"
 	"net/http"
 	"os"
 	"path"
@@ -298,7 +299,7 @@ func (s *Server) handleListBranches(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := []*github.Branch{}
-	for _, name := range sortedKeys(branches) {
+	for _, name := range slices.Sorted(maps.Keys(branches)) {
 		b, err := s.branchJSON(rm, g, name, branches[name])
 		if err != nil {
 			writeErr(w, err)

@@ -2,7 +2,9 @@ package githubtest
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -334,7 +336,7 @@ func (s *Server) Pulls(owner, repo string) []*github.PullRequest {
 		return nil
 	}
 	var out []*github.PullRequest
-	for _, n := range sortedKeys(rm.Issues) {
+	for _, n := range slices.Sorted(maps.Keys(rm.Issues)) {
 		if is := rm.Issues[n]; is.Pull != nil {
 			out = append(out, s.pullJSON(rm, is))
 		}

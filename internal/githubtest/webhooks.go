@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -170,14 +172,14 @@ func (s *Server) headCommitLocked(rm *repoMeta, g *gitRepo, c *object.Commit) *g
 	before, err1 := g.flatten(parentTree)
 	after, err2 := g.flatten(c.TreeHash)
 	if err1 == nil && err2 == nil {
-		for _, p := range sortedKeys(after) {
+		for _, p := range slices.Sorted(maps.Keys(after)) {
 			if b, ok := before[p]; !ok {
 				hc.Added = append(hc.Added, p)
 			} else if b != after[p] {
 				hc.Modified = append(hc.Modified, p)
 			}
 		}
-		for _, p := range sortedKeys(before) {
+		for _, p := range slices.Sorted(maps.Keys(before)) {
 			if _, ok := after[p]; !ok {
 				hc.Removed = append(hc.Removed, p)
 			}
@@ -199,7 +201,7 @@ func (s *Server) installationEventLocked(action string, id int64) *github.Instal
 	ev := &github.InstallationEvent{Action: github.String(action), Sender: s.userJSON(DefaultUser)}
 	if in != nil {
 		ev.Installation = s.installationJSON(in)
-		for _, k := range sortedKeys(s.st.Repos) {
+		for _, k := range slices.Sorted(maps.Keys(s.st.Repos)) {
 			if rm := s.st.Repos[k]; strings.EqualFold(rm.Owner, in.Account) {
 				ev.Repositories = append(ev.Repositories, &github.Repository{ID: github.Int64(rm.ID),
 					Name: github.String(rm.Name), FullName: github.String(rm.fullName()), Private: github.Bool(rm.Visibility != "public")})

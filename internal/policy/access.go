@@ -1,7 +1,5 @@
 package policy
 
-import "sort"
-
 // rank orders roles so that a team listed under two personas keeps the
 // stronger role, and so that Diff can tell an upgrade from a downgrade.
 // Unknown (custom) roles rank lowest.
@@ -82,15 +80,4 @@ func ControlRepoAccess(platformAdmins []string, branch string) Access {
 	teams := map[string]Role{}
 	grant(teams, RoleAdmin, platformAdmins)
 	return Access{Teams: teams, Protection: DefaultProtection(branch)}
-}
-
-// sortedKeys returns the keys of m in order, so every output built from a
-// map is deterministic.
-func sortedKeys(m map[string]Role) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -101,7 +102,7 @@ func Diff(desired, observed Access, opts DiffOptions) Plan {
 	var p Plan
 	protected := func(name string) bool { return slices.Contains(opts.Protected, name) }
 
-	for _, name := range sortedKeys(desired.Teams) {
+	for _, name := range slices.Sorted(maps.Keys(desired.Teams)) {
 		want := desired.Teams[name]
 		have, ok := observed.Teams[name]
 		switch {
@@ -118,7 +119,7 @@ func Diff(desired, observed Access, opts DiffOptions) Plan {
 			p.Changes = append(p.Changes, Change{Name: name, From: have, To: want})
 		}
 	}
-	for _, name := range sortedKeys(observed.Teams) {
+	for _, name := range slices.Sorted(maps.Keys(observed.Teams)) {
 		if _, ok := desired.Teams[name]; ok {
 			continue
 		}
@@ -132,7 +133,7 @@ func Diff(desired, observed Access, opts DiffOptions) Plan {
 			p.Revokes = append(p.Revokes, Grant{Name: name, Role: have})
 		}
 	}
-	for _, login := range sortedKeys(observed.Collaborators) {
+	for _, login := range slices.Sorted(maps.Keys(observed.Collaborators)) {
 		have := observed.Collaborators[login]
 		if want, ok := desired.Collaborators[login]; ok && want == have {
 			continue

@@ -125,7 +125,7 @@ func Apply(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Option
 	}
 	if d.Block {
 		msg := fmt.Sprintf("fleetbot found commit %s on `%s` that it did not make, so it stops updating this pull request and will never overwrite that commit.\n\n"+
-			"Merge or close this pull request to let fleetbot propose changes again.", short(d.bot.SHA), o.Branch)
+			"Merge or close this pull request to let fleetbot propose changes again.", ShortSHA(d.bot.SHA), o.Branch)
 		if err := f.Comment(ctx, owner, repo, d.PR.Number, msg); err != nil {
 			return nil, wrap(fmt.Sprintf("commenting on PR #%d", d.PR.Number), err)
 		}
@@ -136,7 +136,7 @@ func Apply(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Option
 		}
 	}
 	if d.ClosePR {
-		msg := fmt.Sprintf("`%s` already matches what the control repo asks for (tree `%s`), so this pull request is no longer needed: fleetbot closes it", d.defBr, short(d.Tree))
+		msg := fmt.Sprintf("`%s` already matches what the control repo asks for (tree `%s`), so this pull request is no longer needed: fleetbot closes it", d.defBr, ShortSHA(d.Tree))
 		if d.DeleteBranch {
 			msg += " and deletes `" + o.Branch + "`"
 		}

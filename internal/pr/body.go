@@ -3,7 +3,9 @@ package pr
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -74,7 +76,7 @@ func CommitMessage(t *fanout.Target, source string) string {
 	if src == "" {
 		src = "unknown"
 	}
-	return fmt.Sprintf("fleetbot: %s from %s\n\n%s: %s\n", verb, short(src), TrailerSource, src)
+	return fmt.Sprintf("fleetbot: %s from %s\n\n%s: %s\n", verb, ShortSHA(src), TrailerSource, src)
 }
 
 // body renders the PR description: source commit, files and objects changed,
@@ -105,7 +107,7 @@ func body(d *Decision, t *fanout.Target, source string, m marker) string {
 	}
 	if sum := SummarizeObjects(d.Objects); len(sum) > 0 {
 		b.WriteString("### Objects\n\n| kind | added | changed | removed |\n|---|---:|---:|---:|\n")
-		for _, k := range sortedKeys(sum) {
+		for _, k := range slices.Sorted(maps.Keys(sum)) {
 			c := sum[k]
 			fmt.Fprintf(&b, "| %s | %d | %d | %d |\n", k, c.Added, c.Changed, c.Removed)
 		}

@@ -3,6 +3,8 @@ package pr
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -206,7 +208,7 @@ func Decide(s *Snapshot, t *fanout.Target, o Options) (*Decision, error) {
 				d.Bootstrap = append(d.Bootstrap, Change{Path: p, Mode: gittree.ModeFile, Content: c})
 			}
 		}
-		for _, p := range sortedKeys(t.Scaffolds) {
+		for _, p := range slices.Sorted(maps.Keys(t.Scaffolds)) {
 			boot[p] = blobEntry(t.Scaffolds[p])
 			d.Bootstrap = append(d.Bootstrap, Change{Path: p, Mode: gittree.ModeFile, Content: t.Scaffolds[p]})
 		}
@@ -264,7 +266,7 @@ func Decide(s *Snapshot, t *fanout.Target, o Options) (*Decision, error) {
 			}
 		case !ours(s.Bot, m):
 			d.Action, d.Block = ActionBlocked, true
-			d.Reason = fmt.Sprintf("commit %s on %s was not made by fleetbot: PR #%d is left alone", short(s.Bot.SHA), o.Branch, p.Number)
+			d.Reason = fmt.Sprintf("commit %s on %s was not made by fleetbot: PR #%d is left alone", ShortSHA(s.Bot.SHA), o.Branch, p.Number)
 		case inSync:
 			d.Action, d.ClosePR, d.DeleteBranch = ActionClose, true, true
 			d.Reason = fmt.Sprintf("%s already matches the desired state", d.defBr)
@@ -278,7 +280,7 @@ func Decide(s *Snapshot, t *fanout.Target, o Options) (*Decision, error) {
 		default:
 			d.Action, d.PushBranch, d.UpdatePR = updateAction(t), true, true
 			if firstParent(s.Bot) != s.Base.SHA {
-				d.Reason = fmt.Sprintf("%s moved: rebuild PR #%d on %s", d.defBr, p.Number, short(s.Base.SHA))
+				d.Reason = fmt.Sprintf("%s moved: rebuild PR #%d on %s", d.defBr, p.Number, ShortSHA(s.Base.SHA))
 			} else {
 				d.Reason = fmt.Sprintf("desired state changed: update PR #%d", p.Number)
 			}
@@ -393,16 +395,8 @@ func blobEntry(c []byte) gittree.Entry {
 	return gittree.Entry{Mode: gittree.ModeFile, Hash: gittree.BlobHash(c)}
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
-func short(sha string) string {
+// ShortSHA abbreviates a commit SHA as GitHub shows it (7 characters).
+func ShortSHA(sha string) string {
 	if len(sha) > 7 {
 		return sha[:7]
 	}

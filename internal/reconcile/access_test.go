@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -48,20 +47,6 @@ type accessHarness struct {
 // orgTeams are the teams of acme in the access scenarios: those the example
 // control repo names, plus some nobody should have.
 var orgTeams = []string{"platform", "payments-sre", "payments-devs", "search-sre", "search-devs", "intruders", "x1", "x2", "x3"}
-
-func controlTeams(t *testing.T, dir string) []string {
-	repo, err := control.LoadDir(dir)
-	require.NoError(t, err)
-	seen := map[string]bool{}
-	var out []string
-	for _, r := range repo.TeamRefs() {
-		if !seen[r.Slug] {
-			seen[r.Slug] = true
-			out = append(out, r.Slug)
-		}
-	}
-	return out
-}
 
 func localAccessHarness(t *testing.T, teams []string) *accessHarness {
 	requireGit(t)
@@ -300,15 +285,6 @@ func drift(r Result) []string {
 	return r.Access.Drift
 }
 
-func sortedLines(m map[string]string) []string {
-	var out []string
-	for k, v := range m {
-		out = append(out, k+"="+v)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // TestAccessConvergesFromDrift: four kinds of hand-made drift, each in its
 // own repo (each is one removal, within the default 25% cap), show in plan,
 // plan writes nothing, and apply converges every repo to the matrix.
@@ -444,7 +420,7 @@ func TestAccessNeverRemovesPlatformOrBot(t *testing.T) {
 		// A second platform admin team is granted admin everywhere; the first
 		// keeps admin and the bot stays.
 		edit(t, r.dir, "platform.yaml", "admins: [platform]", "admins: [platform, x1]")
-		rep = r.mustApply(t, Options{AllowAccessRemovals: true})
+		r.mustApply(t, Options{AllowAccessRemovals: true})
 		assert.Equal(t, "admin", h.teams(t, "cluster-staging-eu-1")["x1"])
 		assert.Equal(t, "admin", h.teams(t, "cluster-staging-eu-1")["platform"])
 		assert.Equal(t, map[string]string{h.self: "admin"}, h.collaborators(t, "cluster-staging-eu-1"))

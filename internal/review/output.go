@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/fleetbot-io/fleetbot/internal/pr"
 )
 
 // WriteJSON writes the report as indented JSON.
@@ -114,10 +116,7 @@ func md(s string) string {
 }
 
 func short(s string) string {
-	if len(s) == 40 {
-		return s[:12]
-	}
-	return orNone(s)
+	return orNone(pr.ShortSHA(s))
 }
 
 func orNone(s string) string {

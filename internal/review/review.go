@@ -19,7 +19,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -397,7 +399,7 @@ func diffTargets(base, head []*fanout.Target, repo *control.Repo) []TargetChange
 		b := bt[t.Repo]
 		tc := TargetChange{Repo: t.FullName(), Kind: t.Kind, Name: t.Name, Op: OpModified}
 		if b == nil {
-			tc.Op, tc.Files = OpAdded, sortedKeys(t.Files)
+			tc.Op, tc.Files = OpAdded, slices.Sorted(maps.Keys(t.Files))
 			tc.Access = accessDiff(policy.Access{}, t.Access)
 		} else {
 			tc.Files = fileDiffs(b.Files, t.Files)
@@ -472,26 +474,17 @@ func fileDiffs(b, h map[string][]byte) []string {
 
 func accessDiff(b, h policy.Access) []string {
 	var out []string
-	for _, team := range sortedKeys(h.Teams) {
+	for _, team := range slices.Sorted(maps.Keys(h.Teams)) {
 		if r, ok := b.Teams[team]; !ok {
 			out = append(out, fmt.Sprintf("grant team %s %s", team, h.Teams[team]))
 		} else if r != h.Teams[team] {
 			out = append(out, fmt.Sprintf("team %s: %s -> %s", team, r, h.Teams[team]))
 		}
 	}
-	for _, team := range sortedKeys(b.Teams) {
+	for _, team := range slices.Sorted(maps.Keys(b.Teams)) {
 		if _, ok := h.Teams[team]; !ok {
 			out = append(out, fmt.Sprintf("revoke team %s (%s)", team, b.Teams[team]))
 		}
 	}
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
+	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 )
 
@@ -92,6 +93,9 @@ type ServiceConfig struct {
 	Verdict Verdict
 	// Concurrency is reconcile's per-run concurrency (default reconcile's).
 	Concurrency int
+	// Shard restricts apply and drift jobs to the target repos this replica owns; check jobs
+	// plan the whole fleet (they write nothing but a check run).
+	Shard reconcile.Shard
 	// Logger and Metrics may be nil.
 	Logger  *slog.Logger
 	Metrics *metrics.Metrics
@@ -215,7 +219,7 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 	}
 	repo, targets, err := s.fleet(ctx, sha)
 	if err != nil {
-		return fmt.Errorf("control repo at %s: %w", shortSHA(sha), err)
+		return fmt.Errorf("control repo at %s: %w", pr.ShortSHA(sha), err)
 	}
 	if only == nil && j.Incremental {
 		var full bool
@@ -224,15 +228,15 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 		case full:
 			only = nil
 		case len(only) == 0:
-			s.log.Info("no target repo changed since the last converged apply", "delivery", j.Delivery, "source", shortSHA(sha))
+			s.log.Info("no target repo changed since the last converged apply", "delivery", j.Delivery, "source", pr.ShortSHA(sha))
 			s.markConverged(sha, targets)
 			return nil
 		default:
-			s.log.Info("incremental apply", "delivery", j.Delivery, "source", shortSHA(sha), "repos", len(only))
+			s.log.Info("incremental apply", "delivery", j.Delivery, "source", pr.ShortSHA(sha), "repos", len(only))
 		}
 	}
 	opts := reconcile.Options{
-		Concurrency: s.cfg.Concurrency, Only: only,
+		Concurrency: s.cfg.Concurrency, Only: only, Shard: s.cfg.Shard,
 		Logger: s.log.With("delivery", j.Delivery, "kind", j.Kind),
 		Progress: func(r reconcile.Result) {
 			s.cfg.Metrics.Reconciled(r.Repo, outcomeOf(r))
@@ -254,7 +258,7 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 				changed++
 			}
 		}
-		s.log.Info("fleet reconciled", "delivery", j.Delivery, "kind", j.Kind, "trigger", j.Repo, "source", shortSHA(sha),
+		s.log.Info("fleet reconciled", "delivery", j.Delivery, "kind", j.Kind, "trigger", j.Repo, "source", pr.ShortSHA(sha),
 			"repos", len(rep.Results), "changed", changed, "failed", len(rep.Failed()), "deferred", len(rep.Deferred()))
 	}
 	switch {
@@ -310,10 +314,14 @@ func (s *Service) drift(ctx context.Context, j Job) error {
 	}
 	repo, _, err := s.fleet(ctx, sha)
 	if err != nil {
-		return fmt.Errorf("control repo at %s: %w", shortSHA(sha), err)
+		return fmt.Errorf("control repo at %s: %w", pr.ShortSHA(sha), err)
 	}
 	if !strings.EqualFold(owner, repo.Platform.Spec.Owner) {
 		s.log.Debug("drift on a repo outside the platform owner; ignored", "repo", j.Repo, "delivery", j.Delivery)
+		return nil
+	}
+	if !s.cfg.Shard.Owns(name) {
+		s.log.Debug("drift on a repo another shard owns; its resync covers it", "repo", j.Repo, "delivery", j.Delivery)
 		return nil
 	}
 	return s.apply(ctx, j, []string{name})
@@ -352,7 +360,7 @@ func (s *Service) check(ctx context.Context, j Job) error {
 		fctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 	}
-	s.log.Info("check run", "delivery", j.Delivery, "repo", j.Repo, "pr", j.PR, "sha", shortSHA(j.SHA), "conclusion", res.Conclusion)
+	s.log.Info("check run", "delivery", j.Delivery, "repo", j.Repo, "pr", j.PR, "sha", pr.ShortSHA(j.SHA), "conclusion", res.Conclusion)
 	return s.cfg.Checks.Finish(fctx, id, res)
 }
 
@@ -453,7 +461,7 @@ func planResult(rep *reconcile.Report, markdown string) CheckResult {
 		res.Title += fmt.Sprintf("; %d could not be planned", len(failed))
 	}
 	res.Summary = fmt.Sprintf("Plan of source `%s`: %s. Merging this pull request makes fleetbot open or update one pull request per changed repo; nothing is written before.",
-		shortSHA(rep.Source), res.Title)
+		pr.ShortSHA(rep.Source), res.Title)
 	return res
 }
 
@@ -487,11 +495,4 @@ func worst(a, b string) string {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
-}
-
-func shortSHA(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	gh "github.com/google/go-github/v62/github"
 	"github.com/stretchr/testify/require"
 )
 
@@ -79,14 +78,6 @@ func (s *testServer) do(t *testing.T, rt http.RoundTripper, method, path, body s
 	resp, err := rt.RoundTrip(req)
 	require.NoError(t, err, "%s %s", method, path)
 	return resp
-}
-
-// ghClient returns a go-github client on rt for the test server.
-func (s *testServer) ghClient(t *testing.T, rt http.RoundTripper) *gh.Client {
-	t.Helper()
-	c, err := newAPIClient(rt, s.apiURL(), "")
-	require.NoError(t, err)
-	return c
 }
 
 // fakeClock's Sleep advances time at once, so waits measured in minutes cost nothing; the sleeps

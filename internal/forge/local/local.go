@@ -149,7 +149,8 @@ func lock(root string, opts Options) (*os.File, error) {
 	}
 	if !opts.Shared {
 		line := fmt.Sprintf("pid %d since %s\n", os.Getpid(), time.Now().UTC().Format(time.RFC3339))
-		if err := lf.Truncate(0); err == nil {
+		err := lf.Truncate(0)
+		if err == nil {
 			_, err = lf.WriteAt([]byte(line), 0)
 		}
 		if err != nil {
