@@ -54,6 +54,8 @@ type serveConfig struct {
 	Grace       time.Duration
 	Concurrency int
 	CheckName   string
+	// Shard is this replica's share of the target repos (docs/scale-out.md).
+	Shard reconcile.Shard
 
 	Logger *slog.Logger
 	// BeforeJob runs before every job (tests inject faults with it).
@@ -64,10 +66,10 @@ type serveConfig struct {
 
 // serveFlags are serve's own flags; each has a FLEETBOT_* variable.
 type serveFlags struct {
-	listen, control, secretFile, gitURL, checkName string
-	resync, grace                                  time.Duration
-	workers, queueSize, concurrency                int
-	maxBody                                        int64
+	listen, control, secretFile, gitURL, checkName, shard string
+	resync, grace                                         time.Duration
+	workers, queueSize, concurrency                       int
+	maxBody                                               int64
 }
 
 func (a *app) serveCommand() *cobra.Command {
@@ -98,7 +100,7 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := flagsFromEnv(cmd.Flags(), "listen", "control-repo", "webhook-secret-file", "git-url", "check-name",
-				"resync-interval", "shutdown-grace", "workers", "queue-size", "concurrency", "max-body", "log-level"); err != nil {
+				"resync-interval", "shutdown-grace", "workers", "queue-size", "concurrency", "max-body", "log-level", "shard"); err != nil {
 				return err
 			}
 			if !cmd.Flags().Changed("log-level") {
@@ -133,6 +135,7 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
 	fs.IntVar(&f.queueSize, "queue-size", webhook.DefaultQueueSize, "distinct jobs that may wait; deliveries beyond are refused with 503")
 	fs.IntVar(&f.concurrency, "concurrency", reconcile.DefaultConcurrency, "target repos one job works on at once")
 	fs.Int64Var(&f.maxBody, "max-body", webhook.DefaultMaxBody, "largest webhook body accepted, in bytes (413 beyond)")
+	fs.StringVar(&f.shard, "shard", "", "INDEX/COUNT: reconcile only the target repos this replica owns (replica INDEX of COUNT, e.g. the StatefulSet ordinal); see docs/scale-out.md")
 	return cmd
 }
 
@@ -157,6 +160,10 @@ func (a *app) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, error) 
 	owner, name, ok := strings.Cut(f.control, "/")
 	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
 		return serveConfig{}, fmt.Errorf("--control-repo %q: want OWNER/NAME of the control repo on GitHub (or FLEETBOT_CONTROL_REPO)", f.control)
+	}
+	shard, err := reconcile.ParseShard(f.shard)
+	if err != nil {
+		return serveConfig{}, fmt.Errorf("--shard: %w", err)
 	}
 	var secret []byte
 	switch {
@@ -189,7 +196,7 @@ func (a *app) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, error) 
 	return serveConfig{
 		Control: f.control, Secret: secret, GitHub: gcfg, GitURL: firstNonEmpty(f.gitURL, webRoot(gcfg.APIURL)),
 		CacheDir: cacheDir, Resync: f.resync, Workers: f.workers, QueueSize: f.queueSize, MaxBody: f.maxBody,
-		Grace: f.grace, Concurrency: f.concurrency, CheckName: f.checkName, Logger: log,
+		Grace: f.grace, Concurrency: f.concurrency, CheckName: f.checkName, Shard: shard, Logger: log,
 	}, nil
 }
 
@@ -263,7 +270,7 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener) error {
 		}}
 		svc, err := webhook.NewService(webhook.ServiceConfig{
 			Control: src, Renderer: renderer, Verdict: verdict,
-			Forges: forges.open, Checks: checks, Concurrency: cfg.Concurrency,
+			Forges: forges.open, Checks: checks, Concurrency: cfg.Concurrency, Shard: cfg.Shard,
 			Logger: log, Metrics: m, BeforeJob: cfg.BeforeJob,
 		})
 		if err != nil {

@@ -763,6 +763,13 @@ func TestServeConfigErrors(t *testing.T) {
 	assert.Contains(t, stderr, "serve needs a GitHub App")
 	assert.NotContains(t, stderr, "ghp_x")
 
+	code, _, stderr = cli(t, "serve", "--shard", "3/3")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "--shard: shard 3/3: want 0 <= index < count")
+	code, _, stderr = cli(t, "serve", "--shard", "two")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `--shard: shard "two": want INDEX/COUNT, e.g. 0/3`)
+
 	t.Setenv("FLEETBOT_RESYNC_INTERVAL", "soon")
 	code, _, stderr = cli(t, "serve")
 	assert.Equal(t, 1, code)

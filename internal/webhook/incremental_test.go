@@ -291,3 +291,44 @@ func TestCoalescedApplyIsFullIfEitherIs(t *testing.T) {
 	assert.False(t, resync.merge(push).Incremental)
 	assert.True(t, push.merge(push).Incremental)
 }
+
+// TestShardedServiceAppliesItsOwnRepos: replica 0 of 2 reads and writes only the repos jump
+// hashing gives it, and ignores drift on the others; replica 1 does the rest.
+func TestShardedServiceAppliesItsOwnRepos(t *testing.T) {
+	ctx := context.Background()
+	clock := func() time.Time { return time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC) }
+	f, err := local.Open(t.TempDir(), local.Options{Now: clock})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	forge := &snapshotCounter{Forge: f, snaps: map[string]int{}}
+	ctl := &memControl{commits: map[string]fs.FS{}}
+	sha := ctl.push(readControl(t))
+	var all []string
+	var svcs []*Service
+	for i := range 2 {
+		shard := reconcile.Shard{Index: i, Count: 2}
+		svc, err := NewService(ServiceConfig{
+			Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}), Shard: shard,
+			Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return forge, nil },
+		})
+		require.NoError(t, err)
+		svcs = append(svcs, svc)
+		require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}))
+		read := forge.take()
+		require.NotEmpty(t, read, "shard %d", i)
+		for _, r := range read {
+			assert.True(t, shard.Owns(r), "shard %d read %s", i, r)
+		}
+		all = append(all, read...)
+	}
+	sort.Strings(all)
+	assert.Len(t, all, 6, "together the shards cover every repo once: %v", all)
+	// Drift on a repo goes to its owner; the other replica leaves it to that one's resync.
+	for _, r := range all {
+		owner := reconcile.ShardOf(r, 2)
+		require.NoError(t, svcs[1-owner].Execute(ctx, Job{Kind: KindDrift, Repo: "acme/" + r}))
+		assert.Empty(t, forge.take(), "replica %d ignores drift on %s", 1-owner, r)
+		require.NoError(t, svcs[owner].Execute(ctx, Job{Kind: KindDrift, Repo: "acme/" + r}))
+		assert.Equal(t, []string{r}, forge.take(), "replica %d reconciles %s", owner, r)
+	}
+}
