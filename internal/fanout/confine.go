@@ -57,7 +57,8 @@ type RepoCheck struct {
 // build runs on an in-memory filesystem holding only them.
 func CheckRepo(files map[string][]byte, c RepoCheck) []RepoProblem {
 	var out []RepoProblem
-	for _, p := range precheckFiles(files, false) {
+	staged, problems := closeTree(files, false)
+	for _, p := range problems {
 		out = append(out, RepoProblem{File: p.File, Line: p.Line, Message: repoWords(p.Message), Hint: repoWords(p.Hint)})
 	}
 	if len(out) > 0 {
@@ -69,13 +70,13 @@ func CheckRepo(files map[string][]byte, c RepoCheck) []RepoProblem {
 	ko.Reorder = krusty.ReorderOptionLegacy
 	k := krusty.MakeKustomizer(ko)
 	for _, entry := range c.Entries {
-		out = append(out, checkEntry(k, files, entry, c.Namespace)...)
+		out = append(out, checkEntry(k, files, staged, entry, c.Namespace)...)
 	}
 	return sortProblems(out)
 }
 
 // checkEntry builds one kustomization directory and checks its objects.
-func checkEntry(k *krusty.Kustomizer, files map[string][]byte, entry, ns string) (out []RepoProblem) {
+func checkEntry(k *krusty.Kustomizer, files, staged map[string][]byte, entry, ns string) (out []RepoProblem) {
 	kfile := entry + "/kustomization.yaml"
 	for _, name := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
 		if _, ok := files[path.Join(entry, name)]; ok {
@@ -90,7 +91,7 @@ func checkEntry(k *krusty.Kustomizer, files map[string][]byte, entry, ns string)
 	}()
 	const root = "/repo"
 	fs := filesys.MakeFsInMemory()
-	for p, data := range files {
+	for p, data := range staged {
 		if err := fs.WriteFile(path.Join(root, p), data); err != nil {
 			return []RepoProblem{{File: p, Message: fmt.Sprintf("cannot stage file for kustomize: %v", err)}}
 		}
