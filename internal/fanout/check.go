@@ -197,6 +197,12 @@ func (c *checker) kustomization(file string) ([]byte, bool) {
 		c.add(file, 0, fmt.Sprintf("cannot re-encode %s: %v", file, err), "simplify the kustomization")
 		return nil, false
 	}
+	// An explicit "resources: []" makes a kustomization non-empty for
+	// kustomize; the encoding drops empty lists, so say it again.
+	var again types.Kustomization
+	if k.CheckEmpty() == nil && again.Unmarshal(out) == nil && again.CheckEmpty() != nil {
+		out = append(out, "resources: []\n"...)
+	}
 	return out, true
 }
 
