@@ -87,7 +87,7 @@ func inputHash(files map[string][]byte) string {
 // kyaml's schema are not safe for concurrent use.
 func kustomize(k *krusty.Kustomizer, files map[string][]byte) (b *build) {
 	b = &build{variants: map[string]*variant{}}
-	staged, problems := closeTree(files, true)
+	staged, problems := closeTree(files, []string{"."}, true)
 	if b.problems = problems; len(b.problems) > 0 {
 		return b
 	}

@@ -34,9 +34,13 @@ func isKustomization(p string) bool {
 
 // precheck is closeTree for a catalog app, keeping only the problems.
 func precheck(files map[string][]byte) []problem {
-	_, probs := closeTree(files, true)
+	_, probs := closeTree(files, []string{"."}, true)
 	return probs
 }
+
+// kustomizationNames are the file names kustomize reads as a directory's
+// kustomization, in its order of preference.
+var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
 
 // closeTree makes a tree of files safe to hand to kustomize: rendering is
 // closed, it never starts a process or opens a connection.
@@ -44,53 +48,58 @@ func precheck(files map[string][]byte) []problem {
 // kustomize's loader clones any path its own git-URL parser accepts (with
 // the git binary, whatever filesystem the build runs on) and fetches any
 // http(s) URL it is asked to load; krusty offers no option to turn either
-// off. So the loader never gets to decide: every kustomization is decoded
-// with kustomize's own decoder (types.Kustomization.Unmarshal: the same
-// case-insensitive keys, anchors and merge keys kustomize sees), every path
-// it names must be a file or directory of the tree, and the staged
-// kustomization is re-encoded from that decoded value with each path
-// rewritten to an explicit relative form ("./x" or "../x"), which
-// kustomize's git-URL parser refuses (no scheme, no user@, no github.com
-// prefix) and which is never a URL. Entries in a remote form, absolute
+// off. So the loader never gets to decide: every kustomization reachable
+// from the entry directories is decoded with kustomize's own decoder
+// (types.Kustomization.Unmarshal: the same case-insensitive keys, anchors
+// and merge keys kustomize sees), every path it names must be a file or
+// directory of the tree, and the staged kustomization is re-encoded from
+// that decoded value with each path rewritten to an explicit relative form
+// ("./x" or "../x"), which kustomize's git-URL parser refuses (no scheme, no
+// user@, no github.com prefix) and which is never a URL. A kustomization no
+// entry reaches is not staged at all. Entries in a remote form, absolute
 // paths, paths leaving the tree, Helm inflation (a helm process) and
 // non-builtin plugins (exec or container functions) are problems; so is an
 // http(s) URL anywhere in a builtin plugin's config (its loads go through
 // the same loader). A catalog app needs a kustomization.yaml at its root
-// (needRoot); a workspace or cluster repo has several entry points.
+// (needRoot).
 //
-// staged holds every file, kustomizations rewritten; it is meaningful only
-// when there are no problems.
-func closeTree(files map[string][]byte, needRoot bool) (staged map[string][]byte, problems []problem) {
-	c := &checker{files: files, dirs: map[string]bool{}}
+// staged holds the files to build from, reachable kustomizations
+// rewritten; it is meaningful only when there are no problems.
+func closeTree(files map[string][]byte, entries []string, needRoot bool) (staged map[string][]byte, problems []problem) {
+	c := &checker{files: files, dirs: map[string]bool{}, visited: map[string]bool{}}
 	for p := range files {
 		for d := path.Dir(p); d != "." && !c.dirs[d]; d = path.Dir(d) {
 			c.dirs[d] = true
 		}
 	}
-	hasRoot := false
-	var names, others []string
-	for p := range files {
-		if isKustomization(p) {
-			names = append(names, p)
-			if path.Dir(p) == "." {
-				hasRoot = true
-			}
-		} else {
-			others = append(others, p)
-		}
-	}
-	sort.Strings(names)
-	sort.Strings(others)
-	if needRoot && !hasRoot {
+	if needRoot && c.kustomizationIn(".") == "" {
 		c.add("kustomization.yaml", 0, "the app directory has no kustomization.yaml",
 			"add a kustomization.yaml listing the app's manifests under resources")
 	}
+	var others []string
+	for p := range files {
+		if !isKustomization(p) {
+			others = append(others, p)
+		}
+	}
+	sort.Strings(others)
 	staged = make(map[string][]byte, len(files))
 	for _, p := range others {
 		staged[p] = files[p]
 		c.builtinConfigs(p)
 	}
-	for _, n := range names {
+	c.queue = append(c.queue, entries...)
+	for len(c.queue) > 0 {
+		dir := path.Clean(c.queue[0])
+		c.queue = c.queue[1:]
+		if c.visited[dir] {
+			continue
+		}
+		c.visited[dir] = true
+		n := c.kustomizationIn(dir)
+		if n == "" {
+			continue // kustomize reports a directory without one
+		}
 		if data, ok := c.kustomization(n); ok {
 			staged[n] = data
 		}
@@ -109,6 +118,21 @@ type checker struct {
 	files    map[string][]byte
 	dirs     map[string]bool
 	problems []problem
+	// queue holds the directories still to visit, visited those done.
+	queue   []string
+	visited map[string]bool
+}
+
+// kustomizationIn returns the kustomization file kustomize reads in dir,
+// or "".
+func (c *checker) kustomizationIn(dir string) string {
+	for _, name := range kustomizationNames {
+		p := path.Join(dir, name)
+		if _, ok := c.files[p]; ok {
+			return p
+		}
+	}
+	return ""
 }
 
 func (c *checker) add(file string, line int, msg, hint string) {
@@ -262,7 +286,16 @@ func (e *entries) dirOrFile(key string, list []string) {
 	for i, v := range list {
 		if local, ok := e.ref(key, v); ok && e.mustExist(key, v, local) {
 			list[i] = local
+			e.visit(local)
 		}
+	}
+}
+
+// visit queues the directory an entry names, if it is one, so its
+// kustomization is checked and staged too.
+func (e *entries) visit(local string) {
+	if p := path.Join(e.dir, local); e.c.dirs[p] || p == "." {
+		e.c.queue = append(e.c.queue, p)
 	}
 }
 
@@ -320,6 +353,7 @@ func (e *entries) plugins(key string, list []string) {
 			continue
 		}
 		list[i] = local
+		e.visit(local)
 		p := path.Join(e.dir, local)
 		if _, isFile := e.c.files[p]; !isFile {
 			if !e.c.dirs[p] {

@@ -63,7 +63,7 @@ type RepoCheck struct {
 // build runs on an in-memory filesystem holding only them.
 func CheckRepo(files map[string][]byte, c RepoCheck) []RepoProblem {
 	var out []RepoProblem
-	staged, problems := closeTree(files, false)
+	staged, problems := closeTree(files, c.Entries, false)
 	for _, p := range problems {
 		out = append(out, RepoProblem{File: p.File, Line: p.Line, Message: repoWords(p.Message), Hint: repoWords(p.Hint)})
 	}
