@@ -572,3 +572,23 @@ func field(n *kyaml.Node, name string) *kyaml.Node {
 	}
 	return nil
 }
+
+// CloseApp returns the files of a catalog app as kustomize may build them
+// without ever starting a process or opening a connection (see closeTree),
+// or an error listing why it cannot. For callers outside the renderer that
+// run krusty on an app themselves.
+func CloseApp(files map[string][]byte) (map[string][]byte, error) {
+	staged, probs := closeTree(files, []string{"."}, true)
+	if len(probs) == 0 {
+		return staged, nil
+	}
+	msgs := make([]string, len(probs))
+	for i, p := range probs {
+		msgs[i] = p.File
+		if p.Line > 0 {
+			msgs[i] += fmt.Sprintf(":%d", p.Line)
+		}
+		msgs[i] += ": " + p.Message
+	}
+	return nil, fmt.Errorf("app cannot be built offline: %s", strings.Join(msgs, "; "))
+}

@@ -214,3 +214,23 @@ func TestLocalTwinStillRenders(t *testing.T) {
 	assert.Equal(t, "ConfigMap/twin", b.objects[0].id())
 	w.assertNothingRan(t, "local twin")
 }
+
+// TestCloseApp: the exported door for krusty callers outside the renderer
+// (the naive benchmark) stages a clean app with explicit local paths and
+// refuses a remote base with file:line.
+func TestCloseApp(t *testing.T) {
+	w := newClosedWorld(t)
+	defer w.assertNothingRan(t, "CloseApp")
+	files := map[string][]byte{"kustomization.yaml": []byte("resources: [cm.yaml]\n"),
+		"cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: own\n")}
+	staged, err := CloseApp(files)
+	require.NoError(t, err)
+	assert.Contains(t, string(staged["kustomization.yaml"]), "- ./cm.yaml")
+	assert.Equal(t, files["cm.yaml"], staged["cm.yaml"])
+
+	files["kustomization.yaml"] = []byte("resources:\n- cm.yaml\n- github.com:acme/repo\n")
+	withLocalTwin(files, ".", "github.com:acme/repo")
+	_, err = CloseApp(files)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `kustomization.yaml:3: resources entry "github.com:acme/repo" is remote`)
+}
