@@ -282,6 +282,7 @@ func workspaceReadme(s settings, w *control.Workspace, repo string, clusters []s
 	fmt.Fprintf(&b, "| `apps/` | %s | the workspace's own manifests, applied on every cluster |\n", wsAdmins)
 	fmt.Fprintf(&b, "| `clusters/*/kustomization.yaml` | %s | per-cluster entry point (`fleetbot` + `../../apps`); add overlays here |\n\n", wsAdmins)
 	fmt.Fprintf(&b, "fleetbot created the `apps/` and `clusters/*/kustomization.yaml` scaffolds once and never changes them. Changes reach `%s` by pull request only, and CODEOWNERS requires the owners' review. Objects are confined to namespace `%s`: cluster-scoped objects are refused.\n\n", s.branch, ns)
+	fmt.Fprintf(&b, "A Flux Kustomization or HelmRelease of this repo must set `spec.serviceAccountName: %s` and may not set `spec.kubeConfig` or name another namespace (`sourceRef`, `chartRef`, `dependsOn`, `targetNamespace`, ...): `%s` refuses them here, and the cluster's admission policy denies them there.\n\n", name, checkWorkspaceCommand(name, ns))
 	b.WriteString("## Clusters\n\n")
 	if len(clusters) == 0 {
 		b.WriteString("None yet: no cluster is in this workspace.\n")
@@ -290,4 +291,14 @@ func workspaceReadme(s settings, w *control.Workspace, repo string, clusters []s
 		fmt.Fprintf(&b, "- `%s` (repo `%s/%s`)\n", c, s.owner, clusterRepo(c))
 	}
 	return []byte(b.String())
+}
+
+// checkWorkspaceCommand is the check workspace command line for workspace
+// name confined to namespace ns.
+func checkWorkspaceCommand(name, ns string) string {
+	cmd := "fleetbot check workspace --dir . --workspace " + name
+	if ns != name {
+		cmd += " --namespace " + ns
+	}
+	return cmd
 }
