@@ -852,7 +852,7 @@ func checkTargetRepo(kind fanout.Kind, dir, name string) (control.Issues, error)
 	var c fanout.RepoCheck
 	var issues control.Issues
 	if kind == fanout.KindWorkspace {
-		c = fanout.RepoCheck{Entries: entriesUnder(files, "clusters", true), Namespace: name}
+		c = fanout.RepoCheck{Entries: entriesUnder(files, "clusters", true), Namespace: name, ServiceAccount: name}
 		if len(c.Entries) == 0 {
 			issues.Add(control.Position{File: "clusters"}, "run check-workspace in a workspace repo, or set mode check-cluster",
 				"no clusters/<cluster>/kustomization.yaml: this is not a workspace repo")

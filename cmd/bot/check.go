@@ -208,9 +208,13 @@ func (a *app) checkWorkspaceCommand() *cobra.Command {
 repo at --dir with kustomize on an in-memory filesystem, as Flux will on each
 cluster, and fails on what Flux's confinement (targetNamespace and the
 workspace ServiceAccount) refuses there: cluster-scoped objects (Namespace,
-ClusterRole, CRD, ...) and objects in another namespace. Remote bases and
-references leaving the repo are refused before kustomize runs: nothing is
-fetched. Each problem is printed as "file: Kind/name: message"; the exit
+ClusterRole, CRD, ...) and objects in another namespace. Flux objects must
+stay confined too: a Kustomization or HelmRelease must impersonate the
+workspace's ServiceAccount (spec.serviceAccountName: NAME) and no Flux object
+may carry spec.kubeConfig, reference another namespace (sourceRef, chartRef,
+dependsOn, targetNamespace, storageNamespace, ...) or use a cloud provider
+identity. Remote bases and references leaving the repo are refused before
+kustomize runs: nothing is fetched, no process is started. Each problem is printed as "file: Kind/name: message"; the exit
 status is 1 when there is any. Run it in the workspace repo's CI.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -228,7 +232,7 @@ status is 1 when there is any. Run it in the workspace repo's CI.`,
 			if len(entries) == 0 {
 				return fmt.Errorf("%s has no clusters/<cluster>/kustomization.yaml: is it a workspace repo?", dir)
 			}
-			problems := fanout.CheckRepo(files, fanout.RepoCheck{Entries: entries, Namespace: namespace})
+			problems := fanout.CheckRepo(files, fanout.RepoCheck{Entries: entries, Namespace: namespace, ServiceAccount: workspace})
 			return a.writeProblems(format, "workspace "+workspace+" (namespace "+namespace+")", entries, problems)
 		},
 	}

@@ -143,6 +143,20 @@ func TestCheckWorkspace(t *testing.T) {
 	assert.Contains(t, errOut, "--workspace NAME")
 }
 
+// TestCheckWorkspaceTenantKustomizationRunsAsClusterAdmin: a workspace repo
+// adding a Flux Kustomization without the workspace's ServiceAccount is
+// refused at the file and line of its spec.
+func TestCheckWorkspaceTenantKustomizationRunsAsClusterAdmin(t *testing.T) {
+	dir := workspaceCheckout(t)
+	writeFile(t, filepath.Join(dir, "apps", "kustomization.yaml"), "resources:\n- flux.yaml\n")
+	writeFile(t, filepath.Join(dir, "apps", "flux.yaml"), "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: escape\nspec:\n  interval: 1m\n  prune: true\n  path: ./\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n    namespace: flux-system\n")
+	code, out, _ := cli(t, "check", "workspace", "--dir", dir, "--workspace", "payments")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "apps/flux.yaml:5: Kustomization/escape: has no spec.serviceAccountName")
+	assert.Contains(t, out, "hint: set spec.serviceAccountName: payments")
+	assert.Contains(t, out, `apps/flux.yaml:12: Kustomization/escape: spec.sourceRef names namespace "flux-system"`)
+}
+
 func TestCheckCluster(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "apps", "kustomization.yaml"), "resources:\n- crd.yaml\n")

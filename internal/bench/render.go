@@ -120,10 +120,24 @@ func Naive(dir string, sample int) (*NaiveResult, error) {
 	ko.LoadRestrictions = types.LoadRestrictionsRootOnly
 	ko.Reorder = krusty.ReorderOptionLegacy
 	k := krusty.MakeKustomizer(ko)
+	// Close every app first, outside the timing: the naive build must not
+	// clone or fetch either.
+	closed := map[string]map[string][]byte{}
+	for _, d := range todo {
+		name := d.App.Metadata.Name
+		if _, ok := closed[name]; ok {
+			continue
+		}
+		files, err := fanout.CloseApp(d.App.Files)
+		if err != nil {
+			return nil, fmt.Errorf("app %s: %w", name, err)
+		}
+		closed[name] = files
+	}
 	start := time.Now()
 	for _, d := range todo {
 		fs := filesys.MakeFsInMemory()
-		for p, data := range d.App.Files {
+		for p, data := range closed[d.App.Metadata.Name] {
 			if err := fs.WriteFile(path.Join("/app", p), data); err != nil {
 				return nil, fmt.Errorf("staging %s: %w", p, err)
 			}

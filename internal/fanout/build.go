@@ -87,7 +87,8 @@ func inputHash(files map[string][]byte) string {
 // kyaml's schema are not safe for concurrent use.
 func kustomize(k *krusty.Kustomizer, files map[string][]byte) (b *build) {
 	b = &build{variants: map[string]*variant{}}
-	if b.problems = precheck(files); len(b.problems) > 0 {
+	staged, problems := closeTree(files, []string{"."}, true)
+	if b.problems = problems; len(b.problems) > 0 {
 		return b
 	}
 	defer func() {
@@ -99,7 +100,7 @@ func kustomize(k *krusty.Kustomizer, files map[string][]byte) (b *build) {
 		}
 	}()
 	fs := filesys.MakeFsInMemory()
-	for p, data := range files {
+	for p, data := range staged {
 		if err := fs.WriteFile(path.Join(appRoot, p), data); err != nil {
 			b.problems = append(b.problems, problem{File: p, Message: fmt.Sprintf("cannot stage file for kustomize: %v", err)})
 			return b

@@ -46,18 +46,25 @@ type RepoCheck struct {
 	// without confinement (cluster repos: only build errors and remote or
 	// escaping references are problems).
 	Namespace string
+	// ServiceAccount is the one a confined repo's Flux Kustomizations and
+	// HelmReleases must impersonate (the workspace's, named after it). It
+	// is used only with a Namespace.
+	ServiceAccount string
 }
 
 // CheckRepo renders the kustomizations of a workspace or cluster repo
 // offline, the way Flux will on the cluster, and reports what Flux would
 // refuse or what escapes the repo's persona: remote bases and references
 // leaving the repo (found before kustomize runs, so nothing is fetched),
-// build errors, and with a Namespace, cluster-scoped objects and objects in
-// another namespace. files are the repo's files by slash-separated path; the
+// build errors, and with a Namespace, cluster-scoped objects, objects in
+// another namespace and Flux objects that would leave the namespace (see
+// tenantFlux). Problems about an object point at the file and line of the
+// parsed document defining it. files are the repo's files by slash-separated path; the
 // build runs on an in-memory filesystem holding only them.
 func CheckRepo(files map[string][]byte, c RepoCheck) []RepoProblem {
 	var out []RepoProblem
-	for _, p := range precheckFiles(files, false) {
+	staged, problems := closeTree(files, c.Entries, false)
+	for _, p := range problems {
 		out = append(out, RepoProblem{File: p.File, Line: p.Line, Message: repoWords(p.Message), Hint: repoWords(p.Hint)})
 	}
 	if len(out) > 0 {
@@ -68,14 +75,16 @@ func CheckRepo(files map[string][]byte, c RepoCheck) []RepoProblem {
 	ko.LoadRestrictions = types.LoadRestrictionsRootOnly
 	ko.Reorder = krusty.ReorderOptionLegacy
 	k := krusty.MakeKustomizer(ko)
+	ix := indexDocs(files)
 	for _, entry := range c.Entries {
-		out = append(out, checkEntry(k, files, entry, c.Namespace)...)
+		out = append(out, checkEntry(k, ix, files, staged, entry, c)...)
 	}
 	return sortProblems(out)
 }
 
 // checkEntry builds one kustomization directory and checks its objects.
-func checkEntry(k *krusty.Kustomizer, files map[string][]byte, entry, ns string) (out []RepoProblem) {
+func checkEntry(k *krusty.Kustomizer, ix docIndex, files, staged map[string][]byte, entry string, c RepoCheck) (out []RepoProblem) {
+	ns := c.Namespace
 	kfile := entry + "/kustomization.yaml"
 	for _, name := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
 		if _, ok := files[path.Join(entry, name)]; ok {
@@ -90,7 +99,7 @@ func checkEntry(k *krusty.Kustomizer, files map[string][]byte, entry, ns string)
 	}()
 	const root = "/repo"
 	fs := filesys.MakeFsInMemory()
-	for p, data := range files {
+	for p, data := range staged {
 		if err := fs.WriteFile(path.Join(root, p), data); err != nil {
 			return []RepoProblem{{File: p, Message: fmt.Sprintf("cannot stage file for kustomize: %v", err)}}
 		}
@@ -105,7 +114,7 @@ func checkEntry(k *krusty.Kustomizer, files map[string][]byte, entry, ns string)
 	}
 	for _, res := range m.Resources() {
 		apiVersion, kind, name, objNS := res.GetApiVersion(), res.GetKind(), res.GetName(), res.GetNamespace()
-		file, line := locateIn(files, kind, name, kfile)
+		file, line := ix.locate(kind, name, nil, kfile)
 		obj := kind + "/" + name
 		switch {
 		case clusterScoped(apiVersion, kind):
@@ -117,31 +126,17 @@ func checkEntry(k *krusty.Kustomizer, files map[string][]byte, entry, ns string)
 				Message: fmt.Sprintf("is in namespace %q: rendered by %s, the workspace may only create objects in namespace %s", objNS, kfile, ns),
 				Hint:    "remove metadata.namespace (Flux sets the workspace namespace) or set it to " + ns})
 		}
+		m, err := res.Map()
+		if err != nil {
+			continue
+		}
+		for _, f := range tenantFlux(m, ns, c.ServiceAccount) {
+			file, line := ix.locate(kind, name, f.Path, kfile)
+			out = append(out, RepoProblem{File: file, Line: line, Object: obj,
+				Message: f.Message + " (rendered by " + kfile + ")", Hint: f.Hint})
+		}
 	}
 	return out
-}
-
-// locateIn finds the manifest that defines kind/name among the repo's
-// files: the line of "kind: <kind>" in the first YAML document that also
-// names the object, or the entry's kustomization when none does (generated
-// objects).
-func locateIn(files map[string][]byte, kind, name, fallback string) (string, int) {
-	paths := make([]string, 0, len(files))
-	for p := range files {
-		if strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml") {
-			paths = append(paths, p)
-		}
-	}
-	sort.Strings(paths)
-	for _, p := range paths {
-		for _, ch := range splitDocs(string(files[p])) {
-			if strings.Contains(ch.text, "kind: "+kind) && strings.Contains(ch.text, "name: "+name) {
-				i := strings.Index(ch.text, "kind: "+kind)
-				return p, ch.line + strings.Count(ch.text[:i], "\n")
-			}
-		}
-	}
-	return fallback, 0
 }
 
 // repoWords rewords precheck's catalog-app messages for a target repo.

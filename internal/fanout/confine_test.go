@@ -34,7 +34,7 @@ func workspaceRepo(t *testing.T) map[string][]byte {
 	return nil
 }
 
-var paymentsCheck = RepoCheck{Entries: []string{"clusters/prod-eu-1", "clusters/prod-us-1"}, Namespace: "payments"}
+var paymentsCheck = RepoCheck{Entries: []string{"clusters/prod-eu-1", "clusters/prod-us-1"}, Namespace: "payments", ServiceAccount: "payments"}
 
 func TestCheckRepoClean(t *testing.T) {
 	files := workspaceRepo(t)

@@ -22,6 +22,9 @@ const (
 	// FluxBootstrapSource is the GitRepository flux bootstrap creates for the
 	// cluster repo itself.
 	FluxBootstrapSource = "flux-system"
+	// fluxControllerAccount is kustomize-controller's own ServiceAccount,
+	// which the platform and apps Kustomizations impersonate.
+	fluxControllerAccount = "kustomize-controller"
 	// managedByLabel marks every object fleetbot writes.
 	managedByLabel = "app.kubernetes.io/managed-by"
 )
@@ -63,21 +66,27 @@ func fluxBase(interval time.Duration) ([]byte, error) {
 			TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
 			ObjectMeta: metav1.ObjectMeta{Name: "platform", Namespace: FluxNamespace, Labels: labels},
 			Spec: kustomizev1.KustomizationSpec{
-				Interval:  iv,
-				Path:      "./platform",
-				Prune:     true,
-				SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: FluxBootstrapSource},
+				// Under the lockdown's --default-service-account the
+				// controller's own account must be named.
+				ServiceAccountName: fluxControllerAccount,
+				Interval:           iv,
+				Path:               "./platform",
+				Prune:              true,
+				SourceRef:          kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: FluxBootstrapSource},
 			},
 		},
 		&kustomizev1.Kustomization{
 			TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
 			ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: FluxNamespace, Labels: labels},
 			Spec: kustomizev1.KustomizationSpec{
-				Interval:  iv,
-				Path:      "./apps",
-				Prune:     true,
-				DependsOn: []kustomizev1.DependencyReference{{Name: "platform"}},
-				SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: FluxBootstrapSource},
+				// Under the lockdown's --default-service-account the
+				// controller's own account must be named.
+				ServiceAccountName: fluxControllerAccount,
+				Interval:           iv,
+				Path:               "./apps",
+				Prune:              true,
+				DependsOn:          []kustomizev1.DependencyReference{{Name: "platform"}},
+				SourceRef:          kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: FluxBootstrapSource},
 			},
 		},
 	)
@@ -94,7 +103,7 @@ func fluxWorkspace(in fluxInput) ([]byte, error) {
 	return marshalAll("",
 		&corev1.Namespace{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-			ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels},
+			ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{managedByLabel: "fleetbot", WorkspaceLabel: ws}},
 		},
 		&corev1.ServiceAccount{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},

@@ -118,7 +118,13 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 		}
 		components = append(components, file)
 	}
-	t.Files[PlatformDir+"/kustomization.yaml"] = kustomizationOf(managedHeader, components)
+	tenancy, err := x.tenancy()
+	if err != nil {
+		x.addOnce(c.Source.At("metadata.name"), "", "cluster %s: rendering the Flux tenancy policy: %v", name, err)
+	}
+	t.Files[PlatformDir+"/"+TenancyPolicyFile] = tenancy
+	t.Files[PlatformDir+"/kustomization.yaml"] = kustomizationOf(managedHeader, append([]string{TenancyPolicyFile}, components...))
+	t.Scaffolds[FluxSystemKustomPath] = []byte(lockdownScaffold)
 
 	ws := x.repo.Workspace(c.Spec.Workspace)
 	in := fluxInput{interval: s.interval, cluster: name, branch: s.branch, secretRef: s.secretRef}
@@ -136,6 +142,7 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 	t.Files[CodeownersPath] = policy.CODEOWNERS(s.owner, []policy.Rule{
 		{Pattern: "*", Teams: s.admins},
 		{Pattern: "/apps/", Teams: c.Spec.Admins},
+		{Pattern: "/" + FluxSystemKustomPath, Teams: c.Spec.Admins},
 	})
 	t.Files[ReadmePath] = clusterReadme(s, c, repo, components, in, x.workspaceRepo)
 	t.Access = policy.ClusterRepoAccess(s.admins, c.Spec.Admins, wsAdmins, s.branch)
@@ -225,7 +232,8 @@ func clusterReadme(s settings, c *control.Cluster, repo string, components []str
 	b.WriteString("| path | owner | notes |\n|---|---|---|\n")
 	fmt.Fprintf(&b, "| `README.md`, `.github/CODEOWNERS`, `flux/fleetbot.yaml`, `platform/` | %s | managed by fleetbot: change the control repo instead |\n", platform)
 	fmt.Fprintf(&b, "| `apps/` | %s | cluster admins' own workloads; fleetbot created `apps/kustomization.yaml` once and never changes it |\n", clusterAdmins)
-	b.WriteString("| `flux/flux-system/` | Flux | written by `flux bootstrap`; fleetbot never touches it |\n\n")
+	fmt.Fprintf(&b, "| `flux/flux-system/kustomization.yaml` | %s | Flux's own kustomization: fleetbot created it once with the multi-tenancy lockdown (below) and never changes it; `flux bootstrap` keeps it |\n", clusterAdmins)
+	b.WriteString("| `flux/flux-system/` (the rest) | Flux | written by `flux bootstrap`; fleetbot never touches it |\n\n")
 	fmt.Fprintf(&b, "Changes reach `%s` by pull request only, and CODEOWNERS requires the owners' review.\n\n", s.branch)
 
 	b.WriteString("## Platform components\n\n")
@@ -242,6 +250,11 @@ func clusterReadme(s settings, c *control.Cluster, repo string, components []str
 	b.WriteString("Run once against the cluster (add `--personal` when the owner is a user, not an organisation):\n\n")
 	fmt.Fprintf(&b, "```sh\nflux bootstrap github --owner=%s --repository=%s --branch=%s --path=flux\n```\n\n", s.owner, repo, s.branch)
 	b.WriteString("Flux then applies `flux/fleetbot.yaml`: the Kustomization `platform` (path `./platform`) and the Kustomization `apps` (path `./apps`, after `platform`).\n")
+
+	b.WriteString("\n## Multi-tenancy lockdown\n\n")
+	b.WriteString("`flux/flux-system/kustomization.yaml` patches the Flux controllers as the Flux documentation's multi-tenancy lockdown does: `--no-cross-namespace-refs=true` (kustomize-, helm-, notification- and the image controllers), `--no-remote-bases=true` (kustomize-controller) and `--default-service-account=default` (kustomize- and helm-controller), and runs the `flux-system` Kustomization as `kustomize-controller`. ")
+	b.WriteString("A Kustomization or HelmRelease that names no ServiceAccount then runs with the rights of its namespace's `default` ServiceAccount instead of Flux's own cluster-wide ones.\n\n")
+	fmt.Fprintf(&b, "`platform/%s` adds a ValidatingAdmissionPolicy (Kubernetes 1.30 or later) that denies, in every namespace labelled `%s`, a Flux Kustomization or HelmRelease that does not impersonate the workspace's ServiceAccount, has `spec.kubeConfig` or references another namespace, even where the lockdown flags were removed.\n", TenancyPolicyFile, WorkspaceLabel)
 
 	if in.workspace != "" {
 		b.WriteString("\n## Workspace\n\n")
@@ -269,6 +282,7 @@ func workspaceReadme(s settings, w *control.Workspace, repo string, clusters []s
 	fmt.Fprintf(&b, "| `apps/` | %s | the workspace's own manifests, applied on every cluster |\n", wsAdmins)
 	fmt.Fprintf(&b, "| `clusters/*/kustomization.yaml` | %s | per-cluster entry point (`fleetbot` + `../../apps`); add overlays here |\n\n", wsAdmins)
 	fmt.Fprintf(&b, "fleetbot created the `apps/` and `clusters/*/kustomization.yaml` scaffolds once and never changes them. Changes reach `%s` by pull request only, and CODEOWNERS requires the owners' review. Objects are confined to namespace `%s`: cluster-scoped objects are refused.\n\n", s.branch, ns)
+	fmt.Fprintf(&b, "A Flux Kustomization or HelmRelease of this repo must set `spec.serviceAccountName: %s` and may not set `spec.kubeConfig` or name another namespace (`sourceRef`, `chartRef`, `dependsOn`, `targetNamespace`, ...): `%s` refuses them here, and the cluster's admission policy denies them there.\n\n", name, checkWorkspaceCommand(name, ns))
 	b.WriteString("## Clusters\n\n")
 	if len(clusters) == 0 {
 		b.WriteString("None yet: no cluster is in this workspace.\n")
@@ -277,4 +291,14 @@ func workspaceReadme(s settings, w *control.Workspace, repo string, clusters []s
 		fmt.Fprintf(&b, "- `%s` (repo `%s/%s`)\n", c, s.owner, clusterRepo(c))
 	}
 	return []byte(b.String())
+}
+
+// checkWorkspaceCommand is the check workspace command line for workspace
+// name confined to namespace ns.
+func checkWorkspaceCommand(name, ns string) string {
+	cmd := "fleetbot check workspace --dir . --workspace " + name
+	if ns != name {
+		cmd += " --namespace " + ns
+	}
+	return cmd
 }

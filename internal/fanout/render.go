@@ -153,6 +153,8 @@ type run struct {
 	// that do not depend on the cluster.
 	fluxBase      []byte
 	fluxWorkspace map[fluxInput][]byte
+	// tenancyPolicy memoises platform/fleetbot.flux-tenancy.yaml.
+	tenancyPolicy []byte
 	// checked memoises the parse check of substituted documents: text ->
 	// error message ("" when it parses).
 	checked map[string]string

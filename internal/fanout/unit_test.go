@@ -58,7 +58,7 @@ func TestPrecheck(t *testing.T) {
 		want:  []string{`"../../other" escapes`, "helmChartInflationGenerator"},
 	}, {
 		name:  "inline exec plugin",
-		files: map[string]string{"kustomization.yaml": "generators:\n  - apiVersion: acme.io/v1\n    kind: Gen\n    metadata: {name: g}\n"},
+		files: map[string]string{"kustomization.yaml": "generators:\n  - |\n    apiVersion: acme.io/v1\n    kind: Gen\n    metadata: {name: g}\n"},
 		want:  []string{`generators entry Gen (apiVersion "acme.io/v1") is not a built-in`},
 	}, {
 		name:  "invalid YAML",
