@@ -28,9 +28,6 @@ the others; the run then exits 1 naming it. Without --forge, apply uses the
 embedded local forge at ` + defaultLocalForge + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format); err != nil {
-				return err
-			}
 			log, err := a.logger()
 			if err != nil {
 				return err
@@ -68,8 +65,8 @@ embedded local forge at ` + defaultLocalForge + `.`,
 	}
 	cmd.Flags().BoolVar(&allowRemovals, "allow-removals", false, "allow removing more cluster/workspace repos than platform spec.maxRemovals")
 	cmd.Flags().BoolVar(&allowAccessRemovals, "allow-access-removals", false, "allow taking away more of a repo's grants than platform spec.access.maxAccessRemovals")
-	cmd.Flags().IntVar(&concurrency, "concurrency", reconcile.DefaultConcurrency, "how many target repos to work on at once")
-	cmd.Flags().StringVar(&format, "format", formatText, "output format: text, markdown or json")
+	minIntVar(cmd.Flags(), &concurrency, "concurrency", reconcile.DefaultConcurrency, 1, "how many target repos to work on at once")
+	choiceVar(cmd.Flags(), &format, "format", formatText, formats(), "output format")
 	return cmd
 }
 

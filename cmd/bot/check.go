@@ -65,9 +65,6 @@ the head does not validate; otherwise 0, or with --strict 3 when the change
 needs a platform admin's review.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format); err != nil {
-				return err
-			}
 			if base == "" || head == "" {
 				return errors.New("check control needs --base REF and --head REF")
 			}
@@ -115,7 +112,7 @@ needs a platform admin's review.`,
 	f.StringVar(&head, "head", "", "the control repo commit with the change")
 	f.StringVar(&author, "author", "", "GitHub login of the change's author")
 	f.StringSliceVar(&authorTeams, "author-teams", nil, "team slugs the author belongs to (offline; without it, --forge github looks them up)")
-	f.StringVar(&format, "format", formatText, "output format: text, markdown or json")
+	choiceVar(f, &format, "format", formatText, formats(), "output format")
 	f.BoolVar(&strict, "strict", false, "exit 3 when the change needs a platform admin's review")
 	return cmd
 }
@@ -235,7 +232,7 @@ status is 1 when there is any. Run it in the workspace repo's CI.`,
 	cmd.Flags().StringVar(&dir, "dir", ".", "the workspace repo checkout")
 	cmd.Flags().StringVar(&workspace, "workspace", "", "the workspace's name")
 	cmd.Flags().StringVar(&namespace, "namespace", "", "the workspace namespace (default: the workspace name)")
-	cmd.Flags().StringVar(&format, "format", formatText, "output format: text, markdown or json")
+	choiceVar(cmd.Flags(), &format, "format", formatText, formats(), "output format")
 	return cmd
 }
 
@@ -263,16 +260,13 @@ cluster-scoped objects on their cluster, so nothing else is refused.`,
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", ".", "the cluster repo checkout")
-	cmd.Flags().StringVar(&format, "format", formatText, "output format: text, markdown or json")
+	choiceVar(cmd.Flags(), &format, "format", formatText, formats(), "output format")
 	return cmd
 }
 
 // writeProblems prints a repo check and returns exit status 1 when there
 // are problems.
 func (a *app) writeProblems(format, what string, entries []string, problems []fanout.RepoProblem) error {
-	if err := checkFormat(format); err != nil {
-		return err
-	}
 	switch format {
 	case formatJSON:
 		if problems == nil {

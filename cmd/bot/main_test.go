@@ -209,7 +209,7 @@ func TestPlanOffline(t *testing.T) {
 
 	code, _, errOut = cli(t, "plan", "--control", exampleControl, "--format", "yaml")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut, "want text, markdown or json")
+	assert.Contains(t, errOut, "want one of text, markdown, json")
 }
 
 // TestApplyThenPlanAgainstLocalForge runs the main job on the embedded
@@ -263,4 +263,39 @@ func replaceIn(t *testing.T, path, old, new string) {
 	require.NoError(t, err)
 	require.Contains(t, string(b), old, "fixture %s changed; update the test", path)
 	writeFile(t, path, strings.Replace(string(b), old, new, 1))
+}
+
+// TestInvalidFlagValuesAreRefused: a typo in a flag's value is an error naming the allowed
+// values, before anything runs, whether given on the command line or in FLEETBOT_*.
+func TestInvalidFlagValuesAreRefused(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"validate", "--log-level", "verbose"}, `invalid argument "verbose" for "--log-level" flag: want one of debug, info, warn, error`},
+		{[]string{"apply", "--concurrency", "0"}, `invalid argument "0" for "--concurrency" flag: want at least 1`},
+		{[]string{"apply", "--concurrency", "-3"}, `want at least 1`},
+		{[]string{"apply", "--concurrency", "many"}, `want a whole number`},
+		{[]string{"plan", "--format", "yaml"}, `invalid argument "yaml" for "--format" flag: want one of text, markdown, json`},
+		{[]string{"check", "workspace", "--format", "html"}, `want one of text, markdown, json`},
+		{[]string{"apply", "--content-per-minute", "0"}, `want at least 1`},
+		{[]string{"serve", "--workers", "0"}, `want at least 1`},
+	} {
+		code, _, stderr := cli(t, c.args...)
+		assert.Equal(t, 1, code, "%v", c.args)
+		assert.Contains(t, stderr, c.want, "%v", c.args)
+	}
+	t.Setenv("FLEETBOT_CONCURRENCY", "0")
+	code, _, stderr := cli(t, "serve")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `FLEETBOT_CONCURRENCY="0": invalid argument "0" for "--concurrency" flag: want at least 1`)
+}
+
+// TestHelpListsEveryCommand: nothing a user can run is hidden from --help.
+func TestHelpListsEveryCommand(t *testing.T) {
+	code, stdout, _ := cli(t, "--help")
+	require.Equal(t, 0, code)
+	for _, c := range []string{"validate", "render", "plan", "apply", "check", "serve", "action", "dev", "version"} {
+		assert.Regexp(t, `(?m)^\s+`+c+`\s`, stdout, c)
+	}
 }

@@ -21,14 +21,6 @@ const (
 	formatJSON     = "json"
 )
 
-func checkFormat(f string) error {
-	switch f {
-	case formatText, formatMarkdown, formatJSON:
-		return nil
-	}
-	return fmt.Errorf("--format %q: want text, markdown or json", f)
-}
-
 func (a *app) planCommand() *cobra.Command {
 	var (
 		format              string
@@ -48,9 +40,6 @@ remove, with the files and objects that change. plan never writes.
 --detailed-exitcode: 0 no changes, 2 changes pending, 1 error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format); err != nil {
-				return err
-			}
 			f, err := loadFleet(a.control)
 			if err != nil {
 				return describeLoadError(a.control, err)
@@ -74,7 +63,7 @@ remove, with the files and objects that change. plan never writes.
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", formatText, "output format: text, markdown or json")
+	choiceVar(cmd.Flags(), &format, "format", formatText, formats(), "output format")
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when nothing would change, 2 when something would, 1 on error")
 	cmd.Flags().BoolVar(&allowRemovals, "allow-removals", false, "plan as if --allow-removals were given to apply")
 	cmd.Flags().BoolVar(&allowAccessRemovals, "allow-access-removals", false, "plan as if --allow-access-removals were given to apply")
