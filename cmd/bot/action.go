@@ -50,6 +50,8 @@ const (
 	outputChangedRepos = "changed-repos"
 	outputPullRequests = "pull-requests"
 	outputPlanJSON     = "plan-json"
+	outputBlockedRepos = "blocked-repos"
+	outputExitCode     = "exit-code"
 )
 
 // actionInputNames are the inputs action.yml declares, each read by readActionInputs.
@@ -59,7 +61,7 @@ func actionInputNames() []string {
 
 // actionOutputNames are the step outputs finish writes.
 func actionOutputNames() []string {
-	return []string{outputChangedRepos, outputPullRequests, outputPlanJSON}
+	return []string{outputChangedRepos, outputPullRequests, outputPlanJSON, outputBlockedRepos, outputExitCode}
 }
 
 // planJSONName is the file, under RUNNER_TEMP, that the plan-json output names.
@@ -606,8 +608,18 @@ func (r *actionRun) finish(res *actionResult, summary string) error {
 	if err := os.WriteFile(planPath, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing plan-json: %w", err)
 	}
-	changed, pulls := []string{}, []pullRequestOutput{}
+	changed, pulls, blocked := []string{}, []pullRequestOutput{}, []string{}
+	code := reconcile.ExitNoChanges
+	if !res.Valid {
+		code = reconcile.ExitError
+	}
 	if res.Report != nil {
+		for _, x := range res.Report.Blocked() {
+			blocked = append(blocked, x.Repo)
+		}
+		if res.Valid {
+			code = res.Report.ExitCode(res.Mode == modeApply)
+		}
 		for _, x := range res.Report.Results {
 			if !x.Changed() {
 				continue
@@ -626,10 +638,16 @@ func (r *actionRun) finish(res *actionResult, summary string) error {
 	if err != nil {
 		return err
 	}
+	blockedJSON, err := json.Marshal(blocked)
+	if err != nil {
+		return err
+	}
 	outputs := []struct{ name, value string }{
 		{outputChangedRepos, string(changedJSON)},
 		{outputPullRequests, string(pullsJSON)},
 		{outputPlanJSON, planPath},
+		{outputBlockedRepos, string(blockedJSON)},
+		{outputExitCode, strconv.Itoa(code)},
 	}
 	if r.env.Output == "" {
 		r.log.Warn("GITHUB_OUTPUT not set; step outputs not written")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -298,4 +299,45 @@ func TestHelpListsEveryCommand(t *testing.T) {
 	for _, c := range []string{"validate", "render", "plan", "apply", "check", "serve", "action", "dev", "version"} {
 		assert.Regexp(t, `(?m)^\s+`+c+`\s`, stdout, c)
 	}
+}
+
+// TestDetailedExitCodes: plan and apply say with their exit status what a pipeline needs to
+// know: 0 nothing to do, 1 error, 2 changes pending, 3 a repo waits for a human. Offline,
+// plan cannot know and says so.
+func TestDetailedExitCodes(t *testing.T) {
+	forgeDir := filepath.Join(t.TempDir(), "forge")
+	forge := "local:" + forgeDir
+	code, _, errOut := cli(t, "plan", "--control", exampleControl, "--detailed-exitcode")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "--detailed-exitcode needs --forge")
+
+	code, _, errOut = cli(t, "plan", "--control", exampleControl, "--forge", forge, "--detailed-exitcode")
+	assert.Equal(t, 2, code, errOut)
+	code, _, errOut = cli(t, "apply", "--control", exampleControl, "--forge", forge, "--detailed-exitcode")
+	assert.Equal(t, 0, code, errOut)
+
+	// A human pushes to one repo's bot branch: that repo is blocked until a human acts.
+	work := t.TempDir()
+	gitRun := func(args ...string) {
+		t.Helper()
+		c := exec.Command("git", args...)
+		c.Dir = work
+		c.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Alice", "GIT_AUTHOR_EMAIL=alice@example.com",
+			"GIT_COMMITTER_NAME=Alice", "GIT_COMMITTER_EMAIL=alice@example.com")
+		out, err := c.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	gitRun("clone", "-q", "--branch", "fleetbot/sync", filepath.Join(forgeDir, "acme", "cluster-edge-1.git"), ".")
+	writeFile(t, filepath.Join(work, "apps", "mine.yaml"), "# a human's edit\n")
+	gitRun("add", "-A")
+	gitRun("commit", "-q", "-m", "my own change")
+	gitRun("push", "-q", "origin", "fleetbot/sync")
+
+	code, out, errOut := cli(t, "plan", "--control", exampleControl, "--forge", forge, "--detailed-exitcode")
+	assert.Equal(t, 3, code, "%s\n%s", out, errOut)
+	assert.Regexp(t, `acme/cluster-edge-1 +cluster +blocked \(human edit\)`, out)
+	code, _, errOut = cli(t, "apply", "--control", exampleControl, "--forge", forge, "--detailed-exitcode")
+	assert.Equal(t, 3, code, errOut)
+	code, _, errOut = cli(t, "apply", "--control", exampleControl, "--forge", forge)
+	assert.Equal(t, 0, code, "without the flag a blocked repo is not an error: %s", errOut)
 }
