@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path"
@@ -815,13 +814,8 @@ func (r *actionRun) reviewControl(ctx context.Context, f *fleet, pull *ghaction.
 	if err != nil {
 		return skip(fmt.Sprintf("the head commit %s is not in the clone", short(head)))
 	}
-	if sub := r.controlInClone(repo); sub != "." {
-		if baseFS, err = fs.Sub(baseFS, sub); err != nil {
-			return err
-		}
-		if headFS, err = fs.Sub(headFS, sub); err != nil {
-			return err
-		}
+	if baseFS, headFS, err = subTrees(repo, r.in.controlDir, baseFS, headFS); err != nil {
+		return err
 	}
 	in := review.Input{Base: baseFS, Head: headFS, BaseRev: baseRev, HeadRev: headRev, Author: login(pull.User)}
 	if r.in.hasFanout() && in.Author != "" {
@@ -843,20 +837,6 @@ func (r *actionRun) reviewControl(ctx context.Context, f *fleet, pull *ghaction.
 			Message: "this change needs a platform admin's review: " + strings.Join(rep.Reasons, "; ")})
 	}
 	return nil
-}
-
-// controlInClone is the control dir relative to the root of its git clone ("." when it is
-// the root).
-func (r *actionRun) controlInClone(repo *git.Repository) string {
-	wt, err := repo.Worktree()
-	if err != nil {
-		return "."
-	}
-	rel, err := filepath.Rel(wt.Filesystem.Root(), r.in.controlDir)
-	if err != nil {
-		return "."
-	}
-	return filepath.ToSlash(rel)
 }
 
 // checkTargetRepo is check workspace / check cluster on the checkout at dir: it renders the

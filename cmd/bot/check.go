@@ -80,6 +80,11 @@ needs a platform admin's review.`,
 			if err != nil {
 				return err
 			}
+			// The control repo may be a directory of a larger repository
+			// (platform/fleet/ in a monorepo): review that directory's tree.
+			if baseFS, headFS, err = subTrees(repo, a.control, baseFS, headFS); err != nil {
+				return err
+			}
 			in := review.Input{Base: baseFS, Head: headFS, BaseRev: baseRev, HeadRev: headRev, Author: author}
 			switch {
 			case cmd.Flags().Changed("author-teams"):
@@ -161,6 +166,44 @@ func writeReview(w io.Writer, format string, r *review.Report) error {
 // treeFS reads the tree of a commit of repo as an fs.FS, straight from git
 // objects: no checkout, no work tree. Symlinks keep their mode so the
 // loader refuses them; submodules are skipped.
+// subTrees narrows the trees of a commit pair to dir, the control repo's directory inside the
+// clone (unchanged when dir is the clone's root).
+func subTrees(repo *git.Repository, dir string, base, head fs.FS) (fs.FS, fs.FS, error) {
+	sub, err := dirInClone(repo, dir)
+	if err != nil || sub == "." {
+		return base, head, err
+	}
+	if base, err = fs.Sub(base, sub); err != nil {
+		return nil, nil, err
+	}
+	head, err = fs.Sub(head, sub)
+	return base, head, err
+}
+
+// dirInClone is dir relative to the root of the git work tree holding it ("." at the root).
+func dirInClone(repo *git.Repository, dir string) (string, error) {
+	wt, err := repo.Worktree()
+	if err != nil {
+		return ".", nil // a bare clone: its tree is the control repo
+	}
+	root, err := filepath.EvalSymlinks(wt.Filesystem.Root())
+	if err != nil {
+		return "", fmt.Errorf("locating the git work tree of %s: %w", dir, err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return "", fmt.Errorf("--control %s: %w", dir, err)
+	}
+	rel, err := filepath.Rel(root, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("--control %s is outside its git work tree %s", dir, root)
+	}
+	return filepath.ToSlash(rel), nil
+}
+
 func treeFS(repo *git.Repository, ref string) (fs.FS, string, error) {
 	h, err := repo.ResolveRevision(plumbing.Revision(ref))
 	if err != nil {
