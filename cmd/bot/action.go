@@ -796,7 +796,7 @@ func (r *actionRun) reviewControl(ctx context.Context, f *fleet, pull *ghaction.
 		res.Notes = append(res.Notes, "check control skipped: "+why)
 		return nil
 	}
-	repo, err := git.PlainOpenWithOptions(r.in.controlDir, &git.PlainOpenOptions{DetectDotGit: true})
+	repo, err := git.PlainOpenWithOptions(r.in.controlDir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 	if err != nil {
 		return skip("the control repo checkout is not a git clone")
 	}

@@ -68,7 +68,7 @@ needs a platform admin's review.`,
 			if base == "" || head == "" {
 				return errors.New("check control needs --base REF and --head REF")
 			}
-			repo, err := git.PlainOpenWithOptions(a.control, &git.PlainOpenOptions{DetectDotGit: true})
+			repo, err := git.PlainOpenWithOptions(a.control, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 			if err != nil {
 				return fmt.Errorf("--control %s is not a git clone of the control repo: %w", a.control, err)
 			}

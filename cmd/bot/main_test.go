@@ -341,3 +341,46 @@ func TestDetailedExitCodes(t *testing.T) {
 	code, _, errOut = cli(t, "apply", "--control", exampleControl, "--forge", forge)
 	assert.Equal(t, 0, code, "without the flag a blocked repo is not an error: %s", errOut)
 }
+
+// TestDirtyControlRepoIsMarked: uncommitted edits under the control repo are rendered as
+// "<sha>-dirty", never under the commit's SHA as if committed; edits elsewhere in the same
+// repository do not count.
+func TestDirtyControlRepoIsMarked(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git CLI not installed")
+	}
+	root := t.TempDir()
+	ctl := filepath.Join(root, "fleet")
+	require.NoError(t, os.CopyFS(ctl, os.DirFS(exampleControl)))
+	writeFile(t, filepath.Join(root, "notes.md"), "x\n")
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=T", "-c", "user.email=t@example.com"}, args...)...)
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q", "-b", "main")
+	git("add", "-A")
+	git("commit", "-q", "-m", "base")
+	sha := git("rev-parse", "HEAD")
+	source := func() string {
+		t.Helper()
+		code, out, errOut := cli(t, "plan", "--control", ctl, "--format", "json")
+		require.Equal(t, 0, code, errOut)
+		var p struct {
+			Source string `json:"source"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &p))
+		return p.Source
+	}
+	assert.Equal(t, sha, source(), "clean")
+	writeFile(t, filepath.Join(root, "notes.md"), "y\n")
+	assert.Equal(t, sha, source(), "an edit outside the control repo")
+	replaceIn(t, filepath.Join(ctl, "clusters", "edge-1.yaml"), "192.168.50.0/28", "192.168.60.0/28")
+	assert.Equal(t, sha+"-dirty", source(), "an uncommitted edit")
+	git("checkout", "-q", "--", ".")
+	writeFile(t, filepath.Join(ctl, "clusters", "edge-2.yaml"), "apiVersion: fleetbot.io/v1alpha1\nkind: Cluster\nmetadata: {name: edge-2}\n")
+	assert.Equal(t, sha+"-dirty", source(), "an untracked file")
+}
