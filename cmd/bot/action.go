@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path"
@@ -50,6 +49,8 @@ const (
 	outputChangedRepos = "changed-repos"
 	outputPullRequests = "pull-requests"
 	outputPlanJSON     = "plan-json"
+	outputBlockedRepos = "blocked-repos"
+	outputExitCode     = "exit-code"
 )
 
 // actionInputNames are the inputs action.yml declares, each read by readActionInputs.
@@ -59,7 +60,7 @@ func actionInputNames() []string {
 
 // actionOutputNames are the step outputs finish writes.
 func actionOutputNames() []string {
-	return []string{outputChangedRepos, outputPullRequests, outputPlanJSON}
+	return []string{outputChangedRepos, outputPullRequests, outputPlanJSON, outputBlockedRepos, outputExitCode}
 }
 
 // planJSONName is the file, under RUNNER_TEMP, that the plan-json output names.
@@ -606,8 +607,18 @@ func (r *actionRun) finish(res *actionResult, summary string) error {
 	if err := os.WriteFile(planPath, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing plan-json: %w", err)
 	}
-	changed, pulls := []string{}, []pullRequestOutput{}
+	changed, pulls, blocked := []string{}, []pullRequestOutput{}, []string{}
+	code := reconcile.ExitNoChanges
+	if !res.Valid {
+		code = reconcile.ExitError
+	}
 	if res.Report != nil {
+		for _, x := range res.Report.Blocked() {
+			blocked = append(blocked, x.Repo)
+		}
+		if res.Valid {
+			code = res.Report.ExitCode(res.Mode == modeApply)
+		}
 		for _, x := range res.Report.Results {
 			if !x.Changed() {
 				continue
@@ -626,10 +637,16 @@ func (r *actionRun) finish(res *actionResult, summary string) error {
 	if err != nil {
 		return err
 	}
+	blockedJSON, err := json.Marshal(blocked)
+	if err != nil {
+		return err
+	}
 	outputs := []struct{ name, value string }{
 		{outputChangedRepos, string(changedJSON)},
 		{outputPullRequests, string(pullsJSON)},
 		{outputPlanJSON, planPath},
+		{outputBlockedRepos, string(blockedJSON)},
+		{outputExitCode, strconv.Itoa(code)},
 	}
 	if r.env.Output == "" {
 		r.log.Warn("GITHUB_OUTPUT not set; step outputs not written")
@@ -779,7 +796,7 @@ func (r *actionRun) reviewControl(ctx context.Context, f *fleet, pull *ghaction.
 		res.Notes = append(res.Notes, "check control skipped: "+why)
 		return nil
 	}
-	repo, err := git.PlainOpenWithOptions(r.in.controlDir, &git.PlainOpenOptions{DetectDotGit: true})
+	repo, err := git.PlainOpenWithOptions(r.in.controlDir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 	if err != nil {
 		return skip("the control repo checkout is not a git clone")
 	}
@@ -797,13 +814,8 @@ func (r *actionRun) reviewControl(ctx context.Context, f *fleet, pull *ghaction.
 	if err != nil {
 		return skip(fmt.Sprintf("the head commit %s is not in the clone", short(head)))
 	}
-	if sub := r.controlInClone(repo); sub != "." {
-		if baseFS, err = fs.Sub(baseFS, sub); err != nil {
-			return err
-		}
-		if headFS, err = fs.Sub(headFS, sub); err != nil {
-			return err
-		}
+	if baseFS, headFS, err = subTrees(repo, r.in.controlDir, baseFS, headFS); err != nil {
+		return err
 	}
 	in := review.Input{Base: baseFS, Head: headFS, BaseRev: baseRev, HeadRev: headRev, Author: login(pull.User)}
 	if r.in.hasFanout() && in.Author != "" {
@@ -825,20 +837,6 @@ func (r *actionRun) reviewControl(ctx context.Context, f *fleet, pull *ghaction.
 			Message: "this change needs a platform admin's review: " + strings.Join(rep.Reasons, "; ")})
 	}
 	return nil
-}
-
-// controlInClone is the control dir relative to the root of its git clone ("." when it is
-// the root).
-func (r *actionRun) controlInClone(repo *git.Repository) string {
-	wt, err := repo.Worktree()
-	if err != nil {
-		return "."
-	}
-	rel, err := filepath.Rel(wt.Filesystem.Root(), r.in.controlDir)
-	if err != nil {
-		return "."
-	}
-	return filepath.ToSlash(rel)
 }
 
 // checkTargetRepo is check workspace / check cluster on the checkout at dir: it renders the

@@ -250,6 +250,8 @@ func TestActionPlanOnPullRequest(t *testing.T) {
 	assert.Contains(t, changed, "acme/workspace-payments")
 	assert.Equal(t, "[]", step.outputs["pull-requests"], "plan opens nothing")
 	assert.Equal(t, filepath.Join(run.env["RUNNER_TEMP"], planJSONName), step.outputs["plan-json"])
+	assert.Equal(t, "2", step.outputs["exit-code"], "changes pending, as plan --detailed-exitcode")
+	assert.Equal(t, "[]", step.outputs["blocked-repos"])
 	var res actionResult
 	b, err := os.ReadFile(step.outputs["plan-json"])
 	require.NoError(t, err)
@@ -339,6 +341,7 @@ func TestActionApplyOnPush(t *testing.T) {
 		require.Equal(t, 0, step.code, step.stdout+step.stderr)
 		assert.Contains(t, step.summary, "6 repos: 6 no change")
 		assert.Equal(t, "[]", step.outputs["changed-repos"])
+		assert.Equal(t, "0", step.outputs["exit-code"], "nothing to do")
 		assert.Empty(t, writes(srv))
 	})
 

@@ -306,3 +306,40 @@ func TestExampleWorkflows(t *testing.T) {
 		assert.Contains(t, modes, mode, "an example workflow for mode %s", mode)
 	}
 }
+
+// TestThirdPartyPinsAreImmutable: every action the Action, its examples and its docs use (other
+// than fleetbot's own) is pinned to a full commit SHA with the version in a comment, and every
+// base image of the Dockerfile to a digest: a moved tag cannot change what runs. The current
+// majors run on node24 (checkout and setup-go v7); bump with docs/action.md's recipe.
+func TestThirdPartyPinsAreImmutable(t *testing.T) {
+	usesRE := regexp.MustCompile(`uses:\s*(\S+)(.*)`)
+	pinned := regexp.MustCompile(`^[\w.-]+/[\w.-]+(/[\w./-]+)?@[0-9a-f]{40}$`)
+	files := []string{filepath.Join("..", "..", "action.yml"), filepath.Join("..", "..", "docs", "action.md")}
+	examples, err := filepath.Glob(filepath.Join("..", "..", "examples", "workflows", "*.yml"))
+	require.NoError(t, err)
+	n := 0
+	for _, file := range append(files, examples...) {
+		b, err := os.ReadFile(file)
+		require.NoError(t, err)
+		for _, m := range usesRE.FindAllStringSubmatch(string(b), -1) {
+			ref := strings.Trim(m[1], `"'`)
+			if strings.HasPrefix(ref, "fleetbot-io/fleetbot@") || strings.HasPrefix(ref, "./") {
+				continue
+			}
+			n++
+			assert.Regexp(t, pinned, ref, "%s: %s is pinned to a commit", file, ref)
+			assert.Regexp(t, `#\s*v\d+\.\d+\.\d+`, m[2], "%s: %s says its version in a comment", file, ref)
+			if strings.HasPrefix(ref, "actions/checkout@") || strings.HasPrefix(ref, "actions/setup-go@") {
+				assert.Contains(t, m[2], "v7.", "%s: %s is on the current (node24) major", file, ref)
+			}
+		}
+	}
+	assert.Positive(t, n)
+	b, err := os.ReadFile(filepath.Join("..", "..", "Dockerfile"))
+	require.NoError(t, err)
+	froms := regexp.MustCompile(`(?m)^FROM\s+(\S+)`).FindAllStringSubmatch(string(b), -1)
+	require.NotEmpty(t, froms)
+	for _, m := range froms {
+		assert.Regexp(t, `@sha256:[0-9a-f]{64}$`, m[1], "Dockerfile: %s is pinned by digest", m[1])
+	}
+}

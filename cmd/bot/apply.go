@@ -16,6 +16,7 @@ func (a *app) applyCommand() *cobra.Command {
 		allowAccessRemovals bool
 		concurrency         int
 		format              string
+		detailed            bool
 	)
 	cmd := &cobra.Command{
 		Use:   "apply",
@@ -25,12 +26,12 @@ missing repos (bootstrap commit with README, CODEOWNERS and scaffolds), opens
 or updates one pull request per repo on the bot branch, closes PRs that are no
 longer needed, and converges access settings. A repo that fails does not stop
 the others; the run then exits 1 naming it. Without --forge, apply uses the
-embedded local forge at ` + defaultLocalForge + `.`,
+embedded local forge at ` + defaultLocalForge + `.
+
+--detailed-exitcode: 0 done, 1 error, 2 repos deferred to the next run (write
+budget), 3 a repo waits for a human (someone pushed to its bot branch).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format); err != nil {
-				return err
-			}
 			log, err := a.logger()
 			if err != nil {
 				return err
@@ -63,26 +64,30 @@ embedded local forge at ` + defaultLocalForge + `.`,
 					return err
 				}
 			}
+			if runErr == nil && detailed {
+				return exitCode(report.ExitCode(true))
+			}
 			return runErr
 		},
 	}
 	cmd.Flags().BoolVar(&allowRemovals, "allow-removals", false, "allow removing more cluster/workspace repos than platform spec.maxRemovals")
 	cmd.Flags().BoolVar(&allowAccessRemovals, "allow-access-removals", false, "allow taking away more of a repo's grants than platform spec.access.maxAccessRemovals")
-	cmd.Flags().IntVar(&concurrency, "concurrency", reconcile.DefaultConcurrency, "how many target repos to work on at once")
-	cmd.Flags().StringVar(&format, "format", formatText, "output format: text, markdown or json")
+	minIntVar(cmd.Flags(), &concurrency, "concurrency", reconcile.DefaultConcurrency, 1, "how many target repos to work on at once")
+	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when done, 2 when repos were deferred, 3 when a repo waits for a human, 1 on error")
+	choiceVar(cmd.Flags(), &format, "format", formatText, formats(), "output format")
 	return cmd
 }
 
 // forgePlan plans against the forge named by --forge; it reports whether
 // anything would change.
-func (a *app) forgePlan(cmd *cobra.Command, f *fleet, format string, allowRemovals, allowAccessRemovals bool) (bool, error) {
+func (a *app) forgePlan(cmd *cobra.Command, f *fleet, format string, allowRemovals, allowAccessRemovals bool) (*reconcile.Report, error) {
 	log, err := a.logger()
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	forge, closeForge, err := a.openForge(cmd.Context(), a.forge, f.repo.Platform.Spec.Owner, true, log)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	defer closeForge()
 	report, err := reconcile.Plan(cmd.Context(), forge, f.repo, f.targets, reconcile.Options{
@@ -90,13 +95,13 @@ func (a *app) forgePlan(cmd *cobra.Command, f *fleet, format string, allowRemova
 	})
 	if report != nil && !issuesInText(format, report) {
 		if werr := writeReport(a.stdout, format, report); werr != nil {
-			return false, werr
+			return nil, werr
 		}
 	}
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	return report.Changed(), nil
+	return report, nil
 }
 
 // issuesInText is true when a report carries control repo issues and the

@@ -65,13 +65,10 @@ the head does not validate; otherwise 0, or with --strict 3 when the change
 needs a platform admin's review.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format); err != nil {
-				return err
-			}
 			if base == "" || head == "" {
 				return errors.New("check control needs --base REF and --head REF")
 			}
-			repo, err := git.PlainOpenWithOptions(a.control, &git.PlainOpenOptions{DetectDotGit: true})
+			repo, err := git.PlainOpenWithOptions(a.control, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 			if err != nil {
 				return fmt.Errorf("--control %s is not a git clone of the control repo: %w", a.control, err)
 			}
@@ -81,6 +78,11 @@ needs a platform admin's review.`,
 			}
 			headFS, headRev, err := treeFS(repo, head)
 			if err != nil {
+				return err
+			}
+			// The control repo may be a directory of a larger repository
+			// (platform/fleet/ in a monorepo): review that directory's tree.
+			if baseFS, headFS, err = subTrees(repo, a.control, baseFS, headFS); err != nil {
 				return err
 			}
 			in := review.Input{Base: baseFS, Head: headFS, BaseRev: baseRev, HeadRev: headRev, Author: author}
@@ -115,7 +117,7 @@ needs a platform admin's review.`,
 	f.StringVar(&head, "head", "", "the control repo commit with the change")
 	f.StringVar(&author, "author", "", "GitHub login of the change's author")
 	f.StringSliceVar(&authorTeams, "author-teams", nil, "team slugs the author belongs to (offline; without it, --forge github looks them up)")
-	f.StringVar(&format, "format", formatText, "output format: text, markdown or json")
+	choiceVar(f, &format, "format", formatText, formats(), "output format")
 	f.BoolVar(&strict, "strict", false, "exit 3 when the change needs a platform admin's review")
 	return cmd
 }
@@ -164,6 +166,44 @@ func writeReview(w io.Writer, format string, r *review.Report) error {
 // treeFS reads the tree of a commit of repo as an fs.FS, straight from git
 // objects: no checkout, no work tree. Symlinks keep their mode so the
 // loader refuses them; submodules are skipped.
+// subTrees narrows the trees of a commit pair to dir, the control repo's directory inside the
+// clone (unchanged when dir is the clone's root).
+func subTrees(repo *git.Repository, dir string, base, head fs.FS) (fs.FS, fs.FS, error) {
+	sub, err := dirInClone(repo, dir)
+	if err != nil || sub == "." {
+		return base, head, err
+	}
+	if base, err = fs.Sub(base, sub); err != nil {
+		return nil, nil, err
+	}
+	head, err = fs.Sub(head, sub)
+	return base, head, err
+}
+
+// dirInClone is dir relative to the root of the git work tree holding it ("." at the root).
+func dirInClone(repo *git.Repository, dir string) (string, error) {
+	wt, err := repo.Worktree()
+	if err != nil {
+		return ".", nil // a bare clone: its tree is the control repo
+	}
+	root, err := filepath.EvalSymlinks(wt.Filesystem.Root())
+	if err != nil {
+		return "", fmt.Errorf("locating the git work tree of %s: %w", dir, err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return "", fmt.Errorf("--control %s: %w", dir, err)
+	}
+	rel, err := filepath.Rel(root, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("--control %s is outside its git work tree %s", dir, root)
+	}
+	return filepath.ToSlash(rel), nil
+}
+
 func treeFS(repo *git.Repository, ref string) (fs.FS, string, error) {
 	h, err := repo.ResolveRevision(plumbing.Revision(ref))
 	if err != nil {
@@ -239,7 +279,7 @@ status is 1 when there is any. Run it in the workspace repo's CI.`,
 	cmd.Flags().StringVar(&dir, "dir", ".", "the workspace repo checkout")
 	cmd.Flags().StringVar(&workspace, "workspace", "", "the workspace's name")
 	cmd.Flags().StringVar(&namespace, "namespace", "", "the workspace namespace (default: the workspace name)")
-	cmd.Flags().StringVar(&format, "format", formatText, "output format: text, markdown or json")
+	choiceVar(cmd.Flags(), &format, "format", formatText, formats(), "output format")
 	return cmd
 }
 
@@ -267,16 +307,13 @@ cluster-scoped objects on their cluster, so nothing else is refused.`,
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", ".", "the cluster repo checkout")
-	cmd.Flags().StringVar(&format, "format", formatText, "output format: text, markdown or json")
+	choiceVar(cmd.Flags(), &format, "format", formatText, formats(), "output format")
 	return cmd
 }
 
 // writeProblems prints a repo check and returns exit status 1 when there
 // are problems.
 func (a *app) writeProblems(format, what string, entries []string, problems []fanout.RepoProblem) error {
-	if err := checkFormat(format); err != nil {
-		return err
-	}
 	switch format {
 	case formatJSON:
 		if problems == nil {

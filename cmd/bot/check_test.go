@@ -218,3 +218,48 @@ func TestCheckControlTeamsFromGitHub(t *testing.T) {
 		assert.Equal(t, want, rep.Verdict, author)
 	}
 }
+
+// TestCheckControlInAMonorepo: the control repo is a directory of a larger repository
+// (platform/fleet/ beside other code); check control reviews that directory's change.
+func TestCheckControlInAMonorepo(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git CLI not installed")
+	}
+	root := t.TempDir()
+	fleet := filepath.Join(root, "platform", "fleet")
+	require.NoError(t, os.CopyFS(fleet, os.DirFS(exampleControl)))
+	writeFile(t, filepath.Join(root, "services", "api", "main.go"), "package main\n")
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=T", "-c", "user.email=t@example.com"}, args...)...)
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	git("init", "-q", "-b", "main")
+	git("add", "-A")
+	git("commit", "-q", "-m", "base")
+	git("checkout", "-q", "-b", "change")
+	replaceIn(t, filepath.Join(fleet, "workspaces", "payments.yaml"), `podinfo_replicas: "2"`, `podinfo_replicas: "4"`)
+	writeFile(t, filepath.Join(root, "services", "api", "main.go"), "package main // changed\n")
+	git("commit", "-q", "-am", "change")
+
+	code, out, errOut := cli(t, "check", "control", "--control", fleet, "--base", "main", "--head", "change",
+		"--author", "someone", "--author-teams", "payments-devs", "--format", "json")
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	var rep struct {
+		Verdict string `json:"verdict"`
+		Targets []struct {
+			Repo string `json:"repo"`
+		} `json:"targets"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	assert.Equal(t, "allowed", rep.Verdict, "the workspace admin changed its own apps; the service code is not the control repo's")
+	require.Len(t, rep.Targets, 1)
+	assert.Equal(t, "acme/workspace-payments", rep.Targets[0].Repo)
+
+	// Another directory of the same repository is no control repo: a clear failure.
+	code, _, errOut = cli(t, "check", "control", "--control", filepath.Join(root, "services"), "--base", "main", "--head", "change",
+		"--author-teams", "platform")
+	assert.Equal(t, 1, code, "services/ is no control repo: %s", errOut)
+}

@@ -9,15 +9,12 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/fleetgen"
 )
 
-// devCommand groups tools for developing and measuring fleetbot. It is
-// hidden from the help of the root command: nothing under it touches a
-// forge or a real control repo.
+// devCommand groups tools for trying, developing and measuring fleetbot; README lists them.
 func (a *app) devCommand() *cobra.Command {
 	dev := &cobra.Command{
-		Use:    "dev",
-		Short:  "Developer tools: synthetic control repos for load tests and benchmarks",
-		Hidden: true,
-		Args:   cobra.NoArgs,
+		Use:   "dev",
+		Short: "Tools for trying and measuring fleetbot: synthetic control repos for load tests",
+		Args:  cobra.NoArgs,
 	}
 	dev.AddCommand(a.devGenerateCommand())
 	return dev

@@ -35,8 +35,8 @@ func (g *githubFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&g.apiURL, "github-url", "", "GitHub REST API URL, for GitHub Enterprise: https://HOST/api/v3/ (env GITHUB_API_URL; default https://api.github.com/)")
 	fs.StringVar(&g.appID, "app-id", "", "GitHub App id (env FLEETBOT_APP_ID); with --app-key, fleetbot acts as the App's installation on the platform owner")
 	fs.StringVar(&g.appKeyFile, "app-key", "", "PEM file with the GitHub App private key (env FLEETBOT_APP_KEY_FILE, or the PEM itself in FLEETBOT_APP_KEY)")
-	fs.IntVar(&g.perMinute, "content-per-minute", ghforge.DefaultPerMinute, "content-creating GitHub requests allowed per rolling minute")
-	fs.IntVar(&g.perHour, "content-per-hour", ghforge.DefaultPerHour, "content-creating GitHub requests allowed per rolling hour")
+	minIntVar(fs, &g.perMinute, "content-per-minute", ghforge.DefaultPerMinute, 1, "content-creating GitHub requests allowed per rolling minute")
+	minIntVar(fs, &g.perHour, "content-per-hour", ghforge.DefaultPerHour, 1, "content-creating GitHub requests allowed per rolling hour")
 	fs.DurationVar(&g.maxWait, "max-wait", ghforge.DefaultMaxWait, "longest wait for a GitHub limit; a repo whose writes would wait longer is deferred to the next run")
 	fs.StringVar(&g.cacheDir, "github-cache", "", `snapshot cache directory (default: the user cache dir; "off" keeps it in memory)`)
 }

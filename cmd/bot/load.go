@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/go-git/go-git/v5"
 
@@ -34,14 +35,17 @@ func loadFleet(dir string) (*fleet, error) {
 }
 
 // revision returns the commit checked out in the control repo's git work
-// tree, or "" when dir is not inside one. It only reads .git: rendering
-// itself never uses git.
+// tree, or "" when dir is not inside one. When files under dir differ from
+// that commit (edited, added or deleted and not committed) it is
+// "<sha>-dirty", as git describe --dirty says: what is rendered is not that
+// commit, and PR bodies must not claim it is. It only reads .git and the work
+// tree: rendering itself never uses git.
 func revision(dir string) string {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return ""
 	}
-	r, err := git.PlainOpenWithOptions(abs, &git.PlainOpenOptions{DetectDotGit: true})
+	r, err := git.PlainOpenWithOptions(abs, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 	if err != nil {
 		return ""
 	}
@@ -49,7 +53,38 @@ func revision(dir string) string {
 	if err != nil {
 		return ""
 	}
-	return head.Hash().String()
+	sha := head.Hash().String()
+	if dirty(r, abs) {
+		sha += "-dirty"
+	}
+	return sha
+}
+
+// dirty reports whether any file under dir differs from the checked-out commit (ignored
+// files aside). An unreadable status counts as dirty: claiming a commit is worse.
+func dirty(r *git.Repository, dir string) bool {
+	sub, err := dirInClone(r, dir)
+	if err != nil {
+		return true
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		return false // bare: nothing to edit
+	}
+	st, err := wt.Status()
+	if err != nil {
+		return true
+	}
+	prefix := sub + "/"
+	for path, s := range st {
+		if s.Worktree == git.Unmodified && s.Staging == git.Unmodified {
+			continue
+		}
+		if sub == "." || strings.HasPrefix(path, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // describeLoadError adds what to do to a load failure that is not a list of

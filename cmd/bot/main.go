@@ -79,7 +79,7 @@ applies what lands.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.control, "control", ".", "control repo directory")
 	pf.StringVar(&a.forge, "forge", "", `where target repos live: "local:PATH" (git repos on disk) or "github"`)
-	pf.StringVar(&a.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
+	choiceVar(pf, &a.logLevel, "log-level", "warn", logLevels(), "log level")
 	pf.BoolVar(&a.logJSON, "log-json", false, "log as JSON lines instead of text")
 	a.github.register(pf)
 	root.AddCommand(

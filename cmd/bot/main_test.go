@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -209,7 +210,7 @@ func TestPlanOffline(t *testing.T) {
 
 	code, _, errOut = cli(t, "plan", "--control", exampleControl, "--format", "yaml")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut, "want text, markdown or json")
+	assert.Contains(t, errOut, "want one of text, markdown, json")
 }
 
 // TestApplyThenPlanAgainstLocalForge runs the main job on the embedded
@@ -263,4 +264,123 @@ func replaceIn(t *testing.T, path, old, new string) {
 	require.NoError(t, err)
 	require.Contains(t, string(b), old, "fixture %s changed; update the test", path)
 	writeFile(t, path, strings.Replace(string(b), old, new, 1))
+}
+
+// TestInvalidFlagValuesAreRefused: a typo in a flag's value is an error naming the allowed
+// values, before anything runs, whether given on the command line or in FLEETBOT_*.
+func TestInvalidFlagValuesAreRefused(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"validate", "--log-level", "verbose"}, `invalid argument "verbose" for "--log-level" flag: want one of debug, info, warn, error`},
+		{[]string{"apply", "--concurrency", "0"}, `invalid argument "0" for "--concurrency" flag: want at least 1`},
+		{[]string{"apply", "--concurrency", "-3"}, `want at least 1`},
+		{[]string{"apply", "--concurrency", "many"}, `want a whole number`},
+		{[]string{"plan", "--format", "yaml"}, `invalid argument "yaml" for "--format" flag: want one of text, markdown, json`},
+		{[]string{"check", "workspace", "--format", "html"}, `want one of text, markdown, json`},
+		{[]string{"apply", "--content-per-minute", "0"}, `want at least 1`},
+		{[]string{"serve", "--workers", "0"}, `want at least 1`},
+	} {
+		code, _, stderr := cli(t, c.args...)
+		assert.Equal(t, 1, code, "%v", c.args)
+		assert.Contains(t, stderr, c.want, "%v", c.args)
+	}
+	t.Setenv("FLEETBOT_CONCURRENCY", "0")
+	code, _, stderr := cli(t, "serve")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `FLEETBOT_CONCURRENCY="0": invalid argument "0" for "--concurrency" flag: want at least 1`)
+}
+
+// TestHelpListsEveryCommand: nothing a user can run is hidden from --help.
+func TestHelpListsEveryCommand(t *testing.T) {
+	code, stdout, _ := cli(t, "--help")
+	require.Equal(t, 0, code)
+	for _, c := range []string{"validate", "render", "plan", "apply", "check", "serve", "action", "dev", "version"} {
+		assert.Regexp(t, `(?m)^\s+`+c+`\s`, stdout, c)
+	}
+}
+
+// TestDetailedExitCodes: plan and apply say with their exit status what a pipeline needs to
+// know: 0 nothing to do, 1 error, 2 changes pending, 3 a repo waits for a human. Offline,
+// plan cannot know and says so.
+func TestDetailedExitCodes(t *testing.T) {
+	forgeDir := filepath.Join(t.TempDir(), "forge")
+	forge := "local:" + forgeDir
+	code, _, errOut := cli(t, "plan", "--control", exampleControl, "--detailed-exitcode")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "--detailed-exitcode needs --forge")
+
+	code, _, errOut = cli(t, "plan", "--control", exampleControl, "--forge", forge, "--detailed-exitcode")
+	assert.Equal(t, 2, code, errOut)
+	code, _, errOut = cli(t, "apply", "--control", exampleControl, "--forge", forge, "--detailed-exitcode")
+	assert.Equal(t, 0, code, errOut)
+
+	// A human pushes to one repo's bot branch: that repo is blocked until a human acts.
+	work := t.TempDir()
+	gitRun := func(args ...string) {
+		t.Helper()
+		c := exec.Command("git", args...)
+		c.Dir = work
+		c.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Alice", "GIT_AUTHOR_EMAIL=alice@example.com",
+			"GIT_COMMITTER_NAME=Alice", "GIT_COMMITTER_EMAIL=alice@example.com")
+		out, err := c.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	gitRun("clone", "-q", "--branch", "fleetbot/sync", filepath.Join(forgeDir, "acme", "cluster-edge-1.git"), ".")
+	writeFile(t, filepath.Join(work, "apps", "mine.yaml"), "# a human's edit\n")
+	gitRun("add", "-A")
+	gitRun("commit", "-q", "-m", "my own change")
+	gitRun("push", "-q", "origin", "fleetbot/sync")
+
+	code, out, errOut := cli(t, "plan", "--control", exampleControl, "--forge", forge, "--detailed-exitcode")
+	assert.Equal(t, 3, code, "%s\n%s", out, errOut)
+	assert.Regexp(t, `acme/cluster-edge-1 +cluster +blocked \(human edit\)`, out)
+	code, _, errOut = cli(t, "apply", "--control", exampleControl, "--forge", forge, "--detailed-exitcode")
+	assert.Equal(t, 3, code, errOut)
+	code, _, errOut = cli(t, "apply", "--control", exampleControl, "--forge", forge)
+	assert.Equal(t, 0, code, "without the flag a blocked repo is not an error: %s", errOut)
+}
+
+// TestDirtyControlRepoIsMarked: uncommitted edits under the control repo are rendered as
+// "<sha>-dirty", never under the commit's SHA as if committed; edits elsewhere in the same
+// repository do not count.
+func TestDirtyControlRepoIsMarked(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git CLI not installed")
+	}
+	root := t.TempDir()
+	ctl := filepath.Join(root, "fleet")
+	require.NoError(t, os.CopyFS(ctl, os.DirFS(exampleControl)))
+	writeFile(t, filepath.Join(root, "notes.md"), "x\n")
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=T", "-c", "user.email=t@example.com"}, args...)...)
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q", "-b", "main")
+	git("add", "-A")
+	git("commit", "-q", "-m", "base")
+	sha := git("rev-parse", "HEAD")
+	source := func() string {
+		t.Helper()
+		code, out, errOut := cli(t, "plan", "--control", ctl, "--format", "json")
+		require.Equal(t, 0, code, errOut)
+		var p struct {
+			Source string `json:"source"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &p))
+		return p.Source
+	}
+	assert.Equal(t, sha, source(), "clean")
+	writeFile(t, filepath.Join(root, "notes.md"), "y\n")
+	assert.Equal(t, sha, source(), "an edit outside the control repo")
+	replaceIn(t, filepath.Join(ctl, "clusters", "edge-1.yaml"), "192.168.50.0/28", "192.168.60.0/28")
+	assert.Equal(t, sha+"-dirty", source(), "an uncommitted edit")
+	git("checkout", "-q", "--", ".")
+	writeFile(t, filepath.Join(ctl, "clusters", "edge-2.yaml"), "apiVersion: fleetbot.io/v1alpha1\nkind: Cluster\nmetadata: {name: edge-2}\n")
+	assert.Equal(t, sha+"-dirty", source(), "an untracked file")
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -21,14 +22,6 @@ const (
 	formatJSON     = "json"
 )
 
-func checkFormat(f string) error {
-	switch f {
-	case formatText, formatMarkdown, formatJSON:
-		return nil
-	}
-	return fmt.Errorf("--format %q: want text, markdown or json", f)
-}
-
 func (a *app) planCommand() *cobra.Command {
 	var (
 		format              string
@@ -45,37 +38,32 @@ objects per kind, access). With --forge it diffs against the real target
 repos: create, open PR, update PR, no change, blocked (human edit), close or
 remove, with the files and objects that change. plan never writes.
 
---detailed-exitcode: 0 no changes, 2 changes pending, 1 error.`,
+--detailed-exitcode (with --forge): 0 no changes, 1 error, 2 changes pending,
+3 blocked (a repo waits for a human: someone pushed to its bot branch).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format); err != nil {
-				return err
-			}
 			f, err := loadFleet(a.control)
 			if err != nil {
 				return describeLoadError(a.control, err)
 			}
 			if a.forge == "" {
-				if err := writeDesiredPlan(a.stdout, format, f); err != nil {
-					return err
+				if detailed {
+					return errors.New("--detailed-exitcode needs --forge: without it plan shows the desired state and cannot tell whether anything would change")
 				}
-				if detailed && len(f.targets) > 0 {
-					return exitCode(2)
-				}
-				return nil
+				return writeDesiredPlan(a.stdout, format, f)
 			}
-			changed, err := a.forgePlan(cmd, f, format, allowRemovals, allowAccessRemovals)
+			report, err := a.forgePlan(cmd, f, format, allowRemovals, allowAccessRemovals)
 			if err != nil {
 				return err
 			}
-			if detailed && changed {
-				return exitCode(2)
+			if detailed {
+				return exitCode(report.ExitCode(false))
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", formatText, "output format: text, markdown or json")
-	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when nothing would change, 2 when something would, 1 on error")
+	choiceVar(cmd.Flags(), &format, "format", formatText, formats(), "output format")
+	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when nothing would change, 2 when something would, 3 when a repo waits for a human, 1 on error")
 	cmd.Flags().BoolVar(&allowRemovals, "allow-removals", false, "plan as if --allow-removals were given to apply")
 	cmd.Flags().BoolVar(&allowAccessRemovals, "allow-access-removals", false, "plan as if --allow-access-removals were given to apply")
 	return cmd

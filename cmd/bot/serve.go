@@ -131,9 +131,9 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
 	fs.StringVar(&f.checkName, "check-name", webhook.DefaultCheckName, "name of the check run on control-repo pull requests")
 	fs.DurationVar(&f.resync, "resync-interval", webhook.DefaultResyncInterval, "how often to reconcile every target repo without a webhook")
 	fs.DurationVar(&f.grace, "shutdown-grace", webhook.DefaultGrace, "how long in-flight jobs may finish on shutdown")
-	fs.IntVar(&f.workers, "workers", webhook.DefaultWorkers, "jobs worked on at once")
-	fs.IntVar(&f.queueSize, "queue-size", webhook.DefaultQueueSize, "distinct jobs that may wait; deliveries beyond are refused with 503")
-	fs.IntVar(&f.concurrency, "concurrency", reconcile.DefaultConcurrency, "target repos one job works on at once")
+	minIntVar(fs, &f.workers, "workers", webhook.DefaultWorkers, 1, "jobs worked on at once")
+	minIntVar(fs, &f.queueSize, "queue-size", webhook.DefaultQueueSize, 1, "distinct jobs that may wait; deliveries beyond are refused with 503")
+	minIntVar(fs, &f.concurrency, "concurrency", reconcile.DefaultConcurrency, 1, "target repos one job works on at once")
 	fs.Int64Var(&f.maxBody, "max-body", webhook.DefaultMaxBody, "largest webhook body accepted, in bytes (413 beyond)")
 	fs.StringVar(&f.shard, "shard", "", "INDEX/COUNT: reconcile only the target repos this replica owns (replica INDEX of COUNT, e.g. the StatefulSet ordinal); see docs/scale-out.md")
 	return cmd

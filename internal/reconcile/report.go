@@ -208,6 +208,40 @@ func (r *Report) Failed() []Result {
 	return out
 }
 
+// Blocked returns the results of the repos that wait for a human: a commit on the bot branch
+// that fleetbot did not make stops it from updating the pull request.
+func (r *Report) Blocked() []Result {
+	var out []Result
+	for _, res := range r.Results {
+		if res.Action == pr.ActionBlocked && res.Err == nil {
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+// Exit codes of plan and apply with --detailed-exitcode (DESIGN §7); without it, a run that
+// did not fail exits 0.
+const (
+	ExitNoChanges = 0
+	ExitError     = 1
+	ExitChanges   = 2
+	ExitBlocked   = 3
+)
+
+// ExitCode is the detailed exit code of a run that returned no error: ExitBlocked when a repo
+// waits for a human (the most urgent), else ExitChanges when the plan would change something
+// (for apply: left something undone, i.e. deferred), else ExitNoChanges.
+func (r *Report) ExitCode(applied bool) int {
+	switch {
+	case len(r.Blocked()) > 0:
+		return ExitBlocked
+	case applied && len(r.Deferred()) > 0, !applied && r.Changed():
+		return ExitChanges
+	}
+	return ExitNoChanges
+}
+
 // Deferred returns the results of the repos left for the next run because
 // the write budget was exhausted.
 func (r *Report) Deferred() []Result {
