@@ -10,8 +10,10 @@ export GOTOOLCHAIN := local
 
 .PHONY: schemas build test test-short lint bench bench-quick bench-go demo clean
 
-## build: the fleetbot binary in bin/
-build:
+## build: the fleetbot binary in bin/ (rebuilt only when a source file changed)
+build: $(BIN)
+
+$(BIN): go.mod go.sum $(shell git ls-files '*.go' 2>/dev/null)
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/bot
 
 ## schemas: GitHub's published API descriptions the tests check against (npm, pinned)

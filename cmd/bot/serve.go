@@ -66,7 +66,7 @@ type serveConfig struct {
 
 // serveFlags are serve's own flags; each has a FLEETBOT_* variable.
 type serveFlags struct {
-	listen, control, secretFile, gitURL, checkName, shard string
+	listen, control, secretFile, gitURL, checkName, shard, listenFile string
 	resync, grace                                         time.Duration
 	workers, queueSize, concurrency                       int
 	maxBody                                               int64
@@ -99,7 +99,7 @@ from FLEETBOT_APP_ID and FLEETBOT_APP_KEY_FILE, GitHub Enterprise from
 GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := flagsFromEnv(cmd.Flags(), "listen", "control-repo", "webhook-secret-file", "git-url", "check-name",
+			if err := flagsFromEnv(cmd.Flags(), "listen", "listen-file", "control-repo", "webhook-secret-file", "git-url", "check-name",
 				"resync-interval", "shutdown-grace", "workers", "queue-size", "concurrency", "max-body", "log-level", "shard"); err != nil {
 				return err
 			}
@@ -120,11 +120,18 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
 				return fmt.Errorf("--listen %s: %w", f.listen, err)
 			}
 			log.Info("fleetbot serve listening", "addr", ln.Addr().String(), "control", cfg.Control, "version", version)
+			if f.listenFile != "" {
+				if err := writeFileAtomic(f.listenFile, ln.Addr().String()+"\n"); err != nil {
+					_ = ln.Close()
+					return fmt.Errorf("--listen-file: %w", err)
+				}
+			}
 			return serve(cmd.Context(), cfg, ln)
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&f.listen, "listen", DefaultListen, "address to serve /webhook, /healthz, /readyz and /metrics on")
+	fs.StringVar(&f.listenFile, "listen-file", "", "once listening, write the address (HOST:PORT) to this file; with --listen 127.0.0.1:0 the port is a free one")
 	fs.StringVar(&f.control, "control-repo", "", "the control repo on GitHub, OWNER/NAME")
 	fs.StringVar(&f.secretFile, "webhook-secret-file", "", "file holding the GitHub App's webhook secret")
 	fs.StringVar(&f.gitURL, "git-url", "", "web root of the GitHub host, for Flux GitRepository URLs (default: from GITHUB_API_URL, else https://github.com)")
@@ -451,4 +458,18 @@ func (s *forgeSet) open(ctx context.Context, owner string, mode webhook.ForgeMod
 func githubStats(s ghforge.RequestStats) metrics.GitHubStats {
 	return metrics.GitHubStats{Reads: s.Reads, Writes: s.Writes, ContentWrites: s.ContentWrites,
 		NotModified: s.NotModified, Errors: s.Errors, RateRemaining: s.RateRemaining}
+}
+
+// writeFileAtomic writes content to name through a temporary file and a rename, so a reader
+// polling for the file never sees it half-written.
+func writeFileAtomic(name, content string) error {
+	tmp := name + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, name); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
 }

@@ -42,6 +42,7 @@ type config struct {
 	appPub         *rsa.PublicKey
 	users          map[string]string // token -> login
 	hookURL        string
+	hookURLFile    string
 	hookSecret     string
 	logger         *slog.Logger
 	tokenLifetime  time.Duration
@@ -104,6 +105,13 @@ func WithUser(login, token string) Option { return func(c *config) { c.users[tok
 // with secret, whenever its state changes (asynchronously; Close waits for deliveries).
 func WithWebhook(url, secret string) Option {
 	return func(c *config) { c.hookURL, c.hookSecret = url, secret }
+}
+
+// WithWebhookURLFile is WithWebhook with the URL read from a file at each delivery: a demo can
+// start the fake before the service it delivers to has chosen its port (events are dropped,
+// with a log line, while the file is missing or empty).
+func WithWebhookURLFile(path, secret string) Option {
+	return func(c *config) { c.hookURLFile, c.hookSecret = path, secret }
 }
 
 // WithLogger sets the logger for server-side events (deliveries, git backend errors).

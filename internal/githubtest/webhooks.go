@@ -12,6 +12,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -29,10 +30,23 @@ type pendingEvent struct {
 
 // queueEvent builds (under Server.mu) and queues a webhook, when a hook URL is configured.
 func (s *Server) queueEvent(event string, build func() any) {
-	if s.cfg.hookURL == "" {
+	if s.cfg.hookURL == "" && s.cfg.hookURLFile == "" {
 		return
 	}
 	s.events = append(s.events, pendingEvent{event: event, payload: build()})
+}
+
+// hookTarget is where webhooks go now: WithWebhook's URL, or the content of
+// WithWebhookURLFile's file ("" while it has none).
+func (s *Server) hookTarget() string {
+	if s.cfg.hookURLFile == "" {
+		return s.cfg.hookURL
+	}
+	b, err := os.ReadFile(s.cfg.hookURLFile)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // flushEvents delivers queued webhooks in order, in the background.
@@ -47,9 +61,14 @@ func (s *Server) flushEvents() {
 	s.hooks.Add(1)
 	go func() {
 		defer s.hooks.Done()
+		url := s.hookTarget()
+		if url == "" {
+			s.cfg.logger.Info("no webhook URL yet; events dropped", "events", len(events), "file", s.cfg.hookURLFile)
+			return
+		}
 		for _, e := range events {
 			ctx, cancel := context.WithTimeout(s.closeCtx, 10*time.Second)
-			if err := s.Deliver(ctx, s.cfg.hookURL, s.cfg.hookSecret, e.event, e.payload); err != nil {
+			if err := s.Deliver(ctx, url, s.cfg.hookSecret, e.event, e.payload); err != nil {
 				s.cfg.logger.Warn("delivering webhook", "event", e.event, "err", err)
 			}
 			cancel()

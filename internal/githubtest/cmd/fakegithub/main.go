@@ -46,6 +46,8 @@ func run() error {
 		org       = flag.String("org", "", "create this organization and install the App on it")
 		teams     = flag.String("teams", "", "comma-separated team slugs to create in --org")
 		hookURL   = flag.String("webhook-url", "", "deliver webhooks here")
+		hookFile  = flag.String("webhook-url-file", "", "deliver webhooks to the URL this file holds at the time (for a receiver whose port is not known yet)")
+		urlFile   = flag.String("url-file", "", "once listening, write the server's base URL (http://HOST:PORT) to this file; with --addr 127.0.0.1:0 the port is a free one")
 		hookSec   = flag.String("webhook-secret", "", "webhook secret")
 		primary   = flag.Int("primary-limit", githubtest.DefaultPrimaryLimit, "REST requests per hour per token (0: off)")
 		ccMin     = flag.Int("content-per-minute", 0, "content-creating requests per minute (0: off)")
@@ -80,8 +82,13 @@ func run() error {
 	if *ccMin > 0 || *ccHour > 0 {
 		opts = append(opts, githubtest.WithContentCreationLimit(*ccMin, *ccHour, true))
 	}
-	if *hookURL != "" {
+	switch {
+	case *hookURL != "" && *hookFile != "":
+		return fmt.Errorf("--webhook-url and --webhook-url-file: give one")
+	case *hookURL != "":
 		opts = append(opts, githubtest.WithWebhook(*hookURL, *hookSec))
+	case *hookFile != "":
+		opts = append(opts, githubtest.WithWebhookURLFile(*hookFile, *hookSec))
 	}
 	if data, err := os.ReadFile(keyPath); err == nil {
 		block, _ := pem.Decode(data)
@@ -133,6 +140,16 @@ func run() error {
 	fmt.Printf("  token:   GITHUB_TOKEN=%s (user %s)\n", *token, githubtest.DefaultUser)
 	fmt.Printf("  app:     id %d, private key %s\n", *appID, keyPath)
 	fmt.Printf("  git:     %s/OWNER/REPO.git (basic auth x-access-token:TOKEN)\n", srv.URL)
+	if *urlFile != "" {
+		// Written last, atomically: once it exists, the org, teams and App are there too.
+		tmp := *urlFile + ".tmp"
+		if err := os.WriteFile(tmp, []byte(srv.URL+"\n"), 0o644); err != nil {
+			return fmt.Errorf("writing --url-file: %w", err)
+		}
+		if err := os.Rename(tmp, *urlFile); err != nil {
+			return fmt.Errorf("writing --url-file: %w", err)
+		}
+	}
 
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

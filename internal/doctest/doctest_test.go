@@ -1,0 +1,183 @@
+package doctest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// marker is the line that marks the next fenced block runnable.
+const marker = "<!-- runnable -->"
+
+// block is one runnable shell block.
+type block struct {
+	line int // of the opening fence
+	text string
+}
+
+// runnableBlocks returns the runnable blocks of a markdown document, in order.
+func runnableBlocks(md []byte) ([]block, error) {
+	var out []block
+	sc := bufio.NewScanner(bytes.NewReader(md))
+	n, marked, in := 0, false, false
+	var cur block
+	var fence string
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case in && strings.HasPrefix(trimmed, fence) && strings.Trim(trimmed, "`~") == "":
+			in = false
+			out = append(out, cur)
+		case in:
+			cur.text += line + "\n"
+		case marked && (strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~")):
+			lang := strings.Trim(trimmed, "`~ ")
+			if lang != "sh" && lang != "bash" {
+				return nil, fmt.Errorf("line %d: a runnable block must be sh or bash, not %q", n, lang)
+			}
+			fence = trimmed[:3]
+			in, marked, cur = true, false, block{line: n}
+		case trimmed == marker:
+			marked = true
+		case marked && trimmed != "":
+			return nil, fmt.Errorf("line %d: %s must be right before a fenced block", n-1, marker)
+		}
+	}
+	if in {
+		return nil, fmt.Errorf("line %d: unterminated runnable block", cur.line)
+	}
+	return out, sc.Err()
+}
+
+// script is the bash program that runs a document's blocks. "make test" is left out: it is
+// the command that runs this test.
+func script(blocks []block) string {
+	var b strings.Builder
+	b.WriteString("set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true' EXIT\n")
+	for _, bl := range blocks {
+		fmt.Fprintf(&b, "# --- block at line %d\necho '>>> block at line %d' >&2\n", bl.line, bl.line)
+		for _, l := range strings.Split(bl.text, "\n") {
+			if strings.TrimSpace(l) == "make test" {
+				l = "# (make test: what runs this test)"
+			}
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// repoCopy copies the repository's tracked files (as a fresh clone has them) to a new directory.
+func repoCopy(t *testing.T, root string) string {
+	t.Helper()
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
+	require.NoError(t, err, "git ls-files")
+	dst := filepath.Join(t.TempDir(), "fleetbot")
+	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		src := filepath.Join(root, name)
+		info, err := os.Lstat(src)
+		if os.IsNotExist(err) {
+			continue // deleted in the work tree
+		}
+		require.NoError(t, err)
+		if !info.Mode().IsRegular() {
+			continue
+		}
+		data, err := os.ReadFile(src)
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dst, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dst, name), data, info.Mode().Perm()))
+	}
+	return dst
+}
+
+func TestRunnableBlocksParse(t *testing.T) {
+	md := "x\n<!-- runnable -->\n```sh\necho a\n```\n\n```sh\necho not me\n```\n<!-- runnable -->\n```bash\necho b\n```\n"
+	bs, err := runnableBlocks([]byte(md))
+	require.NoError(t, err)
+	require.Len(t, bs, 2)
+	require.Equal(t, "echo a\n", bs[0].text)
+	require.Equal(t, 3, bs[0].line)
+	_, err = runnableBlocks([]byte("<!-- runnable -->\n```yaml\na: b\n```\n"))
+	require.ErrorContains(t, err, "must be sh or bash")
+	_, err = runnableBlocks([]byte("<!-- runnable -->\nsome text\n```sh\necho\n```\n"))
+	require.ErrorContains(t, err, "right before a fenced block")
+}
+
+// TestDocumentedCommandsRun runs every document's runnable blocks. It needs git, curl and jq
+// (.ci/run installs them); under CI a missing one fails, elsewhere the test skips.
+func TestDocumentedCommandsRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the documented commands: builds binaries and servers (make test runs it)")
+	}
+	for _, tool := range []string{"git", "curl", "jq", "bash"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is needed to run the documented commands", tool)
+			}
+			t.Skipf("%s not installed", tool)
+		}
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	docs = append([]string{filepath.Join(root, "README.md")}, docs...)
+	ran := 0
+	for _, doc := range docs {
+		md, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		blocks, err := runnableBlocks(md)
+		require.NoError(t, err, doc)
+		if len(blocks) == 0 {
+			continue
+		}
+		name, _ := filepath.Rel(root, doc)
+		ran++
+		t.Run(name, func(t *testing.T) {
+			dir := repoCopy(t, root)
+			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, "bash", "-c", script(blocks))
+			cmd.Dir = dir
+			// The documented commands write fleetbot's GitHub snapshot cache under the user cache
+			// dir: a scratch one here, with Go's build cache kept where it is (a cold one would
+			// rebuild everything).
+			gocache, err := exec.Command("go", "env", "GOCACHE").Output()
+			require.NoError(t, err)
+			cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=-buildvcs=false",
+				"GOCACHE="+strings.TrimSpace(string(gocache)), "XDG_CACHE_HOME="+t.TempDir())
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+			out, err := cmd.CombinedOutput()
+			// Whatever the blocks left running in the background goes with the group.
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			if err != nil {
+				t.Fatalf("%s: the documented commands fail as written: %v\n%s", name, err, tail(out, 6000))
+			}
+			t.Logf("%s: %d blocks ran", name, len(blocks))
+			if testing.Verbose() {
+				t.Log(tail(out, 4000))
+			}
+		})
+	}
+	require.Positive(t, ran, "no runnable block in README.md or docs/")
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		return "…" + string(b[len(b)-n:])
+	}
+	return string(b)
+}
