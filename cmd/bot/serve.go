@@ -67,9 +67,9 @@ type serveConfig struct {
 // serveFlags are serve's own flags; each has a FLEETBOT_* variable.
 type serveFlags struct {
 	listen, control, secretFile, gitURL, checkName, shard, listenFile string
-	resync, grace                                         time.Duration
-	workers, queueSize, concurrency                       int
-	maxBody                                               int64
+	resync, grace                                                     time.Duration
+	workers, queueSize, concurrency                                   int
+	maxBody                                                           int64
 }
 
 func (a *app) serveCommand() *cobra.Command {
