@@ -56,6 +56,10 @@ type variant struct {
 type doc struct {
 	tmpl       template
 	kind, name string
+	// shape is the object's YAML tree before substitution (templates with variables only):
+	// a substituted document must have exactly this structure, only the scalars holding a
+	// ${name} may differ.
+	shape *kyaml.Node
 }
 
 // conflict is an object a namespaced app may not render into a workspace.
@@ -171,7 +175,11 @@ func (b *build) layout(ns string) (*variant, error) {
 			return nil, fmt.Errorf("serialising %s: %w", o.id(), err)
 		}
 		t, refs, bad := compile(text)
-		v.docs = append(v.docs, doc{tmpl: t, kind: o.kind, name: o.name})
+		d := doc{tmpl: t, kind: o.kind, name: o.name}
+		if t.vars {
+			d.shape = n.YNode()
+		}
+		v.docs = append(v.docs, d)
 		v.size += len(text) + 4
 		v.refs = append(v.refs, refs...)
 		v.bad = append(v.bad, bad...)
@@ -226,10 +234,19 @@ func (n *kyamlNode) kindName() (kind, name string) {
 	return kind, name
 }
 
-// quoteStringMaps double-quotes the values of labels and annotations maps
-// that reference a variable. Kubernetes requires those values to be strings,
-// but kustomize rewrites these maps and drops the quotes a manifest had, so
-// "${flag}" substituted with false would become a boolean.
+// stringMapKey reports the fields whose values Kubernetes requires to be strings: labels and
+// annotations, and label selectors (matchLabels, nodeSelector, a Service's selector).
+func stringMapKey(k string) bool {
+	switch k {
+	case "labels", "annotations", "matchLabels", "nodeSelector", "selector":
+		return true
+	}
+	return false
+}
+
+// quoteStringMaps double-quotes the values of string maps (stringMapKey) that reference a
+// variable. kustomize rewrites these maps and drops the quotes a manifest had, so "${flag}"
+// substituted with false would become a boolean.
 func quoteStringMaps(n *kyaml.Node, stringMap bool) {
 	switch n.Kind {
 	case kyaml.DocumentNode, kyaml.SequenceNode:
@@ -244,7 +261,7 @@ func quoteStringMaps(n *kyaml.Node, stringMap bool) {
 				v.Tag = "!!str"
 				continue
 			}
-			quoteStringMaps(v, k.Value == "labels" || k.Value == "annotations")
+			quoteStringMaps(v, stringMapKey(k.Value))
 		}
 	}
 }
@@ -266,7 +283,7 @@ func nonStringValues(n *kyaml.Node, stringMap bool, out *[]string) {
 				}
 				continue
 			}
-			nonStringValues(v, k.Value == "labels" || k.Value == "annotations", out)
+			nonStringValues(v, k.Value == "labels" || k.Value == "annotations" || k.Value == "matchLabels" || k.Value == "nodeSelector", out)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
 )
@@ -363,17 +365,24 @@ func (x *run) appFile(d control.Deployment) ([]byte, bool) {
 }
 
 // check parses a substituted document and makes sure it is still the same
-// object: a value with YAML syntax in it can break or reshape a manifest.
+// object with the same structure: a value only ever becomes one scalar. A
+// value with YAML syntax in it ("x\n---\nkind: ClusterRoleBinding…", or a
+// newline and an indented key) could otherwise add a document, a key or a
+// list item to a manifest, or turn a scalar into a map.
 func (x *run) check(text string, d doc) string {
 	if msg, ok := x.checked[text]; ok {
 		return msg
 	}
 	msg := ""
 	var n kyamlNode
-	if err := unmarshalNode(text, &n); err != nil {
+	if extra, err := decodeOne(text, &n); err != nil {
 		msg = err.Error()
+	} else if extra > 0 {
+		msg = fmt.Sprintf("a value added %d YAML document(s) (---): a value may only become one scalar", extra)
 	} else if kind, name := n.kindName(); kind != d.kind || name != d.name {
 		msg = fmt.Sprintf("it became %s/%s", kind, name)
+	} else if where := changedShape(d.shape, &n.Node, ""); where != "" {
+		msg = "a value changed the structure at " + where + ": a value may only become one scalar"
 	} else {
 		var bad []string
 		nonStringValues(&n.Node, false, &bad)
@@ -383,4 +392,86 @@ func (x *run) check(text string, d doc) string {
 	}
 	x.checked[text] = msg
 	return msg
+}
+
+// decodeOne parses the first YAML document of text into n, which must be a mapping, and
+// counts the documents after it (each parsed once).
+func decodeOne(text string, n *kyamlNode) (extra int, err error) {
+	dec := kyaml.NewDecoder(strings.NewReader(text))
+	if err := dec.Decode(&n.Node); err != nil {
+		return 0, err
+	}
+	if len(n.Content) == 0 || n.Content[0].Kind != kyaml.MappingNode {
+		return 0, fmt.Errorf("not a YAML mapping")
+	}
+	for {
+		var more kyaml.Node
+		err := dec.Decode(&more)
+		if errors.Is(err, io.EOF) {
+			return extra, nil
+		}
+		if err != nil {
+			return extra, err
+		}
+		extra++
+	}
+}
+
+// changedShape compares a substituted document with its template's tree and returns the path
+// of the first difference other than a scalar holding a ${name} that became another scalar:
+// a different kind of node, a key added, removed or renamed, a list item added or removed, or
+// a literal scalar changed. "" means same shape.
+func changedShape(tmpl, out *kyaml.Node, path string) string {
+	if tmpl == nil {
+		return ""
+	}
+	for tmpl.Kind == kyaml.DocumentNode && len(tmpl.Content) == 1 {
+		tmpl = tmpl.Content[0]
+	}
+	for out.Kind == kyaml.DocumentNode && len(out.Content) == 1 {
+		out = out.Content[0]
+	}
+	here := path
+	if here == "" {
+		here = "the document root"
+	}
+	if tmpl.Kind != out.Kind {
+		return here
+	}
+	switch tmpl.Kind {
+	case kyaml.ScalarNode:
+		if !strings.Contains(tmpl.Value, "${") && tmpl.Value != out.Value {
+			return here
+		}
+	case kyaml.SequenceNode:
+		if len(tmpl.Content) != len(out.Content) {
+			return here
+		}
+		for i := range tmpl.Content {
+			if w := changedShape(tmpl.Content[i], out.Content[i], fmt.Sprintf("%s[%d]", path, i)); w != "" {
+				return w
+			}
+		}
+	case kyaml.MappingNode:
+		if len(tmpl.Content) != len(out.Content) {
+			return here
+		}
+		for i := 0; i+1 < len(tmpl.Content); i += 2 {
+			k := tmpl.Content[i].Value
+			if changedShape(tmpl.Content[i], out.Content[i], "") != "" {
+				return joinPath(path, k)
+			}
+			if w := changedShape(tmpl.Content[i+1], out.Content[i+1], joinPath(path, k)); w != "" {
+				return w
+			}
+		}
+	}
+	return ""
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
 }
