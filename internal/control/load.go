@@ -7,6 +7,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"github.com/fleetbot-io/fleetbot/internal/yamlsize"
 )
 
 // Control repo layout.
@@ -16,6 +18,18 @@ const (
 	workspacesDir = "workspaces"
 	catalogDir    = "catalog"
 	appFile       = "app.yaml"
+)
+
+// Bounds of what a control repo may hold (DESIGN §7: rendering is bounded): a repo past them
+// is refused with the file that passed, before anything is decoded or rendered.
+const (
+	// MaxFileBytes bounds one file (a manifest, a cluster): Kubernetes itself refuses objects
+	// over ~1.5 MiB.
+	MaxFileBytes = 4 << 20
+	// MaxFiles bounds the files read (10,000 clusters and a large catalog fit).
+	MaxFiles = 50_000
+	// MaxTotalBytes bounds everything read.
+	MaxTotalBytes = 256 << 20
 )
 
 // kustomizationFiles are the names kustomize accepts for its entry point.
@@ -48,6 +62,8 @@ type loader struct {
 	fsys fs.FS
 	repo *Repo
 	is   Issues
+	// files and bytes count what was read, for the bounds.
+	files, bytes int
 	// platform is where the Platform was found, for "second Platform" issues.
 	platform Position
 }
@@ -78,12 +94,45 @@ func (l *loader) run() error {
 	return nil
 }
 
+// readFile reads one file of the control repo within the bounds: a file over MaxFileBytes, a
+// YAML file whose aliases expand past yamlsize.DefaultMaxNodes, or a repo past MaxFiles or
+// MaxTotalBytes is refused (ErrTooLarge, naming the file), before any decoder sees it.
 func (l *loader) readFile(name string) ([]byte, error) {
+	if info, err := fs.Stat(l.fsys, name); err == nil && info.Size() > MaxFileBytes {
+		return nil, tooLarge(name, fmt.Sprintf("%d bytes, more than the %d a file may have", info.Size(), MaxFileBytes))
+	}
 	b, err := fs.ReadFile(l.fsys, name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading %s: %w", ErrUnreadable, name, err)
 	}
+	l.files++
+	l.bytes += len(b)
+	switch {
+	case len(b) > MaxFileBytes:
+		return nil, tooLarge(name, fmt.Sprintf("%d bytes, more than the %d a file may have", len(b), MaxFileBytes))
+	case l.files > MaxFiles:
+		return nil, tooLarge(name, fmt.Sprintf("the control repo has more than %d files", MaxFiles))
+	case l.bytes > MaxTotalBytes:
+		return nil, tooLarge(name, fmt.Sprintf("the control repo holds more than %d bytes", MaxTotalBytes))
+	}
+	if isYAMLInput(name) {
+		if err := yamlsize.Check(b, yamlsize.DefaultMaxNodes); err != nil {
+			return nil, tooLarge(name, err.Error())
+		}
+	}
 	return b, nil
+}
+
+// ErrTooLarge is returned (wrapped, with the file) for a control repo past its bounds.
+var ErrTooLarge = errors.New("control repo input too large")
+
+func tooLarge(name, why string) error {
+	return fmt.Errorf("%w: %s: %s; nothing was rendered (split the file, or remove what does not belong in the control repo)", ErrTooLarge, name, why)
+}
+
+// isYAMLInput reports the files a YAML decoder (ours or kustomize's) reads.
+func isYAMLInput(name string) bool {
+	return isYAML(name) || path.Base(name) == "Kustomization"
 }
 
 func (l *loader) loadPlatform(top map[string]fs.DirEntry) error {

@@ -54,6 +54,8 @@ type dirReader struct {
 	real  string // the control repo's absolute path, symlinks resolved
 	files fstest.MapFS
 	is    Issues
+	// count and bytes are what was read so far, for the bounds (checked before reading).
+	count, bytes int64
 }
 
 func (r *dirReader) readDir(name string) ([]fs.DirEntry, error) {
@@ -95,6 +97,20 @@ func (r *dirReader) add(name string, e fs.DirEntry) error {
 }
 
 func (r *dirReader) addFile(name string) error {
+	info, err := r.root.Stat(filepath.FromSlash(name))
+	if err != nil {
+		return errUnreadable("reading "+name, err)
+	}
+	r.count++
+	r.bytes += info.Size()
+	switch {
+	case info.Size() > MaxFileBytes:
+		return tooLarge(name, fmt.Sprintf("%d bytes, more than the %d a file may have", info.Size(), MaxFileBytes))
+	case r.count > MaxFiles:
+		return tooLarge(name, fmt.Sprintf("the control repo has more than %d files", MaxFiles))
+	case r.bytes > MaxTotalBytes:
+		return tooLarge(name, fmt.Sprintf("the control repo holds more than %d bytes", MaxTotalBytes))
+	}
 	data, err := r.root.ReadFile(filepath.FromSlash(name))
 	if err != nil {
 		return errUnreadable("reading "+name, err)

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/fleetbot-io/fleetbot/internal/yamlsize"
 	yaml "go.yaml.in/yaml/v3"
 )
 
@@ -41,6 +42,10 @@ func (o Object) key() string { return o.APIVersion + "|" + o.ID() }
 // Parse returns the objects of a multi-document YAML file, in file order.
 // Empty documents are skipped; a document without kind is not an object.
 func Parse(content []byte) ([]Object, error) {
+	// Target repo files are human-editable: an alias bomb must not expand here.
+	if err := yamlsize.Check(content, yamlsize.DefaultMaxNodes); err != nil {
+		return nil, fmt.Errorf("parsing YAML: %w", err)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(content))
 	var objs []Object
 	for {

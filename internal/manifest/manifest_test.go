@@ -58,3 +58,12 @@ func TestFormatCountsIsSorted(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "Deployment×1, Service×1", FormatCounts(CountByKind(objs)))
 }
+
+// TestAttackAliasBombInTargetRepoFile: a file in a target repo (human-editable, read for the
+// object diff) that expands to billions of nodes is refused, not expanded.
+func TestAttackAliasBombInTargetRepoFile(t *testing.T) {
+	bomb := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n  a: &a [x,x,x,x,x,x,x,x,x]\n  b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n  c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n  d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n  e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\n  f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n  g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\n"
+	_, err := Parse([]byte(bomb))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "alias bomb")
+}

@@ -101,6 +101,7 @@ func (c *GitHubControl) Tree(ctx context.Context, sha string) (fs.FS, error) {
 	}
 	files := fstest.MapFS{}
 	var want []*gh.TreeEntry
+	var total int
 	for _, e := range tree.Entries {
 		p := e.GetPath()
 		if !relevant(p) {
@@ -108,9 +109,21 @@ func (c *GitHubControl) Tree(ctx context.Context, sha string) (fs.FS, error) {
 		}
 		// Symlinks (mode 120000) are blobs too: read as links, never
 		// followed; control.Load reports them.
-		if e.GetType() == "blob" {
-			want = append(want, e)
+		if e.GetType() != "blob" {
+			continue
 		}
+		// The bounds of control.Load, checked before any blob is read.
+		total += e.GetSize()
+		switch {
+		case e.GetSize() > control.MaxFileBytes:
+			return nil, fmt.Errorf("%w: %s of %s/%s at %s: %d bytes, more than the %d a file may have",
+				control.ErrTooLarge, p, c.owner, c.name, sha, e.GetSize(), control.MaxFileBytes)
+		case len(want) >= control.MaxFiles:
+			return nil, fmt.Errorf("%w: %s/%s at %s has more than %d files", control.ErrTooLarge, c.owner, c.name, sha, control.MaxFiles)
+		case total > control.MaxTotalBytes:
+			return nil, fmt.Errorf("%w: %s/%s at %s holds more than %d bytes", control.ErrTooLarge, c.owner, c.name, sha, control.MaxTotalBytes)
+		}
+		want = append(want, e)
 	}
 	data, err := c.read(ctx, want)
 	if err != nil {
