@@ -235,11 +235,7 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener) error {
 	if err := m.QueueDepth(queue.Len, queue.Running); err != nil {
 		return err
 	}
-	hs := &http.Server{
-		Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	hs := newHTTPServer(srv.Handler(), log)
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- hs.Serve(ln) }()
 
@@ -472,4 +468,16 @@ func writeFileAtomic(name, content string) error {
 		return err
 	}
 	return nil
+}
+
+// newHTTPServer is serve's HTTP server, bounded against slow or greedy clients: headers must
+// arrive within 10 s and stay under 64 KiB, a whole request within 30 s (GitHub sends a 25 MB
+// delivery in well under that), an answer must be written within 30 s, and idle keep-alive
+// connections close after 2 min.
+func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 }

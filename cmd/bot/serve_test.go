@@ -406,8 +406,8 @@ func TestServeAppliesPushesAndCoalescesBursts(t *testing.T) {
 		`fleetbot_queue_depth 0`,
 		`fleetbot_jobs_in_flight 0`,
 		`fleetbot_job_wait_seconds_count{kind="apply"}`,
-		`fleetbot_reconcile_outcomes_total{outcome="update",repo="acme/cluster-edge-1"}`,
-		`fleetbot_reconcile_outcomes_total{outcome="create",repo="acme/cluster-edge-1"}`,
+		`fleetbot_reconcile_outcomes_total{outcome="update"}`,
+		`fleetbot_reconcile_outcomes_total{outcome="create"}`,
 		`fleetbot_github_requests_total{class="content",client="acme/write"}`,
 		`fleetbot_github_requests_total{class="not_modified",client="acme/write"}`,
 		`fleetbot_github_rate_limit_remaining{client="acme/write"}`,
@@ -781,4 +781,15 @@ func TestWebRoot(t *testing.T) {
 	assert.Equal(t, "", webRoot("https://api.github.com/"))
 	assert.Equal(t, "https://ghe.example.com", webRoot("https://ghe.example.com/api/v3/"))
 	assert.Equal(t, "http://127.0.0.1:8787", webRoot("http://127.0.0.1:8787/api/v3/"))
+}
+
+// TestServeHTTPServerIsBounded: a slow client (slowloris) cannot hold serve's connections
+// open: headers, bodies, answers and idle connections all have a deadline, headers a size.
+func TestServeHTTPServerIsBounded(t *testing.T) {
+	hs := newHTTPServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler))
+	assert.Equal(t, 10*time.Second, hs.ReadHeaderTimeout)
+	assert.Equal(t, 30*time.Second, hs.ReadTimeout)
+	assert.Equal(t, 30*time.Second, hs.WriteTimeout)
+	assert.Equal(t, 2*time.Minute, hs.IdleTimeout)
+	assert.Equal(t, 64<<10, hs.MaxHeaderBytes)
 }

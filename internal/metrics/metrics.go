@@ -39,6 +39,8 @@ const (
 	OutcomeBadSignature = "bad_signature"
 	// OutcomeTooLarge: body over the size cap (413).
 	OutcomeTooLarge = "too_large"
+	// OutcomeBusy: too many deliveries being read and verified at once (503, redelivered).
+	OutcomeBusy = "busy"
 	// OutcomeBadRequest: not a POST, no event header or an unparsable payload (400).
 	OutcomeBadRequest = "bad_request"
 	// OutcomeQueueFull: the queue was full (503); the next resync catches up.
@@ -66,7 +68,7 @@ func New() *Metrics {
 		registry: prometheus.NewRegistry(),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Subsystem: "webhook", Name: "deliveries_total",
-			Help: "Webhook deliveries received, by X-GitHub-Event and outcome (queued, coalesced, ignored, unhandled, duplicate, bad_signature, too_large, bad_request, queue_full).",
+			Help: "Webhook deliveries received, by X-GitHub-Event (the events fleetbot subscribes to, else other) and outcome (queued, coalesced, ignored, unhandled, duplicate, bad_signature, too_large, bad_request, queue_full, busy).",
 		}, []string{"event", "outcome"}),
 		ack: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: Namespace, Subsystem: "webhook", Name: "ack_seconds",
@@ -76,17 +78,17 @@ func New() *Metrics {
 		jobWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: Namespace, Subsystem: "job", Name: "wait_seconds",
 			Help:    "Time a job waited in the queue, from its first delivery to a worker taking it.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+			Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 900},
 		}, []string{"kind"}),
 		jobRun: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: Namespace, Subsystem: "job", Name: "duration_seconds",
 			Help:    "Time a worker spent on a job, by kind (apply, drift, check) and outcome (ok, error, panic, canceled).",
-			Buckets: prometheus.ExponentialBuckets(0.005, 3, 10),
+			Buckets: []float64{.01, .05, .1, .5, 1, 2, 5, 10, 30, 60, 120, 300, 900},
 		}, []string{"kind", "outcome"}),
 		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Subsystem: "reconcile", Name: "outcomes_total",
-			Help: "Target repo reconciles by repo and outcome (the pr action: noop, open, update, close, create, remove, blocked; or failed, deferred).",
-		}, []string{"repo", "outcome"}),
+			Help: "Target repo reconciles by outcome (the pr action: noop, open, update, close, create, remove, blocked; or failed, deferred). Per-repo detail is in the logs: a label per repo would be unbounded at thousands of repos.",
+		}, []string{"outcome"}),
 	}
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
@@ -108,15 +110,27 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
 }
 
-// Delivery counts one webhook delivery.
+// Delivery counts one webhook delivery. The event label is one of the events fleetbot
+// subscribes to, "none" or "other": the header comes from whoever sent the request, signed or
+// not, and must not grow the label set.
 func (m *Metrics) Delivery(event, outcome string) {
 	if m == nil {
 		return
 	}
-	if event == "" {
-		event = "none"
+	m.deliveries.WithLabelValues(EventLabel(event), outcome).Inc()
+}
+
+// EventLabel bounds an X-GitHub-Event value to a fixed set: the events fleetbot subscribes to
+// (app.yml), "ping", "none" for an empty one, and "other".
+func EventLabel(event string) string {
+	switch event {
+	case "":
+		return "none"
+	case "push", "pull_request", "check_run", "check_suite", "installation", "installation_repositories",
+		"repository", "member", "membership", "team", "team_add", "branch_protection_rule", "ping":
+		return event
 	}
-	m.deliveries.WithLabelValues(event, outcome).Inc()
+	return "other"
 }
 
 // Ack records how long answering a delivery took.
@@ -143,12 +157,12 @@ func (m *Metrics) JobDone(kind, outcome string, d time.Duration) {
 	m.jobRun.WithLabelValues(kind, outcome).Observe(d.Seconds())
 }
 
-// Reconciled counts the outcome of one target repo's reconcile.
-func (m *Metrics) Reconciled(repo, outcome string) {
+// Reconciled counts the outcome of one target repo's reconcile (the repo goes to the logs).
+func (m *Metrics) Reconciled(outcome string) {
 	if m == nil {
 		return
 	}
-	m.reconciles.WithLabelValues(repo, outcome).Inc()
+	m.reconciles.WithLabelValues(outcome).Inc()
 }
 
 // QueueDepth exports depth, called at scrape time, as fleetbot_queue_depth,

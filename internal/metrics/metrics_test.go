@@ -1,8 +1,10 @@
 package metrics
 
 import (
+	"fmt"
 	"io"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,7 +29,7 @@ func TestSeries(t *testing.T) {
 	m.Ack(time.Millisecond)
 	m.JobStarted("apply", time.Second)
 	m.JobDone("apply", "ok", 2*time.Second)
-	m.Reconciled("acme/cluster-a", "open")
+	m.Reconciled("open")
 	require.NoError(t, m.QueueDepth(func() int { return 3 }, func() int { return 1 }))
 	require.Error(t, m.QueueDepth(func() int { return 3 }, func() int { return 1 }), "registered twice")
 	m.GitHub(GitHubSource{Client: "write", Stats: func() GitHubStats {
@@ -42,7 +44,7 @@ func TestSeries(t *testing.T) {
 		`fleetbot_webhook_ack_seconds_count 1`,
 		`fleetbot_job_wait_seconds_count{kind="apply"} 1`,
 		`fleetbot_job_duration_seconds_count{kind="apply",outcome="ok"} 1`,
-		`fleetbot_reconcile_outcomes_total{outcome="open",repo="acme/cluster-a"} 1`,
+		`fleetbot_reconcile_outcomes_total{outcome="open"} 1`,
 		`fleetbot_queue_depth 3`,
 		`fleetbot_jobs_in_flight 1`,
 		`fleetbot_github_requests_total{class="read",client="write"} 10`,
@@ -56,13 +58,27 @@ func TestSeries(t *testing.T) {
 	assert.NotContains(t, out, `fleetbot_github_rate_limit_remaining{client="app"}`, "unknown remaining is not exported")
 }
 
+// TestAttackEventHeaderCardinality: unauthenticated requests with made-up X-GitHub-Event
+// values (526 MB in 6 s before this) leave the event label set fixed.
+func TestAttackEventHeaderCardinality(t *testing.T) {
+	m := New()
+	for i := range 5000 {
+		m.Delivery(fmt.Sprintf("evil-%d-%s", i, strings.Repeat("x", 200)), OutcomeBadSignature)
+	}
+	m.Delivery("push", OutcomeBadSignature)
+	out := scrape(t, m)
+	assert.Contains(t, out, `fleetbot_webhook_deliveries_total{event="other",outcome="bad_signature"} 5000`)
+	assert.Contains(t, out, `fleetbot_webhook_deliveries_total{event="push",outcome="bad_signature"} 1`)
+	assert.NotContains(t, out, "evil-")
+}
+
 func TestNilMetricsRecordNothing(t *testing.T) {
 	var m *Metrics
 	m.Delivery("push", OutcomeQueued)
 	m.Ack(time.Second)
 	m.JobStarted("apply", 0)
 	m.JobDone("apply", "ok", 0)
-	m.Reconciled("r", "noop")
+	m.Reconciled("noop")
 	m.GitHub(GitHubSource{})
 	assert.NoError(t, m.QueueDepth(nil, nil))
 	w := httptest.NewRecorder()

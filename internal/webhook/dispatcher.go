@@ -13,11 +13,16 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
 )
 
-// DefaultMaxBody caps a delivery's body. GitHub caps payloads at 25 MB;
-// events fleetbot handles are far smaller, and reading less bounds what an
-// unauthenticated client can make the service buffer before the signature
-// check.
-const DefaultMaxBody = 5 << 20
+// DefaultMaxBody caps a delivery's body at GitHub's own cap, 25 MB: a push of many commits
+// or a large repository event is legal and must not be refused. What unauthenticated clients
+// can make the service buffer is bounded by DefaultMaxUnverified bodies at once.
+const DefaultMaxBody = 25 << 20
+
+// DefaultMaxUnverified bounds the deliveries being read and verified at once: bodies are
+// buffered before the signature can be checked, so this (times MaxBody) is the memory an
+// unauthenticated client can hold. GitHub's deliveries take milliseconds; beyond it the answer
+// is 503 and GitHub may redeliver.
+const DefaultMaxUnverified = 8
 
 // ErrBadPayload is wrapped by handlers for a payload they cannot decode
 // (400: GitHub would not send it).
@@ -53,6 +58,8 @@ type DispatcherConfig struct {
 	MaxBody int64
 	// DedupeSize is how many delivery ids are remembered (DefaultDedupeSize if <= 0).
 	DedupeSize int
+	// MaxUnverified bounds deliveries read and verified at once (DefaultMaxUnverified if <= 0).
+	MaxUnverified int
 	// Logger receives one line per delivery; nil discards.
 	Logger *slog.Logger
 	// Metrics counts deliveries by event and outcome; nil records nothing.
@@ -71,6 +78,8 @@ type Dispatcher struct {
 	log      *slog.Logger
 	handlers map[string]Handler
 	seen     *seenSet
+	// unverified holds a slot per delivery being read and verified.
+	unverified chan struct{}
 }
 
 // NewDispatcher returns a Dispatcher routing to handlers; two handlers for
@@ -82,6 +91,9 @@ func NewDispatcher(cfg DispatcherConfig, handlers ...Handler) (*Dispatcher, erro
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
 	}
+	if cfg.MaxUnverified <= 0 {
+		cfg.MaxUnverified = DefaultMaxUnverified
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -89,7 +101,8 @@ func NewDispatcher(cfg DispatcherConfig, handlers ...Handler) (*Dispatcher, erro
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := &Dispatcher{cfg: cfg, log: log, handlers: map[string]Handler{}, seen: newSeenSet(cfg.DedupeSize)}
+	d := &Dispatcher{cfg: cfg, log: log, handlers: map[string]Handler{}, seen: newSeenSet(cfg.DedupeSize),
+		unverified: make(chan struct{}, cfg.MaxUnverified)}
 	for _, h := range handlers {
 		for _, ev := range h.Handles() {
 			if _, dup := d.handlers[ev]; dup {
@@ -106,7 +119,8 @@ func (d *Dispatcher) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := d.cfg.Now()
 	event := r.Header.Get("X-GitHub-Event")
 	id := r.Header.Get("X-GitHub-Delivery")
-	log := d.log.With("delivery", id, "event", event)
+	// Headers are the sender's, authenticated or not: logged only bounded.
+	log := d.log.With("delivery", bounded(id), "event", metrics.EventLabel(event))
 	status, outcome, msg := d.serve(r, start, event, id, log)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -127,15 +141,9 @@ func (d *Dispatcher) serve(r *http.Request, start time.Time, event, id string, l
 	if r.ContentLength > d.cfg.MaxBody {
 		return http.StatusRequestEntityTooLarge, metrics.OutcomeTooLarge, fmt.Sprintf("body over %d bytes", d.cfg.MaxBody)
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, d.cfg.MaxBody+1))
-	if err != nil {
-		return http.StatusBadRequest, metrics.OutcomeBadRequest, "reading the body failed"
-	}
-	if int64(len(body)) > d.cfg.MaxBody {
-		return http.StatusRequestEntityTooLarge, metrics.OutcomeTooLarge, fmt.Sprintf("body over %d bytes", d.cfg.MaxBody)
-	}
-	if err := VerifySignature(d.cfg.Secret, body, r.Header.Get(SignatureHeader)); err != nil {
-		return http.StatusUnauthorized, metrics.OutcomeBadSignature, err.Error()
+	body, status, outcome, msg := d.readVerified(r)
+	if status != 0 {
+		return status, outcome, msg
 	}
 	if event == "" {
 		return http.StatusBadRequest, metrics.OutcomeBadRequest, "no X-GitHub-Event header"
@@ -165,4 +173,40 @@ func (d *Dispatcher) serve(r *http.Request, start time.Time, event, id string, l
 		d.seen.forget(id)
 		return http.StatusInternalServerError, "error", err.Error()
 	}
+}
+
+// readVerified reads the body and checks its signature, holding one of MaxUnverified slots
+// meanwhile (503 when none is free): a non-zero status is the refusal.
+func (d *Dispatcher) readVerified(r *http.Request) (body []byte, status int, outcome, msg string) {
+	select {
+	case d.unverified <- struct{}{}:
+		defer func() { <-d.unverified }()
+	default:
+		return nil, http.StatusServiceUnavailable, metrics.OutcomeBusy, "too many deliveries at once; retry"
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, d.cfg.MaxBody+1))
+	switch {
+	case err != nil:
+		return nil, http.StatusBadRequest, metrics.OutcomeBadRequest, "reading the body failed"
+	case int64(len(body)) > d.cfg.MaxBody:
+		return nil, http.StatusRequestEntityTooLarge, metrics.OutcomeTooLarge, fmt.Sprintf("body over %d bytes", d.cfg.MaxBody)
+	}
+	if err := VerifySignature(d.cfg.Secret, body, r.Header.Get(SignatureHeader)); err != nil {
+		return nil, http.StatusUnauthorized, metrics.OutcomeBadSignature, err.Error()
+	}
+	return body, 0, "", ""
+}
+
+// bounded returns a header value for a log line: as it is when short and plain (a delivery id
+// is a UUID), else a placeholder.
+func bounded(v string) string {
+	if len(v) > 64 {
+		return "(invalid)"
+	}
+	for _, c := range v {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_' || c == '.') {
+			return "(invalid)"
+		}
+	}
+	return v
 }

@@ -66,7 +66,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/webhook", func(w http.ResponseWriter, r *http.Request) {
 		d := s.dispatcher.Load()
 		if d == nil {
-			s.metrics.Delivery(r.Header.Get("X-GitHub-Event"), "not_ready")
+			s.metrics.Delivery(r.Header.Get("X-GitHub-Event"), "not_ready") // bounded by Delivery
 			http.Error(w, "fleetbot is starting", http.StatusServiceUnavailable)
 			return
 		}

@@ -239,7 +239,7 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 		Concurrency: s.cfg.Concurrency, Only: only, Shard: s.cfg.Shard,
 		Logger: s.log.With("delivery", j.Delivery, "kind", j.Kind),
 		Progress: func(r reconcile.Result) {
-			s.cfg.Metrics.Reconciled(r.Repo, outcomeOf(r))
+			s.cfg.Metrics.Reconciled(outcomeOf(r))
 		},
 	}
 	mode := ForgeApply
