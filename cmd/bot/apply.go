@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -63,6 +64,10 @@ budget), 3 a repo waits for a human (someone pushed to its bot branch).`,
 				if err := writeReport(a.stdout, format, report); err != nil {
 					return err
 				}
+			}
+			if ctx := cmd.Context(); runErr != nil && ctx.Err() != nil && report != nil {
+				return fmt.Errorf("interrupted (%v): %d of %d repos not applied; each repo is left where a run can resume: run apply again to finish",
+					context.Cause(ctx), len(report.Failed()), len(report.Results))
 			}
 			if runErr == nil && detailed {
 				return exitCode(report.ExitCode(true))

@@ -113,7 +113,13 @@ func (a *app) openGitHub(ctx context.Context, owner string, readOnly bool, log *
 	if err != nil {
 		return nil, nil, err
 	}
-	f := ghforge.NewForge(c, ghforge.ForgeOptions{CacheDir: a.github.cache(cfg.APIURL), Logger: log})
+	cacheDir := a.github.cache(cfg.APIURL)
+	if cacheDir != "" {
+		if err := ghforge.PrepareCacheDir(cacheDir); err != nil {
+			return nil, nil, fmt.Errorf("--github-cache: %w", err)
+		}
+	}
+	f := ghforge.NewForge(c, ghforge.ForgeOptions{CacheDir: cacheDir, Logger: log})
 	closeFn := func() error {
 		s := c.Stats()
 		fmt.Fprintf(a.stderr, "github: %d reads (%d answered 304), %d writes (%d content-creating); waited %s for limits\n",

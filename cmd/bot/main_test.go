@@ -384,3 +384,43 @@ func TestDirtyControlRepoIsMarked(t *testing.T) {
 	writeFile(t, filepath.Join(ctl, "clusters", "edge-2.yaml"), "apiVersion: fleetbot.io/v1alpha1\nkind: Cluster\nmetadata: {name: edge-2}\n")
 	assert.Equal(t, sha+"-dirty", source(), "an untracked file")
 }
+
+// TestRenderInterruptedLeavesOutUnchanged: a render stopped by SIGINT/SIGTERM (the context)
+// writes nothing that looks complete: an earlier render in --out stays as it was, and no
+// scratch directory is left beside it.
+func TestRenderInterruptedLeavesOutUnchanged(t *testing.T) {
+	parent := t.TempDir()
+	out := filepath.Join(parent, "out")
+	code, _, errOut := cli(t, "render", "--control", exampleControl, "--out", out)
+	require.Equal(t, 0, code, errOut)
+	before, err := os.ReadDir(out)
+	require.NoError(t, err)
+	writeFile(t, filepath.Join(out, "cluster-edge-1", "README.md"), "the earlier render\n")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	code = run(ctx, []string{"render", "--control", exampleControl, "--out", out}, &stdout, &stderr)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr.String(), "render interrupted")
+	assert.Contains(t, stderr.String(), "is unchanged")
+	after, err := os.ReadDir(out)
+	require.NoError(t, err)
+	assert.Equal(t, len(before), len(after))
+	b, err := os.ReadFile(filepath.Join(out, "cluster-edge-1", "README.md"))
+	require.NoError(t, err)
+	assert.Equal(t, "the earlier render\n", string(b))
+	left, err := os.ReadDir(parent)
+	require.NoError(t, err)
+	assert.Len(t, left, 1, "no scratch directory left beside --out")
+
+	// Not interrupted, the new render replaces the old one whole.
+	code, _, errOut = cli(t, "render", "--control", exampleControl, "--out", out)
+	require.Equal(t, 0, code, errOut)
+	b, err = os.ReadFile(filepath.Join(out, "cluster-edge-1", "README.md"))
+	require.NoError(t, err)
+	assert.NotEqual(t, "the earlier render\n", string(b))
+	left, err = os.ReadDir(parent)
+	require.NoError(t, err)
+	assert.Len(t, left, 1)
+}

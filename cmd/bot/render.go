@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,11 +32,22 @@ render output (which is replaced).`,
 			if err != nil {
 				return describeLoadError(a.control, err)
 			}
-			if err := prepareOut(out); err != nil {
+			ctx := cmd.Context()
+			if err := checkOut(out); err != nil {
 				return err
 			}
+			// Written beside out and moved into place at the end: an interrupted or failed
+			// render leaves out as it was, never a half-written tree that looks complete.
+			tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(out)), "."+filepath.Base(filepath.Clean(out))+".render-*")
+			if err != nil {
+				return fmt.Errorf("creating a directory beside --out %s: %w", out, err)
+			}
+			defer os.RemoveAll(tmp)
 			files := 0
 			for _, t := range f.targets {
+				if err := ctx.Err(); err != nil {
+					return fmt.Errorf("render interrupted (%w): %s is unchanged", context.Cause(ctx), out)
+				}
 				tree := make(map[string][]byte, len(t.Files)+len(t.Scaffolds))
 				for p, c := range t.Scaffolds {
 					tree[p] = c
@@ -43,13 +55,19 @@ render output (which is replaced).`,
 				for p, c := range t.Files {
 					tree[p] = c
 				}
-				if err := writeTree(filepath.Join(out, t.Repo), tree); err != nil {
+				if err := writeTree(filepath.Join(tmp, t.Repo), tree); err != nil {
 					return err
 				}
 				files += len(tree)
 			}
-			if err := os.WriteFile(filepath.Join(out, renderMarker), []byte("written by fleetbot render\n"), 0o644); err != nil {
-				return fmt.Errorf("writing %s: %w", filepath.Join(out, renderMarker), err)
+			if err := os.WriteFile(filepath.Join(tmp, renderMarker), []byte("written by fleetbot render\n"), 0o644); err != nil {
+				return fmt.Errorf("writing %s: %w", renderMarker, err)
+			}
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("render interrupted (%w): %s is unchanged", context.Cause(ctx), out)
+			}
+			if err := replaceDir(out, tmp); err != nil {
+				return err
 			}
 			fmt.Fprintf(a.stdout, "rendered %d repo(s), %d file(s) into %s\n", len(f.targets), files, out)
 			return nil
@@ -59,13 +77,12 @@ render output (which is replaced).`,
 	return cmd
 }
 
-// prepareOut makes out an empty directory, clearing it only when an earlier
-// render wrote it.
-func prepareOut(out string) error {
+// checkOut refuses an out that is neither missing, empty, nor an earlier render's output.
+func checkOut(out string) error {
 	entries, err := os.ReadDir(out)
 	switch {
 	case os.IsNotExist(err):
-		return os.MkdirAll(out, 0o755)
+		return nil
 	case err != nil:
 		return fmt.Errorf("reading --out %s: %w", out, err)
 	case len(entries) == 0:
@@ -74,10 +91,27 @@ func prepareOut(out string) error {
 	if _, err := os.Stat(filepath.Join(out, renderMarker)); err != nil {
 		return fmt.Errorf("--out %s is not empty and was not written by fleetbot render; choose an empty or new directory", out)
 	}
-	for _, e := range entries {
-		if err := os.RemoveAll(filepath.Join(out, e.Name())); err != nil {
-			return fmt.Errorf("clearing earlier render in %s: %w", out, err)
+	return nil
+}
+
+// replaceDir moves the finished render tmp to out, replacing an earlier render (or an empty
+// directory) with two renames, so out is at every moment either the old tree or the new one.
+func replaceDir(out, tmp string) error {
+	old := ""
+	if _, err := os.Stat(out); err == nil {
+		old = tmp + ".old"
+		if err := os.Rename(out, old); err != nil {
+			return fmt.Errorf("moving the earlier render %s aside: %w", out, err)
 		}
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		if old != "" {
+			_ = os.Rename(old, out)
+		}
+		return fmt.Errorf("moving the render into %s: %w", out, err)
+	}
+	if old != "" {
+		return os.RemoveAll(old)
 	}
 	return nil
 }

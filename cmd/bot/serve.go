@@ -200,6 +200,11 @@ func (a *app) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, error) 
 	// batched scan, a restart then costs one GraphQL query per 100 repos, not a full read
 	// of every repo.
 	cacheDir := a.github.cache(gcfg.APIURL)
+	if cacheDir != "" {
+		if err := ghforge.PrepareCacheDir(cacheDir); err != nil {
+			return serveConfig{}, fmt.Errorf("--github-cache: %w", err)
+		}
+	}
 	return serveConfig{
 		Control: f.control, Secret: secret, GitHub: gcfg, GitURL: firstNonEmpty(f.gitURL, webRoot(gcfg.APIURL)),
 		CacheDir: cacheDir, Resync: f.resync, Workers: f.workers, QueueSize: f.queueSize, MaxBody: f.maxBody,

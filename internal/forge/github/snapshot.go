@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -77,6 +78,12 @@ func (f *Forge) loadState(owner, repo string) *repoState {
 	if name == "" {
 		return nil
 	}
+	if err := checkOwned(name, false); err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			f.log.Warn("not trusting a snapshot cache file; reading the repo from GitHub", "err", err)
+		}
+		return nil
+	}
 	b, err := os.ReadFile(name)
 	if err != nil {
 		return nil
@@ -98,7 +105,7 @@ func (f *Forge) saveState(owner, repo string, st *repoState) {
 	}
 	b, err := json.Marshal(st)
 	if err == nil {
-		err = os.MkdirAll(filepath.Dir(name), 0o755)
+		err = os.MkdirAll(filepath.Dir(name), 0o700)
 	}
 	if err == nil {
 		var tmp *os.File
