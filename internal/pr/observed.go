@@ -77,7 +77,7 @@ func SourceOf(body string) string {
 // trailerSource returns the Fleetbot-Source trailer of a commit message, "" without one.
 func trailerSource(msg string) string {
 	for _, line := range strings.Split(msg, "\n") {
-		if v, ok := strings.CutPrefix(line, TrailerSource+": "); ok {
+		if v, ok := strings.CutPrefix(line, TrailerSource+": "); ok && strings.TrimSpace(v) != "unknown" {
 			return strings.TrimSpace(v)
 		}
 	}
