@@ -75,7 +75,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	}
 	tpl, err := template.New("").Funcs(template.FuncMap{
 		"short":  pr.ShortSHA,
-		"labels": LabelsString,
+		"labels": func(l map[string]string) string { return strings.ReplaceAll(LabelsString(l), ",", ", ") },
 		"weblink": func(s string) string {
 			if strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://") {
 				return s

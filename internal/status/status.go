@@ -322,7 +322,7 @@ func row(e *Entry, in Input) Repo {
 	case res.Action == pr.ActionBlocked:
 		r.State, r.WaitingOn = StateBlocked, WaitHumanEdit
 	case e.Applied:
-		r.State = appliedState(res.Action)
+		r.State = appliedState(res.Action, r.PR != nil)
 	default:
 		r.State = plannedState(res.Action, r.PR != nil)
 	}
@@ -376,9 +376,14 @@ func plannedState(a pr.Action, openPR bool) State {
 }
 
 // appliedState is the state an apply's action left the repo in.
-func appliedState(a pr.Action) State {
+func appliedState(a pr.Action, openPR bool) State {
 	switch a {
-	case pr.ActionNoop, pr.ActionClose:
+	case pr.ActionNoop:
+		if openPR {
+			return StatePROpen
+		}
+		return StateInSync
+	case pr.ActionClose:
 		return StateInSync
 	case pr.ActionCreate, pr.ActionOpen, pr.ActionUpdate, pr.ActionRemove:
 		return StatePROpen

@@ -136,6 +136,8 @@ func TestBuildAppliedResults(t *testing.T) {
 			Observed: &pr.Observed{}}, Source: source, At: now.Add(-3 * time.Hour), Applied: true},
 		{Result: reconcile.Result{Repo: "acme/cluster-b", Kind: fanout.KindCluster, Name: "b", Action: pr.ActionClose, PR: 2,
 			Observed: &pr.Observed{PR: &pr.ObservedPR{Number: 2}}}, Source: source, At: now, Applied: true},
+		{Result: reconcile.Result{Repo: "acme/cluster-c", Kind: fanout.KindCluster, Name: "c", Action: pr.ActionNoop, PR: 5,
+			Observed: &pr.Observed{PR: &pr.ObservedPR{Number: 5, Opened: now.Add(-time.Hour)}}}, Source: source, At: now, Applied: true},
 	}}
 	f := Build(in, Options{})
 	a := f.Find("cluster-a")
@@ -148,6 +150,9 @@ func TestBuildAppliedResults(t *testing.T) {
 	b := f.Find("acme/cluster-b")
 	assert.Equal(t, StateInSync, b.State, "the apply closed a PR the default branch no longer needed")
 	assert.Nil(t, b.PR)
+	c := f.Find("cluster-c")
+	assert.Equal(t, StatePROpen, c.State, "an apply that found the PR carrying the desired tree left it open")
+	assert.Equal(t, WaitReview, c.WaitingOn)
 }
 
 func TestGroupsAndFilters(t *testing.T) {
