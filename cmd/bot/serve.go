@@ -96,7 +96,10 @@ POST /webhook within milliseconds and queues the work:
 Jobs coalesce per target (a burst of pushes is one apply, on the newest
 commit), duplicate deliveries are done once, and a full resync runs every
 --resync-interval to catch missed deliveries. GET /healthz, GET /readyz and
-GET /metrics (Prometheus) serve operations. Logs are JSON lines.
+GET /metrics (Prometheus) serve operations. Logs are JSON lines. With
+--status, GET /status shows the fleet (built from the service's own last
+applies, no GitHub request), behind a bearer token (--status-token-file) or,
+behind an authenticating ingress only, --status-insecure-no-auth.
 
 Every flag can come from the environment as FLEETBOT_<FLAG> (for example
 FLEETBOT_CONTROL_REPO, FLEETBOT_WEBHOOK_SECRET_FILE); the App credentials
