@@ -70,12 +70,10 @@ func authProxy(t *testing.T, target string) string {
 	t.Helper()
 	u, err := url.Parse(target)
 	require.NoError(t, err)
-	rp := httputil.NewSingleHostReverseProxy(u)
-	director := rp.Director
-	rp.Director = func(r *http.Request) {
-		director(r)
-		r.Header.Set("Authorization", "Bearer "+statusToken)
-	}
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(u)
+		r.Out.Header.Set("Authorization", "Bearer "+statusToken)
+	}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := &http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second}
