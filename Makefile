@@ -8,7 +8,7 @@ PKGS      ?= ./...
 
 export GOTOOLCHAIN := local
 
-.PHONY: schemas build test test-short lint bench bench-quick bench-go demo clean
+.PHONY: schemas build test test-short lint bench bench-quick bench-go screenshot demo clean
 
 ## build: the fleetbot binary in bin/ (rebuilt only when a source file changed)
 build: $(BIN)
@@ -52,9 +52,14 @@ bench-quick:
 	$(GO) build -o bin/benchtable ./cmd/benchtable
 	bin/benchtable -quick -out bin/benchmarks-quick.md
 
-## bench-go: the Go micro-benchmarks of rendering
+## bench-go: the Go micro-benchmarks of rendering and of the /status page (10,000 repos)
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -timeout 30m ./internal/fanout/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 10x ./internal/status/
+
+## screenshot: regenerate docs/status.png with the end-to-end test of /status (headless chromium)
+screenshot:
+	FLEETBOT_STATUS_SCREENSHOT_DIR=$(CURDIR)/docs $(GO) test -count=1 -run '^TestServeStatusPage$$' ./cmd/bot/
 
 ## demo: apply the example control repo into a local forge, then show the result
 demo: build

@@ -92,6 +92,7 @@ applies what lands.`,
 		a.devCommand(),
 		a.checkCommand(),
 		a.serveCommand(),
+		a.statusCommand(),
 	)
 	return root
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
@@ -57,6 +58,9 @@ type serveConfig struct {
 	// Shard is this replica's share of the target repos (docs/scale-out.md).
 	Shard reconcile.Shard
 
+	// Status configures the /status pages (off unless Status.Enabled).
+	Status statusPageConfig
+
 	Logger *slog.Logger
 	// BeforeJob runs before every job (tests inject faults with it).
 	BeforeJob func(ctx context.Context, j webhook.Job) error
@@ -70,6 +74,7 @@ type serveFlags struct {
 	resync, grace                                                     time.Duration
 	workers, queueSize, concurrency                                   int
 	maxBody                                                           int64
+	status                                                            statusPageFlags
 }
 
 func (a *app) serveCommand() *cobra.Command {
@@ -91,7 +96,10 @@ POST /webhook within milliseconds and queues the work:
 Jobs coalesce per target (a burst of pushes is one apply, on the newest
 commit), duplicate deliveries are done once, and a full resync runs every
 --resync-interval to catch missed deliveries. GET /healthz, GET /readyz and
-GET /metrics (Prometheus) serve operations. Logs are JSON lines.
+GET /metrics (Prometheus) serve operations. Logs are JSON lines. With
+--status, GET /status shows the fleet (built from the service's own last
+applies, no GitHub request), behind a bearer token (--status-token-file) or,
+behind an authenticating ingress only, --status-insecure-no-auth.
 
 Every flag can come from the environment as FLEETBOT_<FLAG> (for example
 FLEETBOT_CONTROL_REPO, FLEETBOT_WEBHOOK_SECRET_FILE); the App credentials
@@ -100,7 +108,8 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := flagsFromEnv(cmd.Flags(), "listen", "listen-file", "control-repo", "webhook-secret-file", "git-url", "check-name",
-				"resync-interval", "shutdown-grace", "workers", "queue-size", "concurrency", "max-body", "log-level", "shard"); err != nil {
+				"resync-interval", "shutdown-grace", "workers", "queue-size", "concurrency", "max-body", "log-level", "shard",
+				"status", "status-token-file", "status-insecure-no-auth", "status-group-by"); err != nil {
 				return err
 			}
 			if !cmd.Flags().Changed("log-level") {
@@ -142,6 +151,7 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
 	minIntVar(fs, &f.queueSize, "queue-size", webhook.DefaultQueueSize, 1, "distinct jobs that may wait; deliveries beyond are refused with 503")
 	minIntVar(fs, &f.concurrency, "concurrency", reconcile.DefaultConcurrency, 1, "target repos one job works on at once")
 	fs.Int64Var(&f.maxBody, "max-body", webhook.DefaultMaxBody, "largest webhook body accepted, in bytes (413 beyond)")
+	f.status.register(fs)
 	fs.StringVar(&f.shard, "shard", "", "INDEX/COUNT: reconcile only the target repos this replica owns (replica INDEX of COUNT, e.g. the StatefulSet ordinal); see docs/scale-out.md")
 	return cmd
 }
@@ -205,7 +215,12 @@ func (a *app) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, error) 
 			return serveConfig{}, fmt.Errorf("--github-cache: %w", err)
 		}
 	}
+	status, err := f.status.config()
+	if err != nil {
+		return serveConfig{}, err
+	}
 	return serveConfig{
+		Status:  status,
 		Control: f.control, Secret: secret, GitHub: gcfg, GitURL: firstNonEmpty(f.gitURL, webRoot(gcfg.APIURL)),
 		CacheDir: cacheDir, Resync: f.resync, Workers: f.workers, QueueSize: f.queueSize, MaxBody: f.maxBody,
 		Grace: f.grace, Concurrency: f.concurrency, CheckName: f.checkName, Shard: shard, Logger: log,
@@ -240,7 +255,12 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener) error {
 	if err := m.QueueDepth(queue.Len, queue.Running); err != nil {
 		return err
 	}
-	hs := newHTTPServer(srv.Handler(), log)
+	var service atomic.Pointer[webhook.Service]
+	handler, err := withStatusPages(cfg, srv.Handler(), &service)
+	if err != nil {
+		return err
+	}
+	hs := newHTTPServer(handler, log)
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- hs.Serve(ln) }()
 
@@ -284,6 +304,7 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener) error {
 		if err != nil {
 			return err
 		}
+		service.Store(svc)
 		disp, err := webhook.NewDispatcher(webhook.DispatcherConfig{Secret: cfg.Secret, MaxBody: cfg.MaxBody, Logger: log, Metrics: m},
 			webhook.Handlers(webhook.HandlerConfig{Control: cfg.Control, Self: gh.self, AppID: cfg.GitHub.AppID, Queue: queue, Logger: log})...)
 		if err != nil {

@@ -473,7 +473,7 @@ func (r *gqlRepo) ref(name string) (any, error) {
 	}
 	return &gqlPlain{name: "Ref", fields: map[string]any{
 		"name": short, "prefix": prefix,
-		"target": &gqlPlain{name: "Commit", fields: map[string]any{"oid": h.String()}},
+		"target": &gqlCommit{s: r.s, rm: r.rm, oid: h.String()},
 	}}, nil
 }
 
@@ -537,6 +537,8 @@ func (r *gqlRepo) pull(is *issue) gqlObject {
 		"merged":            is.Pull.Merged,
 		"isCrossRepository": false,
 		"isDraft":           is.Pull.Draft,
+		"createdAt":         gqlDateTime(is.CreatedAt),
+		"reviewDecision":    r.s.reviewDecision(r.rm, is),
 	}}
 }
 

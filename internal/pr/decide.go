@@ -112,6 +112,8 @@ type Decision struct {
 	Objects manifest.Changes `json:"objects"`
 	// PR is the pull request acted upon, when there is one.
 	PR *PullRequest `json:"pr,omitempty"`
+	// Observed is what the snapshot showed beyond the decision, for status views.
+	Observed Observed `json:"observed"`
 
 	// The steps Apply runs, in this order.
 
@@ -173,6 +175,7 @@ func Decide(s *Snapshot, t *fanout.Target, o Options) (*Decision, error) {
 	d := &Decision{
 		Owner: t.Owner, Repo: t.Repo, Kind: t.Kind, Name: t.Name,
 		removed: t.Removed, branch: o.Branch, defBr: t.DefaultBranch,
+		Observed: observe(s),
 	}
 	if d.defBr == "" {
 		d.defBr = control.DefaultBranch

@@ -12,6 +12,7 @@ package pr
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/gittree"
@@ -91,6 +92,10 @@ type Snapshot struct {
 	// PR is the latest pull request from the bot branch into the default
 	// branch, in any state; nil when there never was one.
 	PR *PullRequest
+	// Merged is the control-repo revision of the newest merged fleetbot
+	// pull request, when the forge saw one while reading PR ("" when unknown):
+	// for status views, never for decisions.
+	Merged string
 }
 
 // Commit is a commit as the forge reports it.
@@ -101,7 +106,19 @@ type Commit struct {
 	Message string   `json:"message,omitempty"`
 	// ByBot is true when the forge's own identity committed it.
 	ByBot bool `json:"byBot,omitempty"`
+	// Status is the commit's combined status and checks as the forge last
+	// read them (StatusSuccess, ...; "" when the forge cannot tell): for
+	// status views, never for decisions, and never cached.
+	Status string `json:"-"`
 }
+
+// Combined commit states of Commit.Status (GitHub's StatusState, lower case).
+const (
+	StatusSuccess = "success"
+	StatusPending = "pending"
+	StatusFailure = "failure"
+	StatusError   = "error"
+)
 
 // Change is one file written or deleted by a commit.
 type Change struct {
@@ -137,7 +154,19 @@ type PullRequest struct {
 	// Inferred is true when the forge inferred State (a merge done outside
 	// it) and has not recorded it yet; see MergeRecorder.
 	Inferred bool `json:"-"`
+	// CreatedAt is when the pull request was opened (zero when unknown).
+	CreatedAt time.Time `json:"createdAt,omitzero"`
+	// Review is GitHub's review decision (ReviewApproved, ...; "" when the
+	// forge cannot tell): for status views, never for decisions.
+	Review string `json:"-"`
 }
+
+// Review decisions of PullRequest.Review (GitHub's PullRequestReviewDecision, lower case).
+const (
+	ReviewApproved         = "approved"
+	ReviewChangesRequested = "changes_requested"
+	ReviewRequired         = "review_required"
+)
 
 // NewPR is a pull request to open.
 type NewPR struct {

@@ -48,6 +48,9 @@ type Result struct {
 	CodeownersErrors []policy.CodeownersError `json:"codeownersErrors,omitempty"`
 	// Skipped says why the repo was left alone entirely ("archived").
 	Skipped string `json:"skipped,omitempty"`
+	// Observed is what the plan saw of the repo beyond the decision (heads,
+	// commit status, the open PR's review and checks), for status views.
+	Observed *pr.Observed `json:"observed,omitempty"`
 	// Deferred is true when the forge's write budget could not afford this
 	// repo's writes in this run: nothing (or only a resumable part) was
 	// written, and the next run picks the repo up. Err says why.
@@ -80,6 +83,8 @@ func (r *Result) fromDecision(d *pr.Decision) {
 	r.Action, r.Reason, r.Files = d.Action, d.Reason, d.Files
 	r.FilesAdded, r.FilesChanged, r.FilesRemoved = d.Counts()
 	r.Objects = pr.SummarizeObjects(d.Objects)
+	obs := d.Observed
+	r.Observed = &obs
 	r.setPR(d.PR)
 }
 

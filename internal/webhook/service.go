@@ -116,6 +116,8 @@ type Service struct {
 	// converged is the render the last apply left every repo of (none failed or deferred):
 	// an incremental apply plans only the repos whose desired state differs from it.
 	converged *fleetEntry
+	// reports keeps the newest result of each target repo (see Reports).
+	reports reports
 }
 
 // fleetEntry is the control repo at one commit, loaded and rendered once.
@@ -230,6 +232,7 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 		case len(only) == 0:
 			s.log.Info("no target repo changed since the last converged apply", "delivery", j.Delivery, "source", pr.ShortSHA(sha))
 			s.markConverged(sha, targets)
+			s.keep(sha, repo, nil, false)
 			return nil
 		default:
 			s.log.Info("incremental apply", "delivery", j.Delivery, "source", pr.ShortSHA(sha), "repos", len(only))
@@ -251,6 +254,9 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 		return err
 	}
 	rep, err := reconcile.Apply(ctx, forge, repo, targets, opts)
+	if rep != nil && len(rep.Results) > 0 {
+		s.keep(sha, repo, rep, only == nil)
+	}
 	if rep != nil {
 		changed := 0
 		for _, r := range rep.Results {

@@ -491,6 +491,7 @@ func toPR(p *gh.PullRequest) *pr.PullRequest {
 	out := &pr.PullRequest{
 		Number: p.GetNumber(), State: p.GetState(), Head: p.GetHead().GetRef(), Base: p.GetBase().GetRef(),
 		Title: p.GetTitle(), Body: p.GetBody(), URL: p.GetHTMLURL(), HeadSHA: p.GetHead().GetSHA(),
+		CreatedAt: p.GetCreatedAt().Time,
 	}
 	if p.GetMerged() || p.MergedAt != nil {
 		out.State = pr.StateMerged

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	gh "github.com/google/go-github/v62/github"
 
@@ -24,13 +25,16 @@ const scanPRs = 3
 
 // repoFields is what one scan reads of each repository: what Org and ListManaged need (name,
 // archived, topics, description) and what Snapshot needs to tell an unchanged repo (the heads of
-// the default and bot branches, the newest pull request from the bot branch).
+// the default and bot branches, the newest pull request from the bot branch), plus what a status
+// view shows at no extra request: the combined status of both heads (Flux posts one on the
+// commit it applied; the bot head's is the pull request's checks) and the pull request's age and
+// review decision. None of these are connections, so they add nothing to the query's cost.
 var repoFields = `name isArchived description
       repositoryTopics(first: 20) { nodes { topic { name } } }
-      base: ref(qualifiedName: $base) { target { oid } }
-      bot: ref(qualifiedName: $bot) { target { oid } }
+      base: ref(qualifiedName: $base) { target { oid ... on Commit { statusCheckRollup { state } } } }
+      bot: ref(qualifiedName: $bot) { target { oid ... on Commit { statusCheckRollup { state } } } }
       pullRequests(headRefName: $botName, baseRefName: $baseName, first: ` + strconv.Itoa(scanPRs) + `, orderBy: {field: CREATED_AT, direction: DESC}, states: [OPEN, CLOSED, MERGED]) {
-        nodes { number state title body url headRefName baseRefName headRefOid isCrossRepository }
+        nodes { number state title body url headRefName baseRefName headRefOid isCrossRepository createdAt reviewDecision }
       }`
 
 // ownerScanQuery reads one page of an owner's repositories (an organization or a user).
@@ -45,20 +49,33 @@ var ownerScanQuery = `query($owner: String!, $after: String, $base: String!, $bo
 
 type scanRef struct {
 	Target struct {
-		OID string `json:"oid"`
+		OID               string `json:"oid"`
+		StatusCheckRollup *struct {
+			State string `json:"state"`
+		} `json:"statusCheckRollup"`
 	} `json:"target"`
 }
 
+// status is the head's combined status in pr's words ("" when it has none).
+func (r *scanRef) status() string {
+	if r == nil || r.Target.StatusCheckRollup == nil {
+		return ""
+	}
+	return strings.ToLower(r.Target.StatusCheckRollup.State)
+}
+
 type scanPR struct {
-	Number            int    `json:"number"`
-	State             string `json:"state"`
-	Title             string `json:"title"`
-	Body              string `json:"body"`
-	URL               string `json:"url"`
-	HeadRefName       string `json:"headRefName"`
-	BaseRefName       string `json:"baseRefName"`
-	HeadRefOID        string `json:"headRefOid"`
-	IsCrossRepository bool   `json:"isCrossRepository"`
+	Number            int       `json:"number"`
+	State             string    `json:"state"`
+	Title             string    `json:"title"`
+	Body              string    `json:"body"`
+	URL               string    `json:"url"`
+	HeadRefName       string    `json:"headRefName"`
+	BaseRefName       string    `json:"baseRefName"`
+	HeadRefOID        string    `json:"headRefOid"`
+	IsCrossRepository bool      `json:"isCrossRepository"`
+	CreatedAt         time.Time `json:"createdAt"`
+	ReviewDecision    string    `json:"reviewDecision"`
 }
 
 type scanRepo struct {
@@ -87,6 +104,27 @@ type headHint struct {
 	pr       *pr.PullRequest
 	prKnown  bool // false when only fork PRs came back: look the PR up as usual
 	branches [2]string
+	// For status views only (never cached): the heads' combined statuses, the review decision
+	// of pr, and the source of the newest merged pull request seen.
+	baseStatus, botStatus, review, merged string
+}
+
+// decorate adds the status-view facts of the scan to a snapshot of the same heads.
+// A nil hint (no scan before this snapshot) adds nothing.
+func (h *headHint) decorate(s *pr.Snapshot) {
+	if h == nil {
+		return
+	}
+	if s.Base != nil && s.Base.SHA == h.base {
+		s.Base.Status = h.baseStatus
+	}
+	if s.Bot != nil && s.Bot.SHA == h.bot {
+		s.Bot.Status = h.botStatus
+	}
+	if s.PR != nil && h.pr != nil && s.PR.Number == h.pr.Number {
+		s.PR.Review = h.review
+	}
+	s.Merged = h.merged
 }
 
 // Scan implements reconcile.Scanner: the owner's teams (REST, one page per 100 teams), then
@@ -147,14 +185,21 @@ func (f *Forge) hint(owner string, r scanRepo, defaultBranch, botBranch string, 
 	if r.Bot != nil {
 		h.bot = r.Bot.Target.OID
 	}
+	h.baseStatus, h.botStatus = r.Base.status(), r.Bot.status()
 	h.prKnown = true
 	for _, p := range r.PullRequests.Nodes {
 		if p.IsCrossRepository {
 			continue
 		}
-		h.pr = &pr.PullRequest{Number: p.Number, State: strings.ToLower(p.State), Head: p.HeadRefName, Base: p.BaseRefName,
-			Title: p.Title, Body: p.Body, URL: p.URL, HeadSHA: p.HeadRefOID}
-		break
+		if h.pr == nil {
+			h.pr = &pr.PullRequest{Number: p.Number, State: strings.ToLower(p.State), Head: p.HeadRefName, Base: p.BaseRefName,
+				Title: p.Title, Body: p.Body, URL: p.URL, HeadSHA: p.HeadRefOID, CreatedAt: p.CreatedAt}
+			h.review = strings.ToLower(p.ReviewDecision)
+		}
+		if strings.EqualFold(p.State, "MERGED") {
+			h.merged = pr.SourceOf(p.Body)
+			break
+		}
 	}
 	if h.pr == nil && len(r.PullRequests.Nodes) == scanPRs {
 		h.prKnown = false // three fork PRs: ours may be older

@@ -141,14 +141,17 @@ func (f *Forge) Snapshot(ctx context.Context, owner, repo, defaultBranch, botBra
 	if st != nil && (st.DefaultBranch != defaultBranch || st.BotBranch != botBranch) {
 		st = nil // read for other branches: start over
 	}
-	if h := f.takeHint(e, defaultBranch, botBranch); h != nil && h.unchanged(st) {
+	h := f.takeHint(e, defaultBranch, botBranch)
+	if h != nil && h.unchanged(st) {
 		// The scan just read both heads and the newest pull request: nothing to ask.
 		e.fresh = true
 		if !samePR(st.PR, h.pr) {
 			st.PR = h.pr
 			f.saveState(owner, repo, st)
 		}
-		return st.snapshot(), nil
+		s := st.snapshot()
+		h.decorate(s)
+		return s, nil
 	}
 	etag := ""
 	if st != nil {
@@ -172,7 +175,9 @@ func (f *Forge) Snapshot(ctx context.Context, owner, repo, defaultBranch, botBra
 	}
 	if notModified {
 		e.fresh = false
-		return st.snapshot(), nil
+		s := st.snapshot()
+		h.decorate(s)
+		return s, nil
 	}
 	next := &repoState{Version: cacheVersion, DefaultBranch: defaultBranch, BotBranch: botBranch, RefsETag: newTag, Branches: branches}
 	if st != nil {
@@ -217,7 +222,9 @@ func (f *Forge) Snapshot(ctx context.Context, owner, repo, defaultBranch, botBra
 	}
 	e.st = next
 	f.saveState(owner, repo, next)
-	return next.snapshot(), nil
+	s := next.snapshot()
+	h.decorate(s)
+	return s, nil
 }
 
 // samePR reports whether two observations of a pull request agree on everything Decide reads.

@@ -38,6 +38,7 @@ func (q *pull) toPR(full string) *pr.PullRequest {
 	return &pr.PullRequest{
 		Number: q.Number, State: q.State, Head: q.Head, Base: q.Base,
 		Title: q.Title, Body: q.Body, HeadSHA: q.HeadSHA, URL: fmt.Sprintf("%s#%d", full, q.Number),
+		CreatedAt: q.Created,
 	}
 }
 

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	gh "github.com/google/go-github/v62/github"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/status"
+)
+
+// statusToken is the bearer token of the status pages in these tests.
+const statusToken = "status-token-for-tests-0123456789"
+
+// ScreenshotDirEnv names a directory the end-to-end test writes its screenshot of /status to
+// (status.png); default: the test's temporary directory. `make screenshot` sets it to docs/.
+const ScreenshotDirEnv = "FLEETBOT_STATUS_SCREENSHOT_DIR"
+
+// chromium returns the headless browser of the end-to-end test: Debian's chromium (or
+// FLEETBOT_CHROMIUM). Missing, it fails the test under CI and skips it elsewhere.
+func chromium(t *testing.T) string {
+	t.Helper()
+	name := os.Getenv("FLEETBOT_CHROMIUM")
+	if name == "" {
+		name = "chromium"
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("headless chromium is required under CI (apt-get install -y chromium): %v", err)
+		}
+		t.Skipf("headless chromium not installed (apt-get install -y chromium): %v", err)
+	}
+	return path
+}
+
+// browse runs headless chromium on url with extra flags and returns its stdout.
+func browse(t *testing.T, bin, target string, extra ...string) string {
+	t.Helper()
+	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+		"--user-data-dir=" + t.TempDir()}, extra...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append(args, target)...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "chromium %v: %s", extra, stderr.String())
+	return string(out)
+}
+
+// authProxy stands for the authenticating ingress in front of /status: it adds the bearer
+// token to every request it forwards (a browser cannot be told to send a header).
+func authProxy(t *testing.T, target string) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	require.NoError(t, err)
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(u)
+		r.Out.Header.Set("Authorization", "Bearer "+statusToken)
+	}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := &http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+func getWithToken(t *testing.T, target, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, target, nil)
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+// TestServeStatusPage starts serve against the fake GitHub with a fleet in mixed states (open
+// PRs, one merged with Flux healthy, one blocked by a human commit, one whose Flux fails),
+// loads /status in headless Chromium and checks the rendered DOM; loading the pages costs no
+// GitHub request, and without the token they answer 401.
+func TestServeStatusPage(t *testing.T) {
+	bin := chromium(t)
+	first := startServe(t, serveOptions{})
+	first.waitMetric(appliedOK, 1)
+	first.idle()
+	first.stop()
+
+	// The fleet moves on while fleetbot is down: a platform admin merges prod-eu-1's PR and
+	// Flux reports it healthy; staging's Flux fails; a human pushes to edge-1's bot branch.
+	ctx := context.Background()
+	api := first.gh.Client()
+	_, _, err := api.PullRequests.Merge(ctx, "acme", "cluster-prod-eu-1", 1, "", &gh.PullRequestOptions{MergeMethod: "merge"})
+	require.NoError(t, err)
+	for repo, state := range map[string]string{"cluster-prod-eu-1": "success", "cluster-staging-eu-1": "failure"} {
+		_, _, err := api.Repositories.CreateStatus(ctx, "acme", repo, first.gh.Branch("acme", repo, "main"),
+			&gh.RepoStatus{State: gh.String(state), Context: gh.String("kustomization/flux-system")})
+		require.NoError(t, err)
+	}
+	first.gh.Commit("acme", "cluster-edge-1", "fleetbot/sync", "hand edit", map[string]string{"apps/mine.yaml": "kind: ConfigMap\n"})
+
+	e := startServe(t, serveOptions{reuse: first, status: statusPageConfig{Enabled: true, Token: []byte(statusToken), GroupBy: mustGroup(t, "label:env")}})
+	e.waitMetric(appliedOK, 1)
+	e.idle()
+
+	before := len(e.gh.Requests())
+	code, body := getWithToken(t, e.url+"/status", "")
+	assert.Equal(t, http.StatusUnauthorized, code)
+	assert.NotContains(t, body, "cluster-", "nothing of the fleet without the token")
+	code, _ = getWithToken(t, e.url+"/status", "wrong-token-wrong-token-wrong")
+	assert.Equal(t, http.StatusUnauthorized, code)
+	code, _ = getWithToken(t, e.url+"/status/repo/cluster-edge-1", "")
+	assert.Equal(t, http.StatusUnauthorized, code)
+	code, detail := getWithToken(t, e.url+"/status/repo/cluster-edge-1", statusToken)
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, detail, "human edit")
+	assert.Contains(t, detail, "not made by fleetbot")
+	code, _ = getWithToken(t, e.url+"/healthz", "")
+	assert.Equal(t, http.StatusOK, code, "the other routes are untouched")
+
+	proxy := authProxy(t, e.url)
+	dom := browse(t, bin, proxy+"/status?sort=repo", "--dump-dom")
+	shotDir := os.Getenv(ScreenshotDirEnv)
+	if shotDir == "" {
+		shotDir = t.TempDir()
+	}
+	shot, err := filepath.Abs(filepath.Join(shotDir, "status.png"))
+	require.NoError(t, err)
+	browse(t, bin, proxy+"/status?sort=repo", "--screenshot="+shot, "--window-size=1280,900", "--hide-scrollbars")
+	assert.Equal(t, before, len(e.gh.Requests()), "loading the status pages made no GitHub request")
+
+	rows := map[string]string{}
+	for _, m := range regexp.MustCompile(`<tr data-repo="([^"]+)" data-state="([^"]+)">`).FindAllStringSubmatch(dom, -1) {
+		rows[m[1]] = m[2]
+	}
+	assert.Equal(t, map[string]string{
+		"acme/cluster-edge-1": "blocked", "acme/cluster-prod-eu-1": "in-sync", "acme/cluster-prod-us-1": "pr-open",
+		"acme/cluster-staging-eu-1": "pr-open", "acme/workspace-payments": "pr-open", "acme/workspace-search": "pr-open",
+	}, rows, "one row per target repo, in its state")
+	assert.Contains(t, dom, "6 repos: 1 blocked, 4 pr-open (waiting on 4 review), 1 in-sync; Flux health: 1 failure, 1 success, 4 unknown")
+	assert.Regexp(t, `data-repo="acme/cluster-prod-eu-1"[\s\S]*?class="h-success">success<`, dom, "Flux health of the merged repo")
+	assert.Regexp(t, `data-repo="acme/cluster-staging-eu-1"[\s\S]*?class="h-failure">failure<`, dom)
+	assert.Regexp(t, `<a href="`+regexp.QuoteMeta(e.gh.URL)+`/acme/cluster-prod-us-1/pull/1">#1</a>`, dom, "links to the PR")
+	assert.Contains(t, dom, `href="`+e.gh.URL+`/acme/cluster-edge-1"`, "links to the repo")
+	assert.Contains(t, dom, `<div class="bar" data-group="env=prod">`, "a progress bar per label value")
+	assert.Contains(t, dom, `<div class="bar" data-group="env unset">`, "workspaces carry no env label")
+	for _, v := range []string{"10.10.0.0/24", "10.20.0.0/24", "192.168.50.0/28", statusToken} {
+		assert.NotContains(t, dom, v, "never a value or a secret")
+		assert.NotContains(t, detail, v)
+	}
+	info, err := os.Stat(shot)
+	require.NoError(t, err, "the screenshot was written")
+	assert.Greater(t, info.Size(), int64(1000))
+	t.Logf("screenshot: %s (%d bytes)", shot, info.Size())
+}
+
+func mustGroup(t *testing.T, s string) status.Grouper {
+	t.Helper()
+	g, err := status.ParseGroupBy(s)
+	require.NoError(t, err)
+	return g
+}
+
+func TestServeStatusConfig(t *testing.T) {
+	dir := t.TempDir()
+	short := filepath.Join(dir, "short")
+	writeFile(t, short, "abc\n")
+	good := filepath.Join(dir, "good")
+	writeFile(t, good, statusToken+"\n")
+	for _, tc := range []struct {
+		f    statusPageFlags
+		want string
+	}{
+		{statusPageFlags{enabled: true, groupBy: "kind"}, "--status needs --status-token-file FILE"},
+		{statusPageFlags{tokenFile: good, groupBy: "kind"}, "add --status"},
+		{statusPageFlags{enabled: true, tokenFile: short, groupBy: "kind"}, "the token is 3 bytes"},
+		{statusPageFlags{enabled: true, tokenFile: filepath.Join(dir, "missing"), groupBy: "kind"}, "reading the status token"},
+		{statusPageFlags{enabled: true, insecure: true, groupBy: "wave"}, "--status-group-by"},
+	} {
+		_, err := tc.f.config()
+		assert.ErrorContains(t, err, tc.want, "%+v", tc.f)
+		if err != nil {
+			assert.NotContains(t, err.Error(), statusToken, "the token is never echoed")
+		}
+	}
+	c, err := (&statusPageFlags{enabled: true, tokenFile: good, groupBy: "kind"}).config()
+	require.NoError(t, err)
+	assert.Equal(t, []byte(statusToken), c.Token)
+	c, err = (&statusPageFlags{}).config()
+	require.NoError(t, err)
+	assert.False(t, c.Enabled, "off unless enabled")
+}

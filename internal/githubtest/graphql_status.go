@@ -1,0 +1,92 @@
+package githubtest
+
+import (
+	"fmt"
+	"time"
+)
+
+// gqlCommit is a Commit of the GraphQL graph: its oid and the statusCheckRollup a status view
+// reads (the combined state of the commit's statuses and check runs).
+type gqlCommit struct {
+	s   *Server
+	rm  *repoMeta
+	oid string
+}
+
+func (c *gqlCommit) typename() string { return "Commit" }
+
+func (c *gqlCommit) field(name string, _ map[string]any) (any, error) {
+	switch name {
+	case "oid":
+		return c.oid, nil
+	case "statusCheckRollup":
+		state := c.s.rollupState(c.rm, c.oid)
+		if state == "" {
+			return gqlObject(nil), nil // GitHub: null when the commit has no status and no check run
+		}
+		return &gqlPlain{name: "StatusCheckRollup", fields: map[string]any{"state": state}}, nil
+	}
+	return nil, fmt.Errorf("fake github: Commit.%s is not implemented", name)
+}
+
+// rollupState combines, as GitHub's StatusCheckRollup.state does, the newest status of each
+// context and every check run of a commit: FAILURE when one failed, ERROR when one errored,
+// PENDING while one runs, else SUCCESS; "" when there is none.
+func (s *Server) rollupState(rm *repoMeta, sha string) string {
+	var failed, errored, pending, found bool
+	seen := map[string]bool{}
+	for i := len(rm.Statuses) - 1; i >= 0; i-- {
+		st := rm.Statuses[i]
+		if st.SHA != sha || seen[st.Context] {
+			continue
+		}
+		seen[st.Context] = true
+		found = true
+		switch st.State {
+		case "failure":
+			failed = true
+		case "error":
+			errored = true
+		case "pending":
+			pending = true
+		}
+	}
+	key := repoKey(rm.Owner, rm.Name)
+	for _, cr := range s.st.CheckRuns {
+		if cr.Repo != key || cr.HeadSHA != sha {
+			continue
+		}
+		found = true
+		switch {
+		case cr.Status != "completed":
+			pending = true
+		case cr.Conclusion == "failure" || cr.Conclusion == "timed_out" || cr.Conclusion == "cancelled" ||
+			cr.Conclusion == "action_required" || cr.Conclusion == "startup_failure":
+			failed = true
+		}
+	}
+	switch {
+	case !found:
+		return ""
+	case failed:
+		return "FAILURE"
+	case errored:
+		return "ERROR"
+	case pending:
+		return "PENDING"
+	}
+	return "SUCCESS"
+}
+
+// reviewDecision is a pull request's PullRequest.reviewDecision. The fake records no reviews,
+// so it is REVIEW_REQUIRED when the base branch's protection requires an approving review, and
+// null otherwise, as on GitHub for a pull request nobody reviewed.
+func (s *Server) reviewDecision(rm *repoMeta, is *issue) any {
+	if p := rm.Protection[is.Pull.Base]; p != nil && p.RequirePRReviews {
+		return "REVIEW_REQUIRED"
+	}
+	return nil
+}
+
+// gqlDateTime formats a time as GitHub's DateTime scalar (ISO 8601, UTC).
+func gqlDateTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -1,0 +1,72 @@
+package status
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/fleetbot-io/fleetbot/internal/pr"
+)
+
+// WriteJSON writes the view as one indented JSON document (see FormatVersion).
+func (f *Fleet) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(f)
+}
+
+// WriteText writes the view for a terminal: a table, one row per repo, then the summary.
+func (f *Fleet) WriteText(w io.Writer) error {
+	src := "unknown"
+	if f.Source != "" {
+		src = pr.ShortSHA(f.Source)
+	}
+	fmt.Fprintf(w, "fleetbot status of control revision %s\n\n", src)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "REPO\tKIND\tLABELS\tSTATE\tPR\tAGE\tWAITING ON\tMERGED\tHEALTH\tDRIFT")
+	for i := range f.Repos {
+		r := &f.Repos[i]
+		prCell, age := "-", "-"
+		if r.PR != nil {
+			prCell = fmt.Sprintf("#%d", r.PR.Number)
+			age = dash(r.PR.Age())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Repo, r.Kind, dash(LabelsString(r.Labels)), r.State,
+			prCell, age, dash(r.WaitingOn), dash(pr.ShortSHA(r.Merged)), r.Health, dash(strings.Join(r.Drift, ", ")))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var notes []string
+	for i := range f.Repos {
+		r := &f.Repos[i]
+		if r.State == StateBlocked || r.State == StateFailed || r.State == StateDeferred {
+			notes = append(notes, fmt.Sprintf("  %s: %s", r.Repo, r.Summary))
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(w, "\nNeeds attention:\n%s\n", strings.Join(notes, "\n"))
+	}
+	_, err := fmt.Fprintf(w, "\n%s\n", f.Summary.Line)
+	return err
+}
+
+// LabelsString writes labels as a selector would: "env=prod,region=eu", sorted.
+func LabelsString(l map[string]string) string {
+	parts := make([]string, 0, len(l))
+	for _, k := range slices.Sorted(maps.Keys(l)) {
+		parts = append(parts, k+"="+l[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

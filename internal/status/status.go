@@ -1,0 +1,602 @@
+// Package status is the fleet at a glance: one row per target repo (which control-repo revision
+// it carries, what its pull request waits on, how Flux is doing, what drifted), a summary, and a
+// progress picture per group. It is a view model built purely from what reconcile already
+// computed — a plan's or an apply's results and the control repo's labels — so showing it costs
+// no request of its own: `fleetbot status` builds it from one plan, and `fleetbot serve` from the
+// results of its last applies. Rendered as text, JSON (versioned) and HTML.
+package status
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/pr"
+	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+)
+
+// FormatVersion is the version of the JSON document; it changes only when a field changes
+// meaning or disappears.
+const FormatVersion = 1
+
+// State is where one target repo stands.
+type State string
+
+// States, from the most to the least urgent (the order of summaries and bars).
+const (
+	// StateFailed: the repo could not be read or written; Error says why.
+	StateFailed State = "failed"
+	// StateBlocked: a human pushed to the bot branch; fleetbot no longer updates the PR.
+	StateBlocked State = "blocked"
+	// StateDeferred: the write budget could not afford the repo; the next run picks it up.
+	StateDeferred State = "deferred"
+	// StatePending: fleetbot's next apply changes the repo (a plan saw it out of date).
+	StatePending State = "pending"
+	// StatePROpen: the desired state waits in an open pull request.
+	StatePROpen State = "pr-open"
+	// StateInSync: the default branch carries the desired state.
+	StateInSync State = "in-sync"
+	// StateSkipped: left alone (archived).
+	StateSkipped State = "skipped"
+)
+
+// States lists every State in summary order.
+var States = []State{StateFailed, StateBlocked, StateDeferred, StatePending, StatePROpen, StateInSync, StateSkipped}
+
+// What an open pull request or a repo waits on (Repo.WaitingOn).
+const (
+	WaitReview    = "review"
+	WaitChecks    = "checks"
+	WaitMerge     = "merge"
+	WaitHumanEdit = "human edit"
+	WaitBudget    = "budget"
+	WaitApply     = "apply"
+)
+
+// HealthUnknown is the health of a repo whose forge reports no commit status (the local
+// forge, or no Flux notification posting one).
+const HealthUnknown = "unknown"
+
+// Entry is one repo's latest result and where it came from.
+type Entry struct {
+	reconcile.Result
+	// Source is the control-repo revision the result was planned or applied from.
+	Source string
+	// At is when the result was computed.
+	At time.Time
+	// Applied is true for an apply's result (its actions happened), false for a plan's
+	// (its actions are pending).
+	Applied bool
+}
+
+// Input is what a view is built from.
+type Input struct {
+	// Control is the control repo the results were computed from (labels, owner); may be nil.
+	Control *control.Repo
+	// Source is the control-repo revision rendered (the newest, in serve).
+	Source string
+	// Entries are the repos' results, one per repo.
+	Entries []Entry
+	// RepoURL links a repo ("owner/name") to its web page; nil or "" for none.
+	RepoURL func(fullName string) string
+	// Now is the time the view is shown at (PR ages).
+	Now time.Time
+}
+
+// Options tune Build.
+type Options struct {
+	// GroupBy groups rows for the progress picture (default ByKind). Rollout waves plug in
+	// here.
+	GroupBy Grouper
+}
+
+// Grouper names a grouping and the group of a repo.
+type Grouper struct {
+	// Name says what the groups are ("kind", "label env", later "wave").
+	Name string
+	// Of returns the group of one repo.
+	Of func(r *Repo) string
+}
+
+// ByKind groups repos by kind (cluster, workspace).
+func ByKind() Grouper {
+	return Grouper{Name: "kind", Of: func(r *Repo) string { return r.Kind }}
+}
+
+// ByLabel groups repos by the value of one label; repos without it form "<key> unset".
+func ByLabel(key string) Grouper {
+	return Grouper{Name: "label " + key, Of: func(r *Repo) string {
+		if v, ok := r.Labels[key]; ok {
+			return key + "=" + v
+		}
+		return key + " unset"
+	}}
+}
+
+// ParseGroupBy reads a --group-by value: "kind" or "label:KEY".
+func ParseGroupBy(s string) (Grouper, error) {
+	switch {
+	case s == "" || s == "kind":
+		return ByKind(), nil
+	case strings.HasPrefix(s, "label:") && len(s) > len("label:"):
+		key := strings.TrimPrefix(s, "label:")
+		if errs := validLabelKey(key); errs != "" {
+			return Grouper{}, fmt.Errorf("group by %q: %s", s, errs)
+		}
+		return ByLabel(key), nil
+	}
+	return Grouper{}, fmt.Errorf("group by %q: want kind or label:KEY (for example label:env)", s)
+}
+
+func validLabelKey(key string) string {
+	if _, err := labels.NewRequirement(key, "exists", nil); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// Fleet is the view: a summary, groups and one row per target repo.
+type Fleet struct {
+	FormatVersion int `json:"format_version"`
+	// Source is the control-repo revision rendered.
+	Source string `json:"source,omitempty"`
+	// GeneratedAt is when the view was built.
+	GeneratedAt time.Time `json:"generatedAt"`
+	Summary     Summary   `json:"summary"`
+	// GroupBy names the grouping of Groups.
+	GroupBy string  `json:"groupBy"`
+	Groups  []Group `json:"groups"`
+	Repos   []Repo  `json:"repos"`
+}
+
+// Summary counts repos per state, per what they wait on and per Flux health.
+type Summary struct {
+	Total     int            `json:"total"`
+	States    map[State]int  `json:"states"`
+	WaitingOn map[string]int `json:"waitingOn"`
+	Health    map[string]int `json:"health"`
+	// Line says it in one sentence.
+	Line string `json:"line"`
+}
+
+// Group is one bar of the progress picture.
+type Group struct {
+	Name   string        `json:"name"`
+	Total  int           `json:"total"`
+	States map[State]int `json:"states"`
+	// Done is how many repos carry the desired state (in sync).
+	Done int `json:"done"`
+}
+
+// Repo is one row: a target repo.
+type Repo struct {
+	// Repo is "owner/name"; Name the cluster or workspace.
+	Repo   string            `json:"repo"`
+	Name   string            `json:"name"`
+	Kind   string            `json:"kind"`
+	Labels map[string]string `json:"labels,omitempty"`
+	Group  string            `json:"group"`
+	URL    string            `json:"url,omitempty"`
+	State  State             `json:"state"`
+	// Revision is the control-repo revision rendered for the repo.
+	Revision string `json:"revision,omitempty"`
+	// PR is the open fleetbot pull request.
+	PR *PR `json:"pr,omitempty"`
+	// WaitingOn says who or what must act next ("" when nobody).
+	WaitingOn string `json:"waitingOn,omitempty"`
+	// Merged is the control-repo revision fleetbot last merged into the repo ("" unknown).
+	Merged string `json:"merged,omitempty"`
+	// Health is the combined commit status of the default-branch head (Flux posts one for
+	// the commit it applied): success, pending, failure, error or unknown.
+	Health string `json:"health"`
+	// Drift lists what differs from the desired state and no pull request carries.
+	Drift []string `json:"drift,omitempty"`
+	// Summary says it all in one line.
+	Summary string `json:"summary"`
+	// Action and Reason are the plan's (or apply's) decision; Error why it failed.
+	Action string `json:"action,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	Error  string `json:"error,omitempty"`
+	// CheckedAt is when the result was computed.
+	CheckedAt time.Time `json:"checkedAt,omitzero"`
+
+	result *reconcile.Result
+}
+
+// Short is the repo's name without its owner (the detail page's path).
+func (r *Repo) Short() string { return repoName(r.Repo) }
+
+// Result is the reconcile result the row was built from (the detail page's report).
+func (r *Repo) Result() *reconcile.Result { return r.result }
+
+// PR is an open fleetbot pull request.
+type PR struct {
+	Number int    `json:"number"`
+	URL    string `json:"url,omitempty"`
+	// Opened is when it was opened; AgeSeconds how long ago (0 when unknown).
+	Opened     time.Time `json:"opened,omitzero"`
+	AgeSeconds int64     `json:"ageSeconds,omitempty"`
+	// Source is the control-repo revision it carries.
+	Source string `json:"source,omitempty"`
+	// Review is GitHub's review decision, Checks the combined status of its head ("" unknown).
+	Review string `json:"review,omitempty"`
+	Checks string `json:"checks,omitempty"`
+}
+
+// Age is the PR's age for people ("3d", "5h", "12m"; "" when unknown).
+func (p *PR) Age() string {
+	if p == nil || p.Opened.IsZero() {
+		return ""
+	}
+	return HumanDuration(time.Duration(p.AgeSeconds) * time.Second)
+}
+
+// HumanDuration rounds a duration to its largest unit: "3d", "5h", "12m", "<1m".
+func HumanDuration(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	}
+	return "<1m"
+}
+
+// Build computes the view. Results of the control repo itself (access only) are left out.
+func Build(in Input, o Options) *Fleet {
+	if o.GroupBy.Of == nil {
+		o.GroupBy = ByKind()
+	}
+	f := &Fleet{FormatVersion: FormatVersion, Source: in.Source, GeneratedAt: in.Now, GroupBy: o.GroupBy.Name,
+		Repos: make([]Repo, 0, len(in.Entries))}
+	lbls := labelIndex(in.Control)
+	for i := range in.Entries {
+		e := &in.Entries[i]
+		if e.Kind != fanout.KindCluster && e.Kind != fanout.KindWorkspace {
+			continue
+		}
+		r := row(e, in)
+		r.Labels = lbls[string(e.Kind)+"/"+e.Name]
+		r.Group = o.GroupBy.Of(&r)
+		f.Repos = append(f.Repos, r)
+	}
+	sort.SliceStable(f.Repos, func(a, b int) bool { return f.Repos[a].Repo < f.Repos[b].Repo })
+	f.Summary = summarize(f.Repos)
+	f.Groups = groups(f.Repos)
+	return f
+}
+
+// labelIndex maps "kind/name" to the object's labels.
+func labelIndex(c *control.Repo) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	if c == nil {
+		return out
+	}
+	for _, cl := range c.Clusters {
+		out[string(fanout.KindCluster)+"/"+cl.Metadata.Name] = cl.Metadata.Labels
+	}
+	for _, w := range c.Workspaces {
+		out[string(fanout.KindWorkspace)+"/"+w.Metadata.Name] = w.Metadata.Labels
+	}
+	return out
+}
+
+// row builds one repo's row from its result.
+func row(e *Entry, in Input) Repo {
+	res := e.Result
+	r := Repo{Repo: res.Repo, Name: res.Name, Kind: string(res.Kind), Revision: firstNonEmpty(e.Source, in.Source),
+		Action: string(res.Action), Reason: res.Reason, CheckedAt: e.At, Health: HealthUnknown, result: &e.Result}
+	if in.RepoURL != nil {
+		r.URL = in.RepoURL(res.Repo)
+	}
+	obs := res.Observed
+	if obs == nil {
+		obs = &pr.Observed{}
+	}
+	if obs.BaseStatus != "" {
+		r.Health = obs.BaseStatus
+	}
+	r.Merged = obs.Merged
+	if p := obs.PR; p != nil {
+		r.PR = &PR{Number: p.Number, URL: p.URL, Opened: p.Opened, Source: p.Source, Review: p.Review, Checks: p.Checks}
+	}
+	if res.Err != nil {
+		r.Error = res.Err.Error()
+	}
+	switch {
+	case res.Deferred:
+		r.State, r.WaitingOn = StateDeferred, WaitBudget
+	case res.Err != nil:
+		r.State = StateFailed
+	case res.Skipped != "":
+		r.State = StateSkipped
+	case res.Action == pr.ActionBlocked:
+		r.State, r.WaitingOn = StateBlocked, WaitHumanEdit
+	case e.Applied:
+		r.State = appliedState(res.Action, r.PR != nil)
+	default:
+		r.State = plannedState(res.Action, r.PR != nil)
+	}
+	if e.Applied && res.PR > 0 && (r.State == StatePROpen || r.State == StateBlocked) {
+		// The apply opened or updated the PR after the plan observed it: it now carries
+		// this revision.
+		if r.PR == nil || r.PR.Number != res.PR {
+			r.PR = &PR{Number: res.PR}
+		}
+		r.PR.URL = firstNonEmpty(res.PRURL, r.PR.URL)
+		if res.Action.Writes() {
+			r.PR.Source, r.PR.Checks = r.Revision, ""
+			if res.Action != pr.ActionUpdate {
+				r.PR.Opened = e.At
+			}
+		}
+	}
+	if r.State == StateInSync && r.Merged == "" && res.Action == pr.ActionNoop && r.PR == nil {
+		// The default branch matches this revision's render.
+		r.Merged = r.Revision
+	}
+	if r.State != StatePROpen && r.State != StateBlocked && r.State != StatePending {
+		r.PR = nil
+	}
+	if r.PR != nil && !r.PR.Opened.IsZero() && in.Now.After(r.PR.Opened) {
+		r.PR.AgeSeconds = int64(in.Now.Sub(r.PR.Opened) / time.Second)
+	}
+	if r.State == StatePROpen {
+		r.WaitingOn = waitingOn(r.PR)
+	}
+	if r.State == StatePending {
+		r.WaitingOn = WaitApply
+	}
+	r.Drift = drift(&res, e.Applied)
+	r.Summary = summaryLine(&r, &res)
+	return r
+}
+
+// plannedState is the state a plan's action shows: what would be written is pending.
+func plannedState(a pr.Action, openPR bool) State {
+	switch a {
+	case pr.ActionNoop:
+		if openPR {
+			return StatePROpen
+		}
+		return StateInSync
+	case "":
+		return StateFailed
+	}
+	return StatePending
+}
+
+// appliedState is the state an apply's action left the repo in.
+func appliedState(a pr.Action, openPR bool) State {
+	switch a {
+	case pr.ActionNoop:
+		if openPR {
+			return StatePROpen
+		}
+		return StateInSync
+	case pr.ActionClose:
+		return StateInSync
+	case pr.ActionCreate, pr.ActionOpen, pr.ActionUpdate, pr.ActionRemove:
+		return StatePROpen
+	case "":
+		return StateFailed
+	}
+	return StatePending
+}
+
+// waitingOn says what an open pull request waits on: failing or running checks first, then
+// a review, then somebody merging it.
+func waitingOn(p *PR) string {
+	if p == nil {
+		return WaitReview
+	}
+	switch p.Checks {
+	case pr.StatusFailure, pr.StatusError, pr.StatusPending:
+		return WaitChecks
+	}
+	if p.Review == pr.ReviewApproved {
+		return WaitMerge
+	}
+	return WaitReview
+}
+
+// drift lists what differs from the desired state outside a pull request: access settings and
+// CODEOWNERS errors (content differences travel in the PR).
+func drift(res *reconcile.Result, applied bool) []string {
+	var out []string
+	if a := res.Access; a != nil && len(a.Drift) > 0 && !(applied && a.Applied) {
+		out = append(out, fmt.Sprintf("access (%d)", len(a.Drift)))
+	}
+	if a := res.Access; a != nil && a.Refused != "" {
+		out = append(out, "access removals refused")
+	}
+	if n := len(res.CodeownersErrors); n > 0 {
+		out = append(out, fmt.Sprintf("CODEOWNERS errors (%d)", n))
+	}
+	return out
+}
+
+// summaryLine is a row's one-line summary.
+func summaryLine(r *Repo, res *reconcile.Result) string {
+	var s string
+	switch r.State {
+	case StateFailed:
+		s = "failed: " + firstLine(r.Error)
+	case StateDeferred:
+		s = "deferred to the next run: write budget exhausted"
+	case StateSkipped:
+		s = "skipped (" + res.Skipped + ")"
+	case StateBlocked:
+		s = "blocked: " + res.Reason
+	case StatePending:
+		s = fmt.Sprintf("fleetbot would %s (+%d ~%d -%d files)", verb(res.Action), res.FilesAdded, res.FilesChanged, res.FilesRemoved)
+	case StatePROpen:
+		s = fmt.Sprintf("PR #%d", r.PR.Number)
+		if age := r.PR.Age(); age != "" {
+			s += " open " + age
+		}
+		s += ", waiting on " + r.WaitingOn
+	case StateInSync:
+		s = "in sync"
+		if r.Merged != "" {
+			s += " at " + pr.ShortSHA(r.Merged)
+		}
+	}
+	if r.Health != HealthUnknown && r.Health != pr.StatusSuccess {
+		s += "; Flux " + r.Health
+	}
+	if len(r.Drift) > 0 {
+		s += "; drift: " + strings.Join(r.Drift, ", ")
+	}
+	return s
+}
+
+func verb(a pr.Action) string {
+	switch a {
+	case pr.ActionCreate:
+		return "create the repo"
+	case pr.ActionOpen:
+		return "open a PR"
+	case pr.ActionUpdate:
+		return "update the PR"
+	case pr.ActionClose:
+		return "close the PR"
+	case pr.ActionRemove:
+		return "remove the managed content"
+	}
+	return string(a)
+}
+
+// summarize counts the rows.
+func summarize(repos []Repo) Summary {
+	s := Summary{Total: len(repos), States: map[State]int{}, WaitingOn: map[string]int{}, Health: map[string]int{}}
+	for i := range repos {
+		r := &repos[i]
+		s.States[r.State]++
+		if r.WaitingOn != "" {
+			s.WaitingOn[r.WaitingOn]++
+		}
+		s.Health[r.Health]++
+	}
+	var parts []string
+	for _, st := range States {
+		n := s.States[st]
+		if n == 0 {
+			continue
+		}
+		p := fmt.Sprintf("%d %s", n, st)
+		if st == StatePROpen {
+			var ws []string
+			for _, w := range []string{WaitReview, WaitChecks, WaitMerge} {
+				if c := countWaiting(repos, st, w); c > 0 {
+					ws = append(ws, fmt.Sprintf("%d %s", c, w))
+				}
+			}
+			if len(ws) > 0 {
+				p += " (waiting on " + strings.Join(ws, ", ") + ")"
+			}
+		}
+		parts = append(parts, p)
+	}
+	s.Line = fmt.Sprintf("%d repos", s.Total)
+	if len(parts) > 0 {
+		s.Line += ": " + strings.Join(parts, ", ")
+	}
+	var hs []string
+	for _, h := range slices.Sorted(maps.Keys(s.Health)) {
+		hs = append(hs, fmt.Sprintf("%d %s", s.Health[h], h))
+	}
+	if len(hs) > 0 {
+		s.Line += "; Flux health: " + strings.Join(hs, ", ")
+	}
+	return s
+}
+
+func countWaiting(repos []Repo, st State, w string) int {
+	n := 0
+	for i := range repos {
+		if repos[i].State == st && repos[i].WaitingOn == w {
+			n++
+		}
+	}
+	return n
+}
+
+// groups builds one bar per group, sorted by name.
+func groups(repos []Repo) []Group {
+	idx := map[string]*Group{}
+	for i := range repos {
+		r := &repos[i]
+		g := idx[r.Group]
+		if g == nil {
+			g = &Group{Name: r.Group, States: map[State]int{}}
+			idx[r.Group] = g
+		}
+		g.Total++
+		g.States[r.State]++
+		if r.State == StateInSync {
+			g.Done++
+		}
+	}
+	out := make([]Group, 0, len(idx))
+	for _, name := range slices.Sorted(maps.Keys(idx)) {
+		out = append(out, *idx[name])
+	}
+	return out
+}
+
+// Blocked reports whether any row is blocked on a human.
+func (f *Fleet) Blocked() bool { return f.Summary.States[StateBlocked] > 0 }
+
+// Failed returns the rows that failed.
+func (f *Fleet) Failed() []Repo {
+	var out []Repo
+	for _, r := range f.Repos {
+		if r.State == StateFailed {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Find returns the row of a repo, by "owner/name" or name, nil when there is none.
+func (f *Fleet) Find(name string) *Repo {
+	for i := range f.Repos {
+		r := &f.Repos[i]
+		if strings.EqualFold(r.Repo, name) || strings.EqualFold(repoName(r.Repo), name) {
+			return r
+		}
+	}
+	return nil
+}
+
+func repoName(full string) string {
+	_, n, ok := strings.Cut(full, "/")
+	if !ok {
+		return full
+	}
+	return n
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

@@ -1,0 +1,72 @@
+package webhook
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
+	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+)
+
+// Reports is what the service knows of the fleet from its own applies: the newest result of
+// each target repo. Reading it costs no request (the status page is built from it).
+type Reports struct {
+	// Source is the control-repo commit of the newest apply, and Control the control repo
+	// loaded at it (labels); nil before the first apply.
+	Source  string
+	Control *control.Repo
+	// Repos holds one entry per target repo, sorted by repo.
+	Repos []RepoReport
+}
+
+// RepoReport is the result of the newest apply that covered one target repo.
+type RepoReport struct {
+	Result reconcile.Result
+	// Source is the control-repo commit that apply rendered; At is when it finished.
+	Source string
+	At     time.Time
+}
+
+// reports is the service's retained state behind Reports.
+type reports struct {
+	source  string
+	control *control.Repo
+	repos   map[string]RepoReport // by lower-case "owner/name"
+}
+
+// keep records the results of an apply at sha. A run over the whole fleet replaces every
+// result (a repo that left the control repo leaves the reports too); a run limited to some repos
+// (a drift or incremental apply) replaces theirs only.
+func (s *Service) keep(sha string, repo *control.Repo, rep *reconcile.Report, full bool) {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := &s.reports
+	r.source, r.control = sha, repo
+	if full || r.repos == nil {
+		r.repos = map[string]RepoReport{}
+	}
+	if rep == nil {
+		return
+	}
+	for _, res := range rep.Results {
+		r.repos[strings.ToLower(res.Repo)] = RepoReport{Result: res, Source: firstOf(rep.Source, sha), At: now}
+	}
+}
+
+// Reports returns the newest result of every target repo, as of the service's last applies.
+func (s *Service) Reports() Reports {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := Reports{Source: s.reports.source, Control: s.reports.control, Repos: make([]RepoReport, 0, len(s.reports.repos))}
+	for _, r := range s.reports.repos {
+		out.Repos = append(out.Repos, r)
+	}
+	sortReports(out.Repos)
+	return out
+}
+
+func sortReports(rs []RepoReport) {
+	sort.Slice(rs, func(a, b int) bool { return rs[a].Result.Repo < rs[b].Result.Repo })
+}
