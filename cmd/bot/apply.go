@@ -41,6 +41,9 @@ budget), 3 a repo waits for a human (someone pushed to its bot branch).`,
 			if err != nil {
 				return describeLoadError(a.control, err)
 			}
+			if err := a.warnings(f, false); err != nil {
+				return err
+			}
 			spec := a.forge
 			if spec == "" {
 				spec = defaultLocalForge

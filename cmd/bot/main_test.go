@@ -424,3 +424,87 @@ func TestRenderInterruptedLeavesOutUnchanged(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, left, 1)
 }
+
+// TestSelectorMatchingNoClusterWarns: a component selector with a typo matches no cluster and
+// would quietly remove the component from every cluster: validate and plan warn with
+// file:line, and --strict refuses.
+func TestSelectorMatchingNoClusterWarns(t *testing.T) {
+	ctl := copyControl(t)
+	replaceIn(t, filepath.Join(ctl, "platform.yaml"), "      clusterSelector: {}", "      clusterSelector: {matchLabels: {env: prd}}")
+	replaceIn(t, filepath.Join(ctl, "clusters", "prod-eu-1.yaml"), "monitoring_retention: 30d", "")
+	code, out, errOut := cli(t, "validate", "--control", ctl)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "is valid")
+	assert.Contains(t, errOut, "warning: platform.yaml:22: component monitoring: clusterSelector matches none of the 4 clusters")
+	assert.Contains(t, errOut, "hint: check the labels against clusters/*.yaml")
+
+	code, _, errOut = cli(t, "validate", "--control", ctl, "--strict")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "--strict: 1 problem(s)")
+	assert.Contains(t, errOut, "platform.yaml:22")
+	code, _, errOut = cli(t, "plan", "--control", ctl, "--strict")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "clusterSelector matches none")
+}
+
+// mergeLocal merges every open fleetbot PR of a local forge by hand (main fast-forwarded to
+// the bot branch) and lets apply record it.
+func mergeLocal(t *testing.T, forgeDir, ctl string) {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(forgeDir, "acme", "*.git"))
+	require.NoError(t, err)
+	for _, d := range dirs {
+		out, err := exec.Command("git", "--git-dir", d, "update-ref", "refs/heads/main", "refs/heads/fleetbot/sync").CombinedOutput()
+		if err != nil && !strings.Contains(string(out), "not a valid SHA1") && !strings.Contains(string(out), "fleetbot/sync") {
+			require.NoError(t, err, "%s", out)
+		}
+	}
+	code, _, errOut := cli(t, "apply", "--control", ctl, "--forge", "local:"+forgeDir)
+	require.Equal(t, 0, code, errOut)
+}
+
+// TestAttackSelectorTypoRemovesComponentEverywhere: a typo in a component's clusterSelector
+// would remove it from every cluster; the removal guard counts those removals and refuses
+// without --allow-removals.
+func TestAttackSelectorTypoRemovesComponentEverywhere(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git CLI not installed")
+	}
+	ctl := copyControl(t)
+	forgeDir := filepath.Join(t.TempDir(), "forge")
+	code, _, errOut := cli(t, "apply", "--control", ctl, "--forge", "local:"+forgeDir)
+	require.Equal(t, 0, code, errOut)
+	mergeLocal(t, forgeDir, ctl)
+
+	replaceIn(t, filepath.Join(ctl, "platform.yaml"), "      clusterSelector: {}", "      clusterSelector: {matchLabels: {env: prd}}")
+	replaceIn(t, filepath.Join(ctl, "clusters", "prod-eu-1.yaml"), "monitoring_retention: 30d", "")
+	code, _, errOut = cli(t, "apply", "--control", ctl, "--forge", "local:"+forgeDir)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "4 of 4 cluster repos would lose a platform component")
+	assert.Contains(t, errOut, "re-run with --allow-removals")
+	code, _, errOut = cli(t, "apply", "--control", ctl, "--forge", "local:"+forgeDir, "--allow-removals")
+	assert.Equal(t, 0, code, errOut)
+}
+
+// TestAttackEmptyClustersOnOneClusterFleet: emptying clusters/ of a one-cluster fleet would
+// remove its only cluster (maxRemovals is at least 1); it needs --allow-removals.
+func TestAttackEmptyClustersOnOneClusterFleet(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git CLI not installed")
+	}
+	ctl := copyControl(t)
+	for _, c := range []string{"prod-eu-1", "prod-us-1", "staging-eu-1"} {
+		require.NoError(t, os.Remove(filepath.Join(ctl, "clusters", c+".yaml")))
+	}
+	forgeDir := filepath.Join(t.TempDir(), "forge")
+	code, _, errOut := cli(t, "apply", "--control", ctl, "--forge", "local:"+forgeDir)
+	require.Equal(t, 0, code, errOut)
+	mergeLocal(t, forgeDir, ctl)
+
+	require.NoError(t, os.Remove(filepath.Join(ctl, "clusters", "edge-1.yaml")))
+	code, _, errOut = cli(t, "apply", "--control", ctl, "--forge", "local:"+forgeDir)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "every cluster repo (1) would be removed")
+	code, _, errOut = cli(t, "apply", "--control", ctl, "--forge", "local:"+forgeDir, "--allow-removals")
+	assert.Equal(t, 0, code, errOut)
+}

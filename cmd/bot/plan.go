@@ -26,6 +26,7 @@ func (a *app) planCommand() *cobra.Command {
 	var (
 		format              string
 		detailed            bool
+		strict              bool
 		allowRemovals       bool
 		allowAccessRemovals bool
 	)
@@ -46,6 +47,9 @@ remove, with the files and objects that change. plan never writes.
 			if err != nil {
 				return describeLoadError(a.control, err)
 			}
+			if err := a.warnings(f, strict); err != nil {
+				return err
+			}
 			if a.forge == "" {
 				if detailed {
 					return errors.New("--detailed-exitcode needs --forge: without it plan shows the desired state and cannot tell whether anything would change")
@@ -63,6 +67,7 @@ remove, with the files and objects that change. plan never writes.
 		},
 	}
 	choiceVar(cmd.Flags(), &format, "format", formatText, formats(), "output format")
+	cmd.Flags().BoolVar(&strict, "strict", false, "treat warnings (e.g. a component selector matching no cluster) as errors")
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when nothing would change, 2 when something would, 3 when a repo waits for a human, 1 on error")
 	cmd.Flags().BoolVar(&allowRemovals, "allow-removals", false, "plan as if --allow-removals were given to apply")
 	cmd.Flags().BoolVar(&allowAccessRemovals, "allow-access-removals", false, "plan as if --allow-access-removals were given to apply")

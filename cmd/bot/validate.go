@@ -7,18 +7,24 @@ import (
 )
 
 func (a *app) validateCommand() *cobra.Command {
-	return &cobra.Command{
+	var strict bool
+	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Check the control repo: schema, references, values, selectors and a full render",
 		Long: `validate loads the whole control repo, checks every object (strict fields,
 names, references, scopes, values, selectors, repo names) and renders every
 target, without writing anything. Every problem is listed with file:line and
-a hint; the exit status is 1 when there is any.`,
+a hint; the exit status is 1 when there is any. Warnings (valid, but almost
+always a mistake, such as a component selector that matches no cluster) are
+printed too; --strict makes them errors.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := loadFleet(a.control)
 			if err != nil {
 				return describeLoadError(a.control, err)
+			}
+			if err := a.warnings(f, strict); err != nil {
+				return err
 			}
 			clusters, workspaces := 0, 0
 			for _, t := range f.targets {
@@ -33,4 +39,21 @@ a hint; the exit status is 1 when there is any.`,
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&strict, "strict", false, "treat warnings (e.g. a component selector matching no cluster) as errors")
+	return cmd
+}
+
+// warnings prints the control repo's warnings on stderr; with strict they are the command's
+// error (exit 1).
+func (a *app) warnings(f *fleet, strict bool) error {
+	if len(f.repo.Warnings) == 0 {
+		return nil
+	}
+	if strict {
+		return fmt.Errorf("--strict: %w", f.repo.Warnings)
+	}
+	for _, w := range f.repo.Warnings {
+		fmt.Fprintln(a.stderr, "warning: "+w.String())
+	}
+	return nil
 }

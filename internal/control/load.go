@@ -55,6 +55,7 @@ func load(fsys fs.FS, pre Issues) (*Repo, error) {
 	if err := l.is.Err(); err != nil {
 		return nil, err
 	}
+	l.repo.Warnings = warnings(l.repo)
 	return l.repo, nil
 }
 

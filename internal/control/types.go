@@ -282,6 +282,10 @@ type Repo struct {
 	Apps       []*App       // sorted by name
 	// Revision is the control repo commit the objects were read at, when known.
 	Revision string
+	// Warnings are findings that are legal but almost always a mistake (a component whose
+	// clusterSelector matches no cluster: a typo removes it from every cluster). validate and
+	// plan print them; with --strict they are errors.
+	Warnings Issues
 }
 
 // Cluster returns the cluster of that name, or nil.

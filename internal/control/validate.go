@@ -634,3 +634,33 @@ func listOrNone(names []string) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// warnings lists what is valid but almost always a mistake: a platform component whose
+// clusterSelector matches no cluster of the fleet. It is most likely a typo, and it removes
+// the component from every cluster that had it.
+func warnings(r *Repo) Issues {
+	var is Issues
+	if r.Platform == nil || len(r.Clusters) == 0 {
+		return nil
+	}
+	src := r.Platform.Source
+	for i, comp := range r.Platform.Spec.Components {
+		if comp.ClusterSelector == nil {
+			continue
+		}
+		matched := false
+		for _, c := range r.Clusters {
+			if ok, err := comp.ClusterSelector.Matches(c.Metadata.Labels); err == nil && ok {
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			is.Add(src.At(fmt.Sprintf("spec.components.%d.clusterSelector", i)),
+				"check the labels against clusters/*.yaml (a typo removes the component from every cluster that runs it); remove the component if no cluster should run it",
+				"component %s: clusterSelector matches none of the %d clusters", comp.App, len(r.Clusters))
+		}
+	}
+	is.Sort()
+	return is
+}

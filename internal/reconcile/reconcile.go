@@ -390,12 +390,22 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 	}
 	rep := &Report{Source: opts.Source, started: started}
 	removals, total := 0, 0
+	clusters, clustersRemoved, componentRemovals := 0, 0, 0
 	for _, it := range items {
 		if !it.accessOnly {
 			total++
 		}
-		if it.target.Removed && (it.decision == nil || it.decision.Action == pr.ActionRemove) {
+		removed := it.target.Removed && (it.decision == nil || it.decision.Action == pr.ActionRemove)
+		if removed {
 			removals++
+		}
+		if it.target.Kind == fanout.KindCluster {
+			clusters++
+			if removed {
+				clustersRemoved++
+			} else if it.decision != nil && removesComponent(it.decision) {
+				componentRemovals++
+			}
 		}
 	}
 	limit := spec.MaxRemovals
@@ -412,9 +422,20 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 	}
 	rep.Removals, rep.MaxRemovals = removals, max
 	var refused error
-	if removals > max && !opts.AllowRemovals {
+	switch {
+	case opts.AllowRemovals:
+	case removals > max:
 		refused = fmt.Errorf("%w: %d of %d target repos would be removed, more than maxRemovals (%s of %d = %d); nothing was written. "+
 			"If the control repo is right, re-run with --allow-removals", ErrTooManyRemovals, removals, total, limit.String(), total, max)
+	case clustersRemoved > 0 && clustersRemoved == clusters:
+		// maxRemovals is at least 1, so a one-cluster fleet would lose its cluster to an
+		// emptied clusters/ directory without this.
+		refused = fmt.Errorf("%w: every cluster repo (%d) would be removed; nothing was written. "+
+			"If the control repo is right, re-run with --allow-removals", ErrTooManyRemovals, clustersRemoved)
+	case componentRemovals > max:
+		refused = fmt.Errorf("%w: %d of %d cluster repos would lose a platform component, more than maxRemovals (%s = %d); nothing was written. "+
+			"A clusterSelector that matches no cluster does this (see the warnings); if the control repo is right, re-run with --allow-removals",
+			ErrTooManyRemovals, componentRemovals, clusters, limit.String(), max)
 	}
 	rep.Refused = joinRefusals(refused, refuseAccess(items, opts.AllowAccessRemovals))
 	return items, rep, nil
@@ -494,4 +515,15 @@ func recovered(fn func()) (err error) {
 	}()
 	fn()
 	return nil
+}
+
+// removesComponent reports whether a cluster repo's plan deletes a rendered platform
+// component (platform/<app>.yaml), which Flux then prunes from the cluster.
+func removesComponent(d *pr.Decision) bool {
+	for _, f := range d.Files {
+		if f.Op == pr.FileRemoved && strings.HasPrefix(f.Path, "platform/") && f.Path != "platform/kustomization.yaml" {
+			return true
+		}
+	}
+	return false
 }
