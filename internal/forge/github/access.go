@@ -251,8 +251,9 @@ func (f *Forge) orgTeams(ctx context.Context, owner string) (policy.Org, error) 
 	return o, nil
 }
 
-// ApplyAccess implements reconcile.Forge: grants and role changes first, then protection,
-// then revokes and collaborator removals (skipped, with the downgrades, when the plan was
+// ApplyAccess implements reconcile.Forge: protection first (a repo whose bootstrap was
+// interrupted gets it before any team can push), then grants and role changes, then revokes
+// and collaborator removals (skipped, with the downgrades, when the plan was
 // refused by its removal limit). The cached observation is dropped, so the next Access reads
 // what GitHub now says.
 func (f *Forge) ApplyAccess(ctx context.Context, owner, repo string, p policy.Plan) error {
@@ -274,13 +275,13 @@ func (f *Forge) ApplyAccess(ctx context.Context, owner, repo string, p policy.Pl
 		}
 		grants[c.Name] = c.To
 	}
-	if err := f.grantTeams(ctx, owner, repo, grants, nil); err != nil {
-		return err
-	}
 	if p.Protection != nil {
 		if err := f.protect(ctx, owner, repo, p.Protection); err != nil {
 			return err
 		}
+	}
+	if err := f.grantTeams(ctx, owner, repo, grants, nil); err != nil {
+		return err
 	}
 	if p.Refused != nil {
 		return nil

@@ -12,7 +12,9 @@ import (
 
 	gh "github.com/google/go-github/v62/github"
 
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/gittree"
+	"github.com/fleetbot-io/fleetbot/internal/policy"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 )
 
@@ -76,8 +78,10 @@ type repoEntry struct {
 	fresh bool
 	// commits remembers the commits this process wrote, for SetBranch to update the cache.
 	commits map[string]*written
-	// pendingProtection is applied once the default branch exists (new repos).
-	pendingProtection bool
+	// pendingProtection, then pendingTeams, are applied once the default branch exists (new
+	// repos): teams get their roles only once the branch is protected.
+	pendingProtection *policy.Protection
+	pendingTeams      map[string]policy.Role
 	// hint is what the latest Scan saw of the repo, for the next Snapshot.
 	hint *headHint
 }
@@ -222,18 +226,20 @@ func (f *Forge) Commit(ctx context.Context, owner, repo string, nc pr.NewCommit)
 	return out, nil
 }
 
-// bootstrapEmpty creates the default branch of an empty repo with one Contents API call
-// (README.md, or a placeholder): the Git Data API refuses to work on a repo without commits.
+// bootstrapEmpty creates the default branch of an empty repo with one Contents API call:
+// the Git Data API refuses to work on a repo without commits. The file is the bootstrap's
+// CODEOWNERS (README.md when there is none), so the branch has its code owners from its very
+// first commit.
 func (f *Forge) bootstrapEmpty(ctx context.Context, owner, repo string, e *repoEntry, nc pr.NewCommit) error {
 	st := e.state()
-	content := []byte("# " + repo + "\n")
+	path, content := "README.md", []byte("# "+repo+"\n")
 	for _, ch := range nc.Changes {
-		if ch.Path == "README.md" && !ch.Delete {
-			content = ch.Content
+		if ch.Path == fanout.CodeownersPath && !ch.Delete {
+			path, content = ch.Path, ch.Content
 		}
 	}
 	branch := st.DefaultBranch
-	res, _, err := f.api.Repositories.CreateFile(ctx, owner, repo, "README.md", &gh.RepositoryContentFileOptions{
+	res, _, err := f.api.Repositories.CreateFile(ctx, owner, repo, path, &gh.RepositoryContentFileOptions{
 		Message: gh.String("fleetbot: initialise empty repository"),
 		Content: content,
 		Branch:  gh.String(branch),
@@ -322,11 +328,23 @@ func (f *Forge) afterBootstrap(ctx context.Context, owner, repo string, e *repoE
 		}
 		st.RepoDefault = st.DefaultBranch
 	}
-	if e.pendingProtection && st.Access != nil && st.Access.Protection != nil {
-		if err := f.protect(ctx, owner, repo, st.Access.Protection); err != nil {
+	if p := e.pendingProtection; p != nil {
+		if err := f.protect(ctx, owner, repo, p); err != nil {
 			return err
 		}
-		e.pendingProtection = false
+		e.pendingProtection = nil
+		if st.Access != nil {
+			st.Access.Protection = p
+		}
+	}
+	if len(e.pendingTeams) > 0 {
+		if err := f.grantTeams(ctx, owner, repo, e.pendingTeams, nil); err != nil {
+			return err
+		}
+		if st.Access != nil {
+			st.Access.Teams = e.pendingTeams
+		}
+		e.pendingTeams = nil
 	}
 	return nil
 }

@@ -27,9 +27,12 @@ var markerRE = regexp.MustCompile(`fleetbot:(cluster|workspace)/([A-Za-z0-9._-]+
 func kindTopic(k fanout.Kind) string { return "fleetbot-" + string(k) }
 
 // CreateRepo implements pr.Forge: an empty repo in the org (or the authenticated user's
-// account) with the platform's visibility, fleetbot's description and topics, and the team
-// roles of spec.Access. Branch protection needs a branch, so it is set when the bootstrap
-// commit lands (SetBranch).
+// account) with the platform's visibility, fleetbot's description and topics. Nobody but the
+// org's owners (and fleetbot) can reach it yet: branch protection needs a branch, so it is set
+// when the bootstrap commit lands (SetBranch), and only then are the teams of spec.Access
+// granted. So the default branch is never reachable by a persona team without its CODEOWNERS
+// and its protection, and an interrupted bootstrap leaves a repo only admins can touch, which
+// the next run finishes (protection before grants, see ApplyAccess).
 //
 // GitHub API docs: https://docs.github.com/rest/repos/repos#create-an-organization-repository
 func (f *Forge) CreateRepo(ctx context.Context, spec pr.RepoSpec) error {
@@ -77,12 +80,10 @@ func (f *Forge) CreateRepo(ctx context.Context, spec pr.RepoSpec) error {
 		return errf(err, "setting the topics of", full)
 	}
 	access := spec.Access
-	if err := f.grantTeams(ctx, spec.Owner, spec.Repo, access.Teams, nil); err != nil {
-		return err
-	}
-	observed := policy.Access{Teams: access.Teams, Protection: access.Protection}
+	observed := policy.Access{Teams: map[string]policy.Role{}}
 	st.Access, st.AccessAt = &observed, f.opts.Now().Unix()
-	e.pendingProtection = access.Protection != nil
+	e.pendingProtection = access.Protection
+	e.pendingTeams = access.Teams
 	f.saveState(spec.Owner, spec.Repo, st)
 	f.log.Debug("created repo", "repo", full)
 	return nil
