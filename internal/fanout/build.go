@@ -211,17 +211,6 @@ func clusterScoped(apiVersion, kind string) bool {
 // kyamlNode is a parsed YAML document.
 type kyamlNode struct{ kyaml.Node }
 
-// unmarshalNode parses one YAML document.
-func unmarshalNode(text string, n *kyamlNode) error {
-	if err := kyaml.Unmarshal([]byte(text), &n.Node); err != nil {
-		return err
-	}
-	if len(n.Content) == 0 || n.Content[0].Kind != kyaml.MappingNode {
-		return fmt.Errorf("not a YAML mapping")
-	}
-	return nil
-}
-
 // kindName returns the kind and metadata.name of a parsed object.
 func (n *kyamlNode) kindName() (kind, name string) {
 	root := n.Content[0]

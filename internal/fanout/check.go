@@ -162,6 +162,7 @@ func (c *checker) kustomization(file string) ([]byte, bool) {
 	e := &entries{c: c, file: file, dir: path.Dir(file), doc: &doc}
 
 	e.dirOrFile("resources", k.Resources)
+	//lint:ignore SA1019 kustomize still reads bases, so the check must confine them too.
 	e.dirOrFile("bases", k.Bases)
 	e.dirOrFile("components", k.Components)
 	e.files("crds", k.Crds)
@@ -169,19 +170,21 @@ func (c *checker) kustomization(file string) ([]byte, bool) {
 	for i := range k.Patches {
 		e.optionalFile("patches", &k.Patches[i].Path)
 	}
+	//lint:ignore SA1019 kustomize still reads patchesJson6902, so the check must confine them too.
 	for i := range k.PatchesJson6902 {
-		e.optionalFile("patchesJson6902", &k.PatchesJson6902[i].Path)
+		e.optionalFile("patchesJson6902", &k.PatchesJson6902[i].Path) //lint:ignore SA1019 as above
 	}
 	for i := range k.Replacements {
 		e.optionalFile("replacements", &k.Replacements[i].Path)
 	}
+	//lint:ignore SA1019 kustomize still reads patchesStrategicMerge, so the check must confine them too.
 	for i, p := range k.PatchesStrategicMerge {
 		// An entry is a file when one of that name exists, otherwise an
 		// inline patch; kustomize tries the file first.
 		s := string(p)
 		if isRemote(s) || c.exists(path.Join(e.dir, s)) && !strings.Contains(s, "\n") {
 			if local, ok := e.ref("patchesStrategicMerge", s); ok {
-				k.PatchesStrategicMerge[i] = types.PatchStrategicMerge(local)
+				k.PatchesStrategicMerge[i] = types.PatchStrategicMerge(local) //lint:ignore SA1019 as above
 			}
 		}
 	}
