@@ -52,6 +52,10 @@ func (f *Forge) readAccess(ctx context.Context, owner, repo, branch string) (pol
 			return a, errf(err, "listing the teams of", full)
 		}
 		for _, t := range ts {
+			if t.GetSlug() == "" {
+				return a, fmt.Errorf("listing the teams of %s: GitHub answered a team without a slug (id %d, name %q); fleetbot cannot tell which team holds access, so it changes nothing on this repo",
+					full, t.GetID(), t.GetName())
+			}
 			a.Teams[t.GetSlug()] = teamRole(t)
 		}
 		if resp.NextPage == 0 {
@@ -135,10 +139,14 @@ func (f *Forge) protect(ctx context.Context, owner, repo string, p *policy.Prote
 }
 
 func fromProtection(branch string, p *gh.Protection) *policy.Protection {
-	out := &policy.Protection{
-		Branch:           branch,
-		AllowForcePushes: p.GetAllowForcePushes().Enabled,
-		AllowDeletions:   p.GetAllowDeletions().Enabled,
+	// GitHub omits allow_force_pushes and allow_deletions on older servers and in some
+	// answers; absent means not allowed (the default of a new protection).
+	out := &policy.Protection{Branch: branch}
+	if v := p.GetAllowForcePushes(); v != nil {
+		out.AllowForcePushes = v.Enabled
+	}
+	if v := p.GetAllowDeletions(); v != nil {
+		out.AllowDeletions = v.Enabled
 	}
 	if r := p.GetRequiredPullRequestReviews(); r != nil {
 		out.RequirePullRequest = true
