@@ -57,7 +57,8 @@ func TestGitDataCommitThenClone(t *testing.T) {
 	}, nil)
 	require.NoError(t, err)
 	assert.True(t, commit.GetVerification().GetVerified(), "a commit without author is verified")
-	assert.Equal(t, "fleetbot[bot]", commit.GetCommitter().GetName())
+	assert.Equal(t, "fleetbot[bot]", commit.GetAuthor().GetName(), "an App's API commit is authored by its bot")
+	assert.Equal(t, "GitHub", commit.GetCommitter().GetName(), "and committed by web-flow, as on GitHub")
 
 	_, _, err = c.Git.CreateRef(ctx, "acme", "cluster-a", &github.Reference{
 		Ref: github.String("refs/heads/fleetbot/sync"), Object: &github.GitObject{SHA: commit.SHA}})

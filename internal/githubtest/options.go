@@ -47,6 +47,7 @@ type config struct {
 	logger         *slog.Logger
 	tokenLifetime  time.Duration
 	anonymousReads bool
+	ghes           bool
 }
 
 func defaultConfig() config {

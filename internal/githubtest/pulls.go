@@ -433,7 +433,7 @@ func (s *Server) mergePullLocked(rm *repoMeta, is *issue, method, title, message
 	if message != "" {
 		msg += "\n\n" + message
 	}
-	h, err := s.newCommitLocked(rm, g, tree, parents, msg, nil, nil, actor)
+	h, err := s.newMergeCommitLocked(rm, g, tree, parents, msg, actor)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}

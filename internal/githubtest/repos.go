@@ -119,6 +119,10 @@ func (s *Server) handleCreateOrgRepo(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	if herr := s.checkVisibilityLocked(org.Login, req.visibility()); herr != nil {
+		writeErr(w, herr)
+		return
+	}
 	rm, err := s.createRepoLocked(org.Login, req.Name, req.visibility(), req.Description, req.AutoInit, principalOf(r).login)
 	if err != nil {
 		writeErr(w, err)
@@ -136,6 +140,10 @@ func (s *Server) handleCreateUserRepo(w http.ResponseWriter, r *http.Request) {
 	var req createRepoRequest
 	if err := decodeBody(r, &req); err != nil {
 		writeErr(w, err)
+		return
+	}
+	if herr := s.checkVisibilityLocked(p.login, req.visibility()); herr != nil {
+		writeErr(w, herr)
 		return
 	}
 	rm, err := s.createRepoLocked(p.login, req.Name, req.visibility(), req.Description, req.AutoInit, p.login)
@@ -567,17 +575,19 @@ func (s *Server) commitFilesLocked(rm *repoMeta, g *gitRepo, branch string, file
 	return h, s.moveRefLocked(rm, g, "refs/heads/"+branch, h, actor)
 }
 
-// newCommitLocked writes a commit. Without an author the actor (the App's bot for installation
-// tokens) is author and committer and the commit counts as signed by GitHub (verified).
+// newCommitLocked writes a commit. Without author and committer, GitHub records and signs it
+// as apiCommitIdentityLocked says (an App's commits are verified, a user's are not).
 func (s *Server) newCommitLocked(rm *repoMeta, g *gitRepo, tree plumbing.Hash, parents []plumbing.Hash, message string, author, committer *object.Signature, actor string) (plumbing.Hash, error) {
 	now := s.clock.Now()
-	verified := author == nil && committer == nil
+	verified := false
 	if actor == "" {
 		actor = s.botLogin()
 	}
-	self := &object.Signature{Name: actor, Email: s.noreplyEmail(actor), When: now}
+	if author == nil && committer == nil {
+		author, committer, verified = s.apiCommitIdentityLocked(actor, now)
+	}
 	if author == nil {
-		author = self
+		author = &object.Signature{Name: actor, Email: s.noreplyEmail(actor), When: now}
 	}
 	if committer == nil {
 		committer = author

@@ -28,7 +28,7 @@ func (s *Server) routes() {
 	// accounts and repositories
 	s.api("GET /orgs/{org}", s.handleGetOrg)
 	s.api("GET /users/{username}", s.handleGetUser)
-	s.api("GET /user", s.handleGetUser)
+	s.api("GET /user", s.handleGetAuthenticatedUser)
 	s.api("GET /orgs/{org}/repos", s.handleListRepos)
 	s.api("GET /users/{username}/repos", s.handleListRepos)
 	s.api("GET /user/repos", s.handleListRepos)

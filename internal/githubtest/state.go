@@ -28,6 +28,8 @@ type account struct {
 	Type  string `json:"type"` // User, Organization, Bot
 	// Members is the org membership (lower(login) -> role "member"|"admin").
 	Members map[string]string `json:"members,omitempty"`
+	// Enterprise is true for an organization owned by an enterprise account (internal repos).
+	Enterprise bool `json:"enterprise,omitempty"`
 }
 
 type team struct {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -109,14 +110,19 @@ func (t *installationTransport) observe(tok string) bool {
 	return now.Sub(t.mintedAt) < freshTokenWindow
 }
 
-// refusedCredentials reports a 401, or a 403 that is not a rate limit.
+// refusedCredentials reports a 401, or a 403 that is neither a rate limit nor GitHub's
+// "Resource not accessible by integration": that one says what the installation may do (its
+// permissions, or an endpoint no installation may call, like GET /user), which no retry
+// changes.
 func refusedCredentials(resp *http.Response, now time.Time) bool {
 	switch resp.StatusCode {
 	case http.StatusUnauthorized:
 		return true
 	case http.StatusForbidden:
-		_, _, limited := limitWait(resp, now)
-		return !limited
+		if _, _, limited := limitWait(resp, now); limited {
+			return false
+		}
+		return !bodyContains(resp, notAccessibleByIntegration)
 	}
 	return false
 }
@@ -153,8 +159,9 @@ type App struct {
 
 	counters *Counters
 
-	mu      sync.Mutex
-	byOwner map[string]int64
+	mu       sync.Mutex
+	botLogin string // "<slug>[bot]" once read
+	byOwner  map[string]int64
 	byID    map[int64]*ghinstallation.Transport
 }
 
@@ -192,6 +199,32 @@ func NewApp(cfg AppConfig) (*App, error) {
 
 // ID returns the App's id.
 func (a *App) ID() int64 { return a.id }
+
+// BotLogin returns the login the App acts and commits as, "<slug>[bot]", read once from
+// GET /app with the App's JWT. An installation token cannot tell it: GET /user answers it
+// 403 "Resource not accessible by integration".
+//
+// GitHub API docs: https://docs.github.com/rest/apps/apps#get-the-authenticated-app
+func (a *App) BotLogin(ctx context.Context) (string, error) {
+	a.mu.Lock()
+	login := a.botLogin
+	a.mu.Unlock()
+	if login != "" {
+		return login, nil
+	}
+	app, _, err := a.api.Apps.Get(ctx, "")
+	if err != nil {
+		return "", Wrap(err, "reading GitHub App", strconv.FormatInt(a.id, 10))
+	}
+	if app.GetSlug() == "" {
+		return "", fmt.Errorf("reading GitHub App %d: GitHub answered without a slug", a.id)
+	}
+	login = app.GetSlug() + "[bot]"
+	a.mu.Lock()
+	a.botLogin = login
+	a.mu.Unlock()
+	return login, nil
+}
 
 // Stats counts the App's own requests: installation lookups and token minting.
 func (a *App) Stats() RequestStats { return a.counters.Stats() }

@@ -60,6 +60,7 @@ type Client struct {
 	cache          *CacheTransport
 	installationID int64
 	readOnly       bool
+	app            *App // nil with token auth
 }
 
 // Stats is a snapshot of a Client's request counters, ETag cache and write budget.
@@ -91,6 +92,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		rt             http.RoundTripper = NewCountingTransport(base, counters)
 		identity       string
 		installationID int64
+		appAuthed      *App
 	)
 	appAuth := cfg.App != nil || cfg.AppID != 0 || len(cfg.PrivateKey) > 0
 	switch {
@@ -116,7 +118,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		installationID = id
+		installationID, appAuthed = id, app
 		rt = app.transport(rt, id, bc.Clock, logger.With("installation", id))
 		identity = fmt.Sprintf("app:%d/installation:%d", app.ID(), id)
 	default:
@@ -139,7 +141,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	return &Client{
 		api: api, budget: budget, counters: counters, cache: cache,
-		installationID: installationID, readOnly: cfg.ReadOnly,
+		installationID: installationID, readOnly: cfg.ReadOnly, app: appAuthed,
 	}, nil
 }
 
@@ -152,6 +154,16 @@ func (c *Client) Budget() *Budget { return c.budget }
 
 // InstallationID returns the GitHub App installation in use (0 with token auth).
 func (c *Client) InstallationID() int64 { return c.installationID }
+
+// BotLogin returns the login of the GitHub App the client acts as ("<slug>[bot]", from
+// GET /app with the App's JWT, read once per App); "" with token auth, whose account only
+// GET /user can tell.
+func (c *Client) BotLogin(ctx context.Context) (string, error) {
+	if c.app == nil {
+		return "", nil
+	}
+	return c.app.BotLogin(ctx)
+}
 
 // ReadOnly reports whether the client refuses to write.
 func (c *Client) ReadOnly() bool { return c.readOnly }

@@ -202,6 +202,15 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 // mentionsSecondaryLimit peeks at a 403's body for GitHub's secondary-limit message and puts
 // the body back for the caller.
 func mentionsSecondaryLimit(resp *http.Response) bool {
+	return bodyContains(resp, "secondary rate limit", "abuse")
+}
+
+// notAccessibleByIntegration is GitHub's message for what an installation token may not do.
+const notAccessibleByIntegration = "resource not accessible by integration"
+
+// bodyContains peeks at the first 64 KiB of a response body for any of the lower-case words
+// and puts the body back for the caller.
+func bodyContains(resp *http.Response, words ...string) bool {
 	if resp.Body == nil {
 		return false
 	}
@@ -214,7 +223,12 @@ func mentionsSecondaryLimit(resp *http.Response) bool {
 		return false
 	}
 	msg := strings.ToLower(string(data))
-	return strings.Contains(msg, "secondary rate limit") || strings.Contains(msg, "abuse")
+	for _, w := range words {
+		if strings.Contains(msg, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // discard drains a little of a response we will not return, so the connection can be reused.

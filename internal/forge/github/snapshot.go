@@ -376,15 +376,27 @@ func (f *Forge) isSelf(ctx context.Context, sig *gh.CommitAuthor) bool {
 		email == l+"@users.noreply.github.com"
 }
 
-// selfLogin returns ForgeOptions.Login, or looks up the authenticated user once.
+// selfLogin returns ForgeOptions.Login, else the App's bot login (GET /app, with the App's
+// JWT), else, with a token, the token's user (GET /user) — looked up once. An installation
+// token never asks GET /user: GitHub answers it 403 "Resource not accessible by integration";
+// an Actions token (an installation token fleetbot cannot tell from a personal one) gets that
+// answer once, without retry, and the login stays unknown.
 func (f *Forge) selfLogin(ctx context.Context) string {
 	f.loginOnce.Do(func() {
 		if f.login != "" {
 			return
 		}
+		if f.c.app != nil {
+			l, err := f.c.BotLogin(ctx)
+			if err != nil {
+				f.log.Warn("could not read the GitHub App's bot login", "err", err)
+			}
+			f.login = l
+			return
+		}
 		u, _, err := f.api.Users.Get(ctx, "")
 		if err != nil {
-			f.log.Debug("could not read the authenticated user; trusting bot commits only", "err", err)
+			f.log.Debug("could not read the token's user (an installation token cannot); fleetbot's own login stays unknown", "err", err)
 			return
 		}
 		f.login = u.GetLogin()
