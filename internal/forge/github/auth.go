@@ -162,7 +162,7 @@ type App struct {
 	mu       sync.Mutex
 	botLogin string // "<slug>[bot]" once read
 	byOwner  map[string]int64
-	byID    map[int64]*ghinstallation.Transport
+	byID     map[int64]*ghinstallation.Transport
 }
 
 // NewApp parses the private key and prepares app authentication; it makes no request.
