@@ -94,7 +94,7 @@ func Apply(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Option
 	}
 	if d.PushBranch {
 		c, err := f.Commit(ctx, owner, repo, NewCommit{
-			Parent: base.SHA, BaseTree: base.Tree, Changes: d.Changes, Message: CommitMessage(t, o.Source),
+			Parent: base.SHA, BaseTree: base.Tree, Changes: d.Changes, Message: CommitMessage(t, o.Source, d.Tree),
 		})
 		if err != nil {
 			return nil, wrap("commit", err)

@@ -17,6 +17,13 @@ import (
 // commit was rendered from.
 const TrailerSource = "Fleetbot-Source"
 
+// TrailerTree is the commit trailer carrying the hash of the tree fleetbot
+// rendered for a bot commit. A commit whose tree is the one its trailer names
+// is fleetbot's, whoever GitHub says committed it (an App's commits are
+// committed by "GitHub", a token's are unsigned, GHES signs nothing); a human
+// edit changes the tree and no longer matches. See ours.
+const TrailerTree = "Fleetbot-Tree"
+
 // marker is the state fleetbot keeps, hidden, in the PR body. The SHAs are
 // content addresses, so when the bot branch head equals Head, everything
 // else recorded is trustworthy without another read.
@@ -66,8 +73,9 @@ func Title(t *fanout.Target) string {
 	return fmt.Sprintf("fleetbot: sync %s %s", t.Kind, t.Name)
 }
 
-// CommitMessage is the message of a bot commit rendered from source.
-func CommitMessage(t *fanout.Target, source string) string {
+// CommitMessage is the message of a bot commit rendered from source, whose
+// tree is tree.
+func CommitMessage(t *fanout.Target, source, tree string) string {
 	verb := "sync"
 	if t.Removed {
 		verb = "remove " + string(t.Kind) + " " + t.Name
@@ -76,7 +84,18 @@ func CommitMessage(t *fanout.Target, source string) string {
 	if src == "" {
 		src = "unknown"
 	}
-	return fmt.Sprintf("fleetbot: %s from %s\n\n%s: %s\n", verb, ShortSHA(src), TrailerSource, src)
+	return fmt.Sprintf("fleetbot: %s from %s\n\n%s: %s\n%s: %s\n", verb, ShortSHA(src), TrailerSource, src, TrailerTree, tree)
+}
+
+// trailer returns the value of the last trailer key in a commit message ("" when absent).
+func trailer(message, key string) string {
+	v := ""
+	for _, line := range strings.Split(message, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), key+": "); ok {
+			v = strings.TrimSpace(rest)
+		}
+	}
+	return v
 }
 
 // body renders the PR description: source commit, files and objects changed,

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
@@ -323,13 +322,19 @@ func updateAction(t *fanout.Target) Action {
 }
 
 // ours reports whether the bot branch head is fleetbot's own commit: the one
-// recorded in the PR marker, or (after an interrupted run) a commit the
-// forge's bot identity made with fleetbot's trailer.
+// recorded in the PR marker, or (after a run interrupted between the branch
+// move and the PR update) a single-parent commit whose tree is the one its
+// TrailerTree names. Content, not identity: who committed and whether it is
+// signed differ between an App, a token and GHES, and prove nothing fleetbot
+// controls. Whoever makes a commit whose tree is exactly what fleetbot
+// rendered proposes nothing fleetbot would not; any other edit changes the
+// tree and no longer matches its trailer.
 func ours(c *Commit, m marker) bool {
 	if m.Head != "" && c.SHA == m.Head {
 		return true
 	}
-	return c.ByBot && strings.Contains(c.Message, "\n"+TrailerSource+": ") && len(c.Parents) == 1
+	tree := trailer(c.Message, TrailerTree)
+	return tree != "" && tree == c.Tree && len(c.Parents) == 1
 }
 
 func firstParent(c *Commit) string {

@@ -218,15 +218,39 @@ func TestDecide(t *testing.T) {
 			want: want{action: ActionUpdate, steps: []string{"push", "updatePR"}, files: map[string]string{"platform/m.yaml": FileChanged}},
 		},
 		{
+			// Whoever GitHub says committed it (web-flow for an App, unsigned with a token or
+			// on GHES): its tree is the one its trailer names.
 			name: "interrupted run: bot commit not yet in the marker is still ours",
 			snap: func(t *testing.T) *Snapshot {
 				s := snapshot(t, stale)
-				s.Bot = &Commit{SHA: botSHA, Tree: desiredTree(t), Parents: []string{baseSHA}, ByBot: true,
-					Message: "fleetbot: sync from abc\n\nFleetbot-Source: abc\n"}
+				s.Bot = &Commit{SHA: botSHA, Tree: desiredTree(t), Parents: []string{baseSHA},
+					Message: "fleetbot: sync from abc\n\nFleetbot-Source: abc\nFleetbot-Tree: " + desiredTree(t) + "\n"}
 				s.PR = openPR(marker{Head: humanSHA, Base: baseSHA})
 				return s
 			},
 			want: want{action: ActionUpdate, steps: []string{"updatePR"}, files: map[string]string{"platform/m.yaml": FileChanged}},
+		},
+		{
+			name: "a fleetbot commit amended by hand: its tree no longer matches its trailer",
+			snap: func(t *testing.T) *Snapshot {
+				s := snapshot(t, stale)
+				s.Bot = &Commit{SHA: humanSHA, Tree: gittree.EmptyTree, Parents: []string{baseSHA},
+					Message: "fleetbot: sync from abc\n\nFleetbot-Source: abc\nFleetbot-Tree: " + desiredTree(t) + "\n"}
+				s.PR = openPR(marker{Head: botSHA, Base: baseSHA})
+				return s
+			},
+			want: want{action: ActionBlocked, steps: []string{"block"}, files: map[string]string{"platform/m.yaml": FileChanged}},
+		},
+		{
+			name: "a commit with fleetbot's source trailer but no tree trailer is not ours",
+			snap: func(t *testing.T) *Snapshot {
+				s := snapshot(t, stale)
+				s.Bot = &Commit{SHA: humanSHA, Tree: desiredTree(t), Parents: []string{baseSHA},
+					Message: "fleetbot: sync from abc\n\nFleetbot-Source: abc\n"}
+				s.PR = openPR(marker{Head: botSHA, Base: baseSHA})
+				return s
+			},
+			want: want{action: ActionBlocked, steps: []string{"block"}, files: map[string]string{"platform/m.yaml": FileChanged}},
 		},
 		{
 			name: "merged by hand: record it and delete the merged branch",

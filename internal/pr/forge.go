@@ -104,8 +104,6 @@ type Commit struct {
 	Tree    string   `json:"tree"`
 	Parents []string `json:"parents,omitempty"`
 	Message string   `json:"message,omitempty"`
-	// ByBot is true when the forge's own identity committed it.
-	ByBot bool `json:"byBot,omitempty"`
 	// Status is the commit's combined status and checks as the forge last
 	// read them (StatusSuccess, ...; "" when the forge cannot tell): for
 	// status views, never for decisions, and never cached.

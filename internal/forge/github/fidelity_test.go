@@ -2,6 +2,7 @@ package github_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -9,8 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
+	"github.com/fleetbot-io/fleetbot/internal/pr"
+	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 )
 
 // instantClock's Sleep returns at once and counts the waits.
@@ -88,4 +92,73 @@ func TestActionsTokenUserLookupOnce(t *testing.T) {
 		assert.Empty(t, o.Self)
 	}
 	assert.Equal(t, 1, routeCount(e.srv, "GET /user"))
+}
+
+// changeTarget edits one managed file of the first cluster target, so the next apply updates its
+// pull request; it returns the target's repo.
+func changeTarget(t *testing.T, e *env) string {
+	t.Helper()
+	for _, tg := range e.targets {
+		if tg.Kind != fanout.KindCluster {
+			continue
+		}
+		for p, c := range tg.Files {
+			if strings.HasPrefix(p, "platform/") && strings.HasSuffix(p, ".yaml") {
+				tg.Files[p] = append(append([]byte(nil), c...), []byte("# changed\n")...)
+				return tg.Repo
+			}
+		}
+	}
+	t.Fatal("no cluster target with a platform file")
+	return ""
+}
+
+// result returns the report's entry for repo.
+func result(t *testing.T, rep *reconcile.Report, repo string) reconcile.Result {
+	t.Helper()
+	for _, r := range rep.Results {
+		if strings.HasSuffix(r.Repo, "/"+repo) || r.Repo == repo {
+			return r
+		}
+	}
+	t.Fatalf("no result for %s", repo)
+	return reconcile.Result{}
+}
+
+// TestInterruptedUpdateColdCache: an update interrupted after the bot branch moved (the PR body,
+// which records fleetbot's head, not yet rewritten) is finished by the next run with a cold
+// snapshot cache (a new Action run, a restarted serve). GitHub says the commit was committed by
+// "GitHub" (web-flow), not by fleetbot's bot: fleetbot knows it by its tree trailer, not by who
+// committed it, and neither blocks the PR nor comments on it.
+func TestInterruptedUpdateColdCache(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []githubtest.Option
+	}{{name: "github.com"}, {name: "GHES", opts: []githubtest.Option{githubtest.WithEnterpriseServer()}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tc.opts...)
+			e.apply(t, e.forge(t, false))
+			repo := changeTarget(t, e)
+			e.srv.Fault("PATCH /repos/{owner}/{repo}/pulls/{number}", githubtest.FaultSpec{Status: 500, Message: "interrupted here"})
+			_, _ = reconcile.Apply(context.Background(), e.forge(t, false), e.repo, e.targets, reconcile.Options{Source: "c0ffee"})
+			e.srv.ClearFaults()
+			bot := e.srv.Branch("acme", repo, "fleetbot/sync")
+			c, _, err := e.srv.Client().Git.GetCommit(context.Background(), "acme", repo, bot)
+			require.NoError(t, err)
+			require.NotEqual(t, "fleetbot[bot]", c.GetCommitter().GetName(), "GitHub's committer is not the bot")
+
+			e.cacheDir = t.TempDir() // cold cache
+			rep := e.apply(t, e.forge(t, false))
+			r := result(t, rep, repo)
+			assert.Equal(t, pr.ActionUpdate, r.Action, "%s: %s", repo, r.Line())
+			ps := e.srv.Pulls("acme", repo)
+			require.Len(t, ps, 1)
+			assert.Contains(t, ps[0].GetBody(), bot, "the PR body now records the bot head")
+			for _, cm := range e.srv.Comments("acme", repo, ps[0].GetNumber()) {
+				assert.NotContains(t, cm, "did not make")
+			}
+			rep = e.apply(t, e.forge(t, false))
+			assert.Equal(t, pr.ActionNoop, result(t, rep, repo).Action, "then nothing to do")
+		})
+	}
 }

@@ -215,7 +215,7 @@ func (f *Forge) Commit(ctx context.Context, owner, repo string, nc pr.NewCommit)
 	if err != nil {
 		return pr.Commit{}, errf(err, "creating commit in", full)
 	}
-	out := pr.Commit{SHA: c.GetSHA(), Tree: c.GetTree().GetSHA(), Message: c.GetMessage(), ByBot: true}
+	out := pr.Commit{SHA: c.GetSHA(), Tree: c.GetTree().GetSHA(), Message: c.GetMessage()}
 	if out.Tree == "" {
 		out.Tree = tree
 	}

@@ -344,8 +344,8 @@ func addEntries(l gittree.Listing, prefix string, entries []*gh.TreeEntry) {
 	}
 }
 
-// readCommit reads one commit: its tree, parents and message, and whether fleetbot made it
-// (verified, and committed by fleetbot's own account).
+// readCommit reads one commit: its tree, parents and message (pr tells fleetbot's own commits
+// by their trailer, not by who GitHub says committed them).
 //
 // GitHub API docs: https://docs.github.com/rest/git/commits#get-a-commit-object
 func (f *Forge) readCommit(ctx context.Context, owner, repo, sha string) (*pr.Commit, error) {
@@ -357,23 +357,7 @@ func (f *Forge) readCommit(ctx context.Context, owner, repo, sha string) (*pr.Co
 	for _, p := range c.Parents {
 		out.Parents = append(out.Parents, p.GetSHA())
 	}
-	if c.GetVerification().GetVerified() {
-		out.ByBot = f.isSelf(ctx, c.GetCommitter())
-	}
 	return out, nil
-}
-
-// isSelf reports whether a commit signature is fleetbot's own account.
-func (f *Forge) isSelf(ctx context.Context, sig *gh.CommitAuthor) bool {
-	login := f.selfLogin(ctx)
-	name, email := sig.GetName(), strings.ToLower(sig.GetEmail())
-	if login == "" {
-		// Unknown identity (an Actions token cannot read /user): trust only bot accounts.
-		return strings.HasSuffix(name, "[bot]")
-	}
-	l := strings.ToLower(login)
-	return strings.EqualFold(name, login) || strings.HasSuffix(email, "+"+l+"@users.noreply.github.com") ||
-		email == l+"@users.noreply.github.com"
 }
 
 // selfLogin returns ForgeOptions.Login, else the App's bot login (GET /app, with the App's

@@ -64,7 +64,6 @@ func TestCreateCommitSnapshot(t *testing.T) {
 	want, err := gittree.Hash(l)
 	require.NoError(t, err)
 	assert.Equal(t, want, c.Tree, "forge tree == locally computed tree")
-	assert.True(t, c.ByBot)
 
 	s, err = f.Snapshot(ctx, "acme", "r", "main", "fleetbot/sync")
 	require.NoError(t, err)

@@ -58,7 +58,6 @@ func toCommit(c *object.Commit) *pr.Commit {
 	}
 	out := &pr.Commit{
 		SHA: c.Hash.String(), Tree: c.TreeHash.String(), Message: c.Message,
-		ByBot: c.Committer.Email == CommitterEmail && c.Committer.Name == CommitterName,
 	}
 	for _, p := range c.ParentHashes {
 		out.Parents = append(out.Parents, p.String())
