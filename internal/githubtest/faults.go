@@ -1,6 +1,7 @@
 package githubtest
 
 import (
+	"net/http"
 	"regexp"
 	"strings"
 	"time"
@@ -16,6 +17,9 @@ type FaultSpec struct {
 	Latency time.Duration
 	// Drop closes the connection without an answer.
 	Drop bool
+	// LoseResponse handles the request (a write happens, webhooks fire) and then closes the
+	// connection without an answer: a response lost to a timeout after GitHub acted.
+	LoseResponse bool
 	// Times limits how many matching calls are affected (0: all).
 	Times int
 	// OnCall affects only the n-th matching call (1-based; 0: every call).
@@ -95,4 +99,15 @@ func (s *Server) matchFault(method, path, route string) (FaultSpec, bool) {
 		return f.spec, true
 	}
 	return FaultSpec{}, false
+}
+
+// dropConnection closes the client's connection without an answer.
+func dropConnection(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			_ = conn.Close()
+			return
+		}
+	}
+	writeError(w, http.StatusBadGateway, "connection dropped by fault")
 }

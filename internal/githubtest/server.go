@@ -155,7 +155,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.leave()
 
+	lose := false
 	if spec, ok := s.matchFault(r.Method, r.URL.Path, route); ok {
+		lose = spec.LoseResponse
 		if spec.Latency > 0 {
 			select {
 			case <-time.After(spec.Latency):
@@ -254,6 +256,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.Set("X-Github-Request-Id", fmt.Sprintf("FAKE:%d", now.UnixNano()))
 	h.Set("X-Github-Api-Version-Selected", "2022-11-28")
+	if lose {
+		s.record(entry) // Status 0: no answer left
+		dropConnection(w)
+		return
+	}
 	// Logged before the answer leaves: a client that has read it must find it in the log.
 	entry.Status = status
 	s.record(entry)

@@ -162,3 +162,114 @@ func TestInterruptedUpdateColdCache(t *testing.T) {
 		})
 	}
 }
+
+// TestLostPullRequestResponse: GitHub opened the pull request but its answer was lost (a
+// timeout). The run fails that repo; the next runs (same process, or a new one with the same
+// cache) converge on the one pull request GitHub has: no second one, no write loop.
+func TestLostPullRequestResponse(t *testing.T) {
+	for _, sameForge := range []bool{true, false} {
+		t.Run(map[bool]string{true: "same process", false: "new process"}[sameForge], func(t *testing.T) {
+			e := newEnv(t)
+			f := e.forge(t, false)
+			e.srv.Fault("POST /repos/{owner}/{repo}/pulls", githubtest.FaultSpec{LoseResponse: true, Times: 1})
+			_, _ = reconcile.Apply(context.Background(), f, e.repo, e.targets, reconcile.Options{Source: "c0ffee"})
+			lost := ""
+			for _, r := range e.srv.Requests() {
+				if r.Route == "POST /repos/{owner}/{repo}/pulls" && r.Status == 0 {
+					lost = strings.Split(r.Path, "/")[5]
+				}
+			}
+			require.NotEmpty(t, lost, "one PR create lost its answer")
+			require.Len(t, e.srv.Pulls("acme", lost), 1, "GitHub opened it")
+
+			if !sameForge {
+				f = e.forge(t, false)
+			}
+			rep := e.apply(t, f)
+			for _, r := range rep.Results {
+				assert.NoError(t, r.Err, r.Line())
+			}
+			e.srv.ResetLog()
+			rep = e.apply(t, e.forge(t, false))
+			for _, r := range rep.Results {
+				assert.Equal(t, pr.ActionNoop, r.Action, r.Line())
+			}
+			assert.Zero(t, totalWrites(e), "converged: no writes")
+			for _, tg := range e.targets {
+				assert.Len(t, e.srv.Pulls("acme", tg.Repo), 1, "%s has one pull request", tg.Repo)
+			}
+		})
+	}
+}
+
+// TestLostRepoCreateResponse: GitHub created the repo but its answer was lost. The next run
+// finishes it as fleetbot's own: topics (so ListManaged finds it), bootstrap, protection,
+// teams and the first pull request; then nothing more to do.
+func TestLostRepoCreateResponse(t *testing.T) {
+	e := newEnv(t)
+	e.srv.Fault("POST /orgs/{org}/repos", githubtest.FaultSpec{LoseResponse: true, Times: 1})
+	_, _ = reconcile.Apply(context.Background(), e.forge(t, false), e.repo, e.targets, reconcile.Options{Source: "c0ffee"})
+	rep := e.apply(t, e.forge(t, false))
+	for _, r := range rep.Results {
+		assert.NoError(t, r.Err, r.Line())
+	}
+	managed, err := e.forge(t, true).ListManaged(context.Background(), "acme")
+	require.NoError(t, err)
+	assert.Len(t, managed, len(e.targets), "every repo carries fleetbot's topics")
+	for _, tg := range e.targets {
+		assert.True(t, e.srv.Protected("acme", tg.Repo, "main"), "%s protected", tg.Repo)
+		assert.Len(t, e.srv.Pulls("acme", tg.Repo), 1, "%s has its pull request", tg.Repo)
+	}
+	e.srv.ResetLog()
+	rep = e.apply(t, e.forge(t, false))
+	for _, r := range rep.Results {
+		assert.Equal(t, pr.ActionNoop, r.Action, r.Line())
+	}
+	assert.Zero(t, totalWrites(e), "converged: no writes")
+}
+
+// totalWrites sums the writes of every repo and of the run (App authentication excluded).
+func totalWrites(e *env) int {
+	n := 0
+	for _, c := range e.costs() {
+		n += c.writes
+	}
+	return n
+}
+
+// TestOpenPRTwice: opening the bot pull request again (its first answer lost) finds the one
+// GitHub has by its head branch, gives it the new title and body, and returns it: no error, no
+// second pull request.
+func TestOpenPRTwice(t *testing.T) {
+	e := newEnv(t)
+	e.apply(t, e.forge(t, false))
+	repo := e.targets[0].Repo
+	before := e.srv.Pulls("acme", repo)
+	require.Len(t, before, 1)
+	f := e.forge(t, false)
+	p, err := f.OpenPR(context.Background(), "acme", repo, pr.NewPR{Head: "fleetbot/sync", Base: "main", Title: "again", Body: "new body"})
+	require.NoError(t, err)
+	assert.Equal(t, before[0].GetNumber(), p.Number)
+	after := e.srv.Pulls("acme", repo)
+	require.Len(t, after, 1)
+	assert.Equal(t, "new body", after[0].GetBody())
+	assert.Equal(t, "again", after[0].GetTitle())
+}
+
+// TestCreateRepoInternalVisibility: visibility internal in an org without an enterprise is
+// refused with an error saying why and what to set instead; nothing is created. An enterprise
+// org gets its internal repo.
+func TestCreateRepoInternalVisibility(t *testing.T) {
+	e := newEnv(t)
+	f := e.forge(t, false)
+	spec := pr.RepoSpec{Owner: "acme", Repo: "cluster-x", Kind: fanout.KindCluster, Name: "x", DefaultBranch: "main", Visibility: "internal"}
+	err := f.CreateRepo(context.Background(), spec)
+	require.ErrorIs(t, err, ghforge.ErrVisibilityInternal)
+	assert.Contains(t, err.Error(), "acme/cluster-x")
+	assert.Contains(t, err.Error(), "spec.repos.visibility")
+	assert.Nil(t, e.srv.Repo("acme", "cluster-x"), "nothing created")
+
+	e.srv.SetOrgEnterprise("acme", true)
+	require.NoError(t, f.CreateRepo(context.Background(), spec))
+	assert.Equal(t, "internal", e.srv.Repo("acme", "cluster-x").GetVisibility())
+}

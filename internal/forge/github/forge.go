@@ -232,6 +232,12 @@ func (f *Forge) Commit(ctx context.Context, owner, repo string, nc pr.NewCommit)
 // first commit.
 func (f *Forge) bootstrapEmpty(ctx context.Context, owner, repo string, e *repoEntry, nc pr.NewCommit) error {
 	st := e.state()
+	if st.RepoDefault == "" {
+		// Not created by this process: perhaps by one whose create answer was lost.
+		if err := f.ensureOwnTopics(ctx, owner, repo); err != nil {
+			return err
+		}
+	}
 	path, content := "README.md", []byte("# "+repo+"\n")
 	for _, ch := range nc.Changes {
 		if ch.Path == fanout.CodeownersPath && !ch.Delete {
@@ -373,11 +379,20 @@ func (f *Forge) OpenPR(ctx context.Context, owner, repo string, np pr.NewPR) (*p
 	e, unlock := f.entry(owner, repo)
 	defer unlock()
 	st := e.state()
-	p, _, err := f.api.PullRequests.Create(ctx, owner, repo, &gh.NewPullRequest{
+	p, resp, err := f.api.PullRequests.Create(ctx, owner, repo, &gh.NewPullRequest{
 		Title: gh.String(np.Title), Head: gh.String(np.Head), Base: gh.String(np.Base), Body: gh.String(np.Body),
 		MaintainerCanModify: gh.Bool(false),
 	})
+	if err != nil && statusOf(resp) == http.StatusUnprocessableEntity && strings.Contains(strings.ToLower(errMessage(err)), "a pull request already exists") {
+		// Opened by a call whose answer was lost: continue with that pull request.
+		p, err = f.adoptOpenPR(ctx, owner, repo, np)
+	}
 	if err != nil {
+		if statusOf(resp) == 0 {
+			// No answer: GitHub may have opened it. Read the pull request again next time.
+			st.PRRead = false
+			f.saveState(owner, repo, st)
+		}
 		return nil, errf(err, "opening pull request in", full)
 	}
 	out := toPR(p)
@@ -394,6 +409,29 @@ func (f *Forge) OpenPR(ctx context.Context, owner, repo string, np pr.NewPR) (*p
 		}
 	}
 	return out, nil
+}
+
+// adoptOpenPR finds the open pull request from np.Head into np.Base (GitHub allows one) and
+// gives it np's title and body.
+//
+// GitHub API docs: https://docs.github.com/rest/pulls/pulls#list-pull-requests
+func (f *Forge) adoptOpenPR(ctx context.Context, owner, repo string, np pr.NewPR) (*gh.PullRequest, error) {
+	ps, _, err := f.api.PullRequests.List(ctx, owner, repo, &gh.PullRequestListOptions{
+		State: "open", Head: owner + ":" + np.Head, Base: np.Base, ListOptions: gh.ListOptions{PerPage: 1},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(ps) == 0 {
+		return nil, fmt.Errorf("GitHub says a pull request from %s already exists, but lists no open one from %s into %s", np.Head, np.Head, np.Base)
+	}
+	p := ps[0]
+	if p.GetTitle() == np.Title && p.GetBody() == np.Body {
+		return p, nil
+	}
+	f.log.Info("continuing with the pull request GitHub already has (an earlier answer was lost)", "repo", owner+"/"+repo, "number", p.GetNumber())
+	p, _, err = f.api.PullRequests.Edit(ctx, owner, repo, p.GetNumber(), &gh.PullRequest{Title: gh.String(np.Title), Body: gh.String(np.Body)})
+	return p, err
 }
 
 // UpdatePR implements pr.Forge. It writes nothing when title and body are already those.

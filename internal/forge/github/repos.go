@@ -2,8 +2,11 @@ package github
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -22,6 +25,47 @@ func description(kind fanout.Kind, name string) string {
 }
 
 var markerRE = regexp.MustCompile(`fleetbot:(cluster|workspace)/([A-Za-z0-9._-]+)`)
+
+// ErrVisibilityInternal is returned when a repo cannot be created with visibility internal:
+// only organizations of an enterprise (GitHub Enterprise Cloud) and GitHub Enterprise Server
+// have internal repositories.
+var ErrVisibilityInternal = errors.New("visibility internal is not available")
+
+// mentionsField reports whether a GitHub validation error names field.
+func mentionsField(err error, field string) bool {
+	var er *gh.ErrorResponse
+	if !errors.As(err, &er) {
+		return false
+	}
+	for _, e := range er.Errors {
+		if e.Field == field {
+			return true
+		}
+	}
+	return strings.Contains(strings.ToLower(er.Message), field)
+}
+
+// ensureOwnTopics gives a repo fleetbot created, whose create answer was lost before the
+// topics were set, its topics (read from the marker in its description): without them
+// ListManaged would never find it. Other repos are left alone.
+//
+// GitHub API docs: https://docs.github.com/rest/repos/repos#replace-all-repository-topics
+func (f *Forge) ensureOwnTopics(ctx context.Context, owner, repo string) error {
+	full := owner + "/" + repo
+	r, _, err := f.api.Repositories.Get(ctx, owner, repo)
+	if err != nil {
+		return errf(err, "reading repo", full)
+	}
+	m := markerRE.FindStringSubmatch(r.GetDescription())
+	if m == nil || r.GetDescription() != description(fanout.Kind(m[1]), m[2]) || slices.Contains(r.Topics, ManagedTopic) {
+		return nil
+	}
+	topics := append(slices.Clone(r.Topics), ManagedTopic, kindTopic(fanout.Kind(m[1])))
+	if _, _, err := f.api.Repositories.ReplaceAllTopics(ctx, owner, repo, topics); err != nil {
+		return errf(err, "setting the topics of", full)
+	}
+	return nil
+}
 
 // kindTopic is the topic naming a managed repo's kind.
 func kindTopic(k fanout.Kind) string { return "fleetbot-" + string(k) }
@@ -66,7 +110,24 @@ func (f *Forge) CreateRepo(ctx context.Context, spec pr.RepoSpec) error {
 			return errf(err, "reading team "+slug+" of", spec.Owner)
 		}
 	}
-	r, _, err := f.api.Repositories.Create(ctx, org, in)
+	r, resp, err := f.api.Repositories.Create(ctx, org, in)
+	if err != nil && statusOf(resp) == http.StatusUnprocessableEntity && spec.Visibility == "internal" && mentionsField(err, "visibility") {
+		return fmt.Errorf("creating repo %s: %w: %s owns no enterprise account (internal repositories exist only in organizations of GitHub Enterprise Cloud and on GitHub Enterprise Server); set spec.repos.visibility in platform.yaml to private: %w",
+			full, ErrVisibilityInternal, spec.Owner, err)
+	}
+	if err != nil && statusOf(resp) == http.StatusUnprocessableEntity && strings.Contains(strings.ToLower(errMessage(err)), "already exists") {
+		// A create whose answer was lost, or a view that was out of date: the repo is there.
+		// Continue with it only if it is the one fleetbot made for this target.
+		got, _, gerr := f.api.Repositories.Get(ctx, spec.Owner, spec.Repo)
+		if gerr != nil {
+			return errf(gerr, "reading existing repo", full)
+		}
+		if got.GetDescription() != description(spec.Kind, spec.Name) {
+			return fmt.Errorf("creating repo %s: a repo of that name exists and fleetbot did not create it for %s %s (its description differs): rename or remove it, or adopt it by giving it fleetbot's description %q",
+				full, spec.Kind, spec.Name, description(spec.Kind, spec.Name))
+		}
+		r, err = got, nil
+	}
 	if err != nil {
 		return errf(err, "creating repo", full)
 	}
