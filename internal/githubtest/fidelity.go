@@ -107,3 +107,27 @@ func (s *Server) newMergeCommitLocked(rm *repoMeta, g *gitRepo, tree plumbing.Ha
 	}
 	return h, nil
 }
+
+// mergeStateLocked is an open pull request's mergeStateStatus as far as the fake models it:
+// BLOCKED while the base branch's protection requires a review (the fake records no reviews,
+// see reviewDecision), CLEAN otherwise (mergeable, nothing to wait for).
+func (s *Server) mergeStateLocked(rm *repoMeta, is *issue) string {
+	if s.reviewDecision(rm, is) != nil {
+		return "BLOCKED"
+	}
+	return "CLEAN"
+}
+
+// autoMergeRefusalLocked is GitHub's GraphQL error for enablePullRequestAutoMerge on a pull
+// request that cannot get auto-merge, "" when it can: the repository does not allow
+// auto-merge, or the pull request is already mergeable ("clean": nothing to wait for, merge it
+// instead). The messages are GitHub's, doubled "Pull request" included.
+func (s *Server) autoMergeRefusalLocked(rm *repoMeta, is *issue) string {
+	switch {
+	case !rm.AllowAutoMerge:
+		return "Pull request Auto merge is not allowed for this repository"
+	case s.mergeStateLocked(rm, is) == "CLEAN":
+		return "Pull request Pull request is in clean status"
+	}
+	return ""
+}

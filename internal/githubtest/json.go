@@ -149,7 +149,7 @@ func (s *Server) repoJSON(rm *repoMeta) *github.Repository {
 		PushedAt:         &github.Timestamp{Time: rm.PushedAt},
 		Permissions:      map[string]bool{"admin": true, "maintain": true, "push": true, "triage": true, "pull": true},
 		AllowMergeCommit: github.Bool(true), AllowSquashMerge: github.Bool(true), AllowRebaseMerge: github.Bool(true),
-		AllowAutoMerge: github.Bool(true),
+		AllowAutoMerge: github.Bool(rm.AllowAutoMerge),
 	}
 }
 

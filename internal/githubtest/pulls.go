@@ -127,7 +127,7 @@ func (s *Server) pullJSON(rm *repoMeta, is *issue) *github.PullRequest {
 		CommentsURL: github.String(fmt.Sprintf("%s/issues/%d/comments", api, is.Number)),
 	}
 	if is.State == "open" {
-		out.MergeableState = github.String("clean")
+		out.MergeableState = github.String(strings.ToLower(s.mergeStateLocked(rm, is)))
 	}
 	if pr.MergeCommitSHA != "" {
 		out.MergeCommitSHA = github.String(pr.MergeCommitSHA)
@@ -136,7 +136,11 @@ func (s *Server) pullJSON(rm *repoMeta, is *issue) *github.PullRequest {
 		out.MergedBy = s.userJSON(pr.MergedBy)
 	}
 	if pr.AutoMerge {
-		out.AutoMerge = &github.PullRequestAutoMerge{MergeMethod: github.String("merge"), EnabledBy: s.userJSON(is.User)}
+		method := pr.AutoMergeMethod
+		if method == "" {
+			method = "merge"
+		}
+		out.AutoMerge = &github.PullRequestAutoMerge{MergeMethod: github.String(method), EnabledBy: s.userJSON(is.User)}
 	}
 	return out
 }

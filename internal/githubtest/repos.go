@@ -96,6 +96,8 @@ type createRepoRequest struct {
 	Visibility    string  `json:"visibility"`
 	AutoInit      bool    `json:"auto_init"`
 	DefaultBranch *string `json:"default_branch"`
+	// AllowAutoMerge is off unless the request turns it on, as on GitHub.
+	AllowAutoMerge *bool `json:"allow_auto_merge"`
 }
 
 func (req createRepoRequest) visibility() string {
@@ -128,6 +130,7 @@ func (s *Server) handleCreateOrgRepo(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	rm.AllowAutoMerge = req.AllowAutoMerge != nil && *req.AllowAutoMerge
 	writeJSON(w, http.StatusCreated, s.repoJSON(rm))
 }
 
@@ -151,6 +154,7 @@ func (s *Server) handleCreateUserRepo(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	rm.AllowAutoMerge = req.AllowAutoMerge != nil && *req.AllowAutoMerge
 	writeJSON(w, http.StatusCreated, s.repoJSON(rm))
 }
 
@@ -175,6 +179,7 @@ func (s *Server) handleEditRepo(w http.ResponseWriter, r *http.Request) {
 		Description   *string `json:"description"`
 		Private       *bool   `json:"private"`
 		Visibility    *string `json:"visibility"`
+		AllowAuto     *bool   `json:"allow_auto_merge"`
 	}
 	if err := decodeBody(r, &req); err != nil {
 		writeErr(w, err)
@@ -211,7 +216,14 @@ func (s *Server) handleEditRepo(w http.ResponseWriter, r *http.Request) {
 		rm.Visibility = map[bool]string{true: "private", false: "public"}[*req.Private]
 	}
 	if req.Visibility != nil {
+		if herr := s.checkVisibilityLocked(rm.Owner, *req.Visibility); herr != nil {
+			writeErr(w, herr)
+			return
+		}
 		rm.Visibility = *req.Visibility
+	}
+	if req.AllowAuto != nil {
+		rm.AllowAutoMerge = *req.AllowAuto
 	}
 	rm.UpdatedAt = s.clock.Now()
 	writeJSON(w, http.StatusOK, s.repoJSON(rm))

@@ -133,7 +133,10 @@ func (s *Server) locked(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-var pullRequestIDRe = regexp.MustCompile(`pullRequestId:\s*"([^"]+)"`)
+var (
+	pullRequestIDRe = regexp.MustCompile(`pullRequestId:\s*"([^"]+)"`)
+	mergeMethodRe   = regexp.MustCompile(`mergeMethod:\s*([A-Z]+)`)
+)
 
 // handleGraphQL runs queries (see graphql.go) and the enablePullRequestAutoMerge mutation.
 func (s *Server) handleGraphQL(w http.ResponseWriter, r *http.Request) {
@@ -167,13 +170,24 @@ func (s *Server) handleGraphQL(w http.ResponseWriter, r *http.Request) {
 	if m := pullRequestIDRe.FindStringSubmatch(req.Query); m != nil {
 		id = m[1]
 	}
-	for _, v := range req.Variables {
+	method := "MERGE" // GitHub's default mergeMethod
+	if m := mergeMethodRe.FindStringSubmatch(req.Query); m != nil {
+		method = m[1]
+	}
+	for k, v := range req.Variables {
 		switch v := v.(type) {
 		case string:
-			id = v
+			if k == "mergeMethod" || k == "method" {
+				method = v
+			} else {
+				id = v
+			}
 		case map[string]any:
 			if s, ok := v["pullRequestId"].(string); ok {
 				id = s
+			}
+			if s, ok := v["mergeMethod"].(string); ok {
+				method = s
 			}
 		}
 	}
@@ -186,10 +200,18 @@ func (s *Server) handleGraphQL(w http.ResponseWriter, r *http.Request) {
 				gqlError("Pull request is not in the correct state to enable auto-merge")
 				return
 			}
+			if msg := s.autoMergeRefusalLocked(rm, is); msg != "" {
+				writeJSON(w, http.StatusOK, map[string]any{
+					"data":   map[string]any{"enablePullRequestAutoMerge": nil},
+					"errors": []map[string]any{{"type": "UNPROCESSABLE", "path": []string{"enablePullRequestAutoMerge"}, "message": msg}},
+				})
+				return
+			}
 			is.Pull.AutoMerge = true
+			is.Pull.AutoMergeMethod = strings.ToLower(method)
 			out, _ := json.Marshal(map[string]any{"data": map[string]any{"enablePullRequestAutoMerge": map[string]any{
 				"pullRequest": map[string]any{"id": id, "number": is.Number,
-					"autoMergeRequest": map[string]any{"enabledAt": s.clock.Now(), "mergeMethod": "MERGE"}}}}})
+					"autoMergeRequest": map[string]any{"enabledAt": s.clock.Now(), "mergeMethod": method}}}}})
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write(out)
 			return

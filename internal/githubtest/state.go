@@ -74,6 +74,8 @@ type repoMeta struct {
 	Statuses      []*commitStatus        `json:"statuses"`
 	Protection    map[string]*protection `json:"protection"`
 	Collaborators map[string]string      `json:"collaborators"` // lower(login) -> permission
+	// AllowAutoMerge is the repository setting "Allow auto-merge" (GitHub's default: off).
+	AllowAutoMerge bool `json:"allow_auto_merge,omitempty"`
 	// Verified holds the commits GitHub signed (created through the API without an author).
 	Verified map[string]bool `json:"verified"`
 }
@@ -106,6 +108,8 @@ type pull struct {
 	MergedBy       string    `json:"merged_by"`
 	MergeCommitSHA string    `json:"merge_commit_sha"`
 	AutoMerge      bool      `json:"auto_merge"`
+	// AutoMergeMethod is the merge method auto-merge was enabled with (merge, squash, rebase).
+	AutoMergeMethod string `json:"auto_merge_method,omitempty"`
 }
 
 type comment struct {
