@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	gh "github.com/google/go-github/v62/github"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
@@ -272,4 +274,81 @@ func TestCreateRepoInternalVisibility(t *testing.T) {
 	e.srv.SetOrgEnterprise("acme", true)
 	require.NoError(t, f.CreateRepo(context.Background(), spec))
 	assert.Equal(t, "internal", e.srv.Repo("acme", "cluster-x").GetVisibility())
+}
+
+// TestAutoMergeOnNewRepos: with pullRequests.merge: auto, the repos fleetbot creates allow
+// auto-merge (GitHub's default is off), and each first pull request, waiting for the code-owner
+// review that protection requires, gets auto-merge.
+func TestAutoMergeOnNewRepos(t *testing.T) {
+	e := newEnv(t)
+	e.repo.Platform.Spec.PullRequests.Merge = control.MergeAuto
+	rep := e.apply(t, e.forge(t, false))
+	for _, r := range rep.Results {
+		require.NoError(t, r.Err, r.Line())
+	}
+	for _, tg := range e.targets {
+		assert.True(t, e.srv.Repo("acme", tg.Repo).GetAllowAutoMerge(), "%s allows auto-merge", tg.Repo)
+		ps := e.srv.Pulls("acme", tg.Repo)
+		require.Len(t, ps, 1)
+		assert.Equal(t, "merge", ps[0].GetAutoMerge().GetMergeMethod(), "%s: auto-merge on", tg.Repo)
+	}
+}
+
+// autoMergeRepo is an adopted repo without protection whose bot branch is one commit ahead,
+// and the NewPR fleetbot would open for it with merge: auto.
+func autoMergeRepo(t *testing.T, e *env) pr.NewPR {
+	t.Helper()
+	e.srv.CreateRepo("acme", "adopted", map[string]string{"README.md": "hi\n"})
+	main := e.srv.Branch("acme", "adopted", "main")
+	ref := &gh.Reference{Ref: gh.String("refs/heads/fleetbot/sync"), Object: &gh.GitObject{SHA: gh.String(main)}}
+	_, _, err := e.srv.Client().Git.CreateRef(context.Background(), "acme", "adopted", ref)
+	require.NoError(t, err)
+	e.srv.Commit("acme", "adopted", "fleetbot/sync", "change", map[string]string{"x.yaml": "x: 1\n"})
+	return pr.NewPR{Head: "fleetbot/sync", Base: "main", Title: "t", Body: "b", AutoMerge: true}
+}
+
+// TestAutoMergeCleanPullRequest: on an adopted repo that does not allow auto-merge and whose
+// pull request is already mergeable (nothing to wait for), fleetbot allows auto-merge (a
+// managed setting), GitHub refuses it as "clean", and fleetbot merges the pull request at once.
+func TestAutoMergeCleanPullRequest(t *testing.T) {
+	e := newEnv(t)
+	np := autoMergeRepo(t, e)
+	head := e.srv.Branch("acme", "adopted", "fleetbot/sync")
+	p, err := e.forge(t, false).OpenPR(context.Background(), "acme", "adopted", np)
+	require.NoError(t, err)
+	assert.Equal(t, pr.StateMerged, p.State)
+	assert.True(t, e.srv.Repo("acme", "adopted").GetAllowAutoMerge(), "the setting converged")
+	ps := e.srv.Pulls("acme", "adopted")
+	require.Len(t, ps, 1)
+	assert.True(t, ps[0].GetMerged())
+	assert.Equal(t, head, ps[0].GetHead().GetSHA())
+	_, ok := e.srv.File("acme", "adopted", "main", "x.yaml")
+	assert.True(t, ok, "the change is on main")
+}
+
+// TestAutoMergeRefusedPrecisely: when GitHub refuses the direct merge of a clean pull request,
+// or refuses to allow auto-merge on the repo, the error says which pull request, what GitHub
+// answered and what to do.
+func TestAutoMergeRefusedPrecisely(t *testing.T) {
+	t.Run("merge refused", func(t *testing.T) {
+		e := newEnv(t)
+		np := autoMergeRepo(t, e)
+		e.srv.Fault("PUT /repos/{owner}/{repo}/pulls/{number}/merge", githubtest.FaultSpec{Status: 405, Message: "Merge commits are not allowed on this repository."})
+		_, err := e.forge(t, false).OpenPR(context.Background(), "acme", "adopted", np)
+		require.ErrorIs(t, err, ghforge.ErrAutoMerge)
+		for _, want := range []string{"acme/adopted", "#1", "already mergeable", "Pull request is in clean status", "Merge commits are not allowed", "merge it by hand"} {
+			assert.Contains(t, err.Error(), want)
+		}
+		assert.False(t, e.srv.Pulls("acme", "adopted")[0].GetMerged())
+	})
+	t.Run("setting refused", func(t *testing.T) {
+		e := newEnv(t)
+		np := autoMergeRepo(t, e)
+		e.srv.Fault("PATCH /repos/{owner}/{repo}", githubtest.FaultSpec{Status: 403, Message: "Resource not accessible by integration"})
+		_, err := e.forge(t, false).OpenPR(context.Background(), "acme", "adopted", np)
+		require.ErrorIs(t, err, ghforge.ErrAutoMerge)
+		for _, want := range []string{"acme/adopted", "does not allow auto-merge", "administration", "Resource not accessible by integration"} {
+			assert.Contains(t, err.Error(), want)
+		}
+	})
 }

@@ -404,8 +404,14 @@ func (f *Forge) OpenPR(ctx context.Context, owner, repo string, np pr.NewPR) (*p
 		}
 	}
 	if np.AutoMerge {
-		if err := f.enableAutoMerge(ctx, p.GetNodeID()); err != nil {
-			return out, errf(err, fmt.Sprintf("enabling auto-merge of pull request #%d in", out.Number), full)
+		merged, err := f.autoMerge(ctx, owner, repo, p)
+		if err != nil {
+			return out, err
+		}
+		if merged {
+			out.State = pr.StateMerged
+			st.PR = out
+			f.saveState(owner, repo, st)
 		}
 	}
 	return out, nil

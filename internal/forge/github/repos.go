@@ -90,6 +90,9 @@ func (f *Forge) CreateRepo(ctx context.Context, spec pr.RepoSpec) error {
 		HasWiki:     gh.Bool(false),
 		HasProjects: gh.Bool(false),
 	}
+	if spec.AutoMerge {
+		in.AllowAutoMerge = gh.Bool(true) // off unless asked (GitHub's default)
+	}
 	switch spec.Visibility {
 	case "", "private":
 		in.Private = gh.Bool(true)
@@ -263,36 +266,4 @@ func managed(rs []*gh.Repository) []pr.ManagedRepo {
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Repo < out[b].Repo })
 	return out
-}
-
-// enableAutoMerge turns on GitHub auto-merge for a pull request (GraphQL only).
-//
-// GitHub API docs: https://docs.github.com/graphql/reference/mutations#enablepullrequestautomerge
-func (f *Forge) enableAutoMerge(ctx context.Context, nodeID string) error {
-	u := *f.api.BaseURL
-	if strings.HasSuffix(u.Path, "/api/v3/") {
-		u.Path = strings.TrimSuffix(u.Path, "v3/") + "graphql"
-	} else {
-		u.Path = strings.TrimSuffix(u.Path, "/") + "/graphql"
-	}
-	body := map[string]any{
-		"query":     `mutation($id: ID!) { enablePullRequestAutoMerge(input: {pullRequestId: $id}) { pullRequest { number } } }`,
-		"variables": map[string]any{"id": nodeID},
-	}
-	req, err := f.api.NewRequest("POST", u.String(), body)
-	if err != nil {
-		return err
-	}
-	var out struct {
-		Errors []struct {
-			Message string `json:"message"`
-		} `json:"errors"`
-	}
-	if _, err := f.api.Do(ctx, req, &out); err != nil {
-		return err
-	}
-	if len(out.Errors) > 0 {
-		return fmt.Errorf("GraphQL: %s", out.Errors[0].Message)
-	}
-	return nil
 }
