@@ -102,10 +102,23 @@
 // clears the log, typically after setup. Test helpers (CreateRepo, Commit, ...) bypass HTTP
 // and are not logged.
 //
-// Fault(pattern, FaultSpec) injects a Status, a Latency (counted as in flight), or a Drop of
-// the connection, for a route as the log names it, a "METHOD /path/glob*" or "*", limited to
-// Times calls or only the OnCall-th matching call. Faults run before authentication and
-// limits. Note that net/http retries an idempotent request once after a dropped connection.
+// Fault(pattern, FaultSpec) injects a Status, a Latency (counted as in flight), a Drop of
+// the connection, or a LoseResponse (the request is handled, then the connection is closed
+// without an answer: a write whose response timed out), for a route as the log names it, a
+// "METHOD /path/glob*" or "*", limited to Times calls or only the OnCall-th matching call.
+// Faults run before authentication and limits. Note that net/http retries an idempotent
+// request once after a dropped connection.
+//
+// # GitHub's behaviours the fake reproduces
+//
+// Commits made through the API without author or committer: an App's are authored by its bot,
+// committed by "GitHub <noreply@github.com>" and verified; a personal access token's are the
+// user's own and unsigned; with WithEnterpriseServer nothing is signed. GET /user with an
+// installation token is 403 "Resource not accessible by integration". Visibility internal only
+// for organizations marked SetOrgEnterprise, or on WithEnterpriseServer. Repos created through
+// the API do not allow auto-merge unless asked; enablePullRequestAutoMerge refuses with
+// GitHub's messages when the repo does not allow it and when the pull request is already clean
+// (mergeable, no review required by the base protection).
 //
 // # Webhooks
 //

@@ -36,8 +36,9 @@ type ForgeOptions struct {
 	// AccessMaxAge is how long an observed access is reused (default DefaultAccessMaxAge;
 	// negative: always read).
 	AccessMaxAge time.Duration
-	// Login is the account fleetbot commits as ("fleetbot[bot]" for an App); it tells
-	// fleetbot's own commits from a human's. "" looks it up once (GET /user) when needed.
+	// Login is the account fleetbot acts as ("fleetbot[bot]" for an App), never removed as a
+	// collaborator. "" looks it up once when needed: GET /app (with the App's JWT) for an App,
+	// GET /user for a token. fleetbot's own commits are told by their trailer, not by it.
 	Login string
 	// Logger receives debug logs; nil discards.
 	Logger *slog.Logger
