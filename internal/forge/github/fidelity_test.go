@@ -352,3 +352,21 @@ func TestAutoMergeRefusedPrecisely(t *testing.T) {
 		}
 	})
 }
+
+// TestCreateRepoTwice: creating a repo again (the first answer lost, or a stale view) continues
+// with the repo fleetbot made; a repo of that name that fleetbot did not make is an error that
+// says so, and is left as it is.
+func TestCreateRepoTwice(t *testing.T) {
+	e := newEnv(t)
+	spec := pr.RepoSpec{Owner: "acme", Repo: "cluster-x", Kind: fanout.KindCluster, Name: "x", DefaultBranch: "main"}
+	require.NoError(t, e.forge(t, false).CreateRepo(context.Background(), spec))
+	require.NoError(t, e.forge(t, false).CreateRepo(context.Background(), spec), "again: continues")
+	assert.Contains(t, e.srv.Repo("acme", "cluster-x").Topics, ghforge.ManagedTopic)
+
+	e.srv.CreateRepo("acme", "cluster-y", nil)
+	spec.Repo, spec.Name = "cluster-y", "y"
+	err := e.forge(t, false).CreateRepo(context.Background(), spec)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "fleetbot did not create it")
+	assert.Empty(t, e.srv.Repo("acme", "cluster-y").Topics, "left as it is")
+}
