@@ -370,3 +370,51 @@ func TestCreateRepoTwice(t *testing.T) {
 	assert.Contains(t, err.Error(), "fleetbot did not create it")
 	assert.Empty(t, e.srv.Repo("acme", "cluster-y").Topics, "left as it is")
 }
+
+// TestLostWriteResponses: whichever write of a first apply loses its answer after GitHub acted,
+// the next run converges (a new process, same cache) and the one after has nothing to do: one
+// pull request per repo, every repo managed (topics) and protected, no write.
+func TestLostWriteResponses(t *testing.T) {
+	for _, route := range []string{
+		"POST /orgs/{org}/repos",
+		"PUT /repos/{owner}/{repo}/topics",
+		"PUT /repos/{owner}/{repo}/contents/{path...}",
+		"POST /repos/{owner}/{repo}/git/trees",
+		"POST /repos/{owner}/{repo}/git/commits",
+		"POST /repos/{owner}/{repo}/git/refs",
+		"PATCH /repos/{owner}/{repo}/git/refs/{ref...}",
+		"PUT /repos/{owner}/{repo}/branches/{branch}/protection",
+		"PUT /orgs/{org}/teams/{team_slug}/repos/{owner}/{repo}",
+		"POST /repos/{owner}/{repo}/pulls",
+		"POST /repos/{owner}/{repo}/issues/{number}/labels",
+	} {
+		t.Run(route, func(t *testing.T) {
+			e := newEnv(t)
+			e.srv.Fault(route, githubtest.FaultSpec{LoseResponse: true, Times: 1})
+			_, _ = reconcile.Apply(context.Background(), e.forge(t, false), e.repo, e.targets, reconcile.Options{Source: "c0ffee"})
+			e.srv.ClearFaults()
+			lost := false
+			for _, r := range e.srv.Requests() {
+				lost = lost || (r.Route == route && r.Status == 0)
+			}
+			require.True(t, lost, "the fault fired")
+			rep := e.apply(t, e.forge(t, false))
+			for _, r := range rep.Results {
+				assert.NoError(t, r.Err, r.Line())
+			}
+			e.srv.ResetLog()
+			rep = e.apply(t, e.forge(t, false))
+			for _, r := range rep.Results {
+				assert.Equal(t, pr.ActionNoop, r.Action, r.Line())
+			}
+			assert.Zero(t, totalWrites(e), "converged: no writes")
+			managed, err := e.forge(t, true).ListManaged(context.Background(), "acme")
+			require.NoError(t, err)
+			assert.Len(t, managed, len(e.targets), "every repo carries fleetbot's topics")
+			for _, tg := range e.targets {
+				assert.Len(t, e.srv.Pulls("acme", tg.Repo), 1, "%s: one pull request", tg.Repo)
+				assert.True(t, e.srv.Protected("acme", tg.Repo, "main"), "%s protected", tg.Repo)
+			}
+		})
+	}
+}
