@@ -48,6 +48,8 @@ type settings struct {
 	admins                    []string
 	interval                  time.Duration
 	secretRef                 string
+	// autoMerge is pullRequests.merge: auto: the repos must allow auto-merge.
+	autoMerge bool
 }
 
 func or(s, def string) string {
@@ -67,6 +69,7 @@ func (x *run) settings() settings {
 		visibility: or(p.Repos.Visibility, control.DefaultVisibility),
 		admins:     p.Admins,
 		secretRef:  or(p.Flux.SecretRef, control.DefaultFluxSecretRef),
+		autoMerge:  p.PullRequests.Merge == control.MergeAuto,
 	}
 	iv := or(p.Flux.Interval, control.DefaultFluxInterval)
 	d, err := time.ParseDuration(iv)
@@ -146,6 +149,7 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 	})
 	t.Files[ReadmePath] = clusterReadme(s, c, repo, components, in, x.workspaceRepo)
 	t.Access = policy.ClusterRepoAccess(s.admins, c.Spec.Admins, wsAdmins, s.branch)
+	t.Access.AllowAutoMerge = s.autoMerge
 	return t
 }
 
@@ -186,6 +190,7 @@ func (x *run) workspaceTarget(w *control.Workspace, byCluster map[string][]contr
 	})
 	t.Files[ReadmePath] = workspaceReadme(s, w, repo, clusters, x.clusterRepo)
 	t.Access = policy.WorkspaceRepoAccess(s.admins, w.Spec.Admins, s.branch)
+	t.Access.AllowAutoMerge = s.autoMerge
 	return t
 }
 

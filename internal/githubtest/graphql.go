@@ -429,6 +429,8 @@ func (r *gqlRepo) field(name string, args map[string]any) (any, error) {
 		return rm.Description, nil
 	case "isArchived":
 		return rm.Archived, nil
+	case "autoMergeAllowed":
+		return rm.AllowAutoMerge, nil
 	case "isPrivate":
 		return rm.Visibility != "public", nil
 	case "visibility":

@@ -7,7 +7,8 @@ import "fmt"
 // so what is written and what is remembered cannot disagree. Observed is not
 // modified.
 func Converge(observed Access, p Plan) Access {
-	out := Access{Teams: map[string]Role{}, Collaborators: map[string]Role{}}
+	out := Access{Teams: map[string]Role{}, Collaborators: map[string]Role{},
+		AllowAutoMerge: observed.AllowAutoMerge || p.AllowAutoMerge}
 	for k, v := range observed.Teams {
 		out.Teams[k] = v
 	}
@@ -63,6 +64,9 @@ func (p *Plan) Describe() []string {
 	}
 	for _, d := range p.ProtectionDrift {
 		out = append(out, "protect: "+d)
+	}
+	if p.AllowAutoMerge {
+		out = append(out, "allow auto-merge (pullRequests.merge: auto; the repo does not allow it)")
 	}
 	for _, w := range p.Withheld {
 		out = append(out, "kept: "+w)

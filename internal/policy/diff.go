@@ -64,6 +64,10 @@ type Plan struct {
 	// ProtectionDrift says, one entry per setting, how the observed
 	// protection is weaker than the desired one.
 	ProtectionDrift []string `json:"protectionDrift,omitempty"`
+	// AllowAutoMerge turns on the repo's "Allow auto-merge" setting, which
+	// the desired access needs and the observed one lacks. fleetbot never
+	// turns it off: a repo that allows more than it needs is not drift.
+	AllowAutoMerge bool `json:"allowAutoMerge,omitempty"`
 	// Withheld is drift the options forbid correcting (additive mode,
 	// protected names): reported, never applied.
 	Withheld []string `json:"withheld,omitempty"`
@@ -76,7 +80,7 @@ type Plan struct {
 // Empty reports whether the plan changes nothing.
 func (p *Plan) Empty() bool {
 	return len(p.Grants) == 0 && len(p.Changes) == 0 && len(p.Revokes) == 0 &&
-		len(p.RemoveCollaborators) == 0 && p.Protection == nil
+		len(p.RemoveCollaborators) == 0 && p.Protection == nil && !p.AllowAutoMerge
 }
 
 // Removals counts the planned grants that take rights away: revokes,
@@ -160,6 +164,9 @@ func Diff(desired, observed Access, opts DiffOptions) Plan {
 			p.Protection = &want
 		}
 	}
+
+	// Allowing auto-merge only adds a capability, so additive mode applies it too.
+	p.AllowAutoMerge = desired.AllowAutoMerge && !observed.AllowAutoMerge
 
 	total := len(observed.Teams) + len(observed.Collaborators)
 	if allowed, err := maxRemovals(opts.MaxRemovals, total); err != nil {

@@ -232,3 +232,26 @@ func TestCheckCODEOWNERS(t *testing.T) {
 	gen := CODEOWNERS("acme", []Rule{{Pattern: "*", Teams: []string{"platform"}}, {Pattern: "/apps/", Teams: []string{"devs"}}})
 	assert.Empty(t, CheckCODEOWNERS(".github/CODEOWNERS", gen, "acme", org, access))
 }
+
+// TestDiffAllowAutoMerge: "Allow auto-merge" is planned on when desired and off, also in
+// additive mode (it only adds); a repo allowing it when not desired is not drift.
+func TestDiffAllowAutoMerge(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		desired, observed bool
+		additive, want    bool
+	}{
+		{name: "wanted and off", desired: true, want: true},
+		{name: "wanted and off, additive", desired: true, additive: true, want: true},
+		{name: "wanted and on", desired: true, observed: true},
+		{name: "not wanted, on: left alone", observed: true},
+	} {
+		p := Diff(Access{AllowAutoMerge: tc.desired}, Access{AllowAutoMerge: tc.observed}, DiffOptions{Additive: tc.additive})
+		assert.Equal(t, tc.want, p.AllowAutoMerge, tc.name)
+		assert.Equal(t, !tc.want, p.Empty(), tc.name)
+		if tc.want {
+			assert.Contains(t, p.Describe(), "allow auto-merge (pullRequests.merge: auto; the repo does not allow it)", tc.name)
+			assert.True(t, Converge(Access{}, p).AllowAutoMerge, tc.name)
+		}
+	}
+}

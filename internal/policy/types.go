@@ -37,4 +37,8 @@ type Access struct {
 	// Collaborators maps a direct collaborator's login to its role (observed
 	// state only: fleetbot never grants direct collaborators).
 	Collaborators map[string]Role `json:"collaborators,omitempty"`
+	// AllowAutoMerge is the repo setting "Allow auto-merge": desired when the
+	// platform's pullRequests.merge is auto (GitHub's default is off, and
+	// auto-merge cannot be enabled on a pull request without it).
+	AllowAutoMerge bool `json:"allowAutoMerge,omitempty"`
 }

@@ -68,7 +68,7 @@ func Apply(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Option
 	if d.CreateRepo {
 		err := f.CreateRepo(ctx, RepoSpec{
 			Owner: owner, Repo: repo, Kind: t.Kind, Name: t.Name,
-			DefaultBranch: d.defBr, Visibility: t.Visibility, Access: t.Access, AutoMerge: o.AutoMerge,
+			DefaultBranch: d.defBr, Visibility: t.Visibility, Access: t.Access,
 		})
 		if err != nil {
 			return nil, wrap("creating repo", err)

@@ -187,8 +187,6 @@ type RepoSpec struct {
 	DefaultBranch string
 	Visibility    string
 	Access        policy.Access
-	// AutoMerge allows auto-merge on the new repo (platform pullRequests.merge: auto).
-	AutoMerge bool
 }
 
 // ManagedRepo is a target repo the forge knows fleetbot manages, found

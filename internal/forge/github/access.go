@@ -23,20 +23,31 @@ func (f *Forge) Access(ctx context.Context, owner, repo string) (policy.Access, 
 	defer unlock()
 	st := e.state()
 	if st.Access != nil && f.opts.AccessMaxAge > 0 && f.opts.Now().Unix()-st.AccessAt < int64(f.opts.AccessMaxAge.Seconds()) {
-		return cloneAccess(*st.Access), nil
+		a := cloneAccess(*st.Access)
+		if e.autoMergeSeen != nil {
+			a.AllowAutoMerge = *e.autoMergeSeen
+		}
+		return a, nil
 	}
 	branch := st.DefaultBranch
-	if branch == "" {
+	autoMerge := e.autoMergeSeen
+	if branch == "" || autoMerge == nil {
 		r, _, err := f.api.Repositories.Get(ctx, owner, repo)
 		if err != nil {
 			return policy.Access{}, errf(err, "reading repo", owner+"/"+repo)
 		}
-		branch = r.GetDefaultBranch()
+		if branch == "" {
+			branch = r.GetDefaultBranch()
+		}
+		if autoMerge == nil {
+			autoMerge = gh.Bool(r.GetAllowAutoMerge())
+		}
 	}
 	a, err := f.readAccess(ctx, owner, repo, branch)
 	if err != nil {
 		return policy.Access{}, err
 	}
+	a.AllowAutoMerge = *autoMerge
 	st.Access, st.AccessAt = &a, f.opts.Now().Unix()
 	f.saveState(owner, repo, st)
 	return cloneAccess(a), nil
@@ -188,7 +199,7 @@ func rolePermissions(p map[string]bool) policy.Role {
 }
 
 func cloneAccess(a policy.Access) policy.Access {
-	out := policy.Access{}
+	out := policy.Access{AllowAutoMerge: a.AllowAutoMerge}
 	if a.Teams != nil {
 		out.Teams = make(map[string]policy.Role, len(a.Teams))
 		for k, v := range a.Teams {
@@ -290,6 +301,13 @@ func (f *Forge) ApplyAccess(ctx context.Context, owner, repo string, p policy.Pl
 	}
 	if err := f.grantTeams(ctx, owner, repo, grants, nil); err != nil {
 		return err
+	}
+	if p.AllowAutoMerge {
+		if _, _, err := f.api.Repositories.Edit(ctx, owner, repo, &gh.Repository{AllowAutoMerge: gh.Bool(true)}); err != nil {
+			return fmt.Errorf("%w: %s does not allow auto-merge and fleetbot could not allow it (the App needs administration: write, or an org admin turns on \"Allow auto-merge\"): %w",
+				ErrAutoMerge, full, errf(err, "allowing auto-merge on", full))
+		}
+		e.autoMergeSeen = gh.Bool(true)
 	}
 	if p.Refused != nil {
 		return nil

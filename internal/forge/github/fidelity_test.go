@@ -281,7 +281,7 @@ func TestCreateRepoInternalVisibility(t *testing.T) {
 // review that protection requires, gets auto-merge.
 func TestAutoMergeOnNewRepos(t *testing.T) {
 	e := newEnv(t)
-	e.repo.Platform.Spec.PullRequests.Merge = control.MergeAuto
+	setMergeAuto(t, e)
 	rep := e.apply(t, e.forge(t, false))
 	for _, r := range rep.Results {
 		require.NoError(t, r.Err, r.Line())
@@ -416,5 +416,42 @@ func TestLostWriteResponses(t *testing.T) {
 				assert.True(t, e.srv.Protected("acme", tg.Repo, "main"), "%s protected", tg.Repo)
 			}
 		})
+	}
+}
+
+// setMergeAuto switches the platform to pullRequests.merge: auto and renders the targets again.
+func setMergeAuto(t *testing.T, e *env) {
+	t.Helper()
+	e.repo.Platform.Spec.PullRequests.Merge = control.MergeAuto
+	targets, err := fanout.NewRenderer(fanout.Options{}).Render(e.repo)
+	require.NoError(t, err)
+	e.targets = targets
+}
+
+// TestAllowAutoMergeIsManaged: "Allow auto-merge" is a managed setting. Repos fleetbot created
+// while merge was manual (or adopted) do not allow it; once the platform says merge: auto, plan
+// shows the drift on every repo, apply turns the setting on (no pull request needed), and the
+// next plan is clean. The scan reads the setting with the branch heads: no request of its own.
+func TestAllowAutoMergeIsManaged(t *testing.T) {
+	e := newEnv(t)
+	e.apply(t, e.forge(t, false))
+	for _, tg := range e.targets {
+		require.False(t, e.srv.Repo("acme", tg.Repo).GetAllowAutoMerge())
+	}
+	setMergeAuto(t, e)
+	plan, err := reconcile.Plan(context.Background(), e.forge(t, true), e.repo, e.targets, reconcile.Options{Source: "c0ffee"})
+	require.NoError(t, err)
+	for _, r := range plan.Results {
+		require.NotNil(t, r.Access, r.Line())
+		assert.Contains(t, strings.Join(r.Access.Drift, "\n"), "allow auto-merge", r.Line())
+	}
+	e.apply(t, e.forge(t, false))
+	for _, tg := range e.targets {
+		assert.True(t, e.srv.Repo("acme", tg.Repo).GetAllowAutoMerge(), "%s allows auto-merge", tg.Repo)
+	}
+	plan, err = reconcile.Plan(context.Background(), e.forge(t, true), e.repo, e.targets, reconcile.Options{Source: "c0ffee"})
+	require.NoError(t, err)
+	for _, r := range plan.Results {
+		assert.Nil(t, r.Access, r.Line())
 	}
 }

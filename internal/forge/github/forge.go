@@ -85,6 +85,9 @@ type repoEntry struct {
 	pendingTeams      map[string]policy.Role
 	// hint is what the latest Scan saw of the repo, for the next Snapshot.
 	hint *headHint
+	// autoMergeSeen is the repo's "Allow auto-merge" setting as the latest Scan (or fleetbot's
+	// own write) saw it; nil when unknown. Access reports it at no request of its own.
+	autoMergeSeen *bool
 }
 
 type written struct {

@@ -90,7 +90,7 @@ func (f *Forge) CreateRepo(ctx context.Context, spec pr.RepoSpec) error {
 		HasWiki:     gh.Bool(false),
 		HasProjects: gh.Bool(false),
 	}
-	if spec.AutoMerge {
+	if spec.Access.AllowAutoMerge {
 		in.AllowAutoMerge = gh.Bool(true) // off unless asked (GitHub's default)
 	}
 	switch spec.Visibility {
@@ -144,7 +144,7 @@ func (f *Forge) CreateRepo(ctx context.Context, spec pr.RepoSpec) error {
 		return errf(err, "setting the topics of", full)
 	}
 	access := spec.Access
-	observed := policy.Access{Teams: map[string]policy.Role{}}
+	observed := policy.Access{Teams: map[string]policy.Role{}, AllowAutoMerge: r.GetAllowAutoMerge()}
 	st.Access, st.AccessAt = &observed, f.opts.Now().Unix()
 	e.pendingProtection = access.Protection
 	e.pendingTeams = access.Teams

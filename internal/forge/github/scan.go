@@ -29,7 +29,7 @@ const scanPRs = 3
 // view shows at no extra request: the combined status of both heads (Flux posts one on the
 // commit it applied; the bot head's is the pull request's checks) and the pull request's age and
 // review decision. None of these are connections, so they add nothing to the query's cost.
-var repoFields = `name isArchived description
+var repoFields = `name isArchived description autoMergeAllowed
       repositoryTopics(first: 20) { nodes { topic { name } } }
       base: ref(qualifiedName: $base) { target { oid ... on Commit { statusCheckRollup { state } } } }
       bot: ref(qualifiedName: $bot) { target { oid ... on Commit { statusCheckRollup { state } } } }
@@ -82,6 +82,7 @@ type scanRepo struct {
 	Name             string  `json:"name"`
 	IsArchived       bool    `json:"isArchived"`
 	Description      *string `json:"description"`
+	AutoMergeAllowed *bool   `json:"autoMergeAllowed"`
 	RepositoryTopics struct {
 		Nodes []struct {
 			Topic struct {
@@ -206,6 +207,7 @@ func (f *Forge) hint(owner string, r scanRepo, defaultBranch, botBranch string, 
 	}
 	e, unlock := f.entry(owner, r.Name)
 	e.hint = h
+	e.autoMergeSeen = r.AutoMergeAllowed
 	unlock()
 }
 

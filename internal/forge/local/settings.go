@@ -27,13 +27,15 @@ type settings struct {
 	Teams         map[string]policy.Role `json:"teams"`
 	Protection    *policy.Protection     `json:"protection,omitempty"`
 	Collaborators map[string]policy.Role `json:"collaborators"`
+	// AllowAutoMerge is the "Allow auto-merge" setting (pullRequests.merge: auto).
+	AllowAutoMerge bool `json:"allowAutoMerge,omitempty"`
 	// Archived marks a read-only repo, as on GitHub: reconcile skips it and
 	// reports it.
 	Archived bool `json:"archived,omitempty"`
 }
 
 func (s *settings) setAccess(a policy.Access) {
-	s.Teams, s.Protection, s.Collaborators = a.Teams, a.Protection, a.Collaborators
+	s.Teams, s.Protection, s.Collaborators, s.AllowAutoMerge = a.Teams, a.Protection, a.Collaborators, a.AllowAutoMerge
 	if s.Teams == nil {
 		s.Teams = map[string]policy.Role{}
 	}
@@ -43,7 +45,7 @@ func (s *settings) setAccess(a policy.Access) {
 }
 
 func (s *settings) access() policy.Access {
-	return policy.Access{Teams: s.Teams, Protection: s.Protection, Collaborators: s.Collaborators}
+	return policy.Access{Teams: s.Teams, Protection: s.Protection, Collaborators: s.Collaborators, AllowAutoMerge: s.AllowAutoMerge}
 }
 
 // ErrCorruptSettings is returned when a settings.json file cannot be
