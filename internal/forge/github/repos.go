@@ -115,7 +115,7 @@ func (f *Forge) CreateRepo(ctx context.Context, spec pr.RepoSpec) error {
 	}
 	r, resp, err := f.api.Repositories.Create(ctx, org, in)
 	if err != nil && statusOf(resp) == http.StatusUnprocessableEntity && spec.Visibility == "internal" && mentionsField(err, "visibility") {
-		return fmt.Errorf("creating repo %s: %w: %s owns no enterprise account (internal repositories exist only in organizations of GitHub Enterprise Cloud and on GitHub Enterprise Server); set spec.repos.visibility in platform.yaml to private: %w",
+		return fmt.Errorf("creating repo %s: %w: %s is not an organization of an enterprise account (internal repositories exist only there, on GitHub Enterprise Cloud, and on GitHub Enterprise Server); set spec.repos.visibility in platform.yaml to private: %w",
 			full, ErrVisibilityInternal, spec.Owner, err)
 	}
 	if err != nil && statusOf(resp) == http.StatusUnprocessableEntity && strings.Contains(strings.ToLower(errMessage(err)), "already exists") {
