@@ -338,27 +338,46 @@ func (x *run) appFile(d control.Deployment) ([]byte, bool) {
 	out.Grow(v.size + 128)
 	out.WriteString("# Managed by fleetbot from " + app.Dir + ". Do not edit: changes are overwritten.\n")
 	var one strings.Builder
+	texts := make([]string, len(v.docs))
 	for i, dc := range v.docs {
-		if i > 0 {
-			out.WriteString("---\n")
-		}
 		if !dc.tmpl.vars {
-			dc.tmpl.writeTo(&out)
 			continue
 		}
 		one.Reset()
 		dc.tmpl.apply(&one, d.Values)
-		text := one.String()
-		if msg := x.check(text, dc); msg != "" {
+		texts[i] = one.String()
+		if msg := x.check(texts[i], dc); msg != "" {
 			ok = false
 			x.addOnce(d.Cluster.Source.At("spec.values"),
 				"quote the value in the manifest (\"${name}\") or change the value so the YAML stays valid",
 				"cluster %s: app %s: %s/%s does not parse after substituting values: %s", clusterName, name, dc.kind, dc.name, msg)
 		}
-		out.WriteString(text)
 	}
 	if !ok {
 		return nil, false
+	}
+	renames, err := rehash(v, texts)
+	if err != nil {
+		x.addOnce(d.Cluster.Source.At("spec.values"), "", "cluster %s: app %s: %v", clusterName, name, err)
+		return nil, false
+	}
+	for i, dc := range v.docs {
+		if i > 0 {
+			out.WriteString("---\n")
+		}
+		switch {
+		case renames != nil:
+			if !dc.tmpl.vars {
+				var lit bytes.Buffer
+				dc.tmpl.writeTo(&lit)
+				texts[i] = lit.String()
+			}
+			out.WriteString(renameAll(texts[i], renames))
+		case dc.tmpl.vars:
+			out.WriteString(texts[i])
+		default:
+			dc.tmpl.writeTo(&out)
+		}
 	}
 	x.files[key.String()] = out.Bytes()
 	return out.Bytes(), true
@@ -392,6 +411,65 @@ func (x *run) check(text string, d doc) string {
 	}
 	x.checked[text] = msg
 	return msg
+}
+
+// rehash recomputes the content hash in the name of every generated ConfigMap and Secret of
+// v whose content references a value, from its substituted text: kustomize hashed the
+// template, so without this a values change would keep the name and workloads that mount the
+// object would not roll. It returns old name -> new name (nil when nothing is renamed).
+func rehash(v *variant, texts []string) (map[string]string, error) {
+	if len(v.hashed) == 0 {
+		return nil, nil
+	}
+	renames := map[string]string{}
+	for _, h := range v.hashed {
+		n, err := kyaml.Parse(texts[h.doc])
+		if err != nil {
+			return nil, fmt.Errorf("rehashing %s: %w", h.name, err)
+		}
+		sum, err := contentHash(n, h.base)
+		if err != nil {
+			return nil, fmt.Errorf("rehashing %s: %w", h.name, err)
+		}
+		renames[h.name] = h.base + "-" + sum
+	}
+	return renames, nil
+}
+
+// renameAll replaces each old name of renames in text by its new name where it stands as a
+// whole name (not inside a longer DNS name). Hash-suffixed names are unique in practice: the
+// suffix is ten characters of a SHA-256.
+func renameAll(text string, renames map[string]string) string {
+	olds := make([]string, 0, len(renames))
+	for o := range renames {
+		olds = append(olds, o)
+	}
+	sort.Strings(olds)
+	for _, o := range olds {
+		var b strings.Builder
+		rest := text
+		for {
+			i := strings.Index(rest, o)
+			if i < 0 {
+				break
+			}
+			end := i + len(o)
+			if (i > 0 && isNameByte(rest[i-1])) || (end < len(rest) && isNameByte(rest[end])) {
+				b.WriteString(rest[:end])
+			} else {
+				b.WriteString(rest[:i] + renames[o])
+			}
+			rest = rest[end:]
+		}
+		b.WriteString(rest)
+		text = b.String()
+	}
+	return text
+}
+
+// isNameByte reports whether c may be part of a Kubernetes object name.
+func isNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.'
 }
 
 // decodeOne parses the first YAML document of text into n, which must be a mapping, and
