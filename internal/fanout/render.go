@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -98,6 +99,14 @@ func (r *Renderer) Stats() Stats {
 // file contents (identical app files of many clusters are one slice):
 // treat Files and Scaffolds as read-only.
 func (r *Renderer) Render(repo *control.Repo) ([]*Target, error) {
+	return r.RenderContext(context.Background(), repo)
+}
+
+// RenderContext is Render that stops when ctx is done: it checks ctx before every app build
+// and every target, so a SIGINT or SIGTERM during the render of a large fleet ends it within
+// one app build or one target's work, with ctx's error (errors.Is context.Canceled) and no
+// targets.
+func (r *Renderer) RenderContext(ctx context.Context, repo *control.Repo) ([]*Target, error) {
 	if repo == nil || repo.Platform == nil {
 		return nil, fmt.Errorf("render: control repo has no platform")
 	}
@@ -108,7 +117,16 @@ func (r *Renderer) Render(repo *control.Repo) ([]*Target, error) {
 
 	run := &run{r: r, repo: repo, builds: map[string]*build{}, checked: map[string]string{}, seen: map[string]bool{},
 		files: map[string][]byte{}, fluxWorkspace: map[fluxInput][]byte{}}
+	interrupted := func() error {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("render interrupted: %w", context.Cause(ctx))
+		}
+		return nil
+	}
 	for _, app := range repo.Apps {
+		if err := interrupted(); err != nil {
+			return nil, err
+		}
 		run.buildApp(app)
 	}
 	r.evict()
@@ -120,9 +138,15 @@ func (r *Renderer) Render(repo *control.Repo) ([]*Target, error) {
 
 	var targets []*Target
 	for _, c := range sortedClusters(repo.Clusters) {
+		if err := interrupted(); err != nil {
+			return nil, err
+		}
 		targets = append(targets, run.clusterTarget(c, byCluster[c.Metadata.Name]))
 	}
 	for _, w := range sortedWorkspaces(repo.Workspaces) {
+		if err := interrupted(); err != nil {
+			return nil, err
+		}
 		targets = append(targets, run.workspaceTarget(w, byCluster))
 	}
 	if err := run.issues.Err(); err != nil {
