@@ -263,3 +263,21 @@ func TestCheckControlInAMonorepo(t *testing.T) {
 		"--author-teams", "platform")
 	assert.Equal(t, 1, code, "services/ is no control repo: %s", errOut)
 }
+
+// TestAttackOversizeFileInTargetRepo: check cluster and check workspace run in CI on the
+// admins' pull requests; a 16 GiB (sparse) file in the repo is refused by name before it is
+// read, and nothing is checked.
+func TestAttackOversizeFileInTargetRepo(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "apps", "kustomization.yaml"), "resources: [huge.yaml]\n")
+	writeFile(t, filepath.Join(dir, "clusters", "a", "kustomization.yaml"), "resources: [../../apps]\n")
+	f, err := os.Create(filepath.Join(dir, "apps", "huge.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(16<<30))
+	require.NoError(t, f.Close())
+	for _, args := range [][]string{{"check", "cluster", "--dir", dir}, {"check", "workspace", "--dir", dir, "--workspace", "payments"}} {
+		code, out, errOut := cli(t, args...)
+		assert.Equal(t, 1, code, out)
+		assert.Contains(t, errOut, "apps/huge.yaml: 17179869184 bytes, more than the 4194304 a file may have; nothing was checked")
+	}
+}

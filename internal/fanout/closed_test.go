@@ -234,3 +234,45 @@ func TestCloseApp(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `kustomization.yaml:3: resources entry "github.com:acme/repo" is remote`)
 }
+
+// aliasBomb is a few hundred bytes that a decoder expanding aliases turns into 9^9 strings.
+const aliasBomb = `a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+`
+
+// TestAttackAliasBombInWorkspaceRepo: a workspace (or cluster) admin's alias bomb, in a
+// manifest or in the kustomization itself, is refused by check workspace and check cluster
+// with the file's name before anything decodes it (kustomize, and the kustomization decoder
+// of closeTree, expand aliases: ~10 GB).
+func TestAttackAliasBombInWorkspaceRepo(t *testing.T) {
+	for name, files := range map[string]map[string][]byte{
+		"manifest": {"apps/kustomization.yaml": []byte("resources: [bomb.yaml]\n"),
+			"apps/bomb.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n" + indent(aliasBomb) + "\n")},
+		"kustomization": {"apps/kustomization.yaml": []byte("resources: [cm.yaml]\nx:\n" + indent(aliasBomb) + "\n"),
+			"apps/cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ws := workspaceRepo(t)
+			for p, d := range files {
+				ws[p] = d
+			}
+			for _, c := range []RepoCheck{paymentsCheck, {Entries: []string{"apps"}}} {
+				got := CheckRepo(ws, c)
+				require.Len(t, got, 1, "%+v", got)
+				for p := range files {
+					if strings.Contains(string(files[p]), "&a") {
+						assert.Equal(t, p, got[0].File)
+					}
+				}
+				assert.Contains(t, got[0].Message, "too many nodes")
+			}
+		})
+	}
+}
