@@ -143,10 +143,10 @@ func TestCheckWorkspace(t *testing.T) {
 	assert.Contains(t, errOut, "--workspace NAME")
 }
 
-// TestCheckWorkspaceTenantKustomizationRunsAsClusterAdmin: a workspace repo
+// TestAttackTenantKustomizationRunsAsClusterAdmin: a workspace repo
 // adding a Flux Kustomization without the workspace's ServiceAccount is
 // refused at the file and line of its spec.
-func TestCheckWorkspaceTenantKustomizationRunsAsClusterAdmin(t *testing.T) {
+func TestAttackTenantKustomizationRunsAsClusterAdmin(t *testing.T) {
 	dir := workspaceCheckout(t)
 	writeFile(t, filepath.Join(dir, "apps", "kustomization.yaml"), "resources:\n- flux.yaml\n")
 	writeFile(t, filepath.Join(dir, "apps", "flux.yaml"), "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: escape\nspec:\n  interval: 1m\n  prune: true\n  path: ./\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n    namespace: flux-system\n")

@@ -86,10 +86,10 @@ func withLocalTwin(files map[string][]byte, dir, ref string) {
 	files[p+"/cm.yaml"] = []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: twin\n")
 }
 
-// TestRemoteResourceNeverFetchedByRender: a catalog app whose kustomization
+// TestAttackRemoteResourceFetchedByRender: a catalog app whose kustomization
 // names a remote base, in every form, fails to render with the kustomization's
 // file:line, and neither git nor HTTP is ever used.
-func TestRemoteResourceNeverFetchedByRender(t *testing.T) {
+func TestAttackRemoteResourceFetchedByRender(t *testing.T) {
 	w := newClosedWorld(t)
 	for _, ref := range remoteForms(w.url) {
 		t.Run(ref, func(t *testing.T) {
@@ -108,10 +108,10 @@ func TestRemoteResourceNeverFetchedByRender(t *testing.T) {
 	}
 }
 
-// TestRemoteResourceNeverFetchedByCheck: the same in a workspace repo's
+// TestAttackRemoteResourceFetchedByCheck: the same in a workspace repo's
 // apps/ and in a cluster repo's apps/, through check workspace and check
 // cluster.
-func TestRemoteResourceNeverFetchedByCheck(t *testing.T) {
+func TestAttackRemoteResourceFetchedByCheck(t *testing.T) {
 	w := newClosedWorld(t)
 	for _, ref := range remoteForms(w.url) {
 		for _, c := range []RepoCheck{paymentsCheck, {Entries: []string{"apps"}}} {
@@ -131,10 +131,10 @@ func TestRemoteResourceNeverFetchedByCheck(t *testing.T) {
 	}
 }
 
-// TestRemoteFormsInEveryKustomizationField: each field kustomize loads
+// TestAttackRemoteFormInEveryKustomizationField: each field kustomize loads
 // through its loader refuses a remote form, whatever case the key is
 // written in (kustomize matches keys case-insensitively).
-func TestRemoteFormsInEveryKustomizationField(t *testing.T) {
+func TestAttackRemoteFormInEveryKustomizationField(t *testing.T) {
 	w := newClosedWorld(t)
 	ref := "github.com:acme/repo"
 	u := w.url + "/x.yaml"
@@ -171,10 +171,10 @@ func TestRemoteFormsInEveryKustomizationField(t *testing.T) {
 	}
 }
 
-// TestBuiltinPluginConfigNeverFetches: a builtin plugin config, referenced
+// TestAttackBuiltinPluginConfigFetches: a builtin plugin config, referenced
 // by file or through a directory, that names a URL (which kustomize's loader
 // would GET), or the builtin Helm generator (which runs helm), is refused.
-func TestBuiltinPluginConfigNeverFetches(t *testing.T) {
+func TestAttackBuiltinPluginConfigFetches(t *testing.T) {
 	w := newClosedWorld(t)
 	patch := "apiVersion: builtin\nkind: PatchTransformer\nmetadata:\n  name: p\npath: " + w.url + "/patch.yaml\ntarget: {kind: ConfigMap}\n"
 	helm := "apiVersion: builtin\nkind: HelmChartInflationGenerator\nmetadata:\n  name: h\nname: podinfo\nrepo: " + w.url + "\n"
