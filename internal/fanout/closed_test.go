@@ -26,7 +26,7 @@ type closedWorld struct {
 	url     string
 }
 
-func newClosedWorld(t *testing.T) *closedWorld {
+func newClosedWorld(t testing.TB) *closedWorld {
 	t.Helper()
 	w := &closedWorld{markers: t.TempDir()}
 	bin := t.TempDir()
