@@ -19,7 +19,7 @@ import (
 func FuzzWebhookPayload(f *testing.F) {
 	for _, s := range []struct {
 		event, delivery, body string
-		signed             bool
+		signed                bool
 	}{
 		{"push", "d1", pushBody("acme/control", "refs/heads/main", "alice"), true},
 		{"push", "d2", pushBody("acme/cluster-a", "refs/heads/main", "alice"), true},
