@@ -8,7 +8,7 @@ PKGS      ?= ./...
 
 export GOTOOLCHAIN := local
 
-.PHONY: schemas build test test-short lint bench bench-quick bench-go screenshot demo clean
+.PHONY: schemas build test test-short fuzz lint bench bench-quick bench-go screenshot demo clean
 
 ## build: the fleetbot binary in bin/ (rebuilt only when a source file changed)
 build: $(BIN)
@@ -28,6 +28,15 @@ test: schemas
 ## test-short: tests without the race detector (faster while editing)
 test-short:
 	$(GO) test -count=1 $(PKGS)
+
+# Fuzz targets as package:Target; each runs for FUZZTIME (go test -fuzz runs one target at a time).
+FUZZTIME    ?= 30s
+FUZZTARGETS ?= ./internal/control:FuzzControlDecode ./internal/fanout:FuzzValueSubstitution \
+	./internal/fanout:FuzzKustomizationLoad ./internal/policy:FuzzCodeowners ./internal/webhook:FuzzWebhookPayload
+
+## fuzz: run each fuzz target for FUZZTIME (default 30s; seed corpora in testdata/fuzz run in make test too)
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh $(FUZZTARGETS)
 
 STATICCHECK_VERSION ?= v0.8.2
 

@@ -285,8 +285,8 @@ func (r *actionRun) event() (*ghaction.Event, error) {
 
 // load loads the control repo; validation problems come back as res.Issues (annotated),
 // anything else as an error.
-func (r *actionRun) load(res *actionResult) (*fleet, error) {
-	f, err := loadFleet(r.in.controlDir)
+func (r *actionRun) load(ctx context.Context, res *actionResult) (*fleet, error) {
+	f, err := loadFleet(ctx, r.in.controlDir)
 	var issues control.Issues
 	switch {
 	case errors.As(err, &issues):
@@ -318,7 +318,7 @@ func (r *actionRun) plan(ctx context.Context) error {
 	if pull != nil {
 		res.PullRequest, res.Base = pull.Number, pull.Base.SHA
 	}
-	f, err := r.load(res)
+	f, err := r.load(ctx, res)
 	if err != nil {
 		return err
 	}
@@ -415,7 +415,7 @@ func (r *actionRun) apply(ctx context.Context) error {
 	if !r.in.hasFanout() {
 		return fmt.Errorf("apply fans out to other repos; GITHUB_TOKEN can only write to %s. Set app-id and private-key (see docs/action.md)", r.env.Repository)
 	}
-	f, err := r.load(res)
+	f, err := r.load(ctx, res)
 	if err != nil {
 		return err
 	}

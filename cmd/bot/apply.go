@@ -37,7 +37,7 @@ budget), 3 a repo waits for a human (someone pushed to its bot branch).`,
 			if err != nil {
 				return err
 			}
-			f, err := loadFleet(a.control)
+			f, err := loadFleet(cmd.Context(), a.control)
 			if err != nil {
 				return describeLoadError(a.control, err)
 			}

@@ -376,7 +376,10 @@ func entriesUnder(files map[string][]byte, top string, perChild bool) []string {
 
 // readRepoDir reads a repo checkout into memory (every regular file but
 // .git), so kustomize never touches the disk or the network. Symlinks are
-// not followed.
+// not followed. The control repo's bounds apply (control.MaxFileBytes a
+// file, checked before reading, control.MaxFiles, control.MaxTotalBytes):
+// a workspace or cluster repo is written by its admins, and check runs in CI
+// on their pull requests.
 func readRepoDir(dir string) (map[string][]byte, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -384,6 +387,8 @@ func readRepoDir(dir string) (map[string][]byte, error) {
 	}
 	defer root.Close()
 	files := map[string][]byte{}
+	var count int
+	var total int64
 	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -397,9 +402,31 @@ func readRepoDir(dir string) (map[string][]byte, error) {
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		b, err := root.ReadFile(filepath.FromSlash(p))
+		info, err := d.Info()
 		if err != nil {
 			return err
+		}
+		count++
+		total += info.Size()
+		switch {
+		case info.Size() > control.MaxFileBytes:
+			return fmt.Errorf("%w: %s: %d bytes, more than the %d a file may have; nothing was checked", control.ErrTooLarge, p, info.Size(), control.MaxFileBytes)
+		case count > control.MaxFiles:
+			return fmt.Errorf("%w: %s: the repo has more than %d files; nothing was checked", control.ErrTooLarge, p, control.MaxFiles)
+		case total > control.MaxTotalBytes:
+			return fmt.Errorf("%w: %s: the repo holds more than %d bytes; nothing was checked", control.ErrTooLarge, p, control.MaxTotalBytes)
+		}
+		f, err := root.Open(filepath.FromSlash(p))
+		if err != nil {
+			return err
+		}
+		b, err := io.ReadAll(io.LimitReader(f, control.MaxFileBytes+1))
+		f.Close()
+		if err != nil {
+			return err
+		}
+		if len(b) > control.MaxFileBytes {
+			return fmt.Errorf("%w: %s grew past %d bytes while read; nothing was checked", control.ErrTooLarge, p, control.MaxFileBytes)
 		}
 		files[p] = b
 		return nil

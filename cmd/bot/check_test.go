@@ -143,10 +143,10 @@ func TestCheckWorkspace(t *testing.T) {
 	assert.Contains(t, errOut, "--workspace NAME")
 }
 
-// TestCheckWorkspaceTenantKustomizationRunsAsClusterAdmin: a workspace repo
+// TestAttackTenantKustomizationRunsAsClusterAdmin: a workspace repo
 // adding a Flux Kustomization without the workspace's ServiceAccount is
 // refused at the file and line of its spec.
-func TestCheckWorkspaceTenantKustomizationRunsAsClusterAdmin(t *testing.T) {
+func TestAttackTenantKustomizationRunsAsClusterAdmin(t *testing.T) {
 	dir := workspaceCheckout(t)
 	writeFile(t, filepath.Join(dir, "apps", "kustomization.yaml"), "resources:\n- flux.yaml\n")
 	writeFile(t, filepath.Join(dir, "apps", "flux.yaml"), "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: escape\nspec:\n  interval: 1m\n  prune: true\n  path: ./\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n    namespace: flux-system\n")
@@ -262,4 +262,22 @@ func TestCheckControlInAMonorepo(t *testing.T) {
 	code, _, errOut = cli(t, "check", "control", "--control", filepath.Join(root, "services"), "--base", "main", "--head", "change",
 		"--author-teams", "platform")
 	assert.Equal(t, 1, code, "services/ is no control repo: %s", errOut)
+}
+
+// TestAttackOversizeFileInTargetRepo: check cluster and check workspace run in CI on the
+// admins' pull requests; a 16 GiB (sparse) file in the repo is refused by name before it is
+// read, and nothing is checked.
+func TestAttackOversizeFileInTargetRepo(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "apps", "kustomization.yaml"), "resources: [huge.yaml]\n")
+	writeFile(t, filepath.Join(dir, "clusters", "a", "kustomization.yaml"), "resources: [../../apps]\n")
+	f, err := os.Create(filepath.Join(dir, "apps", "huge.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(16<<30))
+	require.NoError(t, f.Close())
+	for _, args := range [][]string{{"check", "cluster", "--dir", dir}, {"check", "workspace", "--dir", dir, "--workspace", "payments"}} {
+		code, out, errOut := cli(t, args...)
+		assert.Equal(t, 1, code, out)
+		assert.Contains(t, errOut, "apps/huge.yaml: 17179869184 bytes, more than the 4194304 a file may have; nothing was checked")
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -20,14 +21,23 @@ type fleet struct {
 
 // loadFleet loads, validates and renders the control repo at dir. Every
 // validation and render problem comes back together as control.Issues; no
-// caller writes anything when err != nil.
-func loadFleet(dir string) (*fleet, error) {
+// caller writes anything when err != nil. It stops when ctx is done (SIGINT,
+// SIGTERM): between load, revision and render, and inside the render between
+// app builds and targets; the error then wraps ctx's (errors.Is
+// context.Canceled).
+func loadFleet(ctx context.Context, dir string) (*fleet, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("loading %s interrupted: %w", dir, context.Cause(ctx))
+	}
 	repo, err := control.LoadDir(dir)
 	if err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("loading %s interrupted: %w", dir, context.Cause(ctx))
+	}
 	repo.Revision = revision(dir)
-	targets, err := fanout.NewRenderer(fanout.Options{}).Render(repo)
+	targets, err := fanout.NewRenderer(fanout.Options{}).RenderContext(ctx, repo)
 	if err != nil {
 		return nil, err
 	}

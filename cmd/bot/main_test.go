@@ -425,10 +425,10 @@ func TestRenderInterruptedLeavesOutUnchanged(t *testing.T) {
 	assert.Len(t, left, 1)
 }
 
-// TestSelectorMatchingNoClusterWarns: a component selector with a typo matches no cluster and
+// TestAttackSelectorMatchingNoClusterIsSilent: a component selector with a typo matches no cluster and
 // would quietly remove the component from every cluster: validate and plan warn with
 // file:line, and --strict refuses.
-func TestSelectorMatchingNoClusterWarns(t *testing.T) {
+func TestAttackSelectorMatchingNoClusterIsSilent(t *testing.T) {
 	ctl := copyControl(t)
 	replaceIn(t, filepath.Join(ctl, "platform.yaml"), "      clusterSelector: {}", "      clusterSelector: {matchLabels: {env: prd}}")
 	replaceIn(t, filepath.Join(ctl, "clusters", "prod-eu-1.yaml"), "monitoring_retention: 30d", "")

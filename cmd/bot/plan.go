@@ -43,7 +43,7 @@ remove, with the files and objects that change. plan never writes.
 3 blocked (a repo waits for a human: someone pushed to its bot branch).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := loadFleet(a.control)
+			f, err := loadFleet(cmd.Context(), a.control)
 			if err != nil {
 				return describeLoadError(a.control, err)
 			}

@@ -28,11 +28,14 @@ render output (which is replaced).`,
 			if out == "" {
 				return fmt.Errorf("--out is required: the directory to write the rendered repos into")
 			}
-			f, err := loadFleet(a.control)
+			ctx := cmd.Context()
+			f, err := loadFleet(ctx, a.control)
 			if err != nil {
+				if ctx.Err() != nil {
+					return fmt.Errorf("render interrupted (%w): %s is unchanged", context.Cause(ctx), out)
+				}
 				return describeLoadError(a.control, err)
 			}
-			ctx := cmd.Context()
 			if err := checkOut(out); err != nil {
 				return err
 			}

@@ -784,9 +784,9 @@ func TestWebRoot(t *testing.T) {
 	assert.Equal(t, "http://127.0.0.1:8787", webRoot("http://127.0.0.1:8787/api/v3/"))
 }
 
-// TestServeHTTPServerIsBounded: a slow client (slowloris) cannot hold serve's connections
+// TestAttackSlowlorisHoldsServeConnections: a slow client (slowloris) cannot hold serve's connections
 // open: headers, bodies, answers and idle connections all have a deadline, headers a size.
-func TestServeHTTPServerIsBounded(t *testing.T) {
+func TestAttackSlowlorisHoldsServeConnections(t *testing.T) {
 	hs := newHTTPServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler))
 	assert.Equal(t, 10*time.Second, hs.ReadHeaderTimeout)
 	assert.Equal(t, 30*time.Second, hs.ReadTimeout)

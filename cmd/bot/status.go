@@ -64,7 +64,7 @@ func (a *app) status(cmd *cobra.Command, f *statusFlags) error {
 	if err != nil {
 		return fmt.Errorf("--group-by: %w", err)
 	}
-	fl, err := loadFleet(a.control)
+	fl, err := loadFleet(cmd.Context(), a.control)
 	if err != nil {
 		return describeLoadError(a.control, err)
 	}

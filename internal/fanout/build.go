@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"sigs.k8s.io/kustomize/api/hasher"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/openapi"
@@ -50,6 +51,15 @@ type variant struct {
 	refs, bad []string
 	// size is the length of the unsubstituted text, to size buffers.
 	size int
+	// hashed are the generated ConfigMaps and Secrets whose name carries kustomize's content
+	// hash and whose content references a value: their hash is recomputed per cluster.
+	hashed []hashedDoc
+}
+
+// hashedDoc is a generated object of a variant named base-<hash of its template>.
+type hashedDoc struct {
+	doc        int
+	base, name string
 }
 
 // doc is one rendered object as a substitution template.
@@ -178,6 +188,9 @@ func (b *build) layout(ns string) (*variant, error) {
 		d := doc{tmpl: t, kind: o.kind, name: o.name}
 		if t.vars {
 			d.shape = n.YNode()
+			if base, ok := hashSuffixed(n); ok {
+				v.hashed = append(v.hashed, hashedDoc{doc: len(v.docs), base: base, name: o.name})
+			}
 		}
 		v.docs = append(v.docs, d)
 		v.size += len(text) + 4
@@ -186,6 +199,40 @@ func (b *build) layout(ns string) (*variant, error) {
 	}
 	v.refs, v.bad = uniq(v.refs), uniq(v.bad)
 	return v, nil
+}
+
+// hashSuffixed reports whether n is a ConfigMap or Secret that kustomize named
+// <base>-<hash of its content> (a configMapGenerator or secretGenerator with the default
+// hash suffix), and returns base. The hash is recomputed, so a name that merely looks
+// hashed is left alone.
+func hashSuffixed(n *kyaml.RNode) (base string, ok bool) {
+	if k := n.GetKind(); k != "ConfigMap" && k != "Secret" {
+		return "", false
+	}
+	name := n.GetName()
+	i := len(name) - hashLen - 1
+	if i < 1 || name[i] != '-' {
+		return "", false
+	}
+	h, err := contentHash(n, name[:i])
+	if err != nil || h != name[i+1:] {
+		return "", false
+	}
+	return name[:i], true
+}
+
+// hashLen is the length of kustomize's content-hash name suffix.
+const hashLen = 10
+
+// contentHash is kustomize's content hash of a ConfigMap or Secret named base, the suffix a
+// generator appends to the name.
+func contentHash(n *kyaml.RNode, base string) (string, error) {
+	c := n.Copy()
+	if err := c.SetName(base); err != nil {
+		return "", err
+	}
+	var h hasher.Hasher
+	return h.Hash(c)
 }
 
 // clusterScoped reports whether objects of this type live outside any

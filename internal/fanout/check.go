@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/fleetbot-io/fleetbot/internal/yamlsize"
 )
 
 // problem is a render problem inside one app directory. File is relative to
@@ -67,6 +69,16 @@ var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Ku
 // rewritten; it is meaningful only when there are no problems.
 func closeTree(files map[string][]byte, entries []string, needRoot bool) (staged map[string][]byte, problems []problem) {
 	c := &checker{files: files, dirs: map[string]bool{}, visited: map[string]bool{}}
+	// Bounded input: a YAML alias bomb in any file (a few hundred bytes for billions of nodes)
+	// is refused before anything decodes it, here or in kustomize.
+	for _, p := range sortedFiles(files) {
+		if err := yamlsize.Check(files[p], yamlsize.DefaultMaxNodes); err != nil {
+			c.add(p, 0, err.Error(), "remove the YAML aliases (*name) that expand the file")
+		}
+	}
+	if len(c.problems) > 0 {
+		return nil, c.problems
+	}
 	for p := range files {
 		for d := path.Dir(p); d != "." && !c.dirs[d]; d = path.Dir(d) {
 			c.dirs[d] = true

@@ -26,7 +26,7 @@ type closedWorld struct {
 	url     string
 }
 
-func newClosedWorld(t *testing.T) *closedWorld {
+func newClosedWorld(t testing.TB) *closedWorld {
 	t.Helper()
 	w := &closedWorld{markers: t.TempDir()}
 	bin := t.TempDir()
@@ -86,10 +86,10 @@ func withLocalTwin(files map[string][]byte, dir, ref string) {
 	files[p+"/cm.yaml"] = []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: twin\n")
 }
 
-// TestRemoteResourceNeverFetchedByRender: a catalog app whose kustomization
+// TestAttackRemoteResourceFetchedByRender: a catalog app whose kustomization
 // names a remote base, in every form, fails to render with the kustomization's
 // file:line, and neither git nor HTTP is ever used.
-func TestRemoteResourceNeverFetchedByRender(t *testing.T) {
+func TestAttackRemoteResourceFetchedByRender(t *testing.T) {
 	w := newClosedWorld(t)
 	for _, ref := range remoteForms(w.url) {
 		t.Run(ref, func(t *testing.T) {
@@ -108,10 +108,10 @@ func TestRemoteResourceNeverFetchedByRender(t *testing.T) {
 	}
 }
 
-// TestRemoteResourceNeverFetchedByCheck: the same in a workspace repo's
+// TestAttackRemoteResourceFetchedByCheck: the same in a workspace repo's
 // apps/ and in a cluster repo's apps/, through check workspace and check
 // cluster.
-func TestRemoteResourceNeverFetchedByCheck(t *testing.T) {
+func TestAttackRemoteResourceFetchedByCheck(t *testing.T) {
 	w := newClosedWorld(t)
 	for _, ref := range remoteForms(w.url) {
 		for _, c := range []RepoCheck{paymentsCheck, {Entries: []string{"apps"}}} {
@@ -131,10 +131,10 @@ func TestRemoteResourceNeverFetchedByCheck(t *testing.T) {
 	}
 }
 
-// TestRemoteFormsInEveryKustomizationField: each field kustomize loads
+// TestAttackRemoteFormInEveryKustomizationField: each field kustomize loads
 // through its loader refuses a remote form, whatever case the key is
 // written in (kustomize matches keys case-insensitively).
-func TestRemoteFormsInEveryKustomizationField(t *testing.T) {
+func TestAttackRemoteFormInEveryKustomizationField(t *testing.T) {
 	w := newClosedWorld(t)
 	ref := "github.com:acme/repo"
 	u := w.url + "/x.yaml"
@@ -171,10 +171,10 @@ func TestRemoteFormsInEveryKustomizationField(t *testing.T) {
 	}
 }
 
-// TestBuiltinPluginConfigNeverFetches: a builtin plugin config, referenced
+// TestAttackBuiltinPluginConfigFetches: a builtin plugin config, referenced
 // by file or through a directory, that names a URL (which kustomize's loader
 // would GET), or the builtin Helm generator (which runs helm), is refused.
-func TestBuiltinPluginConfigNeverFetches(t *testing.T) {
+func TestAttackBuiltinPluginConfigFetches(t *testing.T) {
 	w := newClosedWorld(t)
 	patch := "apiVersion: builtin\nkind: PatchTransformer\nmetadata:\n  name: p\npath: " + w.url + "/patch.yaml\ntarget: {kind: ConfigMap}\n"
 	helm := "apiVersion: builtin\nkind: HelmChartInflationGenerator\nmetadata:\n  name: h\nname: podinfo\nrepo: " + w.url + "\n"
@@ -233,4 +233,46 @@ func TestCloseApp(t *testing.T) {
 	_, err = CloseApp(files)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `kustomization.yaml:3: resources entry "github.com:acme/repo" is remote`)
+}
+
+// aliasBomb is a few hundred bytes that a decoder expanding aliases turns into 9^9 strings.
+const aliasBomb = `a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+`
+
+// TestAttackAliasBombInWorkspaceRepo: a workspace (or cluster) admin's alias bomb, in a
+// manifest or in the kustomization itself, is refused by check workspace and check cluster
+// with the file's name before anything decodes it (kustomize, and the kustomization decoder
+// of closeTree, expand aliases: ~10 GB).
+func TestAttackAliasBombInWorkspaceRepo(t *testing.T) {
+	for name, files := range map[string]map[string][]byte{
+		"manifest": {"apps/kustomization.yaml": []byte("resources: [bomb.yaml]\n"),
+			"apps/bomb.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n" + indent(aliasBomb) + "\n")},
+		"kustomization": {"apps/kustomization.yaml": []byte("resources: [cm.yaml]\nx:\n" + indent(aliasBomb) + "\n"),
+			"apps/cm.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ws := workspaceRepo(t)
+			for p, d := range files {
+				ws[p] = d
+			}
+			for _, c := range []RepoCheck{paymentsCheck, {Entries: []string{"apps"}}} {
+				got := CheckRepo(ws, c)
+				require.Len(t, got, 1, "%+v", got)
+				for p := range files {
+					if strings.Contains(string(files[p]), "&a") {
+						assert.Equal(t, p, got[0].File)
+					}
+				}
+				assert.Contains(t, got[0].Message, "too many nodes")
+			}
+		})
+	}
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"testing/fstest"
 )
 
@@ -97,4 +99,44 @@ func TestAttackValueInLabelAndSelector(t *testing.T) {
 	m["workspaces/payments.yaml"] = &fstest.MapFile{Data: []byte(strings.Replace(ws, `podinfo_replicas: "true"`, "podinfo_replicas: \"x\\n      evil: y\"", 1))}
 	is := renderIssues(t, load(t, m))
 	requireIssue(t, is, "clusters/prod-eu-1.yaml", "app podinfo")
+}
+
+// TestAttackValueChangeKeepsGeneratedName: kustomize hashes a configMapGenerator's content
+// with the ${name} references in it, so without rehashing a values change kept the
+// ConfigMap's name and the pods mounting it never rolled (or two clusters with different
+// values shared a name for different content). The name must carry the hash of the
+// substituted content, the one kustomize gives the same input with the value written in, and
+// every reference must follow it.
+func TestAttackValueChangeKeepsGeneratedName(t *testing.T) {
+	m := exampleFS(t)
+	k := string(m["catalog/podinfo/kustomization.yaml"].Data)
+	k = strings.Replace(k, "  - configmap.yaml\n", "configMapGenerator:\n  - name: podinfo\n    literals: [\"message=${podinfo_message}\"]\n", 1)
+	m["catalog/podinfo/kustomization.yaml"] = &fstest.MapFile{Data: []byte(k)}
+	delete(m, "catalog/podinfo/configmap.yaml")
+	us := string(m["clusters/prod-us-1.yaml"].Data) + "    podinfo_message: Hello from the US\n"
+	m["clusters/prod-us-1.yaml"] = &fstest.MapFile{Data: []byte(us)}
+
+	want := func(message string) string {
+		fs := filesys.MakeFsInMemory()
+		require.NoError(t, fs.WriteFile("/k/kustomization.yaml", []byte("configMapGenerator:\n  - name: podinfo\n    literals: [\"message="+message+"\"]\n")))
+		rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fs, "/k")
+		require.NoError(t, err)
+		return rm.Resources()[0].GetName()
+	}
+	names := map[string]string{}
+	for _, tg := range mustRender(t, NewRenderer(Options{}), load(t, m)) {
+		if tg.Repo != "workspace-payments" {
+			continue
+		}
+		for cluster, message := range map[string]string{"prod-eu-1": "Hello from payments", "prod-us-1": "Hello from the US"} {
+			f := string(tg.Files["clusters/"+cluster+"/fleetbot/podinfo.yaml"])
+			name := want(message)
+			assert.Contains(t, f, "  name: "+name+"\n", "%s: the ConfigMap carries the hash of its substituted content", cluster)
+			assert.Contains(t, f, "          name: "+name+"\n", "%s: the Deployment's volume follows the name", cluster)
+			assert.NotContains(t, f, "message: ${", cluster)
+			names[cluster] = name
+		}
+	}
+	require.Len(t, names, 2)
+	assert.NotEqual(t, names["prod-eu-1"], names["prod-us-1"], "different values, different names")
 }

@@ -35,7 +35,7 @@ func gotkFiles() map[string]string {
 	return map[string]string{"gotk-components.yaml": comp.String(), "gotk-sync.yaml": sync}
 }
 
-// TestLockdownScaffold: every cluster repo gets Flux's own
+// TestAttackClusterRunsWithoutLockdown: every cluster repo gets Flux's own
 // flux-system/kustomization.yaml as a scaffold (created once, never
 // managed) that, built with what flux bootstrap writes beside it, runs the
 // controllers with the multi-tenancy lockdown flags the Flux documentation
@@ -43,7 +43,7 @@ func gotkFiles() map[string]string {
 // kustomize-controller; and fleetbot's own Kustomizations in flux-system
 // name that account too, so they keep working under
 // --default-service-account.
-func TestLockdownScaffold(t *testing.T) {
+func TestAttackClusterRunsWithoutLockdown(t *testing.T) {
 	want := map[string][]string{
 		"source-controller":           {},
 		"kustomize-controller":        {"--no-cross-namespace-refs=true", "--no-remote-bases=true", "--default-service-account=default"},
@@ -204,10 +204,10 @@ func objectOf(t *testing.T, manifest string) map[string]any {
 	return m
 }
 
-// TestTenancyPolicyDeniesAttacks: on the cluster, the policy denies each
+// TestAttackTenantFluxObjectDeniedOnCluster: on the cluster, the policy denies each
 // tenant escape check workspace refuses, and admits the workspace's own
 // Kustomization from flux/fleetbot.yaml and well-behaved tenant objects.
-func TestTenancyPolicyDeniesAttacks(t *testing.T) {
+func TestAttackTenantFluxObjectDeniedOnCluster(t *testing.T) {
 	var prod *Target
 	for _, tg := range mustRender(t, NewRenderer(Options{}), loadExample(t)) {
 		if tg.Repo == "cluster-prod-eu-1" {

@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -98,6 +99,14 @@ func (r *Renderer) Stats() Stats {
 // file contents (identical app files of many clusters are one slice):
 // treat Files and Scaffolds as read-only.
 func (r *Renderer) Render(repo *control.Repo) ([]*Target, error) {
+	return r.RenderContext(context.Background(), repo)
+}
+
+// RenderContext is Render that stops when ctx is done: it checks ctx before every app build
+// and every target, so a SIGINT or SIGTERM during the render of a large fleet ends it within
+// one app build or one target's work, with ctx's error (errors.Is context.Canceled) and no
+// targets.
+func (r *Renderer) RenderContext(ctx context.Context, repo *control.Repo) ([]*Target, error) {
 	if repo == nil || repo.Platform == nil {
 		return nil, fmt.Errorf("render: control repo has no platform")
 	}
@@ -108,7 +117,16 @@ func (r *Renderer) Render(repo *control.Repo) ([]*Target, error) {
 
 	run := &run{r: r, repo: repo, builds: map[string]*build{}, checked: map[string]string{}, seen: map[string]bool{},
 		files: map[string][]byte{}, fluxWorkspace: map[fluxInput][]byte{}}
+	interrupted := func() error {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("render interrupted: %w", context.Cause(ctx))
+		}
+		return nil
+	}
 	for _, app := range repo.Apps {
+		if err := interrupted(); err != nil {
+			return nil, err
+		}
 		run.buildApp(app)
 	}
 	r.evict()
@@ -120,9 +138,15 @@ func (r *Renderer) Render(repo *control.Repo) ([]*Target, error) {
 
 	var targets []*Target
 	for _, c := range sortedClusters(repo.Clusters) {
+		if err := interrupted(); err != nil {
+			return nil, err
+		}
 		targets = append(targets, run.clusterTarget(c, byCluster[c.Metadata.Name]))
 	}
 	for _, w := range sortedWorkspaces(repo.Workspaces) {
+		if err := interrupted(); err != nil {
+			return nil, err
+		}
 		targets = append(targets, run.workspaceTarget(w, byCluster))
 	}
 	if err := run.issues.Err(); err != nil {
@@ -338,27 +362,46 @@ func (x *run) appFile(d control.Deployment) ([]byte, bool) {
 	out.Grow(v.size + 128)
 	out.WriteString("# Managed by fleetbot from " + app.Dir + ". Do not edit: changes are overwritten.\n")
 	var one strings.Builder
+	texts := make([]string, len(v.docs))
 	for i, dc := range v.docs {
-		if i > 0 {
-			out.WriteString("---\n")
-		}
 		if !dc.tmpl.vars {
-			dc.tmpl.writeTo(&out)
 			continue
 		}
 		one.Reset()
 		dc.tmpl.apply(&one, d.Values)
-		text := one.String()
-		if msg := x.check(text, dc); msg != "" {
+		texts[i] = one.String()
+		if msg := x.check(texts[i], dc); msg != "" {
 			ok = false
 			x.addOnce(d.Cluster.Source.At("spec.values"),
 				"quote the value in the manifest (\"${name}\") or change the value so the YAML stays valid",
 				"cluster %s: app %s: %s/%s does not parse after substituting values: %s", clusterName, name, dc.kind, dc.name, msg)
 		}
-		out.WriteString(text)
 	}
 	if !ok {
 		return nil, false
+	}
+	renames, err := rehash(v, texts)
+	if err != nil {
+		x.addOnce(d.Cluster.Source.At("spec.values"), "", "cluster %s: app %s: %v", clusterName, name, err)
+		return nil, false
+	}
+	for i, dc := range v.docs {
+		if i > 0 {
+			out.WriteString("---\n")
+		}
+		switch {
+		case renames != nil:
+			if !dc.tmpl.vars {
+				var lit bytes.Buffer
+				dc.tmpl.writeTo(&lit)
+				texts[i] = lit.String()
+			}
+			out.WriteString(renameAll(texts[i], renames))
+		case dc.tmpl.vars:
+			out.WriteString(texts[i])
+		default:
+			dc.tmpl.writeTo(&out)
+		}
 	}
 	x.files[key.String()] = out.Bytes()
 	return out.Bytes(), true
@@ -392,6 +435,65 @@ func (x *run) check(text string, d doc) string {
 	}
 	x.checked[text] = msg
 	return msg
+}
+
+// rehash recomputes the content hash in the name of every generated ConfigMap and Secret of
+// v whose content references a value, from its substituted text: kustomize hashed the
+// template, so without this a values change would keep the name and workloads that mount the
+// object would not roll. It returns old name -> new name (nil when nothing is renamed).
+func rehash(v *variant, texts []string) (map[string]string, error) {
+	if len(v.hashed) == 0 {
+		return nil, nil
+	}
+	renames := map[string]string{}
+	for _, h := range v.hashed {
+		n, err := kyaml.Parse(texts[h.doc])
+		if err != nil {
+			return nil, fmt.Errorf("rehashing %s: %w", h.name, err)
+		}
+		sum, err := contentHash(n, h.base)
+		if err != nil {
+			return nil, fmt.Errorf("rehashing %s: %w", h.name, err)
+		}
+		renames[h.name] = h.base + "-" + sum
+	}
+	return renames, nil
+}
+
+// renameAll replaces each old name of renames in text by its new name where it stands as a
+// whole name (not inside a longer DNS name). Hash-suffixed names are unique in practice: the
+// suffix is ten characters of a SHA-256.
+func renameAll(text string, renames map[string]string) string {
+	olds := make([]string, 0, len(renames))
+	for o := range renames {
+		olds = append(olds, o)
+	}
+	sort.Strings(olds)
+	for _, o := range olds {
+		var b strings.Builder
+		rest := text
+		for {
+			i := strings.Index(rest, o)
+			if i < 0 {
+				break
+			}
+			end := i + len(o)
+			if (i > 0 && isNameByte(rest[i-1])) || (end < len(rest) && isNameByte(rest[end])) {
+				b.WriteString(rest[:end])
+			} else {
+				b.WriteString(rest[:i] + renames[o])
+			}
+			rest = rest[end:]
+		}
+		b.WriteString(rest)
+		text = b.String()
+	}
+	return text
+}
+
+// isNameByte reports whether c may be part of a Kubernetes object name.
+func isNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.'
 }
 
 // decodeOne parses the first YAML document of text into n, which must be a mapping, and

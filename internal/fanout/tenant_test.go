@@ -57,11 +57,11 @@ spec:
         name: podinfo
 `
 
-// TestTenantFluxObjectsConfined: each way a workspace admin could make a
+// TestAttackTenantFluxObjectEscapesNamespace: each way a workspace admin could make a
 // Flux object leave the workspace namespace is refused by check workspace,
 // at the file and line of the field (from the parsed YAML), with why and
 // how to fix it.
-func TestTenantFluxObjectsConfined(t *testing.T) {
+func TestAttackTenantFluxObjectEscapesNamespace(t *testing.T) {
 	tests := []struct {
 		attack   string
 		manifest string

@@ -1,8 +1,6 @@
 package policy
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"strings"
 )
@@ -41,9 +39,10 @@ func CheckCODEOWNERS(path string, content []byte, owner string, org Org, access 
 	add := func(line int, kind, format string, args ...any) {
 		out = append(out, CodeownersError{Path: path, Line: line, Kind: kind, Message: fmt.Sprintf(format, args...)})
 	}
-	sc := bufio.NewScanner(bytes.NewReader(content))
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
+	// Every line is checked, however long: a line-length limit (bufio.Scanner's 64 KiB) would
+	// end the check early and hide the errors of every line after it.
+	for i, line := range strings.Split(string(content), "\n") {
+		n := i + 1
 		if i := strings.Index(line, " #"); i >= 0 {
 			line = line[:i]
 		}

@@ -51,3 +51,32 @@ func TestAttackPlantedCacheFileIgnored(t *testing.T) {
 	require.NoError(t, os.Chmod(name, 0o666))
 	assert.Nil(t, f.loadState("acme", "cluster-a"), "a world-writable file is not trusted")
 }
+
+// TestAttackForeignCacheDirRefused: a cache directory or snapshot file that belongs to another
+// user (who could rewrite what fleetbot believes a repo holds) is refused, even when nobody
+// else can write to it.
+func TestAttackForeignCacheDirRefused(t *testing.T) {
+	foreign := "/" // not ours unless we are root
+	if os.Getuid() == 0 {
+		foreign = filepath.Join(t.TempDir(), "cache")
+		require.NoError(t, os.Mkdir(foreign, 0o700))
+		require.NoError(t, os.Chown(foreign, 65534, 65534))
+	}
+	err := PrepareCacheDir(foreign)
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, ErrUnsafeCache))
+	assert.Contains(t, err.Error(), "not to you")
+
+	if os.Getuid() != 0 {
+		return // only root can give a file away
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o700))
+	f := &Forge{opts: ForgeOptions{CacheDir: dir}, log: slog.New(slog.DiscardHandler)}
+	name := f.cacheFile("acme", "cluster-a")
+	require.NoError(t, os.MkdirAll(filepath.Dir(name), 0o700))
+	require.NoError(t, os.WriteFile(name, []byte(`{"version":1,"defaultBranch":"main","botBranch":"fleetbot/sync","prRead":true}`), 0o600))
+	require.NotNil(t, f.loadState("acme", "cluster-a"), "the user's own file is read")
+	require.NoError(t, os.Chown(name, 65534, 65534))
+	assert.Nil(t, f.loadState("acme", "cluster-a"), "another user's file is not trusted")
+}
