@@ -339,7 +339,7 @@ func TestActionApplyOnPush(t *testing.T) {
 		srv.ResetLog()
 		step := run.run(appInputs(srv, "apply"))
 		require.Equal(t, 0, step.code, step.stdout+step.stderr)
-		assert.Contains(t, step.summary, "6 repos: 6 no change")
+		assert.Contains(t, step.summary, "6 repos: 6 noop")
 		assert.Equal(t, "[]", step.outputs["changed-repos"])
 		assert.Equal(t, "0", step.outputs["exit-code"], "nothing to do")
 		assert.Empty(t, writes(srv))
@@ -703,7 +703,7 @@ func TestActionApplyFailureIsAnnotated(t *testing.T) {
 
 	step := run.run(appInputs(srv, "apply"))
 	assert.Equal(t, 1, step.code)
-	assert.Regexp(t, `::error title=fleetbot::acme/[a-z0-9-]+: FAILED: `, step.stdout)
+	assert.Regexp(t, `::error title=fleetbot::acme/[a-z0-9-]+: failed: `, step.stdout)
 	assert.Contains(t, step.summary, "## fleetbot apply: ⚠️ 1 repo(s) failed")
 	var pulls []pullRequestOutput
 	require.NoError(t, json.Unmarshal([]byte(step.outputs["pull-requests"]), &pulls))

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -507,4 +508,24 @@ func TestAttackEmptyClustersOnOneClusterFleet(t *testing.T) {
 	assert.Contains(t, errOut, "every cluster repo (1) would be removed")
 	code, _, errOut = cli(t, "apply", "--control", ctl, "--forge", "local:"+forgeDir, "--allow-removals")
 	assert.Equal(t, 0, code, errOut)
+}
+
+// TestLogDurationsForPeopleAndMachines: a duration in a log line reads "43ms" in text and
+// 0.043 (seconds) in JSON — serve's logs are JSON and used to carry nanoseconds.
+func TestLogDurationsForPeopleAndMachines(t *testing.T) {
+	for _, c := range []struct {
+		json bool
+		want string
+	}{
+		{false, `took=43ms latency=1m30s`},
+		{true, `"took":0.043,"latency":90`},
+	} {
+		var stderr bytes.Buffer
+		a := &app{stderr: &stderr, logLevel: "info", logJSON: c.json}
+		log, err := a.logger()
+		require.NoError(t, err)
+		log.Info("job done", "took", 43*time.Millisecond, "latency", 90*time.Second, "repos", 6)
+		assert.Contains(t, stderr.String(), c.want, "json=%v: %s", c.json, stderr.String())
+		assert.NotContains(t, stderr.String(), "43000000", "never nanoseconds")
+	}
 }
