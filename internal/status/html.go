@@ -122,7 +122,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // sortKeys are the table's sortable columns.
-var sortKeys = []string{"repo", "kind", "group", "state", "pr", "age", "waiting", "merged", "health"}
+var sortKeys = []string{"repo", "kind", "group", "state", "revision", "pr", "age", "waiting", "merged", "health"}
 
 // listPage is the model of /status.
 type listPage struct {
@@ -314,6 +314,8 @@ func sortRows(rows []Repo, key string, desc bool) {
 			return int(prAge(a) - prAge(b))
 		case "waiting":
 			return strings.Compare(a.WaitingOn, b.WaitingOn)
+		case "revision":
+			return strings.Compare(a.Revision, b.Revision)
 		case "merged":
 			return strings.Compare(a.Merged, b.Merged)
 		case "health":

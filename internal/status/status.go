@@ -508,6 +508,9 @@ func summarize(repos []Repo) Summary {
 		parts = append(parts, p)
 	}
 	s.Line = fmt.Sprintf("%d repos", s.Total)
+	if s.Total == 1 {
+		s.Line = "1 repo"
+	}
 	if len(parts) > 0 {
 		s.Line += ": " + strings.Join(parts, ", ")
 	}

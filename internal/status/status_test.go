@@ -214,7 +214,10 @@ func TestText(t *testing.T) {
 	require.NoError(t, Build(fleetInput(), Options{}).WriteText(&buf))
 	out := buf.String()
 	assert.Contains(t, out, "fleetbot status of control revision 0123456")
-	assert.Regexp(t, `acme/cluster-b\s+cluster\s+env=prod\s+pr-open\s+#7\s+2d\s+review\s+-\s+failure`, out)
+	assert.Regexp(t, `REPO\s+KIND\s+LABELS\s+STATE\s+REVISION\s+PR\s+AGE\s+WAITING ON\s+MERGED\s+HEALTH\s+DRIFT`, out, "every field of a row")
+	assert.Regexp(t, `acme/cluster-b\s+cluster\s+env=prod\s+pr-open\s+0123456\s+#7\s+2d\s+review\s+-\s+failure\s+-`, out)
+	assert.Regexp(t, `acme/cluster-a\s+cluster\s+env=prod\s+in-sync\s+0123456\s+-\s+-\s+-\s+feedfac\s+success`, out)
+	assert.Regexp(t, `acme/cluster-e\s+.*\s+pending\s+.*\s+apply\s+.*access \(2\)`, out)
 	assert.Contains(t, out, "Needs attention:\n  acme/cluster-d: blocked: commit 1234567")
 	assert.Contains(t, out, "\n7 repos: 1 failed, 1 blocked")
 }
@@ -273,6 +276,11 @@ func TestPageShowsFleet(t *testing.T) {
 	assert.Contains(t, body, `<div class="bar" data-group="cluster">`)
 	assert.Contains(t, body, `<rect class="f-in-sync"`)
 	assert.Contains(t, body, "1/6 in sync")
+	assert.Contains(t, body, `id="legend">`, "the bars' colours are explained")
+	for _, col := range []string{"repo", "kind", "group", "state", "revision", "pr", "age", "waiting", "merged", "health"} {
+		assert.Contains(t, body, `sort=`+col, "column %s is sortable", col)
+	}
+	assert.Regexp(t, `data-repo="acme/cluster-b"[\s\S]*?<code title="[^"]*">0123456</code>`, body, "the rendered revision of each row")
 
 	// filtered by state and selector, sorted
 	_, body, _ = get(t, h, "/status?state=blocked", "")
