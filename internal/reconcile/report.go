@@ -463,9 +463,4 @@ func mdEscape(s string) string {
 	return strings.ReplaceAll(s, "\n", " ")
 }
 
-func shortSHA(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
-}
+func shortSHA(s string) string { return pr.ShortSHA12(s) }
