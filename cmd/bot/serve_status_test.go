@@ -106,7 +106,10 @@ func TestServeStatusPage(t *testing.T) {
 	first := startServe(t, serveOptions{})
 	first.waitMetric(appliedOK, 1)
 	first.idle()
+	code, _ := getWithToken(t, first.url+"/status", statusToken)
+	assert.Equal(t, http.StatusNotFound, code, "no /status unless --status")
 	first.stop()
+	var body string
 
 	// The fleet moves on while fleetbot is down: a platform admin merges prod-eu-1's PR and
 	// Flux reports it healthy; staging's Flux fails; a human pushes to edge-1's bot branch.
@@ -126,7 +129,7 @@ func TestServeStatusPage(t *testing.T) {
 	e.idle()
 
 	before := len(e.gh.Requests())
-	code, body := getWithToken(t, e.url+"/status", "")
+	code, body = getWithToken(t, e.url+"/status", "")
 	assert.Equal(t, http.StatusUnauthorized, code)
 	assert.NotContains(t, body, "cluster-", "nothing of the fleet without the token")
 	code, _ = getWithToken(t, e.url+"/status", "wrong-token-wrong-token-wrong")
