@@ -336,7 +336,7 @@ func TestDetailedExitCodes(t *testing.T) {
 
 	code, out, errOut := cli(t, "plan", "--control", exampleControl, "--forge", forge, "--detailed-exitcode")
 	assert.Equal(t, 3, code, "%s\n%s", out, errOut)
-	assert.Regexp(t, `acme/cluster-edge-1 +cluster +blocked \(human edit\)`, out)
+	assert.Regexp(t, `acme/cluster-edge-1 +cluster +blocked +#1 .*not made by fleetbot`, out)
 	code, _, errOut = cli(t, "apply", "--control", exampleControl, "--forge", forge, "--detailed-exitcode")
 	assert.Equal(t, 3, code, errOut)
 	code, _, errOut = cli(t, "apply", "--control", exampleControl, "--forge", forge)
