@@ -26,7 +26,8 @@ import (
 const statusToken = "status-token-for-tests-0123456789"
 
 // ScreenshotDirEnv names a directory the end-to-end test writes its screenshot of /status to
-// (status.png); default: the test's temporary directory. `make screenshot` sets it to docs/.
+// (status.png); default: the test's artifact directory (go test -artifacts -outputdir DIR keeps
+// it). `make screenshot` sets it to docs/.
 const ScreenshotDirEnv = "FLEETBOT_STATUS_SCREENSHOT_DIR"
 
 // chromium returns the headless browser of the end-to-end test: Debian's chromium (or
@@ -145,9 +146,11 @@ func TestServeStatusPage(t *testing.T) {
 
 	proxy := authProxy(t, e.url)
 	dom := browse(t, bin, proxy+"/status?sort=repo", "--dump-dom")
+	// The screenshot is the test's artifact: kept under -outputdir with go test -artifacts
+	// (.ci/run does), or written where make screenshot asks.
 	shotDir := os.Getenv(ScreenshotDirEnv)
 	if shotDir == "" {
-		shotDir = t.TempDir()
+		shotDir = t.ArtifactDir()
 	}
 	shot, err := filepath.Abs(filepath.Join(shotDir, "status.png"))
 	require.NoError(t, err)
