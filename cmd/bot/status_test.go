@@ -75,7 +75,7 @@ func TestStatusLocalForge(t *testing.T) {
 	code, out, errOut := cli(t, "status", "--control", ctl, "--forge", forge)
 	require.Equal(t, 0, code, "nothing blocked yet: %s", errOut)
 	assert.Contains(t, out, "fleetbot status of control revision "+rev[:7])
-	assert.Regexp(t, `acme/cluster-prod-eu-1\s+cluster\s+env=prod,network=metal,region=eu\s+pr-open\s+#1\s+\S+\s+review\s+-\s+unknown`, out)
+	assert.Regexp(t, `acme/cluster-prod-eu-1\s+cluster\s+env=prod,network=metal,region=eu\s+pr-open\s+`+rev[:7]+`\s+#1\s+\S+\s+review\s+-\s+unknown`, out)
 	assert.Contains(t, out, "6 repos: 6 pr-open (waiting on 6 review); Flux health: 6 unknown")
 
 	// A platform admin merges prod-eu-1's PR (a fast-forward of main); a human pushes to
@@ -91,8 +91,8 @@ func TestStatusLocalForge(t *testing.T) {
 
 	code, out, errOut = cli(t, "status", "--control", ctl, "--forge", forge)
 	require.Equal(t, exitBlocked, code, "a repo is blocked on a human: exit 3\n%s%s", out, errOut)
-	assert.Regexp(t, `acme/cluster-edge-1\s+cluster\s+env=prod,network=metal\s+blocked\s+#1\s+\S+\s+human edit`, out)
-	assert.Regexp(t, `acme/cluster-prod-eu-1\s+cluster\s+\S+\s+in-sync\s+-\s+-\s+-\s+`+rev[:7], out, "merged revision")
+	assert.Regexp(t, `acme/cluster-edge-1\s+cluster\s+env=prod,network=metal\s+blocked\s+`+rev[:7]+`\s+#1\s+\S+\s+human edit`, out)
+	assert.Regexp(t, `acme/cluster-prod-eu-1\s+cluster\s+\S+\s+in-sync\s+`+rev[:7]+`\s+-\s+-\s+-\s+`+rev[:7], out, "merged revision")
 	assert.Contains(t, out, "Needs attention:\n  acme/cluster-edge-1: blocked: commit ")
 	assert.Contains(t, out, "6 repos: 1 blocked, 4 pr-open (waiting on 4 review), 1 in-sync")
 
