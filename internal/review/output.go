@@ -45,7 +45,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	b.WriteString("\ntarget repos:\n")
 	if len(r.Targets) == 0 {
-		b.WriteString("  (no change)\n")
+		b.WriteString("  (none: the render of every target repo is unchanged)\n")
 	}
 	for _, t := range r.Targets {
 		fmt.Fprintf(&b, "  %s (%s %s): %s\n", t.Repo, t.Kind, t.Name, t.Op)
