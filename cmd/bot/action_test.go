@@ -335,7 +335,7 @@ func TestActionApplyOnPush(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(step.outputs["changed-repos"]), &changed))
 	assert.Len(t, changed, 6)
 
-	t.Run("again: no change, no write", func(t *testing.T) {
+	t.Run("again: noop, no write", func(t *testing.T) {
 		srv.ResetLog()
 		step := run.run(appInputs(srv, "apply"))
 		require.Equal(t, 0, step.code, step.stdout+step.stderr)
@@ -343,6 +343,15 @@ func TestActionApplyOnPush(t *testing.T) {
 		assert.Equal(t, "[]", step.outputs["changed-repos"])
 		assert.Equal(t, "0", step.outputs["exit-code"], "nothing to do")
 		assert.Empty(t, writes(srv))
+	})
+
+	t.Run("a human edit on a bot branch: exit-code 3 and blocked-repos", func(t *testing.T) {
+		srv.Commit("acme", "cluster-edge-1", "fleetbot/sync", "hand edit", map[string]string{"apps/mine.yaml": "kind: ConfigMap\n"})
+		step := run.run(appInputs(srv, "apply"))
+		require.Equal(t, 0, step.code, "a blocked repo is not a failed step: %s", step.stdout+step.stderr)
+		assert.Equal(t, "3", step.outputs["exit-code"], "blocked on a human, as apply --detailed-exitcode")
+		assert.Equal(t, `["acme/cluster-edge-1"]`, step.outputs["blocked-repos"])
+		assert.Contains(t, step.summary, "1 blocked, 5 noop")
 	})
 
 	t.Run("a push to another branch is skipped", func(t *testing.T) {

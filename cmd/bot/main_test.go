@@ -297,7 +297,7 @@ func TestInvalidFlagValuesAreRefused(t *testing.T) {
 func TestHelpListsEveryCommand(t *testing.T) {
 	code, stdout, _ := cli(t, "--help")
 	require.Equal(t, 0, code)
-	for _, c := range []string{"validate", "render", "plan", "apply", "check", "serve", "action", "dev", "version"} {
+	for _, c := range []string{"validate", "render", "plan", "apply", "check", "serve", "action", "dev", "status", "version"} {
 		assert.Regexp(t, `(?m)^\s+`+c+`\s`, stdout, c)
 	}
 }
