@@ -382,3 +382,26 @@ func BenchmarkStatusPage10k(b *testing.B) {
 		})
 	}
 }
+
+// TestNoCredentialsShown: a failure whose message carries a URL with credentials shows the
+// failure, never the credentials, in text, JSON and both pages.
+func TestNoCredentialsShown(t *testing.T) {
+	const secret = "ghs_0123456789abcdefSECRET"
+	in := func() Input {
+		return Input{Source: source, Now: now, Entries: []Entry{{Result: reconcile.Result{
+			Repo: "acme/cluster-x", Kind: fanout.KindCluster, Name: "x", Action: pr.ActionUpdate,
+			Err: errors.New("pushing to https://x-access-token:" + secret + "@github.example/acme/cluster-x.git: 403"),
+		}, Source: source, At: now}}}
+	}
+	f := Build(in(), Options{})
+	var text, js bytes.Buffer
+	require.NoError(t, f.WriteText(&text))
+	require.NoError(t, f.WriteJSON(&js))
+	h := newTestHandler(t, in, HandlerConfig{InsecureNoAuth: true})
+	_, list, _ := get(t, h, "/status", "")
+	_, detail, _ := get(t, h, "/status/repo/cluster-x", "")
+	for name, out := range map[string]string{"text": text.String(), "json": js.String(), "list": list, "detail": detail} {
+		assert.NotContains(t, out, secret, name)
+		assert.Contains(t, out, "REDACTED@github.example/acme/cluster-x.git: 403", name)
+	}
+}
