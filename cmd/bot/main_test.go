@@ -282,6 +282,11 @@ func TestInvalidFlagValuesAreRefused(t *testing.T) {
 		{[]string{"check", "workspace", "--format", "html"}, `want one of text, markdown, json`},
 		{[]string{"apply", "--content-per-minute", "0"}, `want at least 1`},
 		{[]string{"serve", "--workers", "0"}, `want at least 1`},
+		{[]string{"apply", "--max-wait", "-1s"}, `invalid argument "-1s" for "--max-wait" flag: want more than 0s`},
+		{[]string{"apply", "--max-wait", "soon"}, `want a duration such as 90s, 10m or 1h`},
+		{[]string{"serve", "--resync-interval", "0"}, `invalid argument "0" for "--resync-interval" flag: want more than 0s`},
+		{[]string{"serve", "--shutdown-grace", "-1s"}, `want more than 0s`},
+		{[]string{"serve", "--max-body", "0"}, `invalid argument "0" for "--max-body" flag: want at least 1`},
 	} {
 		code, _, stderr := cli(t, c.args...)
 		assert.Equal(t, 1, code, "%v", c.args)
