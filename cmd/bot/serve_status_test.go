@@ -155,6 +155,15 @@ func TestServeStatusPage(t *testing.T) {
 	shot, err := filepath.Abs(filepath.Join(shotDir, "status.png"))
 	require.NoError(t, err)
 	browse(t, bin, proxy+"/status?sort=repo", "--screenshot="+shot, "--window-size=1280,900", "--hide-scrollbars")
+	// One repo's page, as a browser renders it: its last reconcile's report.
+	repoDOM := browse(t, bin, proxy+"/status/repo/cluster-staging-eu-1", "--dump-dom")
+	browse(t, bin, proxy+"/status/repo/cluster-staging-eu-1", "--screenshot="+filepath.Join(t.ArtifactDir(), "status-repo.png"),
+		"--window-size=1280,900", "--hide-scrollbars")
+	assert.Contains(t, repoDOM, "<h1>acme/cluster-staging-eu-1</h1>")
+	assert.Regexp(t, `<dt>Flux health</dt><dd class="h-failure">failure</dd>`, repoDOM)
+	assert.Contains(t, repoDOM, "Last reconcile")
+	assert.Contains(t, repoDOM, "<code>platform/monitoring.yaml</code>", "the report's files")
+	assert.Contains(t, repoDOM, "review required", "GitHub's review decision in words")
 	assert.Equal(t, before, len(e.gh.Requests()), "loading the status pages made no GitHub request")
 
 	rows := map[string]string{}

@@ -75,6 +75,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	}
 	tpl, err := template.New("").Funcs(template.FuncMap{
 		"short":  pr.ShortSHA,
+		"words":  func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "_", " ")) },
 		"labels": func(l map[string]string) string { return strings.ReplaceAll(LabelsString(l), ",", ", ") },
 		"weblink": func(s string) string {
 			if strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://") {
