@@ -277,6 +277,7 @@ func TestPageShowsFleet(t *testing.T) {
 	assert.Contains(t, body, `<rect class="f-in-sync"`)
 	assert.Contains(t, body, "1/6 in sync")
 	assert.Contains(t, body, `id="legend">`, "the bars' colours are explained")
+	assert.Contains(t, body, `<meta http-equiv="refresh" content="60">`, "the page reloads itself, filters kept")
 	for _, col := range []string{"repo", "kind", "group", "state", "revision", "pr", "age", "waiting", "merged", "health"} {
 		assert.Contains(t, body, `sort=`+col, "column %s is sortable", col)
 	}
