@@ -151,7 +151,7 @@ func TestStatusBadInput(t *testing.T) {
 
 // TestStatusGitHubForge: on the (fake) GitHub, status shows Flux health from the commit
 // status of each default-branch head and the PR's review and checks, at exactly the cost of a
-// plan: the batched scan carries them.
+// plan, and of a no-op apply (the budget of a no-op reconcile): the batched scan carries them.
 func TestStatusGitHubForge(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git CLI not installed")
@@ -194,6 +194,24 @@ func TestStatusGitHubForge(t *testing.T) {
 	statusReqs := srv.Requests()
 	assert.Equal(t, routesOf(planReqs), routesOf(statusReqs), "status costs what a plan costs")
 	assert.Equal(t, 0, srv.Counts().Writes, "status writes nothing")
+
+	// Once an apply has caught up (it deletes the merged PR's branch), status costs exactly
+	// what the next, no-op, apply costs: the budget of a no-op reconcile.
+	code, _, errOut = cli(t, append([]string{"apply"}, ghArgs...)...)
+	require.Equal(t, 0, code, errOut)
+	srv.ResetLog()
+	code, _, errOut = cli(t, append([]string{"status"}, ghArgs...)...)
+	require.Equal(t, 0, code, errOut)
+	statusNoop := srv.Requests()
+	srv.ResetLog()
+	code, _, errOut = cli(t, append([]string{"apply"}, ghArgs...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, 0, srv.Counts().Writes, "the apply was a no-op")
+	assert.Equal(t, routesOf(srv.Requests()), routesOf(statusNoop), "status costs what a no-op apply costs")
+	assert.Len(t, routesOf(statusNoop), 3, "one GraphQL page, the teams, the identity: %v", routesOf(statusNoop))
+	srv.ResetLog()
+	code, out, errOut = cli(t, append([]string{"status", "-o", "json"}, ghArgs...)...)
+	require.Equal(t, 0, code, errOut)
 
 	s, idx := decodeStatus(t, out)
 	require.Len(t, s.Repos, 6)
