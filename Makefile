@@ -10,11 +10,13 @@ export GOTOOLCHAIN := local
 
 .PHONY: schemas build test test-short fuzz lint bench bench-quick bench-go screenshot demo clean
 
-## build: the fleetbot binary in bin/ (rebuilt only when a source file changed)
+## build: the fleetbot binary in bin/ (rebuilt only when a source file changed). No -trimpath
+## here: it changes every package's build-cache key, so the first make demo after go run or
+## go test recompiled every dependency (minutes); the Dockerfile and action.yml keep it.
 build: $(BIN)
 
 $(BIN): go.mod go.sum $(shell git ls-files '*.go' 2>/dev/null)
-	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/bot
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/bot
 
 ## schemas: GitHub's published API descriptions the tests check against (npm, pinned)
 schemas:

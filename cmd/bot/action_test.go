@@ -335,14 +335,23 @@ func TestActionApplyOnPush(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(step.outputs["changed-repos"]), &changed))
 	assert.Len(t, changed, 6)
 
-	t.Run("again: no change, no write", func(t *testing.T) {
+	t.Run("again: noop, no write", func(t *testing.T) {
 		srv.ResetLog()
 		step := run.run(appInputs(srv, "apply"))
 		require.Equal(t, 0, step.code, step.stdout+step.stderr)
-		assert.Contains(t, step.summary, "6 repos: 6 no change")
+		assert.Contains(t, step.summary, "6 repos: 6 noop")
 		assert.Equal(t, "[]", step.outputs["changed-repos"])
 		assert.Equal(t, "0", step.outputs["exit-code"], "nothing to do")
 		assert.Empty(t, writes(srv))
+	})
+
+	t.Run("a human edit on a bot branch: exit-code 3 and blocked-repos", func(t *testing.T) {
+		srv.Commit("acme", "cluster-edge-1", "fleetbot/sync", "hand edit", map[string]string{"apps/mine.yaml": "kind: ConfigMap\n"})
+		step := run.run(appInputs(srv, "apply"))
+		require.Equal(t, 0, step.code, "a blocked repo is not a failed step: %s", step.stdout+step.stderr)
+		assert.Equal(t, "3", step.outputs["exit-code"], "blocked on a human, as apply --detailed-exitcode")
+		assert.Equal(t, `["acme/cluster-edge-1"]`, step.outputs["blocked-repos"])
+		assert.Contains(t, step.summary, "1 blocked, 5 noop")
 	})
 
 	t.Run("a push to another branch is skipped", func(t *testing.T) {
@@ -703,7 +712,7 @@ func TestActionApplyFailureIsAnnotated(t *testing.T) {
 
 	step := run.run(appInputs(srv, "apply"))
 	assert.Equal(t, 1, step.code)
-	assert.Regexp(t, `::error title=fleetbot::acme/[a-z0-9-]+: FAILED: `, step.stdout)
+	assert.Regexp(t, `::error title=fleetbot::acme/[a-z0-9-]+: failed: `, step.stdout)
 	assert.Contains(t, step.summary, "## fleetbot apply: ⚠️ 1 repo(s) failed")
 	var pulls []pullRequestOutput
 	require.NoError(t, json.Unmarshal([]byte(step.outputs["pull-requests"]), &pulls))

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -65,3 +66,55 @@ func logLevels() []string { return []string{"debug", "info", "warn", "error"} }
 
 // formats are the values of --format.
 func formats() []string { return []string{formatText, formatMarkdown, formatJSON} }
+
+// minInt64Value is an int64 flag with a lower bound, refused when parsed.
+type minInt64Value struct {
+	p   *int64
+	min int64
+}
+
+// minInt64Var defines an int64 flag that must be at least min.
+func minInt64Var(fs *pflag.FlagSet, p *int64, name string, def, min int64, usage string) {
+	*p = def
+	fs.Var(&minInt64Value{p: p, min: min}, name, usage)
+}
+
+func (m *minInt64Value) String() string { return strconv.FormatInt(*m.p, 10) }
+func (m *minInt64Value) Type() string   { return "int" }
+
+func (m *minInt64Value) Set(s string) error {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("want a whole number")
+	}
+	if v < m.min {
+		return fmt.Errorf("want at least %d", m.min)
+	}
+	*m.p = v
+	return nil
+}
+
+// positiveDurationValue is a duration flag that must be more than zero: a zero or negative
+// value used to fall back to the default silently.
+type positiveDurationValue struct{ p *time.Duration }
+
+// positiveDurationVar defines a duration flag that must be more than zero.
+func positiveDurationVar(fs *pflag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {
+	*p = def
+	fs.Var(&positiveDurationValue{p: p}, name, usage)
+}
+
+func (d *positiveDurationValue) String() string { return d.p.String() }
+func (d *positiveDurationValue) Type() string   { return "duration" }
+
+func (d *positiveDurationValue) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration such as 90s, 10m or 1h")
+	}
+	if v <= 0 {
+		return fmt.Errorf("want more than 0s")
+	}
+	*d.p = v
+	return nil
+}

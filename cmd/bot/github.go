@@ -37,7 +37,7 @@ func (g *githubFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&g.appKeyFile, "app-key", "", "PEM file with the GitHub App private key (env FLEETBOT_APP_KEY_FILE, or the PEM itself in FLEETBOT_APP_KEY)")
 	minIntVar(fs, &g.perMinute, "content-per-minute", ghforge.DefaultPerMinute, 1, "content-creating GitHub requests allowed per rolling minute")
 	minIntVar(fs, &g.perHour, "content-per-hour", ghforge.DefaultPerHour, 1, "content-creating GitHub requests allowed per rolling hour")
-	fs.DurationVar(&g.maxWait, "max-wait", ghforge.DefaultMaxWait, "longest wait for a GitHub limit; a repo whose writes would wait longer is deferred to the next run")
+	positiveDurationVar(fs, &g.maxWait, "max-wait", ghforge.DefaultMaxWait, "longest wait for a GitHub limit; a repo whose writes would wait longer is deferred to the next run")
 	fs.StringVar(&g.cacheDir, "github-cache", "", `snapshot cache directory (default: the user cache dir; "off" keeps it in memory)`)
 }
 

@@ -105,9 +105,20 @@ func (a *app) logger() (*slog.Logger, error) {
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	if a.logJSON {
+		opts.ReplaceAttr = durationSeconds
 		return slog.New(slog.NewJSONHandler(a.stderr, opts)), nil
 	}
 	return slog.New(slog.NewTextHandler(a.stderr, opts)), nil
+}
+
+// durationSeconds writes a duration attribute of a JSON log line as seconds (a number, as
+// Prometheus does), not slog's default nanoseconds; the text handler already writes it for
+// people ("43ms", "1m30s").
+func durationSeconds(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.Float64Value(a.Value.Duration().Seconds())
+	}
+	return a
 }
 
 func (a *app) versionCommand() *cobra.Command {

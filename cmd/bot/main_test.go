@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -281,6 +282,11 @@ func TestInvalidFlagValuesAreRefused(t *testing.T) {
 		{[]string{"check", "workspace", "--format", "html"}, `want one of text, markdown, json`},
 		{[]string{"apply", "--content-per-minute", "0"}, `want at least 1`},
 		{[]string{"serve", "--workers", "0"}, `want at least 1`},
+		{[]string{"apply", "--max-wait", "-1s"}, `invalid argument "-1s" for "--max-wait" flag: want more than 0s`},
+		{[]string{"apply", "--max-wait", "soon"}, `want a duration such as 90s, 10m or 1h`},
+		{[]string{"serve", "--resync-interval", "0"}, `invalid argument "0" for "--resync-interval" flag: want more than 0s`},
+		{[]string{"serve", "--shutdown-grace", "-1s"}, `want more than 0s`},
+		{[]string{"serve", "--max-body", "0"}, `invalid argument "0" for "--max-body" flag: want at least 1`},
 	} {
 		code, _, stderr := cli(t, c.args...)
 		assert.Equal(t, 1, code, "%v", c.args)
@@ -296,7 +302,7 @@ func TestInvalidFlagValuesAreRefused(t *testing.T) {
 func TestHelpListsEveryCommand(t *testing.T) {
 	code, stdout, _ := cli(t, "--help")
 	require.Equal(t, 0, code)
-	for _, c := range []string{"validate", "render", "plan", "apply", "check", "serve", "action", "dev", "version"} {
+	for _, c := range []string{"validate", "render", "plan", "apply", "check", "serve", "action", "dev", "status", "version"} {
 		assert.Regexp(t, `(?m)^\s+`+c+`\s`, stdout, c)
 	}
 }
@@ -335,7 +341,7 @@ func TestDetailedExitCodes(t *testing.T) {
 
 	code, out, errOut := cli(t, "plan", "--control", exampleControl, "--forge", forge, "--detailed-exitcode")
 	assert.Equal(t, 3, code, "%s\n%s", out, errOut)
-	assert.Regexp(t, `acme/cluster-edge-1 +cluster +blocked \(human edit\)`, out)
+	assert.Regexp(t, `acme/cluster-edge-1 +cluster +blocked +#1 .*not made by fleetbot`, out)
 	code, _, errOut = cli(t, "apply", "--control", exampleControl, "--forge", forge, "--detailed-exitcode")
 	assert.Equal(t, 3, code, errOut)
 	code, _, errOut = cli(t, "apply", "--control", exampleControl, "--forge", forge)
@@ -380,6 +386,17 @@ func TestDirtyControlRepoIsMarked(t *testing.T) {
 	assert.Equal(t, sha, source(), "an edit outside the control repo")
 	replaceIn(t, filepath.Join(ctl, "clusters", "edge-1.yaml"), "192.168.50.0/28", "192.168.60.0/28")
 	assert.Equal(t, sha+"-dirty", source(), "an uncommitted edit")
+	forge := filepath.Join(t.TempDir(), "forge")
+	code, out, errOut := cli(t, "apply", "--control", ctl, "--forge", "local:"+forge)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "(source "+sha[:12]+"-dirty)", "the apply's summary does not claim the commit either")
+	msg, err := exec.Command("git", "--git-dir", filepath.Join(forge, "acme", "cluster-edge-1.git"), "log", "-1", "--format=%B", "fleetbot/sync").Output()
+	require.NoError(t, err)
+	assert.Contains(t, string(msg), "fleetbot: sync from "+sha[:7]+"-dirty\n", "commit subject")
+	assert.Contains(t, string(msg), "Fleetbot-Source: "+sha+"-dirty\n", "commit trailer")
+	pulls, err := os.ReadFile(filepath.Join(forge, "acme", "cluster-edge-1.pulls.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(pulls), sha+"-dirty", "PR body")
 	git("checkout", "-q", "--", ".")
 	writeFile(t, filepath.Join(ctl, "clusters", "edge-2.yaml"), "apiVersion: fleetbot.io/v1alpha1\nkind: Cluster\nmetadata: {name: edge-2}\n")
 	assert.Equal(t, sha+"-dirty", source(), "an untracked file")
@@ -507,4 +524,24 @@ func TestAttackEmptyClustersOnOneClusterFleet(t *testing.T) {
 	assert.Contains(t, errOut, "every cluster repo (1) would be removed")
 	code, _, errOut = cli(t, "apply", "--control", ctl, "--forge", "local:"+forgeDir, "--allow-removals")
 	assert.Equal(t, 0, code, errOut)
+}
+
+// TestLogDurationsForPeopleAndMachines: a duration in a log line reads "43ms" in text and
+// 0.043 (seconds) in JSON — serve's logs are JSON and used to carry nanoseconds.
+func TestLogDurationsForPeopleAndMachines(t *testing.T) {
+	for _, c := range []struct {
+		json bool
+		want string
+	}{
+		{false, `took=43ms latency=1m30s`},
+		{true, `"took":0.043,"latency":90`},
+	} {
+		var stderr bytes.Buffer
+		a := &app{stderr: &stderr, logLevel: "info", logJSON: c.json}
+		log, err := a.logger()
+		require.NoError(t, err)
+		log.Info("job done", "took", 43*time.Millisecond, "latency", 90*time.Second, "repos", 6)
+		assert.Contains(t, stderr.String(), c.want, "json=%v: %s", c.json, stderr.String())
+		assert.NotContains(t, stderr.String(), "43000000", "never nanoseconds")
+	}
 }

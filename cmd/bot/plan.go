@@ -36,8 +36,10 @@ func (a *app) planCommand() *cobra.Command {
 		Long: `plan validates and renders the control repo and shows, per target repo, what
 fleetbot would do. Without --forge it summarises the desired state (files,
 objects per kind, access). With --forge it diffs against the real target
-repos: create, open PR, update PR, no change, blocked (human edit), close or
-remove, with the files and objects that change. plan never writes.
+repos, one word per repo (the same in text, markdown, JSON and serve's metrics):
+create, open, update, noop, blocked (a human pushed to the bot branch), close,
+remove, deferred, failed or skipped, with the files and objects that change.
+plan never writes.
 
 --detailed-exitcode (with --forge): 0 no changes, 1 error, 2 changes pending,
 3 blocked (a repo waits for a human: someone pushed to its bot branch).`,

@@ -26,7 +26,8 @@ import (
 const statusToken = "status-token-for-tests-0123456789"
 
 // ScreenshotDirEnv names a directory the end-to-end test writes its screenshot of /status to
-// (status.png); default: the test's temporary directory. `make screenshot` sets it to docs/.
+// (status.png); default: the test's artifact directory (go test -artifacts -outputdir DIR keeps
+// it). `make screenshot` sets it to docs/.
 const ScreenshotDirEnv = "FLEETBOT_STATUS_SCREENSHOT_DIR"
 
 // chromium returns the headless browser of the end-to-end test: Debian's chromium (or
@@ -106,7 +107,10 @@ func TestServeStatusPage(t *testing.T) {
 	first := startServe(t, serveOptions{})
 	first.waitMetric(appliedOK, 1)
 	first.idle()
+	code, _ := getWithToken(t, first.url+"/status", statusToken)
+	assert.Equal(t, http.StatusNotFound, code, "no /status unless --status")
 	first.stop()
+	var body string
 
 	// The fleet moves on while fleetbot is down: a platform admin merges prod-eu-1's PR and
 	// Flux reports it healthy; staging's Flux fails; a human pushes to edge-1's bot branch.
@@ -126,7 +130,7 @@ func TestServeStatusPage(t *testing.T) {
 	e.idle()
 
 	before := len(e.gh.Requests())
-	code, body := getWithToken(t, e.url+"/status", "")
+	code, body = getWithToken(t, e.url+"/status", "")
 	assert.Equal(t, http.StatusUnauthorized, code)
 	assert.NotContains(t, body, "cluster-", "nothing of the fleet without the token")
 	code, _ = getWithToken(t, e.url+"/status", "wrong-token-wrong-token-wrong")
@@ -142,13 +146,24 @@ func TestServeStatusPage(t *testing.T) {
 
 	proxy := authProxy(t, e.url)
 	dom := browse(t, bin, proxy+"/status?sort=repo", "--dump-dom")
+	// The screenshot is the test's artifact: kept under -outputdir with go test -artifacts
+	// (.ci/run does), or written where make screenshot asks.
 	shotDir := os.Getenv(ScreenshotDirEnv)
 	if shotDir == "" {
-		shotDir = t.TempDir()
+		shotDir = t.ArtifactDir()
 	}
 	shot, err := filepath.Abs(filepath.Join(shotDir, "status.png"))
 	require.NoError(t, err)
 	browse(t, bin, proxy+"/status?sort=repo", "--screenshot="+shot, "--window-size=1280,900", "--hide-scrollbars")
+	// One repo's page, as a browser renders it: its last reconcile's report.
+	repoDOM := browse(t, bin, proxy+"/status/repo/cluster-staging-eu-1", "--dump-dom")
+	browse(t, bin, proxy+"/status/repo/cluster-staging-eu-1", "--screenshot="+filepath.Join(t.ArtifactDir(), "status-repo.png"),
+		"--window-size=1280,900", "--hide-scrollbars")
+	assert.Contains(t, repoDOM, "<h1>acme/cluster-staging-eu-1</h1>")
+	assert.Regexp(t, `<dt>Flux health</dt><dd class="h-failure">failure</dd>`, repoDOM)
+	assert.Contains(t, repoDOM, "Last reconcile")
+	assert.Contains(t, repoDOM, "<code>platform/monitoring.yaml</code>", "the report's files")
+	assert.Contains(t, repoDOM, "review required", "GitHub's review decision in words")
 	assert.Equal(t, before, len(e.gh.Requests()), "loading the status pages made no GitHub request")
 
 	rows := map[string]string{}

@@ -30,7 +30,7 @@ func (a *app) statusCommand() *cobra.Command {
 		Long: `status plans every target repo against the forge (read-only, the cost of a
 no-op plan: on GitHub one GraphQL query per 100 repos) and shows one row per
 repo: kind, labels, state (in-sync, pr-open, pending, blocked, deferred,
-failed, skipped), the open pull request with its age and what it waits on
+failed, skipped), the control-repo revision rendered, the open pull request with its age and what it waits on
 (review, checks, merge, human edit, budget), the control-repo revision last
 merged, Flux health (the commit status of the default branch head; "unknown"
 on the local forge), and drift (access, CODEOWNERS), then a summary line.

@@ -75,7 +75,7 @@ func TestStatusLocalForge(t *testing.T) {
 	code, out, errOut := cli(t, "status", "--control", ctl, "--forge", forge)
 	require.Equal(t, 0, code, "nothing blocked yet: %s", errOut)
 	assert.Contains(t, out, "fleetbot status of control revision "+rev[:7])
-	assert.Regexp(t, `acme/cluster-prod-eu-1\s+cluster\s+env=prod,network=metal,region=eu\s+pr-open\s+#1\s+\S+\s+review\s+-\s+unknown`, out)
+	assert.Regexp(t, `acme/cluster-prod-eu-1\s+cluster\s+env=prod,network=metal,region=eu\s+pr-open\s+`+rev[:7]+`\s+#1\s+\S+\s+review\s+-\s+unknown`, out)
 	assert.Contains(t, out, "6 repos: 6 pr-open (waiting on 6 review); Flux health: 6 unknown")
 
 	// A platform admin merges prod-eu-1's PR (a fast-forward of main); a human pushes to
@@ -91,8 +91,8 @@ func TestStatusLocalForge(t *testing.T) {
 
 	code, out, errOut = cli(t, "status", "--control", ctl, "--forge", forge)
 	require.Equal(t, exitBlocked, code, "a repo is blocked on a human: exit 3\n%s%s", out, errOut)
-	assert.Regexp(t, `acme/cluster-edge-1\s+cluster\s+env=prod,network=metal\s+blocked\s+#1\s+\S+\s+human edit`, out)
-	assert.Regexp(t, `acme/cluster-prod-eu-1\s+cluster\s+\S+\s+in-sync\s+-\s+-\s+-\s+`+rev[:7], out, "merged revision")
+	assert.Regexp(t, `acme/cluster-edge-1\s+cluster\s+env=prod,network=metal\s+blocked\s+`+rev[:7]+`\s+#1\s+\S+\s+human edit`, out)
+	assert.Regexp(t, `acme/cluster-prod-eu-1\s+cluster\s+\S+\s+in-sync\s+`+rev[:7]+`\s+-\s+-\s+-\s+`+rev[:7], out, "merged revision")
 	assert.Contains(t, out, "Needs attention:\n  acme/cluster-edge-1: blocked: commit ")
 	assert.Contains(t, out, "6 repos: 1 blocked, 4 pr-open (waiting on 4 review), 1 in-sync")
 
@@ -151,7 +151,7 @@ func TestStatusBadInput(t *testing.T) {
 
 // TestStatusGitHubForge: on the (fake) GitHub, status shows Flux health from the commit
 // status of each default-branch head and the PR's review and checks, at exactly the cost of a
-// plan: the batched scan carries them.
+// plan, and of a no-op apply (the budget of a no-op reconcile): the batched scan carries them.
 func TestStatusGitHubForge(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git CLI not installed")
@@ -194,6 +194,24 @@ func TestStatusGitHubForge(t *testing.T) {
 	statusReqs := srv.Requests()
 	assert.Equal(t, routesOf(planReqs), routesOf(statusReqs), "status costs what a plan costs")
 	assert.Equal(t, 0, srv.Counts().Writes, "status writes nothing")
+
+	// Once an apply has caught up (it deletes the merged PR's branch), status costs exactly
+	// what the next, no-op, apply costs: the budget of a no-op reconcile.
+	code, _, errOut = cli(t, append([]string{"apply"}, ghArgs...)...)
+	require.Equal(t, 0, code, errOut)
+	srv.ResetLog()
+	code, _, errOut = cli(t, append([]string{"status"}, ghArgs...)...)
+	require.Equal(t, 0, code, errOut)
+	statusNoop := srv.Requests()
+	srv.ResetLog()
+	code, _, errOut = cli(t, append([]string{"apply"}, ghArgs...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, 0, srv.Counts().Writes, "the apply was a no-op")
+	assert.Equal(t, routesOf(srv.Requests()), routesOf(statusNoop), "status costs what a no-op apply costs")
+	assert.Len(t, routesOf(statusNoop), 3, "one GraphQL page, the teams, the identity: %v", routesOf(statusNoop))
+	srv.ResetLog()
+	code, out, errOut = cli(t, append([]string{"status", "-o", "json"}, ghArgs...)...)
+	require.Equal(t, 0, code, errOut)
 
 	s, idx := decodeStatus(t, out)
 	require.Len(t, s.Repos, 6)

@@ -101,8 +101,9 @@ type Incremental struct {
 	Requests int
 	// FullPlan is, for comparison, reconcile.Plan of every target.
 	FullPlan time.Duration
-	// Org is one Forge.Org read (the org's teams and repo listing, which
-	// every plan starts with), timed on its own after the plan.
+	// Org is one Forge.Org read (the org's teams and repo listing, which a
+	// full plan starts with and a limited one skips), timed on its own after
+	// the plan, for comparison.
 	Org         time.Duration
 	OrgRequests int
 }

@@ -6,6 +6,16 @@
 //
 //	<!-- runnable -->
 //
+// and the fenced block right after it may be marked
+//
+//	<!-- output -->
+//
+// to show what the runnable block prints: each of its lines must match a whole line of that
+// output, "..." standing for anything, so the figures the docs quote (request counts, verdicts,
+// summaries) are measured, not remembered. A jq in a runnable block must be jq -e: without it,
+// a curl that printed nothing (a redirect, an error page) would pass.
+//
 // The runnable blocks of one document run in order in one bash session (set -euo pipefail),
-// from a copy of the repository's tracked files, offline; background jobs are killed at the end.
+// in a git repository holding a copy of the repository's tracked files (as a fresh clone is),
+// offline; background jobs are killed at the end.
 package doctest

@@ -8,29 +8,44 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// marker is the line that marks the next fenced block runnable.
-const marker = "<!-- runnable -->"
+// marker is the line that marks the next fenced block runnable; outputMarker marks the next
+// fenced block as the expected output of the runnable block before it.
+const (
+	marker       = "<!-- runnable -->"
+	outputMarker = "<!-- output -->"
+)
 
-// block is one runnable shell block.
+// block is one runnable shell block and the output documented for it.
 type block struct {
 	line int // of the opening fence
 	text string
+	// expect are the lines of the documented output: each must match a whole line of what
+	// the block printed ("..." stands for anything); outputLine is the output block's fence.
+	expect     []string
+	outputLine int
 }
 
-// runnableBlocks returns the runnable blocks of a markdown document, in order.
+// runnableBlocks returns the runnable blocks of a markdown document, in order, each with the
+// output block that follows it, if any.
 func runnableBlocks(md []byte) ([]block, error) {
 	var out []block
 	sc := bufio.NewScanner(bytes.NewReader(md))
-	n, marked, in := 0, false, false
+	n, in := 0, false
+	marked := "" // the marker seen on the line before, if any
 	var cur block
+	var isOutput bool
 	var fence string
 	for sc.Scan() {
 		n++
@@ -39,26 +54,92 @@ func runnableBlocks(md []byte) ([]block, error) {
 		switch {
 		case in && strings.HasPrefix(trimmed, fence) && strings.Trim(trimmed, "`~") == "":
 			in = false
-			out = append(out, cur)
+			if !isOutput {
+				out = append(out, cur)
+			}
+		case in && isOutput:
+			if strings.TrimSpace(line) != "" {
+				out[len(out)-1].expect = append(out[len(out)-1].expect, strings.TrimSpace(line))
+			}
 		case in:
 			cur.text += line + "\n"
-		case marked && (strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~")):
+		case marked != "" && (strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~")):
 			lang := strings.Trim(trimmed, "`~ ")
-			if lang != "sh" && lang != "bash" {
+			fence = trimmed[:3]
+			isOutput = marked == outputMarker
+			if isOutput {
+				if len(out) == 0 || out[len(out)-1].outputLine != 0 {
+					return nil, fmt.Errorf("line %d: %s must follow a runnable block (one output block each)", n-1, outputMarker)
+				}
+				out[len(out)-1].outputLine = n
+			} else if lang != "sh" && lang != "bash" {
 				return nil, fmt.Errorf("line %d: a runnable block must be sh or bash, not %q", n, lang)
 			}
-			fence = trimmed[:3]
-			in, marked, cur = true, false, block{line: n}
-		case trimmed == marker:
-			marked = true
-		case marked && trimmed != "":
-			return nil, fmt.Errorf("line %d: %s must be right before a fenced block", n-1, marker)
+			in, marked, cur = true, "", block{line: n}
+		case trimmed == marker || trimmed == outputMarker:
+			marked = trimmed
+		case marked != "" && trimmed != "":
+			return nil, fmt.Errorf("line %d: %s must be right before a fenced block", n-1, marked)
 		}
 	}
 	if in {
 		return nil, fmt.Errorf("line %d: unterminated runnable block", cur.line)
 	}
 	return out, sc.Err()
+}
+
+// strictness lists what makes a runnable block pass while printing nothing useful: a jq
+// without -e exits 0 on empty input (a curl answered 307 or 404 prints nothing and passes).
+func strictness(bs []block) []string {
+	var bad []string
+	for _, b := range bs {
+		for i, l := range strings.Split(b.text, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), "#") {
+				continue
+			}
+			for _, seg := range strings.Split(l, "|")[1:] {
+				f := strings.Fields(seg)
+				if len(f) > 0 && f[0] == "jq" && !slices.Contains(f, "-e") && !slices.Contains(f, "-er") {
+					bad = append(bad, fmt.Sprintf("line %d: %q: use jq -e, so that empty input fails", b.line+1+i, strings.TrimSpace(l)))
+				}
+			}
+		}
+	}
+	return bad
+}
+
+// blockOutputs splits a run's combined output at the markers script writes before each block.
+func blockOutputs(out []byte) map[int][]string {
+	res := map[int][]string{}
+	cur := -1
+	for _, l := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(l, ">>> block at line "); ok {
+			if n, err := strconv.Atoi(strings.TrimSpace(rest)); err == nil {
+				cur = n
+				continue
+			}
+		}
+		if cur >= 0 {
+			res[cur] = append(res[cur], strings.TrimRight(l, " \t"))
+		}
+	}
+	return res
+}
+
+// unmet returns the expected lines of b that no line of got matches.
+func unmet(b block, got []string) []string {
+	var missing []string
+	for _, want := range b.expect {
+		parts := strings.Split(want, "...")
+		for i := range parts {
+			parts[i] = regexp.QuoteMeta(parts[i])
+		}
+		re := regexp.MustCompile(`^\s*` + strings.Join(parts, ".*") + `\s*$`)
+		if !slices.ContainsFunc(got, re.MatchString) {
+			missing = append(missing, want)
+		}
+	}
+	return missing
 }
 
 // script is the bash program that runs a document's blocks. "make test" is left out: it is
@@ -99,6 +180,13 @@ func repoCopy(t *testing.T, root string) string {
 		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dst, name)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dst, name), data, info.Mode().Perm()))
 	}
+	// A git repository with one commit, as a fresh clone is: the control repo testdata/control
+	// is then a directory of a larger repository, and plans name its commit.
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"},
+		{"-c", "user.name=doc", "-c", "user.email=doc@example.com", "commit", "-q", "-m", "clone"}} {
+		out, err := exec.Command("git", append([]string{"-C", dst}, args...)...).CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
 	return dst
 }
 
@@ -113,6 +201,34 @@ func TestRunnableBlocksParse(t *testing.T) {
 	require.ErrorContains(t, err, "must be sh or bash")
 	_, err = runnableBlocks([]byte("<!-- runnable -->\nsome text\n```sh\necho\n```\n"))
 	require.ErrorContains(t, err, "right before a fenced block")
+	bs, err = runnableBlocks([]byte("<!-- runnable -->\n```sh\necho a; echo 6 repos: 6 noop\n```\ntext\n\n<!-- output -->\n```\n6 repos: ... noop\n```\n"))
+	require.NoError(t, err)
+	require.Len(t, bs, 1)
+	require.Equal(t, []string{"6 repos: ... noop"}, bs[0].expect)
+	assert.Empty(t, unmet(bs[0], []string{"a", "6 repos: 6 noop"}))
+	assert.Equal(t, []string{"6 repos: ... noop"}, unmet(bs[0], []string{"6 repos: 6 no change"}), "each expected line must match")
+	_, err = runnableBlocks([]byte("<!-- output -->\n```\nx\n```\n"))
+	require.ErrorContains(t, err, "must follow a runnable block")
+	got := blockOutputs([]byte(">>> block at line 3\na\n>>> block at line 9\nb\nc\n"))
+	assert.Equal(t, map[int][]string{3: {"a"}, 9: {"b", "c", ""}}, got)
+	bad := strictness([]block{{line: 1, text: "curl -s $API/x | jq .\ncurl -s $API/y | jq -e .\n# curl | jq .\n"}})
+	assert.Len(t, bad, 1, "a jq without -e passes on empty input")
+}
+
+// TestRunnableBlocksAreStrict: every documented jq fails on empty input, so a curl that prints
+// nothing (a redirect, an error page) fails the docs test instead of passing silently.
+func TestRunnableBlocksAreStrict(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	for _, doc := range append(docs, filepath.Join(root, "README.md")) {
+		md, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		bs, err := runnableBlocks(md)
+		require.NoError(t, err, doc)
+		assert.Empty(t, strictness(bs), doc)
+	}
 }
 
 // TestDocumentedCommandsRun runs every document's runnable blocks. It needs git, curl and jq
@@ -165,6 +281,13 @@ func TestDocumentedCommandsRun(t *testing.T) {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			if err != nil {
 				t.Fatalf("%s: the documented commands fail as written: %v\n%s", name, err, tail(out, 6000))
+			}
+			outs := blockOutputs(out)
+			for _, b := range blocks {
+				if missing := unmet(b, outs[b.line]); len(missing) > 0 {
+					t.Errorf("%s:%d: the output documented for the block at line %d is not what it prints; missing:\n  %s\nit printed:\n%s",
+						name, b.outputLine, b.line, strings.Join(missing, "\n  "), tail([]byte(strings.Join(outs[b.line], "\n")), 3000))
+				}
 			}
 			t.Logf("%s: %d blocks ran", name, len(blocks))
 			if testing.Verbose() {

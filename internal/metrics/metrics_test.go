@@ -3,7 +3,10 @@ package metrics
 import (
 	"fmt"
 	"io"
+	"math"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,4 +87,58 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	w := httptest.NewRecorder()
 	m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
 	assert.Equal(t, 404, w.Code)
+}
+
+// TestBucketsAreReadableSeconds: every histogram is in seconds with buckets a person reads at a
+// glance in a le="..." label: 1, 2, 2.5 or 5 times a power of ten, or a whole number of seconds
+// (30, 60, 120, 300, 900) — not exponential series such as 0.016 or 0.064.
+func TestBucketsAreReadableSeconds(t *testing.T) {
+	m := New()
+	m.Ack(time.Millisecond)
+	m.JobStarted("apply", time.Second)
+	m.JobDone("apply", "ok", time.Second)
+	readable := func(b float64) bool {
+		if b >= 1 && b == math.Trunc(b) {
+			return true
+		}
+		e := math.Pow(10, math.Floor(math.Log10(b)))
+		m := math.Round(b/e*100) / 100
+		return m == 1 || m == 2 || m == 2.5 || m == 5
+	}
+	names := map[string]bool{}
+	for _, l := range regexp.MustCompile(`(?m)^(fleetbot_\w+)_bucket\{(?:[^}]*,)?le="([^"]+)"`).FindAllStringSubmatch(scrape(t, m), -1) {
+		names[l[1]] = true
+		assert.True(t, strings.HasSuffix(l[1], "_seconds"), "%s: in seconds", l[1])
+		if l[2] == "+Inf" {
+			continue
+		}
+		assert.NotContains(t, l[2], "e", "%s: le=%q reads without an exponent", l[1], l[2])
+		ub, err := strconv.ParseFloat(l[2], 64)
+		require.NoError(t, err)
+		assert.True(t, readable(ub), "%s: bucket %v", l[1], ub)
+	}
+	seen := len(names)
+	assert.Equal(t, 3, seen, "ack, job wait and job duration")
+}
+
+// TestNoPerRepoLabels: reconciling 10,000 different repos adds no series — outcomes are counted
+// per outcome only; which repo is in the logs and the status page.
+func TestNoPerRepoLabels(t *testing.T) {
+	m := New()
+	m.Reconciled("noop")
+	before := seriesCount(t, m)
+	for range 10000 { // a repo name has nowhere to go: Reconciled takes only the outcome
+		m.Reconciled("noop")
+	}
+	assert.Equal(t, before, seriesCount(t, m))
+	for _, l := range regexp.MustCompile(`(?m)^fleetbot_\w+\{([^}]*)\}`).FindAllStringSubmatch(scrape(t, m), -1) {
+		for _, name := range []string{"repo", "repository", "name", "cluster", "workspace", "delivery"} {
+			assert.NotContains(t, l[1], name+`="`, "a per-repo (unbounded) label: %s", l[0])
+		}
+	}
+}
+
+func seriesCount(t *testing.T, m *Metrics) int {
+	t.Helper()
+	return len(regexp.MustCompile(`(?m)^fleetbot_`).FindAllString(scrape(t, m), -1))
 }

@@ -403,10 +403,25 @@ func blobEntry(c []byte) gittree.Entry {
 	return gittree.Entry{Mode: gittree.ModeFile, Hash: gittree.BlobHash(c)}
 }
 
-// ShortSHA abbreviates a commit SHA as GitHub shows it (7 characters).
+// ShortSHA abbreviates a commit SHA as GitHub shows it (7 characters), keeping the
+// "-dirty" of a render of uncommitted edits: the short form must not claim the commit.
 func ShortSHA(sha string) string {
-	if len(sha) > 7 {
-		return sha[:7]
+	return abbreviate(sha, 7)
+}
+
+// abbreviate cuts a SHA to n characters, keeping a "-dirty" suffix.
+func abbreviate(sha string, n int) string {
+	base, dirty := strings.CutSuffix(sha, "-dirty")
+	if len(base) > n {
+		base = base[:n]
 	}
-	return sha
+	if dirty {
+		return base + "-dirty"
+	}
+	return base
+}
+
+// ShortSHA12 abbreviates a SHA to 12 characters (report headers), keeping "-dirty".
+func ShortSHA12(sha string) string {
+	return abbreviate(sha, 12)
 }

@@ -97,19 +97,36 @@ func (r *Result) setPR(p *pr.PullRequest) {
 // Changed reports whether the repo's content, PR or access changes.
 func (r Result) Changed() bool { return r.Action.Writes() || r.AccessChanged }
 
-// Line is a one-line progress summary, for example
-// "acme/cluster-a: open PR #3 (+5 ~0 -0 files)".
+// Word is the one word for what happened to the repo, the same in every output (progress
+// lines, the text and Markdown tables, their summary counts, the JSON "action" and the
+// fleetbot_reconcile_outcomes_total label): the pr action ("create", "open", "update",
+// "noop", "blocked", "close", "remove"), or "deferred", "failed" or "skipped".
+func (r Result) Word() string {
+	switch {
+	case r.Deferred:
+		return "deferred"
+	case r.Err != nil:
+		return "failed"
+	case r.Skipped != "":
+		return "skipped"
+	case r.Action == "":
+		return "-"
+	}
+	return string(r.Action)
+}
+
+// Line is a one-line progress summary with the same words and counts as the table, for
+// example "acme/cluster-a: open PR #3 (+5 ~0 -0 files)".
 func (r Result) Line() string {
-	if r.Deferred {
-		return r.Repo + ": DEFERRED (" + label(r.Action) + "): " + r.Err.Error()
+	s := r.Repo + ": " + r.Word()
+	switch {
+	case r.Deferred:
+		return s + " (" + string(r.Action) + " waits for the next run): " + r.Err.Error()
+	case r.Err != nil:
+		return s + ": " + r.Err.Error()
+	case r.Skipped != "":
+		return s + " (" + r.Skipped + ")"
 	}
-	if r.Err != nil {
-		return r.Repo + ": FAILED: " + r.Err.Error()
-	}
-	if r.Skipped != "" {
-		return r.Repo + ": skipped (" + r.Skipped + ")"
-	}
-	s := r.Repo + ": " + label(r.Action)
 	if r.PR > 0 {
 		s += fmt.Sprintf(" PR #%d", r.PR)
 	}
@@ -126,28 +143,6 @@ func (r Result) Line() string {
 		s += ": " + r.Reason
 	}
 	return s
-}
-
-func label(a pr.Action) string {
-	switch a {
-	case pr.ActionNoop:
-		return "no change"
-	case pr.ActionBlocked:
-		return "blocked (human edit)"
-	case pr.ActionOpen:
-		return "open"
-	case pr.ActionUpdate:
-		return "update"
-	case pr.ActionClose:
-		return "close"
-	case pr.ActionCreate:
-		return "create"
-	case pr.ActionRemove:
-		return "remove"
-	case "":
-		return "-"
-	}
-	return string(a)
 }
 
 // Report is the outcome of a Plan or an Apply over every target repo.
@@ -259,22 +254,11 @@ func (r *Report) Deferred() []Result {
 	return out
 }
 
-// counts summarises actions: "2 open, 1 no change, 1 failed".
+// counts summarises the results by Word: "1 failed, 1 noop, 2 open".
 func (r *Report) counts() string {
 	n := map[string]int{}
 	for _, res := range r.Results {
-		switch {
-		case res.Deferred:
-			n["deferred"]++
-			continue
-		case res.Err != nil:
-			n["failed"]++
-			continue
-		case res.Skipped != "":
-			n["skipped"]++
-			continue
-		}
-		n[label(res.Action)]++
+		n[res.Word()]++
 	}
 	keys := make([]string, 0, len(n))
 	for k := range n {
@@ -307,15 +291,16 @@ func prCell(r Result) string {
 }
 
 func detail(r Result) string {
+	// The ACTION column already says deferred, failed or skipped: the detail says why.
 	if r.Deferred {
-		return "DEFERRED to the next run: " + r.Err.Error()
+		return "waits for the next run: " + r.Err.Error()
 	}
 	if r.Err != nil {
-		return "FAILED: " + r.Err.Error()
+		return r.Err.Error()
 	}
 	s := r.Reason
 	if r.Skipped != "" {
-		return "skipped (" + r.Skipped + ")"
+		return r.Skipped
 	}
 	add := func(part string) {
 		if s != "" {
@@ -375,15 +360,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "REPO\tKIND\tACTION\tPR\tFILES\tOBJECTS\tDETAIL")
 	for _, res := range r.Results {
-		act := label(res.Action)
-		if res.Deferred {
-			act = "deferred"
-		} else if res.Err != nil {
-			act = "failed"
-		} else if res.Skipped != "" {
-			act = "skipped"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t+%d ~%d -%d\t%s\t%s\n", res.Repo, res.Kind, act, prCell(res),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t+%d ~%d -%d\t%s\t%s\n", res.Repo, res.Kind, res.Word(), prCell(res),
 			res.FilesAdded, res.FilesChanged, res.FilesRemoved, objectsCell(res.Objects), detail(res))
 	}
 	if err := tw.Flush(); err != nil {
@@ -451,13 +428,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	b.WriteString("| repo | kind | action | PR | files | objects | detail |\n|---|---|---|---|---|---|---|\n")
 	for _, res := range r.Results {
-		act := label(res.Action)
-		if res.Deferred {
-			act = "**deferred**"
-		} else if res.Err != nil {
-			act = "**failed**"
-		} else if res.Skipped != "" {
-			act = "skipped"
+		act := res.Word()
+		if res.Err != nil {
+			act = "**" + act + "**"
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | +%d ~%d -%d | %s | %s |\n", res.Repo, res.Kind, act, prCell(res),
 			res.FilesAdded, res.FilesChanged, res.FilesRemoved, objectsCell(res.Objects), mdEscape(detail(res)))
@@ -490,9 +463,4 @@ func mdEscape(s string) string {
 	return strings.ReplaceAll(s, "\n", " ")
 }
 
-func shortSHA(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
-}
+func shortSHA(s string) string { return pr.ShortSHA12(s) }

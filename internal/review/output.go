@@ -30,7 +30,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.MembershipUnknown {
 		b.WriteString("\nauthor's teams: unknown (pass --author-teams, or --forge github to look them up)\n")
 	} else {
-		fmt.Fprintf(&b, "\nauthor's teams: %s\n", orNone(strings.Join(r.AuthorTeams, ", ")))
+		teams := strings.Join(r.AuthorTeams, ", ")
+		if teams == "" {
+			// Known, and in none of the teams the changed paths' rules consult.
+			teams = "none of the teams this change needs"
+		}
+		fmt.Fprintf(&b, "\nauthor's teams: %s\n", teams)
 	}
 	b.WriteString("\ncontrol repo changes:\n")
 	if len(r.Files) == 0 {
@@ -45,7 +50,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	b.WriteString("\ntarget repos:\n")
 	if len(r.Targets) == 0 {
-		b.WriteString("  (no change)\n")
+		b.WriteString("  (none: the render of every target repo is unchanged)\n")
 	}
 	for _, t := range r.Targets {
 		fmt.Fprintf(&b, "  %s (%s %s): %s\n", t.Repo, t.Kind, t.Name, t.Op)

@@ -90,6 +90,11 @@ func TestWorkspaceAdminEditsCluster(t *testing.T) {
 	require.Len(t, rep.Targets, 1)
 	assert.Equal(t, "acme/cluster-prod-eu-1", rep.Targets[0].Repo)
 	assert.Equal(t, []string{"cluster admins of prod-eu-1 (payments-sre)", "workspace admins of payments (payments-devs)"}, rep.Personas)
+	var text strings.Builder
+	require.NoError(t, rep.WriteText(&text))
+	assert.Contains(t, text.String(), "author's teams: none of the teams this change needs",
+		"the teams were given: known, not unknown")
+	assert.NotContains(t, text.String(), "(unknown)")
 }
 
 func TestClusterAdminEditsOwnCluster(t *testing.T) {

@@ -75,6 +75,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	}
 	tpl, err := template.New("").Funcs(template.FuncMap{
 		"short":  pr.ShortSHA,
+		"words":  func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "_", " ")) },
 		"labels": func(l map[string]string) string { return strings.ReplaceAll(LabelsString(l), ",", ", ") },
 		"weblink": func(s string) string {
 			if strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://") {
@@ -122,7 +123,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // sortKeys are the table's sortable columns.
-var sortKeys = []string{"repo", "kind", "group", "state", "pr", "age", "waiting", "merged", "health"}
+var sortKeys = []string{"repo", "kind", "group", "state", "revision", "pr", "age", "waiting", "merged", "health"}
 
 // listPage is the model of /status.
 type listPage struct {
@@ -314,6 +315,8 @@ func sortRows(rows []Repo, key string, desc bool) {
 			return int(prAge(a) - prAge(b))
 		case "waiting":
 			return strings.Compare(a.WaitingOn, b.WaitingOn)
+		case "revision":
+			return strings.Compare(a.Revision, b.Revision)
 		case "merged":
 			return strings.Compare(a.Merged, b.Merged)
 		case "health":

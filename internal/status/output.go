@@ -27,7 +27,7 @@ func (f *Fleet) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "fleetbot status of control revision %s\n\n", src)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "REPO\tKIND\tLABELS\tSTATE\tPR\tAGE\tWAITING ON\tMERGED\tHEALTH\tDRIFT")
+	fmt.Fprintln(tw, "REPO\tKIND\tLABELS\tSTATE\tREVISION\tPR\tAGE\tWAITING ON\tMERGED\tHEALTH\tDRIFT")
 	for i := range f.Repos {
 		r := &f.Repos[i]
 		prCell, age := "-", "-"
@@ -35,8 +35,8 @@ func (f *Fleet) WriteText(w io.Writer) error {
 			prCell = fmt.Sprintf("#%d", r.PR.Number)
 			age = dash(r.PR.Age())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Repo, r.Kind, dash(LabelsString(r.Labels)), r.State,
-			prCell, age, dash(r.WaitingOn), dash(pr.ShortSHA(r.Merged)), r.Health, dash(strings.Join(r.Drift, ", ")))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Repo, r.Kind, dash(LabelsString(r.Labels)), r.State,
+			dash(pr.ShortSHA(r.Revision)), prCell, age, dash(r.WaitingOn), dash(pr.ShortSHA(r.Merged)), r.Health, dash(strings.Join(r.Drift, ", ")))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -9,6 +9,7 @@ package status
 import (
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -294,7 +295,7 @@ func labelIndex(c *control.Repo) map[string]map[string]string {
 func row(e *Entry, in Input) Repo {
 	res := e.Result
 	r := Repo{Repo: res.Repo, Name: res.Name, Kind: string(res.Kind), Revision: firstNonEmpty(e.Source, in.Source),
-		Action: string(res.Action), Reason: res.Reason, CheckedAt: e.At, Health: HealthUnknown, result: &e.Result}
+		Action: string(res.Action), Reason: scrub(res.Reason), CheckedAt: e.At, Health: HealthUnknown, result: &e.Result}
 	if in.RepoURL != nil {
 		r.URL = in.RepoURL(res.Repo)
 	}
@@ -310,7 +311,7 @@ func row(e *Entry, in Input) Repo {
 		r.PR = &PR{Number: p.Number, URL: p.URL, Opened: p.Opened, Source: p.Source, Review: p.Review, Checks: p.Checks}
 	}
 	if res.Err != nil {
-		r.Error = res.Err.Error()
+		r.Error = scrub(res.Err.Error())
 	}
 	switch {
 	case res.Deferred:
@@ -359,6 +360,15 @@ func row(e *Entry, in Input) Repo {
 	r.Drift = drift(&res, e.Applied)
 	r.Summary = summaryLine(&r, &res)
 	return r
+}
+
+// credentialsInURL matches the userinfo of a URL ("https://x-access-token:ghs_...@host").
+var credentialsInURL = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@`)
+
+// scrub removes credentials from a message shown on the status pages and in status output. The
+// forges already redact the URLs in their errors; this is the last line before a browser.
+func scrub(s string) string {
+	return credentialsInURL.ReplaceAllString(s, "${1}REDACTED@")
 }
 
 // plannedState is the state a plan's action shows: what would be written is pending.
@@ -436,7 +446,7 @@ func summaryLine(r *Repo, res *reconcile.Result) string {
 	case StateSkipped:
 		s = "skipped (" + res.Skipped + ")"
 	case StateBlocked:
-		s = "blocked: " + res.Reason
+		s = "blocked: " + scrub(res.Reason)
 	case StatePending:
 		s = fmt.Sprintf("fleetbot would %s (+%d ~%d -%d files)", verb(res.Action), res.FilesAdded, res.FilesChanged, res.FilesRemoved)
 	case StatePROpen:
@@ -508,6 +518,9 @@ func summarize(repos []Repo) Summary {
 		parts = append(parts, p)
 	}
 	s.Line = fmt.Sprintf("%d repos", s.Total)
+	if s.Total == 1 {
+		s.Line = "1 repo"
+	}
 	if len(parts) > 0 {
 		s.Line += ": " + strings.Join(parts, ", ")
 	}

@@ -335,15 +335,10 @@ func (s *Service) drift(ctx context.Context, j Job) error {
 
 // outcomeOf names a result for the reconcile outcome metric.
 func outcomeOf(r reconcile.Result) string {
-	switch {
-	case r.Deferred:
-		return "deferred"
-	case r.Err != nil:
-		return "failed"
-	case r.Action == "":
-		return "unknown"
+	if w := r.Word(); w != "-" {
+		return w
 	}
-	return string(r.Action)
+	return "unknown"
 }
 
 // check plans the control repo at the pull request head on the read-only

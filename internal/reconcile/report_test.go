@@ -1,0 +1,82 @@
+package reconcile
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/pr"
+)
+
+// TestOneVocabularyInEveryOutput: a repo's outcome reads the same word in the progress line,
+// the text table, the Markdown table, the summary counts and the JSON action, and the counts
+// add up to the rows (issue 19: "no change" in text and "noop" in JSON disagreed).
+func TestOneVocabularyInEveryOutput(t *testing.T) {
+	results := []Result{
+		{Repo: "acme/cluster-a", Kind: "cluster", Action: pr.ActionNoop, Reason: "PR #1 already carries the desired tree", PR: 1, FilesAdded: 2},
+		{Repo: "acme/cluster-b", Kind: "cluster", Action: pr.ActionOpen, PR: 2, FilesAdded: 1},
+		{Repo: "acme/cluster-c", Kind: "cluster", Action: pr.ActionUpdate, PR: 3, FilesChanged: 1},
+		{Repo: "acme/cluster-d", Kind: "cluster", Action: pr.ActionBlocked, Reason: "commit 1234567 on fleetbot/sync was not made by fleetbot", PR: 4},
+		{Repo: "acme/cluster-e", Kind: "cluster", Action: pr.ActionCreate},
+		{Repo: "acme/cluster-f", Kind: "cluster", Action: pr.ActionClose, PR: 6},
+		{Repo: "acme/cluster-g", Kind: "cluster", Action: pr.ActionRemove},
+		{Repo: "acme/cluster-h", Kind: "cluster", Action: pr.ActionOpen, Deferred: true, Err: fmt.Errorf("acme/cluster-h: %w", pr.ErrDeferred)},
+		{Repo: "acme/cluster-i", Kind: "cluster", Action: pr.ActionUpdate, Err: errors.New("acme/cluster-i: 502 from GitHub")},
+		{Repo: "acme/cluster-j", Kind: "cluster", Skipped: "archived"},
+	}
+	want := []string{"noop", "open", "update", "blocked", "create", "close", "remove", "deferred", "failed", "skipped"}
+	rep := &Report{Source: "0123456789abcdef", Results: results}
+
+	var text, md, js bytes.Buffer
+	require.NoError(t, rep.WriteText(&text))
+	require.NoError(t, rep.WriteMarkdown(&md))
+	require.NoError(t, json.NewEncoder(&js).Encode(rep))
+	var doc struct {
+		Results []struct {
+			Repo, Action, Error string
+			Deferred            bool
+			Skipped             string
+		}
+	}
+	require.NoError(t, json.Unmarshal(js.Bytes(), &doc))
+
+	for i, res := range results {
+		w := want[i]
+		assert.Equal(t, w, res.Word(), res.Repo)
+		assert.True(t, strings.HasPrefix(res.Line(), res.Repo+": "+w), "progress line of %s: %q", res.Repo, res.Line())
+		assert.Regexp(t, `(?m)^`+res.Repo+`\s+cluster\s+`+w+`\s`, text.String(), "text table row of %s", res.Repo)
+		assert.Regexp(t, "(?m)^\\| `"+res.Repo+"` \\| cluster \\| (\\*\\*)?"+w+"(\\*\\*)? \\|", md.String(), "markdown row of %s", res.Repo)
+		// JSON keeps the pr action and says failed/deferred/skipped in their own fields.
+		j := doc.Results[i]
+		switch w {
+		case "deferred":
+			assert.True(t, j.Deferred, res.Repo)
+		case "failed":
+			assert.NotEmpty(t, j.Error, res.Repo)
+		case "skipped":
+			assert.Equal(t, "archived", j.Skipped)
+		default:
+			assert.Equal(t, w, j.Action, "JSON action of %s", res.Repo)
+		}
+		assert.Equal(t, w, outcomeWordsForMetrics(res), res.Repo)
+	}
+	summary := "10 repos: 1 blocked, 1 close, 1 create, 1 deferred, 1 failed, 1 noop, 1 open, 1 remove, 1 skipped, 1 update (source 0123456789ab)"
+	assert.Contains(t, text.String(), summary)
+	assert.Contains(t, md.String(), strings.TrimSuffix(strings.SplitN(summary, " (", 2)[0], "")+"\n")
+	for _, old := range []string{"no change", "DEFERRED (", "FAILED"} {
+		assert.NotContains(t, text.String(), old)
+		assert.NotContains(t, md.String(), old)
+		for _, res := range results {
+			assert.NotContains(t, res.Line(), old)
+		}
+	}
+}
+
+// outcomeWordsForMetrics is what serve counts in fleetbot_reconcile_outcomes_total: the Word.
+func outcomeWordsForMetrics(r Result) string { return r.Word() }
