@@ -43,7 +43,7 @@ remove, with the files and objects that change. plan never writes.
 3 blocked (a repo waits for a human: someone pushed to its bot branch).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := loadFleet(a.control)
+			f, err := loadFleet(a.control, a.gitURL())
 			if err != nil {
 				return describeLoadError(a.control, err)
 			}
@@ -67,6 +67,7 @@ remove, with the files and objects that change. plan never writes.
 		},
 	}
 	choiceVar(cmd.Flags(), &format, "format", formatText, formats(), "output format")
+	a.registerGitURL(cmd.Flags())
 	cmd.Flags().BoolVar(&strict, "strict", false, "treat warnings (e.g. a component selector matching no cluster) as errors")
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when nothing would change, 2 when something would, 3 when a repo waits for a human, 1 on error")
 	cmd.Flags().BoolVar(&allowRemovals, "allow-removals", false, "plan as if --allow-removals were given to apply")

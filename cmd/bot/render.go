@@ -28,7 +28,7 @@ render output (which is replaced).`,
 			if out == "" {
 				return fmt.Errorf("--out is required: the directory to write the rendered repos into")
 			}
-			f, err := loadFleet(a.control)
+			f, err := loadFleet(a.control, a.gitURL())
 			if err != nil {
 				return describeLoadError(a.control, err)
 			}
@@ -74,6 +74,7 @@ render output (which is replaced).`,
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "directory to write one folder per target repo into (required)")
+	a.registerGitURL(cmd.Flags())
 	return cmd
 }
 
