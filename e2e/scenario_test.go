@@ -57,13 +57,13 @@ func TestFleetOnFlux(t *testing.T) {
 func (e *environment) bootstrapScenario(t *testing.T) string {
 	ctx := context.Background()
 	e.apply(t)
-	head := e.merge(t, clusterRepo)
+	e.merge(t, clusterRepo)
 	wsHead := e.merge(t, wsRepo)
 
 	fluxYAML := git(t, e.bare(clusterRepo), "show", "main:flux/fleetbot.yaml")
 	assert.Contains(t, fluxYAML, "url: "+e.gitURL+"/acme/"+wsRepo, "the workspace GitRepository follows --git-url")
 
-	head = e.bootstrapFlux(t, clusterRepo)
+	head := e.bootstrapFlux(t, clusterRepo)
 
 	// The lockdown patches fleetbot scaffolded reached the cluster.
 	e.waitObject(t, "apps/v1", "Deployment", "flux-system", "kustomize-controller", "carrying the lockdown flags", func(obj map[string]any) bool {
@@ -228,7 +228,6 @@ spec:
 		},
 	}
 	dir := e.clone(t, wsRepo)
-	baseline := git(t, dir, "rev-parse", "HEAD")
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			writeFile(t, filepath.Join(dir, "apps", tc.file), tc.body)
@@ -268,7 +267,6 @@ spec:
 		assert.Nil(t, obj, "nothing lands in namespace default")
 		e.waitObject(t, "v1", "ConfigMap", wsName, "elsewhere", "confined to the workspace namespace", exists)
 	})
-	_ = baseline
 }
 
 // clusterAppsScenario: cluster admins own apps/ of the cluster repo and may
