@@ -442,6 +442,9 @@ func (e *environment) startFlux() error {
 		return err
 	}
 	storage := "127.0.0.1:" + strconv.Itoa(ports[0])
+	if err := os.MkdirAll(e.path("flux-storage"), 0o755); err != nil {
+		return err
+	}
 	envs := []string{"KUBECONFIG=" + e.kubeconfig, "RUNTIME_NAMESPACE=flux-system"}
 	src, err := e.spawn("source-controller", e.bin("source-controller"), []string{
 		"--storage-path=" + e.path("flux-storage"), "--storage-addr=" + storage, "--storage-adv-addr=" + storage,

@@ -44,9 +44,9 @@ func (e *environment) fleetbotRun(t *testing.T, args ...string) (int, string, st
 
 // apply runs fleetbot apply of the test's control repo into the forge,
 // with the Git URL of the served forge, and requires success.
-func (e *environment) apply(t *testing.T) string {
+func (e *environment) apply(t *testing.T, flags ...string) string {
 	t.Helper()
-	code, out, errOut := e.fleetbotRun(t, "apply", "--control", e.control, "--forge", "local:"+e.forge, "--git-url", e.gitURL)
+	code, out, errOut := e.fleetbotRun(t, append([]string{"apply", "--control", e.control, "--forge", "local:" + e.forge, "--git-url", e.gitURL}, flags...)...)
 	require.Equal(t, 0, code, "fleetbot apply:\n%s\n%s", out, errOut)
 	return out
 }
@@ -285,7 +285,34 @@ spec:
         - --watch-all-namespaces=true
 `, c)
 	}
+	// Flux's aggregated roles: they give the admin ClusterRole (bound to
+	// each workspace's ServiceAccount) rights on Flux objects.
 	b.WriteString(`---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: flux-edit-flux-system
+  labels:
+    rbac.authorization.k8s.io/aggregate-to-admin: "true"
+    rbac.authorization.k8s.io/aggregate-to-edit: "true"
+rules:
+- apiGroups: [notification.toolkit.fluxcd.io, source.toolkit.fluxcd.io, helm.toolkit.fluxcd.io, image.toolkit.fluxcd.io, kustomize.toolkit.fluxcd.io]
+  resources: ["*"]
+  verbs: [create, delete, deletecollection, patch, update]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: flux-view-flux-system
+  labels:
+    rbac.authorization.k8s.io/aggregate-to-admin: "true"
+    rbac.authorization.k8s.io/aggregate-to-edit: "true"
+    rbac.authorization.k8s.io/aggregate-to-view: "true"
+rules:
+- apiGroups: [notification.toolkit.fluxcd.io, source.toolkit.fluxcd.io, helm.toolkit.fluxcd.io, image.toolkit.fluxcd.io, kustomize.toolkit.fluxcd.io]
+  resources: ["*"]
+  verbs: [get, list, watch]
+---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata:

@@ -161,7 +161,8 @@ func (e *environment) removeComponentScenario(t *testing.T) string {
 	require.NotEqual(t, string(data), changed, "the test's edit of %s", path)
 	writeFile(t, path, changed)
 	e.commitControl(t, "monitoring leaves the platform")
-	e.apply(t)
+	// Every cluster loses the component: more than maxRemovals allows unasked.
+	e.apply(t, "--allow-removals")
 	head := e.merge(t, clusterRepo)
 	e.requestReconcile(t, "flux-system", "flux-system")
 	e.waitApplied(t, "flux-system", "platform", head)

@@ -13,8 +13,9 @@ import (
 
 // GitHandler serves the repos of the local forge rooted at root over git's
 // smart HTTP protocol, read-only, so a Flux source-controller (or git
-// clone) can fetch <owner>/<repo>.git from
-// http://HOST/<owner>/<repo>.git. It runs the git binary's http-backend as
+// clone) can fetch <owner>/<repo>.git from http://HOST/<owner>/<repo>.git
+// or, as on GitHub, http://HOST/<owner>/<repo> (the URL fleetbot renders
+// into Flux objects). It runs the git binary's http-backend as
 // a CGI program for fetches only: a push is refused with 403, since target
 // repos are written by fleetbot apply (and merged by hand) on the forge
 // itself. It takes no forge lock: git reads stay consistent while apply
@@ -46,6 +47,9 @@ type gitHandler struct {
 func (h *gitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	owner, rest, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	repo, suffix, ok2 := strings.Cut(rest, ".git/")
+	if !ok2 {
+		repo, suffix, ok2 = strings.Cut(rest, "/")
+	}
 	if !ok || !ok2 || validName("owner", owner) != nil || validName("repo", repo) != nil {
 		http.Error(w, "not a repository path: want /<owner>/<repo>.git/...", http.StatusNotFound)
 		return
@@ -75,7 +79,10 @@ func (h *gitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Stderr:     logWriter{h.log.With("repo", owner+"/"+repo)},
 	}
 	h.log.Debug("git fetch", "repo", owner+"/"+repo, "path", suffix)
-	cg.ServeHTTP(w, r)
+	r2 := r.Clone(r.Context())
+	r2.URL.Path = "/" + owner + "/" + repo + ".git/" + suffix
+	r2.URL.RawPath = ""
+	cg.ServeHTTP(w, r2)
 }
 
 // logWriter forwards http-backend's stderr to the logger.

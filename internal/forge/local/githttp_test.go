@@ -41,6 +41,10 @@ func TestGitHandlerServesFetchesOnly(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, c.SHA, strings.TrimSpace(head), "the clone has the forge's main")
 
+	// The URL fleetbot renders into Flux objects has no .git, as on GitHub.
+	out, err = gitCmd(t, work, "clone", "-q", srv.URL+"/acme/r", "r2")
+	require.NoError(t, err, out)
+
 	// A push is refused and nothing changes on the forge.
 	repo := filepath.Join(work, "r")
 	require.NoError(t, os.WriteFile(filepath.Join(repo, "x"), []byte("x\n"), 0o644))
@@ -73,7 +77,9 @@ func TestGitHandlerRefusesOtherPaths(t *testing.T) {
 		{"GET", "/acme/missing.git/info/refs?service=git-upload-pack", http.StatusNotFound},
 		{"GET", "/../acme/r.git/info/refs?service=git-upload-pack", http.StatusNotFound},
 		{"GET", "/acme/..%2F..%2Fetc.git/info/refs?service=git-upload-pack", http.StatusNotFound},
-		{"GET", "/acme/r/info/refs?service=git-upload-pack", http.StatusNotFound},
+		{"GET", "/acme/r/info/refs?service=git-upload-pack", http.StatusOK}, // GitHub-style, no .git
+		{"GET", "/acme/r/info/refs", http.StatusForbidden},
+		{"GET", "/acme/r.git.git/info/refs?service=git-upload-pack", http.StatusNotFound},
 		{"GET", "/acme.git/info/refs?service=git-upload-pack", http.StatusNotFound},
 	} {
 		req := httptest.NewRequest(tc.method, "http://x"+tc.path, nil)
