@@ -151,18 +151,25 @@ func (e *environment) valueChangeScenario(t *testing.T, _ string) string {
 	return head
 }
 
-// removeComponentScenario: a component leaves the platform; once the PR is
-// merged, Flux prunes its objects, the namespace included.
+// removeComponentScenario: the component no longer selects this cluster
+// (and the cluster's value for it goes: a value no deployed app declares is
+// an error); once the PR is merged, Flux prunes its objects, the namespace
+// included.
 func (e *environment) removeComponentScenario(t *testing.T) string {
 	path := filepath.Join(e.control, "platform.yaml")
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
-	changed := strings.Replace(string(data), "    - app: monitoring\n      clusterSelector: {}\n", "", 1)
+	changed := strings.Replace(string(data), "    - app: monitoring\n      clusterSelector: {}\n", "    - app: monitoring\n      clusterSelector: {matchLabels: {env: prod}}\n", 1)
 	require.NotEqual(t, string(data), changed, "the test's edit of %s", path)
 	writeFile(t, path, changed)
-	e.commitControl(t, "monitoring leaves the platform")
-	// Every cluster loses the component: more than maxRemovals allows unasked.
-	e.apply(t, "--allow-removals")
+	cpath := filepath.Join(e.control, "clusters", clusterName+".yaml")
+	data, err = os.ReadFile(cpath)
+	require.NoError(t, err)
+	changed = strings.Replace(string(data), "  values:\n    monitoring_retention: 7d\n", "", 1)
+	require.NotEqual(t, string(data), changed, "the test's edit of %s", cpath)
+	writeFile(t, cpath, changed)
+	e.commitControl(t, "monitoring only on prod clusters")
+	e.apply(t)
 	head := e.merge(t, clusterRepo)
 	e.requestReconcile(t, "flux-system", "flux-system")
 	e.waitApplied(t, "flux-system", "platform", head)
