@@ -96,7 +96,10 @@ stringData: {username: git, password: read-only-token}
 	e.waitApplied(t, "flux-system", "apps", head)
 	e.waitApplied(t, wsName, "workspace-"+wsName, wsHead)
 
-	// What fleetbot rendered is on the cluster.
+	// What fleetbot rendered is on the cluster: every object of platform/
+	// and of the workspace's clusters/<cluster>/fleetbot/.
+	e.requireRendered(t, clusterRepo, "platform", "")
+	e.requireRendered(t, wsRepo, "clusters/"+clusterName+"/fleetbot", wsName)
 	e.waitObject(t, "apps/v1", "DaemonSet", "monitoring", "node-exporter", "with the default retention", retention("15d"))
 	e.waitObject(t, "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "", "fleetbot-flux-tenancy", "applied", exists)
 	e.waitObject(t, "apps/v1", "Deployment", wsName, "podinfo", "applied in the workspace namespace", exists)
@@ -309,4 +312,40 @@ data: {owner: search-sre}
 	e.waitApplied(t, "flux-system", "apps", sha)
 	e.waitObject(t, "v1", "ConfigMap", "sre-tools", "sre-tools", "applied", exists)
 	e.waitObject(t, "rbac.authorization.k8s.io/v1", "ClusterRole", "", "sre-tools-reader", "applied", exists)
+}
+
+// requireRendered requires every object of the YAML files directly under
+// dir on repo's main to exist on the cluster; namespace fills in the
+// namespace of namespaced objects that name none (the workspace's
+// targetNamespace).
+func (e *environment) requireRendered(t *testing.T, repo, dir, namespace string) {
+	t.Helper()
+	ctx := context.Background()
+	bare := e.bare(repo)
+	files := strings.Fields(git(t, bare, "ls-tree", "--name-only", "main:"+dir))
+	n := 0
+	for _, f := range files {
+		if !strings.HasSuffix(f, ".yaml") || f == "kustomization.yaml" {
+			continue
+		}
+		docs, err := splitYAML([]byte(git(t, bare, "show", "main:"+dir+"/"+f)))
+		require.NoError(t, err, "%s/%s", dir, f)
+		for _, obj := range docs {
+			apiVersion, _ := obj["apiVersion"].(string)
+			kind, _ := obj["kind"].(string)
+			name, _ := field(obj, "metadata", "name").(string)
+			ns, _ := field(obj, "metadata", "namespace").(string)
+			r, err := e.kube.resourceFor(ctx, apiVersion, kind)
+			require.NoError(t, err, "%s/%s: %s %s", dir, f, apiVersion, kind)
+			if r.Namespaced && namespace != "" {
+				ns = namespace
+			}
+			got, err := e.kube.get(ctx, apiVersion, kind, ns, name)
+			require.NoError(t, err)
+			assert.NotNil(t, got, "%s/%s: %s %s/%s is on the cluster", dir, f, kind, ns, name)
+			n++
+		}
+	}
+	require.NotZero(t, n, "%s of %s renders objects", dir, repo)
+	t.Logf("%s/%s: all %d objects are on the cluster", repo, dir, n)
 }
