@@ -39,6 +39,7 @@ func TestFleetOnFlux(t *testing.T) {
 	}{
 		{"bootstrap", func(t *testing.T) { clusterHead = e.bootstrapScenario(t) }},
 		{"value change is applied", func(t *testing.T) { clusterHead = e.valueChangeScenario(t, clusterHead) }},
+		{"workspace repo read without a secret", func(t *testing.T) { e.noSecretScenario(t) }},
 		{"removed component is pruned", func(t *testing.T) { clusterHead = e.removeComponentScenario(t) }},
 		{"tenant isolation", func(t *testing.T) { e.tenantScenario(t) }},
 		{"cluster admins' apps", func(t *testing.T) { e.clusterAppsScenario(t) }},
@@ -152,6 +153,38 @@ func (e *environment) valueChangeScenario(t *testing.T, _ string) string {
 	e.waitApplied(t, "flux-system", "platform", head)
 	e.waitObject(t, "apps/v1", "DaemonSet", "monitoring", "node-exporter", "with the new retention", retention("7d"))
 	return head
+}
+
+// noSecretScenario: with flux.secretRef: "" the workspace GitRepository
+// names no Secret, and reads the (unauthenticated) served repo without one.
+func (e *environment) noSecretScenario(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(e.control, "platform.yaml")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	changed := strings.Replace(string(data), "    secretRef: flux-system\n", "    secretRef: \"\"\n", 1)
+	require.NotEqual(t, string(data), changed, "the test's edit of %s", path)
+	writeFile(t, path, changed)
+	e.commitControl(t, "workspace repos are read without credentials")
+	e.apply(t)
+	head := e.merge(t, clusterRepo)
+	p, err := e.kube.objectPath(ctx, "v1", "Secret", wsName, "flux-system")
+	require.NoError(t, err)
+	code, body, err := e.kube.raw(ctx, "DELETE", p, nil, "", nil)
+	require.NoError(t, err)
+	require.Equal(t, 200, code, "deleting the workspace's git secret: %s", body)
+	e.requestReconcile(t, "flux-system", "flux-system")
+	e.waitApplied(t, "flux-system", "flux-system", head)
+	e.requestReconcile(t, wsName, "workspace-"+wsName)
+	e.waitObject(t, "source.toolkit.fluxcd.io/v1", "GitRepository", wsName, "workspace-"+wsName, "Ready with no secretRef", func(obj map[string]any) bool {
+		if obj == nil || field(obj, "spec", "secretRef") != nil {
+			return false
+		}
+		st, _, _ := condition(obj, "Ready")
+		gen, _ := field(obj, "metadata", "generation").(float64)
+		observed, _ := field(obj, "status", "observedGeneration").(float64)
+		return st == "True" && gen == observed
+	})
 }
 
 // removeComponentScenario: the component no longer selects this cluster
