@@ -416,11 +416,8 @@ func (e *environment) installFluxCRDs() error {
 	}
 	return poll(ctx, 60*time.Second, "Flux CRDs established", func() (bool, string, error) {
 		e.kube.forgetDiscovery()
-		for _, gv := range []string{"source.toolkit.fluxcd.io/v1", "kustomize.toolkit.fluxcd.io/v1"} {
-			if _, err := e.kube.resourceFor(ctx, gv, "Kustomization"); err != nil && strings.HasPrefix(gv, "kustomize") {
-				return false, err.Error(), nil
-			}
-			if _, err := e.kube.resourceFor(ctx, gv, "GitRepository"); err != nil && strings.HasPrefix(gv, "source") {
+		for _, k := range [][2]string{{"source.toolkit.fluxcd.io/v1", "GitRepository"}, {"kustomize.toolkit.fluxcd.io/v1", "Kustomization"}} {
+			if _, err := e.kube.resourceFor(ctx, k[0], k[1]); err != nil {
 				return false, err.Error(), nil
 			}
 		}
