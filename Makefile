@@ -8,7 +8,7 @@ PKGS      ?= ./...
 
 export GOTOOLCHAIN := local
 
-.PHONY: schemas build test test-short fuzz lint bench bench-quick bench-go screenshot demo clean
+.PHONY: schemas build test test-short fuzz e2e e2e-tools lint bench bench-quick bench-go screenshot demo clean
 
 ## build: the fleetbot binary in bin/ (rebuilt only when a source file changed). No -trimpath
 ## here: it changes every package's build-cache key, so the first make demo after go run or
@@ -26,6 +26,16 @@ schemas:
 test: schemas
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 $(PKGS)
+
+## e2e: fleetbot on a real API server and real Flux (etcd from Debian's etcd-server;
+## kube-apiserver, kube-controller-manager and the Flux controllers built once, pinned by
+## e2e/tools/*/go.mod, into ~/.cache/fleetbot-e2e/<versions>; see README "End-to-end tests")
+e2e:
+	@tools=$$(scripts/e2e-tools.sh) && FLEETBOT_E2E_TOOLS=$$tools $(GO) test -count=1 -timeout 30m -v ./e2e/
+
+## e2e-tools: only build (or find) the e2e binaries and print their directory
+e2e-tools:
+	@scripts/e2e-tools.sh
 
 ## test-short: tests without the race detector (faster while editing)
 test-short:

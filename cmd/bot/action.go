@@ -286,7 +286,7 @@ func (r *actionRun) event() (*ghaction.Event, error) {
 // load loads the control repo; validation problems come back as res.Issues (annotated),
 // anything else as an error.
 func (r *actionRun) load(ctx context.Context, res *actionResult) (*fleet, error) {
-	f, err := loadFleet(ctx, r.in.controlDir)
+	f, err := loadFleet(ctx, r.in.controlDir, webRoot(r.in.apiURL))
 	var issues control.Issues
 	switch {
 	case errors.As(err, &issues):

@@ -37,7 +37,7 @@ budget), 3 a repo waits for a human (someone pushed to its bot branch).`,
 			if err != nil {
 				return err
 			}
-			f, err := loadFleet(cmd.Context(), a.control)
+			f, err := loadFleet(cmd.Context(), a.control, a.gitURL())
 			if err != nil {
 				return describeLoadError(a.control, err)
 			}
@@ -83,6 +83,7 @@ budget), 3 a repo waits for a human (someone pushed to its bot branch).`,
 	minIntVar(cmd.Flags(), &concurrency, "concurrency", reconcile.DefaultConcurrency, 1, "how many target repos to work on at once")
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when done, 2 when repos were deferred, 3 when a repo waits for a human, 1 on error")
 	choiceVar(cmd.Flags(), &format, "format", formatText, formats(), "output format")
+	a.registerGitURL(cmd.Flags())
 	return cmd
 }
 

@@ -1,23 +1,98 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fleetbot-io/fleetbot/internal/fleetgen"
+	"github.com/fleetbot-io/fleetbot/internal/forge/local"
 )
 
 // devCommand groups tools for trying, developing and measuring fleetbot; README lists them.
 func (a *app) devCommand() *cobra.Command {
 	dev := &cobra.Command{
 		Use:   "dev",
-		Short: "Tools for trying and measuring fleetbot: synthetic control repos for load tests",
+		Short: "Tools for trying and measuring fleetbot: synthetic control repos, serving the local forge to Flux",
 		Args:  cobra.NoArgs,
 	}
-	dev.AddCommand(a.devGenerateCommand())
+	dev.AddCommand(a.devGenerateCommand(), a.devGitServeCommand())
 	return dev
+}
+
+// DefaultGitServeListen is where dev git-serve listens unless told.
+const DefaultGitServeListen = "127.0.0.1:8480"
+
+func (a *app) devGitServeCommand() *cobra.Command {
+	var listen, listenFile string
+	cmd := &cobra.Command{
+		Use:   "git-serve [--forge local:PATH] [--listen ADDR] [--listen-file FILE]",
+		Short: "Serve the local forge's repos read-only over git smart HTTP, for a Flux that should apply them",
+		Long: `git-serve lets Flux (or git clone) read the repos of the local forge at
+http://ADDR/<owner>/<repo>.git, read-only: pushes are refused, fleetbot apply
+writes the forge. Render and apply with --git-url http://ADDR so the
+workspace GitRepositories in flux/ point here; bootstrap Flux on a cluster
+repo with the same URL. It runs until interrupted.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := a.logger()
+			if err != nil {
+				return err
+			}
+			spec := firstNonEmpty(a.forge, defaultLocalForge)
+			path, ok := strings.CutPrefix(spec, "local:")
+			if !ok || path == "" {
+				return fmt.Errorf("--forge %q: git-serve serves a local forge, local:PATH", spec)
+			}
+			h, err := local.GitHandler(path, log)
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return fmt.Errorf("--listen %s: %w", listen, err)
+			}
+			addr := ln.Addr().String()
+			if listenFile != "" {
+				if err := writeFileAtomic(listenFile, addr+"\n"); err != nil {
+					_ = ln.Close()
+					return fmt.Errorf("--listen-file: %w", err)
+				}
+			}
+			fmt.Fprintf(a.stdout, "serving %s at http://%s/<owner>/<repo>.git (render and apply with --git-url http://%s)\n", path, addr, addr)
+			return serveUntilDone(cmd.Context(), &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, ln)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", DefaultGitServeListen, "address to listen on; 127.0.0.1:0 picks a free port")
+	cmd.Flags().StringVar(&listenFile, "listen-file", "", "once listening, write the address (HOST:PORT) to this file")
+	return cmd
+}
+
+// serveUntilDone serves on ln until ctx ends, then shuts down gracefully.
+func serveUntilDone(ctx context.Context, srv *http.Server, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return err
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }
 
 func (a *app) devGenerateCommand() *cobra.Command {

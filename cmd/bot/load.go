@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/go-git/go-git/v5"
 
@@ -19,13 +22,14 @@ type fleet struct {
 	targets []*fanout.Target
 }
 
-// loadFleet loads, validates and renders the control repo at dir. Every
-// validation and render problem comes back together as control.Issues; no
-// caller writes anything when err != nil. It stops when ctx is done (SIGINT,
-// SIGTERM): between load, revision and render, and inside the render between
-// app builds and targets; the error then wraps ctx's (errors.Is
-// context.Canceled).
-func loadFleet(ctx context.Context, dir string) (*fleet, error) {
+// loadFleet loads, validates and renders the control repo at dir, with
+// gitURL as the base of the repo URLs in Flux objects ("" for
+// fanout.DefaultGitURL). Every validation and render problem comes back
+// together as control.Issues; no caller writes anything when err != nil. It
+// stops when ctx is done (SIGINT, SIGTERM): between load, revision and render,
+// and inside the render between app builds and targets; the error then wraps
+// ctx's (errors.Is context.Canceled).
+func loadFleet(ctx context.Context, dir, gitURL string) (*fleet, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("loading %s interrupted: %w", dir, context.Cause(ctx))
 	}
@@ -37,11 +41,31 @@ func loadFleet(ctx context.Context, dir string) (*fleet, error) {
 		return nil, fmt.Errorf("loading %s interrupted: %w", dir, context.Cause(ctx))
 	}
 	repo.Revision = revision(dir)
-	targets, err := fanout.NewRenderer(fanout.Options{}).RenderContext(ctx, repo)
+	targets, err := fanout.NewRenderer(fanout.Options{GitURL: gitURL}).RenderContext(ctx, repo)
 	if err != nil {
 		return nil, err
 	}
 	return &fleet{repo: repo, targets: targets}, nil
+}
+
+// gitURL is the base URL of target repos rendered into Flux GitRepository
+// objects: --git-url, else where the forge the command uses serves them.
+// GitHub (and GitHub Enterprise through --github-url or GITHUB_API_URL)
+// serves them at its web root; the local forge, the default, where fleetbot
+// dev git-serve serves it unless told otherwise.
+func (a *app) gitURL() string {
+	if a.gitURLFlag != "" {
+		return a.gitURLFlag
+	}
+	if firstNonEmpty(a.forge, defaultLocalForge) == "github" {
+		return firstNonEmpty(webRoot(firstNonEmpty(a.github.apiURL, os.Getenv("GITHUB_API_URL"))), fanout.DefaultGitURL)
+	}
+	return "http://" + DefaultGitServeListen
+}
+
+// registerGitURL registers --git-url on a command that renders.
+func (a *app) registerGitURL(fs *pflag.FlagSet) {
+	fs.StringVar(&a.gitURLFlag, "git-url", "", `base URL of target repos in Flux GitRepository objects, <URL>/<owner>/<repo> (default: from --forge: GitHub's web root for github, http://`+DefaultGitServeListen+` for a local forge, where fleetbot dev git-serve serves it)`)
 }
 
 // revision returns the commit checked out in the control repo's git work

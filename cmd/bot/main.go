@@ -58,11 +58,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 type app struct {
 	stdout, stderr io.Writer
 
-	control  string
-	forge    string
-	logLevel string
-	logJSON  bool
-	github   githubFlags
+	control string
+	forge   string
+	// gitURLFlag is --git-url of the commands that render; see gitURL.
+	gitURLFlag string
+	logLevel   string
+	logJSON    bool
+	github     githubFlags
 }
 
 func (a *app) rootCommand() *cobra.Command {

@@ -59,7 +59,7 @@ func TestValidateExample(t *testing.T) {
 
 func TestRenderProducesGoldenTrees(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
-	code, stdout, errOut := cli(t, "render", "--control", exampleControl, "--out", out)
+	code, stdout, errOut := cli(t, "render", "--control", exampleControl, "--out", out, "--forge", "github")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, stdout, "rendered 6 repo(s)")
 
@@ -197,6 +197,7 @@ func TestPlanOffline(t *testing.T) {
 	assert.Contains(t, out, "acme/cluster-prod-eu-1  (cluster prod-eu-1)")
 	assert.Contains(t, out, "platform/metallb.yaml")
 	assert.Contains(t, out, "payments-sre=push")
+	assert.Contains(t, out, "needs:    platform/metallb.yaml: IPAddressPool (metallb.io/v1beta1), L2Advertisement (metallb.io/v1beta1)")
 
 	code, out, errOut = cli(t, "plan", "--control", exampleControl, "--format", "json")
 	require.Equal(t, 0, code, errOut)
@@ -204,6 +205,16 @@ func TestPlanOffline(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &p))
 	require.Len(t, p.Repos, 6)
 	assert.Equal(t, "acme/cluster-edge-1", p.Repos[0].Repo)
+	// Which kinds each component needs the cluster to have (metallb's pool
+	// and advertisement CRDs); monitoring needs nothing, nor do workspaces.
+	for _, r := range p.Repos {
+		switch r.Repo {
+		case "acme/cluster-edge-1", "acme/cluster-prod-eu-1", "acme/cluster-prod-us-1":
+			assert.Equal(t, map[string][]string{"platform/metallb.yaml": {"IPAddressPool (metallb.io/v1beta1)", "L2Advertisement (metallb.io/v1beta1)"}}, r.Needs, r.Repo)
+		default:
+			assert.Empty(t, r.Needs, r.Repo)
+		}
+	}
 
 	code, out, errOut = cli(t, "plan", "--control", exampleControl, "--format", "markdown")
 	require.Equal(t, 0, code, errOut)

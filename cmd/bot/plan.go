@@ -45,7 +45,7 @@ plan never writes.
 3 blocked (a repo waits for a human: someone pushed to its bot branch).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := loadFleet(cmd.Context(), a.control)
+			f, err := loadFleet(cmd.Context(), a.control, a.gitURL())
 			if err != nil {
 				return describeLoadError(a.control, err)
 			}
@@ -69,6 +69,7 @@ plan never writes.
 		},
 	}
 	choiceVar(cmd.Flags(), &format, "format", formatText, formats(), "output format")
+	a.registerGitURL(cmd.Flags())
 	cmd.Flags().BoolVar(&strict, "strict", false, "treat warnings (e.g. a component selector matching no cluster) as errors")
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when nothing would change, 2 when something would, 3 when a repo waits for a human, 1 on error")
 	cmd.Flags().BoolVar(&allowRemovals, "allow-removals", false, "plan as if --allow-removals were given to apply")
@@ -86,6 +87,9 @@ type desiredRepo struct {
 	Objects   map[string]int    `json:"objects"`
 	Teams     map[string]string `json:"teams"`
 	Reviewers []string          `json:"reviewers"`
+	// Needs lists, per platform component file of a cluster repo, the kinds
+	// whose CRDs the cluster must already have (see manifest.NeedsFromCluster).
+	Needs map[string][]string `json:"needs,omitempty"`
 }
 
 type desiredPlan struct {
@@ -111,6 +115,14 @@ func buildDesiredPlan(f *fleet) (desiredPlan, error) {
 				return p, fmt.Errorf("%s: rendered %s does not parse: %w", t.FullName(), path, err)
 			}
 			objs = append(objs, o...)
+			if t.Kind == fanout.KindCluster && strings.HasPrefix(path, fanout.PlatformDir+"/") {
+				if needs := manifest.NeedsFromCluster(o); len(needs) > 0 {
+					if d.Needs == nil {
+						d.Needs = map[string][]string{}
+					}
+					d.Needs[path] = needs
+				}
+			}
 		}
 		d.Objects = manifest.CountByKind(manifest.OnCluster(objs))
 		for team, role := range t.Access.Teams {
@@ -150,6 +162,9 @@ func writeDesiredPlan(w io.Writer, format string, f *fleet) error {
 				fmt.Fprintf(w, "            %s\n", f)
 			}
 			fmt.Fprintf(w, "  objects:  %s\n", manifest.FormatCounts(r.Objects))
+			for _, f := range slices.Sorted(maps.Keys(r.Needs)) {
+				fmt.Fprintf(w, "  needs:    %s: %s (CRDs the cluster must have; without them Flux's platform Kustomization fails)\n", f, strings.Join(r.Needs[f], ", "))
+			}
 			fmt.Fprintf(w, "  access:   %s\n", formatTeams(r.Teams))
 			fmt.Fprintf(w, "  review:   %s\n", strings.Join(r.Reviewers, ", "))
 		}

@@ -29,7 +29,7 @@ render output (which is replaced).`,
 				return fmt.Errorf("--out is required: the directory to write the rendered repos into")
 			}
 			ctx := cmd.Context()
-			f, err := loadFleet(ctx, a.control)
+			f, err := loadFleet(ctx, a.control, a.gitURL())
 			if err != nil {
 				if ctx.Err() != nil {
 					return fmt.Errorf("render interrupted (%w): %s is unchanged", context.Cause(ctx), out)
@@ -77,6 +77,7 @@ render output (which is replaced).`,
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "directory to write one folder per target repo into (required)")
+	a.registerGitURL(cmd.Flags())
 	return cmd
 }
 

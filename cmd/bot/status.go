@@ -44,6 +44,7 @@ Without --forge it reads local:.fleetbot/forge.`,
 		},
 	}
 	fs := cmd.Flags()
+	a.registerGitURL(fs)
 	fs.StringVarP(&f.format, "format", "o", formatText, "output format: text or json")
 	fs.StringVar(&f.selector, "selector", "", "only repos whose cluster (or workspace) labels match this Kubernetes label selector, e.g. env=prod,region in (eu,us)")
 	fs.BoolVar(&f.blocked, "blocked", false, "only repos blocked on a human")
@@ -64,7 +65,7 @@ func (a *app) status(cmd *cobra.Command, f *statusFlags) error {
 	if err != nil {
 		return fmt.Errorf("--group-by: %w", err)
 	}
-	fl, err := loadFleet(cmd.Context(), a.control)
+	fl, err := loadFleet(cmd.Context(), a.control, a.gitURL())
 	if err != nil {
 		return describeLoadError(a.control, err)
 	}

@@ -19,7 +19,7 @@ always a mistake, such as a component selector that matches no cluster) are
 printed too; --strict makes them errors.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := loadFleet(cmd.Context(), a.control)
+			f, err := loadFleet(cmd.Context(), a.control, a.gitURL())
 			if err != nil {
 				return describeLoadError(a.control, err)
 			}

@@ -13,7 +13,10 @@ func applyDefaults(r *Repo) {
 		setDefault(&s.PullRequests.Branch, DefaultPRBranch)
 		setDefault(&s.PullRequests.Merge, MergeManual)
 		setDefault(&s.Flux.Interval, DefaultFluxInterval)
-		setDefault(&s.Flux.SecretRef, DefaultFluxSecretRef)
+		if s.Flux.SecretRef == nil {
+			v := DefaultFluxSecretRef
+			s.Flux.SecretRef = &v
+		}
 		setDefault(&s.Access.Mode, AccessEnforce)
 		if s.MaxRemovals == nil {
 			v := intstr.FromString(DefaultMaxRemovals)

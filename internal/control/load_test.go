@@ -518,7 +518,8 @@ func TestLoadDefaults(t *testing.T) {
 	assert.Equal(t, DefaultPRBranch, s.PullRequests.Branch)
 	assert.Equal(t, MergeManual, s.PullRequests.Merge)
 	assert.Equal(t, DefaultFluxInterval, s.Flux.Interval)
-	assert.Equal(t, DefaultFluxSecretRef, s.Flux.SecretRef)
+	require.NotNil(t, s.Flux.SecretRef)
+	assert.Equal(t, DefaultFluxSecretRef, *s.Flux.SecretRef)
 	assert.Equal(t, AccessEnforce, s.Access.Mode)
 	assert.Equal(t, intstr.FromString(DefaultMaxRemovals), *s.MaxRemovals)
 	assert.Equal(t, intstr.FromString(DefaultMaxAccessRemovals), *s.Access.MaxAccessRemovals)
@@ -580,4 +581,15 @@ func TestValuesKeepLiteralText(t *testing.T) {
 	assert.Equal(t, "yes", *a.Spec.Values["podinfo_color"].Default, "bool-like default kept as written")
 	assert.Equal(t, Values{"podinfo_replicas": "1.50", "podinfo_color": "0x10"}, repo.Workspace("payments").Spec.Apps[0].Values)
 	assert.Equal(t, "true", repo.Cluster("prod-eu-1").Spec.Values["podinfo_color"])
+}
+
+// secretRef: "" means no secret (public or unauthenticated repos); absent
+// means the default.
+func TestLoadEmptySecretRef(t *testing.T) {
+	repo, err := Load(fstest.MapFS{
+		"platform.yaml": {Data: []byte("apiVersion: fleetbot.io/v1alpha1\nkind: Platform\nmetadata: {name: acme}\nspec: {owner: acme, admins: [platform], flux: {secretRef: \"\"}}\n")},
+	})
+	require.NoError(t, err)
+	require.NotNil(t, repo.Platform.Spec.Flux.SecretRef)
+	assert.Equal(t, "", *repo.Platform.Spec.Flux.SecretRef)
 }

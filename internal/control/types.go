@@ -164,8 +164,11 @@ type PullRequestSpec struct {
 // FluxSpec parameterises the Flux objects fleetbot writes.
 type FluxSpec struct {
 	Interval string `yaml:"interval,omitempty" json:"interval,omitempty"`
-	// SecretRef is the secret Flux uses to read target repos.
-	SecretRef string `yaml:"secretRef,omitempty" json:"secretRef,omitempty"`
+	// SecretRef is the Secret, in the workspace namespace, that a workspace
+	// GitRepository reads its repo with. Absent: DefaultFluxSecretRef; ""
+	// (secretRef: "") for none, when the repos are readable without
+	// credentials (public repos, a git server on the cluster's network).
+	SecretRef *string `yaml:"secretRef,omitempty" json:"secretRef,omitempty"`
 }
 
 // AccessSpec tunes how repo permissions converge.

@@ -175,9 +175,11 @@ func (v *validator) platform(p *Platform) {
 	if d, err := time.ParseDuration(s.Flux.Interval); !fluxIntervalRe.MatchString(s.Flux.Interval) || err != nil || d <= 0 {
 		v.add(src.At("spec.flux.interval"), "use a positive Flux duration such as 30s, 10m or 1h30m", "invalid flux interval %q", s.Flux.Interval)
 	}
-	if errs := validation.IsDNS1123Subdomain(s.Flux.SecretRef); len(errs) > 0 {
-		v.add(src.At("spec.flux.secretRef"), "name a Kubernetes Secret: lowercase letters, digits, '-' and '.'",
-			"invalid flux secretRef %q: %s", s.Flux.SecretRef, strings.Join(errs, "; "))
+	if ref := s.Flux.SecretRef; ref != nil && *ref != "" {
+		if errs := validation.IsDNS1123Subdomain(*ref); len(errs) > 0 {
+			v.add(src.At("spec.flux.secretRef"), `name a Kubernetes Secret: lowercase letters, digits, '-' and '.' (or "" for none)`,
+				"invalid flux secretRef %q: %s", *ref, strings.Join(errs, "; "))
+		}
 	}
 	switch s.Access.Mode {
 	case AccessEnforce, AccessAdditive:

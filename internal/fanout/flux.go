@@ -37,7 +37,7 @@ type fluxInput struct {
 	namespace string
 	repoURL   string // the workspace repo
 	branch    string
-	secretRef string
+	secretRef string // "": the workspace repo is read without credentials
 }
 
 // fluxObjects renders flux/fleetbot.yaml for one cluster: the platform and
@@ -100,6 +100,10 @@ func fluxWorkspace(in fluxInput) ([]byte, error) {
 	iv := metav1.Duration{Duration: in.interval}
 	ns, ws := in.namespace, in.workspace
 	source := "workspace-" + ws
+	var secret *meta.LocalObjectReference
+	if in.secretRef != "" {
+		secret = &meta.LocalObjectReference{Name: in.secretRef}
+	}
 	return marshalAll("",
 		&corev1.Namespace{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
@@ -121,7 +125,7 @@ func fluxWorkspace(in fluxInput) ([]byte, error) {
 			Spec: sourcev1.GitRepositorySpec{
 				URL:       in.repoURL,
 				Reference: &sourcev1.GitRepositoryRef{Branch: in.branch},
-				SecretRef: &meta.LocalObjectReference{Name: in.secretRef},
+				SecretRef: secret,
 				Interval:  iv,
 			},
 		},

@@ -68,8 +68,11 @@ func (x *run) settings() settings {
 		branch:     or(p.DefaultBranch, control.DefaultBranch),
 		visibility: or(p.Repos.Visibility, control.DefaultVisibility),
 		admins:     p.Admins,
-		secretRef:  or(p.Flux.SecretRef, control.DefaultFluxSecretRef),
+		secretRef:  control.DefaultFluxSecretRef,
 		autoMerge:  p.PullRequests.Merge == control.MergeAuto,
+	}
+	if p.Flux.SecretRef != nil {
+		s.secretRef = *p.Flux.SecretRef // "": none
 	}
 	iv := or(p.Flux.Interval, control.DefaultFluxInterval)
 	d, err := time.ParseDuration(iv)
@@ -265,9 +268,13 @@ func clusterReadme(s settings, c *control.Cluster, repo string, components []str
 		b.WriteString("\n## Workspace\n\n")
 		fmt.Fprintf(&b, "This cluster belongs to workspace **%s**. Flux reconciles `clusters/%s` of `%s/%s` into namespace `%s`, impersonating the ServiceAccount `%s` (ClusterRole `admin` in that namespace only).\n\n",
 			in.workspace, name, s.owner, workspaceRepo(in.workspace), in.namespace, in.workspace)
-		fmt.Fprintf(&b, "Its GitRepository reads the workspace repo with the secret `%s` in namespace `%s`; create it once after bootstrap, with a read-only token:\n\n", in.secretRef, in.namespace)
-		fmt.Fprintf(&b, "```sh\nkubectl create namespace %s --dry-run=client -o yaml | kubectl apply -f -\n", in.namespace)
-		fmt.Fprintf(&b, "flux create secret git %s --namespace=%s --url=%s --username=git --password=\"$GITHUB_TOKEN\"\n```\n", in.secretRef, in.namespace, in.repoURL)
+		if in.secretRef == "" {
+			fmt.Fprintf(&b, "Its GitRepository reads the workspace repo `%s` without credentials (the platform's `flux.secretRef` is empty): the repo must be readable anonymously from the cluster.\n", in.repoURL)
+		} else {
+			fmt.Fprintf(&b, "Its GitRepository reads the workspace repo with the secret `%s` in namespace `%s`; create it once after bootstrap, with a read-only token:\n\n", in.secretRef, in.namespace)
+			fmt.Fprintf(&b, "```sh\nkubectl create namespace %s --dry-run=client -o yaml | kubectl apply -f -\n", in.namespace)
+			fmt.Fprintf(&b, "flux create secret git %s --namespace=%s --url=%s --username=git --password=\"$GITHUB_TOKEN\"\n```\n", in.secretRef, in.namespace, in.repoURL)
+		}
 	}
 	return []byte(b.String())
 }

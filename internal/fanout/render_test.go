@@ -408,3 +408,26 @@ func TestRenderUnusedBrokenApp(t *testing.T) {
 	})
 	requireIssue(t, renderIssues(t, repo), "catalog/broken/kustomization.yaml", "app broken", `"gone.yaml" does not exist`)
 }
+
+// flux.secretRef: "" renders workspace GitRepositories without a secret
+// (public repos, an unauthenticated git server), and the cluster README says
+// so instead of asking for a Secret; absent, it is flux-system.
+func TestFluxSecretRefOptional(t *testing.T) {
+	m := exampleFS(t)
+	platform := string(m["platform.yaml"].Data)
+	require.Contains(t, platform, "    secretRef: flux-system\n")
+	m["platform.yaml"] = &fstest.MapFile{Data: []byte(strings.Replace(platform, "    secretRef: flux-system\n", "    secretRef: \"\"\n", 1))}
+	for _, tg := range mustRender(t, NewRenderer(Options{}), load(t, m)) {
+		if tg.Kind != KindCluster || tg.Name != "prod-eu-1" {
+			continue
+		}
+		flux := string(tg.Files[FluxPath])
+		assert.Contains(t, flux, "kind: GitRepository")
+		assert.NotContains(t, flux, "secretRef", "no secret for the workspace GitRepository")
+		readme := string(tg.Files[ReadmePath])
+		assert.Contains(t, readme, "without credentials")
+		assert.NotContains(t, readme, "flux create secret git")
+		return
+	}
+	t.Fatal("no cluster-prod-eu-1 target")
+}

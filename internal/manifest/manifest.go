@@ -173,3 +173,54 @@ func OnCluster(objs []Object) []Object {
 	}
 	return out
 }
+
+// builtinGroups are the API groups a Kubernetes API server serves by itself
+// (no CRD needed); "" is the core group.
+var builtinGroups = map[string]bool{
+	"": true, "admissionregistration.k8s.io": true, "apiextensions.k8s.io": true, "apiregistration.k8s.io": true,
+	"apps": true, "authentication.k8s.io": true, "authorization.k8s.io": true, "autoscaling": true, "batch": true,
+	"certificates.k8s.io": true, "coordination.k8s.io": true, "discovery.k8s.io": true, "events.k8s.io": true,
+	"flowcontrol.apiserver.k8s.io": true, "internal.apiserver.k8s.io": true, "networking.k8s.io": true,
+	"node.k8s.io": true, "policy": true, "rbac.authorization.k8s.io": true, "resource.k8s.io": true,
+	"scheduling.k8s.io": true, "storage.k8s.io": true, "storagemigration.k8s.io": true,
+}
+
+// group is the API group of an apiVersion ("" for the core group's "v1").
+func group(apiVersion string) string {
+	g, _, ok := strings.Cut(apiVersion, "/")
+	if !ok {
+		return ""
+	}
+	return g
+}
+
+// NeedsFromCluster lists, as "Kind (apiVersion)", the kinds among objs whose
+// API group Kubernetes does not serve by itself and no
+// CustomResourceDefinition among objs defines: the cluster must already have
+// their CRDs, or Flux cannot apply objs (a Kustomization applying them fails
+// as a whole). Sorted, without duplicates; nil when there are none.
+func NeedsFromCluster(objs []Object) []string {
+	defined := map[string]bool{}
+	for _, o := range objs {
+		if o.Kind == "CustomResourceDefinition" && group(o.APIVersion) == "apiextensions.k8s.io" {
+			if _, g, ok := strings.Cut(o.Name, "."); ok {
+				defined[g] = true // metadata.name is <plural>.<group>
+			}
+		}
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, o := range OnCluster(objs) {
+		g := group(o.APIVersion)
+		if builtinGroups[g] || defined[g] {
+			continue
+		}
+		k := o.Kind + " (" + o.APIVersion + ")"
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

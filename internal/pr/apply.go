@@ -88,6 +88,16 @@ func Apply(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Option
 		}
 		base = c
 	}
+	// A merge done by hand is recorded first: the PR that opens below
+	// replaces d.PR, and a forge may refuse a second open PR from the bot
+	// branch while the merged one still reads open.
+	if d.RecordMerged {
+		if mr, ok := f.(MergeRecorder); ok {
+			if err := mr.RecordMerged(ctx, owner, repo, d.PR.Number); err != nil {
+				return nil, wrap(fmt.Sprintf("recording PR #%d merged", d.PR.Number), err)
+			}
+		}
+	}
 	head := ""
 	if d.bot != nil {
 		head = d.bot.SHA
@@ -142,13 +152,6 @@ func Apply(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Option
 		}
 		if err := f.ClosePR(ctx, owner, repo, d.PR.Number, msg+"."); err != nil {
 			return nil, wrap(fmt.Sprintf("closing PR #%d", d.PR.Number), err)
-		}
-	}
-	if d.RecordMerged {
-		if mr, ok := f.(MergeRecorder); ok {
-			if err := mr.RecordMerged(ctx, owner, repo, d.PR.Number); err != nil {
-				return nil, wrap(fmt.Sprintf("recording PR #%d merged", d.PR.Number), err)
-			}
 		}
 	}
 	if d.DeleteBranch {

@@ -257,3 +257,31 @@ func stripHashes(fs []pr.FileChange) []pr.FileChange {
 }
 
 var _ = gittree.EmptyTree
+
+// TestMergedByHandThenMainMoved: a PR merged by hand with plain git, then
+// a human commit on main (flux bootstrap's, say), then a change. The next
+// apply records #1 merged before it opens #2: the local forge refuses a
+// second open PR from the same branch, and the new PR must not be the one
+// recorded merged. Found by the end-to-end test (make e2e).
+func TestMergedByHandThenMainMoved(t *testing.T) {
+	requireGit(t)
+	dir := t.TempDir()
+	f := openForge(t, dir)
+	fl := tenClusters()
+	_, err := apply(t, f, fl, Options{})
+	require.NoError(t, err)
+
+	gitUpdateRef(t, dir, "cluster-c01", "refs/heads/main", "refs/heads/fleetbot/sync")
+	humanPush(t, dir, "cluster-c01", "main", func(wt string) { writeFile(t, wt, "flux/flux-system/gotk-sync.yaml", "kind: GitRepository\n") })
+	fl["c01"] = "v2"
+	rep, err := apply(t, f, fl, Options{})
+	require.NoError(t, err)
+	c01 := byRepo(rep)["cluster-c01"]
+	assert.Equal(t, pr.ActionOpen, c01.Action)
+	assert.Equal(t, 2, c01.PR)
+	pulls, err := f.PullRequests("acme", "cluster-c01")
+	require.NoError(t, err)
+	require.Len(t, pulls, 2)
+	assert.Equal(t, pr.StateMerged, pulls[0].State, "#1 was merged by hand")
+	assert.Equal(t, pr.StateOpen, pulls[1].State, "#2 carries the change")
+}
