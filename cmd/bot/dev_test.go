@@ -58,7 +58,7 @@ func TestRenderGitURLFollowsForge(t *testing.T) {
 		env  string
 		want string
 	}{
-		{"local forge by default", nil, "", "url: http://127.0.0.1:8480/acme/workspace-payments"},
+		{"no forge: what an apply on GitHub writes", nil, "", "url: https://github.com/acme/workspace-payments"},
 		{"explicit local forge", []string{"--forge", "local:" + t.TempDir()}, "", "url: http://127.0.0.1:8480/acme/workspace-payments"},
 		{"github", []string{"--forge", "github"}, "", "url: https://github.com/acme/workspace-payments"},
 		{"github enterprise", []string{"--forge", "github"}, "https://ghe.example.com/api/v3/", "url: https://ghe.example.com/acme/workspace-payments"},

@@ -49,23 +49,24 @@ func loadFleet(ctx context.Context, dir, gitURL string) (*fleet, error) {
 }
 
 // gitURL is the base URL of target repos rendered into Flux GitRepository
-// objects: --git-url, else where the forge the command uses serves them.
+// objects: --git-url, else where the forge the command was given serves them.
 // GitHub (and GitHub Enterprise through --github-url or GITHUB_API_URL)
-// serves them at its web root; the local forge, the default, where fleetbot
-// dev git-serve serves it unless told otherwise.
+// serves them at its web root; an explicit --forge local:PATH where fleetbot
+// dev git-serve serves it. Without --forge (render, validate, plan offline)
+// it is GitHub's, so what render prints is what an apply on GitHub writes.
 func (a *app) gitURL() string {
 	if a.gitURLFlag != "" {
 		return a.gitURLFlag
 	}
-	if firstNonEmpty(a.forge, defaultLocalForge) == "github" {
-		return firstNonEmpty(webRoot(firstNonEmpty(a.github.apiURL, os.Getenv("GITHUB_API_URL"))), fanout.DefaultGitURL)
+	if strings.HasPrefix(a.forge, "local:") {
+		return "http://" + DefaultGitServeListen
 	}
-	return "http://" + DefaultGitServeListen
+	return firstNonEmpty(webRoot(firstNonEmpty(a.github.apiURL, os.Getenv("GITHUB_API_URL"))), fanout.DefaultGitURL)
 }
 
 // registerGitURL registers --git-url on a command that renders.
 func (a *app) registerGitURL(fs *pflag.FlagSet) {
-	fs.StringVar(&a.gitURLFlag, "git-url", "", `base URL of target repos in Flux GitRepository objects, <URL>/<owner>/<repo> (default: from --forge: GitHub's web root for github, http://`+DefaultGitServeListen+` for a local forge, where fleetbot dev git-serve serves it)`)
+	fs.StringVar(&a.gitURLFlag, "git-url", "", `base URL of target repos in Flux GitRepository objects, <URL>/<owner>/<repo> (default: from --forge: http://`+DefaultGitServeListen+` for --forge local:PATH, where fleetbot dev git-serve serves it; otherwise GitHub's web root, https://github.com unless --github-url or GITHUB_API_URL names an Enterprise server)`)
 }
 
 // revision returns the commit checked out in the control repo's git work

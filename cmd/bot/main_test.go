@@ -59,7 +59,7 @@ func TestValidateExample(t *testing.T) {
 
 func TestRenderProducesGoldenTrees(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
-	code, stdout, errOut := cli(t, "render", "--control", exampleControl, "--out", out, "--forge", "github")
+	code, stdout, errOut := cli(t, "render", "--control", exampleControl, "--out", out)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, stdout, "rendered 6 repo(s)")
 
