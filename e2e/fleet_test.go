@@ -56,7 +56,9 @@ func git(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
+	// GIT_CONFIG_GLOBAL=/dev/null: the user's ~/.gitconfig (commit.gpgsign, hooks, ...) must not
+	// change what the test commits or make git wait on a pinentry.
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0",
 		"GIT_AUTHOR_NAME=e2e", "GIT_AUTHOR_EMAIL=e2e@fleetbot.invalid", "GIT_COMMITTER_NAME=e2e", "GIT_COMMITTER_EMAIL=e2e@fleetbot.invalid")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "git %v in %s:\n%s", args, dir, out)

@@ -18,10 +18,20 @@ sum=$(cat scripts/e2e-tools.sh e2e/tools/kube/go.mod e2e/tools/kube/go.sum e2e/t
 dir="$cache/kube-$kube-flux-$flux-$sum"
 
 bins=(kube-apiserver kube-controller-manager source-controller kustomize-controller)
-ready=1
-for b in "${bins[@]}"; do [ -x "$dir/bin/$b" ] || ready=0; done
-[ -d "$dir/crds" ] || ready=0
-if [ "$ready" = 1 ]; then
+ready() {
+  for b in "${bins[@]}"; do [ -x "$dir/bin/$b" ] || return 1; done
+  [ -d "$dir/crds" ]
+}
+if ready; then
+  echo "$dir"
+  exit 0
+fi
+# One build at a time: a second make e2e waits for the first one's build
+# instead of building too and replacing the directory under its tests.
+mkdir -p "$cache"
+exec 9>"$cache/.lock"
+flock 9
+if ready; then
   echo "$dir"
   exit 0
 fi
