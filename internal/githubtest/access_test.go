@@ -68,7 +68,7 @@ func TestTeamsCollaboratorsAndCodeowners(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.Teams.AddTeamRepoBySlug(ctx, "acme", "payments-devs", "acme", "workspace-pay", &github.TeamAddTeamRepoOptions{Permission: "push"})
 	require.NoError(t, err)
-	_, err = c.Teams.AddTeamRepoBySlug(ctx, "acme", "nope", "acme", "workspace-pay", nil)
+	_, err = c.Teams.AddTeamRepoBySlug(ctx, "acme", "nope", "acme", "workspace-pay", &github.TeamAddTeamRepoOptions{})
 	assert.Equal(t, http.StatusNotFound, errStatus(t, err))
 
 	repoTeams, _, err := c.Repositories.ListTeams(ctx, "acme", "workspace-pay", nil)

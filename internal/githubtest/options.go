@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/fleetbot-io/fleetbot/internal/githubtest/restspec"
 )
 
 // Defaults of a new Server.
@@ -47,6 +49,9 @@ type config struct {
 	logger         *slog.Logger
 	tokenLifetime  time.Duration
 	anonymousReads bool
+	spec           *restspec.Description
+	specReport     func(restspec.Violation)
+	noSpec         bool
 }
 
 func defaultConfig() config {

@@ -60,6 +60,17 @@ type Server struct {
 // in t.TempDir(). It is closed by t.Cleanup.
 func NewServer(t testing.TB, opts ...Option) *Server {
 	t.Helper()
+	probe := defaultConfig()
+	for _, o := range opts {
+		o(&probe)
+	}
+	if !probe.noSpec && probe.spec == nil {
+		opt, report := specOption(t)
+		// Registered before Close: cleanups run last-in first-out, so the violations are
+		// reported after the last request has been answered.
+		t.Cleanup(report)
+		opts = append([]Option{opt}, opts...)
+	}
 	s, err := New(t.TempDir(), opts...)
 	if err != nil {
 		t.Fatalf("starting fake github: %v", err)
@@ -225,6 +236,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	var reqBody []byte
+	checkSpec := s.cfg.spec != nil && specCheckable(r.URL.Path)
+	if checkSpec && r.Body != nil {
+		reqBody, _ = io.ReadAll(io.LimitReader(r.Body, 100<<20))
+		_ = r.Body.Close()
+		r.Body = io.NopCloser(bytes.NewReader(reqBody))
+	}
 	buf := &bufferedWriter{header: http.Header{}, status: http.StatusOK}
 	mux.ServeHTTP(buf, r)
 	s.flushEvents()
@@ -254,6 +272,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.Set("X-Github-Request-Id", fmt.Sprintf("FAKE:%d", now.UnixNano()))
 	h.Set("X-Github-Api-Version-Selected", "2022-11-28")
+	if checkSpec {
+		s.checkSpec(r, reqBody, status, h, body)
+	}
 	// Logged before the answer leaves: a client that has read it must find it in the log.
 	entry.Status = status
 	s.record(entry)

@@ -384,7 +384,7 @@ func (f *Forge) OpenPR(ctx context.Context, owner, repo string, np pr.NewPR) (*p
 	st.PR, e.fresh = out, true
 	f.saveState(owner, repo, st)
 	if len(np.Labels) > 0 {
-		if _, _, err := f.api.Issues.AddLabelsToIssue(ctx, owner, repo, out.Number, np.Labels); err != nil {
+		if err := f.addLabels(ctx, owner, repo, out.Number, np.Labels); err != nil {
 			return out, errf(err, fmt.Sprintf("labelling pull request #%d in", out.Number), full)
 		}
 	}
