@@ -252,9 +252,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	status := buf.status
 	body := buf.body.Bytes()
+	// GitHub's responses vary by credentials and media type, and so do its ETags: one taken
+	// with a token does not validate a request made with another (an installation token
+	// rotates hourly).
+	h.Set("Vary", "Accept, Authorization, Cookie, X-GitHub-OTP")
 	if r.Method == http.MethodGet && status == http.StatusOK {
-		sum := sha256.Sum256(body)
-		etag := `W/"` + hex.EncodeToString(sum[:16]) + `"`
+		etag := responseETag(r.Header.Get("Authorization"), r.Header.Get("Accept"), body)
 		h.Set("ETag", etag)
 		if etagMatch(r.Header.Get("If-None-Match"), etag) {
 			status, body = http.StatusNotModified, nil
@@ -282,6 +285,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if status != http.StatusNotModified && status != http.StatusNoContent {
 		_, _ = w.Write(body)
 	}
+}
+
+// responseETag is a weak validator of a body as one credential and media type saw it.
+func responseETag(authorization, accept string, body []byte) string {
+	hsh := sha256.New()
+	for _, part := range [][]byte{[]byte(authorization), {0}, []byte(accept), {0}, body} {
+		hsh.Write(part)
+	}
+	return `W/"` + hex.EncodeToString(hsh.Sum(nil)[:16]) + `"`
 }
 
 func etagMatch(header, etag string) bool {
