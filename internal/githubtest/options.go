@@ -52,6 +52,7 @@ type config struct {
 	spec           *restspec.Description
 	specReport     func(restspec.Violation)
 	noSpec         bool
+	appPerms       map[string]string // nil: installation tokens may do anything
 }
 
 func defaultConfig() config {

@@ -64,6 +64,19 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	for _, o := range opts {
 		o(&probe)
 	}
+	if probe.appPerms == nil {
+		// The App's permissions are those of the repository's manifest: a permission missing
+		// there fails the test that needs it.
+		if root, err := moduleRoot(); err == nil {
+			if _, err := os.Stat(filepath.Join(root, "app.yml")); err == nil {
+				perms, err := LoadAppPermissions(filepath.Join(root, "app.yml"))
+				if err != nil {
+					t.Fatalf("starting fake github: %v", err)
+				}
+				opts = append([]Option{WithAppPermissions(perms)}, opts...)
+			}
+		}
+	}
 	if !probe.noSpec && probe.spec == nil {
 		opt, report := specOption(t)
 		// Registered before Close: cleanups run last-in first-out, so the violations are
@@ -206,6 +219,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.record(entry)
 		writeError(w, authErr.status, authErr.message)
 		return
+	}
+	if p.kind == "installation" && s.cfg.appPerms != nil {
+		key := permissionKey(r, route, entry.Class == Read)
+		if ok, known := permitted(s.cfg.appPerms, key); !ok {
+			entry.Status = http.StatusForbidden
+			s.record(entry)
+			if !known {
+				writeError(w, http.StatusForbidden, "fake github: no permission is documented for "+key+" (add it to routePermissions)")
+				return
+			}
+			writeJSON(w, http.StatusForbidden, apiError{Message: errNotAccessible.message,
+				DocumentationURL: "https://docs.github.com/rest", Status: "403"})
+			return
+		}
 	}
 	r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
 
