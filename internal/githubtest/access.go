@@ -371,6 +371,11 @@ func (s *Server) handleProtection(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	if a := s.st.Accounts[strings.ToLower(rm.Owner)]; a != nil && a.Plan == PlanFree && rm.Visibility != "public" {
+		writeJSON(w, http.StatusForbidden, apiError{Message: upgradeMessage,
+			DocumentationURL: protectionDocURL[r.Method], Status: "403"})
+		return
+	}
 	branch := r.PathValue("branch")
 	if _, ok := g.branch(branch); !ok {
 		writeErr(w, errorf(http.StatusNotFound, "Branch not found"))

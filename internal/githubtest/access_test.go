@@ -129,3 +129,25 @@ func TestRepoSettings(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, errStatus(t, err), "archived repositories are read-only")
 	assert.Equal(t, []string{"fleetbot", "cluster"}, srv.Repo("acme", "r").Topics)
 }
+
+// GitHub Free: branch protection exists only on public repositories of an organization.
+func TestFreePlanRefusesProtectionOnPrivateRepos(t *testing.T) {
+	ctx := context.Background()
+	srv := githubtest.NewServer(t)
+	srv.CreateOrg("acme")
+	srv.SetOrgPlan("acme", githubtest.PlanFree)
+	c := srv.Client()
+	for _, vis := range []string{"private", "public"} {
+		_, _, err := c.Repositories.Create(ctx, "acme", &github.Repository{Name: github.String(vis), Visibility: github.String(vis), AutoInit: github.Bool(true)})
+		require.NoError(t, err)
+	}
+	req := &github.ProtectionRequest{AllowForcePushes: github.Bool(false)}
+	_, resp, err := c.Repositories.UpdateBranchProtection(ctx, "acme", "private", "main", req)
+	require.Error(t, err)
+	assert.Equal(t, 403, resp.StatusCode)
+	assert.Contains(t, err.Error(), "Upgrade to GitHub Pro or make this repository public to enable this feature.")
+	_, _, err = c.Repositories.GetBranchProtection(ctx, "acme", "private", "main")
+	assert.ErrorContains(t, err, "Upgrade to GitHub Pro")
+	_, _, err = c.Repositories.UpdateBranchProtection(ctx, "acme", "public", "main", req)
+	assert.NoError(t, err, "a public repository can be protected on any plan")
+}

@@ -28,6 +28,9 @@ type account struct {
 	Type  string `json:"type"` // User, Organization, Bot
 	// Members is the org membership (lower(login) -> role "member"|"admin").
 	Members map[string]string `json:"members,omitempty"`
+	// Plan is an organization's GitHub plan: "free" lacks branch protection on private
+	// repositories; "" is a paid plan.
+	Plan string `json:"plan,omitempty"`
 }
 
 type team struct {

@@ -37,4 +37,8 @@ type Access struct {
 	// Collaborators maps a direct collaborator's login to its role (observed
 	// state only: fleetbot never grants direct collaborators).
 	Collaborators map[string]Role `json:"collaborators,omitempty"`
+	// ProtectionUnavailable, when set, is the forge's word for why the default branch cannot
+	// be protected at all (GitHub: a private repository of an organization on the free plan).
+	// Diff then plans no protection, and the reconcile reports it as a warning.
+	ProtectionUnavailable string `json:"protectionUnavailable,omitempty"`
 }

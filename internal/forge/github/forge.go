@@ -82,6 +82,9 @@ type repoEntry struct {
 	// repos): teams get their roles only once the branch is protected.
 	pendingProtection *policy.Protection
 	pendingTeams      map[string]policy.Role
+	// protectionUnavailable is GitHub's reason when this run could not protect the default
+	// branch because of the organization's plan; see ProtectionUnavailable.
+	protectionUnavailable string
 	// hint is what the latest Scan saw of the repo, for the next Snapshot.
 	hint *headHint
 }
@@ -329,13 +332,21 @@ func (f *Forge) afterBootstrap(ctx context.Context, owner, repo string, e *repoE
 		st.RepoDefault = st.DefaultBranch
 	}
 	if p := e.pendingProtection; p != nil {
-		if err := f.protect(ctx, owner, repo, p); err != nil {
+		err := f.protect(ctx, owner, repo, p)
+		reason, unavailable := protectionUnavailable(err)
+		switch {
+		case unavailable:
+			// The plan has no protection for this repo: say so, grant the rest.
+			e.protectionUnavailable = reason
+			if st.Access != nil {
+				st.Access.ProtectionUnavailable = reason
+			}
+		case err != nil:
 			return err
-		}
-		e.pendingProtection = nil
-		if st.Access != nil {
+		case st.Access != nil:
 			st.Access.Protection = p
 		}
+		e.pendingProtection = nil
 	}
 	if len(e.pendingTeams) > 0 {
 		if err := f.grantTeams(ctx, owner, repo, e.pendingTeams, nil); err != nil {
