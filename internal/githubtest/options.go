@@ -53,6 +53,13 @@ type config struct {
 	specReport     func(restspec.Violation)
 	noSpec         bool
 	appPerms       map[string]string // nil: installation tokens may do anything
+
+	secondaryStatus  int
+	pointsPerMinute  int
+	pointsRetryAfter bool
+	pacing           bool
+	pacingInterval   time.Duration
+	manualClock      bool
 }
 
 func defaultConfig() config {

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -114,7 +113,7 @@ func New(dir string, opts ...Option) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg:      cfg,
-		clock:    newClock(cfg.start, cfg.timeScale),
+		clock:    newClock(cfg.start, cfg.timeScale, cfg.manualClock),
 		dir:      dir,
 		save:     true,
 		st:       st,
@@ -169,9 +168,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	if !s.enter() {
 		defer s.leave()
-		entry.Status = http.StatusForbidden
+		entry.Status = s.secondaryStatus()
 		s.record(entry)
-		writeJSON(w, http.StatusForbidden, apiError{
+		writeJSON(w, s.secondaryStatus(), apiError{
 			Message:          "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
 			DocumentationURL: secondaryDocURL,
 		})
@@ -238,13 +237,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	free := route == "GET /rate_limit"
 	var ri rateInfo
+	doneMutating := func() {}
 	if !free {
 		var rej *limitRejection
 		ri, rej = s.admit(p.bucket, entry.Class)
+		if rej == nil {
+			var release func()
+			release, rej = s.admitSecondary(p.bucket, route, entry.Class)
+			if release != nil {
+				doneMutating = release
+				defer release()
+			}
+		}
 		if rej != nil {
 			s.setRateHeaders(w.Header(), ri, !rej.keepRate)
 			if rej.retryAfter > 0 {
-				w.Header().Set("Retry-After", strconv.Itoa(int(math.Max(1, math.Ceil(rej.retryAfter.Seconds())))))
+				w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(rej.retryAfter)))
+				entry.RetryAfter = time.Duration(retryAfterSeconds(rej.retryAfter)) * time.Second
 			}
 			entry.Status = rej.status
 			s.record(entry)
@@ -308,6 +317,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Logged before the answer leaves: a client that has read it must find it in the log.
 	entry.Status = status
 	s.record(entry)
+	doneMutating()
 	w.WriteHeader(status)
 	if status != http.StatusNotModified && status != http.StatusNoContent {
 		_, _ = w.Write(body)

@@ -49,7 +49,7 @@ func newEnv(t *testing.T, opts ...githubtest.Option) *env {
 		srv.CreateTeam("acme", slug)
 	}
 	return &env{srv: srv, repo: repo, targets: targets, cacheDir: t.TempDir(),
-		budget: ghforge.BudgetConfig{PerMinute: 10000, PerHour: 100000}}
+		budget: ghforge.BudgetConfig{PerMinute: 10000, PerHour: 100000, MinInterval: -1}}
 }
 
 // forge opens a new client and forge, as a new process would (sharing the disk cache).
