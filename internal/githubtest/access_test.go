@@ -3,6 +3,7 @@ package githubtest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -150,4 +151,54 @@ func TestFreePlanRefusesProtectionOnPrivateRepos(t *testing.T) {
 	assert.ErrorContains(t, err, "Upgrade to GitHub Pro")
 	_, _, err = c.Repositories.UpdateBranchProtection(ctx, "acme", "public", "main", req)
 	assert.NoError(t, err, "a public repository can be protected on any plan")
+}
+
+// The CODEOWNERS check answers GitHub's documented example as documented
+// (https://docs.github.com/rest/repos/repos#list-codeowners-errors), and follows the
+// documented rules: full-line comments only, no negation, no character ranges, owners with
+// write access, visible teams.
+func TestCodeownersErrorsAsDocumented(t *testing.T) {
+	ctx := context.Background()
+	srv := githubtest.NewServer(t)
+	srv.CreateOrg("acme")
+	srv.CreateUser("monalisa")
+	srv.CreateTeam("acme", "platform")
+	srv.CreateRepo("acme", "r", map[string]string{".github/CODEOWNERS": "# owners\n\n***/*.rb @monalisa\n*.md @acme/platform\n\n\n*.txt docs@\n"})
+	srv.SetCollaborator("acme", "r", "monalisa", "push")
+	srv.SetTeamRepoPermission("acme", "platform", "acme", "r", "push")
+	c := srv.Client()
+
+	req, err := c.NewRequest("GET", "repos/acme/r/codeowners/errors", nil)
+	require.NoError(t, err)
+	var got map[string]any
+	_, err = c.Do(ctx, req, &got)
+	require.NoError(t, err)
+	want := map[string]any{"errors": []any{
+		map[string]any{"line": float64(3), "column": float64(1), "kind": "Invalid pattern", "source": "***/*.rb @monalisa",
+			"suggestion": "Did you mean `**/*.rb`?", "message": "Invalid pattern on line 3: Did you mean `**/*.rb`?\n\n  ***/*.rb @monalisa\n  ^",
+			"path": ".github/CODEOWNERS"},
+		map[string]any{"line": float64(7), "column": float64(7), "kind": "Invalid owner", "source": "*.txt docs@",
+			"suggestion": nil, "message": "Invalid owner on line 7:\n\n  *.txt docs@\n        ^", "path": ".github/CODEOWNERS"},
+	}}
+	assert.Equal(t, want, got)
+
+	// Rules: an inline "#" is not a comment (gitignore), a pull-only team owns nothing, a team
+	// of another org is unknown, an e-mail is accepted, negation and ranges are refused.
+	srv.CreateTeam("acme", "readers")
+	srv.SetTeamRepoPermission("acme", "readers", "acme", "r", "pull")
+	srv.Commit("acme", "r", "main", "owners", map[string]string{".github/CODEOWNERS": "" +
+		"* @acme/platform # platform\n" +
+		"/a/ @acme/readers\n" +
+		"/b/ @other/platform\n" +
+		"/c/ someone@example.com\n" +
+		"!/d/ @acme/platform\n" +
+		"/[ef]/ @acme/platform\n"})
+	cerrs, _, err := c.Repositories.GetCodeownersErrors(ctx, "acme", "r", nil)
+	require.NoError(t, err)
+	var lines []string
+	for _, e := range cerrs.Errors {
+		lines = append(lines, fmt.Sprintf("%d:%d %s", e.Line, e.Column, e.Kind))
+	}
+	assert.Equal(t, []string{"1:18 Invalid owner", "1:20 Invalid owner", "2:5 Unknown owner", "3:5 Unknown owner",
+		"5:1 Invalid pattern", "6:2 Invalid pattern"}, lines)
 }
