@@ -124,7 +124,7 @@ func (s *Server) handleCreateOrgRepo(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, s.repoJSON(rm))
+	writeJSON(w, http.StatusCreated, s.fullRepoJSON(rm))
 }
 
 func (s *Server) handleCreateUserRepo(w http.ResponseWriter, r *http.Request) {
@@ -143,7 +143,7 @@ func (s *Server) handleCreateUserRepo(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, s.repoJSON(rm))
+	writeJSON(w, http.StatusCreated, s.fullRepoJSON(rm))
 }
 
 func (s *Server) handleGetRepo(w http.ResponseWriter, r *http.Request) {
@@ -152,7 +152,7 @@ func (s *Server) handleGetRepo(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.repoJSON(rm))
+	writeJSON(w, http.StatusOK, s.fullRepoJSON(rm))
 }
 
 func (s *Server) handleEditRepo(w http.ResponseWriter, r *http.Request) {
@@ -206,7 +206,7 @@ func (s *Server) handleEditRepo(w http.ResponseWriter, r *http.Request) {
 		rm.Visibility = *req.Visibility
 	}
 	rm.UpdatedAt = s.clock.Now()
-	writeJSON(w, http.StatusOK, s.repoJSON(rm))
+	writeJSON(w, http.StatusOK, s.fullRepoJSON(rm))
 }
 
 // handleListRepos serves /orgs/{org}/repos, /users/{username}/repos and /user/repos.
@@ -239,9 +239,9 @@ func (s *Server) handleListRepos(w http.ResponseWriter, r *http.Request) {
 	// repo on disk, and listing a fleet of a thousand repos page by page
 	// must not cost a thousand measurements per page.
 	page, link := paginate(r, rms)
-	out := make([]*github.Repository, 0, len(page))
+	out := make([]map[string]any, 0, len(page))
 	for _, rm := range page {
-		out = append(out, s.repoJSON(rm))
+		out = append(out, s.fullRepoJSON(rm))
 	}
 	if link != "" {
 		w.Header().Set("Link", link)
