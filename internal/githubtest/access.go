@@ -98,9 +98,9 @@ func (s *Server) handleListTeams(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, errNotFound)
 		return
 	}
-	out := []*github.Team{}
+	out := []map[string]any{}
 	for _, t := range s.orgTeams(org.Login) {
-		out = append(out, s.teamJSON(t, ""))
+		out = append(out, s.listedTeamJSON(t, ""))
 	}
 	writePage(w, r, out)
 }
@@ -216,11 +216,11 @@ func (s *Server) handleRepoTeams(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	out := []*github.Team{}
+	out := []map[string]any{}
 	for _, k := range slices.Sorted(maps.Keys(s.st.Teams)) {
 		t := s.st.Teams[k]
 		if perm, ok := t.Repos[repoKey(rm.Owner, rm.Name)]; ok {
-			out = append(out, s.teamJSON(t, perm))
+			out = append(out, s.listedTeamJSON(t, perm))
 		}
 	}
 	writePage(w, r, out)

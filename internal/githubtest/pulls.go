@@ -76,7 +76,7 @@ func (s *Server) labelsJSON(rm *repoMeta, names []string) []*github.Label {
 	for _, n := range names {
 		out = append(out, &github.Label{
 			ID: github.Int64(labelID(n)), NodeID: github.String(nodeID("Label", labelID(n))),
-			Name: github.String(n), Color: github.String("ededed"), Default: github.Bool(false),
+			Name: github.String(n), Color: github.String("ededed"), Default: github.Bool(false), Description: github.String(""),
 			URL: github.String(s.repoAPI(rm) + "/labels/" + n),
 		})
 	}
