@@ -122,8 +122,24 @@ func (b *Budget) Pause(until time.Time) {
 func (b *Budget) Afford(n int) (ok bool, wait time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	wait = b.delayLocked(b.cfg.Clock.Now(), n)
+	now := b.cfg.Clock.Now()
+	wait = b.delayLocked(now, n)
+	if n > 0 && b.cfg.MinInterval > 0 {
+		// n mutations one MinInterval apart, the first no sooner than MinInterval after the last.
+		first := now
+		if !b.lastWrite.IsZero() {
+			first = maxTime(now, b.lastWrite.Add(b.cfg.MinInterval))
+		}
+		wait = max(wait, first.Sub(now)+time.Duration(n-1)*b.cfg.MinInterval)
+	}
 	return wait <= b.cfg.MaxWait, wait
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // delayLocked returns how long from now the n-th next content write would wait.

@@ -173,3 +173,11 @@ func TestBudgetSpacesMutations(t *testing.T) {
 	none := NewBudget(BudgetConfig{Clock: newFakeClock(), MinInterval: -1})
 	assert.Zero(t, none.Config().MinInterval)
 }
+
+// Afford counts the second between mutations: 100 writes take at least 99 s.
+func TestBudgetAffordCountsInterval(t *testing.T) {
+	b := NewBudget(BudgetConfig{PerMinute: 1000, PerHour: 10000, Clock: newFakeClock()})
+	ok, wait := b.Afford(100)
+	assert.True(t, ok)
+	assert.Equal(t, 99*time.Second, wait)
+}
