@@ -528,7 +528,7 @@ func (r *actionRun) targetConfig(owner string, readOnly bool) ghforge.Config {
 	g := r.app.github
 	cfg := ghforge.Config{
 		APIURL: r.in.apiURL, Owner: owner, ReadOnly: readOnly, Logger: r.log,
-		Budget: ghforge.BudgetConfig{PerMinute: g.perMinute, PerHour: g.perHour, MaxWait: g.maxWait},
+		Budget: g.budget(),
 	}
 	if r.in.appID != 0 {
 		cfg.AppID, cfg.PrivateKey = r.in.appID, r.in.privateKey

@@ -164,7 +164,9 @@ func (r *simRunner) run(inputs map[string]string) stepResult {
 		}
 	}
 	root.AddCommand(a.newActionCommand(func(k string) string { return env[k] }))
-	root.SetArgs([]string{"action"})
+	// The wall clock runs these steps: no second between mutations (forge/github tests the
+	// interval on the fake's clock).
+	root.SetArgs([]string{"action", "--mutation-interval=0"})
 	root.SetOut(&stdout)
 	root.SetErr(&stderr)
 	res := stepResult{}

@@ -27,6 +27,7 @@ type githubFlags struct {
 	perMinute  int
 	perHour    int
 	maxWait    time.Duration
+	interval   time.Duration
 	cacheDir   string
 }
 
@@ -38,7 +39,17 @@ func (g *githubFlags) register(fs *pflag.FlagSet) {
 	minIntVar(fs, &g.perMinute, "content-per-minute", ghforge.DefaultPerMinute, 1, "content-creating GitHub requests allowed per rolling minute")
 	minIntVar(fs, &g.perHour, "content-per-hour", ghforge.DefaultPerHour, 1, "content-creating GitHub requests allowed per rolling hour")
 	positiveDurationVar(fs, &g.maxWait, "max-wait", ghforge.DefaultMaxWait, "longest wait for a GitHub limit; a repo whose writes would wait longer is deferred to the next run")
+	fs.DurationVar(&g.interval, "mutation-interval", ghforge.DefaultMinInterval, "least time between two GitHub mutations of the installation (GitHub's guidance: 1s; 0: none)")
 	fs.StringVar(&g.cacheDir, "github-cache", "", `snapshot cache directory (default: the user cache dir; "off" keeps it in memory)`)
+}
+
+// budget is the write budget the flags ask for.
+func (g *githubFlags) budget() ghforge.BudgetConfig {
+	b := ghforge.BudgetConfig{PerMinute: g.perMinute, PerHour: g.perHour, MaxWait: g.maxWait, MinInterval: g.interval}
+	if g.interval <= 0 {
+		b.MinInterval = -1 // none
+	}
+	return b
 }
 
 // githubConfig resolves flags and environment into a client configuration
@@ -46,7 +57,7 @@ func (g *githubFlags) register(fs *pflag.FlagSet) {
 func (g *githubFlags) config(owner string, readOnly bool, log *slog.Logger) (ghforge.Config, error) {
 	cfg := ghforge.Config{
 		APIURL: firstNonEmpty(g.apiURL, os.Getenv("GITHUB_API_URL")), Owner: owner, ReadOnly: readOnly, Logger: log,
-		Budget: ghforge.BudgetConfig{PerMinute: g.perMinute, PerHour: g.perHour, MaxWait: g.maxWait},
+		Budget: g.budget(),
 	}
 	if cfg.APIURL != "" && !strings.HasSuffix(cfg.APIURL, "/") {
 		cfg.APIURL += "/"

@@ -125,7 +125,7 @@ func startServe(t *testing.T, o serveOptions) *serveEnv {
 	cfg := serveConfig{
 		Control: "acme/control", Secret: []byte(serveSecret),
 		GitHub: ghforge.Config{APIURL: e.gh.APIURL(), AppID: e.gh.AppID(), PrivateKey: e.gh.AppPrivateKeyPEM(),
-			Budget: ghforge.BudgetConfig{PerMinute: 100000, PerHour: 1000000}},
+			Budget: ghforge.BudgetConfig{PerMinute: 100000, PerHour: 1000000, MinInterval: -1}},
 		GitURL: e.gh.URL, Resync: resync, Workers: 4, QueueSize: 100, MaxBody: o.maxBody, Grace: grace,
 		CheckName: webhook.DefaultCheckName, Logger: logger, Status: o.status,
 		BeforeJob: func(ctx context.Context, j webhook.Job) error {

@@ -163,7 +163,7 @@ func TestStatusGitHubForge(t *testing.T) {
 	t.Setenv("GITHUB_TOKEN", githubtest.DefaultToken)
 	t.Setenv("FLEETBOT_APP_ID", "")
 	cache := t.TempDir()
-	ghArgs := []string{"--control", ctl, "--forge", "github", "--github-cache", cache}
+	ghArgs := []string{"--control", ctl, "--forge", "github", "--github-cache", cache, "--mutation-interval=0"}
 	code, _, errOut := cli(t, append([]string{"apply"}, ghArgs...)...)
 	require.Equal(t, 0, code, errOut)
 

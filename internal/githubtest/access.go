@@ -1,19 +1,18 @@
 package githubtest
 
 import (
-	"bufio"
-	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/google/go-github/v62/github"
 )
 
-// permRank orders repository permissions.
+// permRank orders repository permissions as GitHub documents its roles, each including the
+// ones before it: read (pull), triage, write (push), maintain, admin.
+// https://docs.github.com/organizations/managing-user-access-to-your-organizations-repositories/managing-repository-roles/repository-roles-for-an-organization
 var permRank = map[string]int{"pull": 1, "triage": 2, "push": 3, "maintain": 4, "admin": 5}
 
 // permissionsMap is the permissions object GitHub shows for a role.
@@ -99,9 +98,9 @@ func (s *Server) handleListTeams(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, errNotFound)
 		return
 	}
-	out := []*github.Team{}
+	out := []map[string]any{}
 	for _, t := range s.orgTeams(org.Login) {
-		out = append(out, s.teamJSON(t, ""))
+		out = append(out, s.listedTeamJSON(t, ""))
 	}
 	writePage(w, r, out)
 }
@@ -217,11 +216,11 @@ func (s *Server) handleRepoTeams(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	out := []*github.Team{}
+	out := []map[string]any{}
 	for _, k := range slices.Sorted(maps.Keys(s.st.Teams)) {
 		t := s.st.Teams[k]
 		if perm, ok := t.Repos[repoKey(rm.Owner, rm.Name)]; ok {
-			out = append(out, s.teamJSON(t, perm))
+			out = append(out, s.listedTeamJSON(t, perm))
 		}
 	}
 	writePage(w, r, out)
@@ -371,6 +370,11 @@ func (s *Server) handleProtection(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	if a := s.st.Accounts[strings.ToLower(rm.Owner)]; a != nil && a.Plan == PlanFree && rm.Visibility != "public" {
+		writeJSON(w, http.StatusForbidden, apiError{Message: upgradeMessage,
+			DocumentationURL: protectionDocURL[r.Method], Status: "403"})
+		return
+	}
 	branch := r.PathValue("branch")
 	if _, ok := g.branch(branch); !ok {
 		writeErr(w, errorf(http.StatusNotFound, "Branch not found"))
@@ -468,65 +472,6 @@ func (s *Server) handleCodeownersErrors(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	writeErr(w, errNotFound)
-}
-
-// codeownersErrors checks a CODEOWNERS file as GitHub does: unsupported patterns, malformed owners,
-// and owners that do not exist or lack write access to the repository.
-func (s *Server) codeownersErrors(rm *repoMeta, path, content string) []*github.CodeownersError {
-	errs := []*github.CodeownersError{}
-	add := func(line, col int, kind, source, msg, suggestion string) {
-		e := &github.CodeownersError{Line: line, Column: col, Kind: kind, Source: source, Path: path,
-			Message: fmt.Sprintf("%s on line %d: %s\n\n  %s\n  %s^", kind, line, msg, source, strings.Repeat(" ", max(col-1, 0)))}
-		if suggestion != "" {
-			e.Suggestion = github.String(suggestion)
-		}
-		errs = append(errs, e)
-	}
-	sc := bufio.NewScanner(strings.NewReader(content))
-	for n := 1; sc.Scan(); n++ {
-		source := sc.Text()
-		line := source
-		if i := strings.Index(line, " #"); i >= 0 {
-			line = line[:i]
-		}
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		fields := strings.Fields(line)
-		pattern := fields[0]
-		switch {
-		case strings.HasPrefix(pattern, "!"):
-			add(n, 1, "Invalid pattern", source, "Negation patterns are not supported", "")
-			continue
-		case strings.ContainsAny(pattern, "[]"):
-			add(n, strings.IndexAny(source, "[]")+1, "Invalid pattern", source, "Character ranges are not supported", "")
-			continue
-		}
-		for _, owner := range fields[1:] {
-			col := strings.Index(source, owner) + 1
-			switch {
-			case strings.HasPrefix(owner, "@") && strings.Contains(owner, "/"):
-				org, slug, _ := strings.Cut(owner[1:], "/")
-				t := s.st.Teams[teamKey(org, slug)]
-				if t == nil || !strings.EqualFold(org, rm.Owner) || permRank[t.Repos[repoKey(rm.Owner, rm.Name)]] < permRank["push"] {
-					add(n, col, "Unknown owner", source, fmt.Sprintf("make sure the team %s exists, is publicly visible, and has write access to the repository", owner), "")
-				}
-			case strings.HasPrefix(owner, "@"):
-				login := owner[1:]
-				if s.st.Accounts[strings.ToLower(login)] == nil || permRank[s.effectivePermission(rm, login)] < permRank["push"] {
-					add(n, col, "Unknown owner", source, fmt.Sprintf("make sure @%s exists and has write access to the repository", login), "")
-				}
-			case strings.Contains(owner, "@") && !strings.HasPrefix(owner, "@"):
-				// An email address: GitHub resolves it to a verified account; accepted here.
-			default:
-				add(n, col, "Invalid owner", source, fmt.Sprintf("%s is not a valid owner; owners are @user, @org/team or an email", owner),
-					"Did you mean @"+owner+"?")
-			}
-		}
-	}
-	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
-	return errs
 }
 
 // decodePermission reads the {"permission": ...} body of a team or

@@ -3,6 +3,7 @@ package githubtest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -68,7 +69,7 @@ func TestTeamsCollaboratorsAndCodeowners(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.Teams.AddTeamRepoBySlug(ctx, "acme", "payments-devs", "acme", "workspace-pay", &github.TeamAddTeamRepoOptions{Permission: "push"})
 	require.NoError(t, err)
-	_, err = c.Teams.AddTeamRepoBySlug(ctx, "acme", "nope", "acme", "workspace-pay", nil)
+	_, err = c.Teams.AddTeamRepoBySlug(ctx, "acme", "nope", "acme", "workspace-pay", &github.TeamAddTeamRepoOptions{})
 	assert.Equal(t, http.StatusNotFound, errStatus(t, err))
 
 	repoTeams, _, err := c.Repositories.ListTeams(ctx, "acme", "workspace-pay", nil)
@@ -128,4 +129,76 @@ func TestRepoSettings(t *testing.T) {
 	_, _, err = c.Git.CreateBlob(ctx, "acme", "r", &github.Blob{Content: github.String("x")})
 	assert.Equal(t, http.StatusForbidden, errStatus(t, err), "archived repositories are read-only")
 	assert.Equal(t, []string{"fleetbot", "cluster"}, srv.Repo("acme", "r").Topics)
+}
+
+// GitHub Free: branch protection exists only on public repositories of an organization.
+func TestFreePlanRefusesProtectionOnPrivateRepos(t *testing.T) {
+	ctx := context.Background()
+	srv := githubtest.NewServer(t)
+	srv.CreateOrg("acme")
+	srv.SetOrgPlan("acme", githubtest.PlanFree)
+	c := srv.Client()
+	for _, vis := range []string{"private", "public"} {
+		_, _, err := c.Repositories.Create(ctx, "acme", &github.Repository{Name: github.String(vis), Visibility: github.String(vis), AutoInit: github.Bool(true)})
+		require.NoError(t, err)
+	}
+	req := &github.ProtectionRequest{AllowForcePushes: github.Bool(false)}
+	_, resp, err := c.Repositories.UpdateBranchProtection(ctx, "acme", "private", "main", req)
+	require.Error(t, err)
+	assert.Equal(t, 403, resp.StatusCode)
+	assert.Contains(t, err.Error(), "Upgrade to GitHub Pro or make this repository public to enable this feature.")
+	_, _, err = c.Repositories.GetBranchProtection(ctx, "acme", "private", "main")
+	assert.ErrorContains(t, err, "Upgrade to GitHub Pro")
+	_, _, err = c.Repositories.UpdateBranchProtection(ctx, "acme", "public", "main", req)
+	assert.NoError(t, err, "a public repository can be protected on any plan")
+}
+
+// The CODEOWNERS check answers GitHub's documented example as documented
+// (https://docs.github.com/rest/repos/repos#list-codeowners-errors), and follows the
+// documented rules: full-line comments only, no negation, no character ranges, owners with
+// write access, visible teams.
+func TestCodeownersErrorsAsDocumented(t *testing.T) {
+	ctx := context.Background()
+	srv := githubtest.NewServer(t)
+	srv.CreateOrg("acme")
+	srv.CreateUser("monalisa")
+	srv.CreateTeam("acme", "platform")
+	srv.CreateRepo("acme", "r", map[string]string{".github/CODEOWNERS": "# owners\n\n***/*.rb @monalisa\n*.md @acme/platform\n\n\n*.txt docs@\n"})
+	srv.SetCollaborator("acme", "r", "monalisa", "push")
+	srv.SetTeamRepoPermission("acme", "platform", "acme", "r", "push")
+	c := srv.Client()
+
+	req, err := c.NewRequest("GET", "repos/acme/r/codeowners/errors", nil)
+	require.NoError(t, err)
+	var got map[string]any
+	_, err = c.Do(ctx, req, &got)
+	require.NoError(t, err)
+	want := map[string]any{"errors": []any{
+		map[string]any{"line": float64(3), "column": float64(1), "kind": "Invalid pattern", "source": "***/*.rb @monalisa",
+			"suggestion": "Did you mean `**/*.rb`?", "message": "Invalid pattern on line 3: Did you mean `**/*.rb`?\n\n  ***/*.rb @monalisa\n  ^",
+			"path": ".github/CODEOWNERS"},
+		map[string]any{"line": float64(7), "column": float64(7), "kind": "Invalid owner", "source": "*.txt docs@",
+			"suggestion": nil, "message": "Invalid owner on line 7:\n\n  *.txt docs@\n        ^", "path": ".github/CODEOWNERS"},
+	}}
+	assert.Equal(t, want, got)
+
+	// Rules: an inline "#" is not a comment (gitignore), a pull-only team owns nothing, a team
+	// of another org is unknown, an e-mail is accepted, negation and ranges are refused.
+	srv.CreateTeam("acme", "readers")
+	srv.SetTeamRepoPermission("acme", "readers", "acme", "r", "pull")
+	srv.Commit("acme", "r", "main", "owners", map[string]string{".github/CODEOWNERS": "" +
+		"* @acme/platform # platform\n" +
+		"/a/ @acme/readers\n" +
+		"/b/ @other/platform\n" +
+		"/c/ someone@example.com\n" +
+		"!/d/ @acme/platform\n" +
+		"/[ef]/ @acme/platform\n"})
+	cerrs, _, err := c.Repositories.GetCodeownersErrors(ctx, "acme", "r", nil)
+	require.NoError(t, err)
+	var lines []string
+	for _, e := range cerrs.Errors {
+		lines = append(lines, fmt.Sprintf("%d:%d %s", e.Line, e.Column, e.Kind))
+	}
+	assert.Equal(t, []string{"1:18 Invalid owner", "1:20 Invalid owner", "2:5 Unknown owner", "3:5 Unknown owner",
+		"5:1 Invalid pattern", "6:2 Invalid pattern"}, lines)
 }

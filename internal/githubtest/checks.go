@@ -158,7 +158,7 @@ func (s *Server) statusJSON(rm *repoMeta, st *commitStatus) *github.RepoStatus {
 		ID: github.Int64(st.ID), NodeID: github.String(nodeID("StatusContext", st.ID)),
 		State: github.String(st.State), Context: github.String(st.Context),
 		Description: github.String(st.Description), TargetURL: github.String(st.TargetURL),
-		Creator:   s.userJSON(st.Creator),
+		Creator: s.userJSON(st.Creator), AvatarURL: s.userJSON(st.Creator).AvatarURL,
 		CreatedAt: &github.Timestamp{Time: st.CreatedAt}, UpdatedAt: &github.Timestamp{Time: st.CreatedAt},
 		URL: github.String(s.repoAPI(rm) + "/statuses/" + st.SHA),
 	}

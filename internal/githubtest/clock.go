@@ -14,15 +14,19 @@ type clock struct {
 	scale    float64
 	advanced time.Duration
 	wallNow  func() time.Time
+	manual   bool // time moves only by Advance; durations are fake time
 }
 
-func newClock(start time.Time, scale float64) *clock {
+func newClock(start time.Time, scale float64, manual bool) *clock {
 	if scale <= 0 {
 		scale = 1
 	}
 	now := time.Now()
 	if start.IsZero() {
 		start = now
+	}
+	if manual {
+		return &clock{wall0: now, fake0: start, scale: 1, wallNow: func() time.Time { return now }, manual: true}
 	}
 	return &clock{wall0: now, fake0: start, scale: scale, wallNow: time.Now}
 }
@@ -51,6 +55,9 @@ func (c *clock) Advance(d time.Duration) {
 func (c *clock) toWall(t time.Time) time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.manual {
+		return t
+	}
 	elapsed := c.wallNow().Sub(c.wall0)
 	fakeNow := c.fake0.Add(time.Duration(float64(elapsed)*c.scale) + c.advanced)
 	return c.wallNow().Add(time.Duration(float64(t.Sub(fakeNow)) / c.scale))

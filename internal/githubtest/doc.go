@@ -57,9 +57,16 @@
 //	            access, negation and character-range patterns, malformed owners)
 //	graphql     POST /api/graphql: only the enablePullRequestAutoMerge mutation
 //
-// Responses are go-github v62 types marshalled to JSON, errors are GitHub's
-// {"message", "errors", "documentation_url"}. GET responses carry a weak ETag; a matching
-// If-None-Match answers 304. Lists honour per_page (default 30, max 100) and page and send a
+// Responses are go-github v62 types marshalled to JSON (repositories, pull requests and git
+// commits completed with every property GitHub's description requires), errors are GitHub's
+// {"message", "errors", "documentation_url"}. GET responses carry a weak ETag of the body as
+// one token and media type saw it, and Vary: Accept, Authorization: a matching If-None-Match
+// from the same token answers 304, from another token 200.
+//
+// NewServer checks every REST request and response against GitHub's OpenAPI description
+// (restspec, installed by `make schemas`) and fails the test with each departure (operation
+// and field) when it closes; under CI=true a missing description fails the test, elsewhere it
+// is announced on stderr. WithRESTSpec hands violations to a function instead. Lists honour per_page (default 30, max 100) and page and send a
 // Link header.
 //
 // # Authentication
@@ -73,8 +80,12 @@
 // wrong key, expiry or issuer is 401. Git HTTP takes basic auth x-access-token:TOKEN.
 // Commits created through the API without an author are authored and committed by the
 // caller ("<slug>[bot]" for installation tokens) and reported verified.
-// Permissions are not enforced per repository: any valid token may read and write anything,
-// except that archived repositories are read-only (403).
+// Installation tokens may do only what the App's permissions grant (WithAppPermissions;
+// NewServer reads default_permissions of the repository's app.yml): anything else is 403
+// "Resource not accessible by integration". A user's token is not limited per repository.
+// Archived repositories are read-only (403). An organization on GitHub Free (SetOrgPlan(org,
+// PlanFree)) has no branch protection on private repositories: 403 "Upgrade to GitHub Pro or
+// make this repository public to enable this feature.".
 //
 // # Limits and time
 //
@@ -86,9 +97,14 @@
 // rejects content-creating requests over budget with 403 "You have exceeded a secondary rate
 // limit..." and, if retryAfter, a Retry-After header. The documentation_url ends in
 // "secondary-rate-limits" so go-github returns *github.AbuseRateLimitError.
+// WithPointsLimit(perMinute, retryAfter) counts GitHub's points per principal and endpoint
+// group (REST, GraphQL; a read or query 1, anything else 5); WithMutationPacing(d) refuses a
+// mutation sent while another of the principal's is in flight or less than d after the
+// previous one; WithSecondaryLimitStatus(429) answers every secondary limit with 429.
 //
 // All windows, expiries and timestamps use a fake clock: WithTimeScale(3600) makes an hour
-// pass per wall second, AdvanceClock jumps ahead. Values a client schedules on
+// pass per wall second, AdvanceClock jumps ahead, WithManualClock freezes it between jumps
+// (a client whose clock sleeps by AdvanceClock then shares the fake's time exactly). Values a client schedules on
 // (x-ratelimit-reset, Retry-After, token expires_at) are converted to wall time, so a real
 // client that honours them waits the right (scaled) amount.
 //

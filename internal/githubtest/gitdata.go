@@ -371,7 +371,7 @@ func (s *Server) handleCreateCommit(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, s.gitCommitJSON(rm, c))
+	writeJSON(w, http.StatusCreated, s.fullGitCommitJSON(rm, c))
 }
 
 func (s *Server) handleGetCommit(w http.ResponseWriter, r *http.Request) {
@@ -390,7 +390,7 @@ func (s *Server) handleGetCommit(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.gitCommitJSON(rm, c))
+	writeJSON(w, http.StatusOK, s.fullGitCommitJSON(rm, c))
 }
 
 // handleRepoCommit serves GET /repos/{owner}/{repo}/commits/{ref} (the repos API view).

@@ -78,14 +78,27 @@ func (s *Server) userJSON(login string) *github.User {
 	if a == nil {
 		return &github.User{Login: github.String(login), Type: github.String("User")}
 	}
+	// Every property of GitHub's simple-user, with the URL templates GitHub documents.
+	api := s.APIURL() + "users/" + url.PathEscape(a.Login)
 	return &github.User{
-		Login:     github.String(a.Login),
-		ID:        github.Int64(a.ID),
-		NodeID:    github.String(nodeID(a.Type, a.ID)),
-		Type:      github.String(a.Type),
-		SiteAdmin: github.Bool(false),
-		URL:       github.String(s.APIURL() + "users/" + url.PathEscape(a.Login)),
-		HTMLURL:   github.String(s.URL + "/" + url.PathEscape(a.Login)),
+		Login:             github.String(a.Login),
+		ID:                github.Int64(a.ID),
+		NodeID:            github.String(nodeID(a.Type, a.ID)),
+		Type:              github.String(a.Type),
+		SiteAdmin:         github.Bool(false),
+		URL:               github.String(api),
+		HTMLURL:           github.String(s.URL + "/" + url.PathEscape(a.Login)),
+		AvatarURL:         github.String(fmt.Sprintf("%s/avatars/u/%d?v=4", s.URL, a.ID)),
+		GravatarID:        github.String(""),
+		FollowersURL:      github.String(api + "/followers"),
+		FollowingURL:      github.String(api + "/following{/other_user}"),
+		GistsURL:          github.String(api + "/gists{/gist_id}"),
+		StarredURL:        github.String(api + "/starred{/owner}{/repo}"),
+		SubscriptionsURL:  github.String(api + "/subscriptions"),
+		OrganizationsURL:  github.String(api + "/orgs"),
+		ReposURL:          github.String(api + "/repos"),
+		EventsURL:         github.String(api + "/events{/privacy}"),
+		ReceivedEventsURL: github.String(api + "/received_events"),
 	}
 }
 

@@ -12,6 +12,10 @@ type bucket struct {
 	windowStart time.Time
 	used        int
 	created     []time.Time // content-creating requests in the last hour (fake time)
+
+	points       map[string][]spent // by endpoint group: the last minute's requests
+	mutating     int                // mutations in flight
+	lastMutation time.Time          // start of the latest admitted mutation
 }
 
 // rateInfo is what the x-ratelimit-* headers say.
@@ -91,7 +95,7 @@ func (s *Server) admit(key string, class Class) (rateInfo, *limitRejection) {
 		}
 		if wait > 0 {
 			rej := &limitRejection{
-				status: http.StatusForbidden,
+				status: s.secondaryStatus(),
 				message: "You have exceeded a secondary rate limit and have been temporarily blocked from " +
 					"content creation. Please retry your request again later.",
 				docURL:   secondaryDocURL,

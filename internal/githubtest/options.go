@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/fleetbot-io/fleetbot/internal/githubtest/restspec"
 )
 
 // Defaults of a new Server.
@@ -48,6 +50,17 @@ type config struct {
 	tokenLifetime  time.Duration
 	anonymousReads bool
 	ghes           bool
+	spec           *restspec.Description
+	specReport     func(restspec.Violation)
+	noSpec         bool
+	appPerms       map[string]string // nil: installation tokens may do anything
+
+	secondaryStatus  int
+	pointsPerMinute  int
+	pointsRetryAfter bool
+	pacing           bool
+	pacingInterval   time.Duration
+	manualClock      bool
 }
 
 func defaultConfig() config {

@@ -76,7 +76,7 @@ func (s *Server) labelsJSON(rm *repoMeta, names []string) []*github.Label {
 	for _, n := range names {
 		out = append(out, &github.Label{
 			ID: github.Int64(labelID(n)), NodeID: github.String(nodeID("Label", labelID(n))),
-			Name: github.String(n), Color: github.String("ededed"), Default: github.Bool(false),
+			Name: github.String(n), Color: github.String("ededed"), Default: github.Bool(false), Description: github.String(""),
 			URL: github.String(s.repoAPI(rm) + "/labels/" + n),
 		})
 	}
@@ -171,7 +171,7 @@ func (s *Server) handleListPulls(w http.ResponseWriter, r *http.Request) {
 		state = "open"
 	}
 	head := q.Get("head")
-	var out []*github.PullRequest
+	var out []map[string]any
 	for _, n := range slices.Sorted(maps.Keys(rm.Issues)) {
 		is := rm.Issues[n]
 		if is.Pull == nil || (state != "all" && is.State != state) {
@@ -186,7 +186,7 @@ func (s *Server) handleListPulls(w http.ResponseWriter, r *http.Request) {
 		if b := q.Get("base"); b != "" && b != is.Pull.Base {
 			continue
 		}
-		out = append(out, s.pullJSON(rm, is))
+		out = append(out, s.fullPullJSON(rm, is))
 	}
 	if q.Get("direction") != "asc" {
 		slices.Reverse(out)
@@ -200,7 +200,7 @@ func (s *Server) handleGetPull(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.pullJSON(rm, is))
+	writeJSON(w, http.StatusOK, s.fullPullJSON(rm, is))
 }
 
 // newIssueLocked allocates the next issue/pull request number.
@@ -278,7 +278,7 @@ func (s *Server) handleCreatePull(w http.ResponseWriter, r *http.Request) {
 	is := s.newIssueLocked(rm, req.Title, req.Body, p.login)
 	is.Pull = &pull{Head: head, Base: req.Base, HeadSHA: headSHA.String(), BaseSHA: baseSHA.String(), Draft: req.Draft}
 	s.queuePullEvent(rm, is, "opened", p.login)
-	writeJSON(w, http.StatusCreated, s.pullJSON(rm, is))
+	writeJSON(w, http.StatusCreated, s.fullPullJSON(rm, is))
 }
 
 func (s *Server) handleEditPull(w http.ResponseWriter, r *http.Request) {
@@ -337,7 +337,7 @@ func (s *Server) handleEditPull(w http.ResponseWriter, r *http.Request) {
 		s.queuePullEvent(rm, is, "edited", actor)
 	}
 	is.UpdatedAt = now
-	writeJSON(w, http.StatusOK, s.pullJSON(rm, is))
+	writeJSON(w, http.StatusOK, s.fullPullJSON(rm, is))
 }
 
 func (s *Server) handleMergePull(w http.ResponseWriter, r *http.Request) {

@@ -62,7 +62,11 @@ func TestPullRequestLifecycle(t *testing.T) {
 
 	_, _, err = c.Issues.CreateComment(ctx, "acme", "cluster-a", 1, &github.IssueComment{Body: github.String("hello")})
 	require.NoError(t, err)
-	labels, _, err := c.Issues.AddLabelsToIssue(ctx, "acme", "cluster-a", 1, []string{"fleetbot"})
+	// The documented body, {"labels": [...]} (go-github v62 sends a bare array).
+	req, err := c.NewRequest("POST", "repos/acme/cluster-a/issues/1/labels", map[string][]string{"labels": {"fleetbot"}})
+	require.NoError(t, err)
+	var labels []*github.Label
+	_, err = c.Do(ctx, req, &labels)
 	require.NoError(t, err)
 	require.Len(t, labels, 1)
 	assert.Equal(t, []string{"hello"}, srv.Comments("acme", "cluster-a", 1))

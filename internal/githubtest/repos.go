@@ -131,7 +131,7 @@ func (s *Server) handleCreateOrgRepo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rm.AllowAutoMerge = req.AllowAutoMerge != nil && *req.AllowAutoMerge
-	writeJSON(w, http.StatusCreated, s.repoJSON(rm))
+	writeJSON(w, http.StatusCreated, s.fullRepoJSON(rm))
 }
 
 func (s *Server) handleCreateUserRepo(w http.ResponseWriter, r *http.Request) {
@@ -155,7 +155,7 @@ func (s *Server) handleCreateUserRepo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rm.AllowAutoMerge = req.AllowAutoMerge != nil && *req.AllowAutoMerge
-	writeJSON(w, http.StatusCreated, s.repoJSON(rm))
+	writeJSON(w, http.StatusCreated, s.fullRepoJSON(rm))
 }
 
 func (s *Server) handleGetRepo(w http.ResponseWriter, r *http.Request) {
@@ -164,7 +164,7 @@ func (s *Server) handleGetRepo(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.repoJSON(rm))
+	writeJSON(w, http.StatusOK, s.fullRepoJSON(rm))
 }
 
 func (s *Server) handleEditRepo(w http.ResponseWriter, r *http.Request) {
@@ -226,7 +226,7 @@ func (s *Server) handleEditRepo(w http.ResponseWriter, r *http.Request) {
 		rm.AllowAutoMerge = *req.AllowAuto
 	}
 	rm.UpdatedAt = s.clock.Now()
-	writeJSON(w, http.StatusOK, s.repoJSON(rm))
+	writeJSON(w, http.StatusOK, s.fullRepoJSON(rm))
 }
 
 // handleListRepos serves /orgs/{org}/repos, /users/{username}/repos and /user/repos.
@@ -259,9 +259,9 @@ func (s *Server) handleListRepos(w http.ResponseWriter, r *http.Request) {
 	// repo on disk, and listing a fleet of a thousand repos page by page
 	// must not cost a thousand measurements per page.
 	page, link := paginate(r, rms)
-	out := make([]*github.Repository, 0, len(page))
+	out := make([]map[string]any, 0, len(page))
 	for _, rm := range page {
-		out = append(out, s.repoJSON(rm))
+		out = append(out, s.fullRepoJSON(rm))
 	}
 	if link != "" {
 		w.Header().Set("Link", link)

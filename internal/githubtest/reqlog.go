@@ -46,6 +46,8 @@ type Request struct {
 	Principal string
 	// Time is the fake time the request arrived.
 	Time time.Time
+	// RetryAfter is the Retry-After of a rate-limit answer (fake time; 0 when it had none).
+	RetryAfter time.Duration
 }
 
 // Counts sums a request log by class.

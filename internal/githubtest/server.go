@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -60,6 +59,30 @@ type Server struct {
 // in t.TempDir(). It is closed by t.Cleanup.
 func NewServer(t testing.TB, opts ...Option) *Server {
 	t.Helper()
+	probe := defaultConfig()
+	for _, o := range opts {
+		o(&probe)
+	}
+	if probe.appPerms == nil {
+		// The App's permissions are those of the repository's manifest: a permission missing
+		// there fails the test that needs it.
+		if root, err := moduleRoot(); err == nil {
+			if _, err := os.Stat(filepath.Join(root, "app.yml")); err == nil {
+				perms, err := LoadAppPermissions(filepath.Join(root, "app.yml"))
+				if err != nil {
+					t.Fatalf("starting fake github: %v", err)
+				}
+				opts = append([]Option{WithAppPermissions(perms)}, opts...)
+			}
+		}
+	}
+	if !probe.noSpec && probe.spec == nil {
+		opt, report := specOption(t)
+		// Registered before Close: cleanups run last-in first-out, so the violations are
+		// reported after the last request has been answered.
+		t.Cleanup(report)
+		opts = append([]Option{opt}, opts...)
+	}
 	s, err := New(t.TempDir(), opts...)
 	if err != nil {
 		t.Fatalf("starting fake github: %v", err)
@@ -90,7 +113,7 @@ func New(dir string, opts ...Option) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg:      cfg,
-		clock:    newClock(cfg.start, cfg.timeScale),
+		clock:    newClock(cfg.start, cfg.timeScale, cfg.manualClock),
 		dir:      dir,
 		save:     true,
 		st:       st,
@@ -145,9 +168,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	if !s.enter() {
 		defer s.leave()
-		entry.Status = http.StatusForbidden
+		entry.Status = s.secondaryStatus()
 		s.record(entry)
-		writeJSON(w, http.StatusForbidden, apiError{
+		writeJSON(w, s.secondaryStatus(), apiError{
 			Message:          "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
 			DocumentationURL: secondaryDocURL,
 		})
@@ -198,17 +221,41 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, authErr.status, authErr.message)
 		return
 	}
+	if p.kind == "installation" && s.cfg.appPerms != nil {
+		key := permissionKey(r, route, entry.Class == Read)
+		if ok, known := permitted(s.cfg.appPerms, key); !ok {
+			entry.Status = http.StatusForbidden
+			s.record(entry)
+			if !known {
+				writeError(w, http.StatusForbidden, "fake github: no permission is documented for "+key+" (add it to routePermissions)")
+				return
+			}
+			writeJSON(w, http.StatusForbidden, apiError{Message: errNotAccessible.message,
+				DocumentationURL: "https://docs.github.com/rest", Status: "403"})
+			return
+		}
+	}
 	r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
 
 	free := route == "GET /rate_limit"
 	var ri rateInfo
+	doneMutating := func() {}
 	if !free {
 		var rej *limitRejection
 		ri, rej = s.admit(p.bucket, entry.Class)
+		if rej == nil {
+			var release func()
+			release, rej = s.admitSecondary(p.bucket, route, entry.Class)
+			if release != nil {
+				doneMutating = release
+				defer release()
+			}
+		}
 		if rej != nil {
 			s.setRateHeaders(w.Header(), ri, !rej.keepRate)
 			if rej.retryAfter > 0 {
-				w.Header().Set("Retry-After", strconv.Itoa(int(math.Max(1, math.Ceil(rej.retryAfter.Seconds())))))
+				w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(rej.retryAfter)))
+				entry.RetryAfter = time.Duration(retryAfterSeconds(rej.retryAfter)) * time.Second
 			}
 			entry.Status = rej.status
 			s.record(entry)
@@ -227,6 +274,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	var reqBody []byte
+	checkSpec := s.cfg.spec != nil && specCheckable(r.URL.Path)
+	if checkSpec && r.Body != nil {
+		reqBody, _ = io.ReadAll(io.LimitReader(r.Body, 100<<20))
+		_ = r.Body.Close()
+		r.Body = io.NopCloser(bytes.NewReader(reqBody))
+	}
 	buf := &bufferedWriter{header: http.Header{}, status: http.StatusOK}
 	mux.ServeHTTP(buf, r)
 	s.flushEvents()
@@ -236,9 +290,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	status := buf.status
 	body := buf.body.Bytes()
+	// GitHub's responses vary by credentials and media type, and so do its ETags: one taken
+	// with a token does not validate a request made with another (an installation token
+	// rotates hourly).
+	h.Set("Vary", "Accept, Authorization, Cookie, X-GitHub-OTP")
 	if r.Method == http.MethodGet && status == http.StatusOK {
-		sum := sha256.Sum256(body)
-		etag := `W/"` + hex.EncodeToString(sum[:16]) + `"`
+		etag := responseETag(r.Header.Get("Authorization"), r.Header.Get("Accept"), body)
 		h.Set("ETag", etag)
 		if etagMatch(r.Header.Get("If-None-Match"), etag) {
 			status, body = http.StatusNotModified, nil
@@ -258,16 +315,30 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Github-Api-Version-Selected", "2022-11-28")
 	if lose {
 		s.record(entry) // Status 0: no answer left
+		doneMutating()
 		dropConnection(w)
 		return
+	}
+	if checkSpec {
+		s.checkSpec(r, reqBody, status, h, body)
 	}
 	// Logged before the answer leaves: a client that has read it must find it in the log.
 	entry.Status = status
 	s.record(entry)
+	doneMutating()
 	w.WriteHeader(status)
 	if status != http.StatusNotModified && status != http.StatusNoContent {
 		_, _ = w.Write(body)
 	}
+}
+
+// responseETag is a weak validator of a body as one credential and media type saw it.
+func responseETag(authorization, accept string, body []byte) string {
+	hsh := sha256.New()
+	for _, part := range [][]byte{[]byte(authorization), {0}, []byte(accept), {0}, body} {
+		hsh.Write(part)
+	}
+	return `W/"` + hex.EncodeToString(hsh.Sum(nil)[:16]) + `"`
 }
 
 func etagMatch(header, etag string) bool {

@@ -30,6 +30,9 @@ type account struct {
 	Members map[string]string `json:"members,omitempty"`
 	// Enterprise is true for an organization owned by an enterprise account (internal repos).
 	Enterprise bool `json:"enterprise,omitempty"`
+	// Plan is an organization's GitHub plan: "free" lacks branch protection on private
+	// repositories; "" is a paid plan.
+	Plan string `json:"plan,omitempty"`
 }
 
 type team struct {

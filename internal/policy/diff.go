@@ -152,7 +152,7 @@ func Diff(desired, observed Access, opts DiffOptions) Plan {
 		}
 	}
 
-	if desired.Protection != nil {
+	if desired.Protection != nil && observed.ProtectionUnavailable == "" {
 		p.ProtectionDrift = protectionDrift(*desired.Protection, observed.Protection)
 		if len(p.ProtectionDrift) > 0 {
 			want := *desired.Protection

@@ -41,4 +41,8 @@ type Access struct {
 	// platform's pullRequests.merge is auto (GitHub's default is off, and
 	// auto-merge cannot be enabled on a pull request without it).
 	AllowAutoMerge bool `json:"allowAutoMerge,omitempty"`
+	// ProtectionUnavailable, when set, is the forge's word for why the default branch cannot
+	// be protected at all (GitHub: a private repository of an organization on the free plan).
+	// Diff then plans no protection, and the reconcile reports it as a warning.
+	ProtectionUnavailable string `json:"protectionUnavailable,omitempty"`
 }

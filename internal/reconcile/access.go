@@ -84,6 +84,9 @@ func planAccess(ctx context.Context, f Forge, it *item, opts policy.DiffOptions,
 	}
 	p := policy.Diff(t.Access, observed, opts)
 	it.observed, it.access = observed, &p
+	if observed.ProtectionUnavailable != "" && t.Access.Protection != nil {
+		it.res.warn(protectionWarning(t, observed.ProtectionUnavailable))
+	}
 	rep := &AccessReport{Plan: p, Drift: p.Describe()}
 	switch {
 	case p.Refused != nil && allowRemovals:
@@ -213,4 +216,34 @@ func joinRefusals(errs ...error) error {
 		return out[0]
 	}
 	return errors.Join(out...)
+}
+
+// ProtectionReporter is a forge that can learn while writing a repo that its default branch
+// cannot be protected (GitHub: a private repository of an organization on the free plan):
+// reconcile reports it as a warning of the repo, not a failure.
+type ProtectionReporter interface {
+	// ProtectionUnavailable returns why owner/repo's default branch could not be protected
+	// in this run, or "".
+	ProtectionUnavailable(owner, repo string) string
+}
+
+// noteProtection adds the warning of a repo whose protection the forge could not apply.
+func noteProtection(f Forge, it *item) {
+	pu, ok := f.(ProtectionReporter)
+	if !ok || it.target.Access.Protection == nil {
+		return
+	}
+	if reason := pu.ProtectionUnavailable(it.target.Owner, it.target.Repo); reason != "" {
+		it.res.warn(protectionWarning(it.target, reason))
+	}
+}
+
+// protectionWarning says which repo is not protected, what that leaves unenforced and what to
+// do about it.
+func protectionWarning(t *fanout.Target, reason string) string {
+	return fmt.Sprintf("branch protection of %s in %s is not enforced (GitHub: %q): pull requests, code-owner review, "+
+		"dismissal of stale reviews and the ban on force pushes and deletion are not required; every other managed "+
+		"setting is applied. To enforce it, make the repository public (visibility in platform.yaml) or move the "+
+		"organization %s to a paid GitHub plan (Team or Enterprise)",
+		t.DefaultBranch, t.FullName(), strings.TrimSpace(reason), t.Owner)
 }

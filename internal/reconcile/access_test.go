@@ -158,7 +158,7 @@ func githubAccessHarness(t *testing.T, teams []string) *accessHarness {
 		forge: func(t *testing.T) Forge {
 			c, err := ghforge.New(ctx, ghforge.Config{
 				APIURL: srv.APIURL(), AppID: srv.AppID(), PrivateKey: srv.AppPrivateKeyPEM(), Owner: "acme",
-				Budget: ghforge.BudgetConfig{PerMinute: 10000, PerHour: 100000},
+				Budget: ghforge.BudgetConfig{PerMinute: 10000, PerHour: 100000, MinInterval: -1},
 			})
 			require.NoError(t, err)
 			// Drift is what these tests are about: read access on every run.

@@ -93,7 +93,7 @@ func githubHarness(t *testing.T, fl fleet) (*harness, *githubtest.Server) {
 	c, err := ghforge.New(context.Background(), ghforge.Config{
 		APIURL: srv.APIURL(), AppID: srv.AppID(), PrivateKey: srv.AppPrivateKeyPEM(), Owner: "acme",
 		// The lifecycle is about behaviour; budget waits are tested in forge/github.
-		Budget: ghforge.BudgetConfig{PerMinute: 10000, PerHour: 100000},
+		Budget: ghforge.BudgetConfig{PerMinute: 10000, PerHour: 100000, MinInterval: -1},
 	})
 	require.NoError(t, err)
 	f := ghforge.NewForge(c, ghforge.ForgeOptions{CacheDir: filepath.Join(t.TempDir(), "cache")})

@@ -239,6 +239,7 @@ func applyOne(ctx context.Context, f Forge, it *item, o pr.Options, log *slog.Lo
 				return
 			}
 			it.res.setPR(p)
+			noteProtection(f, it)
 			if d.CreateRepo || len(d.Bootstrap) > 0 {
 				// The bootstrap commit landed CODEOWNERS on the default
 				// branch: check it now, while the repo is new.
@@ -247,7 +248,9 @@ func applyOne(ctx context.Context, f Forge, it *item, o pr.Options, log *slog.Lo
 		}
 	}
 	if it.access != nil && !it.access.Empty() && !d.CreateRepo {
-		if err := applyAccess(ctx, f, it); err != nil {
+		err := applyAccess(ctx, f, it)
+		noteProtection(f, it)
+		if err != nil {
 			it.res.fail(err)
 			return
 		}

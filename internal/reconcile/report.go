@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -46,6 +47,10 @@ type Result struct {
 	// CodeownersErrors are the problems GitHub (or, on the local forge, the
 	// offline check) finds in the CODEOWNERS on the default branch.
 	CodeownersErrors []policy.CodeownersError `json:"codeownersErrors,omitempty"`
+	// Warnings are what fleetbot could not do on the repo without it being a failure (branch
+	// protection that the organization's GitHub plan does not offer): what is not enforced
+	// and how to fix it. Everything else was applied.
+	Warnings []string `json:"warnings,omitempty"`
 	// Skipped says why the repo was left alone entirely ("archived").
 	Skipped string `json:"skipped,omitempty"`
 	// Observed is what the plan saw of the repo beyond the decision (heads,
@@ -142,7 +147,17 @@ func (r Result) Line() string {
 	if r.Action == pr.ActionBlocked {
 		s += ": " + r.Reason
 	}
+	for _, w := range r.Warnings {
+		s += "\n  WARNING: " + w
+	}
 	return s
+}
+
+// warn adds a warning once.
+func (r *Result) warn(w string) {
+	if !slices.Contains(r.Warnings, w) {
+		r.Warnings = append(r.Warnings, w)
+	}
 }
 
 // Report is the outcome of a Plan or an Apply over every target repo.

@@ -92,8 +92,11 @@ func (f *Forge) readAccess(ctx context.Context, owner, repo, branch string) (pol
 		copts.Page = resp.NextPage
 	}
 	p, _, err := f.api.Repositories.GetBranchProtection(ctx, owner, repo, branch)
+	reason, unavailable := protectionUnavailable(err)
 	switch {
 	case errors.Is(err, gh.ErrBranchNotProtected), IsNotFound(err):
+	case unavailable:
+		a.ProtectionUnavailable = reason
 	case err != nil:
 		return a, errf(err, "reading the protection of "+branch+" in", full)
 	default:
@@ -199,7 +202,7 @@ func rolePermissions(p map[string]bool) policy.Role {
 }
 
 func cloneAccess(a policy.Access) policy.Access {
-	out := policy.Access{AllowAutoMerge: a.AllowAutoMerge}
+	out := policy.Access{AllowAutoMerge: a.AllowAutoMerge, ProtectionUnavailable: a.ProtectionUnavailable}
 	if a.Teams != nil {
 		out.Teams = make(map[string]policy.Role, len(a.Teams))
 		for k, v := range a.Teams {
@@ -295,7 +298,11 @@ func (f *Forge) ApplyAccess(ctx context.Context, owner, repo string, p policy.Pl
 		grants[c.Name] = c.To
 	}
 	if p.Protection != nil {
-		if err := f.protect(ctx, owner, repo, p.Protection); err != nil {
+		err := f.protect(ctx, owner, repo, p.Protection)
+		if reason, unavailable := protectionUnavailable(err); unavailable {
+			// Not enforceable on this plan: reported as a warning, the rest is applied.
+			e.protectionUnavailable = reason
+		} else if err != nil {
 			return err
 		}
 	}

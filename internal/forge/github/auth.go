@@ -16,6 +16,7 @@ import (
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	jwt "github.com/golang-jwt/jwt/v4"
 	gh "github.com/google/go-github/v62/github"
+	ghtoken "github.com/google/go-github/v88/github"
 )
 
 // TokenTransport authenticates every request with a personal access (or Actions) token as
@@ -277,6 +278,9 @@ func (a *App) source(id int64) *ghinstallation.Transport {
 	apps.BaseURL = a.baseURL
 	it := ghinstallation.NewFromAppsTransport(apps, id)
 	it.BaseURL = a.baseURL
+	// An empty object, not the JSON null ghinstallation sends for no options: GitHub's REST
+	// description takes an object (or no body) for "create an installation access token".
+	it.InstallationTokenOptions = &ghtoken.InstallationTokenOptions{}
 	a.byID[id] = it
 	return it
 }

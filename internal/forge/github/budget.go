@@ -13,6 +13,10 @@ const (
 	DefaultPerMinute = 80
 	DefaultPerHour   = 500
 	DefaultMaxWait   = 15 * time.Minute
+	// DefaultMinInterval is the least time between the starts of two mutations of an
+	// installation. GitHub: "If you are making a large number of POST, PATCH, PUT, or DELETE
+	// requests for a single user or client ID, wait at least one second between each request."
+	DefaultMinInterval = time.Second
 )
 
 // BudgetConfig sets an installation's write budget.
@@ -23,6 +27,10 @@ type BudgetConfig struct {
 	// MaxWait is the longest any request waits for a limit (a content window, a pause, a primary
 	// reset) before failing with ErrRateLimited instead (default DefaultMaxWait).
 	MaxWait time.Duration
+	// MinInterval is the least time between the starts of two mutations (default
+	// DefaultMinInterval); negative: none, for tests on the system clock that count requests,
+	// not time.
+	MinInterval time.Duration
 	// Clock is used for every wait in the client (windows, pauses, retry backoff); nil means the
 	// system clock.
 	Clock Clock
@@ -37,6 +45,12 @@ func (c BudgetConfig) withDefaults() BudgetConfig {
 	}
 	if c.MaxWait <= 0 {
 		c.MaxWait = DefaultMaxWait
+	}
+	switch {
+	case c.MinInterval == 0:
+		c.MinInterval = DefaultMinInterval
+	case c.MinInterval < 0:
+		c.MinInterval = 0
 	}
 	c.Clock = clockOrSystem(c.Clock)
 	return c
@@ -55,8 +69,8 @@ type BudgetStats struct {
 	PausedUntil time.Time
 }
 
-// Budget is one installation's write budget: mutations run one at a time (GitHub's guidance for
-// avoiding secondary limits), content-creating ones pass a two-window limiter (PerMinute in any
+// Budget is one installation's write budget: mutations run one at a time and start at least
+// MinInterval apart (GitHub's guidance for avoiding secondary limits), content-creating ones pass a two-window limiter (PerMinute in any
 // rolling minute, PerHour in any rolling hour), and a secondary limit reported by GitHub pauses
 // everything until Retry-After. It is safe for concurrent use and shared by every request of
 // the installation.
@@ -66,6 +80,7 @@ type Budget struct {
 
 	mu          sync.Mutex
 	recent      []time.Time // admission times of recent content writes, oldest first, <= PerHour
+	lastWrite   time.Time   // admission time of the latest mutation
 	pausedUntil time.Time
 	stats       BudgetStats
 }
@@ -107,8 +122,24 @@ func (b *Budget) Pause(until time.Time) {
 func (b *Budget) Afford(n int) (ok bool, wait time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	wait = b.delayLocked(b.cfg.Clock.Now(), n)
+	now := b.cfg.Clock.Now()
+	wait = b.delayLocked(now, n)
+	if n > 0 && b.cfg.MinInterval > 0 {
+		// n mutations one MinInterval apart, the first no sooner than MinInterval after the last.
+		first := now
+		if !b.lastWrite.IsZero() {
+			first = maxTime(now, b.lastWrite.Add(b.cfg.MinInterval))
+		}
+		wait = max(wait, first.Sub(now)+time.Duration(n-1)*b.cfg.MinInterval)
+	}
 	return wait <= b.cfg.MaxWait, wait
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // delayLocked returns how long from now the n-th next content write would wait.
@@ -182,7 +213,11 @@ func (b *Budget) acquireWrite(req *http.Request, content bool) (release func(), 
 		} else if b.pausedUntil.After(now) {
 			wait = b.pausedUntil.Sub(now)
 		}
+		if !b.lastWrite.IsZero() {
+			wait = max(wait, b.lastWrite.Add(b.cfg.MinInterval).Sub(now))
+		}
 		if wait <= 0 {
+			b.lastWrite = now
 			b.stats.Writes++
 			if content {
 				b.stats.ContentWrites++
@@ -271,7 +306,16 @@ func (t *BudgetTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	defer release()
-	return t.next.RoundTrip(req)
+	resp, err := t.next.RoundTrip(req)
+	if err == nil && (resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusTooManyRequests) {
+		// Pause before the next mutation can take the slot, not only once the retry layer
+		// above has read the answer: nothing is sent between a limit and its wait.
+		now := t.budget.cfg.Clock.Now()
+		if wait, _, limited := limitWait(resp, now); limited {
+			t.budget.Pause(now.Add(wait))
+		}
+	}
+	return resp, err
 }
 
 func closeBody(req *http.Request) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ func TestBudgetContentWindowPerMinute(t *testing.T) {
 	t0 := clock.Now()
 	s := newTestServer(t, clock)
 	s.mux.HandleFunc("/", created)
-	b := NewBudget(BudgetConfig{PerMinute: 80, Clock: clock})
+	b := NewBudget(BudgetConfig{PerMinute: 80, MinInterval: -1, Clock: clock})
 	rt := NewBudgetTransport(http.DefaultTransport, b)
 	for i := range 85 {
 		resp := s.do(t, rt, "POST", fmt.Sprintf("/repos/o/r%d/git/blobs", i), `{}`)
@@ -45,7 +46,7 @@ func TestBudgetContentWindowPerHour(t *testing.T) {
 	clock := newFakeClock()
 	s := newTestServer(t, clock)
 	s.mux.HandleFunc("/", created)
-	b := NewBudget(BudgetConfig{PerMinute: 100, PerHour: 3, Clock: clock})
+	b := NewBudget(BudgetConfig{PerMinute: 100, PerHour: 3, MinInterval: -1, Clock: clock})
 	rt := NewBudgetTransport(http.DefaultTransport, b)
 	for range 3 {
 		_ = readAll(t, s.do(t, rt, "POST", "/repos/o/r/git/trees", `{}`))
@@ -70,7 +71,7 @@ func TestBudgetContentWindowPerHour(t *testing.T) {
 
 func TestBudgetAfford(t *testing.T) {
 	clock := newFakeClock()
-	b := NewBudget(BudgetConfig{PerMinute: 80, PerHour: 500, Clock: clock})
+	b := NewBudget(BudgetConfig{PerMinute: 80, PerHour: 500, MinInterval: -1, Clock: clock})
 	req, _ := http.NewRequest("POST", "http://x/repos/o/r/git/trees", nil)
 	for range 78 {
 		release, err := b.acquireWrite(req, true)
@@ -106,7 +107,7 @@ func TestBudgetSerialisesWrites(t *testing.T) {
 		defer f.leave()
 		time.Sleep(5 * time.Millisecond)
 	})
-	rt := NewBudgetTransport(http.DefaultTransport, NewBudget(BudgetConfig{}))
+	rt := NewBudgetTransport(http.DefaultTransport, NewBudget(BudgetConfig{MinInterval: -1})) // system clock: no spacing
 	var wg sync.WaitGroup
 	for i := range 10 {
 		wg.Go(func() { _ = readAll(t, s.do(t, rt, "PATCH", fmt.Sprintf("/repos/o/r%d/pulls/1", i), `{}`)) })
@@ -151,4 +152,32 @@ func TestBudgetPauseHoldsReadsAndWrites(t *testing.T) {
 		assert.False(t, r.At.Before(t0.Add(45*time.Second)), "%s %s sent during the pause", r.Method, r.Path)
 	}
 	assert.Equal(t, int64(1), b.Stats().Pauses)
+}
+
+// GitHub's guidance: mutations of an installation one at a time, at least a second apart.
+func TestBudgetSpacesMutations(t *testing.T) {
+	clock := newFakeClock()
+	b := NewBudget(BudgetConfig{Clock: clock})
+	assert.Equal(t, DefaultMinInterval, b.Config().MinInterval)
+	req := httptest.NewRequest("PATCH", "https://api.github.com/repos/o/r", nil)
+	var starts []time.Time
+	for i := 0; i < 3; i++ {
+		release, err := b.acquireWrite(req, false)
+		require.NoError(t, err)
+		starts = append(starts, clock.Now())
+		release()
+	}
+	for i := 1; i < len(starts); i++ {
+		assert.GreaterOrEqual(t, starts[i].Sub(starts[i-1]), time.Second, "mutation %d", i)
+	}
+	none := NewBudget(BudgetConfig{Clock: newFakeClock(), MinInterval: -1})
+	assert.Zero(t, none.Config().MinInterval)
+}
+
+// Afford counts the second between mutations: 100 writes take at least 99 s.
+func TestBudgetAffordCountsInterval(t *testing.T) {
+	b := NewBudget(BudgetConfig{PerMinute: 1000, PerHour: 10000, Clock: newFakeClock()})
+	ok, wait := b.Afford(100)
+	assert.True(t, ok)
+	assert.Equal(t, 99*time.Second, wait)
 }

@@ -193,7 +193,7 @@ func TestClientContentLimiter(t *testing.T) {
 	t0 := clock.Now()
 	s := newTestServer(t, clock)
 	s.mux.HandleFunc("POST /repos/acme/{repo}/git/blobs", blobHandler)
-	c := newTestClient(t, s, clock, func(cfg *Config) { cfg.Budget.PerMinute = 80 })
+	c := newTestClient(t, s, clock, func(cfg *Config) { cfg.Budget.PerMinute, cfg.Budget.MinInterval = 80, -1 })
 	ok, wait := c.Budget().Afford(85)
 	assert.True(t, ok)
 	assert.Equal(t, time.Minute, wait, "85 writes: the last ones wait a minute")
@@ -314,4 +314,13 @@ func TestRedactURL(t *testing.T) {
 	assert.Equal(t, "https://REDACTED@ghe.example.com/api/v3/", RedactURL("https://user:pw@ghe.example.com/api/v3/"))
 	assert.Equal(t, "https://x/y?access_token=REDACTED&page=2", RedactURL("https://x/y?access_token=abc&page=2"))
 	assert.NotContains(t, RedactURL("https://user:pw@ho st/%zz"), "pw")
+}
+
+// GitHub's documented CODEOWNERS error "Invalid owner on line 7:" says nothing after the
+// colon: fleetbot's message names the owner and where it is.
+func TestCodeownersMessage(t *testing.T) {
+	assert.Equal(t, `"docs@" at column 7 of "*.txt docs@"`, codeownersMessage(&gh.CodeownersError{
+		Line: 7, Column: 7, Kind: "Invalid owner", Source: "*.txt docs@", Message: "Invalid owner on line 7:\n\n  *.txt docs@\n        ^"}))
+	assert.Equal(t, "Did you mean `**/*.rb`?", codeownersMessage(&gh.CodeownersError{
+		Line: 3, Column: 1, Kind: "Invalid pattern", Source: "***/*.rb @monalisa", Message: "Invalid pattern on line 3: Did you mean `**/*.rb`?\n\n  ***/*.rb @monalisa\n  ^"}))
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"sort"
 	"strings"
+
+	gh "github.com/google/go-github/v62/github"
 
 	"github.com/fleetbot-io/fleetbot/internal/policy"
 )
@@ -42,7 +45,7 @@ func (f *Forge) CodeownersErrors(ctx context.Context, owner, repo, blob string, 
 	var out []policy.CodeownersError
 	if res != nil {
 		for _, ce := range res.Errors {
-			out = append(out, policy.CodeownersError{Path: ce.Path, Line: ce.Line, Kind: ce.Kind, Message: codeownersMessage(ce.Kind, ce.Message)})
+			out = append(out, policy.CodeownersError{Path: ce.Path, Line: ce.Line, Kind: ce.Kind, Message: codeownersMessage(ce)})
 		}
 	}
 	st.Codeowners = &codeownersCheck{Blob: blob, Access: fp, Errors: out}
@@ -52,12 +55,22 @@ func (f *Forge) CodeownersErrors(ctx context.Context, owner, repo, blob string, 
 
 // codeownersMessage keeps the first line of GitHub's message without its "Kind on line N: "
 // prefix: the rest repeats the source line with a caret, which Line and Path already say.
-func codeownersMessage(kind, msg string) string {
-	first, _, _ := strings.Cut(msg, "\n")
-	if k, rest, ok := strings.Cut(first, ": "); ok && strings.HasPrefix(k, kind+" on line ") {
-		return strings.TrimSpace(rest)
+// GitHub often says nothing after the prefix ("Invalid owner on line 7:", its documented
+// example): then the message names the offending text and its column.
+func codeownersMessage(ce *gh.CodeownersError) string {
+	first, _, _ := strings.Cut(ce.Message, "\n")
+	first = strings.TrimSpace(first)
+	if k, rest, ok := strings.Cut(first, ":"); ok && strings.HasPrefix(k, ce.Kind+" on line ") {
+		first = strings.TrimSpace(rest)
 	}
-	return strings.TrimSpace(first)
+	if first != "" {
+		return first
+	}
+	if ce.Column > 0 && ce.Column <= len(ce.Source) {
+		token, _, _ := strings.Cut(ce.Source[ce.Column-1:], " ")
+		return fmt.Sprintf("%q at column %d of %q", token, ce.Column, ce.Source)
+	}
+	return fmt.Sprintf("%q", ce.Source)
 }
 
 // accessFingerprint identifies the parts of an access that decide whether a CODEOWNERS owner

@@ -83,6 +83,9 @@ type repoEntry struct {
 	// repos): teams get their roles only once the branch is protected.
 	pendingProtection *policy.Protection
 	pendingTeams      map[string]policy.Role
+	// protectionUnavailable is GitHub's reason when this run could not protect the default
+	// branch because of the organization's plan; see ProtectionUnavailable.
+	protectionUnavailable string
 	// hint is what the latest Scan saw of the repo, for the next Snapshot.
 	hint *headHint
 	// autoMergeSeen is the repo's "Allow auto-merge" setting as the latest Scan (or fleetbot's
@@ -339,13 +342,21 @@ func (f *Forge) afterBootstrap(ctx context.Context, owner, repo string, e *repoE
 		st.RepoDefault = st.DefaultBranch
 	}
 	if p := e.pendingProtection; p != nil {
-		if err := f.protect(ctx, owner, repo, p); err != nil {
+		err := f.protect(ctx, owner, repo, p)
+		reason, unavailable := protectionUnavailable(err)
+		switch {
+		case unavailable:
+			// The plan has no protection for this repo: say so, grant the rest.
+			e.protectionUnavailable = reason
+			if st.Access != nil {
+				st.Access.ProtectionUnavailable = reason
+			}
+		case err != nil:
 			return err
-		}
-		e.pendingProtection = nil
-		if st.Access != nil {
+		case st.Access != nil:
 			st.Access.Protection = p
 		}
+		e.pendingProtection = nil
 	}
 	if len(e.pendingTeams) > 0 {
 		if err := f.grantTeams(ctx, owner, repo, e.pendingTeams, nil); err != nil {
@@ -403,7 +414,7 @@ func (f *Forge) OpenPR(ctx context.Context, owner, repo string, np pr.NewPR) (*p
 	st.PR, e.fresh = out, true
 	f.saveState(owner, repo, st)
 	if len(np.Labels) > 0 {
-		if _, _, err := f.api.Issues.AddLabelsToIssue(ctx, owner, repo, out.Number, np.Labels); err != nil {
+		if err := f.addLabels(ctx, owner, repo, out.Number, np.Labels); err != nil {
 			return out, errf(err, fmt.Sprintf("labelling pull request #%d in", out.Number), full)
 		}
 	}

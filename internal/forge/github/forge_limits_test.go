@@ -40,40 +40,88 @@ func (c fakeTime) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// serverTime is a ghforge.Clock on a fake GitHub with a manual clock: Sleep advances the
+// server's time instead of waiting, so the client and the fake share one clock, windows pass
+// at once and nothing depends on the machine's speed.
+type serverTime struct{ srv *githubtest.Server }
+
+func (c serverTime) Now() time.Time { return c.srv.Now() }
+
+func (c serverTime) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.srv.AdvanceClock(d)
+	return nil
+}
+
 // TestSecondaryLimitBackoff: GitHub's content-creation limit is tighter than fleetbot's
-// budget (a smaller account, another tool on the same installation). The run meets 403s with
-// Retry-After, pauses the whole installation, and completes once the (time-scaled) window
-// passes; no write is sent while it waits.
+// budget (a smaller account, another tool on the same installation), and GitHub answers it
+// with 403 or 429, with or without Retry-After, and also limits points. The run meets the
+// limits, pauses the whole installation as long as GitHub says (a minute, then exponentially
+// longer, when it says nothing), never sends two mutations at once nor less than a second
+// apart (the fake refuses those too), and completes. Clock-driven: the client sleeps on the
+// fake's clock.
 func TestSecondaryLimitBackoff(t *testing.T) {
-	const scale = 60 // a fake minute per wall second
-	e := newEnv(t, githubtest.WithContentCreationLimit(15, 0, true), githubtest.WithTimeScale(scale))
-	// fleetbot's own budget (80/min of wall time) does not bind here; the fake's Retry-After
-	// is in wall seconds, which the system clock honours.
-	e.budget = ghforge.BudgetConfig{}
-	e.srv.ResetLog()
-	start := time.Now()
-	rep := e.apply(t, e.forge(t, false))
-	for _, r := range rep.Results {
-		assert.Equal(t, pr.ActionCreate, r.Action, r.Repo)
-		assert.NotZero(t, r.PR, r.Repo)
-	}
-	log := e.srv.Requests()
-	rejected := 0
-	for i, r := range log {
-		if r.Status != 403 {
-			continue
-		}
-		rejected++
-		for _, next := range log[i+1:] {
-			if next.Time.Sub(r.Time) >= 30*time.Second {
-				break
+	for _, tc := range []struct {
+		name       string
+		status     int
+		retryAfter bool
+	}{
+		{"403 with Retry-After", 403, true},
+		{"429 with Retry-After", 429, true},
+		{"403 without Retry-After", 403, false},
+		{"429 without Retry-After", 429, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, githubtest.WithManualClock(), githubtest.WithSecondaryLimitStatus(tc.status),
+				githubtest.WithContentCreationLimit(15, 0, tc.retryAfter), githubtest.WithPointsLimit(900, tc.retryAfter),
+				githubtest.WithMutationPacing(time.Second))
+			// fleetbot's own budget (80/min) does not bind here; its pacing does.
+			e.budget = ghforge.BudgetConfig{Clock: serverTime{e.srv}}
+			e.srv.ResetLog()
+			rep := e.apply(t, e.forge(t, false))
+			for _, r := range rep.Results {
+				assert.NoError(t, r.Err, r.Repo)
+				assert.Equal(t, pr.ActionCreate, r.Action, r.Repo)
+				assert.NotZero(t, r.PR, r.Repo)
 			}
-			assert.NotEqual(t, githubtest.ContentCreating, next.Class, "%s %s sent %s after a secondary limit", next.Method, next.Path, next.Time.Sub(r.Time))
-		}
+			log := e.srv.Requests()
+			rejected := 0
+			var prev *githubtest.Request
+			for i, r := range log {
+				if r.Class == githubtest.Read || r.Principal == "" || r.Principal == githubtest.DefaultUser {
+					continue
+				}
+				if prev != nil {
+					assert.GreaterOrEqual(t, r.Time.Sub(prev.Time), time.Second, "%s %s: mutations at least a second apart", r.Method, r.Path)
+				}
+				prev = &log[i]
+				if r.Status != tc.status {
+					continue
+				}
+				rejected++
+				wait := r.RetryAfter
+				if !tc.retryAfter {
+					wait = time.Minute
+				}
+				for _, next := range log[i+1:] {
+					if next.Class != githubtest.Read && next.Time.After(r.Time) {
+						assert.GreaterOrEqual(t, next.Time.Sub(r.Time), wait, "%s %s sent %s after a secondary limit", next.Method, next.Path, next.Time.Sub(r.Time))
+						break
+					}
+				}
+			}
+			assert.Positive(t, rejected, "the fake's limit was hit")
+			if t.Failed() {
+				for _, r := range log {
+					t.Logf("  %s %s %s %s -> %d (retry-after %s)", r.Time.Format("15:04:05"), r.Principal, r.Method, r.Path, r.Status, r.RetryAfter)
+				}
+			}
+			t.Logf("%d repos created in %s of fake time through %d secondary-limit answers",
+				len(rep.Results), log[len(log)-1].Time.Sub(log[0].Time), rejected)
+		})
 	}
-	assert.Positive(t, rejected, "the fake's limit was hit")
-	t.Logf("%d repos created in %s wall (%s fake) through %d secondary-limit rejections",
-		len(rep.Results), time.Since(start).Round(time.Millisecond), log[len(log)-1].Time.Sub(log[0].Time), rejected)
 }
 
 // TestBudgetDefers: when the hour budget cannot afford a repo's writes within the wait the
@@ -81,7 +129,7 @@ func TestSecondaryLimitBackoff(t *testing.T) {
 // picks it up.
 func TestBudgetDefers(t *testing.T) {
 	e := newEnv(t)
-	e.budget = ghforge.BudgetConfig{PerMinute: 1000, PerHour: 20, MaxWait: time.Minute}
+	e.budget = ghforge.BudgetConfig{PerMinute: 1000, PerHour: 20, MaxWait: time.Minute, MinInterval: -1}
 	f := e.forge(t, false)
 	rep, err := reconcile.Apply(context.Background(), f, e.repo, e.targets, reconcile.Options{Concurrency: 1})
 	require.NoError(t, err, "deferred is not failed")

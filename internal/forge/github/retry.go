@@ -44,7 +44,9 @@ type RetryConfig struct {
 // RetryTransport retries what GitHub asks to be retried and nothing else:
 //   - 502, 503, 504: jittered exponential backoff, up to MaxAttempts (501 and other 5xx are not
 //     transient);
-//   - 429 and 403 secondary limits: wait Retry-After, or 60s when GitHub names no time;
+//   - 429 and 403 secondary limits: wait Retry-After; when GitHub names no time, a minute,
+//     then twice as long at each new limit of the same request (GitHub's guidance: "wait for
+//     at least one minute", then "an exponentially increasing amount of time between retries");
 //   - 403/429 with x-ratelimit-remaining: 0 (primary limit): wait until x-ratelimit-reset;
 //   - a limit lifting later than MaxWait fails at once with a *RateLimitedError so the caller
 //     can leave the work queued.
@@ -75,7 +77,7 @@ func NewRetryTransport(next http.RoundTripper, cfg RetryConfig) *RetryTransport 
 func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
-	failures, limitWaits := 0, 0
+	failures, limitWaits, blind := 0, 0, 0
 	for attempt := 0; ; attempt++ {
 		r, err := replay(req, attempt)
 		if err != nil {
@@ -108,6 +110,11 @@ func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			wait, reason, limited := limitWait(resp, now)
 			if !limited {
 				return resp, nil
+			}
+			if wait == DefaultSecondaryWait && reason == "secondary" && resp.Header.Get("Retry-After") == "" {
+				// No time named: exponential backoff from a minute.
+				wait = DefaultSecondaryWait << min(blind, 10)
+				blind++
 			}
 			until := now.Add(wait)
 			if t.cfg.Budget != nil {

@@ -194,3 +194,27 @@ func TestRetryTransportNetworkErrors(t *testing.T) {
 	assert.Error(t, err)
 	assert.Equal(t, int64(1), calls.Load(), "a write that may have landed is not blindly resent")
 }
+
+// GitHub's guidance for a secondary limit that names no time: wait a minute, then, if the
+// limit persists, an exponentially increasing time. A 429 is a secondary limit too.
+func TestRetryTransportSecondaryBackoffIsExponential(t *testing.T) {
+	for _, status := range []int{http.StatusForbidden, http.StatusTooManyRequests} {
+		clock := newFakeClock()
+		s := newTestServer(t, clock)
+		n := 0
+		s.mux.HandleFunc("/repos/o/r/issues/1/comments", func(w http.ResponseWriter, r *http.Request) {
+			n++
+			if n <= 3 {
+				w.WriteHeader(status)
+				_, _ = io.WriteString(w, `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}`)
+				return
+			}
+			w.WriteHeader(http.StatusCreated)
+		})
+		rt := NewRetryTransport(http.DefaultTransport, RetryConfig{Clock: clock})
+		resp := s.do(t, rt, "POST", "/repos/o/r/issues/1/comments", `{}`)
+		_ = readAll(t, resp)
+		assert.Equal(t, http.StatusCreated, resp.StatusCode, "status %d", status)
+		assert.Equal(t, []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute}, clock.slept(), "status %d", status)
+	}
+}

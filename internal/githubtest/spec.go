@@ -1,0 +1,144 @@
+package githubtest
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/fleetbot-io/fleetbot/internal/githubtest/restspec"
+)
+
+// RESTSpecEnv names the file of GitHub's REST API description (api.github.com.json of the npm
+// package @octokit/openapi). When it is unset, restspec.DefaultPath under the module root is
+// used, where scripts/github-schemas.sh installs it.
+const RESTSpecEnv = "FLEETBOT_GITHUB_REST_SPEC"
+
+// restSpec is GitHub's REST description, loaded once per test binary (~2 s): read-only after
+// loading. Only NewServer (test scope) uses it; a Server built with New checks nothing unless
+// given WithRESTSpec.
+var restSpec = sync.OnceValues(func() (*restspec.Description, error) {
+	path := os.Getenv(RESTSpecEnv)
+	if path == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			return nil, err
+		}
+		path = filepath.Join(root, restspec.DefaultPath)
+	}
+	return restspec.Load(path)
+})
+
+// warnNoSpec says once per test binary, on stderr, that the conformance check is off.
+var warnNoSpec = sync.OnceFunc(func() {
+	_, err := restSpec()
+	fmt.Fprintf(os.Stderr, "\n*** githubtest: GitHub REST conformance check OFF: %v\n"+
+		"*** run `make schemas` (scripts/github-schemas.sh) to check every request and response of the fake against GitHub's description.\n\n", err)
+})
+
+// WithRESTSpec checks every REST request the server receives and every response it sends
+// against d, handing each departure to report (from the server's goroutines).
+func WithRESTSpec(d *restspec.Description, report func(restspec.Violation)) Option {
+	return func(c *config) { c.spec, c.specReport = d, report }
+}
+
+// WithoutRESTSpec turns NewServer's conformance check off, for a test that sends GitHub
+// requests it would refuse on purpose (hostile input); say why at the call site.
+func WithoutRESTSpec() Option { return func(c *config) { c.noSpec = true } }
+
+// specChecker collects the violations of one test's server and reports them when it closes.
+type specChecker struct {
+	mu   sync.Mutex
+	seen map[string]int // violation line -> count
+}
+
+func (c *specChecker) add(v restspec.Violation) {
+	if v.Side == "response" && v.Missing && incompleteResponses[v.Operation] {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen[v.String()]++
+}
+
+func (c *specChecker) report(t testing.TB) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lines := make([]string, 0, len(c.seen))
+	for l, n := range c.seen {
+		if n > 1 {
+			l = fmt.Sprintf("%s (%d times)", l, n)
+		}
+		lines = append(lines, l)
+	}
+	sort.Strings(lines)
+	for _, l := range lines {
+		t.Errorf("GitHub's REST description refuses: %s", l)
+	}
+}
+
+// incompleteResponses are the operations whose responses the fake still builds from go-github
+// v62 types, which drop the properties GitHub sends as null and the *_url templates fleetbot
+// never reads. For them, and only them, a required response property that is absent is not
+// reported; a property of the wrong type or value, an unknown operation and anything wrong in
+// a request still are. Shrink this list; never grow it to hide a new divergence.
+var incompleteResponses = map[string]bool{
+	"apps/get-authenticated":              true,
+	"apps/get-org-installation":           true,
+	"apps/list-installations":             true,
+	"checks/create":                       true,
+	"checks/update":                       true,
+	"checks/list-for-ref":                 true,
+	"repos/compare-commits-with-basehead": true,
+	"repos/get-branch":                    true,
+	"repos/get-content":                   true,
+	"teams/get-by-name":                   true,
+	"users/get-authenticated":             true,
+}
+
+// specOption is NewServer's conformance check: GitHub's description when installed; when it is
+// missing, a test failure under CI=true and a loud note otherwise.
+func specOption(t testing.TB) (Option, func()) {
+	return specOptionFrom(t, restSpec, os.Getenv("CI") == "true", warnNoSpec)
+}
+
+// specOptionFrom is specOption with its loader, CI flag and warning passed in.
+func specOptionFrom(t testing.TB, load func() (*restspec.Description, error), ci bool, warn func()) (Option, func()) {
+	d, err := load()
+	if err != nil {
+		if ci {
+			t.Fatalf("GitHub's REST description is needed under CI=true: %v (run `make schemas`)", err)
+			return func(*config) {}, func() {}
+		}
+		warn()
+		return func(*config) {}, func() {}
+	}
+	c := &specChecker{seen: map[string]int{}}
+	return WithRESTSpec(d, c.add), func() { c.report(t) }
+}
+
+// specCheckable says whether a request is one the REST description covers (not GraphQL, not
+// git smart HTTP).
+func specCheckable(path string) bool {
+	return strings.HasPrefix(path, apiPrefix+"/") || path == apiPrefix
+}
+
+// checkSpec validates one answered REST exchange against the description.
+func (s *Server) checkSpec(r *http.Request, reqBody []byte, status int, h http.Header, body []byte) {
+	req := r.Clone(r.Context())
+	req.URL.Path = strings.TrimPrefix(r.URL.Path, apiPrefix)
+	req.URL.RawPath = strings.TrimPrefix(r.URL.RawPath, apiPrefix)
+	for _, v := range s.cfg.spec.Check(r.Context(), restspec.Exchange{
+		Request: req, RequestBody: reqBody, Status: status, Header: h, ResponseBody: body,
+	}) {
+		s.cfg.specReport(v)
+	}
+}
+
+// RESTSpec returns GitHub's REST description as NewServer uses it (loaded once per test
+// binary), or an error saying how to install it.
+func RESTSpec() (*restspec.Description, error) { return restSpec() }

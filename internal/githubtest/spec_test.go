@@ -1,0 +1,80 @@
+package githubtest_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-github/v62/github"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/githubtest"
+	"github.com/fleetbot-io/fleetbot/internal/githubtest/restspec"
+)
+
+// loadSpec loads GitHub's REST description for a test: a failure under CI=true, a skip
+// otherwise.
+func loadSpec(t *testing.T) *restspec.Description {
+	t.Helper()
+	d, err := githubtest.RESTSpec()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("GitHub's REST description is needed under CI=true: %v", err)
+		}
+		t.Skipf("GitHub's REST description is not installed (run `make schemas`): %v", err)
+	}
+	return d
+}
+
+// The conformance check names the operation and the field of a request GitHub's description
+// refuses, and of a response it does not document the fake's way.
+func TestRESTSpecNamesOperationAndField(t *testing.T) {
+	d := loadSpec(t)
+	var mu sync.Mutex
+	var got []restspec.Violation
+	srv := githubtest.NewServer(t, githubtest.WithRESTSpec(d, func(v restspec.Violation) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, v)
+	}))
+	srv.CreateOrg("acme")
+	srv.CreateRepo("acme", "r", map[string]string{"README.md": "hi\n"})
+	c := srv.ClientWithToken(githubtest.DefaultToken)
+	ctx := context.Background()
+
+	// A bad request: "visibility" takes public, private or internal.
+	_, _, err := c.Repositories.Create(ctx, "acme", &github.Repository{Name: github.String("x"), Visibility: github.String("secret")})
+	_ = err // the fake's answer does not matter here, the check does
+	// A path GitHub does not have.
+	req, err := c.NewRequest("GET", "repos/acme/r/no-such-thing", nil)
+	require.NoError(t, err)
+	_, err = c.Do(ctx, req, nil)
+	require.Error(t, err)
+
+	mu.Lock()
+	defer mu.Unlock()
+	var lines []string
+	for _, v := range got {
+		if !v.Missing {
+			lines = append(lines, v.String())
+		}
+	}
+	all := strings.Join(lines, "\n")
+	assert.Contains(t, all, "POST /orgs/acme/repos (repos/create-in-org, /orgs/{org}/repos): request: field visibility: value is not one of the allowed values")
+	assert.Contains(t, all, "GET /repos/acme/r/no-such-thing: request: GitHub's REST API has no such operation")
+}
+
+// The matcher finds the operation of a path whose last parameter holds slashes.
+func TestRESTSpecMatchesSlashedRef(t *testing.T) {
+	d := loadSpec(t)
+	rt, params, ok := d.Match("GET", "/repos/acme/r/git/ref/heads/feature/a")
+	require.True(t, ok)
+	assert.Equal(t, "/repos/{owner}/{repo}/git/ref/{ref}", rt.Path)
+	assert.Equal(t, "heads/feature/a", params["ref"])
+	rt, _, ok = d.Match("GET", "/repos/acme/r")
+	require.True(t, ok)
+	assert.Equal(t, "repos/get", rt.Operation.OperationID)
+}
