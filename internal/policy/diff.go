@@ -193,6 +193,12 @@ func maxRemovals(limit *intstr.IntOrString, total int) (int, error) {
 	return int(math.Max(1, float64(n))), nil
 }
 
+// ProtectionDrift lists how observed is weaker than desired, one entry per setting; none when
+// observed is at least desired.
+func ProtectionDrift(desired Protection, observed *Protection) []string {
+	return protectionDrift(desired, observed)
+}
+
 // protectionDrift lists how observed is weaker than desired. Stricter
 // observed settings (more approvals) are not drift: fleetbot guarantees a
 // floor, and platform admins may raise it by hand.

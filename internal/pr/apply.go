@@ -122,10 +122,14 @@ func Apply(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Option
 	case d.OpenPR:
 		p, err := f.OpenPR(ctx, owner, repo, NewPR{
 			Head: o.Branch, Base: d.defBr, Title: Title(t), Body: body(d, t, o.Source, m), Labels: o.Labels,
-			AutoMerge: o.AutoMerge,
+			AutoMerge: o.AutoMerge, HeadSHA: head, Protection: t.Access.Protection,
 		})
+		if p != nil {
+			d.PR = p
+		}
 		if err != nil {
-			return nil, wrap("opening PR", err)
+			// The pull request may be open (auto-merge refused): report it with the error.
+			return p, wrap("opening PR", err)
 		}
 		d.PR = p
 	case d.UpdatePR:

@@ -51,6 +51,13 @@ func parseMarker(body string) (marker, bool) {
 	return m, true
 }
 
+// HasMarker reports whether a pull request body carries fleetbot's state marker: the pull
+// request is one fleetbot opened.
+func HasMarker(body string) bool {
+	_, ok := parseMarker(body)
+	return ok
+}
+
 // String renders the marker as the hidden HTML comment of a PR body.
 func (m marker) String() string {
 	b, _ := json.Marshal(m) // a struct of strings and a bool always marshals

@@ -176,6 +176,15 @@ type NewPR struct {
 	// AutoMerge enables the forge's auto-merge on the new pull request
 	// (platform pullRequests.merge: auto).
 	AutoMerge bool
+	// HeadSHA is the commit fleetbot pushed to Head. A forge adopts an
+	// existing pull request from Head only when it is fleetbot's, and merges
+	// (or enables auto-merge on) a pull request only while its head is this
+	// commit: a commit someone else pushed to Head is never merged unreviewed.
+	HeadSHA string
+	// Protection is the protection fleetbot wants on Base: a pull request
+	// GitHub reports mergeable at once is merged directly only when Base's
+	// protection is at least this (nil: never).
+	Protection *policy.Protection
 }
 
 // RepoSpec describes a target repo to create.

@@ -217,6 +217,25 @@ func Apply(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.T
 // workers: see below.
 func applyOne(ctx context.Context, f Forge, it *item, o pr.Options, log *slog.Logger, writes *sync.Mutex) {
 	t, d := it.target, it.decision
+	// Access (branch protection first) converges before a pull request is opened or updated
+	// on a repo whose default branch exists: a pull request fleetbot opens while someone has
+	// removed the protection would be mergeable without review, and merge: auto would merge it.
+	// A new or empty repo keeps the bootstrap order instead (CODEOWNERS, then protection, then
+	// the teams: see pr.Apply and the forge's CreateRepo), so its access converges after.
+	var accessErr error
+	accessDone := false
+	existing := func(d *pr.Decision) bool { return !d.CreateRepo && len(d.Bootstrap) == 0 }
+	convergeAccess := func() {
+		accessDone = true
+		if it.access == nil || it.access.Empty() || d.CreateRepo {
+			return
+		}
+		accessErr = applyAccess(ctx, f, it)
+		noteProtection(f, it)
+		if accessErr == nil {
+			log.Info("access converged", "steps", it.access.Describe())
+		}
+	}
 	if d.Writes() && !it.accessOnly {
 		if _, ok := f.(WriteGate); ok {
 			// A forge with a write budget gets one repo's writes at a time:
@@ -227,18 +246,25 @@ func applyOne(ctx context.Context, f Forge, it *item, o pr.Options, log *slog.Lo
 			writes.Lock()
 			defer writes.Unlock()
 		}
-		d, err := gate(ctx, f, it, o)
+		var err error
+		d, err = gate(ctx, f, it, o)
 		if err != nil {
 			it.res.fail(err)
 			return
 		}
 		if d.Writes() {
+			if existing(d) && (d.OpenPR || d.UpdatePR || d.PushBranch) {
+				convergeAccess()
+			}
 			p, err := pr.Apply(ctx, f, t, d, o)
+			it.res.setPR(p)
 			if err != nil {
-				it.res.fail(err)
+				it.res.fail(errors.Join(err, accessErr))
 				return
 			}
-			it.res.setPR(p)
+			if d.OpenPR && p != nil && p.State == pr.StateMerged {
+				it.res.Merged = true
+			}
 			noteProtection(f, it)
 			if d.CreateRepo || len(d.Bootstrap) > 0 {
 				// The bootstrap commit landed CODEOWNERS on the default
@@ -247,14 +273,11 @@ func applyOne(ctx context.Context, f Forge, it *item, o pr.Options, log *slog.Lo
 			}
 		}
 	}
-	if it.access != nil && !it.access.Empty() && !d.CreateRepo {
-		err := applyAccess(ctx, f, it)
-		noteProtection(f, it)
-		if err != nil {
-			it.res.fail(err)
-			return
-		}
-		log.Info("access converged", "steps", it.access.Describe())
+	if !accessDone {
+		convergeAccess()
+	}
+	if accessErr != nil {
+		it.res.fail(accessErr)
 	}
 }
 

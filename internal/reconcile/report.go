@@ -29,6 +29,9 @@ type Result struct {
 	// PR is the number of the pull request acted upon, and PRURL its URL.
 	PR    int    `json:"pr,omitempty"`
 	PRURL string `json:"prUrl,omitempty"`
+	// Merged is true when the pull request opened in this run was merged at
+	// once (merge: auto on a pull request GitHub found already mergeable).
+	Merged bool `json:"merged,omitempty"`
 	// Files are the differences between the default branch and the desired
 	// tree.
 	Files        []pr.FileChange `json:"files,omitempty"`
@@ -134,6 +137,9 @@ func (r Result) Line() string {
 	}
 	if r.PR > 0 {
 		s += fmt.Sprintf(" PR #%d", r.PR)
+		if r.Merged {
+			s += " (merged)"
+		}
 	}
 	if r.FilesAdded+r.FilesChanged+r.FilesRemoved > 0 {
 		s += fmt.Sprintf(" (+%d ~%d -%d files)", r.FilesAdded, r.FilesChanged, r.FilesRemoved)

@@ -80,3 +80,11 @@ func TestOneVocabularyInEveryOutput(t *testing.T) {
 
 // outcomeWordsForMetrics is what serve counts in fleetbot_reconcile_outcomes_total: the Word.
 func outcomeWordsForMetrics(r Result) string { return r.Word() }
+
+// TestLineMerged: a pull request merged at once in this run reads as merged, not as open.
+func TestLineMerged(t *testing.T) {
+	r := Result{Repo: "acme/cluster-a", Action: pr.ActionOpen, PR: 2, Merged: true, FilesChanged: 1}
+	if got, want := r.Line(), "acme/cluster-a: open PR #2 (merged) (+0 ~1 -0 files)"; got != want {
+		t.Errorf("Line() = %q, want %q", got, want)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
+	"github.com/fleetbot-io/fleetbot/internal/policy"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 )
@@ -303,17 +304,21 @@ func autoMergeRepo(t *testing.T, e *env) pr.NewPR {
 	ref := &gh.Reference{Ref: gh.String("refs/heads/fleetbot/sync"), Object: &gh.GitObject{SHA: gh.String(main)}}
 	_, _, err := e.srv.Client().Git.CreateRef(context.Background(), "acme", "adopted", ref)
 	require.NoError(t, err)
-	e.srv.Commit("acme", "adopted", "fleetbot/sync", "change", map[string]string{"x.yaml": "x: 1\n"})
-	return pr.NewPR{Head: "fleetbot/sync", Base: "main", Title: "t", Body: "b", AutoMerge: true}
+	head := e.srv.Commit("acme", "adopted", "fleetbot/sync", "change", map[string]string{"x.yaml": "x: 1\n"})
+	return pr.NewPR{Head: "fleetbot/sync", Base: "main", Title: "t", Body: "b", AutoMerge: true,
+		HeadSHA: head, Protection: policy.DefaultProtection("main")}
 }
 
 // TestAutoMergeCleanPullRequest: on an adopted repo that does not allow auto-merge and whose
 // pull request is already mergeable (nothing to wait for), fleetbot allows auto-merge (a
-// managed setting), GitHub refuses it as "clean", and fleetbot merges the pull request at once.
+// managed setting), GitHub refuses it as "clean", and fleetbot merges the pull request at once
+// when main's protection is what fleetbot wants (here: a platform that wants none beyond
+// protection itself), pinned to the head fleetbot pushed.
 func TestAutoMergeCleanPullRequest(t *testing.T) {
 	e := newEnv(t)
 	np := autoMergeRepo(t, e)
-	head := e.srv.Branch("acme", "adopted", "fleetbot/sync")
+	protectWithoutReview(t, e)
+	np.Protection = &policy.Protection{Branch: "main"}
 	p, err := e.forge(t, false).OpenPR(context.Background(), "acme", "adopted", np)
 	require.NoError(t, err)
 	assert.Equal(t, pr.StateMerged, p.State)
@@ -321,7 +326,7 @@ func TestAutoMergeCleanPullRequest(t *testing.T) {
 	ps := e.srv.Pulls("acme", "adopted")
 	require.Len(t, ps, 1)
 	assert.True(t, ps[0].GetMerged())
-	assert.Equal(t, head, ps[0].GetHead().GetSHA())
+	assert.Equal(t, np.HeadSHA, ps[0].GetHead().GetSHA())
 	_, ok := e.srv.File("acme", "adopted", "main", "x.yaml")
 	assert.True(t, ok, "the change is on main")
 }
@@ -333,6 +338,8 @@ func TestAutoMergeRefusedPrecisely(t *testing.T) {
 	t.Run("merge refused", func(t *testing.T) {
 		e := newEnv(t)
 		np := autoMergeRepo(t, e)
+		protectWithoutReview(t, e)
+		np.Protection = &policy.Protection{Branch: "main"}
 		e.srv.Fault("PUT /repos/{owner}/{repo}/pulls/{number}/merge", githubtest.FaultSpec{Status: 405, Message: "Merge commits are not allowed on this repository."})
 		_, err := e.forge(t, false).OpenPR(context.Background(), "acme", "adopted", np)
 		require.ErrorIs(t, err, ghforge.ErrAutoMerge)

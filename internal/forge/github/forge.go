@@ -419,7 +419,7 @@ func (f *Forge) OpenPR(ctx context.Context, owner, repo string, np pr.NewPR) (*p
 		}
 	}
 	if np.AutoMerge {
-		merged, err := f.autoMerge(ctx, owner, repo, p)
+		merged, err := f.autoMerge(ctx, owner, repo, p, np)
 		if err != nil {
 			return out, err
 		}
@@ -433,7 +433,9 @@ func (f *Forge) OpenPR(ctx context.Context, owner, repo string, np pr.NewPR) (*p
 }
 
 // adoptOpenPR finds the open pull request from np.Head into np.Base (GitHub allows one) and
-// gives it np's title and body.
+// gives it np's title and body, when it is fleetbot's: its body carries fleetbot's marker or
+// its head is the commit fleetbot just pushed (np.HeadSHA). A pull request someone else opened
+// from the bot branch is left as it is, with an error that says which and what to do.
 //
 // GitHub API docs: https://docs.github.com/rest/pulls/pulls#list-pull-requests
 func (f *Forge) adoptOpenPR(ctx context.Context, owner, repo string, np pr.NewPR) (*gh.PullRequest, error) {
@@ -447,6 +449,10 @@ func (f *Forge) adoptOpenPR(ctx context.Context, owner, repo string, np pr.NewPR
 		return nil, fmt.Errorf("GitHub says a pull request from %s already exists, but lists no open one from %s into %s", np.Head, np.Head, np.Base)
 	}
 	p := ps[0]
+	if !pr.HasMarker(p.GetBody()) && (np.HeadSHA == "" || p.GetHead().GetSHA() != np.HeadSHA) {
+		return nil, fmt.Errorf("pull request #%d (%s, by %s) from %s into %s is not fleetbot's: its body has no fleetbot marker and its head %s is not the commit fleetbot pushed (%s); fleetbot leaves it as it is and opens none: close it (or merge it after review) and the next run opens fleetbot's",
+			p.GetNumber(), p.GetHTMLURL(), p.GetUser().GetLogin(), np.Head, np.Base, pr.ShortSHA(p.GetHead().GetSHA()), pr.ShortSHA(np.HeadSHA))
+	}
 	if p.GetTitle() == np.Title && p.GetBody() == np.Body {
 		return p, nil
 	}
