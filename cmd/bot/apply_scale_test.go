@@ -40,7 +40,7 @@ func TestApplyNoopAfterRestartWithAFreshInstallationToken(t *testing.T) {
 		"--content-per-minute", "100000", "--content-per-hour", "1000000"} // the fake enforces no content limit here
 	code, _, errOut := cli(t, args...)
 	require.Equal(t, 0, code, errOut)
-	
+
 	t.Setenv("GITHUB_TOKEN", "")
 	t.Setenv("FLEETBOT_APP_ID", fmt.Sprint(srv.AppID()))
 	t.Setenv("FLEETBOT_APP_KEY", string(srv.AppPrivateKeyPEM()))
