@@ -55,7 +55,7 @@ const (
 
 // actionInputNames are the inputs action.yml declares, each read by readActionInputs.
 func actionInputNames() []string {
-	return []string{"mode", "control-dir", "app-id", "private-key", "token", "github-url", "allow-removals", "name"}
+	return []string{"mode", "control-dir", "app-id", "private-key", "token", "github-url", "allow-removals", "name", "cache-dir"}
 }
 
 // actionOutputNames are the step outputs finish writes.
@@ -79,7 +79,7 @@ it reads the runner's environment (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH,
 GITHUB_REPOSITORY, GITHUB_SHA, GITHUB_REF, GITHUB_API_URL, GITHUB_WORKSPACE,
 RUNNER_TEMP) and the action's inputs (INPUT_MODE, INPUT_CONTROL_DIR,
 INPUT_APP_ID, INPUT_PRIVATE_KEY, INPUT_TOKEN, INPUT_GITHUB_URL,
-INPUT_ALLOW_REMOVALS, INPUT_NAME), and writes step outputs (changed-repos,
+INPUT_ALLOW_REMOVALS, INPUT_NAME, INPUT_CACHE_DIR), and writes step outputs (changed-repos,
 pull-requests, plan-json) to GITHUB_OUTPUT, the plan as markdown to
 GITHUB_STEP_SUMMARY, validation errors as annotations on file and line, and
 masks every credential first. See docs/action.md.
@@ -132,6 +132,9 @@ type actionInputs struct {
 	allowRemovals bool
 	// name is the workspace or cluster a check-* mode checks.
 	name string
+	// cacheDir keeps the snapshot cache and the incremental baseline between runs (with
+	// actions/cache); "" keeps them for the run only.
+	cacheDir string
 }
 
 // readActionInputs reads the action's inputs from env and masks every credential before
@@ -206,6 +209,7 @@ func readActionInputs(env *ghaction.Env, cmds *ghaction.Commands) (actionInputs,
 		return in, err
 	}
 	in.name = env.Input("name")
+	in.cacheDir = env.Input("cache-dir")
 	return in, nil
 }
 
@@ -529,10 +533,11 @@ func (r *actionRun) openTargets(ctx context.Context, owner string, readOnly bool
 // cache only lives as long as the run ("") unless --github-cache names a directory (kept with
 // actions/cache).
 func (r *actionRun) cacheDir() string {
-	if d := r.app.github.cacheDir; d != "off" && d != "none" {
-		return d
+	d := firstNonEmpty(r.in.cacheDir, r.app.github.cacheDir)
+	if d == "off" || d == "none" {
+		return ""
 	}
-	return ""
+	return d
 }
 
 // targetConfig is the GitHub client configuration for the target repos of owner: the App's
