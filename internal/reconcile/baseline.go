@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -176,7 +177,7 @@ func configDigest(repo *control.Repo, opts Options, salt string) string {
 
 // scope decides an incremental run: only lists the target repos to plan (nil: every repo, a
 // full run), and why, for the log.
-func (in *Incremental) scope(prev *Baseline, owner, config string, targets []*fanout.Target, now time.Time) (only []string, why string) {
+func (in *Incremental) scope(prev *Baseline, owner, config string, targets []*fanout.Target, digests map[string]string, now time.Time) (only []string, why string) {
 	every := in.FullEvery
 	if every == 0 {
 		every = DefaultFullEvery
@@ -195,7 +196,7 @@ func (in *Incremental) scope(prev *Baseline, owner, config string, targets []*fa
 	seen := make(map[string]bool, len(targets))
 	for _, t := range targets {
 		seen[t.Repo] = true
-		if d, ok := prev.Repos[t.Repo]; !ok || d != fanout.Digest(t) {
+		if d, ok := prev.Repos[t.Repo]; !ok || d != digests[t.Repo] {
 			only = append(only, t.Repo)
 		}
 	}
@@ -209,16 +210,36 @@ func (in *Incremental) scope(prev *Baseline, owner, config string, targets []*fa
 	return only, fmt.Sprintf("%d of %d target repos changed since %s", len(only), len(targets), shortSHA(prev.Source))
 }
 
-// next is the baseline after a converged run over targets.
-func (in *Incremental) next(prev *Baseline, owner, source, config string, targets []*fanout.Target, full bool, now time.Time) *Baseline {
-	x := &Baseline{Version: baselineVersion, Owner: owner, Source: source, Config: config, FullAt: now.Unix(), Repos: make(map[string]string, len(targets))}
+// next is the baseline after a converged run over targets, whose digests are given.
+func (in *Incremental) next(prev *Baseline, owner, source, config string, digests map[string]string, full bool, now time.Time) *Baseline {
+	x := &Baseline{Version: baselineVersion, Owner: owner, Source: source, Config: config, FullAt: now.Unix(), Repos: digests}
 	if !full && prev != nil {
 		x.FullAt = prev.FullAt
 	}
-	for _, t := range targets {
-		x.Repos[t.Repo] = fanout.Digest(t)
-	}
 	return x
+}
+
+// digests fingerprints every target once per run (about 50 ms of CPU for 1,020 repos × 25
+// files, spread over the CPUs): both the scope and the next baseline use them.
+func digests(targets []*fanout.Target) map[string]string {
+	sums := make([]string, len(targets))
+	workers := min(runtime.GOMAXPROCS(0), len(targets))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(targets); i += workers {
+				sums[i] = fanout.Digest(targets[i])
+			}
+		}()
+	}
+	wg.Wait()
+	out := make(map[string]string, len(targets))
+	for i, t := range targets {
+		out[t.Repo] = sums[i]
+	}
+	return out
 }
 
 // applyIncremental runs Apply in the scope opts.Incremental decides and records the baseline a
@@ -229,7 +250,8 @@ func applyIncremental(ctx context.Context, f Forge, repo *control.Repo, targets 
 	config := configDigest(repo, opts, in.Salt)
 	prev := in.Baselines.Get()
 	started := opts.Now()
-	only, why := in.scope(prev, owner, config, targets, started)
+	sums := digests(targets)
+	only, why := in.scope(prev, owner, config, targets, sums, started)
 	scope := "full: " + why
 	if only != nil {
 		scope = "incremental: " + why
@@ -238,7 +260,7 @@ func applyIncremental(ctx context.Context, f Forge, repo *control.Repo, targets 
 	if only != nil && len(only) == 0 {
 		rep := &Report{Source: opts.Source, Scope: scope, Incremental: true, started: started}
 		rep.finish(opts.Now())
-		in.Baselines.Set(in.next(prev, owner, opts.Source, config, targets, false, started))
+		in.Baselines.Set(in.next(prev, owner, opts.Source, config, sums, false, started))
 		return rep, nil
 	}
 	opts.Only = only
@@ -247,7 +269,7 @@ func applyIncremental(ctx context.Context, f Forge, repo *control.Repo, targets 
 		rep.Scope, rep.Incremental = scope, only != nil
 	}
 	if err == nil && rep != nil && rep.Refused == nil && len(rep.Issues) == 0 && len(rep.Failed()) == 0 && len(rep.Deferred()) == 0 {
-		in.Baselines.Set(in.next(prev, owner, opts.Source, config, targets, only == nil, started))
+		in.Baselines.Set(in.next(prev, owner, opts.Source, config, sums, only == nil, started))
 	} else {
 		in.Baselines.Set(nil)
 	}
