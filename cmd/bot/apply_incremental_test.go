@@ -85,4 +85,23 @@ func TestApplyGitHubIsIncrementalAndWarmAcrossRuns(t *testing.T) {
 	assert.Contains(t, out, "Scope: full: no baseline")
 	assert.Contains(t, errOut, "ignoring a corrupt reconcile baseline")
 	assert.Equal(t, 0, srv.Counts().Writes)
+
+	// The snapshot cache is as safe to damage: a corrupt file and one of another version are
+	// ignored (the corrupt one with a warning), those repos are read from GitHub again, and
+	// the files are written anew.
+	corrupt, old := filepath.Join(cache, "acme", "cluster-edge-1.json"), filepath.Join(cache, "acme", "cluster-prod-eu-1.json")
+	require.FileExists(t, corrupt)
+	require.NoError(t, os.WriteFile(corrupt, []byte("{\"version\": 1, \"branches\": {"), 0o600))
+	require.NoError(t, os.WriteFile(old, []byte(`{"version": 0}`), 0o600))
+	srv.ResetLog()
+	code, out, errOut = cli(t, append(args, "--full")...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "6 repos: 6 no change")
+	assert.Contains(t, errOut, "ignoring a corrupt snapshot cache file")
+	assert.Equal(t, 0, srv.Counts().Writes)
+	for _, f := range []string{corrupt, old} {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		assert.Contains(t, string(b), `"version":1`, "%s is written anew", f)
+	}
 }
