@@ -62,16 +62,26 @@ bin/staticcheck-$(STATICCHECK_VERSION):
 	GOBIN=$(CURDIR)/bin GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	mv bin/staticcheck $@
 
-## bench: measure render, incremental plan, GitHub cost, fan-out and webhook
-## latency at fleet scale and write docs/benchmarks.md (about 3 minutes)
-bench:
-	$(GO) build -o bin/benchtable ./cmd/benchtable
-	bin/benchtable -out docs/benchmarks.md
+KUSTOMIZE_VERSION ?= v5.8.2
 
-## bench-quick: the same on smaller fleets (under a minute), into bin/benchmarks-quick.md
-bench-quick:
+## bin/kustomize-*: the real kustomize CLI, the naive baseline of make bench (v5.8.2 is built
+## on the kustomize api v0.21.2 fleetbot uses; pinned; installed into bin/ on first use)
+bin/kustomize-$(KUSTOMIZE_VERSION):
+	GOBIN=$(CURDIR)/bin/.kustomize-install GOFLAGS= $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+	mv bin/.kustomize-install/kustomize $@
+
+## bench: measure render (fleetbot vs the kustomize CLI), incremental plan, GitHub cost, fan-out,
+## and the fleetbot serve binary over HTTP (one-cluster push, acknowledgement latency) at fleet
+## scale and write docs/benchmarks.md, stamped with the commit; refuses a tree with uncommitted
+## changes (several minutes)
+bench: $(BIN) bin/kustomize-$(KUSTOMIZE_VERSION)
 	$(GO) build -o bin/benchtable ./cmd/benchtable
-	bin/benchtable -quick -out bin/benchmarks-quick.md
+	bin/benchtable -out docs/benchmarks.md -fleetbot $(BIN) -kustomize bin/kustomize-$(KUSTOMIZE_VERSION)
+
+## bench-quick: the same on smaller fleets (a few minutes), into bin/benchmarks-quick.md
+bench-quick: $(BIN) bin/kustomize-$(KUSTOMIZE_VERSION)
+	$(GO) build -o bin/benchtable ./cmd/benchtable
+	bin/benchtable -quick -out bin/benchmarks-quick.md -fleetbot $(BIN) -kustomize bin/kustomize-$(KUSTOMIZE_VERSION)
 
 ## bench-go: the Go micro-benchmarks of rendering and of the /status page (10,000 repos)
 bench-go:

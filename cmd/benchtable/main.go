@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -40,6 +41,13 @@ type config struct {
 	quick   bool
 	// webhookSeconds is how long deliveries are sent.
 	webhookSeconds int
+	// fleetbot and kustomize are the binaries measured: fleetbot built from this commit, the
+	// kustomize CLI of the naive baseline (make bench installs a pinned one).
+	fleetbot, kustomize string
+	// kustomizeSample is how many clusters the kustomize CLI builds, one process per app.
+	kustomizeSample int
+	// serveClusters sizes the fleet of the serve row; rate its deliveries per second.
+	serveClusters, rate int
 }
 
 func run(args []string) error {
@@ -58,6 +66,11 @@ func run(args []string) error {
 	fs.IntVar(&cfg.repos, "repos", 1000, "clusters of the GitHub and incremental rows")
 	fs.DurationVar(&cfg.latency, "latency", 50*time.Millisecond, "latency of every request to the fake GitHub in the timed GitHub rows")
 	fs.IntVar(&cfg.webhookSeconds, "webhook-seconds", 10, "how long the webhook row sends 200 deliveries/s")
+	fs.StringVar(&cfg.fleetbot, "fleetbot", "bin/fleetbot", "the fleetbot binary whose serve command the webhook rows drive")
+	fs.StringVar(&cfg.kustomize, "kustomize", "", "the kustomize CLI of the naive baseline (required; make bench installs a pinned one)")
+	fs.IntVar(&cfg.kustomizeSample, "kustomize-sample", 5, "clusters built by the kustomize CLI, one process per app")
+	fs.IntVar(&cfg.serveClusters, "serve-clusters", 1000, "clusters of the fleet fleetbot serve runs in the webhook rows")
+	fs.IntVar(&cfg.rate, "rate", 1000, "deliveries per second sent to fleetbot serve")
 	fs.BoolVar(&cfg.quick, "quick", false, "smaller run: sizes 100,1000 and 200 repos, for a quick look (the table says so)")
 	fs.StringVar(&child, "child", "", "internal: run one scenario and print its JSON result")
 	fs.StringVar(&dir, "dir", "", "internal: the control repo of a child scenario")
@@ -87,10 +100,16 @@ func run(args []string) error {
 			return err
 		}
 		return emit(res)
-	case "webhook":
-		res, err := bench.Webhook(context.Background(), bench.WebhookOptions{
-			Rate: 200, Duration: time.Duration(cfg.webhookSeconds) * time.Second, Repos: cfg.repos,
-			Apply: 2 * time.Second, Drift: 200 * time.Millisecond, Check: 500 * time.Millisecond,
+	case "kustomize":
+		res, err := bench.NaiveKustomize(dir, cfg.kustomize, cfg.kustomizeSample)
+		if err != nil {
+			return err
+		}
+		return emit(res)
+	case "serve":
+		res, err := bench.Serve(context.Background(), bench.ServeOptions{
+			Binary: cfg.fleetbot, Clusters: cfg.serveClusters, Apps: cfg.apps, Rate: cfg.rate,
+			Duration: time.Duration(cfg.webhookSeconds) * time.Second, Work: dir,
 		})
 		if err != nil {
 			return err
@@ -101,7 +120,26 @@ func run(args []string) error {
 	}
 
 	if cfg.quick {
-		sizes, cfg.repos, cfg.sample, cfg.webhookSeconds = "100,1000", 200, 20, 3
+		sizes, cfg.repos, cfg.sample, cfg.webhookSeconds, cfg.kustomizeSample, cfg.serveClusters = "100,1000", 200, 20, 3, 2, 100
+	}
+	if cfg.kustomize == "" {
+		return errors.New("-kustomize: the kustomize CLI of the naive baseline is required (make bench installs a pinned one into bin/)")
+	}
+	for _, b := range []*string{&cfg.kustomize, &cfg.fleetbot} {
+		abs, err := filepath.Abs(*b)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return fmt.Errorf("%s: %w (make bench builds fleetbot and installs kustomize)", *b, err)
+		}
+		*b = abs
+	}
+	if !cfg.quick {
+		// The committed table must say which code it measured: only from a clean tree.
+		if dirty := gitDirty(); dirty != "" {
+			return fmt.Errorf("refusing to write %s from a tree with uncommitted changes (commit or stash them, or use -quick):\n%s", cfg.out, dirty)
+		}
 	}
 	for _, s := range strings.Split(sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -139,6 +177,7 @@ type renderRow struct {
 	Render     bench.RenderResult
 	RenderProc childResult
 	Naive      bench.NaiveResult
+	Kustomize  bench.KustomizeResult
 }
 
 func measure(cfg config) error {
@@ -159,6 +198,10 @@ func measure(cfg config) error {
 		if _, err := runChild(&row.Naive, "-child", "naive", "-dir", dir, "-naive-sample", strconv.Itoa(cfg.sample)); err != nil {
 			return err
 		}
+		if _, err := runChild(&row.Kustomize, "-child", "kustomize", "-dir", dir, "-kustomize", cfg.kustomize, "-kustomize-sample", strconv.Itoa(cfg.kustomizeSample)); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "  kustomize CLI: %s per build\n", row.Kustomize.PerBuild().Round(time.Microsecond))
 		fmt.Fprintf(os.Stderr, "  naive: %s per build, %s for %d builds\n", row.Naive.PerBuild().Round(time.Microsecond), row.Naive.Estimate().Round(time.Second), row.Naive.Deployments)
 		r.renders = append(r.renders, row)
 	}
@@ -171,9 +214,14 @@ func measure(cfg config) error {
 	}
 	r.githubProc = proc
 
-	fmt.Fprintf(os.Stderr, "webhook: %d deliveries/s\n", 200)
-	r.webhook = &bench.WebhookResult{}
-	if r.webhookProc, err = runChild(r.webhook, "-child", "webhook", "-repos", strconv.Itoa(cfg.repos), "-webhook-seconds", strconv.Itoa(cfg.webhookSeconds)); err != nil {
+	fmt.Fprintf(os.Stderr, "serve: the fleetbot binary, %d clusters, %d deliveries/s\n", cfg.serveClusters, cfg.rate)
+	serveDir, err := os.MkdirTemp(cfg.work, "serve-")
+	if err != nil {
+		return err
+	}
+	r.serve = &bench.ServeResult{}
+	if r.serveProc, err = runChild(r.serve, "-child", "serve", "-dir", serveDir, "-fleetbot", cfg.fleetbot, "-serve-clusters", strconv.Itoa(cfg.serveClusters),
+		"-apps", strconv.Itoa(cfg.apps), "-rate", strconv.Itoa(cfg.rate), "-webhook-seconds", strconv.Itoa(cfg.webhookSeconds)); err != nil {
 		return err
 	}
 

@@ -55,7 +55,7 @@ const (
 
 // actionInputNames are the inputs action.yml declares, each read by readActionInputs.
 func actionInputNames() []string {
-	return []string{"mode", "control-dir", "app-id", "private-key", "token", "github-url", "allow-removals", "name"}
+	return []string{"mode", "control-dir", "app-id", "private-key", "token", "github-url", "allow-removals", "name", "cache-dir"}
 }
 
 // actionOutputNames are the step outputs finish writes.
@@ -79,7 +79,7 @@ it reads the runner's environment (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH,
 GITHUB_REPOSITORY, GITHUB_SHA, GITHUB_REF, GITHUB_API_URL, GITHUB_WORKSPACE,
 RUNNER_TEMP) and the action's inputs (INPUT_MODE, INPUT_CONTROL_DIR,
 INPUT_APP_ID, INPUT_PRIVATE_KEY, INPUT_TOKEN, INPUT_GITHUB_URL,
-INPUT_ALLOW_REMOVALS, INPUT_NAME), and writes step outputs (changed-repos,
+INPUT_ALLOW_REMOVALS, INPUT_NAME, INPUT_CACHE_DIR), and writes step outputs (changed-repos,
 pull-requests, plan-json) to GITHUB_OUTPUT, the plan as markdown to
 GITHUB_STEP_SUMMARY, validation errors as annotations on file and line, and
 masks every credential first. See docs/action.md.
@@ -132,6 +132,9 @@ type actionInputs struct {
 	allowRemovals bool
 	// name is the workspace or cluster a check-* mode checks.
 	name string
+	// cacheDir keeps the snapshot cache and the incremental baseline between runs (with
+	// actions/cache); "" keeps them for the run only.
+	cacheDir string
 }
 
 // readActionInputs reads the action's inputs from env and masks every credential before
@@ -206,6 +209,7 @@ func readActionInputs(env *ghaction.Env, cmds *ghaction.Commands) (actionInputs,
 		return in, err
 	}
 	in.name = env.Input("name")
+	in.cacheDir = env.Input("cache-dir")
 	return in, nil
 }
 
@@ -454,10 +458,20 @@ func (r *actionRun) applyTargets(ctx context.Context, f *fleet, res *actionResul
 		return err
 	}
 	defer closeForge()
-	report, err := reconcile.Apply(ctx, forge, f.repo, f.targets, reconcile.Options{
+	opts := reconcile.Options{
 		AllowRemovals: r.in.allowRemovals, Source: f.repo.Revision, Logger: r.log,
 		Progress: func(x reconcile.Result) { fmt.Fprintln(r.app.stdout, x.Line()) },
-	})
+	}
+	if dir := r.cacheDir(); dir != "" {
+		// With a cache kept between runs (actions/cache), a push plans only the target repos
+		// whose desired state changed; scheduled and manual runs plan every repo.
+		owner := f.repo.Platform.Spec.Owner
+		opts.Incremental = &reconcile.Incremental{
+			Baselines: reconcile.NewBaselines(filepath.Join(dir, ".baseline-"+strings.ToLower(owner)+".json"), r.log),
+			Full:      r.env.EventName != ghaction.EventPush, Salt: version,
+		}
+	}
+	report, err := reconcile.Apply(ctx, forge, f.repo, f.targets, opts)
 	var issues control.Issues
 	if errors.As(err, &issues) {
 		// Found against the org (a team that does not exist): nothing was planned.
@@ -502,24 +516,28 @@ func (r *actionRun) checkTarget(kind fanout.Kind) error {
 // openTargets opens the GitHub forge of the target repos of owner with the fan-out
 // credentials: the App's installation on owner, or the fan-out token.
 func (r *actionRun) openTargets(ctx context.Context, owner string, readOnly bool) (reconcile.Forge, func() error, error) {
-	g := r.app.github
 	c, err := ghforge.New(ctx, r.targetConfig(owner, readOnly))
 	if err != nil {
 		return nil, nil, fmt.Errorf("connecting to GitHub for the target repos of %s: %w", owner, err)
 	}
-	// A job starts on a fresh runner: the snapshot cache only lives as long as the run,
-	// unless --github-cache names a directory (kept with actions/cache).
-	cacheDir := ""
-	if g.cacheDir != "" && g.cacheDir != "off" && g.cacheDir != "none" {
-		cacheDir = g.cacheDir
-	}
-	f := ghforge.NewForge(c, ghforge.ForgeOptions{CacheDir: cacheDir, Logger: r.log})
+	f := ghforge.NewForge(c, ghforge.ForgeOptions{CacheDir: r.cacheDir(), Logger: r.log})
 	return f, func() error {
 		s := c.Stats()
 		fmt.Fprintf(r.app.stderr, "github: %d reads (%d answered 304), %d writes (%d content-creating); waited %s for limits\n",
 			s.Requests.Reads, s.Requests.NotModified, s.Requests.Writes, s.Requests.ContentWrites, s.Budget.Waited.Round(time.Millisecond))
 		return nil
 	}, nil
+}
+
+// cacheDir is the snapshot cache of the target repos: a job starts on a fresh runner, so the
+// cache only lives as long as the run ("") unless --github-cache names a directory (kept with
+// actions/cache).
+func (r *actionRun) cacheDir() string {
+	d := firstNonEmpty(r.in.cacheDir, r.app.github.cacheDir)
+	if d == "off" || d == "none" {
+		return ""
+	}
+	return d
 }
 
 // targetConfig is the GitHub client configuration for the target repos of owner: the App's

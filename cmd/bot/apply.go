@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +22,8 @@ func (a *app) applyCommand() *cobra.Command {
 		concurrency         int
 		format              string
 		detailed            bool
+		fullRun             bool
+		fullEvery           time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "apply",
@@ -28,6 +34,14 @@ or updates one pull request per repo on the bot branch, closes PRs that are no
 longer needed, and converges access settings. A repo that fails does not stop
 the others; the run then exits 1 naming it. Without --forge, apply uses the
 embedded local forge at ` + defaultLocalForge + `.
+
+With --forge github and a snapshot cache (--github-cache, on by default),
+apply is incremental: it remembers in the cache what its last converged run
+left every target repo at, and plans only the repos whose desired state
+changed since (a cluster file: that cluster's repo and its workspace repos; a
+catalog app: the repos running it; platform.yaml: every repo). Every
+--full-every, after a failed run, or with --full, it plans every repo again,
+which corrects changes made in target repos by hand.
 
 --detailed-exitcode: 0 done, 1 error, 2 repos deferred to the next run (write
 budget), 3 a repo waits for a human (someone pushed to its bot branch).`,
@@ -59,6 +73,9 @@ budget), 3 a repo waits for a human (someone pushed to its bot branch).`,
 				Concurrency:         concurrency,
 				Logger:              log,
 			}
+			if file := a.baselineFile(spec, f.repo.Platform.Spec.Owner); file != "" {
+				opts.Incremental = &reconcile.Incremental{Baselines: reconcile.NewBaselines(file, log), Full: fullRun, FullEvery: fullEvery, Salt: version}
+			}
 			if format == formatText {
 				opts.Progress = func(r reconcile.Result) { fmt.Fprintln(a.stdout, r.Line()) }
 			}
@@ -81,6 +98,8 @@ budget), 3 a repo waits for a human (someone pushed to its bot branch).`,
 	cmd.Flags().BoolVar(&allowRemovals, "allow-removals", false, "allow removing more cluster/workspace repos than platform spec.maxRemovals")
 	cmd.Flags().BoolVar(&allowAccessRemovals, "allow-access-removals", false, "allow taking away more of a repo's grants than platform spec.access.maxAccessRemovals")
 	minIntVar(cmd.Flags(), &concurrency, "concurrency", reconcile.DefaultConcurrency, 1, "how many target repos to work on at once")
+	cmd.Flags().BoolVar(&fullRun, "full", false, "plan every target repo, not only those whose desired state changed since the last converged run")
+	cmd.Flags().DurationVar(&fullEvery, "full-every", reconcile.DefaultFullEvery, "plan every target repo when the last full run is older than this (negative: only with --full or after a failure)")
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when done, 2 when repos were deferred, 3 when a repo waits for a human, 1 on error")
 	choiceVar(cmd.Flags(), &format, "format", formatText, formats(), "output format")
 	a.registerGitURL(cmd.Flags())
@@ -130,4 +149,19 @@ func writeReport(w io.Writer, format string, r *reconcile.Report) error {
 	default:
 		return r.WriteText(w)
 	}
+}
+
+// baselineFile is where an incremental apply keeps its baseline for the target repos of owner:
+// beside the GitHub snapshot cache (a dot name, so that no org's directory there can clash
+// with it); "" when there is none (the local forge, or --github-cache off), and every apply
+// is then full.
+func (a *app) baselineFile(spec, owner string) string {
+	if spec != "github" {
+		return ""
+	}
+	dir := a.github.cache(firstNonEmpty(a.github.apiURL, os.Getenv("GITHUB_API_URL")))
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, ".baseline-"+strings.ToLower(owner)+".json")
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -300,6 +301,7 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener) error {
 			Control: src, Renderer: renderer, Verdict: verdict,
 			Forges: forges.open, Checks: checks, Concurrency: cfg.Concurrency, Shard: cfg.Shard,
 			Logger: log, Metrics: m, BeforeJob: cfg.BeforeJob,
+			Baselines: reconcile.NewBaselines(baselineFile(cfg), log), Salt: version,
 		})
 		if err != nil {
 			return err
@@ -349,6 +351,20 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener) error {
 		return nil
 	}
 	return runErr
+}
+
+// baselineFile is where serve keeps what its last converged apply left every target repo at,
+// so that the first push after a restart is incremental too: in the snapshot cache (a dot name,
+// which no org's directory there can have), per control repo and shard; "" keeps it in memory.
+func baselineFile(cfg serveConfig) string {
+	if cfg.CacheDir == "" {
+		return ""
+	}
+	name := ".baseline-serve-" + strings.ToLower(strings.ReplaceAll(cfg.Control, "/", "_"))
+	if cfg.Shard.Count > 1 {
+		name += fmt.Sprintf("-shard%dof%d", cfg.Shard.Index, cfg.Shard.Count)
+	}
+	return filepath.Join(cfg.CacheDir, name+".json")
 }
 
 // githubConn is what connecting to GitHub established.

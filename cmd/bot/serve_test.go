@@ -61,6 +61,7 @@ type serveOptions struct {
 	grace     time.Duration       // shutdown grace (default 5s)
 	reuse     *serveEnv           // run against this env's fake GitHub instead of a new one
 	status    statusPageConfig    // the /status pages (off by default)
+	cacheDir  string              // the snapshot cache and baseline ("" keeps them in memory)
 }
 
 // gate holds every job at its start while closed.
@@ -127,7 +128,7 @@ func startServe(t *testing.T, o serveOptions) *serveEnv {
 		GitHub: ghforge.Config{APIURL: e.gh.APIURL(), AppID: e.gh.AppID(), PrivateKey: e.gh.AppPrivateKeyPEM(),
 			Budget: ghforge.BudgetConfig{PerMinute: 100000, PerHour: 1000000, MinInterval: -1}},
 		GitURL: e.gh.URL, Resync: resync, Workers: 4, QueueSize: 100, MaxBody: o.maxBody, Grace: grace,
-		CheckName: webhook.DefaultCheckName, Logger: logger, Status: o.status,
+		CheckName: webhook.DefaultCheckName, Logger: logger, Status: o.status, CacheDir: o.cacheDir,
 		BeforeJob: func(ctx context.Context, j webhook.Job) error {
 			if err := e.gate.wait(ctx); err != nil {
 				return err

@@ -68,3 +68,19 @@ func TestRenderGenerated(t *testing.T) {
 		assertSameTree(t, tree(t, a), tree(t, b), "options %+v", o)
 	}
 }
+
+// BenchmarkDigest1000x20 fingerprints every target of a 1,000 × 20 fleet, as an incremental
+// run does once per push to compare with its baseline.
+func BenchmarkDigest1000x20(b *testing.B) {
+	repo, err := control.Load(fleetgen.Generate(fleetgen.Options{Clusters: 1000, Apps: 20, Seed: 1}))
+	require.NoError(b, err)
+	targets, err := NewRenderer(Options{}).Render(repo)
+	require.NoError(b, err)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		for _, t := range targets {
+			_ = Digest(t)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -66,4 +67,51 @@ func clone(fs fstest.MapFS) fstest.MapFS {
 		out[p] = f
 	}
 	return out
+}
+
+// TestDigestAgreesWithChanged: a target's digest changes exactly when Changed lists it.
+func TestDigestAgreesWithChanged(t *testing.T) {
+	gen := fleetgen.Generate(fleetgen.Options{Clusters: 40, Workspaces: 2, Apps: 8, Seed: 3})
+	r := NewRenderer(Options{})
+	render := func(fs fstest.MapFS) []*Target {
+		repo, err := control.Load(fs)
+		require.NoError(t, err)
+		return mustRender(t, r, repo)
+	}
+	base := render(gen)
+	digests := map[string]string{}
+	for _, tg := range base {
+		digests[tg.Repo] = Digest(tg)
+		assert.Equal(t, digests[tg.Repo], Digest(tg), "%s: the digest is deterministic", tg.Repo)
+	}
+	edited := clone(gen)
+	for p, f := range edited {
+		if strings.HasPrefix(p, "clusters/") && strings.Contains(string(f.Data), "_range: ") {
+			edited[p] = &fstest.MapFile{Data: []byte(strings.Replace(string(f.Data), ".0/24", ".0/25", 1))}
+			break
+		}
+	}
+	next := render(edited)
+	changed, _ := Changed(base, next)
+	require.Len(t, changed, 1)
+	for _, tg := range next {
+		assert.Equal(t, slices.Contains(changed, tg.Repo), Digest(tg) != digests[tg.Repo], "%s", tg.Repo)
+	}
+	// Every field counts, not only files.
+	one := *next[0]
+	for name, mutate := range map[string]func(*Target){
+		"reviewers":  func(x *Target) { x.Reviewers = append(slices.Clone(x.Reviewers), "someone") },
+		"visibility": func(x *Target) { x.Visibility = "public" },
+		"removed":    func(x *Target) { x.Removed = !x.Removed },
+		"auto-merge": func(x *Target) { x.Access.AllowAutoMerge = !x.Access.AllowAutoMerge },
+		"scaffold":   func(x *Target) { x.Scaffolds = map[string][]byte{"a": []byte("b")} },
+		"file moved": func(x *Target) { x.Files = map[string][]byte{"ab": nil} },
+	} {
+		c := one
+		mutate(&c)
+		assert.NotEqual(t, Digest(&one), Digest(&c), name)
+	}
+	a, b := one, one
+	a.Files, b.Files = map[string][]byte{"ab": []byte("c")}, map[string][]byte{"a": []byte("bc")}
+	assert.NotEqual(t, Digest(&a), Digest(&b), "path and content boundaries are kept apart")
 }

@@ -102,6 +102,10 @@ type Options struct {
 	// Shard restricts the run to the repos this replica owns when several
 	// services share one fleet (see Shard); the zero Shard owns every repo.
 	Shard Shard
+	// Incremental, when set, makes Apply plan only the target repos whose
+	// desired state changed since the last converged run (nil: every run is
+	// full). Ignored when Only is set.
+	Incremental *Incremental
 }
 
 func (o Options) withDefaults(repo *control.Repo) Options {
@@ -161,8 +165,18 @@ func Plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 // others; the returned error (wrapping ErrFailed) names every failed repo.
 // A refused plan writes nothing and returns an error wrapping
 // ErrTooManyRemovals.
+//
+// With opts.Incremental (and no opts.Only), only the target repos whose desired state changed
+// since the last converged run are planned; see Incremental.
 func Apply(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Target, opts Options) (*Report, error) {
 	opts = opts.withDefaults(repo)
+	if opts.Incremental != nil && opts.Incremental.Baselines != nil && opts.Only == nil && repo != nil && repo.Platform != nil && len(targets) > 0 {
+		return applyIncremental(ctx, f, repo, targets, opts)
+	}
+	return applyAll(ctx, f, repo, targets, opts)
+}
+
+func applyAll(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Target, opts Options) (*Report, error) {
 	items, rep, err := plan(ctx, f, repo, targets, opts)
 	if err != nil {
 		return rep, err

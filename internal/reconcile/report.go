@@ -181,6 +181,11 @@ type Report struct {
 	// Issues are control repo errors found against the forge (a team that
 	// does not exist in the org): nothing was planned or written.
 	Issues control.Issues `json:"issues,omitempty"`
+	// Scope says whether an incremental Apply planned every target repo or only the changed
+	// ones, and why ("" for runs that are not incremental).
+	Scope string `json:"scope,omitempty"`
+	// Incremental is true when the run planned only the changed target repos.
+	Incremental bool `json:"incremental,omitempty"`
 
 	started  time.Time
 	duration time.Duration
@@ -392,6 +397,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, " (source %s)", shortSHA(r.Source))
 	}
 	fmt.Fprintln(w)
+	if r.Scope != "" {
+		fmt.Fprintf(w, "Scope: %s\n", r.Scope)
+	}
 	if lines := r.accessLines(); len(lines) > 0 {
 		fmt.Fprintln(w, "\nAccess:")
 		for _, repo := range sortedKeys(lines) {

@@ -265,6 +265,8 @@ func TestIncrementalApplyMatchesFull(t *testing.T) {
 		{"a cluster's value", "clusters/edge-1.yaml", "192.168.50.0/28", "192.168.60.0/28", []string{"cluster-edge-1"}},
 		{"a workspace's app values", "workspaces/search.yaml", "    - app: podinfo", "    - app: podinfo\n      values: {podinfo_replicas: \"3\"}", []string{"workspace-search"}},
 		{"a catalog app every workspace runs", "catalog/podinfo/deployment.yaml", "podinfo:6.7.1", "podinfo:6.7.2", []string{"workspace-payments", "workspace-search"}},
+		{"an app's default value", "catalog/podinfo/app.yaml", `default: "Hello from podinfo"`, `default: "Hello from fleetbot"`, nil},
+		{"a platform component's default value", "catalog/monitoring/app.yaml", "default: 15d", "default: 30d", nil},
 		{"a platform component's values", "platform.yaml", `metallb_speaker_tolerations: "false"`, `metallb_speaker_tolerations: "true"`, nil},
 		{"a new cluster", "clusters/edge-2.yaml", "", "apiVersion: fleetbot.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: edge-2\n  labels: {env: prod}\n", []string{"cluster-edge-2"}},
 	}

@@ -101,6 +101,14 @@ type ServiceConfig struct {
 	Metrics *metrics.Metrics
 	// BeforeJob, when set, runs before each job; tests inject faults with it.
 	BeforeJob func(ctx context.Context, j Job) error
+	// Baselines keeps what the last converged apply left every repo at, for incremental
+	// pushes; nil keeps it in memory (the first push after a start is then full).
+	Baselines *reconcile.Baselines
+	// FullEvery turns a push full when the last full apply is older (default
+	// reconcile.DefaultFullEvery); resync jobs are full anyway.
+	FullEvery time.Duration
+	// Salt is fleetbot's version: a baseline another version recorded is not used.
+	Salt string
 }
 
 // Service executes jobs: it loads the control repo at the right commit,
@@ -113,9 +121,9 @@ type Service struct {
 
 	mu     sync.Mutex
 	fleets []*fleetEntry // most recent first
-	// converged is the render the last apply left every repo of (none failed or deferred):
-	// an incremental apply plans only the repos whose desired state differs from it.
-	converged *fleetEntry
+	// baselines is what the last converged apply left every repo at: a push plans only the
+	// repos whose desired state differs from it.
+	baselines *reconcile.Baselines
 	// reports keeps the newest result of each target repo (see Reports).
 	reports reports
 }
@@ -142,7 +150,11 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, log: log}, nil
+	b := cfg.Baselines
+	if b == nil {
+		b = reconcile.NewBaselines("", log)
+	}
+	return &Service{cfg: cfg, log: log, baselines: b}, nil
 }
 
 // Execute runs one job.
@@ -213,7 +225,10 @@ func isInvalid(err error) bool {
 }
 
 // apply reconciles the fleet at the control repo's head; only, when set,
-// restricts it to those target repos.
+// restricts it to those target repos (a drift job). A push job is incremental: it plans only
+// the target repos whose desired state changed since the last converged apply (reconcile's
+// baseline); other apply jobs (resync, installation changes) plan every repo and are the
+// safety net.
 func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 	sha, err := s.cfg.Control.Head(ctx)
 	if err != nil {
@@ -223,92 +238,36 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 	if err != nil {
 		return fmt.Errorf("control repo at %s: %w", pr.ShortSHA(sha), err)
 	}
-	if only == nil && j.Incremental {
-		var full bool
-		only, full = s.changedSince(sha, targets)
-		switch {
-		case full:
-			only = nil
-		case len(only) == 0:
-			s.log.Info("no target repo changed since the last converged apply", "delivery", j.Delivery, "source", pr.ShortSHA(sha))
-			s.markConverged(sha, targets)
-			s.keep(sha, repo, nil, false)
-			return nil
-		default:
-			s.log.Info("incremental apply", "delivery", j.Delivery, "source", pr.ShortSHA(sha), "repos", len(only))
-		}
-	}
+	log := s.log.With("delivery", j.Delivery, "kind", j.Kind)
 	opts := reconcile.Options{
-		Concurrency: s.cfg.Concurrency, Only: only, Shard: s.cfg.Shard,
-		Logger: s.log.With("delivery", j.Delivery, "kind", j.Kind),
+		Concurrency: s.cfg.Concurrency, Only: only, Shard: s.cfg.Shard, Logger: log,
 		Progress: func(r reconcile.Result) {
 			s.cfg.Metrics.Reconciled(outcomeOf(r))
 		},
 	}
 	mode := ForgeApply
-	if only != nil {
+	if j.Kind == KindDrift {
 		mode = ForgeDrift
+	} else {
+		opts.Incremental = &reconcile.Incremental{Baselines: s.baselines, Full: !j.Incremental, FullEvery: s.cfg.FullEvery, Salt: s.cfg.Salt}
 	}
 	forge, err := s.cfg.Forges(ctx, repo.Platform.Spec.Owner, mode)
 	if err != nil {
 		return err
 	}
 	rep, err := reconcile.Apply(ctx, forge, repo, targets, opts)
-	if rep != nil && len(rep.Results) > 0 {
-		s.keep(sha, repo, rep, only == nil)
-	}
 	if rep != nil {
+		s.keep(sha, repo, rep, only == nil && !rep.Incremental)
 		changed := 0
 		for _, r := range rep.Results {
 			if r.Changed() {
 				changed++
 			}
 		}
-		s.log.Info("fleet reconciled", "delivery", j.Delivery, "kind", j.Kind, "trigger", j.Repo, "source", pr.ShortSHA(sha),
+		log.Info("fleet reconciled", "trigger", j.Repo, "source", pr.ShortSHA(sha), "scope", rep.Scope,
 			"repos", len(rep.Results), "changed", changed, "failed", len(rep.Failed()), "deferred", len(rep.Deferred()))
 	}
-	switch {
-	case j.Kind == KindDrift:
-	case err == nil && rep != nil && len(rep.Failed()) == 0 && len(rep.Deferred()) == 0 && rep.Refused == nil:
-		// Every repo planned is converged, and (incremental) the others were at an
-		// equal desired state already.
-		s.markConverged(sha, targets)
-	default:
-		s.markConverged("", nil) // the next push plans the whole fleet
-	}
 	return err
-}
-
-// changedSince lists the target repos whose desired state at sha differs from the last
-// converged render (new target repos included); full is true when there is none to compare
-// with, or when a target repo was removed (a removal needs a full run, where the removal guard
-// sees the whole fleet).
-func (s *Service) changedSince(sha string, targets []*fanout.Target) (only []string, full bool) {
-	s.mu.Lock()
-	prev := s.converged
-	s.mu.Unlock()
-	if prev == nil {
-		return nil, true
-	}
-	if prev.sha == sha {
-		return []string{}, false
-	}
-	changed, removed := fanout.Changed(prev.targets, targets)
-	if len(removed) > 0 {
-		return nil, true
-	}
-	return append([]string{}, changed...), false
-}
-
-// markConverged records the render every target repo is now at ("" forgets it).
-func (s *Service) markConverged(sha string, targets []*fanout.Target) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sha == "" {
-		s.converged = nil
-		return
-	}
-	s.converged = &fleetEntry{sha: sha, targets: targets}
 }
 
 // drift reconciles the one target repo of j.

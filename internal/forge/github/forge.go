@@ -553,10 +553,10 @@ func ContentWrites(d *pr.Decision) int {
 		n++ // POST /orgs/{org}/repos
 	}
 	if len(d.Bootstrap) > 0 {
-		n += 4 // contents PUT, tree, commit, ref
+		n += 4 + blobWrites(d.Bootstrap) // contents PUT, tree, commit, ref, and a blob per binary file
 	}
 	if d.PushBranch {
-		n += 3 // tree, commit, ref
+		n += 3 + blobWrites(d.Changes) // tree, commit, ref, and a blob per binary file
 	}
 	if d.OpenPR {
 		n++

@@ -89,8 +89,13 @@ func (f *Forge) loadState(owner, repo string) *repoState {
 		return nil
 	}
 	var st repoState
-	if err := json.Unmarshal(b, &st); err != nil || st.Version != cacheVersion {
-		f.log.Debug("ignoring unreadable snapshot cache", "file", name, "err", err)
+	if err := json.Unmarshal(b, &st); err != nil {
+		f.log.Warn("ignoring a corrupt snapshot cache file; reading the repo from GitHub (the file is only a cache)", "file", name, "err", err)
+		return nil
+	}
+	if st.Version != cacheVersion {
+		// After an upgrade every file is of the old version: one line per repo only when debugging.
+		f.log.Debug("ignoring a snapshot cache file of another version", "file", name, "version", st.Version, "want", cacheVersion)
 		return nil
 	}
 	return &st

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
+	"github.com/fleetbot-io/fleetbot/internal/fleetgen"
+	"github.com/fleetbot-io/fleetbot/internal/githubtest"
+)
+
+// TestApplyNoopAfterRestartWithAFreshInstallationToken: a converged fleet of 150 clusters (153
+// repos), applied again in full by a new process as the GitHub App (a freshly minted
+// installation token: ETags of the previous token are worthless) on the snapshot cache the
+// previous process left, costs the token, the teams and one GraphQL scan per 100 repos: no
+// request per repo, no write. At 1,000 repos that is 14 requests (target: ≤ 20).
+func TestApplyNoopAfterRestartWithAFreshInstallationToken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("creates 153 repos on the fake GitHub")
+	}
+	ctl := filepath.Join(t.TempDir(), "control")
+	require.NoError(t, fleetgen.WriteDir(ctl, fleetgen.Options{Clusters: 150, Apps: 4, Seed: 1}))
+	repo, err := control.LoadDir(ctl)
+	require.NoError(t, err)
+	srv := githubtest.NewServer(t)
+	owner := repo.Platform.Spec.Owner
+	for _, ref := range repo.TeamRefs() {
+		srv.CreateTeam(owner, ref.Slug)
+	}
+	t.Setenv("GITHUB_API_URL", srv.APIURL())
+	t.Setenv("GITHUB_TOKEN", githubtest.DefaultToken)
+	t.Setenv("FLEETBOT_APP_ID", "")
+	cache := t.TempDir()
+	args := []string{"apply", "--control", ctl, "--forge", "github", "--github-cache", cache, "--concurrency", "8",
+		"--content-per-minute", "100000", "--content-per-hour", "1000000"} // the fake enforces no content limit here
+	code, _, errOut := cli(t, args...)
+	require.Equal(t, 0, code, errOut)
+
+	t.Setenv("GITHUB_TOKEN", "")
+	t.Setenv("FLEETBOT_APP_ID", fmt.Sprint(srv.AppID()))
+	t.Setenv("FLEETBOT_APP_KEY", string(srv.AppPrivateKeyPEM()))
+	srv.ResetLog()
+	code, out, errOut := cli(t, append(args, "--full")...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "\n153 repos: 153 no change\n")
+	var routes []string
+	for _, r := range srv.Requests() {
+		routes = append(routes, r.Route)
+	}
+	t.Logf("full no-op of 153 repos, new process, new installation token: %d requests: %s", len(routes), strings.Join(routes, ", "))
+	pages := (153 + 99) / 100
+	// The installation, GET /app and the token (once per process), the teams, the scan.
+	assert.LessOrEqual(t, len(routes), 4+pages, "no request per repo")
+	assert.Equal(t, 0, srv.Counts().Writes-countRoute(routes, mintToken), "no write")
+}
+
+func countRoute(routes []string, route string) int {
+	n := 0
+	for _, r := range routes {
+		if r == route {
+			n++
+		}
+	}
+	return n
+}

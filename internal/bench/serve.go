@@ -1,0 +1,488 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/fleetgen"
+	"github.com/fleetbot-io/fleetbot/internal/githubtest"
+	"github.com/fleetbot-io/fleetbot/internal/webhook"
+)
+
+// ServeOptions shape the measurement of the real `fleetbot serve` binary.
+type ServeOptions struct {
+	// Binary is the fleetbot binary to run (built from the commit being measured).
+	Binary string
+	// Clusters and Apps size the generated control repo.
+	Clusters, Apps int
+	// Rate is deliveries per second, sent for Duration.
+	Rate     int
+	Duration time.Duration
+	// Work is a directory for the fake GitHub, serve's state and logs.
+	Work string
+}
+
+// PushResult is one push of a one-cluster change to the control repo, from the delivery sent
+// to the apply job finished, as the fake GitHub saw it.
+type PushResult struct {
+	Wall time.Duration
+	// Touched are the target repos the job sent any request about.
+	Touched []string
+	// TargetReads and TargetWrites are requests about target repos; OrgReads the org-level
+	// ones (teams, the scan); ControlReads those reading the control repo (head, tree, the
+	// changed blobs).
+	TargetReads, TargetWrites, OrgReads, ControlReads int
+}
+
+// ServeResult is the real `fleetbot serve` under measurement.
+type ServeResult struct {
+	Clusters, Repos int
+	// Startup is from exec to the startup resync finished (every repo created, PRs opened).
+	Startup time.Duration
+	// Push is a one-cluster change pushed to the warm service.
+	Push PushResult
+	// Rate, Deliveries, P50, P99, Max, Statuses: deliveries sent open-loop at Rate per second
+	// and their acknowledgement latency (request written to response headers read).
+	Rate, Deliveries int
+	P50, P99, Max    time.Duration
+	Statuses         map[int]int
+	// QueueMax is the deepest queue seen on /metrics (sampled every 20 ms) of QueueSize.
+	QueueMax, QueueSize int
+	// Jobs counts finished jobs by kind and outcome from /metrics, during the load.
+	Jobs map[string]int
+	// Ignored is the deliveries that needed no work (fleetbot's own events).
+	Ignored int
+	// PeakRSS is serve's VmHWM at the end.
+	PeakRSS int64
+}
+
+// Serve runs the real fleetbot binary as `fleetbot serve` against a fake GitHub (in this
+// process, over loopback HTTP) holding a generated control repo, waits for its startup resync,
+// measures one pushed one-cluster change end to end, then sends signed deliveries open-loop
+// at o.Rate per second over HTTP and measures acknowledgement latency and queue depth.
+func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
+	files := fleetgen.Generate(fleetgen.Options{Clusters: o.Clusters, Apps: o.Apps, Seed: 1})
+	repo, err := control.Load(files)
+	if err != nil {
+		return nil, err
+	}
+	targets, err := fanout.NewRenderer(fanout.Options{}).Render(repo)
+	if err != nil {
+		return nil, err
+	}
+	res := &ServeResult{Clusters: o.Clusters, Repos: len(targets), Rate: o.Rate, QueueSize: webhook.DefaultQueueSize, Statuses: map[int]int{}, Jobs: map[string]int{}}
+	srv, err := githubtest.New(filepath.Join(o.Work, "github"), githubtest.WithPrimaryLimit(0), githubtest.WithTokenLifetime(1000*time.Hour))
+	if err != nil {
+		return nil, err
+	}
+	srv.DisablePersistence()
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	defer srv.Close()
+	srv.URL = hs.URL
+	owner := repo.Platform.Spec.Owner
+	for _, ref := range repo.TeamRefs() {
+		srv.CreateTeam(owner, ref.Slug)
+	}
+	ctl := map[string]string{}
+	for p, f := range files {
+		ctl[p] = string(f.Data)
+	}
+	srv.CreateRepo(owner, "control", ctl)
+
+	secret := "bench-secret"
+	secretFile, keyFile := filepath.Join(o.Work, "secret"), filepath.Join(o.Work, "app.pem")
+	listenFile, logFile := filepath.Join(o.Work, "listen"), filepath.Join(o.Work, "serve.log")
+	if err := os.WriteFile(secretFile, []byte(secret), 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(keyFile, srv.AppPrivateKeyPEM(), 0o600); err != nil {
+		return nil, err
+	}
+	logOut, err := os.Create(logFile)
+	if err != nil {
+		return nil, err
+	}
+	defer logOut.Close()
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, o.Binary, "serve", "--control-repo", owner+"/control", "--webhook-secret-file", secretFile,
+		"--listen", "127.0.0.1:0", "--listen-file", listenFile, "--github-cache", filepath.Join(o.Work, "cache"),
+		"--git-url", srv.URL, "--resync-interval", "24h", "--log-level", "warn",
+		// The startup resync creates every repo: no content budget for the setup.
+		"--content-per-minute", "100000000", "--content-per-hour", "1000000000")
+	cmd.Env = append(os.Environ(), "GITHUB_API_URL="+srv.APIURL(), "FLEETBOT_APP_ID="+strconv.FormatInt(srv.AppID(), 10),
+		"FLEETBOT_APP_KEY_FILE="+keyFile, "GITHUB_TOKEN=", "FLEETBOT_APP_KEY=")
+	cmd.Stdout, cmd.Stderr = logOut, logOut
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s serve: %w", o.Binary, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}()
+	fail := func(err error) (*ServeResult, error) {
+		tail, _ := os.ReadFile(logFile)
+		if len(tail) > 4000 {
+			tail = tail[len(tail)-4000:]
+		}
+		return nil, fmt.Errorf("%w\nserve log (end):\n%s", err, tail)
+	}
+	var base string
+	if err := poll(ctx, 60*time.Second, exited, func() (bool, error) {
+		b, err := os.ReadFile(listenFile)
+		if err != nil {
+			return false, nil
+		}
+		base = "http://" + strings.TrimSpace(string(b))
+		return strings.HasSuffix(string(b), "\n"), nil
+	}); err != nil {
+		return fail(fmt.Errorf("serve did not listen: %w", err))
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}, Timeout: 30 * time.Second}
+	m := &serveMetrics{client: client, url: base + "/metrics"}
+	applied := func() (float64, error) {
+		return m.value(`fleetbot_job_duration_seconds_count{kind="apply",outcome="ok"}`)
+	}
+	if err := poll(ctx, time.Hour, exited, func() (bool, error) {
+		n, err := applied()
+		return n >= 1, err
+	}); err != nil {
+		return fail(fmt.Errorf("startup resync: %w", err))
+	}
+	if err := m.idle(ctx, exited); err != nil {
+		return fail(err)
+	}
+	res.Startup = time.Since(start)
+
+	// One cluster's change pushed: a warm-up on one cluster, then the measured one on another.
+	var metal []string
+	for p, f := range files {
+		if strings.HasPrefix(p, "clusters/") && strings.Contains(string(f.Data), ".0/24") {
+			metal = append(metal, p)
+		}
+	}
+	slices.Sort(metal)
+	if len(metal) < 2 {
+		return nil, errors.New("the generated fleet has fewer than 2 clusters with an address range")
+	}
+	send := func(event string, body []byte, id string) (int, time.Duration, error) {
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write(body)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/webhook", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-GitHub-Event", event)
+		req.Header.Set("X-GitHub-Delivery", id)
+		req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+		t := time.Now()
+		resp, err := client.Do(req)
+		d := time.Since(t)
+		if err != nil {
+			return 0, d, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp.StatusCode, d, nil
+	}
+	for i, file := range metal[:2] {
+		content := strings.Replace(ctl[file], ".0/24", ".0/25", 1)
+		ctl[file] = content
+		sha := srv.Commit(owner, "control", "main", "bench: "+file, map[string]string{file: content})
+		before, err := applied()
+		if err != nil {
+			return fail(err)
+		}
+		srv.ResetLog()
+		t0 := time.Now()
+		body := fmt.Appendf(nil, `{"ref":"refs/heads/main","after":%q,"repository":{"full_name":"%s/control","default_branch":"main"},"sender":{"login":"bob"}}`, sha, owner)
+		if code, _, err := send("push", body, fmt.Sprintf("push-%d", i)); err != nil || code != http.StatusAccepted {
+			return fail(fmt.Errorf("push delivery: %d %v", code, err))
+		}
+		if err := poll(ctx, time.Minute, exited, func() (bool, error) {
+			n, err := applied()
+			return n > before, err
+		}); err != nil {
+			return fail(fmt.Errorf("push apply: %w", err))
+		}
+		res.Push = pushCost(srv.Requests(), owner)
+		res.Push.Wall = time.Since(t0)
+	}
+
+	// Deliveries at o.Rate, open-loop, over HTTP, spread over the real target repos.
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = t.FullName()
+	}
+	jobsBefore, err := m.jobs()
+	if err != nil {
+		return fail(err)
+	}
+	n := int(float64(o.Rate) * o.Duration.Seconds())
+	evs := deliveries(n, names, owner+"/control", rand.New(rand.NewPCG(7, 7)))
+	lat := make([]time.Duration, n)
+	status := make([]int, n)
+	var failed atomic.Int64
+	var qmax atomic.Int64
+	sampling, stopSampling := context.WithCancel(ctx)
+	var sampler sync.WaitGroup
+	sampler.Add(1)
+	go func() {
+		defer sampler.Done()
+		for sampling.Err() == nil {
+			if q, err := m.value("fleetbot_queue_depth"); err == nil && int64(q) > qmax.Load() {
+				qmax.Store(int64(q))
+			}
+			select {
+			case <-sampling.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	interval := time.Second / time.Duration(o.Rate)
+	t0 := time.Now()
+	for i, ev := range evs {
+		if d := time.Until(t0.Add(time.Duration(i) * interval)); d > 0 {
+			time.Sleep(d)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, d, err := send(ev.event, ev.body, fmt.Sprintf("load-%d", i))
+			lat[i], status[i] = d, code
+			if err != nil {
+				failed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := m.idle(ctx, exited); err != nil {
+		stopSampling()
+		sampler.Wait()
+		return fail(err)
+	}
+	stopSampling()
+	sampler.Wait()
+	if f := failed.Load(); f > 0 {
+		return fail(fmt.Errorf("%d of %d deliveries failed", f, n))
+	}
+	jobsAfter, err := m.jobs()
+	if err != nil {
+		return fail(err)
+	}
+	for k, v := range jobsAfter {
+		if d := v - jobsBefore[k]; d > 0 {
+			res.Jobs[k] = d
+		}
+	}
+	res.QueueMax, res.Deliveries = int(qmax.Load()), n
+	for _, s := range status {
+		res.Statuses[s]++
+	}
+	for _, ev := range evs {
+		if bytes.Contains(ev.body, []byte(`"fleetbot[bot]"`)) {
+			res.Ignored++
+		}
+	}
+	slices.Sort(lat)
+	res.P50, res.P99, res.Max = lat[n/2], lat[n*99/100], lat[n-1]
+	res.PeakRSS = vmHWM(cmd.Process.Pid)
+	return res, nil
+}
+
+// pushCost classifies the fake's request log of one push.
+func pushCost(reqs []githubtest.Request, owner string) PushResult {
+	var p PushResult
+	touched := map[string]bool{}
+	for _, r := range reqs {
+		switch {
+		case strings.HasPrefix(r.Route, "POST /app/") || r.Route == "GET /app":
+		case strings.HasPrefix(r.Path, "/api/v3/repos/"+owner+"/control/") || r.Path == "/api/v3/repos/"+owner+"/control":
+			p.ControlReads++
+		case strings.HasPrefix(r.Path, "/api/v3/repos/"+owner+"/"):
+			name, _, _ := strings.Cut(strings.TrimPrefix(r.Path, "/api/v3/repos/"+owner+"/"), "/")
+			touched[name] = true
+			if r.Class == githubtest.Read {
+				p.TargetReads++
+			} else {
+				p.TargetWrites++
+			}
+		case r.Class == githubtest.Read:
+			p.OrgReads++
+		default:
+			p.TargetWrites++
+		}
+	}
+	for t := range touched {
+		p.Touched = append(p.Touched, t)
+	}
+	slices.Sort(p.Touched)
+	return p
+}
+
+// poll calls cond until it is true, the process exits, ctx ends or timeout passes.
+func poll(ctx context.Context, timeout time.Duration, exited <-chan error, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s (last error: %v)", timeout, err)
+		}
+		select {
+		case err := <-exited:
+			return fmt.Errorf("serve exited: %v", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// serveMetrics reads serve's /metrics.
+type serveMetrics struct {
+	client *http.Client
+	url    string
+}
+
+func (m *serveMetrics) scrape() (map[string]float64, error) {
+	resp, err := m.client.Get(m.url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out, sc.Err()
+}
+
+func (m *serveMetrics) value(series string) (float64, error) {
+	all, err := m.scrape()
+	if err != nil {
+		return 0, err
+	}
+	return all[series], nil
+}
+
+// jobs returns the finished jobs by "kind outcome".
+func (m *serveMetrics) jobs() (map[string]int, error) {
+	all, err := m.scrape()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for k, v := range all {
+		rest, ok := strings.CutPrefix(k, "fleetbot_job_duration_seconds_count{")
+		if !ok {
+			continue
+		}
+		labels := map[string]string{}
+		for _, kv := range strings.Split(strings.TrimSuffix(rest, "}"), ",") {
+			if name, val, ok := strings.Cut(kv, "="); ok {
+				labels[name] = strings.Trim(val, `"`)
+			}
+		}
+		out[labels["kind"]+" "+labels["outcome"]] += int(v)
+	}
+	return out, nil
+}
+
+// idle waits until no job waits or runs.
+func (m *serveMetrics) idle(ctx context.Context, exited <-chan error) error {
+	return poll(ctx, 10*time.Minute, exited, func() (bool, error) {
+		all, err := m.scrape()
+		if err != nil {
+			return false, err
+		}
+		return all["fleetbot_queue_depth"] == 0 && all["fleetbot_jobs_in_flight"] == 0, nil
+	})
+}
+
+// vmHWM is a process's peak resident set size, 0 when unknown.
+func vmHWM(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// delivery is one event to send.
+type delivery struct {
+	event string
+	body  []byte
+}
+
+// deliveries returns a realistic stream during a busy fan-out: humans
+// merging fleetbot's PRs (pull_request closed, then a push to the default
+// branch, on target repos), pushes and PR updates on the control repo, and
+// fleetbot's own events echoed back (ignored).
+func deliveries(n int, repos []string, ctl string, rng *rand.Rand) []delivery {
+	out := make([]delivery, n)
+	for i := range out {
+		target := repos[rng.IntN(len(repos))]
+		switch r := rng.IntN(100); {
+		case r < 40:
+			out[i] = delivery{"pull_request", fmt.Appendf(nil, `{"action":"closed","number":%d,"pull_request":{"number":%d,"merged":true},"repository":{"full_name":%q,"default_branch":"main"},"sender":{"login":"alice"}}`, 1+i%7, 1+i%7, target)}
+		case r < 75:
+			out[i] = delivery{"push", fmt.Appendf(nil, `{"ref":"refs/heads/main","after":"%040x","repository":{"full_name":%q,"default_branch":"main"},"sender":{"login":"alice"}}`, i, target)}
+		case r < 80:
+			out[i] = delivery{"push", fmt.Appendf(nil, `{"ref":"refs/heads/main","after":"%040x","repository":{"full_name":%q,"default_branch":"main"},"sender":{"login":"bob"}}`, i, ctl)}
+		case r < 85:
+			out[i] = delivery{"pull_request", fmt.Appendf(nil, `{"action":"synchronize","number":%d,"pull_request":{"number":%d,"head":{"sha":"%040x"},"base":{"sha":"%040x"},"user":{"login":"bob"}},"repository":{"full_name":%q,"default_branch":"main"},"sender":{"login":"bob"}}`, 100+i%3, 100+i%3, i, 1, ctl)}
+		default:
+			out[i] = delivery{"pull_request", fmt.Appendf(nil, `{"action":"opened","number":1,"pull_request":{"number":1},"repository":{"full_name":%q,"default_branch":"main"},"sender":{"login":"fleetbot[bot]"}}`, target)}
+		}
+	}
+	return out
+}

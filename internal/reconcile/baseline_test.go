@@ -1,0 +1,163 @@
+package reconcile
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/forge/local"
+	"github.com/fleetbot-io/fleetbot/internal/pr"
+)
+
+// readCounter is a forge that records which repos a run read, and can fail one.
+type readCounter struct {
+	Forge
+	mu    sync.Mutex
+	reads []string
+	fail  string
+}
+
+func (f *readCounter) Snapshot(ctx context.Context, owner, repo, defaultBranch, botBranch string) (*pr.Snapshot, error) {
+	f.mu.Lock()
+	f.reads = append(f.reads, repo)
+	fail := f.fail == repo
+	f.mu.Unlock()
+	if fail {
+		return nil, errors.New("injected failure")
+	}
+	return f.Forge.Snapshot(ctx, owner, repo, defaultBranch, botBranch)
+}
+
+func (f *readCounter) take() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.reads
+	f.reads = nil
+	sort.Strings(out)
+	return out
+}
+
+// TestIncrementalApply: with a baseline, Apply plans only the repos whose desired state changed,
+// leaves the repos exactly as a full apply does, keeps the baseline across a restart (a new
+// Baselines on the same file), and turns full when there is no usable baseline (none, deleted,
+// corrupt, another version), when the last full run is too old, when the platform
+// configuration changed, when a target left the control repo, and after a failed run.
+func TestIncrementalApply(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	file := filepath.Join(t.TempDir(), "state", "baseline.json")
+	f := &readCounter{Forge: openForge(t, t.TempDir())}
+	full := openForge(t, t.TempDir())
+	fl := tenClusters()
+	baselines := NewBaselines(file, log)
+	labels := []string{"fleetbot"}
+	run := func(name string, b *Baselines, edit func(*Options)) (*Report, []string) {
+		t.Helper()
+		opts := Options{Now: func() time.Time { return now }, Logger: log, Incremental: &Incremental{Baselines: b}}
+		if edit != nil {
+			edit(&opts)
+		}
+		repo := fl.repo()
+		repo.Platform.Spec.PullRequests.Labels = labels
+		rep, err := Apply(context.Background(), f, repo, fl.targets(), opts)
+		if f.fail == "" {
+			require.NoError(t, err, name)
+			_, err = Apply(context.Background(), full, repo, fl.targets(), Options{Now: opts.Now})
+			require.NoError(t, err, name)
+			assert.Equal(t, allRefs(t, full), allRefs(t, f.Forge.(*local.Forge)), "%s: the same repos as a full apply", name)
+		}
+		return rep, f.take()
+	}
+	all := repoNames(fl)
+
+	rep, read := run("no baseline", baselines, nil)
+	assert.False(t, rep.Incremental)
+	assert.Contains(t, rep.Scope, "no baseline")
+	assert.Equal(t, all, read)
+	require.FileExists(t, file)
+
+	rep, read = run("nothing changed", baselines, nil)
+	assert.True(t, rep.Incremental)
+	assert.Empty(t, read, "nothing changed: no repo read")
+	assert.Empty(t, rep.Results)
+
+	fl["c03"] = "v2"
+	rep, read = run("one cluster", baselines, nil)
+	assert.True(t, rep.Incremental)
+	assert.Equal(t, []string{"cluster-c03"}, read)
+	require.Len(t, rep.Results, 1)
+	assert.Equal(t, pr.ActionUpdate, rep.Results[0].Action)
+
+	fl["c11"] = "v1"
+	_, read = run("a new cluster", baselines, nil)
+	assert.Equal(t, []string{"cluster-c11"}, read)
+
+	// A restart: a new store on the same file is as warm as the old one.
+	fl["c04"] = "v2"
+	_, read = run("after a restart", NewBaselines(file, log), nil)
+	assert.Equal(t, []string{"cluster-c04"}, read)
+	all = repoNames(fl)
+
+	for _, c := range []struct {
+		name, content, log string
+	}{
+		{"a corrupt baseline", "{\"version\": 1, \"repos\": {", "ignoring a corrupt reconcile baseline"},
+		{"a baseline of another version", `{"version": 99, "repos": {}}`, "ignoring a reconcile baseline of another version"},
+		{"a deleted baseline", "", ""},
+	} {
+		logs.Reset()
+		if c.content == "" {
+			require.NoError(t, os.Remove(file))
+		} else {
+			require.NoError(t, os.WriteFile(file, []byte(c.content), 0o600))
+		}
+		rep, read = run(c.name, NewBaselines(file, log), nil)
+		assert.False(t, rep.Incremental, c.name)
+		assert.Equal(t, all, read, "%s: every repo", c.name)
+		assert.Contains(t, logs.String(), c.log, c.name)
+		_, read = run(c.name+", then nothing changed", NewBaselines(file, log), nil)
+		assert.Empty(t, read, "%s: the full run recorded a new baseline", c.name)
+	}
+
+	now = now.Add(DefaultFullEvery)
+	rep, read = run("the last full run is an hour old", baselines, nil)
+	assert.Contains(t, rep.Scope, "older than")
+	assert.Equal(t, all, read)
+	_, read = run("an hour old, then nothing changed", baselines, nil)
+	assert.Empty(t, read)
+
+	_, read = run("a full run asked for", baselines, func(o *Options) { o.Incremental.Full = true })
+	assert.Equal(t, all, read)
+
+	labels = append(labels, "fleet")
+	_, read = run("another platform configuration", baselines, nil)
+	assert.Equal(t, all, read, "the pull request labels changed: every repo")
+	_, read = run("another fleetbot version", baselines, func(o *Options) { o.Incremental.Salt = "v2" })
+	assert.Equal(t, all, read, "another salt: every repo")
+
+	fl["c05"] = "v2"
+	f.fail = "cluster-c05"
+	rep, _ = run("a failed run", baselines, nil)
+	require.NotNil(t, rep)
+	assert.NoFileExists(t, file, "a failed run forgets the baseline")
+	f.fail = ""
+	rep, read = run("after a failed run", baselines, nil)
+	assert.False(t, rep.Incremental)
+	assert.Equal(t, all, read)
+
+	delete(fl, "c11")
+	rep, read = run("a removed cluster", baselines, func(o *Options) { o.AllowRemovals = true })
+	assert.Contains(t, rep.Scope, "left the control repo")
+	assert.Equal(t, all, read, "a removal plans the whole fleet, the removed repo included")
+}
