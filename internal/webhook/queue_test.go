@@ -61,17 +61,10 @@ func TestQueueIsBoundedAndNeverBlocks(t *testing.T) {
 	require.NoError(t, err)
 	_, err = q.Push(Job{Kind: KindDrift, Repo: "acme/b"})
 	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() {
-		_, err := q.Push(Job{Kind: KindDrift, Repo: "acme/c"})
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		require.ErrorIs(t, err, ErrQueueFull)
-	case <-time.After(time.Second):
-		t.Fatal("Push blocked on a full queue")
-	}
+	// Push on a full queue returns at once (a blocking Push is caught by go test's -timeout,
+	// not by a wall-clock bound that a loaded machine could miss).
+	_, err = q.Push(Job{Kind: KindDrift, Repo: "acme/c"})
+	require.ErrorIs(t, err, ErrQueueFull)
 	c, err := q.Push(Job{Kind: KindDrift, Repo: "ACME/a"})
 	require.NoError(t, err, "a full queue still coalesces")
 	assert.True(t, c)
