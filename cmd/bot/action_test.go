@@ -230,6 +230,7 @@ func writes(srv *githubtest.Server) []string {
 }
 
 func TestActionPlanOnPullRequest(t *testing.T) {
+	t.Parallel()
 	srv := fakeFleet(t)
 	n := openControlPR(t, srv)
 	run := newSimRunner(t, srv)
@@ -308,6 +309,7 @@ func TestActionPlanOnPullRequest(t *testing.T) {
 }
 
 func TestActionApplyOnPush(t *testing.T) {
+	t.Parallel()
 	srv := fakeFleet(t)
 	run := newSimRunner(t, srv)
 	run.checkout()
@@ -368,6 +370,7 @@ func TestActionApplyOnPush(t *testing.T) {
 }
 
 func TestActionApplyWithOnlyTheWorkflowToken(t *testing.T) {
+	t.Parallel()
 	srv := fakeFleet(t)
 	run := newSimRunner(t, srv)
 	run.checkout()
@@ -398,6 +401,7 @@ func TestActionApplyWithOnlyTheWorkflowToken(t *testing.T) {
 }
 
 func TestActionValidationErrorsBecomeAnnotations(t *testing.T) {
+	t.Parallel()
 	srv := fakeFleet(t)
 	n := openControlPR(t, srv)
 	run := newSimRunner(t, srv)
@@ -448,6 +452,7 @@ func TestActionValidationErrorsBecomeAnnotations(t *testing.T) {
 }
 
 func TestActionPlanWithoutTheApp(t *testing.T) {
+	t.Parallel()
 	srv := fakeFleet(t)
 	n := openControlPR(t, srv)
 	run := newSimRunner(t, srv)
@@ -467,6 +472,7 @@ func TestActionPlanWithoutTheApp(t *testing.T) {
 }
 
 func TestActionPlanCommentFailureIsAWarning(t *testing.T) {
+	t.Parallel()
 	srv := fakeFleet(t)
 	n := openControlPR(t, srv)
 	run := newSimRunner(t, srv)
@@ -481,6 +487,7 @@ func TestActionPlanCommentFailureIsAWarning(t *testing.T) {
 }
 
 func TestActionCheckTargetRepo(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	for _, tc := range []struct {
 		mode, repo, golden, humanFile string
@@ -521,6 +528,7 @@ func TestActionCheckTargetRepo(t *testing.T) {
 }
 
 func TestActionInputs(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	base := map[string]string{"GITHUB_EVENT_NAME": "push", "GITHUB_REPOSITORY": "acme/control", "GITHUB_WORKSPACE": ws}
 	for _, tc := range []struct {
@@ -585,6 +593,7 @@ func TestActionInputs(t *testing.T) {
 }
 
 func TestActionOutsideARunner(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("GITHUB_ACTIONS") == "true" {
 		t.Skip("running inside GitHub Actions: the environment is a real runner's")
 	}
@@ -594,6 +603,7 @@ func TestActionOutsideARunner(t *testing.T) {
 }
 
 func TestActionMissingTeamIsAnAnnotation(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	for _, team := range []string{"platform", "payments-devs", "payments-sre", "search-devs"} {
 		srv.CreateTeam("acme", team)
@@ -647,6 +657,7 @@ func editFile(t *testing.T, path, old, new string) {
 // TestActionPlanReviewsTheChange runs check control on the PR: who wrote the change decides
 // whether it needs a platform admin, with the author's teams read as the App.
 func TestActionPlanReviewsTheChange(t *testing.T) {
+	t.Parallel()
 	srv := fakeFleet(t)
 	srv.AddTeamMember("acme", "payments-devs", "alice", "member")
 	n := openControlPR(t, srv)
@@ -704,6 +715,7 @@ func TestActionPlanReviewsTheChange(t *testing.T) {
 }
 
 func TestActionApplyFailureIsAnnotated(t *testing.T) {
+	t.Parallel()
 	srv := fakeFleet(t)
 	run := newSimRunner(t, srv)
 	run.checkout()

@@ -100,6 +100,7 @@ func loadActionMetadata(t *testing.T) (actionMetadata, []byte) {
 }
 
 func TestActionMetadata(t *testing.T) {
+	t.Parallel()
 	md, _ := loadActionMetadata(t)
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "action.md"))
 	require.NoError(t, err)
@@ -224,6 +225,7 @@ func TestActionMetadata(t *testing.T) {
 
 // TestActionMetadataCheckerCatchesMistakes keeps the checks above honest.
 func TestActionMetadataCheckerCatchesMistakes(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, []ref{{where: "x", context: "inputs", name: "control-dir"}, {where: "x", context: "github", name: "token"}},
 		refs("x", "a ${{ inputs.control-dir }} b ${{ github.token }}"))
 	assert.Equal(t, []ref{{where: "x", context: "steps", name: "fleetbot", field: "outputs"}},
@@ -258,6 +260,7 @@ type exampleWorkflow struct {
 // TestExampleWorkflows checks that every example uses the action with declared inputs, a
 // valid mode and what its mode needs.
 func TestExampleWorkflows(t *testing.T) {
+	t.Parallel()
 	md, _ := loadActionMetadata(t)
 	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "workflows", "*.yml"))
 	require.NoError(t, err)
@@ -312,6 +315,7 @@ func TestExampleWorkflows(t *testing.T) {
 // base image of the Dockerfile to a digest: a moved tag cannot change what runs. The current
 // majors run on node24 (checkout and setup-go v7); bump with docs/action.md's recipe.
 func TestThirdPartyPinsAreImmutable(t *testing.T) {
+	t.Parallel()
 	usesRE := regexp.MustCompile(`uses:\s*(\S+)(.*)`)
 	pinned := regexp.MustCompile(`^[\w.-]+/[\w.-]+(/[\w./-]+)?@[0-9a-f]{40}$`)
 	files := []string{filepath.Join("..", "..", "action.yml"), filepath.Join("..", "..", "docs", "action.md")}

@@ -41,6 +41,7 @@ func controlClone(t *testing.T, changes map[string][3]string) string {
 }
 
 func TestCheckControlPersonas(t *testing.T) {
+	t.Parallel()
 	dir := controlClone(t, map[string][3]string{
 		"flux-interval": {"platform.yaml", "interval: 10m", "interval: 5m"},
 		"cluster-edit":  {"clusters/prod-eu-1.yaml", "monitoring_retention: 30d", "monitoring_retention: 90d"},
@@ -116,6 +117,7 @@ func workspaceCheckout(t *testing.T) string {
 }
 
 func TestCheckWorkspace(t *testing.T) {
+	t.Parallel()
 	dir := workspaceCheckout(t)
 	code, out, errOut := cli(t, "check", "workspace", "--dir", dir, "--workspace", "payments")
 	require.Equal(t, 0, code, "%s%s", out, errOut)
@@ -147,6 +149,7 @@ func TestCheckWorkspace(t *testing.T) {
 // adding a Flux Kustomization without the workspace's ServiceAccount is
 // refused at the file and line of its spec.
 func TestAttackTenantKustomizationRunsAsClusterAdmin(t *testing.T) {
+	t.Parallel()
 	dir := workspaceCheckout(t)
 	writeFile(t, filepath.Join(dir, "apps", "kustomization.yaml"), "resources:\n- flux.yaml\n")
 	writeFile(t, filepath.Join(dir, "apps", "flux.yaml"), "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: escape\nspec:\n  interval: 1m\n  prune: true\n  path: ./\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n    namespace: flux-system\n")
@@ -158,6 +161,7 @@ func TestAttackTenantKustomizationRunsAsClusterAdmin(t *testing.T) {
 }
 
 func TestCheckCluster(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "apps", "kustomization.yaml"), "resources:\n- crd.yaml\n")
 	writeFile(t, filepath.Join(dir, "apps", "crd.yaml"), "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: ok-on-a-cluster\n")
@@ -170,6 +174,7 @@ func TestCheckCluster(t *testing.T) {
 }
 
 func TestPlanMissingTeamAndAccessDrift(t *testing.T) {
+	t.Parallel()
 	forgeDir := filepath.Join(t.TempDir(), "forge")
 	forge := "local:" + forgeDir
 	code, _, errOut := cli(t, "apply", "--control", exampleControl, "--forge", forge)
@@ -222,6 +227,7 @@ func TestCheckControlTeamsFromGitHub(t *testing.T) {
 // TestCheckControlInAMonorepo: the control repo is a directory of a larger repository
 // (platform/fleet/ beside other code); check control reviews that directory's change.
 func TestCheckControlInAMonorepo(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git CLI not installed")
 	}
@@ -268,6 +274,7 @@ func TestCheckControlInAMonorepo(t *testing.T) {
 // admins' pull requests; a 16 GiB (sparse) file in the repo is refused by name before it is
 // read, and nothing is checked.
 func TestAttackOversizeFileInTargetRepo(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "apps", "kustomization.yaml"), "resources: [huge.yaml]\n")
 	writeFile(t, filepath.Join(dir, "clusters", "a", "kustomization.yaml"), "resources: [../../apps]\n")

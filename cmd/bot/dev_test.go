@@ -15,6 +15,7 @@ import (
 )
 
 func TestDevGenerateWritesAValidRepo(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "fleet")
 	code, stdout, stderr := cli(t, "dev", "generate", "--clusters", "30", "--workspaces", "3", "--apps", "8", "--out", out)
 	require.Equal(t, 0, code, stderr)
@@ -31,6 +32,7 @@ func TestDevGenerateWritesAValidRepo(t *testing.T) {
 }
 
 func TestDevGenerateBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "keep.txt"), []byte("x"), 0o644))
 	for _, tc := range []struct {

@@ -46,18 +46,21 @@ func writeFile(t *testing.T, path, content string) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	code, out, _ := cli(t, "version")
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "fleetbot ")
 }
 
 func TestValidateExample(t *testing.T) {
+	t.Parallel()
 	code, out, errOut := cli(t, "validate", "--control", exampleControl)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "is valid: 4 cluster repo(s), 2 workspace repo(s), 4 app(s)")
 }
 
 func TestRenderProducesGoldenTrees(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "out")
 	code, stdout, errOut := cli(t, "render", "--control", exampleControl, "--out", out)
 	require.Equal(t, 0, code, errOut)
@@ -78,6 +81,7 @@ func TestRenderProducesGoldenTrees(t *testing.T) {
 }
 
 func TestRenderRefusesForeignNonEmptyDir(t *testing.T) {
+	t.Parallel()
 	out := t.TempDir()
 	writeFile(t, filepath.Join(out, "keep.txt"), "mine")
 	code, _, errOut := cli(t, "render", "--control", exampleControl, "--out", out)
@@ -87,6 +91,7 @@ func TestRenderRefusesForeignNonEmptyDir(t *testing.T) {
 }
 
 func TestRenderNeedsOut(t *testing.T) {
+	t.Parallel()
 	code, _, errOut := cli(t, "render", "--control", exampleControl)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "--out is required")
@@ -96,6 +101,7 @@ func TestRenderNeedsOut(t *testing.T) {
 // through the CLI: a non-zero exit, a message naming the file (and line) or
 // the object, and no output directory at all.
 func TestBadInputWritesNothing(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		edit  func(t *testing.T, dir string)
@@ -173,6 +179,7 @@ func TestBadInputWritesNothing(t *testing.T) {
 
 // TestBadInputListsEveryProblem: several problems at once are all reported.
 func TestBadInputListsEveryProblem(t *testing.T) {
+	t.Parallel()
 	dir := copyControl(t)
 	appendTo(t, filepath.Join(dir, "clusters", "edge-1.yaml"), "  colour: blue\n")
 	replaceIn(t, filepath.Join(dir, "clusters", "prod-eu-1.yaml"), "workspace: payments", "workspace: nope")
@@ -185,6 +192,7 @@ func TestBadInputListsEveryProblem(t *testing.T) {
 }
 
 func TestUnreadableControlRepo(t *testing.T) {
+	t.Parallel()
 	code, _, errOut := cli(t, "validate", "--control", filepath.Join(t.TempDir(), "missing"))
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "unreadable")
@@ -192,6 +200,7 @@ func TestUnreadableControlRepo(t *testing.T) {
 }
 
 func TestPlanOffline(t *testing.T) {
+	t.Parallel()
 	code, out, errOut := cli(t, "plan", "--control", exampleControl)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "acme/cluster-prod-eu-1  (cluster prod-eu-1)")
@@ -228,6 +237,7 @@ func TestPlanOffline(t *testing.T) {
 // TestApplyThenPlanAgainstLocalForge runs the main job on the embedded
 // default and checks plan's --detailed-exitcode on both sides of it.
 func TestApplyThenPlanAgainstLocalForge(t *testing.T) {
+	t.Parallel()
 	forge := "local:" + filepath.Join(t.TempDir(), "forge")
 
 	code, out, errOut := cli(t, "plan", "--control", exampleControl, "--forge", forge, "--detailed-exitcode")
@@ -258,6 +268,7 @@ func TestApplyThenPlanAgainstLocalForge(t *testing.T) {
 }
 
 func TestUnknownForge(t *testing.T) {
+	t.Parallel()
 	code, _, errOut := cli(t, "apply", "--control", exampleControl, "--forge", "gitlab")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, `want "local:PATH" or "github"`)
@@ -311,6 +322,7 @@ func TestInvalidFlagValuesAreRefused(t *testing.T) {
 
 // TestHelpListsEveryCommand: nothing a user can run is hidden from --help.
 func TestHelpListsEveryCommand(t *testing.T) {
+	t.Parallel()
 	code, stdout, _ := cli(t, "--help")
 	require.Equal(t, 0, code)
 	for _, c := range []string{"validate", "render", "plan", "apply", "check", "serve", "action", "dev", "status", "version"} {
@@ -322,6 +334,7 @@ func TestHelpListsEveryCommand(t *testing.T) {
 // know: 0 nothing to do, 1 error, 2 changes pending, 3 a repo waits for a human. Offline,
 // plan cannot know and says so.
 func TestDetailedExitCodes(t *testing.T) {
+	t.Parallel()
 	forgeDir := filepath.Join(t.TempDir(), "forge")
 	forge := "local:" + forgeDir
 	code, _, errOut := cli(t, "plan", "--control", exampleControl, "--detailed-exitcode")
@@ -363,6 +376,7 @@ func TestDetailedExitCodes(t *testing.T) {
 // "<sha>-dirty", never under the commit's SHA as if committed; edits elsewhere in the same
 // repository do not count.
 func TestDirtyControlRepoIsMarked(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git CLI not installed")
 	}
@@ -417,6 +431,7 @@ func TestDirtyControlRepoIsMarked(t *testing.T) {
 // writes nothing that looks complete: an earlier render in --out stays as it was, and no
 // scratch directory is left beside it.
 func TestRenderInterruptedLeavesOutUnchanged(t *testing.T) {
+	t.Parallel()
 	parent := t.TempDir()
 	out := filepath.Join(parent, "out")
 	code, _, errOut := cli(t, "render", "--control", exampleControl, "--out", out)
@@ -457,6 +472,7 @@ func TestRenderInterruptedLeavesOutUnchanged(t *testing.T) {
 // would quietly remove the component from every cluster: validate and plan warn with
 // file:line, and --strict refuses.
 func TestAttackSelectorMatchingNoClusterIsSilent(t *testing.T) {
+	t.Parallel()
 	ctl := copyControl(t)
 	replaceIn(t, filepath.Join(ctl, "platform.yaml"), "      clusterSelector: {}", "      clusterSelector: {matchLabels: {env: prd}}")
 	replaceIn(t, filepath.Join(ctl, "clusters", "prod-eu-1.yaml"), "monitoring_retention: 30d", "")
@@ -495,6 +511,7 @@ func mergeLocal(t *testing.T, forgeDir, ctl string) {
 // would remove it from every cluster; the removal guard counts those removals and refuses
 // without --allow-removals.
 func TestAttackSelectorTypoRemovesComponentEverywhere(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git CLI not installed")
 	}
@@ -517,6 +534,7 @@ func TestAttackSelectorTypoRemovesComponentEverywhere(t *testing.T) {
 // TestAttackEmptyClustersOnOneClusterFleet: emptying clusters/ of a one-cluster fleet would
 // remove its only cluster (maxRemovals is at least 1); it needs --allow-removals.
 func TestAttackEmptyClustersOnOneClusterFleet(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git CLI not installed")
 	}

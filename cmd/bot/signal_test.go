@@ -24,6 +24,7 @@ func TestApplyStopsOnSIGINT(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
+	t.Parallel()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "fleetbot")
 	build := exec.Command("go", "build", "-o", bin, ".")

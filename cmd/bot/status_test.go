@@ -62,6 +62,7 @@ func decodeStatus(t *testing.T, out string) (statusJSON, map[string]int) {
 // TestStatusLocalForge: a fleet in mixed states on the local forge (open PRs, one merged by
 // hand, one blocked by a human commit on the bot branch): rows, filters, JSON and exit codes.
 func TestStatusLocalForge(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git CLI not installed")
 	}
@@ -132,6 +133,7 @@ func TestStatusLocalForge(t *testing.T) {
 }
 
 func TestStatusBadInput(t *testing.T) {
+	t.Parallel()
 	forge := "local:" + filepath.Join(t.TempDir(), "forge")
 	for _, tc := range []struct {
 		args []string

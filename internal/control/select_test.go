@@ -110,3 +110,12 @@ func TestReferences(t *testing.T) {
 	got := References([]byte("a: ${one}\nb: $${escaped} ${two}x${two}\nc: ${not valid} ${3x} ${unclosed\nd: $$$${esc2} $$$${three}\n"))
 	assert.Equal(t, []Reference{{"one", 1}, {"two", 2}, {"two", 2}}, got)
 }
+
+// TestReferencesFromNodes: lines come from the parsed node, a comment holds
+// no reference, and a literal block scalar gives the line of its text line.
+func TestReferencesFromNodes(t *testing.T) {
+	got := References([]byte("# ${commented}\na: 1\nscript: |\n  one\n  two ${two}\nb: >\n  folded\n  ${three}\n---\nc: ${four}\n"))
+	assert.Equal(t, []Reference{{"two", 5}, {"three", 6}, {"four", 10}}, got)
+	// Text that does not parse is lexed as text: kustomize reports its syntax.
+	assert.Equal(t, []Reference{{"x", 2}}, References([]byte("a: [\n${x}\n")))
+}

@@ -2,7 +2,9 @@ package control
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"path"
 	"regexp"
@@ -12,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"go.yaml.in/yaml/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -406,11 +409,51 @@ type Reference struct {
 	Line int // 1-based
 }
 
-// References lists the ${name} substitutions in data, in order, skipping
-// escaped $${name} and anything that is not a plain value name.
+// References lists the ${name} substitutions in the YAML data, in order,
+// skipping escaped $${name} and anything that is not a plain value name. The
+// line of each comes from the parsed node holding it (in a literal block
+// scalar, the line of the text holding it): comments hold no references,
+// since kustomize drops them before anything is substituted. Data that does
+// not parse as YAML is lexed as text (kustomize reports its syntax).
 func References(data []byte) []Reference {
 	var refs []Reference
-	line := 1
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return refs
+		}
+		if err != nil {
+			return textReferences(data, 1)
+		}
+		nodeReferences(&doc, &refs)
+	}
+}
+
+// nodeReferences appends the references in the scalars under n.
+func nodeReferences(n *yaml.Node, refs *[]Reference) {
+	if n.Kind == yaml.ScalarNode {
+		line, text := n.Line, n.Value
+		if n.Style&yaml.LiteralStyle != 0 {
+			line++ // the text starts on the line after the | indicator
+		}
+		for _, r := range textReferences([]byte(text), line) {
+			if n.Style&yaml.LiteralStyle == 0 {
+				r.Line = n.Line // folded and flow scalars do not keep their line breaks
+			}
+			*refs = append(*refs, r)
+		}
+		return
+	}
+	for _, c := range n.Content {
+		nodeReferences(c, refs)
+	}
+}
+
+// textReferences lexes data, whose first line is line, for references.
+func textReferences(data []byte, line int) []Reference {
+	var refs []Reference
 	for i := 0; i < len(data); i++ {
 		switch {
 		case data[i] == '\n':

@@ -250,6 +250,19 @@ func TestDocumentedCommandsRun(t *testing.T) {
 	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	require.NoError(t, err)
 	docs = append([]string{filepath.Join(root, "README.md")}, docs...)
+	// The documents run in parallel, each in its own copy of the repo (they bind only
+	// 127.0.0.1:0 and write under their copy or mktemp). -trimpath keeps the directory out of
+	// Go's build cache keys, so every copy reuses one compilation of fleetbot's packages (and
+	// one cached binary per `go run`) instead of compiling them again per copy; warming the
+	// cache here, once, keeps the parallel documents from compiling the same packages at once.
+	gocache, err := exec.Command("go", "env", "GOCACHE").Output()
+	require.NoError(t, err)
+	env := append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS="+docGoFlags,
+		"GOCACHE="+strings.TrimSpace(string(gocache)))
+	warm := exec.Command("go", "build", "-o", t.TempDir()+"/", "./cmd/bot", "./internal/githubtest/cmd/fakegithub")
+	warm.Dir, warm.Env = root, env
+	out, err := warm.CombinedOutput()
+	require.NoError(t, err, "building the binaries the documents run: %s", out)
 	ran := 0
 	for _, doc := range docs {
 		md, err := os.ReadFile(doc)
@@ -262,6 +275,7 @@ func TestDocumentedCommandsRun(t *testing.T) {
 		name, _ := filepath.Rel(root, doc)
 		ran++
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			dir := repoCopy(t, root)
 			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 			defer cancel()
@@ -270,10 +284,7 @@ func TestDocumentedCommandsRun(t *testing.T) {
 			// The documented commands write fleetbot's GitHub snapshot cache under the user cache
 			// dir: a scratch one here, with Go's build cache kept where it is (a cold one would
 			// rebuild everything).
-			gocache, err := exec.Command("go", "env", "GOCACHE").Output()
-			require.NoError(t, err)
-			cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=-buildvcs=false",
-				"GOCACHE="+strings.TrimSpace(string(gocache)), "XDG_CACHE_HOME="+t.TempDir())
+			cmd.Env = append(append([]string(nil), env...), "XDG_CACHE_HOME="+t.TempDir())
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 			out, err := cmd.CombinedOutput()
@@ -297,6 +308,10 @@ func TestDocumentedCommandsRun(t *testing.T) {
 	}
 	require.Positive(t, ran, "no runnable block in README.md or docs/")
 }
+
+// docGoFlags are the go command's flags for the documented commands: no VCS stamping (the
+// copies are not git checkouts) and -trimpath (see TestDocumentedCommandsRun).
+const docGoFlags = "-buildvcs=false -trimpath"
 
 func tail(b []byte, n int) string {
 	if len(b) > n {

@@ -7,8 +7,10 @@ import (
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
 // RepoProblem is one problem found by CheckRepo: the file it is about (the
@@ -100,6 +102,10 @@ func checkEntry(k *krusty.Kustomizer, ix docIndex, files, staged map[string][]by
 	const root = "/repo"
 	fs := filesys.MakeFsInMemory()
 	for p, data := range staged {
+		if p == kfile {
+			// Only this build sees the annotation: nothing it renders is written.
+			data = withOrigins(data)
+		}
 		if err := fs.WriteFile(path.Join(root, p), data); err != nil {
 			return []RepoProblem{{File: p, Message: fmt.Sprintf("cannot stage file for kustomize: %v", err)}}
 		}
@@ -114,7 +120,8 @@ func checkEntry(k *krusty.Kustomizer, ix docIndex, files, staged map[string][]by
 	}
 	for _, res := range m.Resources() {
 		apiVersion, kind, name, objNS := res.GetApiVersion(), res.GetKind(), res.GetName(), res.GetNamespace()
-		file, line := ix.locate(kind, name, nil, kfile)
+		from := originFile(res, entry)
+		file, line := ix.locate(from, kind, name, objNS, nil, kfile)
 		obj := kind + "/" + name
 		switch {
 		case clusterScoped(apiVersion, kind):
@@ -131,12 +138,50 @@ func checkEntry(k *krusty.Kustomizer, ix docIndex, files, staged map[string][]by
 			continue
 		}
 		for _, f := range tenantFlux(m, ns, c.ServiceAccount) {
-			file, line := ix.locate(kind, name, f.Path, kfile)
+			file, line := ix.locate(from, kind, name, objNS, f.Path, kfile)
 			out = append(out, RepoProblem{File: file, Line: line, Object: obj,
 				Message: f.Message + " (rendered by " + kfile + ")", Hint: f.Hint})
 		}
 	}
 	return out
+}
+
+// withOrigins returns the kustomization data with originAnnotations added to
+// its buildMetadata, so kustomize annotates every object it loads with the
+// file it came from (config.kubernetes.io/origin) and a problem points at
+// that file, whatever other file defines an object of the same kind and
+// name. data that does not parse is returned as is: kustomize reports it.
+func withOrigins(data []byte) []byte {
+	doc, err := kyaml.Parse(string(data))
+	if err != nil || doc.YNode().Kind != kyaml.MappingNode {
+		return data
+	}
+	bm, err := doc.Pipe(kyaml.LookupCreate(kyaml.SequenceNode, "buildMetadata"))
+	if err != nil || bm == nil || bm.YNode().Kind != kyaml.SequenceNode {
+		return data
+	}
+	for _, e := range bm.Content() {
+		if e.Value == types.OriginAnnotations {
+			return data
+		}
+	}
+	bm.YNode().Content = append(bm.YNode().Content, kyaml.NewStringRNode(types.OriginAnnotations).YNode())
+	out, err := doc.String()
+	if err != nil {
+		return data
+	}
+	return []byte(out)
+}
+
+// originFile returns the repo path of the file kustomize loaded res from,
+// from its origin annotation (a path relative to the entry kustomization),
+// or "" when it has none (a generated object) or it names a remote base.
+func originFile(res *resource.Resource, entry string) string {
+	o, err := res.GetOrigin()
+	if err != nil || o == nil || o.Repo != "" || o.Path == "" || o.ConfiguredIn != "" {
+		return ""
+	}
+	return path.Join(entry, o.Path)
 }
 
 // repoWords rewords precheck's catalog-app messages for a target repo.

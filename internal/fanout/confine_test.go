@@ -88,3 +88,35 @@ func TestCheckRepoBuildError(t *testing.T) {
 	require.NotEmpty(t, got)
 	assert.Contains(t, got[0].Message, "kustomize build failed")
 }
+
+// TestCheckRepoPointsAtTheDefiningNode: a problem about a Service points at
+// the Service's own document, taken from the parsed node of the file
+// kustomize loaded it from: not at a ServiceAccount of the same name earlier
+// in that file, nor at an identical Service in a file the kustomization does
+// not list.
+func TestCheckRepoPointsAtTheDefiningNode(t *testing.T) {
+	files := workspaceRepo(t)
+	svc := "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: kube-system\nspec:\n  ports: [{port: 80}]\n"
+	files["apps/kustomization.yaml"] = []byte("resources:\n- web.yaml\n")
+	files["apps/a-unused.yaml"] = []byte(svc)
+	files["apps/web.yaml"] = []byte("apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: web\n  namespace: payments\n---\n# the Service\n" + svc)
+	got := CheckRepo(files, RepoCheck{Entries: []string{"clusters/prod-eu-1"}, Namespace: "payments", ServiceAccount: "payments"})
+	require.Len(t, got, 1, "%v", got)
+	assert.Equal(t, "apps/web.yaml", got[0].File, "%v", got[0])
+	assert.Equal(t, 9, got[0].Line, "the line of `kind: Service`, not of `kind: ServiceAccount`: %v", got[0])
+	assert.Equal(t, "Service/web", got[0].Object)
+}
+
+// TestWithOrigins: the entry kustomization gains originAnnotations once;
+// what does not parse is left for kustomize to report.
+func TestWithOrigins(t *testing.T) {
+	for in, want := range map[string]string{
+		"resources: [a.yaml]\n":                                     "resources: [a.yaml]\nbuildMetadata:\n- originAnnotations\n",
+		"resources: [a.yaml]\nbuildMetadata: [managedByLabel]\n":    "resources: [a.yaml]\nbuildMetadata: [managedByLabel, originAnnotations]\n",
+		"resources: [a.yaml]\nbuildMetadata: [originAnnotations]\n": "resources: [a.yaml]\nbuildMetadata: [originAnnotations]\n",
+		"resources: [a.yaml\n":                                      "resources: [a.yaml\n",
+		"- a\n":                                                     "- a\n",
+	} {
+		assert.Equal(t, want, string(withOrigins([]byte(in))), "input %q", in)
+	}
+}

@@ -223,66 +223,93 @@ func (x *run) buildApp(app *control.App) {
 	}
 	for _, ref := range b.refs {
 		if _, ok := app.Spec.Values[ref]; !ok {
-			x.issues.Add(locate(app, "${"+ref+"}"),
+			x.issues.Add(locateRef(app, "${"+ref+"}"),
 				fmt.Sprintf("declare it under spec.values in %s, fix the name, or write $${%s} for a literal", path.Join(app.Dir, "app.yaml"), ref),
 				"app %s references ${%s}, which it does not declare", name, ref)
 		}
 	}
 	for _, bad := range b.bad {
-		x.issues.Add(locate(app, bad), "write ${name} with a declared value name, or $${...} for a literal",
+		x.issues.Add(locateRef(app, bad), "write ${name} with a declared value name, or $${...} for a literal",
 			"app %s has a malformed substitution %q", name, bad)
 	}
 }
 
-// locate finds the first line of an app file containing needle, falling back
-// to app.yaml: issues about rendered output point at the manifest line that
-// produced it when it can be found.
-func locate(app *control.App, needle string) control.Position {
+// locateRef finds where an app's manifests write the substitution ref (as
+// "${name}" or a malformed "${...}"): the line of the first YAML scalar, in
+// path and document order, whose value contains it other than as an
+// escaped $${...}. Comments are not searched (kustomize drops them, so a
+// reference there substitutes nothing). Files that are not YAML (generator
+// inputs such as .env or .properties files) have no nodes, so their lines
+// are counted. It falls back to app.yaml's spec.values.
+func locateRef(app *control.App, ref string) control.Position {
 	for _, p := range sortedFiles(app.Files) {
-		data := string(app.Files[p])
-		for off := 0; ; {
-			i := strings.Index(data[off:], needle)
-			if i < 0 {
+		data := app.Files[p]
+		yamlFile := strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")
+		if !yamlFile {
+			if i := refIndex(string(data), ref); i >= 0 {
+				return control.Position{File: path.Join(app.Dir, p), Line: 1 + strings.Count(string(data[:i]), "\n")}
+			}
+			continue
+		}
+		dec := kyaml.NewDecoder(bytes.NewReader(data))
+		for {
+			var doc kyaml.Node
+			if err := dec.Decode(&doc); err != nil {
 				break
 			}
-			i += off
-			if i == 0 || data[i-1] != '$' { // $${...} is an escape, not a reference
-				return control.Position{File: path.Join(app.Dir, p), Line: 1 + strings.Count(data[:i], "\n")}
+			if line := scalarLine(&doc, ref); line > 0 {
+				return control.Position{File: path.Join(app.Dir, p), Line: line}
 			}
-			off = i + len(needle)
 		}
 	}
 	return app.Source.At("spec.values")
 }
 
-// locateObject finds the manifest that defines kind/name in an app: the
-// line of "kind: <kind>" in the first file that also names the object.
-func locateObject(app *control.App, kind, name string) control.Position {
-	for _, p := range sortedFiles(app.Files) {
-		data := string(app.Files[p])
-		for _, chunk := range splitDocs(data) {
-			if strings.Contains(chunk.text, "kind: "+kind) && strings.Contains(chunk.text, "name: "+name) {
-				i := strings.Index(chunk.text, "kind: "+kind)
-				return control.Position{File: path.Join(app.Dir, p), Line: chunk.line + strings.Count(chunk.text[:i], "\n")}
-			}
+// refIndex returns the offset of the first ref in text that is not escaped
+// by a preceding '$', or -1.
+func refIndex(text, ref string) int {
+	for off := 0; ; {
+		i := strings.Index(text[off:], ref)
+		if i < 0 {
+			return -1
+		}
+		i += off
+		if i == 0 || text[i-1] != '$' {
+			return i
+		}
+		off = i + len(ref)
+	}
+}
+
+// scalarLine returns the line of the first scalar under n (keys included)
+// whose value holds ref, or 0. In a literal block scalar the line is that of
+// the text line holding it; in other scalars, the scalar's first line.
+func scalarLine(n *kyaml.Node, ref string) int {
+	if n.Kind == kyaml.ScalarNode {
+		i := refIndex(n.Value, ref)
+		switch {
+		case i < 0:
+			return 0
+		case n.Style&kyaml.LiteralStyle != 0:
+			return n.Line + 1 + strings.Count(n.Value[:i], "\n")
+		default:
+			return n.Line
 		}
 	}
-	return control.Position{File: path.Join(app.Dir, "kustomization.yaml")}
-}
-
-type chunk struct {
-	text string
-	line int
-}
-
-func splitDocs(data string) []chunk {
-	var out []chunk
-	line := 1
-	for _, part := range strings.SplitAfter(data, "\n---") {
-		out = append(out, chunk{text: part, line: line})
-		line += strings.Count(part, "\n")
+	for _, c := range n.Content {
+		if line := scalarLine(c, ref); line > 0 {
+			return line
+		}
 	}
-	return out
+	return 0
+}
+
+// locateObject finds the manifest that defines the rendered object o of an
+// app: the line of the kind key of the parsed document with o's kind and name
+// (preferring o's namespace), falling back to the app's kustomization.
+func locateObject(app *control.App, o object) control.Position {
+	file, line := indexDocs(app.Files).locate("", o.kind, o.name, o.namespace, nil, "kustomization.yaml")
+	return control.Position{File: path.Join(app.Dir, file), Line: line}
 }
 
 func sortedFiles(files map[string][]byte) []string {
@@ -328,7 +355,7 @@ func (x *run) appFile(d control.Deployment) ([]byte, bool) {
 	ok := true
 	for _, c := range v.conflict {
 		ok = false
-		x.addOnce(locateObject(app, c.obj.kind, c.obj.name),
+		x.addOnce(locateObject(app, c.obj),
 			"a workspace app may only contain namespaced objects of its own namespace: move cluster-wide objects to a platform component (scope: cluster)",
 			"app %s: %s %s, so it cannot be deployed into workspace %s (namespace %s)",
 			name, c.obj.id(), c.reason, d.Workspace.Metadata.Name, ns)

@@ -431,3 +431,33 @@ func TestFluxSecretRefOptional(t *testing.T) {
 	}
 	t.Fatal("no cluster-prod-eu-1 target")
 }
+
+// TestRenderPointsAtTheDefiningNode: render errors take file:line from the
+// parsed node: a Service in another namespace is reported at its own `kind:`
+// line, not at a ServiceAccount of the same name before it, nor at a file
+// whose Service merely has a longer name; an undeclared value is reported at
+// the scalar using it, not at a comment or an escaped $${...} before it.
+func TestRenderPointsAtTheDefiningNode(t *testing.T) {
+	repo := loadExample(t)
+	files := repo.App("redis").Files
+	files["kustomization.yaml"] = []byte("resources: [statefulset.yaml, service.yaml, a-internal.yaml, web.yaml, config.yaml]\n")
+	files["a-internal.yaml"] = []byte("apiVersion: v1\nkind: Service\nmetadata:\n  name: web-internal\nspec:\n  ports: [{port: 80}]\n")
+	files["web.yaml"] = []byte("apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: web\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: kube-system\nspec:\n  ports: [{port: 80}]\n")
+	files["config.yaml"] = []byte("# ${typo} in a comment substitutes nothing\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  escaped: $${typo}\n  script: |\n    one\n    two ${typo}\n")
+	is := renderIssues(t, repo)
+	var svc, ref []control.Issue
+	for _, i := range is {
+		if strings.Contains(i.Message, "Service/web") {
+			svc = append(svc, i)
+		}
+		if strings.Contains(i.Message, "${typo}") {
+			ref = append(ref, i)
+		}
+	}
+	require.Len(t, ref, 1, "%v", is)
+	assert.Equal(t, control.Position{File: "catalog/redis/config.yaml", Line: 10}, ref[0].Pos, "%v", ref[0])
+	require.NotEmpty(t, svc, "%v", is)
+	for _, i := range svc {
+		assert.Equal(t, control.Position{File: "catalog/redis/web.yaml", Line: 7}, i.Pos, "%v", i)
+	}
+}

@@ -128,32 +128,32 @@ func crossNamespace(v any, at []string, ns string, out *[]tenantFinding) {
 	}
 }
 
-// docIndex finds, in the parsed YAML of a repo's files, the document that
-// defines an object, so a problem points at the file and line a person
-// edits rather than at kustomize's output.
-type docIndex map[string][]indexedDoc
+// docIndex holds the parsed YAML documents of a repo's (or an app's) files,
+// so a problem about an object points at the file and line of the node a
+// person edits rather than at kustomize's output. Lines always come from the
+// parsed nodes, never from searching the text: a search for "kind: Service"
+// also matches a ServiceAccount.
+type docIndex []indexedDoc
 
 type indexedDoc struct {
-	file string
-	root *kyaml.Node // the document's mapping
+	file                  string
+	kind, name, namespace string
+	root                  *kyaml.Node // the document's mapping
 }
 
-// indexDocs parses every YAML file of files (every document of each) and
-// indexes the objects by kind and metadata.name. Files that do not parse
-// are skipped: kustomize reports them.
+// indexDocs parses every YAML file of files (every document of each), in
+// path order. Kustomizations are skipped (they define no objects), and so are
+// files or documents that do not parse: kustomize reports them.
 func indexDocs(files map[string][]byte) docIndex {
 	paths := make([]string, 0, len(files))
 	for p := range files {
-		if strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml") {
+		if (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) && !isKustomization(p) {
 			paths = append(paths, p)
 		}
 	}
 	sort.Strings(paths)
-	ix := docIndex{}
+	var ix docIndex
 	for _, p := range paths {
-		if isKustomization(p) {
-			continue
-		}
 		dec := kyaml.NewDecoder(strings.NewReader(string(files[p])))
 		for {
 			var doc kyaml.Node
@@ -163,31 +163,65 @@ func indexDocs(files map[string][]byte) docIndex {
 			if len(doc.Content) == 0 || doc.Content[0].Kind != kyaml.MappingNode {
 				continue
 			}
-			root := doc.Content[0]
-			kind, name := "", ""
-			if k := field(root, "kind"); k != nil {
-				kind = k.Value
+			d := indexedDoc{file: p, root: doc.Content[0]}
+			if k := field(d.root, "kind"); k != nil {
+				d.kind = k.Value
 			}
-			if n := field(field(root, "metadata"), "name"); n != nil {
-				name = n.Value
+			meta := field(d.root, "metadata")
+			if n := field(meta, "name"); n != nil {
+				d.name = n.Value
 			}
-			ix[kind+"/"+name] = append(ix[kind+"/"+name], indexedDoc{file: p, root: root})
+			if n := field(meta, "namespace"); n != nil {
+				d.namespace = n.Value
+			}
+			ix = append(ix, d)
 		}
 	}
 	return ix
 }
 
+// find returns the document defining the rendered object kind/name in
+// namespace ns. With file set (kustomize's origin annotation names it), only
+// that file's documents are candidates and one of the right kind is taken
+// even when the name differs (a namePrefix or nameSuffix renamed it); without
+// it, the name must match. Among candidates, a matching name wins over a
+// renamed one, then a matching namespace, then the first in path order.
+func (ix docIndex) find(file, kind, name, ns string) (indexedDoc, bool) {
+	best, bestScore := indexedDoc{}, -1
+	for _, d := range ix {
+		if d.kind != kind || file != "" && d.file != file {
+			continue
+		}
+		score := 0
+		if d.name == name {
+			score += 2
+		} else if file == "" {
+			continue
+		}
+		if d.namespace == ns {
+			score++
+		}
+		if score > bestScore {
+			best, bestScore = d, score
+		}
+	}
+	return best, bestScore >= 0
+}
+
 // locate returns the file and line of field at (keys and sequence indexes)
-// in the first document defining kind/name: the line of the field, or of
-// its deepest ancestor present (a missing field), or of the kind key when
-// at is empty. fallback, line 0, when no document defines the object (a
-// generated object, or a name changed by a prefix).
-func (ix docIndex) locate(kind, name string, at []string, fallback string) (string, int) {
-	docs := ix[kind+"/"+name]
-	if len(docs) == 0 {
+// in the document defining kind/name (see find): the line of the field, or
+// of its deepest ancestor present (a missing field), or of the kind key when
+// at is empty. When no document defines the object (a generated object, or
+// a name changed by a prefix outside a known file) it returns file if set,
+// else fallback, with line 0.
+func (ix docIndex) locate(file, kind, name, ns string, at []string, fallback string) (string, int) {
+	d, ok := ix.find(file, kind, name, ns)
+	if !ok {
+		if file != "" {
+			return file, 0
+		}
 		return fallback, 0
 	}
-	d := docs[0]
 	line := 0
 	if k := keyNode(d.root, "kind"); k != nil {
 		line = k.Line

@@ -289,6 +289,7 @@ func drift(r Result) []string {
 // own repo (each is one removal, within the default 25% cap), show in plan,
 // plan writes nothing, and apply converges every repo to the matrix.
 func TestAccessConvergesFromDrift(t *testing.T) {
+	t.Parallel()
 	bothForges(t, orgTeams, func(t *testing.T, h *accessHarness) {
 		r := accessRun{dir: controlDir(t), h: h}
 		r.mustApply(t, Options{})
@@ -340,6 +341,7 @@ func TestAccessConvergesFromDrift(t *testing.T) {
 // TestAccessAdditive: additive mode grants what is missing and keeps
 // everything else, saying so.
 func TestAccessAdditive(t *testing.T) {
+	t.Parallel()
 	bothForges(t, orgTeams, func(t *testing.T, h *accessHarness) {
 		r := accessRun{dir: controlDir(t), h: h}
 		r.mustApply(t, Options{})
@@ -371,6 +373,7 @@ func TestAccessAdditive(t *testing.T) {
 // grants refuses the whole run (nothing written anywhere), plan says so,
 // and --allow-access-removals lets it through.
 func TestAccessRemovalGuard(t *testing.T) {
+	t.Parallel()
 	bothForges(t, orgTeams, func(t *testing.T, h *accessHarness) {
 		r := accessRun{dir: controlDir(t), h: h}
 		r.mustApply(t, Options{})
@@ -403,6 +406,7 @@ func TestAccessRemovalGuard(t *testing.T) {
 // plan that would drop the platform team (a broken control repo naming
 // another one) keeps it.
 func TestAccessNeverRemovesPlatformOrBot(t *testing.T) {
+	t.Parallel()
 	bothForges(t, orgTeams, func(t *testing.T, h *accessHarness) {
 		r := accessRun{dir: controlDir(t), h: h}
 		r.mustApply(t, Options{})
@@ -430,6 +434,7 @@ func TestAccessNeverRemovesPlatformOrBot(t *testing.T) {
 // TestAccessArchivedSkipped: an archived repo is neither written nor
 // failed: it is reported as skipped.
 func TestAccessArchivedSkipped(t *testing.T) {
+	t.Parallel()
 	bothForges(t, orgTeams, func(t *testing.T, h *accessHarness) {
 		r := accessRun{dir: controlDir(t), h: h}
 		r.mustApply(t, Options{})
@@ -458,6 +463,7 @@ func TestAccessArchivedSkipped(t *testing.T) {
 // TestAccessMissingTeam: a team the control repo names that the org lacks
 // is a plan error at the file and line naming it; nothing is written.
 func TestAccessMissingTeam(t *testing.T) {
+	t.Parallel()
 	var teams []string
 	for _, team := range orgTeams {
 		if team != "payments-sre" {
@@ -484,6 +490,7 @@ func TestAccessMissingTeam(t *testing.T) {
 // TestAccessControlRepo: spec.repos.control guards the control repo:
 // platform admins only, protected default branch, extras removed.
 func TestAccessControlRepo(t *testing.T) {
+	t.Parallel()
 	bothForges(t, orgTeams, func(t *testing.T, h *accessHarness) {
 		r := accessRun{dir: controlDir(t), h: h}
 		edit(t, r.dir, "platform.yaml", "    visibility: private\n", "    visibility: private\n    control: fleet-control\n")
@@ -504,6 +511,7 @@ func TestAccessControlRepo(t *testing.T) {
 // such an owner). Plan shows GitHub's error (the local forge's offline
 // check on the local forge); apply restores the grant and the error is gone.
 func TestAccessCodeownersErrors(t *testing.T) {
+	t.Parallel()
 	bothForges(t, orgTeams, func(t *testing.T, h *accessHarness) {
 		r := accessRun{dir: controlDir(t), h: h}
 		rep := r.mustApply(t, Options{})

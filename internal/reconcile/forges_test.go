@@ -153,6 +153,7 @@ func githubHarness(t *testing.T, fl fleet) (*harness, *githubtest.Server) {
 // apply, merges by hand, no-op, a change, base moved, revert, a human
 // commit on the bot branch, one removal.
 func TestLifecycleBothForges(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		h    func(t *testing.T, fl fleet) *harness

@@ -35,6 +35,7 @@ func (p panickyForge) Commit(ctx context.Context, owner, repo string, c pr.NewCo
 // fails that repo with an error; the run, the other repos and (in serve)
 // the process carry on.
 func TestPanicFailsOnlyItsRepo(t *testing.T) {
+	t.Parallel()
 	f := panickyForge{openForge(t, t.TempDir())}
 	fl := fleet{"a": "1", "b": "1", "c": "1"}
 	rep, err := Apply(context.Background(), f, fl.repo(), fl.targets(), Options{Now: clock()})

@@ -19,6 +19,7 @@ import (
 )
 
 func TestConcurrentApplies(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fl := fleet{"a": "1", "b": "1", "c": "1"}
 	var wg sync.WaitGroup
@@ -63,6 +64,7 @@ func TestConcurrentApplies(t *testing.T) {
 }
 
 func TestSecondApplyFailsClearlyWhenLocked(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f := openForge(t, dir)
 	_, err := local.Open(dir, local.Options{LockTimeout: 50 * time.Millisecond})
@@ -71,6 +73,7 @@ func TestSecondApplyFailsClearlyWhenLocked(t *testing.T) {
 }
 
 func TestFailingRepoIsIsolated(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f := openForge(t, dir)
 	fl := fleet{"a": "1", "b": "1", "c": "1"}
@@ -112,6 +115,7 @@ func deleteRef(dir, repo, branch string) error {
 }
 
 func TestEmptyControlRepoNeverRemovesAll(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f := openForge(t, dir)
 	fl := fleet{"a": "1"}
@@ -137,6 +141,7 @@ func TestEmptyControlRepoNeverRemovesAll(t *testing.T) {
 }
 
 func TestPlanNeverWrites(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f := openForge(t, dir)
 	fl := fleet{"a": "1", "b": "1"}
@@ -160,6 +165,7 @@ func TestPlanNeverWrites(t *testing.T) {
 }
 
 func TestRemovalGuardLimits(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f := openForge(t, dir)
 	fl := fleet{"a": "1", "b": "1", "c": "1", "d": "1"}
@@ -190,6 +196,7 @@ func TestRemovalGuardLimits(t *testing.T) {
 // TestOnlyReconcilesTheListedRepos is the webhook service's drift reconcile:
 // passing a subset of the fleet must not take the rest for removed.
 func TestOnlyReconcilesTheListedRepos(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f := openForge(t, dir)
 	_, err := apply(t, f, fleet{"a": "1", "b": "1", "c": "1", "gone": "1"}, Options{})

@@ -16,6 +16,7 @@ import (
 // TestScale measures a first apply and a no-op apply over a synthetic fleet
 // on the local forge. Run with FLEETBOT_SCALE=1; it logs timings.
 func TestScale(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("FLEETBOT_SCALE") == "" {
 		t.Skip("set FLEETBOT_SCALE=1 to measure")
 	}

@@ -21,6 +21,7 @@ import (
 // a change to one cluster, base moved, revert, a human commit on the bot
 // branch, a hand-edited scaffold, one removal, then a mass removal refused.
 func TestLifecycle(t *testing.T) {
+	t.Parallel()
 	requireGit(t)
 	ctx := context.Background()
 	dir := t.TempDir()

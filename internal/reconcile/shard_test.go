@@ -10,6 +10,7 @@ import (
 )
 
 func TestShardOwnsEachRepoOnce(t *testing.T) {
+	t.Parallel()
 	repos := make([]string, 3000)
 	for i := range repos {
 		repos[i] = fmt.Sprintf("cluster-prod-eu-%d", i)
@@ -35,6 +36,7 @@ func TestShardOwnsEachRepoOnce(t *testing.T) {
 }
 
 func TestShardGrowthMovesFewRepos(t *testing.T) {
+	t.Parallel()
 	moved := 0
 	for i := range 3000 {
 		r := fmt.Sprintf("workspace-%d", i)
@@ -48,6 +50,7 @@ func TestShardGrowthMovesFewRepos(t *testing.T) {
 }
 
 func TestParseShard(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]Shard{"": {}, "0/1": {0, 1}, "2/5": {2, 5}} {
 		got, err := ParseShard(in)
 		require.NoError(t, err, in)
@@ -63,6 +66,7 @@ func TestParseShard(t *testing.T) {
 // each creates only its own repos, together they create each repo once, and
 // a removed cluster is handled by the one replica that owns its repo.
 func TestShardedRunsPartitionTheFleet(t *testing.T) {
+	t.Parallel()
 	requireGit(t)
 	f := openForge(t, t.TempDir())
 	fl := tenClusters()

@@ -74,6 +74,7 @@ func (c *controlRun) apply(source string, opts Options) (*Report, error) {
 // TestLifecycleFromTestdata drives the lifecycle from the example control
 // repo through the real loader and renderer.
 func TestLifecycleFromTestdata(t *testing.T) {
+	t.Parallel()
 	requireGit(t)
 	ctx := context.Background()
 	forgeDir := t.TempDir()

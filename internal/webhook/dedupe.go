@@ -1,8 +1,7 @@
 package webhook
 
 import (
-	"container/list"
-	"sync"
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // DefaultDedupeSize is how many delivery ids are remembered by default:
@@ -10,47 +9,31 @@ import (
 const DefaultDedupeSize = 10000
 
 // seenSet remembers the most recent delivery ids (X-GitHub-Delivery), so a
-// redelivered event is done once. It is a bounded LRU, safe for concurrent
-// use.
+// redelivered event is done once: a bounded LRU (hashicorp/golang-lru), safe
+// for concurrent use.
 type seenSet struct {
-	mu    sync.Mutex
-	max   int
-	ll    *list.List // front: most recent
-	items map[string]*list.Element
+	c *lru.Cache[string, struct{}]
 }
 
 func newSeenSet(max int) *seenSet {
 	if max <= 0 {
 		max = DefaultDedupeSize
 	}
-	return &seenSet{max: max, ll: list.New(), items: map[string]*list.Element{}}
+	c, _ := lru.New[string, struct{}](max) // fails only for a size <= 0, excluded above
+	return &seenSet{c: c}
 }
 
 // add records id and reports whether it is new. Adding is atomic with the
-// check, so two concurrent deliveries of one id are done once.
+// check (ContainsOrAdd holds the cache's lock), so two concurrent deliveries
+// of one id are done once. A duplicate refreshes the id's recency.
 func (s *seenSet) add(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e, ok := s.items[id]; ok {
-		s.ll.MoveToFront(e)
+	if seen, _ := s.c.ContainsOrAdd(id, struct{}{}); seen {
+		s.c.Get(id)
 		return false
-	}
-	s.items[id] = s.ll.PushFront(id)
-	if s.ll.Len() > s.max {
-		old := s.ll.Back()
-		s.ll.Remove(old)
-		delete(s.items, old.Value.(string))
 	}
 	return true
 }
 
 // forget removes id, for a delivery that was refused (queue full) so that a
 // redelivery is not taken for a duplicate.
-func (s *seenSet) forget(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e, ok := s.items[id]; ok {
-		s.ll.Remove(e)
-		delete(s.items, id)
-	}
-}
+func (s *seenSet) forget(id string) { s.c.Remove(id) }

@@ -218,12 +218,17 @@ func TestPoolRecoversPanicsAndGivesFreshContexts(t *testing.T) {
 
 func TestPoolShutdownFinishesInFlightAndHandsBackTheRest(t *testing.T) {
 	q := NewQueue(10)
-	started := make(chan struct{})
-	var finished, cancelled atomic.Int32
-	p := &Pool{Queue: q, Workers: 1, Grace: 200 * time.Millisecond, Exec: execFunc(func(ctx context.Context, j Job) error {
+	started, release := make(chan struct{}), make(chan struct{})
+	var runs, finished, cancelled atomic.Int32
+	// The job finishes when the test releases it, after shutdown began: no timer races the
+	// grace period, which is long enough never to end first on any machine.
+	p := &Pool{Queue: q, Workers: 1, Grace: time.Hour, Exec: execFunc(func(ctx context.Context, j Job) error {
+		if runs.Add(1) > 1 {
+			return nil // a job started after shutdown: counted, asserted below
+		}
 		close(started)
 		select {
-		case <-time.After(50 * time.Millisecond):
+		case <-release:
 			finished.Add(1)
 			return nil
 		case <-ctx.Done():
@@ -238,7 +243,9 @@ func TestPoolShutdownFinishesInFlightAndHandsBackTheRest(t *testing.T) {
 	<-started
 	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/b"}) // waits behind the one worker
 	cancel()
+	close(release)
 	require.NoError(t, <-stopped)
+	assert.Equal(t, int32(1), runs.Load(), "no waiting job starts once shutdown began")
 	assert.Equal(t, int32(1), finished.Load(), "the in-flight job finished within the grace period")
 	assert.Zero(t, cancelled.Load())
 	assert.Zero(t, q.Len(), "the waiting job was handed back")

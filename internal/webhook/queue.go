@@ -96,6 +96,11 @@ func (q *Queue) absorbDrifts(apply *Job) {
 // once ctx is done.
 func (q *Queue) Next(ctx context.Context) (Job, error) {
 	for {
+		// A done ctx wins over a waiting job: a pool shutting down starts nothing new, and the
+		// waiting jobs are handed back (Drain).
+		if err := ctx.Err(); err != nil {
+			return Job{}, err
+		}
 		q.mu.Lock()
 		for i, k := range q.order {
 			j := q.waiting[k]

@@ -2,7 +2,9 @@ package webhook
 
 import (
 	"crypto/hmac"
+	"crypto/sha1"
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/hex"
 	"strings"
 	"testing"
@@ -14,6 +16,20 @@ func sign(secret, body string) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write([]byte(body))
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// sign512 and sign1 sign as go-github would also accept: the service only
+// accepts sha256.
+func sign512(secret, body string) string {
+	m := hmac.New(sha512.New, []byte(secret))
+	m.Write([]byte(body))
+	return "sha512=" + hex.EncodeToString(m.Sum(nil))
+}
+
+func sign1(secret, body string) string {
+	m := hmac.New(sha1.New, []byte(secret))
+	m.Write([]byte(body))
+	return "sha1=" + hex.EncodeToString(m.Sum(nil))
 }
 
 func TestVerifySignature(t *testing.T) {
@@ -32,6 +48,8 @@ func TestVerifySignature(t *testing.T) {
 		{"body changed", "s3cret", body + " ", good, false},
 		{"uppercase hex", "s3cret", body, "sha256=" + strings.ToUpper(good[7:]), true},
 		{"empty secret never verifies", "", body, sign("", body), false},
+		{"sha512 refused", "s3cret", body, sign512("s3cret", body), false},
+		{"sha1 refused", "s3cret", body, sign1("s3cret", body), false},
 	} {
 		err := VerifySignature([]byte(tc.secret), []byte(tc.body), tc.header)
 		if tc.ok {
