@@ -38,19 +38,8 @@ func NaiveKustomize(dir, binary string, sample int) (*KustomizeResult, error) {
 	}
 	deps := repo.Deployments()
 	res.Clusters, res.Deployments = len(repo.Clusters), len(deps)
-	picked := map[string]bool{}
-	var todo []control.Deployment
-	for _, d := range deps {
-		name := d.Cluster.Metadata.Name
-		if !picked[name] {
-			if len(picked) == sample {
-				continue
-			}
-			picked[name] = true
-		}
-		todo = append(todo, d)
-	}
-	res.SampleClusters, res.SampleDeployments = len(picked), len(todo)
+	todo, clusters := sampleDeployments(deps, sample)
+	res.SampleClusters, res.SampleDeployments = clusters, len(todo)
 	work, err := os.MkdirTemp("", "fleetbot-bench-kustomize-")
 	if err != nil {
 		return nil, err

@@ -101,19 +101,8 @@ func Naive(dir string, sample int) (*NaiveResult, error) {
 	}
 	deps := repo.Deployments()
 	res := &NaiveResult{Clusters: len(repo.Clusters), Deployments: len(deps)}
-	picked := map[string]bool{}
-	var todo []control.Deployment
-	for _, d := range deps {
-		name := d.Cluster.Metadata.Name
-		if !picked[name] {
-			if len(picked) == sample {
-				continue
-			}
-			picked[name] = true
-		}
-		todo = append(todo, d)
-	}
-	res.SampleClusters, res.SampleDeployments = len(picked), len(todo)
+	todo, clusters := sampleDeployments(deps, sample)
+	res.SampleClusters, res.SampleDeployments = clusters, len(todo)
 
 	ko := krusty.MakeDefaultOptions()
 	ko.PluginConfig = types.DisabledPluginConfig()
@@ -148,4 +137,22 @@ func Naive(dir string, sample int) (*NaiveResult, error) {
 	}
 	res.Sample = time.Since(start)
 	return res, nil
+}
+
+// sampleDeployments keeps the deployments of the first sample clusters (in
+// the order deps lists them) and says how many clusters that is.
+func sampleDeployments(deps []control.Deployment, sample int) ([]control.Deployment, int) {
+	picked := map[string]bool{}
+	var todo []control.Deployment
+	for _, d := range deps {
+		name := d.Cluster.Metadata.Name
+		if !picked[name] {
+			if len(picked) == sample {
+				continue
+			}
+			picked[name] = true
+		}
+		todo = append(todo, d)
+	}
+	return todo, len(picked)
 }
