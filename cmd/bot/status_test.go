@@ -198,18 +198,21 @@ func TestStatusGitHubForge(t *testing.T) {
 	assert.Equal(t, 0, srv.Counts().Writes, "status writes nothing")
 
 	// Once an apply has caught up (it deletes the merged PR's branch), status costs exactly
-	// what the next, no-op, apply costs: the budget of a no-op reconcile.
-	code, _, errOut = cli(t, append([]string{"apply"}, ghArgs...)...)
+	// what the next, no-op, apply costs: the budget of a no-op reconcile. (--full: a merged PR
+	// changes no desired state, so an incremental apply leaves its branch to the next full run.)
+	code, _, errOut = cli(t, append([]string{"apply", "--full"}, ghArgs...)...)
 	require.Equal(t, 0, code, errOut)
 	srv.ResetLog()
 	code, _, errOut = cli(t, append([]string{"status"}, ghArgs...)...)
 	require.Equal(t, 0, code, errOut)
 	statusNoop := srv.Requests()
+	// --full: an incremental apply with nothing changed plans no repo and reads nothing at all;
+	// status always shows every repo, so it costs what a full no-op apply costs.
 	srv.ResetLog()
-	code, _, errOut = cli(t, append([]string{"apply"}, ghArgs...)...)
+	code, _, errOut = cli(t, append([]string{"apply", "--full"}, ghArgs...)...)
 	require.Equal(t, 0, code, errOut)
 	assert.Equal(t, 0, srv.Counts().Writes, "the apply was a no-op")
-	assert.Equal(t, routesOf(srv.Requests()), routesOf(statusNoop), "status costs what a no-op apply costs")
+	assert.Equal(t, routesOf(srv.Requests()), routesOf(statusNoop), "status costs what a full no-op apply costs")
 	assert.Len(t, routesOf(statusNoop), 3, "one GraphQL page, the teams, the identity: %v", routesOf(statusNoop))
 	srv.ResetLog()
 	code, out, errOut := cli(t, append([]string{"status", "-o", "json"}, ghArgs...)...)
