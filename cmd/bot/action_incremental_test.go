@@ -44,5 +44,5 @@ func TestActionApplyIsIncrementalWithACacheDir(t *testing.T) {
 	run.env["GITHUB_EVENT_NAME"] = "schedule"
 	step = run.run(inputs)
 	require.Equal(t, 0, step.code, step.stdout+step.stderr)
-	assert.Contains(t, step.summary, "6 repos: 6 no change", "a scheduled run plans every repo")
+	assert.Contains(t, step.summary, "6 repos: 6 noop", "a scheduled run plans every repo")
 }

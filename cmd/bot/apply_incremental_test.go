@@ -25,7 +25,7 @@ func TestApplyGitHubIsIncrementalAndWarmAcrossRuns(t *testing.T) {
 	t.Setenv("FLEETBOT_APP_ID", "")
 	ctl := copyControl(t)
 	cache := t.TempDir()
-	args := []string{"apply", "--control", ctl, "--forge", "github", "--github-cache", cache}
+	args := []string{"apply", "--control", ctl, "--forge", "github", "--github-cache", cache, "--mutation-interval", "0"}
 	code, out, errOut := cli(t, args...)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "Scope: full: no baseline")
@@ -96,7 +96,7 @@ func TestApplyGitHubIsIncrementalAndWarmAcrossRuns(t *testing.T) {
 	srv.ResetLog()
 	code, out, errOut = cli(t, append(args, "--full")...)
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "6 repos: 6 no change")
+	assert.Contains(t, out, "6 repos: 6 noop")
 	assert.Contains(t, errOut, "ignoring a corrupt snapshot cache file")
 	assert.Equal(t, 0, srv.Counts().Writes)
 	for _, f := range []string{corrupt, old} {

@@ -291,6 +291,9 @@ func (r *Report) counts() string {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	if len(keys) == 0 {
+		return "nothing to plan" // an incremental run whose changes reach no repo
+	}
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("%d %s", n[k], k))
@@ -383,16 +386,19 @@ func (r *Report) WriteText(w io.Writer) error {
 	if len(r.Issues) > 0 {
 		return r.writeIssues(w)
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "REPO\tKIND\tACTION\tPR\tFILES\tOBJECTS\tDETAIL")
-	for _, res := range r.Results {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t+%d ~%d -%d\t%s\t%s\n", res.Repo, res.Kind, res.Word(), prCell(res),
-			res.FilesAdded, res.FilesChanged, res.FilesRemoved, objectsCell(res.Objects), detail(res))
+	if len(r.Results) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "REPO\tKIND\tACTION\tPR\tFILES\tOBJECTS\tDETAIL")
+		for _, res := range r.Results {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t+%d ~%d -%d\t%s\t%s\n", res.Repo, res.Kind, res.Word(), prCell(res),
+				res.FilesAdded, res.FilesChanged, res.FilesRemoved, objectsCell(res.Objects), detail(res))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\n%d repos: %s", len(r.Results), r.counts())
+	fmt.Fprintf(w, "%d repos: %s", len(r.Results), r.counts())
 	if r.Source != "" {
 		fmt.Fprintf(w, " (source %s)", shortSHA(r.Source))
 	}
@@ -455,7 +461,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if r.Refused != nil {
 		fmt.Fprintf(&b, "> [!CAUTION]\n> Refused: %s\n\n", mdEscape(r.Refused.Error()))
 	}
-	b.WriteString("| repo | kind | action | PR | files | objects | detail |\n|---|---|---|---|---|---|---|\n")
+	if len(r.Results) > 0 {
+		b.WriteString("| repo | kind | action | PR | files | objects | detail |\n|---|---|---|---|---|---|---|\n")
+	}
 	for _, res := range r.Results {
 		act := res.Word()
 		if res.Err != nil {
