@@ -25,7 +25,7 @@ func TestApplyGitHubIsIncrementalAndWarmAcrossRuns(t *testing.T) {
 	t.Setenv("FLEETBOT_APP_ID", "")
 	ctl := copyControl(t)
 	cache := t.TempDir()
-	args := []string{"apply", "--control", ctl, "--forge", "github", "--github-cache", cache}
+	args := []string{"apply", "--control", ctl, "--forge", "github", "--github-cache", cache, "--mutation-interval", "0"} // no wall-clock pause between writes on the fake
 	code, out, errOut := cli(t, args...)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "Scope: full: no baseline")

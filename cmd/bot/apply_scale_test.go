@@ -37,7 +37,8 @@ func TestApplyNoopAfterRestartWithAFreshInstallationToken(t *testing.T) {
 	t.Setenv("FLEETBOT_APP_ID", "")
 	cache := t.TempDir()
 	args := []string{"apply", "--control", ctl, "--forge", "github", "--github-cache", cache, "--concurrency", "8",
-		"--content-per-minute", "100000", "--content-per-hour", "1000000"} // the fake enforces no content limit here
+		"--content-per-minute", "100000", "--content-per-hour", "1000000", // the fake enforces no content limit here
+		"--mutation-interval", "0"} // nor needs a pause between writes: no wall-clock waits in tests
 	code, _, errOut := cli(t, args...)
 	require.Equal(t, 0, code, errOut)
 
