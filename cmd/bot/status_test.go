@@ -191,7 +191,7 @@ func TestStatusGitHubForge(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	planReqs := srv.Requests()
 	srv.ResetLog()
-	code, out, errOut := cli(t, append([]string{"status", "-o", "json"}, ghArgs...)...)
+	code, _, errOut = cli(t, append([]string{"status", "-o", "json"}, ghArgs...)...)
 	require.Equal(t, 0, code, errOut)
 	statusReqs := srv.Requests()
 	assert.Equal(t, routesOf(planReqs), routesOf(statusReqs), "status costs what a plan costs")
@@ -212,7 +212,7 @@ func TestStatusGitHubForge(t *testing.T) {
 	assert.Equal(t, routesOf(srv.Requests()), routesOf(statusNoop), "status costs what a no-op apply costs")
 	assert.Len(t, routesOf(statusNoop), 3, "one GraphQL page, the teams, the identity: %v", routesOf(statusNoop))
 	srv.ResetLog()
-	code, out, errOut = cli(t, append([]string{"status", "-o", "json"}, ghArgs...)...)
+	code, out, errOut := cli(t, append([]string{"status", "-o", "json"}, ghArgs...)...)
 	require.Equal(t, 0, code, errOut)
 
 	s, idx := decodeStatus(t, out)
