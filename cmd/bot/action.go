@@ -583,26 +583,27 @@ func (r *actionRun) comment(ctx context.Context, number int, body string) {
 // returns the comment's id.
 func upsertComment(ctx context.Context, api *gh.Client, owner, repo string, number int, body string) (int64, error) {
 	full := owner + "/" + repo
-	opts := &gh.IssueListCommentsOptions{ListOptions: gh.ListOptions{PerPage: 100}}
-	for {
-		cs, resp, err := api.Issues.ListComments(ctx, owner, repo, number, opts)
-		if err != nil {
-			return 0, ghforge.Wrap(err, fmt.Sprintf("listing comments of #%d in", number), full)
-		}
+	var id int64
+	found := false
+	err := ghforge.EachPage(func(o gh.ListOptions) ([]*gh.IssueComment, *gh.Response, error) {
+		cs, resp, err := api.Issues.ListComments(ctx, owner, repo, number, &gh.IssueListCommentsOptions{ListOptions: o})
+		return cs, resp, ghforge.Wrap(err, fmt.Sprintf("listing comments of #%d in", number), full)
+	}, func(cs []*gh.IssueComment) (bool, error) {
 		for _, c := range cs {
 			if !strings.HasPrefix(c.GetBody(), planMarker) {
 				continue
 			}
+			id, found = c.GetID(), true
 			if c.GetBody() == body {
-				return c.GetID(), nil
+				return true, nil
 			}
 			_, _, err := api.Issues.EditComment(ctx, owner, repo, c.GetID(), &gh.IssueComment{Body: gh.String(body)})
-			return c.GetID(), ghforge.Wrap(err, fmt.Sprintf("editing comment %d on #%d in", c.GetID(), number), full)
+			return true, ghforge.Wrap(err, fmt.Sprintf("editing comment %d on #%d in", c.GetID(), number), full)
 		}
-		if resp.NextPage == 0 {
-			break
-		}
-		opts.Page = resp.NextPage
+		return false, nil
+	})
+	if err != nil || found {
+		return id, err
 	}
 	c, _, err := api.Issues.CreateComment(ctx, owner, repo, number, &gh.IssueComment{Body: gh.String(body)})
 	if err != nil {

@@ -56,40 +56,36 @@ func (f *Forge) Access(ctx context.Context, owner, repo string) (policy.Access, 
 func (f *Forge) readAccess(ctx context.Context, owner, repo, branch string) (policy.Access, error) {
 	full := owner + "/" + repo
 	a := policy.Access{Teams: map[string]policy.Role{}}
-	opts := &gh.ListOptions{PerPage: 100}
-	for {
-		ts, resp, err := f.api.Repositories.ListTeams(ctx, owner, repo, opts)
-		if err != nil {
-			return a, errf(err, "listing the teams of", full)
-		}
+	err := EachPage(func(o gh.ListOptions) ([]*gh.Team, *gh.Response, error) {
+		ts, resp, err := f.api.Repositories.ListTeams(ctx, owner, repo, &o)
+		return ts, resp, errf(err, "listing the teams of", full)
+	}, func(ts []*gh.Team) (bool, error) {
 		for _, t := range ts {
 			if t.GetSlug() == "" {
-				return a, fmt.Errorf("listing the teams of %s: GitHub answered a team without a slug (id %d, name %q); fleetbot cannot tell which team holds access, so it changes nothing on this repo",
+				return true, fmt.Errorf("listing the teams of %s: GitHub answered a team without a slug (id %d, name %q); fleetbot cannot tell which team holds access, so it changes nothing on this repo",
 					full, t.GetID(), t.GetName())
 			}
 			a.Teams[t.GetSlug()] = teamRole(t)
 		}
-		if resp.NextPage == 0 {
-			break
-		}
-		opts.Page = resp.NextPage
+		return false, nil
+	})
+	if err != nil {
+		return a, err
 	}
-	copts := &gh.ListCollaboratorsOptions{Affiliation: "direct", ListOptions: gh.ListOptions{PerPage: 100}}
-	for {
-		us, resp, err := f.api.Repositories.ListCollaborators(ctx, owner, repo, copts)
-		if err != nil {
-			return a, errf(err, "listing the collaborators of", full)
-		}
+	err = EachPage(func(o gh.ListOptions) ([]*gh.User, *gh.Response, error) {
+		us, resp, err := f.api.Repositories.ListCollaborators(ctx, owner, repo, &gh.ListCollaboratorsOptions{Affiliation: "direct", ListOptions: o})
+		return us, resp, errf(err, "listing the collaborators of", full)
+	}, func(us []*gh.User) (bool, error) {
 		for _, u := range us {
 			if a.Collaborators == nil {
 				a.Collaborators = map[string]policy.Role{}
 			}
 			a.Collaborators[u.GetLogin()] = userRole(u)
 		}
-		if resp.NextPage == 0 {
-			break
-		}
-		copts.Page = resp.NextPage
+		return false, nil
+	})
+	if err != nil {
+		return a, err
 	}
 	p, _, err := f.api.Repositories.GetBranchProtection(ctx, owner, repo, branch)
 	reason, unavailable := protectionUnavailable(err)
@@ -249,15 +245,17 @@ func (f *Forge) orgTeams(ctx context.Context, owner string) (policy.Org, error) 
 	if l := f.selfLogin(ctx); l != "" {
 		o.Self = []string{l}
 	}
-	opts := &gh.ListOptions{PerPage: 100}
-	for {
-		ts, resp, err := f.api.Teams.ListTeams(ctx, owner, opts)
+	userAccount := false
+	err := EachPage(func(opts gh.ListOptions) ([]*gh.Team, *gh.Response, error) {
+		ts, resp, err := f.api.Teams.ListTeams(ctx, owner, &opts)
 		if IsNotFound(err) && opts.Page == 0 {
-			o.Teams = nil // a user account: no teams to check against
-			break
+			userAccount = true // a user account: no teams to check against
+			return nil, nil, nil
 		}
-		if err != nil {
-			return o, errf(err, "listing the teams of", owner)
+		return ts, resp, errf(err, "listing the teams of", owner)
+	}, func(ts []*gh.Team) (bool, error) {
+		if userAccount {
+			return true, nil
 		}
 		for _, t := range ts {
 			o.Teams = append(o.Teams, t.GetSlug())
@@ -265,10 +263,10 @@ func (f *Forge) orgTeams(ctx context.Context, owner string) (policy.Org, error) 
 		if o.Teams == nil {
 			o.Teams = []string{}
 		}
-		if resp.NextPage == 0 {
-			break
-		}
-		opts.Page = resp.NextPage
+		return false, nil
+	})
+	if err != nil {
+		return o, err
 	}
 	return o, nil
 }

@@ -170,7 +170,7 @@ func (f *Forge) ListManaged(ctx context.Context, owner string) ([]pr.ManagedRepo
 // pages, and reading them one after another puts 11 round trips before every run's first plan.
 func (f *Forge) listRepos(ctx context.Context, owner string) ([]*gh.Repository, error) {
 	opts := func(page int) *gh.RepositoryListByOrgOptions {
-		return &gh.RepositoryListByOrgOptions{Type: "all", Sort: "full_name", ListOptions: gh.ListOptions{PerPage: 100, Page: page}}
+		return &gh.RepositoryListByOrgOptions{Type: "all", Sort: "full_name", ListOptions: gh.ListOptions{PerPage: PerPage, Page: page}}
 	}
 	first, resp, err := f.api.Repositories.ListByOrg(ctx, owner, opts(0))
 	if IsNotFound(err) {
@@ -206,29 +206,24 @@ func (f *Forge) listRepos(ctx context.Context, owner string) ([]*gh.Repository, 
 		}
 		all = append(all, pages[p]...)
 	}
-	for next != 0 {
-		rs, r, err := f.api.Repositories.ListByOrg(ctx, owner, opts(next))
-		if err != nil {
-			return nil, errf(err, "listing the repos of", owner)
-		}
-		all, next = append(all, rs...), r.NextPage
+	if next == 0 {
+		return all, nil
 	}
-	return all, nil
+	tail, err := allPagesFrom(next, func(o gh.ListOptions) ([]*gh.Repository, *gh.Response, error) {
+		return f.api.Repositories.ListByOrg(ctx, owner, opts(o.Page))
+	})
+	if err != nil {
+		return nil, errf(err, "listing the repos of", owner)
+	}
+	return append(all, tail...), nil
 }
 
 func (f *Forge) listUserRepos(ctx context.Context, owner string) ([]*gh.Repository, error) {
-	var all []*gh.Repository
-	opts := &gh.RepositoryListByUserOptions{Type: "owner", Sort: "full_name", ListOptions: gh.ListOptions{PerPage: 100}}
-	for {
-		rs, resp, err := f.api.Repositories.ListByUser(ctx, owner, opts)
-		if err != nil {
-			return nil, errf(err, "listing the repos of", owner)
-		}
-		all = append(all, rs...)
-		if resp.NextPage == 0 {
-			break
-		}
-		opts.Page = resp.NextPage
+	all, err := AllPages(func(o gh.ListOptions) ([]*gh.Repository, *gh.Response, error) {
+		return f.api.Repositories.ListByUser(ctx, owner, &gh.RepositoryListByUserOptions{Type: "owner", Sort: "full_name", ListOptions: o})
+	})
+	if err != nil {
+		return nil, errf(err, "listing the repos of", owner)
 	}
 	return all, nil
 }

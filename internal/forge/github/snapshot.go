@@ -265,43 +265,56 @@ var errEmptyRepo = errors.New("git repository is empty")
 // GitHub API docs: https://docs.github.com/rest/git/refs#list-matching-references
 func (f *Forge) branches(ctx context.Context, owner, repo, etag string) (map[string]string, string, bool, error) {
 	out := map[string]string{}
-	u := fmt.Sprintf("repos/%s/%s/git/matching-refs/heads/?per_page=100", owner, repo)
 	newTag := ""
-	for page := 0; u != ""; page++ {
+	err := EachPage(func(o gh.ListOptions) ([]*gh.Reference, *gh.Response, error) {
+		u := fmt.Sprintf("repos/%s/%s/git/matching-refs/heads/?per_page=%d", owner, repo, o.PerPage)
+		if o.Page != 0 {
+			u += fmt.Sprintf("&page=%d", o.Page)
+		}
 		req, err := f.api.NewRequest(http.MethodGet, u, nil)
 		if err != nil {
-			return nil, "", false, err
+			return nil, nil, err
 		}
-		if page == 0 && etag != "" {
+		if o.Page == 0 && etag != "" {
 			req.Header.Set("If-None-Match", etag)
 		}
 		var refs []*gh.Reference
 		resp, err := f.api.Do(ctx, req, &refs)
 		switch {
 		case statusOf(resp) == http.StatusNotModified:
-			return nil, etag, true, nil
+			return nil, nil, errNotModified
 		case statusOf(resp) == http.StatusConflict:
-			return nil, "", false, errEmptyRepo
+			return nil, nil, errEmptyRepo
 		case err != nil:
-			return nil, "", false, err
+			return nil, nil, err
 		}
-		if page == 0 {
+		if o.Page == 0 {
 			newTag = resp.Header.Get("ETag")
 		}
+		if resp.NextPage != 0 {
+			newTag = "" // a multi-page answer cannot be validated with one ETag
+		}
+		return refs, resp, nil
+	}, func(refs []*gh.Reference) (bool, error) {
 		for _, r := range refs {
 			if r.GetObject().GetType() != "" && r.GetObject().GetType() != "commit" {
 				continue
 			}
 			out[strings.TrimPrefix(r.GetRef(), "refs/heads/")] = r.GetObject().GetSHA()
 		}
-		u = ""
-		if resp.NextPage != 0 {
-			u = fmt.Sprintf("repos/%s/%s/git/matching-refs/heads/?per_page=100&page=%d", owner, repo, resp.NextPage)
-			newTag = "" // a multi-page answer cannot be validated with one ETag
-		}
+		return false, nil
+	})
+	switch {
+	case errors.Is(err, errNotModified):
+		return nil, etag, true, nil
+	case err != nil:
+		return nil, "", false, err
 	}
 	return out, newTag, false, nil
 }
+
+// errNotModified is GitHub answering 304 to the first page's If-None-Match.
+var errNotModified = errors.New("not modified")
 
 // readTree reads the flat listing of a commit's tree with one recursive request (a truncated
 // answer, for trees over GitHub's 100,000 entries, falls back to one request per directory).
