@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -57,6 +58,11 @@ type specChecker struct {
 }
 
 func (c *specChecker) add(v restspec.Violation) {
+	for _, e := range descriptionErrors {
+		if e.operation == v.Operation && e.match(v) {
+			return
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seen[v.String()]++
@@ -77,6 +83,38 @@ func (c *specChecker) report(t testing.TB) {
 		t.Errorf("GitHub's REST description refuses: %s", l)
 	}
 }
+
+// descriptionErrors are the departures where GitHub's REST description (@octokit/openapi, as
+// pinned in scripts/github-schemas.sh) contradicts GitHub's own documentation and the answers
+// GitHub gives; each is tolerated for its operation and shape only. The fake's answers are
+// otherwise complete: never add an entry to hide the fake's own divergence.
+var descriptionErrors = []struct {
+	operation string
+	match     func(restspec.Violation) bool
+	why       string
+}{
+	{
+		operation: "apps/list-installations",
+		match: func(v restspec.Violation) bool {
+			return v.Side == "response" && v.Missing && listedAccountField.MatchString(v.Detail)
+		},
+		why: "the description inlines each installation's account as allOf simple-user AND enterprise " +
+			"(its `installation` schema, used by every other installation answer, says anyOf); GitHub's " +
+			"documented example of the list has a plain simple-user account",
+	},
+	{
+		operation: "repos/create-in-org",
+		match: func(v restspec.Violation) bool {
+			return v.Side == "request" && strings.HasPrefix(v.Detail, "field visibility: value is not one of") &&
+				strings.Contains(v.Detail, "(value internal)")
+		},
+		why: "the description lists visibility public and private only; GitHub's documentation of the same " +
+			"operation says an organization of an enterprise account can also ask for internal",
+	},
+}
+
+// listedAccountField is a property of an installation's account in a list of installations.
+var listedAccountField = regexp.MustCompile(`^field [0-9]+\.account\.(name|slug|created_at|updated_at): property "[a-z_]+" is missing`)
 
 // specOption is NewServer's conformance check: GitHub's description when installed; when it is
 // missing, a test failure under CI=true and a loud note otherwise.
