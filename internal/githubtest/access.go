@@ -111,7 +111,7 @@ func (s *Server) handleGetTeam(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.teamJSON(t, ""))
+	writeJSON(w, http.StatusOK, s.fullTeamJSON(t))
 }
 
 func (s *Server) handleTeamMembers(w http.ResponseWriter, r *http.Request) {

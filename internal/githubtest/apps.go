@@ -215,24 +215,13 @@ func (s *Server) installationJSON(in *installation) *github.Installation {
 }
 
 func (s *Server) handleGetApp(w http.ResponseWriter, r *http.Request) {
-	now := s.clock.Now()
-	writeJSON(w, http.StatusOK, &github.App{
-		ID:        github.Int64(s.cfg.appID),
-		Slug:      github.String(s.cfg.appSlug),
-		Name:      github.String(s.cfg.appSlug),
-		NodeID:    github.String(nodeID("App", s.cfg.appID)),
-		Owner:     s.userJSON(DefaultUser),
-		HTMLURL:   github.String(s.URL + "/apps/" + s.cfg.appSlug),
-		CreatedAt: &github.Timestamp{Time: now},
-		UpdatedAt: &github.Timestamp{Time: now},
-		Events:    []string{"push", "pull_request", "installation"},
-	})
+	writeJSON(w, http.StatusOK, s.appJSON(s.clock.Now()))
 }
 
 func (s *Server) handleListInstallations(w http.ResponseWriter, r *http.Request) {
-	var out []*github.Installation
+	var out []map[string]any
 	for _, id := range slices.Sorted(maps.Keys(s.st.Installations)) {
-		out = append(out, s.installationJSON(s.st.Installations[id]))
+		out = append(out, s.fullInstallationJSON(s.st.Installations[id]))
 	}
 	writePage(w, r, out)
 }
@@ -244,7 +233,7 @@ func (s *Server) handleGetInstallation(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, errNotFound)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.installationJSON(in))
+	writeJSON(w, http.StatusOK, s.fullInstallationJSON(in))
 }
 
 // handleAccountInstallation serves /orgs/{org}/installation, /users/{username}/installation and
@@ -253,7 +242,7 @@ func (s *Server) handleAccountInstallation(w http.ResponseWriter, r *http.Reques
 	login := r.PathValue("org") + r.PathValue("username") + r.PathValue("owner")
 	for _, in := range s.st.Installations {
 		if strings.EqualFold(in.Account, login) {
-			writeJSON(w, http.StatusOK, s.installationJSON(in))
+			writeJSON(w, http.StatusOK, s.fullInstallationJSON(in))
 			return
 		}
 	}

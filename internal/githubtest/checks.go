@@ -106,7 +106,7 @@ func (s *Server) handleCreateCheckRun(w http.ResponseWriter, r *http.Request) {
 	cr := &checkRun{ID: s.st.nextID(), Repo: repoKey(rm.Owner, rm.Name), HeadSHA: head.Hash.String(), Status: "queued", StartedAt: now, AppID: s.cfg.appID}
 	req.apply(cr, now)
 	s.st.CheckRuns[cr.ID] = cr
-	writeJSON(w, http.StatusCreated, s.checkRunJSON(rm, cr))
+	writeJSON(w, http.StatusCreated, s.fullCheckRunJSON(rm, cr))
 }
 
 func (s *Server) handleUpdateCheckRun(w http.ResponseWriter, r *http.Request) {
@@ -128,7 +128,7 @@ func (s *Server) handleUpdateCheckRun(w http.ResponseWriter, r *http.Request) {
 	}
 	req.HeadSHA = nil
 	req.apply(cr, s.clock.Now())
-	writeJSON(w, http.StatusOK, s.checkRunJSON(rm, cr))
+	writeJSON(w, http.StatusOK, s.fullCheckRunJSON(rm, cr))
 }
 
 func (s *Server) handleListCheckRuns(w http.ResponseWriter, r *http.Request) {
@@ -138,11 +138,11 @@ func (s *Server) handleListCheckRuns(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.URL.Query().Get("check_name")
-	runs := []*github.CheckRun{}
+	runs := []map[string]any{}
 	for _, id := range slices.Sorted(maps.Keys(s.st.CheckRuns)) {
 		cr := s.st.CheckRuns[id]
 		if cr.Repo == repoKey(rm.Owner, rm.Name) && cr.HeadSHA == c.Hash.String() && (name == "" || cr.Name == name) {
-			runs = append(runs, s.checkRunJSON(rm, cr))
+			runs = append(runs, s.fullCheckRunJSON(rm, cr))
 		}
 	}
 	slices.Reverse(runs)

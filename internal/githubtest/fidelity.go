@@ -89,7 +89,12 @@ func (s *Server) handleGetAuthenticatedUser(w http.ResponseWriter, r *http.Reque
 		writeErr(w, errorf(http.StatusForbidden, "Resource not accessible by integration"))
 		return
 	}
-	s.handleGetUser(w, r)
+	login := principalOf(r).login
+	if s.st.Accounts[strings.ToLower(login)] == nil {
+		writeErr(w, errNotFound)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.fullUserJSON(login))
 }
 
 // newMergeCommitLocked writes the commit of a merge done on GitHub (REST merge, auto-merge):

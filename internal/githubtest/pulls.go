@@ -140,7 +140,10 @@ func (s *Server) pullJSON(rm *repoMeta, is *issue) *github.PullRequest {
 		if method == "" {
 			method = "merge"
 		}
-		out.AutoMerge = &github.PullRequestAutoMerge{MergeMethod: github.String(method), EnabledBy: s.userJSON(is.User)}
+		// GitHub fills the merge commit's title and message it will use when none was given:
+		// the pull request's title and number, and its body.
+		out.AutoMerge = &github.PullRequestAutoMerge{MergeMethod: github.String(method), EnabledBy: s.userJSON(is.User),
+			CommitTitle: github.String(fmt.Sprintf("%s (#%d)", is.Title, is.Number)), CommitMessage: github.String(is.Body)}
 	}
 	return out
 }

@@ -342,12 +342,12 @@ func (s *Server) handleGetBranch(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, errorf(http.StatusNotFound, "Branch not found"))
 		return
 	}
-	b, err := s.branchJSON(rm, g, name, h)
+	c, err := g.commit(h)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, b)
+	writeJSON(w, http.StatusOK, s.fullBranchJSON(rm, name, c))
 }
 
 // repoGit finds the request's repository and opens its git storage.
@@ -425,7 +425,7 @@ func (s *Server) handleGetContents(w http.ResponseWriter, r *http.Request) {
 				writeErr(w, err)
 				return
 			}
-			writeJSON(w, http.StatusOK, s.contentJSON(rm, p, *e, int64(len(data)), data, ref))
+			writeJSON(w, http.StatusOK, s.fullContentJSON(rm, p, asMap(s.contentJSON(rm, p, *e, int64(len(data)), data, ref)), ref))
 			return
 		}
 		if tree, err = object.GetTree(g.st, e.Hash); err != nil {
@@ -433,7 +433,7 @@ func (s *Server) handleGetContents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	out := []*github.RepositoryContent{}
+	out := []map[string]any{}
 	for _, e := range tree.Entries {
 		var size int64
 		if e.Mode != filemode.Dir {
@@ -441,7 +441,8 @@ func (s *Server) handleGetContents(w http.ResponseWriter, r *http.Request) {
 				size = o.Size()
 			}
 		}
-		out = append(out, s.contentJSON(rm, path.Join(p, e.Name), e, size, nil, ref))
+		ep := path.Join(p, e.Name)
+		out = append(out, s.fullContentJSON(rm, ep, asMap(s.contentJSON(rm, ep, e, size, nil, ref)), ref))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -684,28 +685,33 @@ func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
 	case len(ahead) == 0:
 		status = "behind"
 	}
-	commits := []*github.RepositoryCommit{}
+	commits := []map[string]any{}
 	for i := len(ahead) - 1; i >= 0; i-- {
-		commits = append(commits, s.repoCommitJSON(rm, ahead[i]))
+		commits = append(commits, s.fullRepoCommitJSON(rm, ahead[i]))
 	}
 	page, link := paginate(r, commits)
 	if link != "" {
 		w.Header().Set("Link", link)
 	}
-	cmp := &github.CommitsComparison{
-		BaseCommit:   s.repoCommitJSON(rm, base),
-		Status:       github.String(status),
-		AheadBy:      github.Int(len(ahead)),
-		BehindBy:     github.Int(len(behind)),
-		TotalCommits: github.Int(len(ahead)),
-		Commits:      page,
-		Files:        []*github.CommitFile{},
-		URL:          github.String(s.repoAPI(rm) + "/compare/" + basehead),
-		HTMLURL:      github.String(s.URL + "/" + rm.fullName() + "/compare/" + basehead),
+	cmpURL := s.repoAPI(rm) + "/compare/" + basehead
+	html := s.URL + "/" + rm.fullName() + "/compare/" + basehead
+	cmp := map[string]any{
+		"url":           cmpURL,
+		"html_url":      html,
+		"permalink_url": s.URL + "/" + rm.fullName() + "/compare/" + rm.Owner + ":" + base.Hash.String()[:7] + "..." + rm.Owner + ":" + head.Hash.String()[:7],
+		"diff_url":      html + ".diff",
+		"patch_url":     html + ".patch",
+		"base_commit":   s.fullRepoCommitJSON(rm, base),
+		"status":        status,
+		"ahead_by":      len(ahead),
+		"behind_by":     len(behind),
+		"total_commits": len(ahead),
+		"commits":       page,
+		"files":         []any{},
 	}
 	if !mb.IsZero() {
 		if c, err := g.commit(mb); err == nil {
-			cmp.MergeBaseCommit = s.repoCommitJSON(rm, c)
+			cmp["merge_base_commit"] = s.fullRepoCommitJSON(rm, c)
 		}
 	}
 	writeJSON(w, http.StatusOK, cmp)
