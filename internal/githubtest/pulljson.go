@@ -82,3 +82,43 @@ func (s *Server) fullPullJSON(rm *repoMeta, is *issue) map[string]any {
 	}
 	return out
 }
+
+// fullIssueJSON is an issue as GitHub's issue answers show it: issueJSON's fields plus every
+// property GitHub's description requires that the fake keeps no state for (null where GitHub
+// sends null), and the documented URLs. A
+// property issueJSON sets is never overwritten.
+// https://docs.github.com/rest/issues/issues#get-an-issue
+func (s *Server) fullIssueJSON(rm *repoMeta, is *issue) map[string]any {
+	data, err := json.Marshal(s.issueJSON(rm, is))
+	out := map[string]any{}
+	if err == nil {
+		_ = json.Unmarshal(data, &out)
+	}
+	api := s.repoAPI(rm)
+	self := fmt.Sprintf("%s/issues/%d", api, is.Number)
+	comments := 0
+	for _, c := range rm.Comments {
+		if c.Number == is.Number {
+			comments++
+		}
+	}
+	defaults := map[string]any{
+		"assignee":       nil,
+		"assignees":      []any{},
+		"closed_at":      nil,
+		"comments":       comments,
+		"comments_url":   self + "/comments",
+		"events_url":     self + "/events",
+		"labels":         []any{},
+		"labels_url":     self + "/labels{/name}",
+		"locked":         false,
+		"milestone":      nil,
+		"repository_url": api,
+	}
+	for k, v := range defaults {
+		if _, ok := out[k]; !ok {
+			out[k] = v
+		}
+	}
+	return out
+}

@@ -505,7 +505,7 @@ func (s *Server) handleCreateIssue(w http.ResponseWriter, r *http.Request) {
 	}
 	is := s.newIssueLocked(rm, req.Title, req.Body, principalOf(r).login)
 	is.Labels = addLabels(is.Labels, req.Labels)
-	writeJSON(w, http.StatusCreated, s.issueJSON(rm, is))
+	writeJSON(w, http.StatusCreated, s.fullIssueJSON(rm, is))
 }
 
 func (s *Server) handleGetIssue(w http.ResponseWriter, r *http.Request) {
@@ -514,7 +514,7 @@ func (s *Server) handleGetIssue(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.issueJSON(rm, is))
+	writeJSON(w, http.StatusOK, s.fullIssueJSON(rm, is))
 }
 
 func (s *Server) commentJSON(rm *repoMeta, c *comment) *github.IssueComment {
