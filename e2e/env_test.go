@@ -246,7 +246,7 @@ func (e *environment) stop() {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
 		select {
 		case <-p.done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(10 * time.Second): // teardown grace for a real process, not a test verdict
 			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 			<-p.done
 		}
