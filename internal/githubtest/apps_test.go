@@ -14,7 +14,6 @@ import (
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/golang-jwt/jwt/v4"
 	"github.com/google/go-github/v62/github"
-	ghtoken "github.com/google/go-github/v88/github"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -48,7 +47,7 @@ func TestAppInstallationTokenWithGhinstallation(t *testing.T) {
 
 	itr := ghinstallation.NewFromAppsTransport(atr, id)
 	itr.BaseURL = srv.URL + "/api/v3"
-	itr.InstallationTokenOptions = &ghtoken.InstallationTokenOptions{} // {} rather than null
+	itr.InstallationTokenOptions = &github.InstallationTokenOptions{} // {} rather than null
 	c := enterpriseClient(t, srv, itr)
 	repo, _, err := c.Repositories.Get(ctx, "acme", "r")
 	require.NoError(t, err)

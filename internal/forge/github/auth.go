@@ -16,7 +16,6 @@ import (
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	jwt "github.com/golang-jwt/jwt/v4"
 	gh "github.com/google/go-github/v62/github"
-	ghtoken "github.com/google/go-github/v88/github"
 )
 
 // TokenTransport authenticates every request with a personal access (or Actions) token as
@@ -280,7 +279,7 @@ func (a *App) source(id int64) *ghinstallation.Transport {
 	it.BaseURL = a.baseURL
 	// An empty object, not the JSON null ghinstallation sends for no options: GitHub's REST
 	// description takes an object (or no body) for "create an installation access token".
-	it.InstallationTokenOptions = &ghtoken.InstallationTokenOptions{}
+	it.InstallationTokenOptions = &gh.InstallationTokenOptions{}
 	a.byID[id] = it
 	return it
 }
