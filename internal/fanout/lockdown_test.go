@@ -136,7 +136,7 @@ func TestTenancyPolicyStrict(t *testing.T) {
 			resources = append(resources, r.APIGroups[0]+"/"+r.Resources[0])
 		}
 		assert.Equal(t, []string{"kustomize.toolkit.fluxcd.io/kustomizations", "helm.toolkit.fluxcd.io/helmreleases"}, resources)
-		assert.Contains(t, string(tg.Files[PlatformDir+"/kustomization.yaml"]), "resources:\n- "+TenancyPolicyFile+"\n")
+		assert.Contains(t, string(tg.Files[PlatformDir+"/"+TenancyDir+"/kustomization.yaml"]), "resources:\n- policy.yaml\n")
 		assert.True(t, KindCluster.Managed(PlatformDir+"/"+TenancyPolicyFile))
 
 		c := repo.Cluster(tg.Name)
