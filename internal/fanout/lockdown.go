@@ -120,7 +120,7 @@ var tenancyValidations = []admissionv1.Validation{
 	},
 }
 
-// tenancyPolicy renders platform/fleetbot.flux-tenancy.yaml: a
+// tenancyPolicy renders platform/fleetbot.flux-tenancy/policy.yaml: a
 // ValidatingAdmissionPolicy denying, in every namespace labelled
 // WorkspaceLabel, a Flux Kustomization or HelmRelease that does not
 // impersonate the workspace's ServiceAccount (the label's value), carries

@@ -116,7 +116,8 @@ func tenancyObjects(t *testing.T, tg *Target) (*admissionv1.ValidatingAdmissionP
 }
 
 // TestTenancyPolicyStrict: every cluster repo carries the tenancy policy in
-// platform/, listed by platform/kustomization.yaml, decoding strictly as
+// platform/fleetbot.flux-tenancy/, applied by the Kustomization
+// fleetbot-tenancy, decoding strictly as
 // admissionregistration.k8s.io/v1 types and bound to the namespaces
 // labelled with their workspace, which flux/fleetbot.yaml labels.
 func TestTenancyPolicyStrict(t *testing.T) {
