@@ -12,9 +12,9 @@ import (
 
 // metallbCRDs is a catalog app rendering the two CRDs metallb's manifests use.
 var metallbCRDs = map[string]string{
-	"catalog/metallb-crds/app.yaml": "apiVersion: fleetbot.io/v1alpha1\nkind: App\nmetadata: {name: metallb-crds}\nspec:\n  scope: cluster\n",
+	"catalog/metallb-crds/app.yaml":           "apiVersion: fleetbot.io/v1alpha1\nkind: App\nmetadata: {name: metallb-crds}\nspec:\n  scope: cluster\n",
 	"catalog/metallb-crds/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [crds.yaml]\n",
-	"catalog/metallb-crds/crds.yaml": crd("ipaddresspools", "IPAddressPool") + "---\n" + crd("l2advertisements", "L2Advertisement"),
+	"catalog/metallb-crds/crds.yaml":          crd("ipaddresspools", "IPAddressPool") + "---\n" + crd("l2advertisements", "L2Advertisement"),
 }
 
 func crd(plural, kind string) string {
