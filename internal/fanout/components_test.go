@@ -141,3 +141,13 @@ func TestPlatformDirHandoff(t *testing.T) {
 		assert.Equal(t, paths, dirs, "%s: every platform directory has its Kustomization and the reverse", tg.Repo)
 	}
 }
+
+// TestRenderDependencyNotSelected: Render refuses, on its own, a dependsOn
+// on an app that is no component of the cluster (control.Load reports it
+// first; Render must not write a Kustomization waiting forever).
+func TestRenderDependencyNotSelected(t *testing.T) {
+	repo := load(t, withDependsOn(t))
+	repo.App("metallb").Spec.DependsOn = []string{"podinfo"}
+	is := renderIssues(t, repo)
+	requireIssue(t, is, "catalog/metallb/app.yaml", "component metallb depends on podinfo, which is not a component of cluster", "Kustomization platform-podinfo")
+}

@@ -121,11 +121,26 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 	// subdirectory holding a kustomization.yaml: the same objects as the
 	// old layout, so its garbage collection deletes nothing.
 	var components []component
+	selected := map[string]bool{}
+	for _, d := range deps {
+		if d.Workspace == nil {
+			selected[d.App.Metadata.Name] = true
+		}
+	}
 	for _, d := range byApp(deps) {
 		if d.Workspace != nil {
 			continue
 		}
 		app := d.App.Metadata.Name
+		for i, dep := range d.App.Spec.DependsOn {
+			// control.Load reports this with every cluster concerned;
+			// Render stands on its own for repos built otherwise.
+			if !selected[dep] {
+				x.addOnce(d.App.Source.At(fmt.Sprintf("spec.dependsOn.%d", i)),
+					"make "+dep+" a component of this cluster or drop it from spec.dependsOn",
+					"component %s depends on %s, which is not a component of cluster %s: Flux would wait forever for Kustomization %s", app, dep, name, componentKustomization(dep))
+			}
+		}
 		dir := PlatformDir + "/" + app + "/"
 		file := app + ".yaml"
 		if data, ok := x.appFile(d); ok {
