@@ -146,7 +146,7 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 		if data, ok := x.appFile(d); ok {
 			t.Files[dir+file] = data
 		}
-		t.Files[dir+"kustomization.yaml"] = kustomizationOf(managedHeader, []string{file})
+		t.Files[dir+"kustomization.yaml"] = x.componentKustomization(app)
 		components = append(components, component{app: app, dependsOn: d.App.Spec.DependsOn})
 	}
 	tenancy, err := x.tenancy()
@@ -154,7 +154,7 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 		x.addOnce(c.Source.At("metadata.name"), "", "cluster %s: rendering the Flux tenancy policy: %v", name, err)
 	}
 	t.Files[PlatformDir+"/"+TenancyPolicyFile] = tenancy
-	t.Files[PlatformDir+"/"+TenancyDir+"/kustomization.yaml"] = kustomizationOf(managedHeader, []string{path.Base(TenancyPolicyFile)})
+	t.Files[PlatformDir+"/"+TenancyDir+"/kustomization.yaml"] = x.componentKustomization(TenancyDir)
 	t.Scaffolds[FluxSystemKustomPath] = []byte(lockdownScaffold)
 
 	ws := x.repo.Workspace(c.Spec.Workspace)
@@ -179,6 +179,22 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 	t.Access = policy.ClusterRepoAccess(s.admins, c.Spec.Admins, wsAdmins, s.branch)
 	t.Access.AllowAutoMerge = s.autoMerge
 	return t
+}
+
+// componentKustomization returns platform/<dir>/kustomization.yaml through
+// the run's memo: it lists the one file of the directory, the same on every
+// cluster (<app>.yaml, or the tenancy policy's file).
+func (x *run) componentKustomization(dir string) []byte {
+	if b, ok := x.componentKustomizations[dir]; ok {
+		return b
+	}
+	file := dir + ".yaml"
+	if dir == TenancyDir {
+		file = path.Base(TenancyPolicyFile)
+	}
+	b := kustomizationOf(managedHeader, []string{file})
+	x.componentKustomizations[dir] = b
+	return b
 }
 
 // workspaceTarget lays out a workspace repo: per cluster of the workspace,

@@ -116,7 +116,8 @@ func (r *Renderer) RenderContext(ctx context.Context, repo *control.Repo) ([]*Ta
 	r.generation++
 
 	run := &run{r: r, repo: repo, builds: map[string]*build{}, checked: map[string]string{}, seen: map[string]bool{},
-		files: map[string][]byte{}, fluxWorkspace: map[fluxInput][]byte{}, fluxComponents: map[string][]byte{}}
+		files: map[string][]byte{}, fluxWorkspace: map[fluxInput][]byte{}, fluxComponents: map[string][]byte{},
+		componentKustomizations: map[string][]byte{}}
 	interrupted := func() error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("render interrupted: %w", context.Cause(ctx))
@@ -181,6 +182,9 @@ type run struct {
 	fluxHead, fluxApps []byte
 	fluxComponents     map[string][]byte
 	fluxWorkspace      map[fluxInput][]byte
+	// componentKustomizations memoises platform/<dir>/kustomization.yaml
+	// by directory.
+	componentKustomizations map[string][]byte
 	// tenancyPolicy memoises platform/fleetbot.flux-tenancy/policy.yaml.
 	tenancyPolicy []byte
 	// checked memoises the parse check of substituted documents: text ->
