@@ -23,7 +23,7 @@ const (
 	// cluster repo itself.
 	FluxBootstrapSource = "flux-system"
 	// fluxControllerAccount is kustomize-controller's own ServiceAccount,
-	// which the platform and apps Kustomizations impersonate.
+	// which every Kustomization of flux-system fleetbot writes impersonates.
 	fluxControllerAccount = "kustomize-controller"
 	// managedByLabel marks every object fleetbot writes.
 	managedByLabel = "app.kubernetes.io/managed-by"
