@@ -37,75 +37,20 @@ func TestFleetOnFlux(t *testing.T) {
 		name string
 		run  func(t *testing.T)
 	}{
-		{"bootstrap", func(t *testing.T) { clusterHead = e.bootstrapScenario(t) }},
+		{"bootstrap on the old single platform Kustomization", func(t *testing.T) { clusterHead = e.oldLayoutBootstrapScenario(t) }},
+		{"per-component Kustomizations take over, nothing deleted", func(t *testing.T) { clusterHead = e.handoffScenario(t) }},
 		{"value change is applied", func(t *testing.T) { clusterHead = e.valueChangeScenario(t, clusterHead) }},
 		{"workspace repo read without a secret", func(t *testing.T) { e.noSecretScenario(t) }},
 		{"removed component is pruned", func(t *testing.T) { clusterHead = e.removeComponentScenario(t) }},
 		{"tenant isolation", func(t *testing.T) { e.tenantScenario(t) }},
 		{"cluster admins' apps", func(t *testing.T) { e.clusterAppsScenario(t) }},
-		{"a component without its CRDs blocks platform", func(t *testing.T) { e.missingCRDScenario(t) }},
+		{"a component without its CRDs fails alone", func(t *testing.T) { e.missingCRDScenario(t) }},
 	}
 	for _, s := range steps {
 		if !t.Run(s.name, s.run) {
 			return
 		}
 	}
-}
-
-// bootstrapScenario: fleetbot apply creates the repos and opens PRs, the
-// PRs are merged, Flux is bootstrapped on the cluster repo with
-// --path=flux, and every Kustomization of the cluster and its workspace
-// becomes Ready with what fleetbot rendered.
-func (e *environment) bootstrapScenario(t *testing.T) string {
-	ctx := context.Background()
-	e.apply(t)
-	e.merge(t, clusterRepo)
-	wsHead := e.merge(t, wsRepo)
-
-	fluxYAML := git(t, e.bare(clusterRepo), "show", "main:flux/fleetbot.yaml")
-	assert.Contains(t, fluxYAML, "url: "+e.gitURL+"/acme/"+wsRepo, "the workspace GitRepository follows --git-url")
-
-	head := e.bootstrapFlux(t, clusterRepo)
-
-	// The lockdown patches fleetbot scaffolded reached the cluster.
-	e.waitObject(t, "apps/v1", "Deployment", "flux-system", "kustomize-controller", "carrying the lockdown flags", func(obj map[string]any) bool {
-		if obj == nil {
-			return false
-		}
-		args := strings.Join(anyStrings(field(obj, "spec", "template", "spec", "containers").([]any)[0].(map[string]any)["args"]), " ")
-		for _, a := range fluxLockdownArgs {
-			if !strings.Contains(args, a) {
-				return false
-			}
-		}
-		return true
-	})
-	e.waitApplied(t, "flux-system", "flux-system", head)
-	ks, err := e.kube.get(ctx, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "flux-system")
-	require.NoError(t, err)
-	assert.Equal(t, "kustomize-controller", field(ks, "spec", "serviceAccountName"), "the bootstrap Kustomization runs as kustomize-controller under the lockdown")
-
-	// The workspace repo is private: its GitRepository reads it with the
-	// secret the cluster README says to create.
-	e.waitObject(t, "v1", "Namespace", "", wsName, "created by flux/fleetbot.yaml", exists)
-	require.NoError(t, e.kube.applyYAML(ctx, []byte(`apiVersion: v1
-kind: Secret
-metadata: {name: flux-system, namespace: search}
-stringData: {username: git, password: read-only-token}
-`), ""))
-
-	e.waitApplied(t, "flux-system", "platform", head)
-	e.waitApplied(t, "flux-system", "apps", head)
-	e.waitApplied(t, wsName, "workspace-"+wsName, wsHead)
-
-	// What fleetbot rendered is on the cluster: every object of platform/
-	// and of the workspace's clusters/<cluster>/fleetbot/.
-	e.requireRendered(t, clusterRepo, "platform", "")
-	e.requireRendered(t, wsRepo, "clusters/"+clusterName+"/fleetbot", wsName)
-	e.waitObject(t, "apps/v1", "DaemonSet", "monitoring", "node-exporter", "with the default retention", retention("15d"))
-	e.waitObject(t, "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "", "fleetbot-flux-tenancy", "applied", exists)
-	e.waitObject(t, "apps/v1", "Deployment", wsName, "podinfo", "applied in the workspace namespace", exists)
-	return head
 }
 
 // retention matches the node-exporter DaemonSet with RETENTION=want.
@@ -151,7 +96,7 @@ func (e *environment) valueChangeScenario(t *testing.T, _ string) string {
 	e.apply(t)
 	head := e.merge(t, clusterRepo)
 	e.requestReconcile(t, "flux-system", "flux-system")
-	e.waitApplied(t, "flux-system", "platform", head)
+	e.waitApplied(t, "flux-system", "platform-monitoring", head)
 	e.waitObject(t, "apps/v1", "DaemonSet", "monitoring", "node-exporter", "with the new retention", retention("7d"))
 	return head
 }
@@ -190,8 +135,10 @@ func (e *environment) noSecretScenario(t *testing.T) {
 
 // removeComponentScenario: the component no longer selects this cluster
 // (and the cluster's value for it goes: a value no deployed app declares is
-// an error); once the PR is merged, Flux prunes its objects, the namespace
-// included.
+// an error); once the PR is merged, flux-system deletes its Kustomization,
+// whose finalizer prunes its objects, the namespace included. The retired
+// platform Kustomization, which still lists them, deletes nothing else:
+// the widgets component keeps its custom resource.
 func (e *environment) removeComponentScenario(t *testing.T) string {
 	path := filepath.Join(e.control, "platform.yaml")
 	data, err := os.ReadFile(path)
@@ -208,11 +155,15 @@ func (e *environment) removeComponentScenario(t *testing.T) string {
 	e.commitControl(t, "monitoring only on prod clusters")
 	e.apply(t)
 	head := e.merge(t, clusterRepo)
+	widgets := e.uids(t, handoffObjects[:2])
 	e.requestReconcile(t, "flux-system", "flux-system")
-	e.waitApplied(t, "flux-system", "platform", head)
+	e.waitApplied(t, "flux-system", "flux-system", head)
+	e.waitObject(t, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "platform-monitoring", "deleted", absent)
 	e.waitObject(t, "apps/v1", "DaemonSet", "monitoring", "node-exporter", "pruned", absent)
 	e.waitObject(t, "rbac.authorization.k8s.io/v1", "ClusterRole", "", "node-exporter", "pruned", absent)
 	e.waitObject(t, "v1", "Namespace", "", "monitoring", "pruned and deleted", absent)
+	e.waitApplied(t, "flux-system", "platform-widgets", head)
+	assert.Equal(t, widgets, e.uids(t, handoffObjects[:2]), "the other components keep their objects")
 	return head
 }
 
@@ -384,10 +335,11 @@ func (e *environment) requireRendered(t *testing.T, repo, dir, namespace string)
 	t.Logf("%s/%s: all %d objects are on the cluster", repo, dir, n)
 }
 
-// missingCRDScenario records today's limitation (README, "Known
-// limitation"): metallb renders an IPAddressPool whose CRD the cluster does
-// not have; plan says so, and once merged the one platform Kustomization
-// fails as a whole and apps, which depends on it, waits.
+// missingCRDScenario: metallb renders an IPAddressPool whose CRD the
+// cluster does not have, and metallb-probe depends on metallb; plan says
+// which kinds metallb needs from the cluster, and once merged only
+// platform-metallb fails, platform-metallb-probe waits on it, and every
+// other component, apps and the workspace are applied at the new revision.
 func (e *environment) missingCRDScenario(t *testing.T) {
 	path := filepath.Join(e.control, "clusters", clusterName+".yaml")
 	data, err := os.ReadFile(path)
@@ -396,19 +348,41 @@ func (e *environment) missingCRDScenario(t *testing.T) {
 	changed = strings.Replace(changed, "  admins: [search-sre]\n", "  admins: [search-sre]\n  values:\n    metallb_range: 10.30.0.0/24\n", 1)
 	require.NotEqual(t, string(data), changed, "the test's edit of %s", path)
 	writeFile(t, path, changed)
+	writeFile(t, filepath.Join(e.control, "catalog", "metallb-probe", "app.yaml"),
+		"apiVersion: fleetbot.io/v1alpha1\nkind: App\nmetadata: {name: metallb-probe}\nspec:\n  scope: cluster\n  dependsOn: [metallb]\n")
+	writeFile(t, filepath.Join(e.control, "catalog", "metallb-probe", "kustomization.yaml"),
+		"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [probe.yaml]\n")
+	writeFile(t, filepath.Join(e.control, "catalog", "metallb-probe", "probe.yaml"),
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: metallb-probe, namespace: default}\ndata: {probe: \"on\"}\n")
+	ppath := filepath.Join(e.control, "platform.yaml")
+	data, err = os.ReadFile(ppath)
+	require.NoError(t, err)
+	changed = strings.Replace(string(data), "  components:\n", "  components:\n    - app: metallb-probe\n      clusterSelector: {matchLabels: {network: metal}}\n", 1)
+	require.NotEqual(t, string(data), changed, "the test's edit of %s", ppath)
+	writeFile(t, ppath, changed)
 	e.commitControl(t, "staging-eu-1 joins the metal network")
 
 	code, out, errOut := e.fleetbotRun(t, "plan", "--control", e.control, "--git-url", e.gitURL)
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "needs:    platform/metallb.yaml: IPAddressPool (metallb.io/v1beta1)")
+	assert.Contains(t, out, "needs:    metallb: IPAddressPool.metallb.io, L2Advertisement.metallb.io from the cluster")
 
 	e.apply(t)
 	head := e.merge(t, clusterRepo)
+	wsHead := git(t, e.bare(wsRepo), "rev-parse", "refs/heads/main")
 	e.requestReconcile(t, "flux-system", "flux-system")
-	msg := e.waitRefused(t, "flux-system", "platform", head, "IPAddressPool")
-	t.Logf("platform: %s", msg)
-	e.waitObject(t, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "apps", "waiting on platform", func(obj map[string]any) bool {
+	e.waitApplied(t, "flux-system", "flux-system", head)
+	msg := e.waitRefused(t, "flux-system", "platform-metallb", head, "no matches for kind", "metallb.io/v1beta1")
+	t.Logf("platform-metallb: %s", msg)
+	e.waitObject(t, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "platform-metallb-probe", "waiting on platform-metallb", func(obj map[string]any) bool {
 		st, reason, _ := condition(obj, "Ready")
 		return obj != nil && st == "False" && reason == "DependencyNotReady"
 	})
+	for _, k := range []string{"platform-widgets", "fleetbot-tenancy", "apps"} {
+		e.waitApplied(t, "flux-system", k, head)
+	}
+	e.requestReconcile(t, wsName, "workspace-"+wsName)
+	e.waitApplied(t, wsName, "workspace-"+wsName, wsHead)
+	obj, err := e.kube.get(context.Background(), "v1", "ConfigMap", "default", "metallb-probe")
+	require.NoError(t, err)
+	assert.Nil(t, obj, "what depends on the failing component is not applied")
 }

@@ -204,9 +204,9 @@ func TestPlanOffline(t *testing.T) {
 	code, out, errOut := cli(t, "plan", "--control", exampleControl)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "acme/cluster-prod-eu-1  (cluster prod-eu-1)")
-	assert.Contains(t, out, "platform/metallb.yaml")
+	assert.Contains(t, out, "platform/metallb/metallb.yaml")
 	assert.Contains(t, out, "payments-sre=push")
-	assert.Contains(t, out, "needs:    platform/metallb.yaml: IPAddressPool (metallb.io/v1beta1), L2Advertisement (metallb.io/v1beta1)")
+	assert.Contains(t, out, "needs:    metallb: IPAddressPool.metallb.io, L2Advertisement.metallb.io from the cluster (neither it nor a component it depends on renders the CRD; until the cluster has it, Kustomization platform-metallb fails")
 
 	code, out, errOut = cli(t, "plan", "--control", exampleControl, "--format", "json")
 	require.Equal(t, 0, code, errOut)
@@ -219,7 +219,7 @@ func TestPlanOffline(t *testing.T) {
 	for _, r := range p.Repos {
 		switch r.Repo {
 		case "acme/cluster-edge-1", "acme/cluster-prod-eu-1", "acme/cluster-prod-us-1":
-			assert.Equal(t, map[string][]string{"platform/metallb.yaml": {"IPAddressPool (metallb.io/v1beta1)", "L2Advertisement (metallb.io/v1beta1)"}}, r.Needs, r.Repo)
+			assert.Equal(t, map[string][]string{"metallb": {"IPAddressPool.metallb.io", "L2Advertisement.metallb.io"}}, r.Needs, r.Repo)
 		default:
 			assert.Empty(t, r.Needs, r.Repo)
 		}

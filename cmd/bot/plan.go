@@ -87,8 +87,10 @@ type desiredRepo struct {
 	Objects   map[string]int    `json:"objects"`
 	Teams     map[string]string `json:"teams"`
 	Reviewers []string          `json:"reviewers"`
-	// Needs lists, per platform component file of a cluster repo, the kinds
-	// whose CRDs the cluster must already have (see manifest.NeedsFromCluster).
+	// Needs lists, per platform component of a cluster repo, the kinds
+	// (Kind.group) whose CRDs the cluster must already have: neither
+	// Kubernetes nor the component or what it depends on provides them (see
+	// manifest.NeedsFromCluster).
 	Needs map[string][]string `json:"needs,omitempty"`
 }
 
@@ -106,6 +108,8 @@ func buildDesiredPlan(f *fleet) (desiredPlan, error) {
 			Teams: map[string]string{}, Reviewers: t.Reviewers,
 		}
 		var objs []manifest.Object
+		// components holds the objects of each platform component (platform/<app>/).
+		components := map[string][]manifest.Object{}
 		for _, path := range d.Files {
 			if !manifest.IsManifestPath(path) {
 				continue
@@ -115,13 +119,20 @@ func buildDesiredPlan(f *fleet) (desiredPlan, error) {
 				return p, fmt.Errorf("%s: rendered %s does not parse: %w", t.FullName(), path, err)
 			}
 			objs = append(objs, o...)
-			if t.Kind == fanout.KindCluster && strings.HasPrefix(path, fanout.PlatformDir+"/") {
-				if needs := manifest.NeedsFromCluster(o); len(needs) > 0 {
-					if d.Needs == nil {
-						d.Needs = map[string][]string{}
-					}
-					d.Needs[path] = needs
+			if app, ok := componentOf(t, path); ok {
+				components[app] = append(components[app], o...)
+			}
+		}
+		for app, o := range components {
+			var provided []manifest.Object
+			for _, dep := range f.repo.DependencyClosure(app) {
+				provided = append(provided, components[dep]...)
+			}
+			if needs := manifest.NeedsFromCluster(o, provided); len(needs) > 0 {
+				if d.Needs == nil {
+					d.Needs = map[string][]string{}
 				}
+				d.Needs[app] = needs
 			}
 		}
 		d.Objects = manifest.CountByKind(manifest.OnCluster(objs))
@@ -131,6 +142,23 @@ func buildDesiredPlan(f *fleet) (desiredPlan, error) {
 		p.Repos = append(p.Repos, d)
 	}
 	return p, nil
+}
+
+// componentOf returns the platform component whose directory
+// (platform/<app>/) holds path in a cluster repo.
+func componentOf(t *fanout.Target, path string) (string, bool) {
+	if t.Kind != fanout.KindCluster {
+		return "", false
+	}
+	rest, ok := strings.CutPrefix(path, fanout.PlatformDir+"/")
+	if !ok {
+		return "", false
+	}
+	app, _, ok := strings.Cut(rest, "/")
+	if !ok || app == fanout.TenancyDir {
+		return "", false
+	}
+	return app, true
 }
 
 func writeDesiredPlan(w io.Writer, format string, f *fleet) error {
@@ -162,8 +190,9 @@ func writeDesiredPlan(w io.Writer, format string, f *fleet) error {
 				fmt.Fprintf(w, "            %s\n", f)
 			}
 			fmt.Fprintf(w, "  objects:  %s\n", manifest.FormatCounts(r.Objects))
-			for _, f := range slices.Sorted(maps.Keys(r.Needs)) {
-				fmt.Fprintf(w, "  needs:    %s: %s (CRDs the cluster must have; without them Flux's platform Kustomization fails)\n", f, strings.Join(r.Needs[f], ", "))
+			for _, c := range slices.Sorted(maps.Keys(r.Needs)) {
+				fmt.Fprintf(w, "  needs:    %s: %s from the cluster (neither it nor a component it depends on renders the CRD; until the cluster has it, Kustomization platform-%s fails, and what depends on it waits)\n",
+					c, strings.Join(r.Needs[c], ", "), c)
 			}
 			fmt.Fprintf(w, "  access:   %s\n", formatTeams(r.Teams))
 			fmt.Fprintf(w, "  review:   %s\n", strings.Join(r.Reviewers, ", "))

@@ -163,7 +163,7 @@ func TestServeStatusPage(t *testing.T) {
 	assert.Contains(t, repoDOM, "<h1>acme/cluster-staging-eu-1</h1>")
 	assert.Regexp(t, `<dt>Flux health</dt><dd class="h-failure">failure</dd>`, repoDOM)
 	assert.Contains(t, repoDOM, "Last reconcile")
-	assert.Contains(t, repoDOM, "<code>platform/monitoring.yaml</code>", "the report's files")
+	assert.Contains(t, repoDOM, "<code>platform/monitoring/monitoring.yaml</code>", "the report's files")
 	assert.Contains(t, repoDOM, "review required", "GitHub's review decision in words")
 	assert.Equal(t, before, len(e.gh.Requests()), "loading the status pages made no GitHub request")
 

@@ -361,7 +361,7 @@ func TestServeAppliesPushesAndCoalescesBursts(t *testing.T) {
 	start := time.Now()
 	e.gh.Commit("acme", "control", "main", "edge-1: new range", edge1("10.9.0.0/28"))
 	e.eventually("the edge-1 PR to carry the new range", func() bool {
-		s, _ := e.gh.File("acme", "cluster-edge-1", "fleetbot/sync", "platform/metallb.yaml")
+		s, _ := e.gh.File("acme", "cluster-edge-1", "fleetbot/sync", "platform/metallb/metallb.yaml")
 		return strings.Contains(s, "10.9.0.0/28")
 	})
 	t.Logf("delivery-to-PR latency (commit on the fake to PR branch updated): %s", time.Since(start).Round(time.Millisecond))
@@ -389,7 +389,7 @@ func TestServeAppliesPushesAndCoalescesBursts(t *testing.T) {
 	assert.LessOrEqual(t, jobs, int64(2), "at most the job that started before the burst and one for all the rest")
 	assert.GreaterOrEqual(t, coalesced, float64(8))
 
-	s, _ := e.gh.File("acme", "cluster-edge-1", "fleetbot/sync", "platform/metallb.yaml")
+	s, _ := e.gh.File("acme", "cluster-edge-1", "fleetbot/sync", "platform/metallb/metallb.yaml")
 	assert.Contains(t, s, "10.9.10.0/28", "the newest commit")
 	commits := map[string]int{}
 	for _, r := range e.gh.Requests() {
@@ -459,7 +459,7 @@ func TestServeChecksControlPullRequestsReadOnly(t *testing.T) {
 	// Read-only for target repos: the only writes are the check run's.
 	assert.Equal(t, map[string]int{"acme/control": 2}, writesTo(e.gh.Requests()), "create + complete the check run, nothing else")
 	assert.Len(t, e.gh.Pulls("acme", "cluster-edge-1"), 1)
-	s, _ := e.gh.File("acme", "cluster-edge-1", "fleetbot/sync", "platform/metallb.yaml")
+	s, _ := e.gh.File("acme", "cluster-edge-1", "fleetbot/sync", "platform/metallb/metallb.yaml")
 	assert.NotContains(t, s, "10.7.0.0/28", "a control PR never reaches a target repo")
 
 	// octocat joins the platform admins and re-runs the check.

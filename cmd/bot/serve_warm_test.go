@@ -66,7 +66,7 @@ func TestServeIsWarmAcrossRestarts(t *testing.T) {
 	require.Equal(t, 202, second.deliver("push", "push-1", []byte(push), serveSecret))
 	second.waitMetric(appliedOK, 2)
 	second.idle()
-	s, _ := second.gh.File("acme", "cluster-edge-1", "fleetbot/sync", "platform/metallb.yaml")
+	s, _ := second.gh.File("acme", "cluster-edge-1", "fleetbot/sync", "platform/metallb/metallb.yaml")
 	assert.Contains(t, s, "10.9.0.0/28")
 	byRepo, org, reads = targetRequests(second.gh.Requests())
 	assert.Equal(t, []string{"cluster-edge-1"}, keys(byRepo), "a push of one cluster's change touches that repo only")

@@ -268,6 +268,13 @@ type AppSpec struct {
 	Scope string `yaml:"scope" json:"scope"`
 	// Values declares the parameters referenced in manifests as ${name}.
 	Values map[string]ValueSpec `yaml:"values,omitempty" json:"values,omitempty"`
+	// DependsOn names the catalog apps this app needs applied first where it
+	// is a platform component: its Flux Kustomization platform-<app> waits
+	// until theirs are Ready (e.g. a component's configuration after the
+	// component installing its CRDs). Every dependency must be a component
+	// of each cluster the app is a component of. Ignored in workspaces, whose
+	// apps are applied together.
+	DependsOn []string `yaml:"dependsOn,omitempty" json:"dependsOn,omitempty"`
 }
 
 // ValueSpec declares one app parameter.

@@ -70,6 +70,7 @@ func (v *validator) run() Issues {
 	v.duplicates()
 	v.repoNames()
 	v.values()
+	v.dependsOn()
 	v.is.Sort()
 	return v.is
 }

@@ -23,11 +23,44 @@ const (
 	// cluster repo itself.
 	FluxBootstrapSource = "flux-system"
 	// fluxControllerAccount is kustomize-controller's own ServiceAccount,
-	// which the platform and apps Kustomizations impersonate.
+	// which every Kustomization of flux-system fleetbot writes impersonates.
 	fluxControllerAccount = "kustomize-controller"
 	// managedByLabel marks every object fleetbot writes.
 	managedByLabel = "app.kubernetes.io/managed-by"
 )
+
+// Names of the Kustomizations fleetbot writes into flux/fleetbot.yaml.
+const (
+	// retiredPlatform is the Kustomization that applied all of ./platform
+	// before components got one Kustomization each. It stays, suspended and
+	// without prune, so that neither its garbage collection nor its deletion
+	// removes what it applied on clusters that ran the old layout.
+	retiredPlatform = "platform"
+	// componentPrefix starts the name of a component's Kustomization.
+	componentPrefix = "platform-"
+	// tenancyKustomization applies the tenancy policy directory.
+	tenancyKustomization = "fleetbot-tenancy"
+	// appsKustomization applies the cluster admins' apps/.
+	appsKustomization = "apps"
+	// noteAnnotation explains an object to whoever reads it on the cluster.
+	noteAnnotation = "fleetbot.io/note"
+)
+
+// retiredPlatformNote is the annotation and comment of the retired
+// platform Kustomization.
+const retiredPlatformNote = "Retired: the Kustomizations platform-<app> apply ./platform/<app>, one per component. " +
+	"Kept suspended and without prune so that neither its garbage collection nor its deletion removes what it applied under the old layout (one Kustomization for all of ./platform). " +
+	"Never resume it; see the fleetbot README, section Platform components on the cluster."
+
+// component is one platform component of a cluster as Flux sees it: the
+// app's name and the apps whose Kustomizations must be Ready first.
+type component struct {
+	app       string
+	dependsOn []string
+}
+
+// componentKustomization is the name of the Kustomization of app.
+func componentKustomization(app string) string { return componentPrefix + app }
 
 // fluxInput is what the Flux objects of one cluster repo depend on.
 type fluxInput struct {
@@ -40,56 +73,91 @@ type fluxInput struct {
 	secretRef string // "": the workspace repo is read without credentials
 }
 
-// fluxObjects renders flux/fleetbot.yaml for one cluster: the platform and
-// apps Kustomizations on the bootstrap source and, for a workspace cluster,
-// the namespace-confined objects that reconcile the workspace repo as the
-// workspace's own ServiceAccount.
-func fluxObjects(in fluxInput) ([]byte, error) {
-	base, err := fluxBase(in.interval)
-	if err != nil || in.workspace == "" {
-		return base, err
+// fluxObjects renders flux/fleetbot.yaml for one cluster: the retired
+// platform Kustomization, one Kustomization per platform component and one
+// for the tenancy policy, the apps Kustomization, all on the bootstrap
+// source, and, for a workspace cluster, the namespace-confined objects that
+// reconcile the workspace repo as the workspace's own ServiceAccount.
+func fluxObjects(in fluxInput, components []component) ([]byte, error) {
+	head, err := fluxHead(in.interval)
+	if err != nil {
+		return nil, err
+	}
+	out := head
+	for _, c := range components {
+		doc, err := fluxComponent(in.interval, c)
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(out, "---\n"...), doc...)
+	}
+	apps, err := fluxApps(in.interval)
+	if err != nil {
+		return nil, err
+	}
+	out = append(append(out, "---\n"...), apps...)
+	if in.workspace == "" {
+		return out, nil
 	}
 	ws, err := fluxWorkspace(in)
 	if err != nil {
 		return nil, err
 	}
-	return append(append(base, "---\n"...), ws...), nil
+	return append(append(out, "---\n"...), ws...), nil
 }
 
-// fluxBase renders the header and the platform and apps Kustomizations,
-// which are the same on every cluster.
-func fluxBase(interval time.Duration) ([]byte, error) {
-	labels := map[string]string{managedByLabel: "fleetbot"}
-	iv := metav1.Duration{Duration: interval}
-	return marshalAll(managedHeader,
-		&kustomizev1.Kustomization{
-			TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
-			ObjectMeta: metav1.ObjectMeta{Name: "platform", Namespace: FluxNamespace, Labels: labels},
-			Spec: kustomizev1.KustomizationSpec{
-				// Under the lockdown's --default-service-account the
-				// controller's own account must be named.
-				ServiceAccountName: fluxControllerAccount,
-				Interval:           iv,
-				Path:               "./platform",
-				Prune:              true,
-				SourceRef:          kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: FluxBootstrapSource},
-			},
+// fluxKustomization is a Kustomization of flux-system on the bootstrap
+// source, impersonating kustomize-controller: under the lockdown's
+// --default-service-account the controller's own account must be named.
+func fluxKustomization(name, path string, interval time.Duration) *kustomizev1.Kustomization {
+	return &kustomizev1.Kustomization{
+		TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: FluxNamespace, Labels: map[string]string{managedByLabel: "fleetbot"}},
+		Spec: kustomizev1.KustomizationSpec{
+			ServiceAccountName: fluxControllerAccount,
+			Interval:           metav1.Duration{Duration: interval},
+			Path:               path,
+			Prune:              true,
+			SourceRef:          kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: FluxBootstrapSource},
 		},
-		&kustomizev1.Kustomization{
-			TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
-			ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: FluxNamespace, Labels: labels},
-			Spec: kustomizev1.KustomizationSpec{
-				// Under the lockdown's --default-service-account the
-				// controller's own account must be named.
-				ServiceAccountName: fluxControllerAccount,
-				Interval:           iv,
-				Path:               "./apps",
-				Prune:              true,
-				DependsOn:          []kustomizev1.DependencyReference{{Name: "platform"}},
-				SourceRef:          kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: FluxBootstrapSource},
-			},
-		},
+	}
+}
+
+// fluxHead renders the header, the retired platform Kustomization and the
+// tenancy policy's Kustomization, which are the same on every cluster.
+func fluxHead(interval time.Duration) ([]byte, error) {
+	retired := fluxKustomization(retiredPlatform, "./"+PlatformDir, interval)
+	retired.Annotations = map[string]string{noteAnnotation: retiredPlatformNote}
+	retired.Spec.Prune = false
+	retired.Spec.Suspend = true
+	return marshalAll(managedHeader+retiredPlatformComment,
+		retired,
+		fluxKustomization(tenancyKustomization, "./"+PlatformDir+"/"+TenancyDir, interval),
 	)
+}
+
+// retiredPlatformComment precedes the retired platform Kustomization.
+const retiredPlatformComment = `# Kustomization platform is retired: it applied all of ./platform before each
+# component got its own Kustomization platform-<app>. It stays suspended, with
+# prune off, so that on clusters that ran it neither its garbage collection
+# nor its deletion removes the objects the new Kustomizations took over.
+# Never resume it.
+`
+
+// fluxComponent renders the Kustomization of one platform component.
+func fluxComponent(interval time.Duration, c component) ([]byte, error) {
+	k := fluxKustomization(componentKustomization(c.app), "./"+PlatformDir+"/"+c.app, interval)
+	for _, d := range c.dependsOn {
+		k.Spec.DependsOn = append(k.Spec.DependsOn, kustomizev1.DependencyReference{Name: componentKustomization(d)})
+	}
+	return marshalAll("", k)
+}
+
+// fluxApps renders the Kustomization of the cluster admins' apps/. It
+// depends on nothing: no component may hold it back, and it is retried
+// every interval until what it needs (a component's CRDs) exists.
+func fluxApps(interval time.Duration) ([]byte, error) {
+	return marshalAll("", fluxKustomization(appsKustomization, "./apps", interval))
 }
 
 // fluxWorkspace renders the objects of a workspace cluster, all in the
@@ -151,34 +219,63 @@ const clusterPlaceholder = "FLEETBOT-CLUSTER"
 
 // flux returns flux/fleetbot.yaml for one cluster through the run's memo:
 // the marshalling of typed objects is by far the costliest part of a
-// cluster repo, and only one path differs between the clusters of a
-// workspace.
-func (x *run) flux(in fluxInput) ([]byte, error) {
-	if x.fluxBase == nil {
-		b, err := fluxBase(in.interval)
+// cluster repo, the head and apps documents are the same on every cluster,
+// a component's Kustomization the same on every cluster running it (its
+// dependsOn comes from the catalog), and only one path differs between the
+// clusters of a workspace.
+func (x *run) flux(in fluxInput, components []component) ([]byte, error) {
+	if x.fluxHead == nil {
+		head, err := fluxHead(in.interval)
 		if err != nil {
 			return nil, err
 		}
-		x.fluxBase = b
-	}
-	if in.workspace == "" {
-		return x.fluxBase, nil
-	}
-	if !isDNSLabel(in.cluster) {
-		return fluxObjects(in)
-	}
-	key := in
-	key.cluster = clusterPlaceholder
-	ws, ok := x.fluxWorkspace[key]
-	if !ok {
-		var err error
-		if ws, err = fluxWorkspace(key); err != nil {
+		apps, err := fluxApps(in.interval)
+		if err != nil {
 			return nil, err
 		}
-		x.fluxWorkspace[key] = ws
+		x.fluxHead, x.fluxApps = head, apps
 	}
-	out := make([]byte, 0, len(x.fluxBase)+4+len(ws)+len(in.cluster))
-	out = append(append(out, x.fluxBase...), "---\n"...)
+	docs := make([][]byte, len(components))
+	size := len(x.fluxHead) + len(x.fluxApps) + 4
+	for i, c := range components {
+		doc, ok := x.fluxComponents[c.app]
+		if !ok {
+			var err error
+			if doc, err = fluxComponent(in.interval, c); err != nil {
+				return nil, err
+			}
+			x.fluxComponents[c.app] = doc
+		}
+		docs[i] = doc
+		size += len(doc) + 4
+	}
+	var ws []byte
+	if in.workspace != "" {
+		if !isDNSLabel(in.cluster) {
+			return fluxObjects(in, components)
+		}
+		key := in
+		key.cluster = clusterPlaceholder
+		var ok bool
+		if ws, ok = x.fluxWorkspace[key]; !ok {
+			var err error
+			if ws, err = fluxWorkspace(key); err != nil {
+				return nil, err
+			}
+			x.fluxWorkspace[key] = ws
+		}
+		size += len(ws) + 4 + len(in.cluster)
+	}
+	out := make([]byte, 0, size)
+	out = append(out, x.fluxHead...)
+	for _, doc := range docs {
+		out = append(append(out, "---\n"...), doc...)
+	}
+	out = append(append(out, "---\n"...), x.fluxApps...)
+	if ws == nil {
+		return out, nil
+	}
+	out = append(out, "---\n"...)
 	return append(out, bytes.Replace(ws, []byte("./clusters/"+clusterPlaceholder+"\n"), []byte("./clusters/"+in.cluster+"\n"), 1)...), nil
 }
 

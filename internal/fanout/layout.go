@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 	"time"
@@ -113,23 +114,47 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 	name := c.Metadata.Name
 	repo := x.clusterRepo(name)
 	t := newTarget(KindCluster, name, repo, s)
-	var components []string
+	// One directory per component, each with its kustomization.yaml and
+	// none at platform/ itself: the retired platform Kustomization, should
+	// it reconcile this revision before it is suspended, then builds what
+	// Flux generates for a directory without one, which lists every
+	// subdirectory holding a kustomization.yaml: the same objects as the
+	// old layout, so its garbage collection deletes nothing.
+	var components []component
+	selected := map[string]bool{}
+	for _, d := range deps {
+		if d.Workspace == nil {
+			selected[d.App.Metadata.Name] = true
+		}
+	}
 	for _, d := range byApp(deps) {
 		if d.Workspace != nil {
 			continue
 		}
-		file := d.App.Metadata.Name + ".yaml"
-		if data, ok := x.appFile(d); ok {
-			t.Files[PlatformDir+"/"+file] = data
+		app := d.App.Metadata.Name
+		for i, dep := range d.App.Spec.DependsOn {
+			// control.Load reports this with every cluster concerned;
+			// Render stands on its own for repos built otherwise.
+			if !selected[dep] {
+				x.addOnce(d.App.Source.At(fmt.Sprintf("spec.dependsOn.%d", i)),
+					"make "+dep+" a component of this cluster or drop it from spec.dependsOn",
+					"component %s depends on %s, which is not a component of cluster %s: Flux would wait forever for Kustomization %s", app, dep, name, componentKustomization(dep))
+			}
 		}
-		components = append(components, file)
+		dir := PlatformDir + "/" + app + "/"
+		file := app + ".yaml"
+		if data, ok := x.appFile(d); ok {
+			t.Files[dir+file] = data
+		}
+		t.Files[dir+"kustomization.yaml"] = x.componentKustomization(app)
+		components = append(components, component{app: app, dependsOn: d.App.Spec.DependsOn})
 	}
 	tenancy, err := x.tenancy()
 	if err != nil {
 		x.addOnce(c.Source.At("metadata.name"), "", "cluster %s: rendering the Flux tenancy policy: %v", name, err)
 	}
 	t.Files[PlatformDir+"/"+TenancyPolicyFile] = tenancy
-	t.Files[PlatformDir+"/kustomization.yaml"] = kustomizationOf(managedHeader, append([]string{TenancyPolicyFile}, components...))
+	t.Files[PlatformDir+"/"+TenancyDir+"/kustomization.yaml"] = x.componentKustomization(TenancyDir)
 	t.Scaffolds[FluxSystemKustomPath] = []byte(lockdownScaffold)
 
 	ws := x.repo.Workspace(c.Spec.Workspace)
@@ -140,7 +165,7 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 		in.repoURL = x.r.gitURL + "/" + s.owner + "/" + x.workspaceRepo(ws.Metadata.Name)
 		wsAdmins = ws.Spec.Admins
 	}
-	flux, err := x.flux(in)
+	flux, err := x.flux(in, components)
 	if err != nil {
 		x.addOnce(c.Source.At("metadata.name"), "", "cluster %s: rendering Flux objects: %v", name, err)
 	}
@@ -154,6 +179,22 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 	t.Access = policy.ClusterRepoAccess(s.admins, c.Spec.Admins, wsAdmins, s.branch)
 	t.Access.AllowAutoMerge = s.autoMerge
 	return t
+}
+
+// componentKustomization returns platform/<dir>/kustomization.yaml through
+// the run's memo: it lists the one file of the directory, the same on every
+// cluster (<app>.yaml, or the tenancy policy's file).
+func (x *run) componentKustomization(dir string) []byte {
+	if b, ok := x.componentKustomizations[dir]; ok {
+		return b
+	}
+	file := dir + ".yaml"
+	if dir == TenancyDir {
+		file = path.Base(TenancyPolicyFile)
+	}
+	b := kustomizationOf(managedHeader, []string{file})
+	x.componentKustomizations[dir] = b
+	return b
 }
 
 // workspaceTarget lays out a workspace repo: per cluster of the workspace,
@@ -227,7 +268,7 @@ func labelsText(labels map[string]string) string {
 
 const readmeHeader = "<!-- Managed by fleetbot. Do not edit: changes are overwritten. -->\n"
 
-func clusterReadme(s settings, c *control.Cluster, repo string, components []string, in fluxInput, workspaceRepo func(string) string) []byte {
+func clusterReadme(s settings, c *control.Cluster, repo string, components []component, in fluxInput, workspaceRepo func(string) string) []byte {
 	var b strings.Builder
 	name := c.Metadata.Name
 	platform := teams(s.owner, s.admins, "platform admins")
@@ -248,8 +289,18 @@ func clusterReadme(s settings, c *control.Cluster, repo string, components []str
 	if len(components) == 0 {
 		b.WriteString("None: no platform component selects this cluster.\n\n")
 	} else {
-		for _, f := range components {
-			fmt.Fprintf(&b, "- `platform/%s`\n", f)
+		b.WriteString("Each component has its directory and its Flux Kustomization, so a component that fails blocks only the components that depend on it:\n\n")
+		b.WriteString("| component | directory | Kustomization | after |\n|---|---|---|---|\n")
+		for _, cp := range components {
+			after := "-"
+			if len(cp.dependsOn) > 0 {
+				deps := make([]string, len(cp.dependsOn))
+				for i, d := range cp.dependsOn {
+					deps[i] = "`" + componentKustomization(d) + "`"
+				}
+				after = strings.Join(deps, ", ")
+			}
+			fmt.Fprintf(&b, "| %s | `platform/%s/` | `%s` | %s |\n", cp.app, cp.app, componentKustomization(cp.app), after)
 		}
 		b.WriteString("\n")
 	}
@@ -257,7 +308,9 @@ func clusterReadme(s settings, c *control.Cluster, repo string, components []str
 	b.WriteString("## Bootstrap Flux\n\n")
 	b.WriteString("Run once against the cluster (add `--personal` when the owner is a user, not an organisation):\n\n")
 	fmt.Fprintf(&b, "```sh\nflux bootstrap github --owner=%s --repository=%s --branch=%s --path=flux\n```\n\n", s.owner, repo, s.branch)
-	b.WriteString("Flux then applies `flux/fleetbot.yaml`: the Kustomization `platform` (path `./platform`) and the Kustomization `apps` (path `./apps`, after `platform`).\n")
+	b.WriteString("Flux then applies `flux/fleetbot.yaml`: one Kustomization `platform-<component>` per component (path `./platform/<component>`), `fleetbot-tenancy` (path `./platform/" + TenancyDir + "`) and `apps` (path `./apps`). ")
+	b.WriteString("`apps` waits for no component: until what it uses exists (a component's CRDs), it fails and is retried every interval. ")
+	b.WriteString("The Kustomization `platform` is suspended on purpose: it applied all of `./platform` before components got their own, and stays suspended with prune off so that nothing it applied is deleted. Never resume it.\n")
 
 	b.WriteString("\n## Multi-tenancy lockdown\n\n")
 	b.WriteString("`flux/flux-system/kustomization.yaml` patches the Flux controllers as the Flux documentation's multi-tenancy lockdown does: `--no-cross-namespace-refs=true` (kustomize-, helm-, notification- and the image controllers), `--no-remote-bases=true` (kustomize-controller) and `--default-service-account=default` (kustomize- and helm-controller), and runs the `flux-system` Kustomization as `kustomize-controller`. ")

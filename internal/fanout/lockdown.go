@@ -12,10 +12,13 @@ const (
 	// scaffolds with the lockdown patches; flux bootstrap --path=flux keeps
 	// an existing one and the cluster admins own it afterwards.
 	FluxSystemKustomPath = "flux/flux-system/kustomization.yaml"
-	// TenancyPolicyFile is the managed file of platform/ holding the
-	// ValidatingAdmissionPolicy and its binding. Its name has a dot, which
-	// no app name (a DNS label) has, so it never collides with a component.
-	TenancyPolicyFile = "fleetbot.flux-tenancy.yaml"
+	// TenancyDir is the managed directory of platform/ holding the
+	// ValidatingAdmissionPolicy and its binding, applied by the
+	// Kustomization fleetbot-tenancy. Its name has a dot, which no app name
+	// (a DNS label) has, so it never collides with a component's directory.
+	TenancyDir = "fleetbot.flux-tenancy"
+	// TenancyPolicyFile is the policy's file, relative to platform/.
+	TenancyPolicyFile = TenancyDir + "/policy.yaml"
 	// WorkspaceLabel marks a workspace namespace with the workspace's name,
 	// which is also the name of the ServiceAccount its Flux objects must
 	// impersonate. The tenancy policy binds to the namespaces carrying it.
@@ -117,7 +120,7 @@ var tenancyValidations = []admissionv1.Validation{
 	},
 }
 
-// tenancyPolicy renders platform/fleetbot.flux-tenancy.yaml: a
+// tenancyPolicy renders platform/fleetbot.flux-tenancy/policy.yaml: a
 // ValidatingAdmissionPolicy denying, in every namespace labelled
 // WorkspaceLabel, a Flux Kustomization or HelmRelease that does not
 // impersonate the workspace's ServiceAccount (the label's value), carries
@@ -171,7 +174,7 @@ func tenancyPolicy() ([]byte, error) {
 
 func ptr[T any](v T) *T { return &v }
 
-// tenancy returns platform/fleetbot.flux-tenancy.yaml through the run's
+// tenancy returns platform/fleetbot.flux-tenancy/policy.yaml through the run's
 // memo: it is the same on every cluster.
 func (x *run) tenancy() ([]byte, error) {
 	if x.tenancyPolicy == nil {

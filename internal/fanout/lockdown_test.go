@@ -116,7 +116,8 @@ func tenancyObjects(t *testing.T, tg *Target) (*admissionv1.ValidatingAdmissionP
 }
 
 // TestTenancyPolicyStrict: every cluster repo carries the tenancy policy in
-// platform/, listed by platform/kustomization.yaml, decoding strictly as
+// platform/fleetbot.flux-tenancy/, applied by the Kustomization
+// fleetbot-tenancy, decoding strictly as
 // admissionregistration.k8s.io/v1 types and bound to the namespaces
 // labelled with their workspace, which flux/fleetbot.yaml labels.
 func TestTenancyPolicyStrict(t *testing.T) {
@@ -136,7 +137,7 @@ func TestTenancyPolicyStrict(t *testing.T) {
 			resources = append(resources, r.APIGroups[0]+"/"+r.Resources[0])
 		}
 		assert.Equal(t, []string{"kustomize.toolkit.fluxcd.io/kustomizations", "helm.toolkit.fluxcd.io/helmreleases"}, resources)
-		assert.Contains(t, string(tg.Files[PlatformDir+"/kustomization.yaml"]), "resources:\n- "+TenancyPolicyFile+"\n")
+		assert.Contains(t, string(tg.Files[PlatformDir+"/"+TenancyDir+"/kustomization.yaml"]), "resources:\n- policy.yaml\n")
 		assert.True(t, KindCluster.Managed(PlatformDir+"/"+TenancyPolicyFile))
 
 		c := repo.Cluster(tg.Name)

@@ -116,7 +116,8 @@ func (r *Renderer) RenderContext(ctx context.Context, repo *control.Repo) ([]*Ta
 	r.generation++
 
 	run := &run{r: r, repo: repo, builds: map[string]*build{}, checked: map[string]string{}, seen: map[string]bool{},
-		files: map[string][]byte{}, fluxWorkspace: map[fluxInput][]byte{}}
+		files: map[string][]byte{}, fluxWorkspace: map[fluxInput][]byte{}, fluxComponents: map[string][]byte{},
+		componentKustomizations: map[string][]byte{}}
 	interrupted := func() error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("render interrupted: %w", context.Cause(ctx))
@@ -175,11 +176,16 @@ type run struct {
 	// files memoises rendered app files by app, namespace and the values
 	// of the app's references.
 	files map[string][]byte
-	// fluxBase and fluxWorkspace memoise the parts of flux/fleetbot.yaml
-	// that do not depend on the cluster.
-	fluxBase      []byte
-	fluxWorkspace map[fluxInput][]byte
-	// tenancyPolicy memoises platform/fleetbot.flux-tenancy.yaml.
+	// fluxHead, fluxApps, fluxComponents (by app) and fluxWorkspace
+	// memoise the parts of flux/fleetbot.yaml that do not depend on the
+	// cluster.
+	fluxHead, fluxApps []byte
+	fluxComponents     map[string][]byte
+	fluxWorkspace      map[fluxInput][]byte
+	// componentKustomizations memoises platform/<dir>/kustomization.yaml
+	// by directory.
+	componentKustomizations map[string][]byte
+	// tenancyPolicy memoises platform/fleetbot.flux-tenancy/policy.yaml.
 	tenancyPolicy []byte
 	// checked memoises the parse check of substituted documents: text ->
 	// error message ("" when it parses).

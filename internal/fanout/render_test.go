@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -317,7 +318,10 @@ func TestFluxObjectsStrict(t *testing.T) {
 				k := &kustomizev1.Kustomization{}
 				obj = k
 				require.NoError(t, yaml.UnmarshalStrict([]byte(d), obj), "%s:\n%s", tg.Repo, d)
-				assert.True(t, k.Spec.Prune)
+				// Only the retired platform Kustomization is suspended and
+				// does not prune (see retiredPlatform).
+				assert.Equal(t, k.Name == retiredPlatform && k.Namespace == FluxNamespace, k.Spec.Suspend, k.Name)
+				assert.Equal(t, !k.Spec.Suspend, k.Spec.Prune, k.Name)
 				assert.NotZero(t, k.Spec.Interval.Duration)
 				assert.Empty(t, k.Spec.SourceRef.Namespace, "no cross-namespace refs (lockdown)")
 				for _, dep := range k.Spec.DependsOn {
@@ -353,26 +357,35 @@ func TestFluxObjectsStrict(t *testing.T) {
 			kinds[tm.Kind]++
 		}
 		c := loadExample(t).Cluster(tg.Name)
+		// platform (retired), fleetbot-tenancy, one per component, apps.
+		ks := 3 + countComponents(tg)
 		if c.Spec.Workspace == "" {
-			assert.Equal(t, map[string]int{"Kustomization": 2}, kinds, tg.Repo)
+			assert.Equal(t, map[string]int{"Kustomization": ks}, kinds, tg.Repo)
 		} else {
-			assert.Equal(t, map[string]int{"Kustomization": 3, "GitRepository": 1, "Namespace": 1, "ServiceAccount": 1, "RoleBinding": 1}, kinds, tg.Repo)
+			assert.Equal(t, map[string]int{"Kustomization": ks + 1, "GitRepository": 1, "Namespace": 1, "ServiceAccount": 1, "RoleBinding": 1}, kinds, tg.Repo)
 		}
 	}
 }
 
 func TestFluxMemoMatchesDirect(t *testing.T) {
-	x := &run{fluxWorkspace: map[fluxInput][]byte{}}
-	for _, in := range []fluxInput{
-		{interval: time.Minute, cluster: "prod-eu-1", workspace: "payments", namespace: "pay", repoURL: "https://x/acme/workspace-payments", branch: "main", secretRef: "s"},
-		{interval: time.Minute, cluster: "prod-us-1", workspace: "payments", namespace: "pay", repoURL: "https://x/acme/workspace-payments", branch: "main", secretRef: "s"},
-		{interval: time.Minute, cluster: "edge-1"},
+	x := &run{fluxWorkspace: map[fluxInput][]byte{}, fluxComponents: map[string][]byte{}}
+	crds := component{app: "crds"}
+	config := component{app: "config", dependsOn: []string{"crds"}}
+	for i, tc := range []struct {
+		in         fluxInput
+		components []component
+	}{
+		{fluxInput{interval: time.Minute, cluster: "prod-eu-1", workspace: "payments", namespace: "pay", repoURL: "https://x/acme/workspace-payments", branch: "main", secretRef: "s"}, []component{config, crds}},
+		{fluxInput{interval: time.Minute, cluster: "prod-us-1", workspace: "payments", namespace: "pay", repoURL: "https://x/acme/workspace-payments", branch: "main", secretRef: "s"}, []component{crds}},
+		{fluxInput{interval: time.Minute, cluster: "edge-1"}, []component{config, crds}},
+		{fluxInput{interval: time.Minute, cluster: "bare"}, nil},
+		{fluxInput{interval: time.Minute, cluster: "Not-A-Label", workspace: "payments", namespace: "pay", branch: "main"}, []component{crds}},
 	} {
-		want, err := fluxObjects(in)
+		want, err := fluxObjects(tc.in, tc.components)
 		require.NoError(t, err)
-		got, err := x.flux(in)
+		got, err := x.flux(tc.in, tc.components)
 		require.NoError(t, err)
-		assert.Equal(t, string(want), string(got), "%+v", in)
+		assert.Equal(t, string(want), string(got), "case %d: %+v", i, tc.in)
 	}
 }
 
@@ -460,4 +473,16 @@ func TestRenderPointsAtTheDefiningNode(t *testing.T) {
 	for _, i := range svc {
 		assert.Equal(t, control.Position{File: "catalog/redis/web.yaml", Line: 7}, i.Pos, "%v", i)
 	}
+}
+
+// countComponents counts the component directories of a cluster target.
+func countComponents(tg *Target) int {
+	n := 0
+	for p := range tg.Files {
+		dir, file := path.Split(p)
+		if file == "kustomization.yaml" && strings.Count(dir, "/") == 2 && strings.HasPrefix(dir, PlatformDir+"/") && dir != PlatformDir+"/"+TenancyDir+"/" {
+			n++
+		}
+	}
+	return n
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -194,14 +195,16 @@ func group(apiVersion string) string {
 	return g
 }
 
-// NeedsFromCluster lists, as "Kind (apiVersion)", the kinds among objs whose
-// API group Kubernetes does not serve by itself and no
-// CustomResourceDefinition among objs defines: the cluster must already have
-// their CRDs, or Flux cannot apply objs (a Kustomization applying them fails
-// as a whole). Sorted, without duplicates; nil when there are none.
-func NeedsFromCluster(objs []Object) []string {
+// NeedsFromCluster lists, as "Kind.group" (IPAddressPool.metallb.io), the
+// kinds among objs whose API group Kubernetes does not serve by itself and
+// for which no CustomResourceDefinition among objs or provided (the objects
+// of what is applied before objs, e.g. a component's dependencies) defines
+// that group: the cluster must already have their CRDs, or Flux cannot apply
+// objs (a Kustomization applying them fails as a whole). Sorted, without
+// duplicates; nil when there are none.
+func NeedsFromCluster(objs, provided []Object) []string {
 	defined := map[string]bool{}
-	for _, o := range objs {
+	for _, o := range append(slices.Clip(objs), provided...) {
 		if o.Kind == "CustomResourceDefinition" && group(o.APIVersion) == "apiextensions.k8s.io" {
 			if _, g, ok := strings.Cut(o.Name, "."); ok {
 				defined[g] = true // metadata.name is <plural>.<group>
@@ -215,7 +218,7 @@ func NeedsFromCluster(objs []Object) []string {
 		if builtinGroups[g] || defined[g] {
 			continue
 		}
-		k := o.Kind + " (" + o.APIVersion + ")"
+		k := o.Kind + "." + g
 		if !seen[k] {
 			seen[k] = true
 			out = append(out, k)

@@ -72,17 +72,24 @@ func TestNeedsFromCluster(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml string
 		want       []string
+		provided   string
 	}{
-		{"built-in kinds only", "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: b}\n", nil},
+		{"built-in kinds only", "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: b}\n", nil, ""},
 		{"a kind from a CRD the cluster must have",
 			"apiVersion: metallb.io/v1beta1\nkind: IPAddressPool\nmetadata: {name: p}\n---\napiVersion: metallb.io/v1beta1\nkind: IPAddressPool\nmetadata: {name: q}\n---\napiVersion: metallb.io/v1beta1\nkind: L2Advertisement\nmetadata: {name: l}\n",
-			[]string{"IPAddressPool (metallb.io/v1beta1)", "L2Advertisement (metallb.io/v1beta1)"}},
+			[]string{"IPAddressPool.metallb.io", "L2Advertisement.metallb.io"}, ""},
 		{"the component ships the CRD itself",
-			"apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: ipaddresspools.metallb.io}\n---\napiVersion: metallb.io/v1beta1\nkind: IPAddressPool\nmetadata: {name: p}\n", nil},
-		{"kustomize's own config is not an object", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n", nil},
+			"apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: ipaddresspools.metallb.io}\n---\napiVersion: metallb.io/v1beta1\nkind: IPAddressPool\nmetadata: {name: p}\n", nil, ""},
+		{"a dependency ships the CRD",
+			"apiVersion: metallb.io/v1beta1\nkind: IPAddressPool\nmetadata: {name: p}\n---\napiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata: {name: s}\n",
+			[]string{"ServiceMonitor.monitoring.coreos.com"},
+			"apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: ipaddresspools.metallb.io}\n"},
+		{"kustomize's own config is not an object", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n", nil, ""},
 	} {
 		objs, err := Parse([]byte(tc.yaml))
 		require.NoError(t, err, tc.name)
-		assert.Equal(t, tc.want, NeedsFromCluster(objs), tc.name)
+		provided, err := Parse([]byte(tc.provided))
+		require.NoError(t, err, tc.name)
+		assert.Equal(t, tc.want, NeedsFromCluster(objs, provided), tc.name)
 	}
 }

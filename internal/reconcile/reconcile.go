@@ -558,12 +558,43 @@ func recovered(fn func()) (err error) {
 }
 
 // removesComponent reports whether a cluster repo's plan deletes a rendered platform
-// component (platform/<app>.yaml), which Flux then prunes from the cluster.
+// component, which Flux then prunes from the cluster: every file of the component goes and
+// none comes. Moving a component's file into its directory (platform/<app>.yaml before
+// per-component Kustomizations, platform/<app>/ since) removes nothing.
 func removesComponent(d *pr.Decision) bool {
+	removed, kept := map[string]bool{}, map[string]bool{}
 	for _, f := range d.Files {
-		if f.Op == pr.FileRemoved && strings.HasPrefix(f.Path, "platform/") && f.Path != "platform/kustomization.yaml" {
+		c := platformComponent(f.Path)
+		if c == "" {
+			continue
+		}
+		if f.Op == pr.FileRemoved {
+			removed[c] = true
+		} else {
+			kept[c] = true
+		}
+	}
+	for c := range removed {
+		if !kept[c] {
 			return true
 		}
 	}
 	return false
+}
+
+// platformComponent returns the platform component (or the tenancy policy) a cluster
+// repo path belongs to, in today's layout (platform/<app>/...) or the one before
+// (platform/<app>.yaml); "" for every other path.
+func platformComponent(p string) string {
+	rest, ok := strings.CutPrefix(p, "platform/")
+	if !ok {
+		return ""
+	}
+	if c, _, ok := strings.Cut(rest, "/"); ok {
+		return c
+	}
+	if rest == "kustomization.yaml" {
+		return ""
+	}
+	return strings.TrimSuffix(rest, ".yaml")
 }

@@ -216,3 +216,32 @@ func TestOnlyReconcilesTheListedRepos(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"cluster-a": "noop", "cluster-b": "noop", "cluster-c": "update", "cluster-gone": "remove"}, actions(rep))
 }
+
+// TestRemovesComponent: only a component all of whose files go counts as a
+// removal; the move of every component into its own directory (the layout
+// of per-component Flux Kustomizations) removes none.
+func TestRemovesComponent(t *testing.T) {
+	d := func(files ...pr.FileChange) *pr.Decision { return &pr.Decision{Files: files} }
+	rm := func(p string) pr.FileChange { return pr.FileChange{Path: p, Op: pr.FileRemoved} }
+	add := func(p string) pr.FileChange { return pr.FileChange{Path: p, Op: pr.FileAdded} }
+	for _, tc := range []struct {
+		name string
+		d    *pr.Decision
+		want bool
+	}{
+		{"upgrade to per-component directories", d(
+			rm("platform/kustomization.yaml"), rm("platform/fleetbot.flux-tenancy.yaml"), rm("platform/metallb.yaml"), rm("platform/monitoring.yaml"),
+			add("platform/fleetbot.flux-tenancy/kustomization.yaml"), add("platform/fleetbot.flux-tenancy/policy.yaml"),
+			add("platform/metallb/kustomization.yaml"), add("platform/metallb/metallb.yaml"),
+			add("platform/monitoring/kustomization.yaml"), add("platform/monitoring/monitoring.yaml"),
+			pr.FileChange{Path: "flux/fleetbot.yaml", Op: pr.FileChanged}), false},
+		{"component removed", d(rm("platform/metallb/kustomization.yaml"), rm("platform/metallb/metallb.yaml"), pr.FileChange{Path: "flux/fleetbot.yaml", Op: pr.FileChanged}), true},
+		{"component removed while the layout moves", d(rm("platform/kustomization.yaml"), rm("platform/metallb.yaml"), rm("platform/monitoring.yaml"),
+			add("platform/monitoring/kustomization.yaml"), add("platform/monitoring/monitoring.yaml")), true},
+		{"component removed in the old layout", d(rm("platform/metallb.yaml"), pr.FileChange{Path: "platform/kustomization.yaml", Op: pr.FileChanged}), true},
+		{"a value changes", d(pr.FileChange{Path: "platform/metallb/metallb.yaml", Op: pr.FileChanged}), false},
+		{"apps file removed by hand", d(rm("apps/x.yaml")), false},
+	} {
+		assert.Equal(t, tc.want, removesComponent(tc.d), tc.name)
+	}
+}
