@@ -58,6 +58,9 @@ type Renderer struct {
 	cache      map[string]*build
 	generation int
 	stats      Stats
+	// exact turns off the shortcuts that avoid re-serialising and re-parsing (relayout, inert
+	// values), so tests can compare both ways.
+	exact bool
 }
 
 // NewRenderer returns a Renderer with an empty build cache.
@@ -210,6 +213,7 @@ func (x *run) buildApp(app *control.App) {
 		x.r.stats.CacheHits++
 	} else {
 		b = kustomize(x.r.kustomizer, app.Files)
+		b.exact = x.r.exact
 		x.r.stats.Builds++
 		x.r.cache[key] = b
 		x.r.log.Debug("kustomize build", "app", name, "objects", len(b.objects), "problems", len(b.problems))
@@ -397,7 +401,10 @@ func (x *run) appFile(d control.Deployment) ([]byte, bool) {
 		one.Reset()
 		dc.tmpl.apply(&one, d.Values)
 		texts[i] = one.String()
-		if msg := x.check(texts[i], dc); msg != "" {
+		if dc.inert && !x.r.exact && inertValues(dc.tmpl, d.Values) {
+			continue // cannot change the structure: no parse needed
+		}
+		if msg := x.check(texts[i], dc, v); msg != "" {
 			ok = false
 			x.addOnce(d.Cluster.Source.At("spec.values"),
 				"quote the value in the manifest (\"${name}\") or change the value so the YAML stays valid",
@@ -434,34 +441,137 @@ func (x *run) appFile(d control.Deployment) ([]byte, bool) {
 	return out.Bytes(), true
 }
 
-// check parses a substituted document and makes sure it is still the same
+// check parses a substituted document of variant v and makes sure it is still the same
 // object with the same structure: a value only ever becomes one scalar. A
 // value with YAML syntax in it ("x\n---\nkind: ClusterRoleBinding…", or a
 // newline and an indented key) could otherwise add a document, a key or a
 // list item to a manifest, or turn a scalar into a map.
-func (x *run) check(text string, d doc) string {
+func (x *run) check(text string, d doc, v *variant) string {
 	if msg, ok := x.checked[text]; ok {
 		return msg
 	}
-	msg := ""
-	var n kyamlNode
-	if extra, err := decodeOne(text, &n); err != nil {
-		msg = err.Error()
-	} else if extra > 0 {
-		msg = fmt.Sprintf("a value added %d YAML document(s) (---): a value may only become one scalar", extra)
-	} else if kind, name := n.kindName(); kind != d.kind || name != d.name {
-		msg = fmt.Sprintf("it became %s/%s", kind, name)
-	} else if where := changedShape(d.shape, &n.Node, ""); where != "" {
-		msg = "a value changed the structure at " + where + ": a value may only become one scalar"
-	} else {
-		var bad []string
-		nonStringValues(&n.Node, false, &bad)
-		if len(bad) > 0 {
-			msg = fmt.Sprintf("label or annotation %s is not a string", strings.Join(bad, ", "))
-		}
-	}
+	msg := checkText(text, d, v.nsFrom, v.nsTo)
 	x.checked[text] = msg
 	return msg
+}
+
+// checkText is check without the memo. A scalar of d's shape equal to nsFrom stands for nsTo
+// (see relayout).
+func checkText(text string, d doc, nsFrom, nsTo string) string {
+	var n kyamlNode
+	if extra, err := decodeOne(text, &n); err != nil {
+		return err.Error()
+	} else if extra > 0 {
+		return fmt.Sprintf("a value added %d YAML document(s) (---): a value may only become one scalar", extra)
+	} else if kind, name := n.kindName(); kind != d.kind || name != d.name {
+		return fmt.Sprintf("it became %s/%s", kind, name)
+	} else if where := changedShape(d.shape, &n.Node, "", nsFrom, nsTo); where != "" {
+		return "a value changed the structure at " + where + ": a value may only become one scalar"
+	}
+	var bad []string
+	nonStringValues(&n.Node, false, &bad)
+	if len(bad) > 0 {
+		return fmt.Sprintf("label or annotation %s is not a string", strings.Join(bad, ", "))
+	}
+	return ""
+}
+
+// inertValue reports whether substituting s can only change the scalar it lands in, whatever
+// the scalar's style or position: it is not empty, starts with a letter, a digit or '_', and
+// holds only letters, digits and "._/-" (no space, quote, backslash, newline, ':' '#' ',' or
+// bracket). Values such as names, versions, address ranges and numbers are.
+func inertValue(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_':
+		case (c == '.' || c == '/' || c == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// inertValues reports whether every value t references is inertValue.
+func inertValues(t template, values map[string]string) bool {
+	for _, s := range t.segs {
+		if s.name != "" && !inertValue(values[s.name]) {
+			return false
+		}
+	}
+	return true
+}
+
+// inertDoc reports whether d (text is its template text) passes check for any substitution
+// of inert values: its kind and name hold no reference, every reference is inside a scalar
+// value that is not a key, tagged or anchored (inertShape), and with every reference
+// substituted by "x" it passes check (so anything check objects to whatever the values, such
+// as a literal non-string label, is still found by the full check).
+func inertDoc(d doc, text string) bool {
+	if strings.Contains(d.kind, "${") || strings.Contains(d.name, "${") {
+		return false
+	}
+	refs := 0
+	if !inertShape(d.shape, false, &refs) {
+		return false
+	}
+	vars := 0
+	var sample strings.Builder
+	sample.Grow(len(text))
+	for _, s := range d.tmpl.segs {
+		if s.name != "" {
+			vars++
+			sample.WriteString("x")
+		} else {
+			sample.WriteString(s.lit)
+		}
+	}
+	return refs == vars && checkText(sample.String(), d, "", "") == ""
+}
+
+// inertShape walks a template's tree, counting the references in scalar values into refs, and
+// reports false for what an inert value could still change: a reference in a key, in a tagged
+// scalar, or in an unquoted string-map value (label, annotation, ...: kustomize's output
+// quotes those, see quoteStringMaps), and aliases or anchors.
+func inertShape(n *kyaml.Node, stringMap bool, refs *int) bool {
+	if n == nil || n.Kind == kyaml.AliasNode || n.Anchor != "" {
+		return false
+	}
+	switch n.Kind {
+	case kyaml.DocumentNode, kyaml.SequenceNode:
+		for _, c := range n.Content {
+			if !inertShape(c, false, refs) {
+				return false
+			}
+		}
+	case kyaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != kyaml.ScalarNode || k.Anchor != "" || strings.Contains(k.Value, "${") {
+				return false
+			}
+			if !inertShape(v, k.Value == "labels" || k.Value == "annotations" || k.Value == "matchLabels" || k.Value == "nodeSelector", refs) {
+				return false
+			}
+		}
+	case kyaml.ScalarNode:
+		if !strings.Contains(n.Value, "${") {
+			return true
+		}
+		if n.Style&kyaml.TaggedStyle != 0 || stringMap && n.Style&(kyaml.DoubleQuotedStyle|kyaml.SingleQuotedStyle) == 0 {
+			return false
+		}
+		_, r, bad := compile(n.Value)
+		if len(bad) > 0 {
+			return false
+		}
+		*refs += len(r)
+	}
+	return true
 }
 
 // rehash recomputes the content hash in the name of every generated ConfigMap and Secret of
@@ -550,7 +660,9 @@ func decodeOne(text string, n *kyamlNode) (extra int, err error) {
 // of the first difference other than a scalar holding a ${name} that became another scalar:
 // a different kind of node, a key added, removed or renamed, a list item added or removed, or
 // a literal scalar changed. "" means same shape.
-func changedShape(tmpl, out *kyaml.Node, path string) string {
+//
+// A template scalar equal to nsFrom (when set) stands for nsTo.
+func changedShape(tmpl, out *kyaml.Node, path, nsFrom, nsTo string) string {
 	if tmpl == nil {
 		return ""
 	}
@@ -569,7 +681,11 @@ func changedShape(tmpl, out *kyaml.Node, path string) string {
 	}
 	switch tmpl.Kind {
 	case kyaml.ScalarNode:
-		if !strings.Contains(tmpl.Value, "${") && tmpl.Value != out.Value {
+		tv := tmpl.Value
+		if nsFrom != "" && tv == nsFrom {
+			tv = nsTo
+		}
+		if !strings.Contains(tv, "${") && tv != out.Value {
 			return here
 		}
 	case kyaml.SequenceNode:
@@ -577,7 +693,7 @@ func changedShape(tmpl, out *kyaml.Node, path string) string {
 			return here
 		}
 		for i := range tmpl.Content {
-			if w := changedShape(tmpl.Content[i], out.Content[i], fmt.Sprintf("%s[%d]", path, i)); w != "" {
+			if w := changedShape(tmpl.Content[i], out.Content[i], fmt.Sprintf("%s[%d]", path, i), nsFrom, nsTo); w != "" {
 				return w
 			}
 		}
@@ -587,10 +703,10 @@ func changedShape(tmpl, out *kyaml.Node, path string) string {
 		}
 		for i := 0; i+1 < len(tmpl.Content); i += 2 {
 			k := tmpl.Content[i].Value
-			if changedShape(tmpl.Content[i], out.Content[i], "") != "" {
+			if changedShape(tmpl.Content[i], out.Content[i], "", nsFrom, nsTo) != "" {
 				return joinPath(path, k)
 			}
-			if w := changedShape(tmpl.Content[i+1], out.Content[i+1], joinPath(path, k)); w != "" {
+			if w := changedShape(tmpl.Content[i+1], out.Content[i+1], joinPath(path, k), nsFrom, nsTo); w != "" {
 				return w
 			}
 		}
