@@ -567,8 +567,9 @@ func patternOf(p *Platform, kind string) string {
 // values checks, per cluster, that cluster values are declared by some app
 // deployed there and that every required value is set.
 func (v *validator) values() {
+	dp := v.r.deployer()
 	for _, c := range v.r.Clusters {
-		deps := v.r.clusterDeployments(c)
+		deps := dp.cluster(c, nil)
 		declared := map[string]bool{}
 		for _, d := range deps {
 			for name := range d.App.Spec.Values {
