@@ -39,6 +39,16 @@ type build struct {
 	exact bool
 	// used is the Render generation that last used the build, for eviction.
 	used int
+	// files memoises rendered app files across renders by app directory, namespace and the
+	// values of the references: a warm render gives unchanged deployments the very bytes of
+	// the previous render, which it neither substitutes again nor compares byte by byte.
+	files map[string]*fileMemo
+}
+
+// fileMemo is one rendered app file and the Render generation that last used it.
+type fileMemo struct {
+	data []byte
+	used int
 }
 
 // object is one rendered Kubernetes object.
@@ -114,7 +124,7 @@ func inputHash(files map[string][]byte) string {
 // restricted to the app directory. Callers serialise calls: krusty and
 // kyaml's schema are not safe for concurrent use.
 func kustomize(k *krusty.Kustomizer, files map[string][]byte) (b *build) {
-	b = &build{variants: map[string]*variant{}}
+	b = &build{variants: map[string]*variant{}, files: map[string]*fileMemo{}}
 	staged, problems := closeTree(files, []string{"."}, true)
 	if b.problems = problems; len(b.problems) > 0 {
 		return b

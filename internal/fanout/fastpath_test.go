@@ -114,3 +114,38 @@ func TestInertValue(t *testing.T) {
 		require.Equal(t, want, inertValue(s), "%q", s)
 	}
 }
+
+// TestWarmRenderReusesFiles: a warm Renderer, after one cluster's value changed, renders what
+// a cold one renders, and gives the deployments that did not change the very bytes of its
+// previous render (build.files), so comparing them costs nothing.
+func TestWarmRenderReusesFiles(t *testing.T) {
+	fsys := fleetgen.Generate(fleetgen.Options{Clusters: 40, Apps: 20, Seed: 1})
+	var file string
+	for p, f := range fsys {
+		if strings.HasPrefix(p, "clusters/") && strings.Contains(string(f.Data), ".0/24") && (file == "" || p < file) {
+			file = p
+		}
+	}
+	require.NotEmpty(t, file)
+	warm := NewRenderer(Options{})
+	prev := mustRender(t, warm, load(t, fsys))
+	orig := string(fsys[file].Data)
+	for _, edit := range []string{".0/25", ".0/24", ".0/26"} {
+		fsys[file] = &fstest.MapFile{Data: []byte(strings.Replace(orig, ".0/24", edit, 1))}
+		repo := load(t, fsys)
+		next := mustRender(t, warm, repo)
+		assertSameTree(t, tree(t, mustRender(t, NewRenderer(Options{}), repo)), tree(t, next), "warm render after %s", edit)
+		changed, _ := Changed(prev, next)
+		require.Len(t, changed, 1, "one cluster's value changed")
+		shared := 0
+		for i, tg := range next {
+			for p, data := range tg.Files {
+				if old, ok := prev[i].Files[p]; ok && len(data) > 0 && len(old) > 0 && &old[0] == &data[0] {
+					shared++
+				}
+			}
+		}
+		require.Greater(t, shared, 500, "unchanged app files are the previous render's bytes")
+		prev = next
+	}
+}

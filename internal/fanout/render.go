@@ -119,7 +119,7 @@ func (r *Renderer) RenderContext(ctx context.Context, repo *control.Repo) ([]*Ta
 	r.generation++
 
 	run := &run{r: r, repo: repo, builds: map[string]*build{}, checked: map[string]string{}, seen: map[string]bool{},
-		files: map[string][]byte{}, fluxWorkspace: map[fluxInput][]byte{}}
+		fluxWorkspace: map[fluxInput][]byte{}}
 	interrupted := func() error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("render interrupted: %w", context.Cause(ctx))
@@ -152,6 +152,7 @@ func (r *Renderer) RenderContext(ctx context.Context, repo *control.Repo) ([]*Ta
 		}
 		targets = append(targets, run.workspaceTarget(w, byCluster))
 	}
+	r.evictFiles()
 	if err := run.issues.Err(); err != nil {
 		return nil, err
 	}
@@ -168,6 +169,17 @@ func (r *Renderer) evict() {
 	}
 }
 
+// evictFiles drops the rendered app files no deployment used in the latest Render.
+func (r *Renderer) evictFiles() {
+	for _, b := range r.cache {
+		for k, m := range b.files {
+			if m.used != r.generation {
+				delete(b.files, k)
+			}
+		}
+	}
+}
+
 // run is the state of one Render call.
 type run struct {
 	r      *Renderer
@@ -175,9 +187,6 @@ type run struct {
 	issues control.Issues
 	// builds by app name.
 	builds map[string]*build
-	// files memoises rendered app files by app, namespace and the values
-	// of the app's references.
-	files map[string][]byte
 	// fluxBase and fluxWorkspace memoise the parts of flux/fleetbot.yaml
 	// that do not depend on the cluster.
 	fluxBase      []byte
@@ -379,14 +388,16 @@ func (x *run) appFile(d control.Deployment) ([]byte, bool) {
 	}
 
 	// Clusters with the same values for the app's references get the same
-	// bytes: render them once and share the slice.
+	// bytes: render them once and share the slice, in this render and the next
+	// ones (build.files).
 	var key strings.Builder
-	key.WriteString(name + "\x00" + ns)
+	key.WriteString(app.Dir + "\x00" + ns)
 	for _, ref := range v.refs {
 		key.WriteString("\x00" + d.Values[ref])
 	}
-	if data, ok := x.files[key.String()]; ok {
-		return data, true
+	if m, ok := b.files[key.String()]; ok {
+		m.used = x.r.generation
+		return m.data, true
 	}
 
 	var out bytes.Buffer
@@ -437,7 +448,7 @@ func (x *run) appFile(d control.Deployment) ([]byte, bool) {
 			dc.tmpl.writeTo(&out)
 		}
 	}
-	x.files[key.String()] = out.Bytes()
+	b.files[key.String()] = &fileMemo{data: out.Bytes(), used: x.r.generation}
 	return out.Bytes(), true
 }
 
