@@ -160,7 +160,7 @@ func kustomize(k *krusty.Kustomizer, files map[string][]byte) (b *build) {
 			node: n,
 		})
 	}
-	v, err := b.variant("")
+	v, err := b.variant("", nil)
 	if err != nil {
 		b.problems = append(b.problems, problem{File: "kustomization.yaml", Message: err.Error()})
 		return b
@@ -169,12 +169,13 @@ func kustomize(k *krusty.Kustomizer, files map[string][]byte) (b *build) {
 	return b
 }
 
-// variant returns the build laid out for namespace ns, computing it once.
-func (b *build) variant(ns string) (*variant, error) {
+// variant returns the build laid out for namespace ns, computing it once. plain memoises
+// plainNamespace for the render (nil: not memoised).
+func (b *build) variant(ns string, plain map[string]bool) (*variant, error) {
 	if v, ok := b.variants[ns]; ok {
 		return v, nil
 	}
-	v := b.relayout(ns)
+	v := b.relayout(ns, plain)
 	if v == nil {
 		var err error
 		if v, err = b.layout(ns); err != nil {
@@ -197,8 +198,18 @@ const nsPlaceholder = "fleetbot-ns-placeholder-5e2a9c0b"
 // (quoted, "123", "yes", ...), an object already in ns (not a conflict, unlike in the
 // placeholder layout), a placeholder layout that failed or whose text holds the placeholder
 // other than once per document. Docs' shapes stay the placeholder's (nsFrom/nsTo map it).
-func (b *build) relayout(ns string) *variant {
-	if b.exact || ns == "" || ns == nsPlaceholder || !plainNamespace(ns) {
+func (b *build) relayout(ns string, plain map[string]bool) *variant {
+	if b.exact || ns == "" || ns == nsPlaceholder {
+		return nil
+	}
+	isPlain, ok := plain[ns]
+	if !ok {
+		isPlain = plainNamespace(ns)
+		if plain != nil {
+			plain[ns] = isPlain
+		}
+	}
+	if !isPlain {
 		return nil
 	}
 	for _, o := range b.objects {

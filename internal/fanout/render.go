@@ -119,7 +119,7 @@ func (r *Renderer) RenderContext(ctx context.Context, repo *control.Repo) ([]*Ta
 	r.generation++
 
 	run := &run{r: r, repo: repo, builds: map[string]*build{}, checked: map[string]string{}, seen: map[string]bool{},
-		fluxWorkspace: map[fluxInput][]byte{}}
+		fluxWorkspace: map[fluxInput][]byte{}, plainNS: map[string]bool{}}
 	interrupted := func() error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("render interrupted: %w", context.Cause(ctx))
@@ -198,6 +198,8 @@ type run struct {
 	checked map[string]string
 	// seen deduplicates issues reported from per-cluster work.
 	seen map[string]bool
+	// plainNS memoises plainNamespace by namespace.
+	plainNS map[string]bool
 }
 
 // addOnce adds an issue unless the same one was added already.
@@ -360,7 +362,7 @@ func (x *run) appFile(d control.Deployment) ([]byte, bool) {
 	if d.Workspace != nil {
 		ns = d.Workspace.Namespace()
 	}
-	v, err := b.variant(ns)
+	v, err := b.variant(ns, x.plainNS)
 	if err != nil {
 		x.addOnce(control.Position{File: path.Join(app.Dir, "kustomization.yaml")}, "", "app %s: %v", name, err)
 		return nil, false
