@@ -63,7 +63,7 @@ func (r *Repo) Deployments() []Deployment {
 	dp := r.deployer()
 	out := make([]Deployment, 0, len(r.Clusters)*(len(dp.comps)+1))
 	for _, c := range r.Clusters {
-		out = dp.cluster(c, out)
+		out = dp.cluster(c, out, true)
 	}
 	return out
 }
@@ -119,8 +119,10 @@ func (r *Repo) deployer() *deployer {
 	return dp
 }
 
-// cluster appends the deployments of c to out, in Deployments order.
-func (dp *deployer) cluster(c *Cluster, out []Deployment) []Deployment {
+// cluster appends the deployments of c to out, in Deployments order. With merge false, a
+// deployment's Values are not resolved but are its entry's own values (shared, read-only):
+// enough for the validator, which would otherwise build every map twice.
+func (dp *deployer) cluster(c *Cluster, out []Deployment, merge bool) []Deployment {
 	start := len(out)
 	set := labels.Set(c.Metadata.Labels)
 	for _, e := range dp.comps {
@@ -129,7 +131,7 @@ func (dp *deployer) cluster(c *Cluster, out []Deployment) []Deployment {
 		}
 		out = append(out, Deployment{
 			Cluster: c, App: e.app,
-			Values: mergeValues(e.app, e.values, c.Spec.Values),
+			Values: dp.values(e, c, merge),
 			Source: e.src,
 		})
 	}
@@ -148,7 +150,7 @@ func (dp *deployer) cluster(c *Cluster, out []Deployment) []Deployment {
 		for _, e := range entries {
 			out = append(out, Deployment{
 				Cluster: c, App: e.app, Workspace: w,
-				Values: mergeValues(e.app, e.values, c.Spec.Values),
+				Values: dp.values(e, c, merge),
 				Source: e.src,
 			})
 		}
@@ -162,6 +164,13 @@ func (dp *deployer) cluster(c *Cluster, out []Deployment) []Deployment {
 		return a.App.Metadata.Name < b.App.Metadata.Name
 	})
 	return out
+}
+
+func (dp *deployer) values(e entryPlan, c *Cluster, merge bool) map[string]string {
+	if !merge {
+		return e.values
+	}
+	return mergeValues(e.app, e.values, c.Spec.Values)
 }
 
 // mergeValues resolves an app's declared values: default < entry < cluster.
