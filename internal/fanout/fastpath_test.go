@@ -63,6 +63,7 @@ func TestFastPathEqualsExactGenerated(t *testing.T) {
 // TestFastPathEqualsExactNamespaces: workspace namespaces the YAML encoder quotes or that an
 // app's object already names are laid out the exact way, with the same result.
 func TestFastPathEqualsExactNamespaces(t *testing.T) {
+	rendered := 0
 	for _, ns := range []string{"123", "yes", "no", "null", "true", "1e3", "0x1f", "default", "fleetbot-ns-placeholder-5e2a9c0b", "a", "payments-2"} {
 		m := exampleFS(t)
 		ws := string(m["workspaces/payments.yaml"].Data)
@@ -72,8 +73,10 @@ func TestFastPathEqualsExactNamespaces(t *testing.T) {
 		if err != nil {
 			continue // a namespace validation refuses is not rendered at all
 		}
+		rendered++
 		renderBothWays(t, repo, "namespace "+ns)
 	}
+	require.GreaterOrEqual(t, rendered, 8, "most of these namespaces are valid")
 }
 
 // TestFastPathEqualsExactValues: values that are inert (no parse check) and values that are
