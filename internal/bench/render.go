@@ -53,9 +53,8 @@ func Render(dir string) (*RenderResult, error) {
 	}
 	done := time.Now()
 	res := &RenderResult{
-		Clusters: len(repo.Clusters), Workspaces: len(repo.Workspaces), Apps: len(repo.Apps),
-		Targets: len(targets),
-		Load:    loaded.Sub(start), Render: done.Sub(loaded), Builds: r.Stats().Builds,
+		Clusters: len(repo.Clusters), Workspaces: len(repo.Workspaces), Apps: len(repo.Apps), Targets: len(targets),
+		Load: loaded.Sub(start), Render: done.Sub(loaded), Builds: r.Stats().Builds,
 	}
 	res.HeapPeak = hs.Stop()
 	for _, t := range targets {
