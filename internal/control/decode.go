@@ -156,7 +156,24 @@ func (s Source) has(path string) bool {
 // decode decodes the document strictly into out: unknown fields and wrong
 // types become issues with the line they occur on. It returns false when the
 // decoder gave up, true when out holds everything that could be decoded.
+//
+// The node tree parsed by parseDocument is decoded directly when every key in it names a field
+// (allKnown): then a strict decode of the text, which would parse the file a second time, can
+// only give the same value. Otherwise, or when that decode reports anything, the text is
+// decoded strictly from scratch, for the exact errors.
 func (d *document) decode(out any, is *Issues) bool {
+	if allKnown(d.root, reflect.TypeOf(out), map[reflect.Type]map[string]reflect.Type{}) {
+		if d.root.Decode(out) == nil {
+			return true
+		}
+		rv := reflect.ValueOf(out).Elem()
+		rv.Set(reflect.Zero(rv.Type()))
+	}
+	return d.decodeStrict(out, is)
+}
+
+// decodeStrict decodes the document's text strictly into out (see decode).
+func (d *document) decodeStrict(out any, is *Issues) bool {
 	dec := yaml.NewDecoder(bytes.NewReader(d.data))
 	dec.KnownFields(true)
 	err := dec.Decode(out)
@@ -172,6 +189,101 @@ func (d *document) decode(out any, is *Issues) bool {
 	}
 	is.Add(syntaxPos(d.file, err), "fix the YAML so it decodes", "cannot decode: %s", yamlMessage(err))
 	return false
+}
+
+var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+
+// allKnown reports whether decoding n into a value of type t cannot raise an unknown-field
+// error: every mapping key that lands in a struct names one of its fields. It is false too
+// when it cannot tell for sure (aliases, merge keys, keys that are not strings, a node of the
+// wrong kind, an inline field that is not a struct); the caller then decodes strictly. Types
+// with their own UnmarshalYAML are not looked into: a strict decoder does not look into them
+// either. fields caches each struct type's fields by YAML name.
+func allKnown(n *yaml.Node, t reflect.Type, fields map[reflect.Type]map[string]reflect.Type) bool {
+	if n.Kind == yaml.AliasNode || n.Anchor != "" {
+		return false
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType) {
+		return true
+	}
+	null := n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		if null {
+			return true
+		}
+		if n.Kind != yaml.MappingNode {
+			return false
+		}
+		var byName map[string]reflect.Type
+		if t.Kind() == reflect.Struct {
+			var ok bool
+			if byName, ok = fields[t]; !ok {
+				byName = map[string]reflect.Type{}
+				if !yamlFields(t, byName) {
+					byName = nil
+				}
+				fields[t] = byName
+			}
+			if byName == nil {
+				return false
+			}
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode || k.Anchor != "" || k.ShortTag() != "!!str" || k.Value == "<<" {
+				return false
+			}
+			vt, ok := t, true
+			if byName != nil {
+				vt, ok = byName[k.Value]
+			} else {
+				vt = t.Elem()
+			}
+			if !ok || !allKnown(v, vt, fields) {
+				return false
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if null {
+			return true
+		}
+		if n.Kind != yaml.SequenceNode {
+			return false
+		}
+		for _, item := range n.Content {
+			if !allKnown(item, t.Elem(), fields) {
+				return false
+			}
+		}
+	default:
+		return n.Kind == yaml.ScalarNode
+	}
+	return true
+}
+
+// yamlFields records the fields of struct t by YAML name, inline structs included; false when
+// t has an inline field that is not a struct.
+func yamlFields(t reflect.Type, byName map[string]reflect.Type) bool {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag, inline := yamlTag(f)
+		switch {
+		case tag == "-":
+		case inline:
+			if f.Type.Kind() != reflect.Struct || !yamlFields(f.Type, byName) {
+				return false
+			}
+		default:
+			if _, dup := byName[tag]; !dup {
+				byName[tag] = f.Type
+			}
+		}
+	}
+	return true
 }
 
 var (

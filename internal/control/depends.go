@@ -139,9 +139,10 @@ func (v *validator) componentDependencies() {
 	}
 	// missing[component][dependency] lists the clusters lacking it.
 	missing := map[string]map[string][]string{}
+	dp := v.r.deployer()
 	for _, c := range v.r.Clusters {
 		components := map[string]bool{}
-		deps := v.r.clusterDeployments(c)
+		deps := dp.cluster(c, nil, false)
 		for _, d := range deps {
 			if d.Workspace == nil {
 				components[d.App.Metadata.Name] = true

@@ -60,54 +60,117 @@ type Deployment struct {
 // app name. Entries whose app, workspace or selector is invalid are skipped;
 // Validate reports them.
 func (r *Repo) Deployments() []Deployment {
-	var out []Deployment
+	dp := r.deployer()
+	out := make([]Deployment, 0, len(r.Clusters)*(len(dp.comps)+1))
 	for _, c := range r.Clusters {
-		out = append(out, r.clusterDeployments(c)...)
+		out = dp.cluster(c, out, true)
 	}
 	return out
 }
 
-// clusterDeployments lists the deployments of one cluster in Deployments
-// order.
-func (r *Repo) clusterDeployments(c *Cluster) []Deployment {
-	var out []Deployment
+// deployer holds what listing a cluster's deployments needs from the platform and the
+// workspaces, worked out once for all clusters: the components' selectors compiled, apps and
+// workspaces looked up, entry positions formatted. Compiling a selector per cluster and
+// component was a tenth of a large fleet's render.
+type deployer struct {
+	r     *Repo
+	comps []entryPlan
+	// workspaces by name (the first of a name, as Repo.Workspace), and their entries, made on
+	// first use.
+	workspaces map[string]*Workspace
+	entries    map[*Workspace][]entryPlan
+	apps       map[string]*App
+}
+
+// entryPlan is one component or workspace entry whose app exists.
+type entryPlan struct {
+	app    *App
+	sel    labels.Selector // components only
+	values Values
+	src    Position
+}
+
+func (r *Repo) deployer() *deployer {
+	dp := &deployer{r: r, workspaces: map[string]*Workspace{}, entries: map[*Workspace][]entryPlan{}, apps: map[string]*App{}}
+	for _, a := range r.Apps {
+		if _, ok := dp.apps[a.Metadata.Name]; !ok {
+			dp.apps[a.Metadata.Name] = a
+		}
+	}
+	for _, w := range r.Workspaces {
+		if _, ok := dp.workspaces[w.Metadata.Name]; !ok {
+			dp.workspaces[w.Metadata.Name] = w
+		}
+	}
 	if p := r.Platform; p != nil {
 		for i, comp := range p.Spec.Components {
-			a := r.App(comp.App)
-			if a == nil {
+			a := dp.apps[comp.App]
+			if a == nil || comp.ClusterSelector == nil {
 				continue
 			}
-			if ok, err := comp.ClusterSelector.Matches(c.Metadata.Labels); err != nil || !ok {
+			sel, err := metav1.LabelSelectorAsSelector(comp.ClusterSelector.LabelSelector())
+			if err != nil {
 				continue
 			}
+			dp.comps = append(dp.comps, entryPlan{app: a, sel: sel, values: comp.Values,
+				src: p.Source.At(fmt.Sprintf("spec.components.%d", i))})
+		}
+	}
+	return dp
+}
+
+// cluster appends the deployments of c to out, in Deployments order. With merge false, a
+// deployment's Values are not resolved but are its entry's own values (shared, read-only):
+// enough for the validator, which would otherwise build every map twice.
+func (dp *deployer) cluster(c *Cluster, out []Deployment, merge bool) []Deployment {
+	start := len(out)
+	set := labels.Set(c.Metadata.Labels)
+	for _, e := range dp.comps {
+		if !e.sel.Matches(set) {
+			continue
+		}
+		out = append(out, Deployment{
+			Cluster: c, App: e.app,
+			Values: dp.values(e, c, merge),
+			Source: e.src,
+		})
+	}
+	if w := dp.workspaces[c.Spec.Workspace]; w != nil && c.Spec.Workspace != "" {
+		entries, ok := dp.entries[w]
+		if !ok {
+			for i, ref := range w.Spec.Apps {
+				a := dp.apps[ref.App]
+				if a == nil || a.Spec.Scope == ScopeCluster {
+					continue
+				}
+				entries = append(entries, entryPlan{app: a, values: ref.Values, src: w.Source.At(fmt.Sprintf("spec.apps.%d", i))})
+			}
+			dp.entries[w] = entries
+		}
+		for _, e := range entries {
 			out = append(out, Deployment{
-				Cluster: c, App: a,
-				Values: mergeValues(a, comp.Values, c.Spec.Values),
-				Source: p.Source.At(fmt.Sprintf("spec.components.%d", i)),
+				Cluster: c, App: e.app, Workspace: w,
+				Values: dp.values(e, c, merge),
+				Source: e.src,
 			})
 		}
 	}
-	if w := r.Workspace(c.Spec.Workspace); w != nil && c.Spec.Workspace != "" {
-		for i, ref := range w.Spec.Apps {
-			a := r.App(ref.App)
-			if a == nil || a.Spec.Scope == ScopeCluster {
-				continue
-			}
-			out = append(out, Deployment{
-				Cluster: c, App: a, Workspace: w,
-				Values: mergeValues(a, ref.Values, c.Spec.Values),
-				Source: w.Source.At(fmt.Sprintf("spec.apps.%d", i)),
-			})
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
+	mine := out[start:]
+	sort.SliceStable(mine, func(i, j int) bool {
+		a, b := mine[i], mine[j]
 		if (a.Workspace == nil) != (b.Workspace == nil) {
 			return a.Workspace == nil
 		}
 		return a.App.Metadata.Name < b.App.Metadata.Name
 	})
 	return out
+}
+
+func (dp *deployer) values(e entryPlan, c *Cluster, merge bool) map[string]string {
+	if !merge {
+		return e.values
+	}
+	return mergeValues(e.app, e.values, c.Spec.Values)
 }
 
 // mergeValues resolves an app's declared values: default < entry < cluster.

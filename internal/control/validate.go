@@ -568,8 +568,10 @@ func patternOf(p *Platform, kind string) string {
 // values checks, per cluster, that cluster values are declared by some app
 // deployed there and that every required value is set.
 func (v *validator) values() {
+	dp := v.r.deployer()
+	required := map[*App][]string{} // sorted names of each app's required values
 	for _, c := range v.r.Clusters {
-		deps := v.r.clusterDeployments(c)
+		deps := dp.cluster(c, nil, false)
 		declared := map[string]bool{}
 		for _, d := range deps {
 			for name := range d.App.Spec.Values {
@@ -595,11 +597,25 @@ func (v *validator) values() {
 			v.add(c.Source.At("spec.values."+name), hint, "no app deployed to cluster %s declares value %s", c.Metadata.Name, name)
 		}
 		for _, d := range deps {
-			for _, name := range slices.Sorted(maps.Keys(d.App.Spec.Values)) {
-				if !d.App.Spec.Values[name].Required {
+			names, ok := required[d.App]
+			if !ok {
+				for _, name := range slices.Sorted(maps.Keys(d.App.Spec.Values)) {
+					if d.App.Spec.Values[name].Required {
+						names = append(names, name)
+					}
+				}
+				required[d.App] = names
+			}
+			for _, name := range names {
+				// Set as mergeValues sets it: a default, the entry or the cluster (d.Values
+				// are the entry's own here).
+				if d.App.Spec.Values[name].Default != nil {
 					continue
 				}
 				if _, ok := d.Values[name]; ok {
+					continue
+				}
+				if _, ok := c.Spec.Values[name]; ok {
 					continue
 				}
 				pathAt := "spec.values"

@@ -29,7 +29,25 @@ type build struct {
 	refs, bad []string
 	// variants by namespace ("" = as rendered), built on first use.
 	variants map[string]*variant
+	// nsTemplate is the build laid out once for the placeholder namespace nsPlaceholder, from
+	// which the variant of any plain namespace is made by replacing the placeholder in the text
+	// (see relayout); nil when that is not possible. nsTemplateDone says it was tried.
+	nsTemplate     *variant
+	nsTemplateDone bool
+	// exact turns relayout off, so every namespace is laid out from the objects (tests compare
+	// both ways).
+	exact bool
 	// used is the Render generation that last used the build, for eviction.
+	used int
+	// files memoises rendered app files across renders by app directory, namespace and the
+	// values of the references: a warm render gives unchanged deployments the very bytes of
+	// the previous render, which it neither substitutes again nor compares byte by byte.
+	files map[string]*fileMemo
+}
+
+// fileMemo is one rendered app file and the Render generation that last used it.
+type fileMemo struct {
+	data []byte
 	used int
 }
 
@@ -54,6 +72,9 @@ type variant struct {
 	// hashed are the generated ConfigMaps and Secrets whose name carries kustomize's content
 	// hash and whose content references a value: their hash is recomputed per cluster.
 	hashed []hashedDoc
+	// nsFrom and nsTo are set on a variant made by relayout: its docs' shapes are those of the
+	// placeholder layout, where the namespace scalar holds nsFrom instead of nsTo.
+	nsFrom, nsTo string
 }
 
 // hashedDoc is a generated object of a variant named base-<hash of its template>.
@@ -70,6 +91,9 @@ type doc struct {
 	// a substituted document must have exactly this structure, only the scalars holding a
 	// ${name} may differ.
 	shape *kyaml.Node
+	// inert is set when substituting values made only of inertValue bytes cannot change the
+	// document's structure (see inertShape), so such a substitution needs no parse check.
+	inert bool
 }
 
 // conflict is an object a namespaced app may not render into a workspace.
@@ -100,7 +124,7 @@ func inputHash(files map[string][]byte) string {
 // restricted to the app directory. Callers serialise calls: krusty and
 // kyaml's schema are not safe for concurrent use.
 func kustomize(k *krusty.Kustomizer, files map[string][]byte) (b *build) {
-	b = &build{variants: map[string]*variant{}}
+	b = &build{variants: map[string]*variant{}, files: map[string]*fileMemo{}}
 	staged, problems := closeTree(files, []string{"."}, true)
 	if b.problems = problems; len(b.problems) > 0 {
 		return b
@@ -136,7 +160,7 @@ func kustomize(k *krusty.Kustomizer, files map[string][]byte) (b *build) {
 			node: n,
 		})
 	}
-	v, err := b.variant("")
+	v, err := b.variant("", nil)
 	if err != nil {
 		b.problems = append(b.problems, problem{File: "kustomization.yaml", Message: err.Error()})
 		return b
@@ -145,17 +169,110 @@ func kustomize(k *krusty.Kustomizer, files map[string][]byte) (b *build) {
 	return b
 }
 
-// variant returns the build laid out for namespace ns, computing it once.
-func (b *build) variant(ns string) (*variant, error) {
+// variant returns the build laid out for namespace ns, computing it once. plain memoises
+// plainNamespace for the render (nil: not memoised).
+func (b *build) variant(ns string, plain map[string]bool) (*variant, error) {
 	if v, ok := b.variants[ns]; ok {
 		return v, nil
 	}
-	v, err := b.layout(ns)
-	if err != nil {
-		return nil, err
+	v := b.relayout(ns, plain)
+	if v == nil {
+		var err error
+		if v, err = b.layout(ns); err != nil {
+			return nil, err
+		}
 	}
 	b.variants[ns] = v
 	return v, nil
+}
+
+// nsPlaceholder is the namespace of the layout that relayout copies: a DNS label no
+// workspace is expected to use (one that does is laid out the exact way).
+const nsPlaceholder = "fleetbot-ns-placeholder-5e2a9c0b"
+
+// relayout makes the variant for namespace ns from the build's layout for nsPlaceholder by
+// replacing the placeholder in the text: serialising every object once per workspace
+// namespace was a tenth of a large fleet's render. The result is what layout(ns) returns, byte
+// for byte, because the cases where it could differ are left to layout (nil is returned):
+// a namespace the YAML encoder would not write as the same plain scalar as the placeholder
+// (quoted, "123", "yes", ...), an object already in ns (not a conflict, unlike in the
+// placeholder layout), a placeholder layout that failed or whose text holds the placeholder
+// other than once per document. Docs' shapes stay the placeholder's (nsFrom/nsTo map it).
+func (b *build) relayout(ns string, plain map[string]bool) *variant {
+	if b.exact || ns == "" || ns == nsPlaceholder {
+		return nil
+	}
+	isPlain, ok := plain[ns]
+	if !ok {
+		isPlain = plainNamespace(ns)
+		if plain != nil {
+			plain[ns] = isPlain
+		}
+	}
+	if !isPlain {
+		return nil
+	}
+	for _, o := range b.objects {
+		if o.namespace == ns {
+			return nil
+		}
+	}
+	if !b.nsTemplateDone {
+		b.nsTemplateDone = true
+		if t, err := b.layout(nsPlaceholder); err == nil && placeholderOnce(t) {
+			b.nsTemplate = t
+		}
+	}
+	t := b.nsTemplate
+	if t == nil {
+		return nil
+	}
+	v := &variant{conflict: t.conflict, refs: t.refs, bad: t.bad, hashed: t.hashed, nsFrom: nsPlaceholder, nsTo: ns,
+		size: t.size + len(t.docs)*(len(ns)-len(nsPlaceholder)), docs: make([]doc, len(t.docs))}
+	for i, d := range t.docs {
+		segs := make([]segment, len(d.tmpl.segs))
+		copy(segs, d.tmpl.segs)
+		for j := range segs {
+			if segs[j].name == "" && strings.Contains(segs[j].lit, nsPlaceholder) {
+				segs[j].lit = strings.Replace(segs[j].lit, nsPlaceholder, ns, 1)
+				break
+			}
+		}
+		d.tmpl.segs = segs
+		v.docs[i] = d
+	}
+	return v
+}
+
+// placeholderOnce reports whether each document of t holds nsPlaceholder exactly once (its
+// metadata.namespace), in its literal text.
+func placeholderOnce(t *variant) bool {
+	for _, d := range t.docs {
+		n := 0
+		for _, s := range d.tmpl.segs {
+			n += strings.Count(s.lit, nsPlaceholder)
+		}
+		if n != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// plainNamespace reports whether ns is written by the YAML encoder as a plain scalar equal to
+// itself in metadata.namespace, as nsPlaceholder is: then the two layouts differ only there.
+func plainNamespace(ns string) bool {
+	for i := 0; i < len(ns); i++ {
+		if c := ns[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	n := kyaml.NewRNode(&kyaml.Node{Kind: kyaml.MappingNode})
+	if err := n.SetNamespace(ns); err != nil {
+		return false
+	}
+	text, err := n.String()
+	return err == nil && text == "metadata:\n  namespace: "+ns+"\n"
 }
 
 // layout serialises the objects, setting metadata.namespace to ns when ns is
@@ -188,6 +305,7 @@ func (b *build) layout(ns string) (*variant, error) {
 		d := doc{tmpl: t, kind: o.kind, name: o.name}
 		if t.vars {
 			d.shape = n.YNode()
+			d.inert = inertDoc(d, text)
 			if base, ok := hashSuffixed(n); ok {
 				v.hashed = append(v.hashed, hashedDoc{doc: len(v.docs), base: base, name: o.name})
 			}

@@ -48,7 +48,9 @@ func FuzzValueSubstitution(f *testing.F) {
 	}
 	const file = "workspace-payments clusters/prod-eu-1/fleetbot/podinfo.yaml"
 	r := NewRenderer(Options{})
-	render := func(replicas, message string) (map[string][]byte, error) {
+	exact := NewRenderer(Options{})
+	exact.exact = true
+	renderWith := func(r *Renderer, replicas, message string) (map[string][]byte, error) {
 		cluster.Spec.Values["podinfo_replicas"] = replicas
 		cluster.Spec.Values["podinfo_message"] = message
 		targets, err := r.Render(repo)
@@ -60,6 +62,7 @@ func FuzzValueSubstitution(f *testing.F) {
 		}
 		return out, err
 	}
+	render := func(replicas, message string) (map[string][]byte, error) { return renderWith(r, replicas, message) }
 	ref, err := render(fuzzBenign+"1", fuzzBenign+"2")
 	if err != nil {
 		f.Fatal(err)
@@ -79,6 +82,16 @@ func FuzzValueSubstitution(f *testing.F) {
 		runtime.ReadMemStats(&after)
 		if n := after.TotalAlloc - before.TotalAlloc; n > maxRenderAlloc {
 			t.Fatalf("a render with values of %d and %d bytes allocated %d bytes", len(replicas), len(message), n)
+		}
+		// The render's shortcuts (relayout, inert values) change nothing.
+		want, werr := renderWith(exact, replicas, message)
+		if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
+			t.Fatalf("render error %v, without the shortcuts %v", err, werr)
+		}
+		for p, data := range want {
+			if !bytes.Equal(got[p], data) {
+				t.Fatalf("%s differs from the render without the shortcuts:\n%s\nwant:\n%s", p, got[p], data)
+			}
 		}
 		if err != nil {
 			var is control.Issues

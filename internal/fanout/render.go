@@ -58,6 +58,9 @@ type Renderer struct {
 	cache      map[string]*build
 	generation int
 	stats      Stats
+	// exact turns off the shortcuts that avoid re-serialising and re-parsing (relayout, inert
+	// values), so tests can compare both ways.
+	exact bool
 }
 
 // NewRenderer returns a Renderer with an empty build cache.
@@ -116,8 +119,8 @@ func (r *Renderer) RenderContext(ctx context.Context, repo *control.Repo) ([]*Ta
 	r.generation++
 
 	run := &run{r: r, repo: repo, builds: map[string]*build{}, checked: map[string]string{}, seen: map[string]bool{},
-		files: map[string][]byte{}, fluxWorkspace: map[fluxInput][]byte{}, fluxComponents: map[string][]byte{},
-		componentKustomizations: map[string][]byte{}}
+		fluxWorkspace: map[fluxInput][]byte{}, fluxComponents: map[string][]byte{},
+		componentKustomizations: map[string][]byte{}, plainNS: map[string]bool{}}
 	interrupted := func() error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("render interrupted: %w", context.Cause(ctx))
@@ -150,6 +153,7 @@ func (r *Renderer) RenderContext(ctx context.Context, repo *control.Repo) ([]*Ta
 		}
 		targets = append(targets, run.workspaceTarget(w, byCluster))
 	}
+	r.evictFiles()
 	if err := run.issues.Err(); err != nil {
 		return nil, err
 	}
@@ -166,6 +170,17 @@ func (r *Renderer) evict() {
 	}
 }
 
+// evictFiles drops the rendered app files no deployment used in the latest Render.
+func (r *Renderer) evictFiles() {
+	for _, b := range r.cache {
+		for k, m := range b.files {
+			if m.used != r.generation {
+				delete(b.files, k)
+			}
+		}
+	}
+}
+
 // run is the state of one Render call.
 type run struct {
 	r      *Renderer
@@ -173,9 +188,6 @@ type run struct {
 	issues control.Issues
 	// builds by app name.
 	builds map[string]*build
-	// files memoises rendered app files by app, namespace and the values
-	// of the app's references.
-	files map[string][]byte
 	// fluxHead, fluxApps, fluxComponents (by app) and fluxWorkspace
 	// memoise the parts of flux/fleetbot.yaml that do not depend on the
 	// cluster.
@@ -192,6 +204,8 @@ type run struct {
 	checked map[string]string
 	// seen deduplicates issues reported from per-cluster work.
 	seen map[string]bool
+	// plainNS memoises plainNamespace by namespace.
+	plainNS map[string]bool
 }
 
 // addOnce adds an issue unless the same one was added already.
@@ -216,6 +230,7 @@ func (x *run) buildApp(app *control.App) {
 		x.r.stats.CacheHits++
 	} else {
 		b = kustomize(x.r.kustomizer, app.Files)
+		b.exact = x.r.exact
 		x.r.stats.Builds++
 		x.r.cache[key] = b
 		x.r.log.Debug("kustomize build", "app", name, "objects", len(b.objects), "problems", len(b.problems))
@@ -353,7 +368,7 @@ func (x *run) appFile(d control.Deployment) ([]byte, bool) {
 	if d.Workspace != nil {
 		ns = d.Workspace.Namespace()
 	}
-	v, err := b.variant(ns)
+	v, err := b.variant(ns, x.plainNS)
 	if err != nil {
 		x.addOnce(control.Position{File: path.Join(app.Dir, "kustomization.yaml")}, "", "app %s: %v", name, err)
 		return nil, false
@@ -381,14 +396,16 @@ func (x *run) appFile(d control.Deployment) ([]byte, bool) {
 	}
 
 	// Clusters with the same values for the app's references get the same
-	// bytes: render them once and share the slice.
+	// bytes: render them once and share the slice, in this render and the next
+	// ones (build.files).
 	var key strings.Builder
-	key.WriteString(name + "\x00" + ns)
+	key.WriteString(app.Dir + "\x00" + ns)
 	for _, ref := range v.refs {
 		key.WriteString("\x00" + d.Values[ref])
 	}
-	if data, ok := x.files[key.String()]; ok {
-		return data, true
+	if m, ok := b.files[key.String()]; ok {
+		m.used = x.r.generation
+		return m.data, true
 	}
 
 	var out bytes.Buffer
@@ -403,7 +420,10 @@ func (x *run) appFile(d control.Deployment) ([]byte, bool) {
 		one.Reset()
 		dc.tmpl.apply(&one, d.Values)
 		texts[i] = one.String()
-		if msg := x.check(texts[i], dc); msg != "" {
+		if dc.inert && !x.r.exact && inertValues(dc.tmpl, d.Values) {
+			continue // cannot change the structure: no parse needed
+		}
+		if msg := x.check(texts[i], dc, v); msg != "" {
 			ok = false
 			x.addOnce(d.Cluster.Source.At("spec.values"),
 				"quote the value in the manifest (\"${name}\") or change the value so the YAML stays valid",
@@ -436,38 +456,141 @@ func (x *run) appFile(d control.Deployment) ([]byte, bool) {
 			dc.tmpl.writeTo(&out)
 		}
 	}
-	x.files[key.String()] = out.Bytes()
+	b.files[key.String()] = &fileMemo{data: out.Bytes(), used: x.r.generation}
 	return out.Bytes(), true
 }
 
-// check parses a substituted document and makes sure it is still the same
+// check parses a substituted document of variant v and makes sure it is still the same
 // object with the same structure: a value only ever becomes one scalar. A
 // value with YAML syntax in it ("x\n---\nkind: ClusterRoleBinding…", or a
 // newline and an indented key) could otherwise add a document, a key or a
 // list item to a manifest, or turn a scalar into a map.
-func (x *run) check(text string, d doc) string {
+func (x *run) check(text string, d doc, v *variant) string {
 	if msg, ok := x.checked[text]; ok {
 		return msg
 	}
-	msg := ""
-	var n kyamlNode
-	if extra, err := decodeOne(text, &n); err != nil {
-		msg = err.Error()
-	} else if extra > 0 {
-		msg = fmt.Sprintf("a value added %d YAML document(s) (---): a value may only become one scalar", extra)
-	} else if kind, name := n.kindName(); kind != d.kind || name != d.name {
-		msg = fmt.Sprintf("it became %s/%s", kind, name)
-	} else if where := changedShape(d.shape, &n.Node, ""); where != "" {
-		msg = "a value changed the structure at " + where + ": a value may only become one scalar"
-	} else {
-		var bad []string
-		nonStringValues(&n.Node, false, &bad)
-		if len(bad) > 0 {
-			msg = fmt.Sprintf("label or annotation %s is not a string", strings.Join(bad, ", "))
-		}
-	}
+	msg := checkText(text, d, v.nsFrom, v.nsTo)
 	x.checked[text] = msg
 	return msg
+}
+
+// checkText is check without the memo. A scalar of d's shape equal to nsFrom stands for nsTo
+// (see relayout).
+func checkText(text string, d doc, nsFrom, nsTo string) string {
+	var n kyamlNode
+	if extra, err := decodeOne(text, &n); err != nil {
+		return err.Error()
+	} else if extra > 0 {
+		return fmt.Sprintf("a value added %d YAML document(s) (---): a value may only become one scalar", extra)
+	} else if kind, name := n.kindName(); kind != d.kind || name != d.name {
+		return fmt.Sprintf("it became %s/%s", kind, name)
+	} else if where := changedShape(d.shape, &n.Node, "", nsFrom, nsTo); where != "" {
+		return "a value changed the structure at " + where + ": a value may only become one scalar"
+	}
+	var bad []string
+	nonStringValues(&n.Node, false, &bad)
+	if len(bad) > 0 {
+		return fmt.Sprintf("label or annotation %s is not a string", strings.Join(bad, ", "))
+	}
+	return ""
+}
+
+// inertValue reports whether substituting s can only change the scalar it lands in, whatever
+// the scalar's style or position: it is not empty, starts with a letter, a digit or '_', and
+// holds only letters, digits and "._/-" (no space, quote, backslash, newline, ':' '#' ',' or
+// bracket). Values such as names, versions, address ranges and numbers are.
+func inertValue(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_':
+		case (c == '.' || c == '/' || c == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// inertValues reports whether every value t references is inertValue.
+func inertValues(t template, values map[string]string) bool {
+	for _, s := range t.segs {
+		if s.name != "" && !inertValue(values[s.name]) {
+			return false
+		}
+	}
+	return true
+}
+
+// inertDoc reports whether d (text is its template text) passes check for any substitution
+// of inert values: its kind and name hold no reference, every reference is inside a scalar
+// value that is not a key, tagged or anchored (inertShape), and with every reference
+// substituted by "x" it passes check (so anything check objects to whatever the values, such
+// as a literal non-string label, is still found by the full check).
+func inertDoc(d doc, text string) bool {
+	if strings.Contains(d.kind, "${") || strings.Contains(d.name, "${") {
+		return false
+	}
+	refs := 0
+	if !inertShape(d.shape, false, &refs) {
+		return false
+	}
+	vars := 0
+	var sample strings.Builder
+	sample.Grow(len(text))
+	for _, s := range d.tmpl.segs {
+		if s.name != "" {
+			vars++
+			sample.WriteString("x")
+		} else {
+			sample.WriteString(s.lit)
+		}
+	}
+	return refs == vars && checkText(sample.String(), d, "", "") == ""
+}
+
+// inertShape walks a template's tree, counting the references in scalar values into refs, and
+// reports false for what an inert value could still change: a reference in a key, in a tagged
+// scalar, or in an unquoted string-map value (label, annotation, ...: kustomize's output
+// quotes those, see quoteStringMaps), and aliases or anchors.
+func inertShape(n *kyaml.Node, stringMap bool, refs *int) bool {
+	if n == nil || n.Kind == kyaml.AliasNode || n.Anchor != "" {
+		return false
+	}
+	switch n.Kind {
+	case kyaml.DocumentNode, kyaml.SequenceNode:
+		for _, c := range n.Content {
+			if !inertShape(c, false, refs) {
+				return false
+			}
+		}
+	case kyaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != kyaml.ScalarNode || k.Anchor != "" || strings.Contains(k.Value, "${") {
+				return false
+			}
+			if !inertShape(v, k.Value == "labels" || k.Value == "annotations" || k.Value == "matchLabels" || k.Value == "nodeSelector", refs) {
+				return false
+			}
+		}
+	case kyaml.ScalarNode:
+		if !strings.Contains(n.Value, "${") {
+			return true
+		}
+		if n.Style&kyaml.TaggedStyle != 0 || stringMap && n.Style&(kyaml.DoubleQuotedStyle|kyaml.SingleQuotedStyle) == 0 {
+			return false
+		}
+		_, r, bad := compile(n.Value)
+		if len(bad) > 0 {
+			return false
+		}
+		*refs += len(r)
+	}
+	return true
 }
 
 // rehash recomputes the content hash in the name of every generated ConfigMap and Secret of
@@ -556,7 +679,9 @@ func decodeOne(text string, n *kyamlNode) (extra int, err error) {
 // of the first difference other than a scalar holding a ${name} that became another scalar:
 // a different kind of node, a key added, removed or renamed, a list item added or removed, or
 // a literal scalar changed. "" means same shape.
-func changedShape(tmpl, out *kyaml.Node, path string) string {
+//
+// A template scalar equal to nsFrom (when set) stands for nsTo.
+func changedShape(tmpl, out *kyaml.Node, path, nsFrom, nsTo string) string {
 	if tmpl == nil {
 		return ""
 	}
@@ -575,7 +700,11 @@ func changedShape(tmpl, out *kyaml.Node, path string) string {
 	}
 	switch tmpl.Kind {
 	case kyaml.ScalarNode:
-		if !strings.Contains(tmpl.Value, "${") && tmpl.Value != out.Value {
+		tv := tmpl.Value
+		if nsFrom != "" && tv == nsFrom {
+			tv = nsTo
+		}
+		if !strings.Contains(tv, "${") && tv != out.Value {
 			return here
 		}
 	case kyaml.SequenceNode:
@@ -583,7 +712,7 @@ func changedShape(tmpl, out *kyaml.Node, path string) string {
 			return here
 		}
 		for i := range tmpl.Content {
-			if w := changedShape(tmpl.Content[i], out.Content[i], fmt.Sprintf("%s[%d]", path, i)); w != "" {
+			if w := changedShape(tmpl.Content[i], out.Content[i], fmt.Sprintf("%s[%d]", path, i), nsFrom, nsTo); w != "" {
 				return w
 			}
 		}
@@ -593,10 +722,10 @@ func changedShape(tmpl, out *kyaml.Node, path string) string {
 		}
 		for i := 0; i+1 < len(tmpl.Content); i += 2 {
 			k := tmpl.Content[i].Value
-			if changedShape(tmpl.Content[i], out.Content[i], "") != "" {
+			if changedShape(tmpl.Content[i], out.Content[i], "", nsFrom, nsTo) != "" {
 				return joinPath(path, k)
 			}
-			if w := changedShape(tmpl.Content[i+1], out.Content[i+1], joinPath(path, k)); w != "" {
+			if w := changedShape(tmpl.Content[i+1], out.Content[i+1], joinPath(path, k), nsFrom, nsTo); w != "" {
 				return w
 			}
 		}
