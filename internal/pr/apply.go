@@ -92,7 +92,7 @@ func Apply(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Option
 	// replaces d.PR, and a forge may refuse a second open PR from the bot
 	// branch while the merged one still reads open.
 	if d.RecordMerged {
-		if mr, ok := f.(MergeRecorder); ok {
+		if mr := f.Capabilities().MergeRecorder; mr != nil {
 			if err := mr.RecordMerged(ctx, owner, repo, d.PR.Number); err != nil {
 				return nil, wrap(fmt.Sprintf("recording PR #%d merged", d.PR.Number), err)
 			}

@@ -143,6 +143,10 @@ type Decision struct {
 	prFiles  []FileChange
 	bot      *Commit
 	marker   marker
+	// What Cost needs beyond the steps: whether an opened PR gets labels and
+	// auto-merge, and the grants and protections of a created repo.
+	labels, autoMerge   bool
+	grants, protections int
 }
 
 // Writes reports whether executing the decision writes anything at all.
@@ -176,6 +180,10 @@ func Decide(s *Snapshot, t *fanout.Target, o Options) (*Decision, error) {
 		Owner: t.Owner, Repo: t.Repo, Kind: t.Kind, Name: t.Name,
 		removed: t.Removed, branch: o.Branch, defBr: t.DefaultBranch,
 		Observed: observe(s),
+		labels:   len(o.Labels) > 0, autoMerge: o.AutoMerge, grants: len(t.Access.Teams),
+	}
+	if t.Access.Protection != nil {
+		d.protections = 1
 	}
 	if d.defBr == "" {
 		d.defBr = control.DefaultBranch
