@@ -13,11 +13,7 @@ import (
 // objects, reading the old content of changed manifests only.
 func Plan(ctx context.Context, f Forge, t *fanout.Target, o Options) (*Decision, error) {
 	o = o.withDefaults()
-	def := t.DefaultBranch
-	if def == "" {
-		def = "main"
-	}
-	s, err := f.Snapshot(ctx, t.Owner, t.Repo, def, o.Branch)
+	s, err := f.Snapshot(ctx, t.Owner, t.Repo, defaultBranch(t), o.Branch)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", t.FullName(), err)
 	}

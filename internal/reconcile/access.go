@@ -48,21 +48,21 @@ type AccessReport struct {
 // accessOptions are the policy.Diff options of a run: additive mode, the
 // names never removed (platform admin teams and fleetbot itself) and the
 // removal cap.
-func accessOptions(spec control.PlatformSpec, org policy.Org) policy.DiffOptions {
-	protected := append(append([]string(nil), spec.Admins...), org.Self...)
+func accessOptions(fl control.Fleet, org policy.Org) policy.DiffOptions {
+	protected := append(append([]string(nil), fl.Admins...), org.Self...)
 	return policy.DiffOptions{
-		Additive:    spec.Access.Mode == control.AccessAdditive,
+		Additive:    fl.AccessMode == control.AccessAdditive,
 		Protected:   protected,
-		MaxRemovals: spec.Access.MaxAccessRemovals,
+		MaxRemovals: &fl.MaxAccessRemovals,
 	}
 }
 
 // controlItem is the access-only item of the control repo, when the
 // platform names it.
-func controlItem(spec control.PlatformSpec, branch string) *item {
+func controlItem(fl control.Fleet) *item {
 	t := &fanout.Target{
-		Kind: KindControl, Name: spec.Repos.Control, Owner: spec.Owner, Repo: spec.Repos.Control,
-		DefaultBranch: branch, Access: policy.ControlRepoAccess(spec.Admins, branch),
+		Kind: KindControl, Name: fl.ControlRepo, Owner: fl.Owner, Repo: fl.ControlRepo,
+		DefaultBranch: fl.DefaultBranch, Access: policy.ControlRepoAccess(fl.Admins, fl.DefaultBranch),
 	}
 	it := newItem(t)
 	it.accessOnly = true

@@ -311,11 +311,12 @@ func gate(ctx context.Context, f Forge, it *item, o pr.Options) (*pr.Decision, e
 }
 
 func prOptions(repo *control.Repo, opts Options) pr.Options {
+	fl := repo.Fleet()
 	return pr.Options{
-		Branch:    repo.Platform.Spec.PullRequests.Branch,
-		Labels:    repo.Platform.Spec.PullRequests.Labels,
+		Branch:    fl.PRBranch,
+		Labels:    fl.Labels,
 		Source:    opts.Source,
-		AutoMerge: repo.Platform.Spec.PullRequests.Merge == control.MergeAuto,
+		AutoMerge: fl.AutoMerge,
 	}
 }
 
@@ -357,17 +358,13 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 		return nil, nil, err
 	}
 	started := opts.Now()
-	spec := repo.Platform.Spec
-	owner := spec.Owner
-	defBranch := spec.DefaultBranch
-	if defBranch == "" {
-		defBranch = control.DefaultBranch
-	}
+	fl := repo.Fleet()
+	owner, defBranch := fl.Owner, fl.DefaultBranch
 	only := map[string]bool{}
 	for _, r := range opts.Only {
 		only[strings.ToLower(r)] = true
 	}
-	org, managed, err := readOwner(ctx, f, owner, defBranch, spec.PullRequests.Branch, opts.Only)
+	org, managed, err := readOwner(ctx, f, owner, defBranch, fl.PRBranch, opts.Only)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -396,18 +393,18 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 		if wanted[m.Repo] || !opts.Shard.Owns(m.Repo) {
 			continue
 		}
-		items = append(items, newItem(fanout.Tombstone(owner, spec.Admins, defBranch, m.Kind, m.Name, m.Repo)))
+		items = append(items, newItem(fanout.Tombstone(owner, fl.Admins, defBranch, m.Kind, m.Name, m.Repo)))
 	}
-	if ctl := spec.Repos.Control; ctl != "" && (opts.Only == nil || only[strings.ToLower(ctl)]) && opts.Shard.Owns(ctl) {
+	if ctl := fl.ControlRepo; ctl != "" && (opts.Only == nil || only[strings.ToLower(ctl)]) && opts.Shard.Owns(ctl) {
 		if wanted[ctl] {
 			return nil, nil, fmt.Errorf("the control repo %s/%s is also a target repo", owner, ctl)
 		}
-		items = append(items, controlItem(spec, defBranch))
+		items = append(items, controlItem(fl))
 	}
 	sort.Slice(items, func(a, b int) bool { return items[a].target.Repo < items[b].target.Repo })
 
 	prOpts := prOptions(repo, opts)
-	accessOpts := accessOptions(spec, org)
+	accessOpts := accessOptions(fl, org)
 	each(ctx, len(items), opts.Concurrency, func(i int) {
 		it := items[i]
 		if err := recovered(func() { planOne(ctx, f, it, org, prOpts, accessOpts, opts) }); err != nil {
@@ -440,11 +437,7 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 			}
 		}
 	}
-	limit := spec.MaxRemovals
-	if limit == nil {
-		v := intstr.FromString(control.DefaultMaxRemovals)
-		limit = &v
-	}
+	limit := &fl.MaxRemovals
 	max, err := intstr.GetScaledValueFromIntOrPercent(limit, total, true)
 	if err != nil {
 		return nil, nil, fmt.Errorf("platform spec.maxRemovals %q: %w", limit.String(), err)
