@@ -5,6 +5,7 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -93,4 +94,48 @@ func fakeWrites(e *env) cost {
 		}
 	}
 	return c
+}
+
+// askingBudget is a write budget that refuses, recording what it was asked.
+type askingBudget struct{ asked []int }
+
+func (b *askingBudget) Afford(n int) (bool, time.Duration) {
+	b.asked = append(b.asked, n)
+	return false, 42 * time.Minute
+}
+
+// TestBeforeWriteAsksTheBudgetPort: the forge prices a repo's writes against the budget it
+// is given (not only the client's), asking for every content-creating request of the cost,
+// and a refusal defers the repo (pr.ErrDeferred) before anything is written.
+func TestBeforeWriteAsksTheBudgetPort(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	c, err := ghforge.New(ctx, ghforge.Config{
+		APIURL: e.srv.APIURL(), AppID: e.srv.AppID(), PrivateKey: e.srv.AppPrivateKeyPEM(), Owner: "acme", Budget: e.budget,
+	})
+	require.NoError(t, err)
+	b := &askingBudget{}
+	f := ghforge.NewForge(c, ghforge.ForgeOptions{Budget: b})
+	e.srv.ResetLog()
+	cost := pr.Cost{Commits: 1, Files: 3, Blobs: 2, BranchMoves: 1, PROpens: 1, Labels: 1}
+	err = f.BeforeWrite(ctx, "acme", "cluster-x", cost)
+	require.ErrorIs(t, err, pr.ErrDeferred)
+	assert.Contains(t, err.Error(), "acme/cluster-x needs 6 content-creating requests")
+	assert.Contains(t, err.Error(), "42m0s")
+	_, content := ghforge.Requests(cost)
+	assert.Equal(t, []int{content}, b.asked)
+	assert.Zero(t, fakeWrites(e).writes, "nothing written")
+}
+
+// TestForgesDeclareTheirCapabilities: what each forge can do beyond pr.Forge is declared,
+// not guessed: GitHub scans, gates writes, checks CODEOWNERS and reports unavailable
+// protection, and records merges itself.
+func TestForgesDeclareTheirCapabilities(t *testing.T) {
+	e := newEnv(t)
+	caps := e.forge(t, true).Capabilities()
+	assert.NotNil(t, caps.Scanner)
+	assert.NotNil(t, caps.WriteGate)
+	assert.NotNil(t, caps.Codeowners)
+	assert.NotNil(t, caps.Protection)
+	assert.Nil(t, caps.MergeRecorder, "GitHub records merges itself")
 }
