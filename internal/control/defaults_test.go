@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/fleetbot-io/fleetbot/internal/policy"
 )
 
 // TestFleetResolvesEveryDefault: a platform.yaml that sets only what it must loads into a
@@ -54,4 +56,10 @@ func TestFleetKeepsWhatIsSet(t *testing.T) {
 		FluxInterval: "1h", FluxSecretRef: "", AccessMode: AccessAdditive,
 		MaxRemovals: max, MaxAccessRemovals: max,
 	}, fl)
+}
+
+// TestAccessRemovalDefaultAgrees: policy.Diff's own default (a nil cap) and the Fleet's are
+// the same, so a caller of policy.Diff without a Fleet gets the documented 25% too.
+func TestAccessRemovalDefaultAgrees(t *testing.T) {
+	assert.Equal(t, policy.DefaultMaxAccessRemovals, DefaultMaxAccessRemovals)
 }
