@@ -164,8 +164,8 @@ func writeReview(w io.Writer, format string, r *review.Report) error {
 }
 
 // treeFS reads the tree of a commit of repo as an fs.FS, straight from git
-// objects: no checkout, no work tree. Symlinks keep their mode so the
-// loader refuses them; submodules are skipped.
+// objects: no checkout, no work tree. Symlinks stay links (their target as
+// content) for control.Load's one symlink policy; submodules are skipped.
 // subTrees narrows the trees of a commit pair to dir, the control repo's directory inside the
 // clone (unchanged when dir is the clone's root).
 func subTrees(repo *git.Repository, dir string, base, head fs.FS) (fs.FS, fs.FS, error) {
@@ -223,7 +223,12 @@ func treeFS(repo *git.Repository, ref string) (fs.FS, string, error) {
 		case filemode.Submodule:
 			return nil
 		case filemode.Symlink:
-			out[f.Name] = &fstest.MapFile{Mode: fs.ModeSymlink}
+			// The link's target, for control.Load's one symlink policy.
+			target, err := f.Contents()
+			if err != nil {
+				return fmt.Errorf("reading symlink %s at %s: %w", f.Name, h, err)
+			}
+			out[f.Name] = &fstest.MapFile{Data: []byte(target), Mode: fs.ModeSymlink | 0o777}
 			return nil
 		}
 		data, err := f.Contents()

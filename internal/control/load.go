@@ -41,13 +41,16 @@ var kustomizationFiles = [...]string{"kustomization.yaml", "kustomization.yml", 
 // A repo that cannot be read returns an error wrapping ErrUnreadable. A repo
 // that is invalid returns Issues listing every problem found, each with
 // file:line and a hint; the repo is then nil, so nobody plans from it.
-// Symlinks in fsys are never followed (LoadDir resolves the safe ones).
+// Symlinks in fsys follow the one policy of every reader (see resolveLink): a link to a
+// regular file inside the repo is read as that file; a link leaving the repo, dangling,
+// looping or naming a directory is an issue naming the link and its target. fsys must
+// implement fs.ReadLinkFS to read links (os.DirFS, os.Root.FS and fstest.MapFS do).
 func Load(fsys fs.FS) (*Repo, error) {
-	return load(fsys, nil)
+	return load(fsys)
 }
 
-func load(fsys fs.FS, pre Issues) (*Repo, error) {
-	l := &loader{fsys: fsys, repo: &Repo{}, is: pre}
+func load(fsys fs.FS) (*Repo, error) {
+	l := &loader{fsys: fsys, repo: &Repo{}}
 	if err := l.run(); err != nil {
 		return nil, err
 	}
@@ -164,10 +167,11 @@ func (l *loader) loadPlatform(top map[string]fs.DirEntry) error {
 // be used: the reason is recorded as an issue, or returned when it is a
 // read error.
 func (l *loader) object(name string, e fs.DirEntry, kind, dir string) (*document, error) {
-	if !l.regular(name, e) {
+	from, ok := l.source(name, e)
+	if !ok {
 		return nil, nil
 	}
-	data, err := l.readFile(name)
+	data, err := l.readFile(from)
 	if err != nil {
 		return nil, err
 	}
@@ -178,21 +182,33 @@ func (l *loader) object(name string, e fs.DirEntry, kind, dir string) (*document
 	return d, nil
 }
 
-// regular reports whether e is a regular file, and records an issue for
-// symlinks and other special files, which are never followed.
-func (l *loader) regular(name string, e fs.DirEntry) bool {
+// source returns the path to read for the file entry e at name: name itself for a regular
+// file, the file a symlink resolves to inside the repo (see resolveLink, the one symlink
+// policy of every reader). It records an issue and returns false for a refused symlink, a
+// directory and any other special file.
+func (l *loader) source(name string, e fs.DirEntry) (string, bool) {
 	switch {
 	case e.Type().IsRegular():
-		return true
+		return name, true
 	case e.Type()&fs.ModeSymlink != 0:
-		l.is.Add(Position{File: name}, "replace the symlink with the file itself (LoadDir follows links that stay inside the control repo)",
-			"symlink not followed")
+		return l.link(name)
 	case e.IsDir():
 		l.is.Add(Position{File: name}, "", "expected a file, found a directory")
 	default:
 		l.is.Add(Position{File: name}, "remove it from the control repo", "not a regular file")
 	}
-	return false
+	return "", false
+}
+
+// link resolves the symlink at name, recording an issue naming it and its target when the
+// policy refuses it.
+func (l *loader) link(name string) (string, bool) {
+	to, lerr := resolveLink(l.fsys, name)
+	if lerr != nil {
+		l.is.Add(Position{File: name}, lerr.hint, "%s", lerr.msg)
+		return "", false
+	}
+	return to, true
 }
 
 // placed checks the kind of a document against its location. It returns
@@ -251,8 +267,9 @@ func (l *loader) loadObjects(top map[string]fs.DirEntry, dir, kind string) error
 	}
 	if !e.IsDir() {
 		if e.Type()&fs.ModeSymlink != 0 {
-			l.regular(dir, e)
-			return nil
+			if _, ok := l.link(dir); !ok {
+				return nil
+			}
 		}
 		l.is.Add(Position{File: dir}, "make "+dir+" a directory of one YAML file per "+kind, "expected a directory")
 		return nil
@@ -261,7 +278,13 @@ func (l *loader) loadObjects(top map[string]fs.DirEntry, dir, kind string) error
 		if err != nil {
 			return fmt.Errorf("%w: listing %s: %w", ErrUnreadable, name, err)
 		}
-		if e.IsDir() || !isYAML(name) {
+		if e.IsDir() {
+			return nil
+		}
+		if !isYAML(name) {
+			if e.Type()&fs.ModeSymlink != 0 {
+				l.link(name) // never read, but a link leaving the repo is still reported
+			}
 			return nil // README.md and friends
 		}
 		if path.Dir(name) != dir {
@@ -310,7 +333,7 @@ func (l *loader) loadCatalog(top map[string]fs.DirEntry) error {
 		dir := catalogDir + "/" + e.Name()
 		if !e.IsDir() {
 			if e.Type()&fs.ModeSymlink != 0 {
-				l.regular(dir, e)
+				l.link(dir) // a file is not an app; a link leaving the repo is still reported
 			}
 			continue // README.md and friends
 		}
@@ -336,10 +359,11 @@ func (l *loader) loadApp(dir string) error {
 			appEntry = e
 			return nil
 		}
-		if !l.regular(name, e) {
+		from, ok := l.source(name, e)
+		if !ok {
 			return nil
 		}
-		data, err := l.readFile(name)
+		data, err := l.readFile(from)
 		if err != nil {
 			return err
 		}

@@ -193,21 +193,13 @@ func mergeValues(a *App, entry, cluster Values) map[string]string {
 // ClusterRepo is the name of the cluster's target repo (spec.repos.cluster
 // with {name} replaced).
 func (r *Repo) ClusterRepo(name string) string {
-	pattern := DefaultClusterRepo
-	if r.Platform != nil && r.Platform.Spec.Repos.Cluster != "" {
-		pattern = r.Platform.Spec.Repos.Cluster
-	}
-	return expandRepo(pattern, name)
+	return expandRepo(r.Fleet().ClusterRepo, name)
 }
 
 // WorkspaceRepo is the name of the workspace's target repo
 // (spec.repos.workspace with {name} replaced).
 func (r *Repo) WorkspaceRepo(name string) string {
-	pattern := DefaultWorkspaceRepo
-	if r.Platform != nil && r.Platform.Spec.Repos.Workspace != "" {
-		pattern = r.Platform.Spec.Repos.Workspace
-	}
-	return expandRepo(pattern, name)
+	return expandRepo(r.Fleet().WorkspaceRepo, name)
 }
 
 func expandRepo(pattern, name string) string {

@@ -53,33 +53,22 @@ type settings struct {
 	autoMerge bool
 }
 
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-// settings resolves the platform spec once per Render, reporting a bad flux
-// interval instead of writing an object Flux would reject.
+// settings reads the platform's resolved settings (control.Repo.Fleet) once per Render,
+// reporting a bad flux interval instead of writing an object Flux would reject.
 func (x *run) settings() settings {
-	p := x.repo.Platform.Spec
+	fl := x.repo.Fleet()
 	s := settings{
-		owner:      p.Owner,
-		branch:     or(p.DefaultBranch, control.DefaultBranch),
-		visibility: or(p.Repos.Visibility, control.DefaultVisibility),
-		admins:     p.Admins,
-		secretRef:  control.DefaultFluxSecretRef,
-		autoMerge:  p.PullRequests.Merge == control.MergeAuto,
+		owner:      fl.Owner,
+		branch:     fl.DefaultBranch,
+		visibility: fl.Visibility,
+		admins:     fl.Admins,
+		secretRef:  fl.FluxSecretRef,
+		autoMerge:  fl.AutoMerge,
 	}
-	if p.Flux.SecretRef != nil {
-		s.secretRef = *p.Flux.SecretRef // "": none
-	}
-	iv := or(p.Flux.Interval, control.DefaultFluxInterval)
-	d, err := time.ParseDuration(iv)
+	d, err := time.ParseDuration(fl.FluxInterval)
 	if err != nil || d <= 0 {
 		x.addOnce(x.repo.Platform.Source.At("spec.flux.interval"), "use a Go duration such as 10m or 1h",
-			"flux interval %q is not a positive duration", iv)
+			"flux interval %q is not a positive duration", fl.FluxInterval)
 	}
 	s.interval = d
 	return s

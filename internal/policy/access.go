@@ -1,9 +1,10 @@
 package policy
 
-// rank orders roles so that a team listed under two personas keeps the
-// stronger role, and so that Diff can tell an upgrade from a downgrade.
-// Unknown (custom) roles rank lowest.
-func rank(r Role) int {
+// Rank orders roles from weakest (pull, 1) to strongest (admin, 5), so that
+// a team listed under two personas keeps the stronger role, Diff can tell an
+// upgrade from a downgrade, and a forge applying a refused plan can skip its
+// downgrades. Unknown (custom) roles rank lowest (0).
+func Rank(r Role) int {
 	switch r {
 	case RolePull:
 		return 1
@@ -27,7 +28,7 @@ func grant(teams map[string]Role, role Role, slugs []string) {
 		if s == "" {
 			continue
 		}
-		if cur, ok := teams[s]; !ok || rank(role) > rank(cur) {
+		if cur, ok := teams[s]; !ok || Rank(role) > Rank(cur) {
 			teams[s] = role
 		}
 	}

@@ -69,11 +69,11 @@ func CheckCODEOWNERS(path string, content []byte, owner string, org Org, access 
 					add(n, "Unknown owner", "team %s belongs to another organization than %s", o, owner)
 				case !org.HasTeam(slug):
 					add(n, "Unknown owner", "team %s does not exist in %s", o, owner)
-				case rank(teamRole(access, slug)) < rank(RolePush):
+				case Rank(teamRole(access, slug)) < Rank(RolePush):
 					add(n, "Unknown owner", "team %s has no write access to the repository", o)
 				}
 			case strings.HasPrefix(o, "@"):
-				if rank(access.Collaborators[o[1:]]) < rank(RolePush) {
+				if Rank(access.Collaborators[o[1:]]) < Rank(RolePush) {
 					add(n, "Unknown owner", "user %s is not a collaborator with write access", o)
 				}
 			case strings.Contains(o, "@"):

@@ -51,7 +51,7 @@ func (p *Plan) Describe() []string {
 	}
 	for _, c := range p.Changes {
 		verb := "raise"
-		if rank(c.To) < rank(c.From) {
+		if Rank(c.To) < Rank(c.From) {
 			verb = "lower"
 		}
 		out = append(out, fmt.Sprintf("%s team %s from %s to %s", verb, c.Name, c.From, c.To))

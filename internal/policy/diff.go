@@ -88,7 +88,7 @@ func (p *Plan) Empty() bool {
 func (p *Plan) Removals() int {
 	n := len(p.Revokes) + len(p.RemoveCollaborators)
 	for _, c := range p.Changes {
-		if rank(c.To) < rank(c.From) {
+		if Rank(c.To) < Rank(c.From) {
 			n++
 		}
 	}
@@ -113,7 +113,7 @@ func Diff(desired, observed Access, opts DiffOptions) Plan {
 		case !ok:
 			p.Grants = append(p.Grants, Grant{Name: name, Role: want})
 		case have == want:
-		case rank(want) > rank(have):
+		case Rank(want) > Rank(have):
 			p.Changes = append(p.Changes, Change{Name: name, From: have, To: want})
 		case opts.Additive:
 			p.Withheld = append(p.Withheld, fmt.Sprintf("team %s: keeps %s instead of %s (additive mode)", name, have, want))

@@ -13,11 +13,7 @@ import (
 // objects, reading the old content of changed manifests only.
 func Plan(ctx context.Context, f Forge, t *fanout.Target, o Options) (*Decision, error) {
 	o = o.withDefaults()
-	def := t.DefaultBranch
-	if def == "" {
-		def = "main"
-	}
-	s, err := f.Snapshot(ctx, t.Owner, t.Repo, def, o.Branch)
+	s, err := f.Snapshot(ctx, t.Owner, t.Repo, defaultBranch(t), o.Branch)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", t.FullName(), err)
 	}
@@ -92,7 +88,7 @@ func Apply(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Option
 	// replaces d.PR, and a forge may refuse a second open PR from the bot
 	// branch while the merged one still reads open.
 	if d.RecordMerged {
-		if mr, ok := f.(MergeRecorder); ok {
+		if mr := f.Capabilities().MergeRecorder; mr != nil {
 			if err := mr.RecordMerged(ctx, owner, repo, d.PR.Number); err != nil {
 				return nil, wrap(fmt.Sprintf("recording PR #%d merged", d.PR.Number), err)
 			}

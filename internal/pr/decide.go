@@ -83,6 +83,15 @@ type Options struct {
 	AutoMerge bool
 }
 
+// defaultBranch is the target's default branch: fanout sets it from the resolved Fleet; a
+// target built by hand without one gets the platform's default.
+func defaultBranch(t *fanout.Target) string {
+	if t.DefaultBranch == "" {
+		return control.DefaultBranch
+	}
+	return t.DefaultBranch
+}
+
 func (o Options) withDefaults() Options {
 	if o.Branch == "" {
 		o.Branch = control.DefaultPRBranch
@@ -143,6 +152,10 @@ type Decision struct {
 	prFiles  []FileChange
 	bot      *Commit
 	marker   marker
+	// What Cost needs beyond the steps: whether an opened PR gets labels and
+	// auto-merge, and the grants and protections of a created repo.
+	labels, autoMerge   bool
+	grants, protections int
 }
 
 // Writes reports whether executing the decision writes anything at all.
@@ -174,11 +187,12 @@ func Decide(s *Snapshot, t *fanout.Target, o Options) (*Decision, error) {
 	o = o.withDefaults()
 	d := &Decision{
 		Owner: t.Owner, Repo: t.Repo, Kind: t.Kind, Name: t.Name,
-		removed: t.Removed, branch: o.Branch, defBr: t.DefaultBranch,
+		removed: t.Removed, branch: o.Branch, defBr: defaultBranch(t),
 		Observed: observe(s),
+		labels:   len(o.Labels) > 0, autoMerge: o.AutoMerge, grants: len(t.Access.Teams),
 	}
-	if d.defBr == "" {
-		d.defBr = control.DefaultBranch
+	if t.Access.Protection != nil {
+		d.protections = 1
 	}
 	for p := range t.Files {
 		if !t.Kind.Managed(p) {

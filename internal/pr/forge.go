@@ -67,14 +67,74 @@ type Forge interface {
 	ClosePR(ctx context.Context, owner, repo string, number int, comment string) error
 	// Comment adds a comment to a pull request.
 	Comment(ctx context.Context, owner, repo string, number int, body string) error
+	// Capabilities declares the optional abilities of the forge: callers use
+	// what it declares and never guess by type assertion, so a wrapper (a
+	// test double, a counting forge) declares exactly what it passes on.
+	Capabilities() Capabilities
 }
 
-// MergeRecorder is implemented by forges that infer a merge done outside
-// them (the local forge: the bot branch pushed or merged into the default
-// branch with plain git) and must record it. GitHub records merges itself.
+// Capabilities are the optional abilities a forge declares through
+// Forge.Capabilities; a nil field is one the forge lacks, and its callers do
+// without it.
+type Capabilities struct {
+	// MergeRecorder records a merge the forge inferred (the local forge: the
+	// bot branch merged with plain git); nil when the forge records merges
+	// itself (GitHub).
+	MergeRecorder MergeRecorder
+	// Scanner reads an owner's teams and repos in a few batched requests.
+	Scanner Scanner
+	// WriteGate checks a repo's writes before they start (snapshot still
+	// current, write budget).
+	WriteGate WriteGate
+	// Codeowners checks the CODEOWNERS on a repo's default branch.
+	Codeowners CodeownersChecker
+	// Protection reports a default branch that could not be protected.
+	Protection ProtectionReporter
+}
+
+// MergeRecorder is a forge that infers a merge done outside it (the local
+// forge: the bot branch pushed or merged into the default branch with plain
+// git) and must record it. GitHub records merges itself.
 type MergeRecorder interface {
 	// RecordMerged marks the pull request merged.
 	RecordMerged(ctx context.Context, owner, repo string, number int) error
+}
+
+// Scanner is a forge that reads the owner's teams and repos, and every repo's
+// branch heads and newest bot pull request, in a few batched requests (GitHub:
+// GraphQL, 100 repos a query), so that the Snapshot of an unchanged repo right
+// after costs no request. It replaces Org and ListManaged; with only set, it
+// reads just those repos and lists no managed repos (as a run limited to some
+// repos never removes others).
+type Scanner interface {
+	Scan(ctx context.Context, owner, defaultBranch, botBranch string, only []string) (policy.Org, []ManagedRepo, error)
+}
+
+// WriteGate is a forge that must check something before a repo's writes
+// start: the GitHub forge re-reads a pull request known only from its cache
+// (errors wrapping ErrStale: plan the repo again) and prices cost against its
+// write budget (ErrDeferred: leave the repo for the next run).
+type WriteGate interface {
+	BeforeWrite(ctx context.Context, owner, repo string, cost Cost) error
+}
+
+// CodeownersChecker is a forge that can check the CODEOWNERS file on a repo's
+// default branch: GitHub through its errors endpoint, the local forge offline
+// with policy.CheckCODEOWNERS.
+type CodeownersChecker interface {
+	// CodeownersErrors returns the problems of the CODEOWNERS blob (its git
+	// hash) on the default branch of owner/repo, whose access is access.
+	CodeownersErrors(ctx context.Context, owner, repo, blob string, access policy.Access) ([]policy.CodeownersError, error)
+}
+
+// ProtectionReporter is a forge that can learn while writing a repo that its
+// default branch cannot be protected (GitHub: a private repository of an
+// organization on the free plan): reconcile reports it as a warning of the
+// repo, not a failure.
+type ProtectionReporter interface {
+	// ProtectionUnavailable returns why owner/repo's default branch could not
+	// be protected in this run, or "".
+	ProtectionUnavailable(owner, repo string) string
 }
 
 // Snapshot is the state of one target repo that Decide needs.

@@ -27,14 +27,9 @@ const SkippedArchived = "archived"
 // broken control repo or a renamed team than an intent.
 var ErrTooManyAccessRemovals = policy.ErrTooManyRemovals
 
-// CodeownersChecker is implemented by forges that can check the CODEOWNERS
-// file on a repo's default branch: GitHub through its errors endpoint, the
-// local forge offline with policy.CheckCODEOWNERS.
-type CodeownersChecker interface {
-	// CodeownersErrors returns the problems of the CODEOWNERS blob (its git
-	// hash) on the default branch of owner/repo, whose access is access.
-	CodeownersErrors(ctx context.Context, owner, repo, blob string, access policy.Access) ([]policy.CodeownersError, error)
-}
+// CodeownersChecker checks the CODEOWNERS on a repo's default branch; see
+// pr.CodeownersChecker.
+type CodeownersChecker = pr.CodeownersChecker
 
 // AccessReport is a repo's access drift and what apply does about it.
 type AccessReport struct {
@@ -53,21 +48,21 @@ type AccessReport struct {
 // accessOptions are the policy.Diff options of a run: additive mode, the
 // names never removed (platform admin teams and fleetbot itself) and the
 // removal cap.
-func accessOptions(spec control.PlatformSpec, org policy.Org) policy.DiffOptions {
-	protected := append(append([]string(nil), spec.Admins...), org.Self...)
+func accessOptions(fl control.Fleet, org policy.Org) policy.DiffOptions {
+	protected := append(append([]string(nil), fl.Admins...), org.Self...)
 	return policy.DiffOptions{
-		Additive:    spec.Access.Mode == control.AccessAdditive,
+		Additive:    fl.AccessMode == control.AccessAdditive,
 		Protected:   protected,
-		MaxRemovals: spec.Access.MaxAccessRemovals,
+		MaxRemovals: &fl.MaxAccessRemovals,
 	}
 }
 
 // controlItem is the access-only item of the control repo, when the
 // platform names it.
-func controlItem(spec control.PlatformSpec, branch string) *item {
+func controlItem(fl control.Fleet) *item {
 	t := &fanout.Target{
-		Kind: KindControl, Name: spec.Repos.Control, Owner: spec.Owner, Repo: spec.Repos.Control,
-		DefaultBranch: branch, Access: policy.ControlRepoAccess(spec.Admins, branch),
+		Kind: KindControl, Name: fl.ControlRepo, Owner: fl.Owner, Repo: fl.ControlRepo,
+		DefaultBranch: fl.DefaultBranch, Access: policy.ControlRepoAccess(fl.Admins, fl.DefaultBranch),
 	}
 	it := newItem(t)
 	it.accessOnly = true
@@ -141,8 +136,8 @@ func codeownersBlob(t *fanout.Target, d *pr.Decision, landed bool) string {
 // the default branch, given the repo's access; landed says the decision's
 // bootstrap commit was written.
 func checkCodeowners(ctx context.Context, f Forge, it *item, access policy.Access, landed bool) {
-	c, ok := f.(CodeownersChecker)
-	if !ok || it.decision == nil || it.accessOnly {
+	c := f.Capabilities().Codeowners
+	if c == nil || it.decision == nil || it.accessOnly {
 		return
 	}
 	blob := codeownersBlob(it.target, it.decision, landed)
@@ -218,19 +213,14 @@ func joinRefusals(errs ...error) error {
 	return errors.Join(out...)
 }
 
-// ProtectionReporter is a forge that can learn while writing a repo that its default branch
-// cannot be protected (GitHub: a private repository of an organization on the free plan):
-// reconcile reports it as a warning of the repo, not a failure.
-type ProtectionReporter interface {
-	// ProtectionUnavailable returns why owner/repo's default branch could not be protected
-	// in this run, or "".
-	ProtectionUnavailable(owner, repo string) string
-}
+// ProtectionReporter reports a default branch that could not be protected;
+// see pr.ProtectionReporter.
+type ProtectionReporter = pr.ProtectionReporter
 
 // noteProtection adds the warning of a repo whose protection the forge could not apply.
 func noteProtection(f Forge, it *item) {
-	pu, ok := f.(ProtectionReporter)
-	if !ok || it.target.Access.Protection == nil {
+	pu := f.Capabilities().Protection
+	if pu == nil || it.target.Access.Protection == nil {
 		return
 	}
 	if reason := pu.ProtectionUnavailable(it.target.Owner, it.target.Repo); reason != "" {

@@ -46,22 +46,14 @@ type Forge interface {
 	ApplyAccess(ctx context.Context, owner, repo string, p policy.Plan) error
 }
 
-// Scanner is implemented by forges that read the owner's teams and repos, and every repo's
-// branch heads and newest bot pull request, in a few batched requests (GitHub: GraphQL, 100
-// repos a query), so that the Snapshot of an unchanged repo right after costs no request. It
-// replaces Org and ListManaged; with only set, it reads just those repos and lists no managed
-// repos (as a run limited to some repos never removes others).
-type Scanner interface {
-	Scan(ctx context.Context, owner, defaultBranch, botBranch string, only []string) (policy.Org, []pr.ManagedRepo, error)
-}
-
-// WriteGate is implemented by forges that must check something before a
-// repo's writes start: the GitHub forge re-reads a pull request known only
-// from its cache (errors wrapping pr.ErrStale: plan the repo again) and checks
-// its write budget (pr.ErrDeferred: leave the repo for the next run).
-type WriteGate interface {
-	BeforeWrite(ctx context.Context, d *pr.Decision) error
-}
+// The optional abilities a forge declares in pr.Capabilities, under the names
+// reconcile has always used.
+type (
+	// Scanner reads an owner's teams and repos in batches; see pr.Scanner.
+	Scanner = pr.Scanner
+	// WriteGate checks a repo's writes before they start; see pr.WriteGate.
+	WriteGate = pr.WriteGate
+)
 
 // Errors callers tell apart with errors.Is.
 var (
@@ -251,7 +243,7 @@ func applyOne(ctx context.Context, f Forge, it *item, o pr.Options, log *slog.Lo
 		}
 	}
 	if d.Writes() && !it.accessOnly {
-		if _, ok := f.(WriteGate); ok {
+		if f.Capabilities().WriteGate != nil {
 			// A forge with a write budget gets one repo's writes at a time:
 			// its mutations are serial anyway, and the repo the gate admits
 			// then finds the budget as the gate saw it, instead of other
@@ -298,11 +290,11 @@ func applyOne(ctx context.Context, f Forge, it *item, o pr.Options, log *slog.Lo
 // gate asks a WriteGate forge whether the item's decision may be executed,
 // planning the repo once more when the forge reports its snapshot stale.
 func gate(ctx context.Context, f Forge, it *item, o pr.Options) (*pr.Decision, error) {
-	g, ok := f.(WriteGate)
-	if !ok {
+	g := f.Capabilities().WriteGate
+	if g == nil {
 		return it.decision, nil
 	}
-	err := g.BeforeWrite(ctx, it.decision)
+	err := g.BeforeWrite(ctx, it.target.Owner, it.target.Repo, it.decision.Cost())
 	if errors.Is(err, pr.ErrStale) {
 		d, perr := pr.Plan(ctx, f, it.target, o)
 		if perr != nil {
@@ -313,17 +305,18 @@ func gate(ctx context.Context, f Forge, it *item, o pr.Options) (*pr.Decision, e
 		if !d.Writes() {
 			return d, nil
 		}
-		err = g.BeforeWrite(ctx, d)
+		err = g.BeforeWrite(ctx, it.target.Owner, it.target.Repo, d.Cost())
 	}
 	return it.decision, err
 }
 
 func prOptions(repo *control.Repo, opts Options) pr.Options {
+	fl := repo.Fleet()
 	return pr.Options{
-		Branch:    repo.Platform.Spec.PullRequests.Branch,
-		Labels:    repo.Platform.Spec.PullRequests.Labels,
+		Branch:    fl.PRBranch,
+		Labels:    fl.Labels,
 		Source:    opts.Source,
-		AutoMerge: repo.Platform.Spec.PullRequests.Merge == control.MergeAuto,
+		AutoMerge: fl.AutoMerge,
 	}
 }
 
@@ -331,7 +324,7 @@ func prOptions(repo *control.Repo, opts Options) pr.Options {
 // and, for a run over the whole fleet, the repos fleetbot manages there: with one batched scan
 // when the forge can (see Scanner), else with Org and ListManaged.
 func readOwner(ctx context.Context, f Forge, owner, defBranch, botBranch string, only []string) (policy.Org, []pr.ManagedRepo, error) {
-	if sc, ok := f.(Scanner); ok {
+	if sc := f.Capabilities().Scanner; sc != nil {
 		org, managed, err := sc.Scan(ctx, owner, defBranch, botBranch, only)
 		if err != nil {
 			return org, nil, fmt.Errorf("reading the teams and repos of %s: %w", owner, err)
@@ -365,17 +358,13 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 		return nil, nil, err
 	}
 	started := opts.Now()
-	spec := repo.Platform.Spec
-	owner := spec.Owner
-	defBranch := spec.DefaultBranch
-	if defBranch == "" {
-		defBranch = control.DefaultBranch
-	}
+	fl := repo.Fleet()
+	owner, defBranch := fl.Owner, fl.DefaultBranch
 	only := map[string]bool{}
 	for _, r := range opts.Only {
 		only[strings.ToLower(r)] = true
 	}
-	org, managed, err := readOwner(ctx, f, owner, defBranch, spec.PullRequests.Branch, opts.Only)
+	org, managed, err := readOwner(ctx, f, owner, defBranch, fl.PRBranch, opts.Only)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -404,18 +393,18 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 		if wanted[m.Repo] || !opts.Shard.Owns(m.Repo) {
 			continue
 		}
-		items = append(items, newItem(fanout.Tombstone(owner, spec.Admins, defBranch, m.Kind, m.Name, m.Repo)))
+		items = append(items, newItem(fanout.Tombstone(owner, fl.Admins, defBranch, m.Kind, m.Name, m.Repo)))
 	}
-	if ctl := spec.Repos.Control; ctl != "" && (opts.Only == nil || only[strings.ToLower(ctl)]) && opts.Shard.Owns(ctl) {
+	if ctl := fl.ControlRepo; ctl != "" && (opts.Only == nil || only[strings.ToLower(ctl)]) && opts.Shard.Owns(ctl) {
 		if wanted[ctl] {
 			return nil, nil, fmt.Errorf("the control repo %s/%s is also a target repo", owner, ctl)
 		}
-		items = append(items, controlItem(spec, defBranch))
+		items = append(items, controlItem(fl))
 	}
 	sort.Slice(items, func(a, b int) bool { return items[a].target.Repo < items[b].target.Repo })
 
 	prOpts := prOptions(repo, opts)
-	accessOpts := accessOptions(spec, org)
+	accessOpts := accessOptions(fl, org)
 	each(ctx, len(items), opts.Concurrency, func(i int) {
 		it := items[i]
 		if err := recovered(func() { planOne(ctx, f, it, org, prOpts, accessOpts, opts) }); err != nil {
@@ -448,11 +437,7 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 			}
 		}
 	}
-	limit := spec.MaxRemovals
-	if limit == nil {
-		v := intstr.FromString(control.DefaultMaxRemovals)
-		limit = &v
-	}
+	limit := &fl.MaxRemovals
 	max, err := intstr.GetScaledValueFromIntOrPercent(limit, total, true)
 	if err != nil {
 		return nil, nil, fmt.Errorf("platform spec.maxRemovals %q: %w", limit.String(), err)

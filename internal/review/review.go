@@ -371,7 +371,13 @@ func readTree(fsys fs.FS) (map[string][]byte, error) {
 			return nil
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
-			out[p] = []byte("symlink")
+			// A link is its target: control.Load follows links inside the repo, so
+			// retargeting one is a change of the file at the link's path.
+			target, err := fs.ReadLink(fsys, p)
+			if err != nil {
+				return fmt.Errorf("reading symlink %s: %w", p, err)
+			}
+			out[p] = []byte("symlink -> " + target)
 			return nil
 		}
 		b, err := fs.ReadFile(fsys, p)

@@ -166,3 +166,25 @@ func TestUnknownMembership(t *testing.T) {
 	assert.Equal(t, NeedsPlatformAdmin, rep.Verdict)
 	assert.True(t, rep.MembershipUnknown)
 }
+
+// TestRetargetedLinkIsAChange: control.Load reads a symlink inside the repo as its target, so
+// pointing a cluster's link at another file is a change of that cluster's file, judged by who
+// may change it, even though no file's content changed.
+func TestRetargetedLinkIsAChange(t *testing.T) {
+	base := example(t)
+	orig := base["clusters/prod-eu-1.yaml"].Data
+	base["shared/prod-eu-1.yaml"] = &fstest.MapFile{Data: orig}
+	base["shared/prod-eu-1-long.yaml"] = &fstest.MapFile{Data: []byte(strings.Replace(string(orig), "monitoring_retention: 30d", "monitoring_retention: 90d", 1))}
+	base["clusters/prod-eu-1.yaml"] = &fstest.MapFile{Data: []byte("../shared/prod-eu-1.yaml"), Mode: fs.ModeSymlink | 0o777}
+	head := fstest.MapFS{}
+	for p, f := range base {
+		head[p] = f
+	}
+	head["clusters/prod-eu-1.yaml"] = &fstest.MapFile{Data: []byte("../shared/prod-eu-1-long.yaml"), Mode: fs.ModeSymlink | 0o777}
+
+	rep := review(t, base, head, "bob", memberOf("payments-devs"))
+	assert.Equal(t, NeedsPlatformAdmin, rep.Verdict)
+	require.Len(t, rep.Files, 1)
+	assert.Equal(t, "clusters/prod-eu-1.yaml", rep.Files[0].Path)
+	assert.False(t, rep.Files[0].Allowed)
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"strings"
 	"sync"
 	"testing/fstest"
@@ -84,7 +85,9 @@ func (c *GitHubControl) Load(ctx context.Context, sha string) (*control.Repo, er
 }
 
 // Tree returns the files control.Load reads (platform.yaml, clusters/,
-// workspaces/, catalog/) at commit sha, in memory.
+// workspaces/, catalog/) at commit sha, in memory, with their symlinks as
+// links (their target as content) and the files inside the repo those links
+// point at, so that Load applies the one symlink policy of every reader.
 //
 // GitHub API docs: https://docs.github.com/rest/git/trees#get-a-tree
 // and https://docs.github.com/rest/git/blobs#get-a-blob
@@ -99,44 +102,92 @@ func (c *GitHubControl) Tree(ctx context.Context, sha string) (fs.FS, error) {
 	if tree.GetTruncated() {
 		return nil, fmt.Errorf("%w: the tree of %s/%s at %s is too large for one read", control.ErrUnreadable, c.owner, c.name, sha)
 	}
+	byPath := make(map[string]*gh.TreeEntry, len(tree.Entries))
+	for _, e := range tree.Entries {
+		byPath[e.GetPath()] = e
+	}
 	files := fstest.MapFS{}
+	seen := map[string]bool{}
 	var want []*gh.TreeEntry
 	var total int
-	for _, e := range tree.Entries {
+	add := func(e *gh.TreeEntry) error {
 		p := e.GetPath()
-		if !relevant(p) {
-			continue
+		// Trees (directories) and commits (submodules) carry no content; symlinks (mode
+		// 120000) are blobs holding their target, which control.Load resolves with the one
+		// symlink policy of every reader.
+		if e.GetType() != "blob" || seen[p] {
+			return nil
 		}
-		// Symlinks (mode 120000) are blobs too: read as links, never
-		// followed; control.Load reports them.
-		if e.GetType() != "blob" {
-			continue
-		}
+		seen[p] = true
 		// The bounds of control.Load, checked before any blob is read.
 		total += e.GetSize()
 		switch {
 		case e.GetSize() > control.MaxFileBytes:
-			return nil, fmt.Errorf("%w: %s of %s/%s at %s: %d bytes, more than the %d a file may have",
+			return fmt.Errorf("%w: %s of %s/%s at %s: %d bytes, more than the %d a file may have",
 				control.ErrTooLarge, p, c.owner, c.name, sha, e.GetSize(), control.MaxFileBytes)
 		case len(want) >= control.MaxFiles:
-			return nil, fmt.Errorf("%w: %s/%s at %s has more than %d files", control.ErrTooLarge, c.owner, c.name, sha, control.MaxFiles)
+			return fmt.Errorf("%w: %s/%s at %s has more than %d files", control.ErrTooLarge, c.owner, c.name, sha, control.MaxFiles)
 		case total > control.MaxTotalBytes:
-			return nil, fmt.Errorf("%w: %s/%s at %s holds more than %d bytes", control.ErrTooLarge, c.owner, c.name, sha, control.MaxTotalBytes)
+			return fmt.Errorf("%w: %s/%s at %s holds more than %d bytes", control.ErrTooLarge, c.owner, c.name, sha, control.MaxTotalBytes)
 		}
 		want = append(want, e)
+		return nil
 	}
-	data, err := c.read(ctx, want)
-	if err != nil {
-		return nil, err
-	}
-	for i, e := range want {
-		f := &fstest.MapFile{Data: data[i], Mode: 0o644}
-		if e.GetMode() == "120000" {
-			f.Mode = fs.ModeSymlink | 0o777
+	for _, e := range tree.Entries {
+		if relevant(e.GetPath()) {
+			if err := add(e); err != nil {
+				return nil, err
+			}
 		}
-		files[e.GetPath()] = f
+	}
+	// A symlink may point anywhere inside the repo: read what its target names, link by link,
+	// so that control.Load sees the same files as with a checkout. Targets leaving the repo
+	// are never looked up; Load refuses them.
+	for done := 0; done < len(want); {
+		batch := want[done:]
+		done = len(want)
+		data, err := c.read(ctx, batch)
+		if err != nil {
+			return nil, err
+		}
+		for i, e := range batch {
+			f := &fstest.MapFile{Data: data[i], Mode: 0o644}
+			if e.GetMode() == "120000" {
+				f.Mode = fs.ModeSymlink | 0o777
+				for _, p := range linkPaths(e.GetPath(), string(data[i])) {
+					if t, ok := byPath[p]; ok {
+						if err := add(t); err != nil {
+							return nil, err
+						}
+					}
+				}
+			}
+			files[e.GetPath()] = f
+		}
 	}
 	return files, nil
+}
+
+// linkPaths lists the paths inside the repo a symlink at name with target may go through:
+// its target and every directory on the way (any of which may be a link too); none when the
+// target is absolute or leaves the repo.
+func linkPaths(name, target string) []string {
+	if target == "" || strings.HasPrefix(target, "/") {
+		return nil
+	}
+	p := path.Join(path.Dir(name), target)
+	if p == "." || p == ".." || strings.HasPrefix(p, "../") {
+		return nil
+	}
+	var out []string
+	for {
+		out = append(out, p)
+		d := path.Dir(p)
+		if d == "." {
+			return out
+		}
+		p = d
+	}
 }
 
 // PullRequest returns the base commit and the author of control-repo pull

@@ -290,7 +290,7 @@ func (f *Forge) ApplyAccess(ctx context.Context, owner, repo string, p policy.Pl
 		grants[g.Name] = g.Role
 	}
 	for _, c := range p.Changes {
-		if p.Refused != nil && rank(c.To) < rank(c.From) {
+		if p.Refused != nil && policy.Rank(c.To) < policy.Rank(c.From) {
 			continue
 		}
 		grants[c.Name] = c.To
@@ -328,14 +328,4 @@ func (f *Forge) ApplyAccess(ctx context.Context, owner, repo string, p policy.Pl
 		}
 	}
 	return nil
-}
-
-// rank orders roles from weakest to strongest; unknown roles rank lowest.
-func rank(r policy.Role) int {
-	for i, x := range []policy.Role{policy.RolePull, policy.RoleTriage, policy.RolePush, policy.RoleMaintain, policy.RoleAdmin} {
-		if r == x {
-			return i + 1
-		}
-	}
-	return 0
 }

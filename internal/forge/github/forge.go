@@ -44,6 +44,18 @@ type ForgeOptions struct {
 	Logger *slog.Logger
 	// Now is the clock of the access cache (default time.Now).
 	Now func() time.Time
+	// Budget is what BeforeWrite prices a repo's writes against (default: the Client's
+	// Budget, which also paces every write it sends).
+	Budget WriteBudget
+}
+
+// WriteBudget is the port through which the forge asks, before a repo's writes start, whether
+// the installation can afford them: the Client's *Budget in production, any other in tests
+// or when several forges share one installation.
+type WriteBudget interface {
+	// Afford reports whether n more content-creating requests would all be admitted within
+	// the budget's longest wait, and how long from now the last of them would wait.
+	Afford(n int) (ok bool, wait time.Duration)
 }
 
 // Forge is fleetbot's GitHub forge: it implements reconcile.Forge (pr.Forge, ListManaged,
@@ -53,10 +65,11 @@ type ForgeOptions struct {
 // through the installation's budget. Its methods are safe for concurrent use; the calls on one
 // repo are serialised.
 type Forge struct {
-	c    *Client
-	api  *gh.Client
-	opts ForgeOptions
-	log  *slog.Logger
+	c      *Client
+	api    *gh.Client
+	opts   ForgeOptions
+	log    *slog.Logger
+	budget WriteBudget
 
 	mu    sync.Mutex
 	repos map[string]*repoEntry
@@ -110,7 +123,11 @@ func NewForge(c *Client, opts ForgeOptions) *Forge {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Forge{c: c, api: c.API(), opts: opts, log: log.With("forge", "github"), repos: map[string]*repoEntry{}, login: opts.Login}
+	budget := opts.Budget
+	if budget == nil {
+		budget = c.Budget()
+	}
+	return &Forge{c: c, api: c.API(), opts: opts, log: log.With("forge", "github"), budget: budget, repos: map[string]*repoEntry{}, login: opts.Login}
 }
 
 // Client returns the client the forge writes through, for its statistics.
@@ -504,22 +521,29 @@ func (f *Forge) Comment(ctx context.Context, owner, repo string, number int, bod
 	return errf(err, fmt.Sprintf("commenting on pull request #%d in", number), owner+"/"+repo)
 }
 
-// BeforeWrite is called by reconcile before it executes a decision that writes. It returns an
-// error wrapping pr.ErrStale when the decision was made on a cached pull request that GitHub
-// now reports differently (closed by hand since), and one wrapping pr.ErrDeferred when the
-// installation's content-creation budget cannot afford the repo's writes within the wait the
-// client accepts: the repo is then left for the next run instead of being started and stopped
-// half-way.
-func (f *Forge) BeforeWrite(ctx context.Context, d *pr.Decision) error {
-	if err := f.checkPR(ctx, d.Owner, d.Repo); err != nil {
+// BeforeWrite implements pr.WriteGate; reconcile calls it before it executes a decision that
+// writes. It returns an error wrapping pr.ErrStale when the decision was made on a cached pull
+// request that GitHub now reports differently (closed by hand since), and one wrapping
+// pr.ErrDeferred when the write budget cannot afford the repo's content-creating requests
+// within the wait the client accepts: the repo is then left for the next run instead of being
+// started and stopped half-way.
+func (f *Forge) BeforeWrite(ctx context.Context, owner, repo string, cost pr.Cost) error {
+	if err := f.checkPR(ctx, owner, repo); err != nil {
 		return err
 	}
-	n := ContentWrites(d)
-	if ok, wait := f.c.Budget().Afford(n); !ok {
+	_, n := Requests(cost)
+	if ok, wait := f.budget.Afford(n); !ok {
 		return fmt.Errorf("%w: %s/%s needs %d content-creating requests; the write budget has room for them in %s",
-			pr.ErrDeferred, d.Owner, d.Repo, n, wait.Round(time.Second))
+			pr.ErrDeferred, owner, repo, n, wait.Round(time.Second))
 	}
 	return nil
+}
+
+// Capabilities implements pr.Forge: GitHub scans an owner in batches, gates writes on its
+// budget, checks CODEOWNERS itself and may refuse branch protection on some plans. It records
+// merges itself.
+func (f *Forge) Capabilities() pr.Capabilities {
+	return pr.Capabilities{Scanner: f, WriteGate: f, Codeowners: f, Protection: f}
 }
 
 // checkPR re-reads an open pull request known only from the cache (one conditional read),
@@ -545,29 +569,28 @@ func (f *Forge) checkPR(ctx context.Context, owner, repo string) error {
 	return fmt.Errorf("%w: pull request #%d of %s/%s is now %s", pr.ErrStale, got.Number, owner, repo, got.State)
 }
 
-// ContentWrites estimates how many content-creating requests (as the client's budget counts
-// them) executing d costs.
-func ContentWrites(d *pr.Decision) int {
-	n := 0
-	if d.CreateRepo {
-		n++ // POST /orgs/{org}/repos
-	}
-	if len(d.Bootstrap) > 0 {
-		n += 4 + blobWrites(d.Bootstrap) // contents PUT, tree, commit, ref, and a blob per binary file
-	}
-	if d.PushBranch {
-		n += 3 + blobWrites(d.Changes) // tree, commit, ref, and a blob per binary file
-	}
-	if d.OpenPR {
-		n++
-	}
-	if d.Block {
-		n++ // comment
-	}
-	if d.ClosePR {
-		n++ // comment
-	}
-	return n
+// Requests returns the mutating requests executing a decision of cost c sends to GitHub
+// (writes) and how many of them GitHub counts as content creation (content, see kinds.go), so
+// that the budget is asked for every one of them:
+//
+//   - a created repo: POST repos (content) and PUT topics, then a PUT per protection and per
+//     team grant once its default branch exists;
+//   - an empty repo's bootstrap: one Contents API PUT (content) before its root commit;
+//   - a commit: POST tree and POST commit (content), plus a POST blob (content) per binary
+//     file, which a tree cannot carry inline;
+//   - a branch created or moved: POST or PATCH ref (content); deleted: DELETE ref;
+//   - a pull request opened: POST pulls (content), POST labels; auto-merge: at most PATCH the
+//     repo's setting, the GraphQL mutation and a PUT merge (content) when GitHub refuses
+//     auto-merge on a pull request that is already mergeable;
+//   - a pull request updated or closed: PATCH pulls; a comment: POST comments (content).
+//
+// They are upper bounds: UpdatePR writes nothing when the pull request already reads as
+// asked, and auto-merge needs its PATCH and PUT only in some states.
+func Requests(c pr.Cost) (writes, content int) {
+	content = c.CreateRepo + c.Bootstrap + 2*c.Commits + c.Blobs + c.BranchMoves + c.PROpens + c.AutoMerge + c.Comments
+	writes = content + c.CreateRepo + c.Grants + c.Protections + c.BranchDeletes + c.Labels + 2*c.AutoMerge +
+		c.PRUpdates + c.PRCloses
+	return writes, content
 }
 
 func toPR(p *gh.PullRequest) *pr.PullRequest {

@@ -1,7 +1,6 @@
 package github
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"unicode/utf8"
 
 	gh "github.com/google/go-github/v62/github"
 
@@ -446,6 +444,5 @@ func (f *Forge) Blob(ctx context.Context, owner, repo, hash string) ([]byte, err
 }
 
 // isText reports whether content can travel inline in a tree request (a JSON string).
-func isText(b []byte) bool { return utf8.Valid(b) && !bytes.ContainsRune(b, 0) }
 
 func encodeBase64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

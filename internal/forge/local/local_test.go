@@ -241,3 +241,14 @@ func TestLockAcrossProcesses(t *testing.T) {
 	out, err = child().CombinedOutput()
 	assert.NoError(t, err, string(out))
 }
+
+// TestCapabilities: the local forge declares that it records merges done with plain git and
+// checks CODEOWNERS offline; it has no batched scan, no write budget and always protects.
+func TestCapabilities(t *testing.T) {
+	caps := open(t, t.TempDir()).Capabilities()
+	assert.NotNil(t, caps.MergeRecorder)
+	assert.NotNil(t, caps.Codeowners)
+	assert.Nil(t, caps.Scanner)
+	assert.Nil(t, caps.WriteGate)
+	assert.Nil(t, caps.Protection)
+}

@@ -480,7 +480,11 @@ func (f *Forge) Refs(owner, repo string) (map[string]string, error) {
 	return out, err
 }
 
-var (
-	_ pr.Forge         = (*Forge)(nil)
-	_ pr.MergeRecorder = (*Forge)(nil)
-)
+// Capabilities implements pr.Forge: the local forge records merges done with
+// plain git and checks CODEOWNERS offline; it has no batched scan, no write
+// budget and can always protect a branch.
+func (f *Forge) Capabilities() pr.Capabilities {
+	return pr.Capabilities{MergeRecorder: f, Codeowners: f}
+}
+
+var _ pr.Forge = (*Forge)(nil)
