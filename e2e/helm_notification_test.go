@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-github/v62/github"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -218,29 +219,48 @@ spec:
 
 	e.waitApplied(t, ns, "notify", sha)
 	e.waitObject(t, "v1", "ConfigMap", ns, "notify-probe", "applied", exists)
-	client := gh.Client()
-	err = poll(ctx, fluxDeadline, fmt.Sprintf("commit status %s on %s/notify@%.12s", wantContext, owner, sha), func() (bool, string, error) {
-		list, _, err := client.Repositories.ListStatuses(ctx, owner, "notify", sha, nil)
+	st := waitCommitStatus(t, gh, "notify", sha, wantContext, "success")
+	assert.Equal(t, "reconciliation succeeded", st.GetDescription())
+	// What notification-controller asked, as GitHub's commit status API
+	// with GitHub Enterprise paths: the commit's statuses, then a new one.
+	var routes []string
+	for _, r := range gh.Requests() {
+		routes = append(routes, r.Method+" "+r.Path)
+	}
+	assert.Contains(t, routes, fmt.Sprintf("GET /api/v3/repos/%s/notify/commits/%s/statuses", owner, sha))
+	assert.Contains(t, routes, fmt.Sprintf("POST /api/v3/repos/%s/notify/statuses/%s", owner, sha))
+
+	// A commit Flux cannot apply (a cluster-scoped object, which the
+	// tenant's ServiceAccount may not write) gets a failure status.
+	bad := gh.Commit(owner, "notify", "main", "a ClusterRole", map[string]string{
+		"deploy/clusterrole.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: notify-escape\nrules: []\n",
+	})
+	e.requestReconcile(t, ns, "notify")
+	e.waitRefused(t, ns, "notify", bad, "forbidden")
+	waitCommitStatus(t, gh, "notify", bad, wantContext, "failure")
+}
+
+// waitCommitStatus waits until the fake GitHub holds a commit status with
+// context and state on sha of owner/repo, and returns it.
+func waitCommitStatus(t *testing.T, gh *githubtest.Server, repo, sha, context, state string) *github.RepoStatus {
+	t.Helper()
+	ctx := t.Context()
+	var found *github.RepoStatus
+	err := poll(ctx, fluxDeadline, fmt.Sprintf("commit status %s=%s on %s/%s@%.12s", context, state, owner, repo, sha), func() (bool, string, error) {
+		list, _, err := gh.Client().Repositories.ListStatuses(ctx, owner, repo, sha, nil)
 		if err != nil {
 			return false, err.Error(), nil
 		}
 		var seen []string
 		for _, st := range list {
 			seen = append(seen, st.GetContext()+"="+st.GetState())
-			if st.GetContext() == wantContext && st.GetState() == "success" {
+			if st.GetContext() == context && st.GetState() == state {
+				found = st
 				return true, "", nil
 			}
 		}
-		return false, fmt.Sprintf("statuses %v; requests %v", seen, gh.Requests()), nil
+		return false, fmt.Sprintf("statuses %v", seen), nil
 	})
 	require.NoError(t, err)
-	// What notification-controller asked, as GitHub's commit status API
-	// (GitHub Enterprise paths): list the commit's statuses, then create one.
-	var routes []string
-	for _, r := range gh.Requests() {
-		if strings.Contains(r.Route, "statuses") {
-			routes = append(routes, r.Method+" "+r.Path)
-		}
-	}
-	assert.Contains(t, routes, fmt.Sprintf("POST /api/v3/repos/%s/notify/statuses/%s", owner, sha))
+	return found
 }
