@@ -61,7 +61,7 @@ built() {
 # so a half-built set is never found).
 build() {
   local s=$1 dir=$2 m src start
-  tmp=$2.tmp.$$
+  tmp=$2.tmp.$$ # global: the EXIT trap may run outside this function
   start=$(date +%s)
   rm -rf "$tmp"
   mkdir -p "$tmp/bin" "$tmp/crds"
