@@ -28,8 +28,9 @@ test: schemas
 	$(GO) test -race -count=1 $(PKGS)
 
 ## e2e: fleetbot on a real API server and real Flux (etcd from Debian's etcd-server;
-## kube-apiserver, kube-controller-manager and the Flux controllers built once, pinned by
-## e2e/tools/*/go.mod, into ~/.cache/fleetbot-e2e/<versions>; see README "End-to-end tests")
+## kube-apiserver, kube-controller-manager and the Flux controllers built once per tool set,
+## pinned by e2e/tools/*/go.mod, into ~/.cache/fleetbot-e2e/<set>-<version>-<hash>; see README
+## "End-to-end tests")
 e2e:
 	@tools=$$(scripts/e2e-tools.sh) && FLEETBOT_E2E_TOOLS=$$tools $(GO) test -count=1 -timeout 30m -v ./e2e/
 

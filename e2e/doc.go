@@ -1,6 +1,7 @@
 // Package e2e runs fleetbot against a real Kubernetes API server and real
 // Flux controllers: etcd, kube-apiserver, kube-controller-manager,
-// source-controller and kustomize-controller run as processes on 127.0.0.1,
+// source-controller, kustomize-controller, helm-controller and
+// notification-controller run as processes on 127.0.0.1,
 // the local forge's repos are served over smart HTTP by fleetbot dev
 // git-serve, and the tests bootstrap Flux on a cluster repo fleetbot wrote,
 // merge fleetbot's pull requests and wait for what Flux applies.

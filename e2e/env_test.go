@@ -18,7 +18,8 @@ import (
 )
 
 // ToolsEnv names the directory scripts/e2e-tools.sh prints: bin/ with the
-// pinned binaries and crds/ with Flux's CRDs.
+// pinned binaries (links into each tool set's cache directory) and crds/
+// with Flux's CRDs.
 const ToolsEnv = "FLEETBOT_E2E_TOOLS"
 
 // env is the one environment every test of the package shares: starting
@@ -84,6 +85,7 @@ type environment struct {
 	kubeconfig string
 	kube       *kubeClient
 	gitURL     string // http://127.0.0.1:PORT serving forge
+	eventsURL  string // notification-controller's event endpoint, where the other controllers post
 
 	mu    sync.Mutex
 	procs []*process
@@ -99,7 +101,7 @@ type process struct {
 }
 
 func newEnvironment(tools string) (*environment, error) {
-	for _, b := range []string{"kube-apiserver", "kube-controller-manager", "source-controller", "kustomize-controller"} {
+	for _, b := range []string{"kube-apiserver", "kube-controller-manager", "source-controller", "kustomize-controller", "helm-controller", "notification-controller"} {
 		if _, err := os.Stat(filepath.Join(tools, "bin", b)); err != nil {
 			return nil, fmt.Errorf("%s=%s has no bin/%s: run scripts/e2e-tools.sh (make e2e does)", ToolsEnv, tools, b)
 		}
@@ -145,7 +147,13 @@ func (e *environment) start() error {
 	if err := e.installFluxCRDs(); err != nil {
 		return err
 	}
+	if err := e.startNotificationController(); err != nil {
+		return err
+	}
 	if err := e.startFlux(); err != nil {
+		return err
+	}
+	if err := e.startHelmController(); err != nil {
 		return err
 	}
 	e.forge = filepath.Join(e.dir, "forge")
@@ -416,7 +424,8 @@ func (e *environment) installFluxCRDs() error {
 	}
 	return poll(ctx, 60*time.Second, "Flux CRDs established", func() (bool, string, error) {
 		e.kube.forgetDiscovery()
-		for _, k := range [][2]string{{"source.toolkit.fluxcd.io/v1", "GitRepository"}, {"kustomize.toolkit.fluxcd.io/v1", "Kustomization"}} {
+		for _, k := range [][2]string{{"source.toolkit.fluxcd.io/v1", "GitRepository"}, {"kustomize.toolkit.fluxcd.io/v1", "Kustomization"},
+			{"helm.toolkit.fluxcd.io/v2", "HelmRelease"}, {"notification.toolkit.fluxcd.io/v1beta3", "Alert"}} {
 			if _, err := e.kube.resourceFor(ctx, k[0], k[1]); err != nil {
 				return false, err.Error(), nil
 			}
@@ -445,14 +454,14 @@ func (e *environment) startFlux() error {
 	envs := []string{"KUBECONFIG=" + e.kubeconfig, "RUNTIME_NAMESPACE=flux-system"}
 	src, err := e.spawn("source-controller", e.bin("source-controller"), []string{
 		"--storage-path=" + e.path("flux-storage"), "--storage-addr=" + storage, "--storage-adv-addr=" + storage,
-		"--metrics-addr=0", "--health-addr=0", "--enable-leader-election=false", "--events-addr=",
+		"--metrics-addr=0", "--health-addr=0", "--enable-leader-election=false", "--events-addr=" + e.eventsURL,
 		"--watch-all-namespaces=true", "--log-level=info",
 	}, envs)
 	if err != nil {
 		return err
 	}
 	ks, err := e.spawn("kustomize-controller", e.bin("kustomize-controller"), append([]string{
-		"--metrics-addr=0", "--health-addr=0", "--enable-leader-election=false", "--events-addr=",
+		"--metrics-addr=0", "--health-addr=0", "--enable-leader-election=false", "--events-addr=" + e.eventsURL,
 		"--watch-all-namespaces=true", "--log-level=info", "--requeue-dependency=2s",
 	}, fluxLockdownArgs...), envs)
 	if err != nil {

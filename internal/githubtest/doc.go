@@ -21,6 +21,8 @@
 // at /{owner}/{repo}.git by the git binary's http-backend over the same bare repositories the
 // REST side reads with go-git, under the same lock: a commit made through the Git Data API is
 // clonable, and a push is visible through REST (and merges or closes pull requests as on GitHub).
+// WithTLS serves HTTPS instead, for a client that is to be given the server's certificate as
+// its CA (CertPEM), as Flux's notification-controller and source-controller are in make e2e.
 //
 // # Routes (paths under /api/v3)
 //

@@ -49,6 +49,7 @@ type config struct {
 	logger         *slog.Logger
 	tokenLifetime  time.Duration
 	anonymousReads bool
+	tls            bool
 	ghes           bool
 	spec           *restspec.Description
 	specReport     func(restspec.Violation)
@@ -137,3 +138,7 @@ func WithTokenLifetime(d time.Duration) Option { return func(c *config) { c.toke
 // WithAnonymousReads lets unauthenticated GET requests (REST and git fetch) through, as GitHub
 // does for public repositories; by default they get 401 "Requires authentication".
 func WithAnonymousReads() Option { return func(c *config) { c.anonymousReads = true } }
+
+// WithTLS makes NewServer serve HTTPS (httptest's certificate for 127.0.0.1, see CertPEM), for
+// a client that refuses plain HTTP or is to be given a CA, as a GitHub Enterprise client is.
+func WithTLS() Option { return func(c *config) { c.tls = true } }

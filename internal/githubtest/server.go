@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -89,7 +90,11 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	}
 	s.save = false
 	s.tb = t
-	s.hs = httptest.NewServer(s)
+	if s.cfg.tls {
+		s.hs = httptest.NewTLSServer(s)
+	} else {
+		s.hs = httptest.NewServer(s)
+	}
 	s.URL = s.hs.URL
 	t.Cleanup(s.Close)
 	return s
@@ -139,6 +144,15 @@ func (s *Server) Close() {
 		s.hs.Close()
 	}
 	s.hooks.Wait()
+}
+
+// CertPEM is the PEM certificate of a server started by NewServer with WithTLS, which its
+// clients trust as their CA (it signs itself); nil without TLS.
+func (s *Server) CertPEM() []byte {
+	if s.hs == nil || s.hs.Certificate() == nil {
+		return nil
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.hs.Certificate().Raw})
 }
 
 // APIURL is the REST base URL with a trailing slash, the value for GITHUB_API_URL and

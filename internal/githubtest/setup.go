@@ -3,6 +3,7 @@ package githubtest
 import (
 	"fmt"
 	"maps"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -29,7 +30,11 @@ func (s *Server) Client() *github.Client { return s.ClientWithToken(DefaultToken
 
 // ClientWithToken returns a go-github client for the REST API authenticated with token.
 func (s *Server) ClientWithToken(token string) *github.Client {
-	c, err := github.NewClient(nil).WithAuthToken(token).WithEnterpriseURLs(s.APIURL(), s.URL+"/api/uploads/")
+	var hc *http.Client // nil: http.DefaultClient
+	if s.cfg.tls && s.hs != nil {
+		hc = s.hs.Client() // trusts the server's certificate
+	}
+	c, err := github.NewClient(hc).WithAuthToken(token).WithEnterpriseURLs(s.APIURL(), s.URL+"/api/uploads/")
 	if err != nil {
 		s.fail(err)
 		return nil
