@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
@@ -40,9 +41,14 @@ type CodeownersChecker interface {
 type AccessReport struct {
 	// Plan is policy.Diff of the persona matrix against the observed access.
 	Plan policy.Plan `json:"plan"`
-	// Drift says in words how the repo drifted, one line each: the plan's
-	// steps, what is kept (additive mode, protected names) and a CODEOWNERS
-	// edited on the default branch (which the PR corrects).
+	// Steps are the plan's steps in words, one each ("grant team x push"):
+	// what apply does.
+	Steps []string `json:"steps,omitempty"`
+	// Notes are what apply leaves as it is and why (additive mode, protected
+	// names, removals allowed by --allow-access-removals) and a CODEOWNERS
+	// edited on the default branch, which the PR corrects.
+	Notes []string `json:"notes,omitempty"`
+	// Drift is Steps then Notes: how the repo drifted, one line each.
 	Drift []string `json:"drift,omitempty"`
 	// Refused is why the plan's removals exceed maxAccessRemovals.
 	Refused string `json:"refused,omitempty"`
@@ -87,21 +93,29 @@ func planAccess(ctx context.Context, f Forge, it *item, opts policy.DiffOptions,
 	if observed.ProtectionUnavailable != "" && t.Access.Protection != nil {
 		it.res.warn(protectionWarning(t, observed.ProtectionUnavailable))
 	}
-	rep := &AccessReport{Plan: p, Drift: p.Describe()}
+	// The steps are what apply does; what it withholds is a note (policy.Plan.Describe says
+	// both, withheld last, in one list).
+	steps := p
+	steps.Withheld = nil
+	rep := &AccessReport{Plan: p, Steps: steps.Describe()}
+	for _, w := range p.Withheld {
+		rep.Notes = append(rep.Notes, "kept: "+w)
+	}
 	switch {
 	case p.Refused != nil && allowRemovals:
-		rep.Drift = append(rep.Drift, "kept going: "+p.Refused.Error()+", allowed by --allow-access-removals")
+		rep.Notes = append(rep.Notes, "kept going: "+p.Refused.Error()+", allowed by --allow-access-removals")
 	case p.Refused != nil:
 		rep.Refused = p.Refused.Error()
 	}
 	if it.decision != nil {
 		for _, fc := range it.decision.Files {
 			if fc.Path == fanout.CodeownersPath && fc.Op != pr.FileAdded {
-				rep.Drift = append(rep.Drift, fmt.Sprintf("%s on %s differs from the persona matrix (%s): the PR rewrites it",
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s on %s differs from the persona matrix (%s): the PR rewrites it",
 					fanout.CodeownersPath, t.DefaultBranch, fc.Op))
 			}
 		}
 	}
+	rep.Drift = append(slices.Clip(rep.Steps), rep.Notes...)
 	if len(rep.Drift) > 0 || rep.Refused != "" {
 		it.res.Access = rep
 	}

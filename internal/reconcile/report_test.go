@@ -38,13 +38,14 @@ func TestOneVocabularyInEveryOutput(t *testing.T) {
 	require.NoError(t, rep.WriteMarkdown(&md))
 	require.NoError(t, json.NewEncoder(&js).Encode(rep))
 	var doc struct {
-		Results []struct {
-			Repo, Action, Error string
-			Deferred            bool
-			Skipped             string
+		FormatVersion int `json:"format_version"`
+		Repos         []struct {
+			Repo, Action, Planned, Deferred, Skipped string
+			Error                                    *struct{ Message string }
 		}
 	}
 	require.NoError(t, json.Unmarshal(js.Bytes(), &doc))
+	assert.Equal(t, 1, doc.FormatVersion)
 
 	for i, res := range results {
 		w := want[i]
@@ -52,17 +53,20 @@ func TestOneVocabularyInEveryOutput(t *testing.T) {
 		assert.True(t, strings.HasPrefix(res.Line(), res.Repo+": "+w), "progress line of %s: %q", res.Repo, res.Line())
 		assert.Regexp(t, `(?m)^`+res.Repo+`\s+cluster\s+`+w+`\s`, text.String(), "text table row of %s", res.Repo)
 		assert.Regexp(t, "(?m)^\\| `"+res.Repo+"` \\| cluster \\| (\\*\\*)?"+w+"(\\*\\*)? \\|", md.String(), "markdown row of %s", res.Repo)
-		// JSON keeps the pr action and says failed/deferred/skipped in their own fields.
-		j := doc.Results[i]
+		// JSON says the same word in "action", why in its own field, and the action that did
+		// not happen in "planned".
+		j := doc.Repos[i]
+		assert.Equal(t, w, j.Action, "JSON action of %s", res.Repo)
 		switch w {
 		case "deferred":
-			assert.True(t, j.Deferred, res.Repo)
+			assert.Contains(t, j.Deferred, "deferred", res.Repo)
+			assert.Equal(t, "open", j.Planned, res.Repo)
 		case "failed":
-			assert.NotEmpty(t, j.Error, res.Repo)
+			require.NotNil(t, j.Error, res.Repo)
+			assert.Contains(t, j.Error.Message, "502 from GitHub", res.Repo)
+			assert.Equal(t, "update", j.Planned, res.Repo)
 		case "skipped":
 			assert.Equal(t, "archived", j.Skipped)
-		default:
-			assert.Equal(t, w, j.Action, "JSON action of %s", res.Repo)
 		}
 		assert.Equal(t, w, outcomeWordsForMetrics(res), res.Repo)
 	}
