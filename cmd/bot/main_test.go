@@ -210,8 +210,12 @@ func TestPlanOffline(t *testing.T) {
 
 	code, out, errOut = cli(t, "plan", "--control", exampleControl, "--format", "json")
 	require.Equal(t, 0, code, errOut)
-	var p desiredPlan
+	var p struct {
+		FormatVersion int           `json:"format_version"`
+		Repos         []desiredRepo `json:"desired"`
+	}
 	require.NoError(t, json.Unmarshal([]byte(out), &p))
+	assert.Equal(t, 1, p.FormatVersion)
 	require.Len(t, p.Repos, 6)
 	assert.Equal(t, "acme/cluster-edge-1", p.Repos[0].Repo)
 	// Which kinds each component needs the cluster to have (metallb's pool
@@ -258,7 +262,7 @@ func TestApplyThenPlanAgainstLocalForge(t *testing.T) {
 		Results []struct {
 			Repo   string `json:"repo"`
 			Action string `json:"action"`
-		} `json:"results"`
+		} `json:"repos"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &report))
 	require.Len(t, report.Results, 6)
