@@ -14,9 +14,9 @@ func sample() *Document {
 	d := New(CommandPlan, "0123456789abcdef0123", []Repo{
 		{Repo: "acme/cluster-a", Kind: "cluster", Name: "a", Action: "open", Writes: true, Changed: true,
 			Reason: "new PR", PR: &PR{Number: 2, URL: "https://github.com/acme/cluster-a/pull/2"},
-			Files:   Files{Added: 1, Changed: 1, List: []File{{Path: "platform/metallb.yaml", Op: "added"}, {Path: "README.md", Op: "changed"}}},
-			Objects: map[string]Counts{"Deployment": {Added: 1}, "Service": {Changed: 2}},
-			Access:  &Access{Changed: true, Steps: []string{"grant team payments-sre push"}, Notes: []string{"kept: team ops (additive mode)"}},
+			Files:      Files{Added: 1, Changed: 1, List: []File{{Path: "platform/metallb.yaml", Op: "added"}, {Path: "README.md", Op: "changed"}}},
+			Objects:    map[string]Counts{"Deployment": {Added: 1}, "Service": {Changed: 2}},
+			Access:     &Access{Changed: true, Steps: []string{"grant team payments-sre push"}, Notes: []string{"kept: team ops (additive mode)"}},
 			Codeowners: []Problem{{File: ".github/CODEOWNERS", Line: 3, Kind: "Unknown owner", Message: "@acme/ghosts does not exist"}},
 			Warnings:   []string{"branch protection of main in acme/cluster-a is not enforced"}},
 		{Repo: "acme/cluster-b", Kind: "cluster", Name: "b", Action: ActionBlocked,
