@@ -40,20 +40,20 @@ type CodeownersChecker interface {
 // AccessReport is a repo's access drift and what apply does about it.
 type AccessReport struct {
 	// Plan is policy.Diff of the persona matrix against the observed access.
-	Plan policy.Plan `json:"plan"`
+	Plan policy.Plan
 	// Steps are the plan's steps in words, one each ("grant team x push"):
 	// what apply does.
-	Steps []string `json:"steps,omitempty"`
+	Steps []string
 	// Notes are what apply leaves as it is and why (additive mode, protected
 	// names, removals allowed by --allow-access-removals) and a CODEOWNERS
 	// edited on the default branch, which the PR corrects.
-	Notes []string `json:"notes,omitempty"`
+	Notes []string
 	// Drift is Steps then Notes: how the repo drifted, one line each.
-	Drift []string `json:"drift,omitempty"`
+	Drift []string
 	// Refused is why the plan's removals exceed maxAccessRemovals.
-	Refused string `json:"refused,omitempty"`
+	Refused string
 	// Applied is true once apply converged the access.
-	Applied bool `json:"applied,omitempty"`
+	Applied bool
 }
 
 // accessOptions are the policy.Diff options of a run: additive mode, the

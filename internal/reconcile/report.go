@@ -15,54 +15,54 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
-// Result is what happened (or, in a plan, would happen) to one target repo.
+// Result is what happened (or, in a plan, would happen) to one target repo. Its JSON is
+// its Row, the report's entry of the repo (internal/report).
 type Result struct {
 	// Repo is "owner/repo".
-	Repo   string      `json:"repo"`
-	Kind   fanout.Kind `json:"kind"`
-	Name   string      `json:"name"`
-	Action pr.Action   `json:"action,omitempty"`
+	Repo   string
+	Kind   fanout.Kind
+	Name   string
+	Action pr.Action
 	// Reason says why, in words.
-	Reason string `json:"reason,omitempty"`
+	Reason string
 	// PR is the number of the pull request acted upon, and PRURL its URL.
-	PR    int    `json:"pr,omitempty"`
-	PRURL string `json:"prUrl,omitempty"`
+	PR    int
+	PRURL string
 	// Merged is true when the pull request opened in this run was merged at
 	// once (merge: auto on a pull request GitHub found already mergeable).
-	Merged bool `json:"merged,omitempty"`
+	Merged bool
 	// Files are the differences between the default branch and the desired
 	// tree.
-	Files        []pr.FileChange `json:"files,omitempty"`
-	FilesAdded   int             `json:"filesAdded"`
-	FilesChanged int             `json:"filesChanged"`
-	FilesRemoved int             `json:"filesRemoved"`
+	Files        []pr.FileChange
+	FilesAdded   int
+	FilesChanged int
+	FilesRemoved int
 	// Objects counts Kubernetes object changes per kind (only computed when
 	// a PR is written).
-	Objects map[string]pr.ObjectCounts `json:"objects,omitempty"`
+	Objects map[string]pr.ObjectCounts
 	// AccessChanged is true when the repo's access settings drift from (or
 	// were converged to) the persona matrix, so apply writes them.
-	AccessChanged bool `json:"accessChanged,omitempty"`
+	AccessChanged bool
 	// Access details the access drift: the plan, its steps in words, what is
 	// kept, and a refusal by maxAccessRemovals. Nil when there is no drift.
-	Access *AccessReport `json:"access,omitempty"`
+	Access *AccessReport
 	// CodeownersErrors are the problems GitHub (or, on the local forge, the
 	// offline check) finds in the CODEOWNERS on the default branch.
-	CodeownersErrors []policy.CodeownersError `json:"codeownersErrors,omitempty"`
+	CodeownersErrors []policy.CodeownersError
 	// Warnings are what fleetbot could not do on the repo without it being a failure (branch
 	// protection that the organization's GitHub plan does not offer): what is not enforced
 	// and how to fix it. Everything else was applied.
-	Warnings []string `json:"warnings,omitempty"`
+	Warnings []string
 	// Skipped says why the repo was left alone entirely ("archived").
-	Skipped string `json:"skipped,omitempty"`
+	Skipped string
 	// Observed is what the plan saw of the repo beyond the decision (heads,
 	// commit status, the open PR's review and checks), for status views.
-	Observed *pr.Observed `json:"observed,omitempty"`
+	Observed *pr.Observed
 	// Deferred is true when the forge's write budget could not afford this
 	// repo's writes in this run: nothing (or only a resumable part) was
 	// written, and the next run picks the repo up. Err says why.
-	Deferred bool `json:"deferred,omitempty"`
-	// Err is why this repo failed (or was deferred); the JSON form is its
-	// message.
+	Deferred bool
+	// Err is why this repo failed (or was deferred).
 	Err error `json:"-"`
 }
 
@@ -167,28 +167,30 @@ func (r *Result) warn(w string) {
 	}
 }
 
-// Report is the outcome of a Plan or an Apply over every target repo.
+// Report is the outcome of a Plan or an Apply over every target repo. Its JSON is its
+// Document (internal/report).
 type Report struct {
 	// Command is report.CommandPlan or report.CommandApply.
-	Command string `json:"-"`
+	Command string
 	// Source is the control repo commit.
-	Source string `json:"source,omitempty"`
+	Source string
 	// Results has one entry per repo, sorted by repo.
-	Results []Result `json:"results"`
+	Results []Result
 	// Removals is how many target repos the plan removes; MaxRemovals the
 	// cap it was checked against.
-	Removals    int `json:"removals"`
-	MaxRemovals int `json:"maxRemovals"`
-	// Refused is set when the plan was refused (nothing was written).
+	Removals    int
+	MaxRemovals int
+	// Refused is set when the plan was refused (nothing was written). (The report's JSON
+	// is its Document; the tag keeps a decoder of that JSON from meeting an interface.)
 	Refused error `json:"-"`
 	// Issues are control repo errors found against the forge (a team that
 	// does not exist in the org): nothing was planned or written.
-	Issues control.Issues `json:"issues,omitempty"`
+	Issues control.Issues
 	// Scope says whether an incremental Apply planned every target repo or only the changed
 	// ones, and why ("" for runs that are not incremental).
-	Scope string `json:"scope,omitempty"`
+	Scope string
 	// Incremental is true when the run planned only the changed target repos.
-	Incremental bool `json:"incremental,omitempty"`
+	Incremental bool
 
 	started  time.Time
 	duration time.Duration
