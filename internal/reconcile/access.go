@@ -180,9 +180,14 @@ func refuseAccess(items []*item, allow bool) error {
 	}
 	var lines []string
 	for _, it := range items {
-		if it.access != nil && it.access.Refused != nil {
-			lines = append(lines, fmt.Sprintf("%s: %v", it.target.FullName(), strings.TrimPrefix(it.access.Refused.Error(), policy.ErrTooManyRemovals.Error()+": ")))
+		if it.access == nil || it.access.Refused == nil {
+			continue
 		}
+		detail := it.access.Refused.Error()
+		if re := (*policy.RemovalsError)(nil); errors.As(it.access.Refused, &re) {
+			detail = re.Detail
+		}
+		lines = append(lines, it.target.FullName()+": "+detail)
 	}
 	if len(lines) == 0 {
 		return nil
