@@ -11,7 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // TestOneVocabularyInEveryOutput: a repo's outcome reads the same word in the progress line,
@@ -91,4 +93,37 @@ func TestLineMerged(t *testing.T) {
 	if got, want := r.Line(), "acme/cluster-a: open PR #2 (merged) (+0 ~1 -0 files)"; got != want {
 		t.Errorf("Line() = %q, want %q", got, want)
 	}
+}
+
+// TestReportJSONIsTheDocument: a Report marshals as the report's Document wherever it is
+// embedded (the Action's plan-json holds one under "report"), with its format_version, its
+// command, and the control repo errors with their file:line.
+func TestReportJSONIsTheDocument(t *testing.T) {
+	rep := &Report{Command: report.CommandApply, Source: "abc", Results: []Result{{Repo: "acme/cluster-a", Kind: "cluster", Action: pr.ActionNoop}},
+		Refused: errors.New("too many removals"),
+		Issues:  control.Issues{{Pos: control.Position{File: "clusters/a.yaml", Line: 3}, Message: "unknown team", Hint: "create it"}}}
+	b, err := json.Marshal(struct {
+		Valid  bool    `json:"valid"`
+		Report *Report `json:"report"`
+	}{true, rep})
+	require.NoError(t, err)
+	var out struct {
+		Report json.RawMessage `json:"report"`
+	}
+	require.NoError(t, json.Unmarshal(b, &out))
+	d, err := report.Decode(out.Report)
+	require.NoError(t, err)
+	assert.Equal(t, rep.Document(), d)
+	assert.Equal(t, "apply", d.Command)
+	assert.Equal(t, "too many removals", d.Refused)
+	assert.Equal(t, []report.Problem{{File: "clusters/a.yaml", Line: 3, Message: "unknown team", Hint: "create it"}}, d.Errors)
+	assert.Equal(t, []report.Repo{{Repo: "acme/cluster-a", Kind: "cluster", Action: "noop", Files: report.Files{}}}, d.Repos)
+
+	// A decoder of the old Report type (the Action's own tests read plan-json back) meets
+	// no field it cannot hold.
+	var back struct {
+		Report *Report `json:"report"`
+	}
+	require.NoError(t, json.Unmarshal(b, &back))
+	assert.Equal(t, "abc", back.Report.Source)
 }

@@ -270,8 +270,12 @@ func Decode(data []byte) (*Document, error) {
 	if err := json.Unmarshal(data, &d); err != nil {
 		return nil, fmt.Errorf("decoding a fleetbot report: %w", err)
 	}
-	if d.FormatVersion != FormatVersion {
-		return nil, fmt.Errorf("fleetbot report has format_version %d, this fleetbot reads %d: use the fleetbot release that wrote it", d.FormatVersion, FormatVersion)
+	switch d.FormatVersion {
+	case FormatVersion:
+	case 0:
+		return nil, fmt.Errorf("the document has no format_version, this fleetbot reads %d: it is no fleetbot report, or one from before format_version (docs/report.md says what changed)", FormatVersion)
+	default:
+		return nil, fmt.Errorf("the fleetbot report has format_version %d, this fleetbot reads %d: read it with the fleetbot release that wrote it", d.FormatVersion, FormatVersion)
 	}
 	return &d, nil
 }
