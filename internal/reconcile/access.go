@@ -39,8 +39,6 @@ type CodeownersChecker interface {
 
 // AccessReport is a repo's access drift and what apply does about it.
 type AccessReport struct {
-	// Plan is policy.Diff of the persona matrix against the observed access.
-	Plan policy.Plan
 	// Steps are the plan's steps in words, one each ("grant team x push"):
 	// what apply does.
 	Steps []string
@@ -97,7 +95,7 @@ func planAccess(ctx context.Context, f Forge, it *item, opts policy.DiffOptions,
 	// both, withheld last, in one list).
 	steps := p
 	steps.Withheld = nil
-	rep := &AccessReport{Plan: p, Steps: steps.Describe()}
+	rep := &AccessReport{Steps: steps.Describe()}
 	for _, w := range p.Withheld {
 		rep.Notes = append(rep.Notes, "kept: "+w)
 	}
