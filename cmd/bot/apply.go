@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -101,7 +100,7 @@ budget), 3 a repo waits for a human (someone pushed to its bot branch).`,
 	cmd.Flags().BoolVar(&fullRun, "full", false, "plan every target repo, not only those whose desired state changed since the last converged run")
 	cmd.Flags().DurationVar(&fullEvery, "full-every", reconcile.DefaultFullEvery, "plan every target repo when the last full run is older than this (negative: only with --full or after a failure)")
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when done, 2 when repos were deferred, 3 when a repo waits for a human, 1 on error")
-	choiceVar(cmd.Flags(), &format, "format", formatText, formats(), "output format")
+	formatVar(cmd.Flags(), &format, formats())
 	a.registerGitURL(cmd.Flags())
 	return cmd
 }
@@ -139,15 +138,14 @@ func issuesInText(format string, r *reconcile.Report) bool {
 }
 
 func writeReport(w io.Writer, format string, r *reconcile.Report) error {
+	d := r.Document()
 	switch format {
 	case formatJSON:
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return d.WriteJSON(w)
 	case formatMarkdown:
-		return r.WriteMarkdown(w)
+		return d.WriteMarkdown(w)
 	default:
-		return r.WriteText(w)
+		return d.WriteText(w)
 	}
 }
 

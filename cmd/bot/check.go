@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +21,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 	"github.com/fleetbot-io/fleetbot/internal/review"
 )
 
@@ -117,7 +117,7 @@ needs a platform admin's review.`,
 	f.StringVar(&head, "head", "", "the control repo commit with the change")
 	f.StringVar(&author, "author", "", "GitHub login of the change's author")
 	f.StringSliceVar(&authorTeams, "author-teams", nil, "team slugs the author belongs to (offline; without it, --forge github looks them up)")
-	choiceVar(f, &format, "format", formatText, formats(), "output format")
+	formatVar(f, &format, formats())
 	f.BoolVar(&strict, "strict", false, "exit 3 when the change needs a platform admin's review")
 	return cmd
 }
@@ -156,7 +156,12 @@ func memberOf(teams []string) func(string) (bool, error) {
 func writeReview(w io.Writer, format string, r *review.Report) error {
 	switch format {
 	case formatJSON:
-		return r.WriteJSON(w)
+		d := report.New(report.CommandCheck, r.Head, nil)
+		for _, is := range r.Issues {
+			d.Errors = append(d.Errors, report.Problem{File: is.Pos.File, Line: is.Pos.Line, Message: is.Message, Hint: is.Hint})
+		}
+		d.Review = r
+		return d.WriteJSON(w)
 	case formatMarkdown:
 		return r.WriteMarkdown(w)
 	}
@@ -284,7 +289,7 @@ status is 1 when there is any. Run it in the workspace repo's CI.`,
 	cmd.Flags().StringVar(&dir, "dir", ".", "the workspace repo checkout")
 	cmd.Flags().StringVar(&workspace, "workspace", "", "the workspace's name")
 	cmd.Flags().StringVar(&namespace, "namespace", "", "the workspace namespace (default: the workspace name)")
-	choiceVar(cmd.Flags(), &format, "format", formatText, formats(), "output format")
+	formatVar(cmd.Flags(), &format, formats())
 	return cmd
 }
 
@@ -312,7 +317,7 @@ cluster-scoped objects on their cluster, so nothing else is refused.`,
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", ".", "the cluster repo checkout")
-	choiceVar(cmd.Flags(), &format, "format", formatText, formats(), "output format")
+	formatVar(cmd.Flags(), &format, formats())
 	return cmd
 }
 
@@ -321,10 +326,12 @@ cluster-scoped objects on their cluster, so nothing else is refused.`,
 func (a *app) writeProblems(format, what string, entries []string, problems []fanout.RepoProblem) error {
 	switch format {
 	case formatJSON:
-		if problems == nil {
-			problems = []fanout.RepoProblem{}
+		d := report.New(report.CommandCheck, "", nil)
+		d.Checked = entries
+		for _, p := range problems {
+			d.Errors = append(d.Errors, report.Problem{File: p.File, Line: p.Line, Object: p.Object, Message: p.Message, Hint: p.Hint})
 		}
-		if err := writeJSON(a.stdout, map[string]any{"checked": entries, "problems": problems}); err != nil {
+		if err := d.WriteJSON(a.stdout); err != nil {
 			return err
 		}
 	case formatMarkdown:
@@ -440,10 +447,4 @@ func readRepoDir(dir string) (map[string][]byte, error) {
 		return nil, fmt.Errorf("reading %s: %w", dir, err)
 	}
 	return files, nil
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

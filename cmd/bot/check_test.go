@@ -72,14 +72,13 @@ func TestCheckControlPersonas(t *testing.T) {
 			}
 			code, out, errOut := cli(t, args...)
 			assert.Equal(t, tc.code, code, "%s\n%s", out, errOut)
-			var rep struct {
-				Verdict string `json:"verdict"`
-				Targets []struct {
-					Repo string `json:"repo"`
-				} `json:"targets"`
+			var doc struct {
+				Review struct {
+					Verdict string `json:"verdict"`
+				} `json:"review"`
 			}
-			require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
-			assert.Equal(t, tc.verdict, rep.Verdict)
+			require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+			assert.Equal(t, tc.verdict, doc.Review.Verdict)
 		})
 	}
 
@@ -215,12 +214,13 @@ func TestCheckControlTeamsFromGitHub(t *testing.T) {
 		code, out, errOut := cli(t, "check", "control", "--control", dir, "--forge", "github", "--base", "main", "--head", "ws-apps",
 			"--author", author, "--format", "json")
 		require.Equal(t, 0, code, errOut)
-		var rep struct {
-			Verdict     string   `json:"verdict"`
-			AuthorTeams []string `json:"authorTeams"`
+		var doc struct {
+			Review struct {
+				Verdict string `json:"verdict"`
+			} `json:"review"`
 		}
-		require.NoError(t, json.Unmarshal([]byte(out), &rep))
-		assert.Equal(t, want, rep.Verdict, author)
+		require.NoError(t, json.Unmarshal([]byte(out), &doc))
+		assert.Equal(t, want, doc.Review.Verdict, author)
 	}
 }
 
@@ -253,13 +253,16 @@ func TestCheckControlInAMonorepo(t *testing.T) {
 	code, out, errOut := cli(t, "check", "control", "--control", fleet, "--base", "main", "--head", "change",
 		"--author", "someone", "--author-teams", "payments-devs", "--format", "json")
 	require.Equal(t, 0, code, "%s\n%s", out, errOut)
-	var rep struct {
-		Verdict string `json:"verdict"`
-		Targets []struct {
-			Repo string `json:"repo"`
-		} `json:"targets"`
+	var doc struct {
+		Review struct {
+			Verdict string `json:"verdict"`
+			Targets []struct {
+				Repo string `json:"repo"`
+			} `json:"targets"`
+		} `json:"review"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	rep := doc.Review
 	assert.Equal(t, "allowed", rep.Verdict, "the workspace admin changed its own apps; the service code is not the control repo's")
 	require.Len(t, rep.Targets, 1)
 	assert.Equal(t, "acme/workspace-payments", rep.Targets[0].Repo)

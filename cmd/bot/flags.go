@@ -67,6 +67,13 @@ func logLevels() []string { return []string{"debug", "info", "warn", "error"} }
 // formats are the values of --format.
 func formats() []string { return []string{formatText, formatMarkdown, formatJSON} }
 
+// formatVar defines a command's --format (-o) flag: text (default) or one of allowed; json is
+// fleetbot's one report (internal/report, docs/report.md).
+func formatVar(fs *pflag.FlagSet, p *string, allowed []string) {
+	*p = formatText
+	fs.VarP(&choiceValue{p: p, allowed: allowed}, "format", "o", fmt.Sprintf("output format: %s (default %s)", strings.Join(allowed, ", "), formatText))
+}
+
 // minInt64Value is an int64 flag with a lower bound, refused when parsed.
 type minInt64Value struct {
 	p   *int64

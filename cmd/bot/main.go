@@ -12,9 +12,13 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -124,13 +128,38 @@ func durationSeconds(_ []string, a slog.Attr) slog.Attr {
 }
 
 func (a *app) versionCommand() *cobra.Command {
-	return &cobra.Command{
+	var format string
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the fleetbot version",
-		Args:  cobra.NoArgs,
+		Long: `version prints the fleetbot version; with -o json, fleetbot's one report
+(format_version, command "version") with the version, the Go release, the
+platform and the commit it was built from (docs/report.md).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(a.stdout, "fleetbot %s\n", version)
-			return nil
+			if format == formatJSON {
+				d := report.New(report.CommandVersion, "", nil)
+				d.Build = buildInfo()
+				return d.WriteJSON(a.stdout)
+			}
+			_, err := fmt.Fprintf(a.stdout, "fleetbot %s\n", version)
+			return err
 		},
 	}
+	formatVar(cmd.Flags(), &format, []string{formatText, formatJSON})
+	return cmd
+}
+
+// buildInfo is the version of this binary: the -ldflags version, the Go release and platform,
+// and the VCS revision the go command stamped (none under go run or -buildvcs=false).
+func buildInfo() *report.Build {
+	b := &report.Build{Version: version, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				b.Revision = s.Value
+			}
+		}
+	}
+	return b
 }

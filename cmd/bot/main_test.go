@@ -210,8 +210,12 @@ func TestPlanOffline(t *testing.T) {
 
 	code, out, errOut = cli(t, "plan", "--control", exampleControl, "--format", "json")
 	require.Equal(t, 0, code, errOut)
-	var p desiredPlan
+	var p struct {
+		FormatVersion int           `json:"format_version"`
+		Repos         []desiredRepo `json:"desired"`
+	}
 	require.NoError(t, json.Unmarshal([]byte(out), &p))
+	assert.Equal(t, 1, p.FormatVersion)
 	require.Len(t, p.Repos, 6)
 	assert.Equal(t, "acme/cluster-edge-1", p.Repos[0].Repo)
 	// Which kinds each component needs the cluster to have (metallb's pool
@@ -258,7 +262,7 @@ func TestApplyThenPlanAgainstLocalForge(t *testing.T) {
 		Results []struct {
 			Repo   string `json:"repo"`
 			Action string `json:"action"`
-		} `json:"results"`
+		} `json:"repos"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &report))
 	require.Len(t, report.Results, 6)
@@ -300,7 +304,8 @@ func TestInvalidFlagValuesAreRefused(t *testing.T) {
 		{[]string{"apply", "--concurrency", "0"}, `invalid argument "0" for "--concurrency" flag: want at least 1`},
 		{[]string{"apply", "--concurrency", "-3"}, `want at least 1`},
 		{[]string{"apply", "--concurrency", "many"}, `want a whole number`},
-		{[]string{"plan", "--format", "yaml"}, `invalid argument "yaml" for "--format" flag: want one of text, markdown, json`},
+		{[]string{"plan", "--format", "yaml"}, `invalid argument "yaml" for "-o, --format" flag: want one of text, markdown, json`},
+		{[]string{"version", "-o", "markdown"}, `invalid argument "markdown" for "-o, --format" flag: want one of text, json`},
 		{[]string{"check", "workspace", "--format", "html"}, `want one of text, markdown, json`},
 		{[]string{"apply", "--content-per-minute", "0"}, `want at least 1`},
 		{[]string{"serve", "--workers", "0"}, `want at least 1`},

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/manifest"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // Output formats of plan-like commands.
@@ -68,7 +68,7 @@ plan never writes.
 			return nil
 		},
 	}
-	choiceVar(cmd.Flags(), &format, "format", formatText, formats(), "output format")
+	formatVar(cmd.Flags(), &format, formats())
 	a.registerGitURL(cmd.Flags())
 	cmd.Flags().BoolVar(&strict, "strict", false, "treat warnings (e.g. a component selector matching no cluster) as errors")
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when nothing would change, 2 when something would, 3 when a repo waits for a human, 1 on error")
@@ -168,9 +168,9 @@ func writeDesiredPlan(w io.Writer, format string, f *fleet) error {
 	}
 	switch format {
 	case formatJSON:
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(p)
+		d := report.New(report.CommandPlan, p.Source, nil)
+		d.Desired = p.Repos
+		return d.WriteJSON(w)
 	case formatMarkdown:
 		fmt.Fprintf(w, "### fleetbot plan (desired state)\n\nSource: `%s`\n\n", sourceLabel(p.Source))
 		fmt.Fprintln(w, "| repo | kind | files | objects | access |")

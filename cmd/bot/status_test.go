@@ -25,7 +25,7 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// statusJSON is the part of status -o json the tests read.
+// statusJSON is the part of status -o json's status section (the view) the tests read.
 type statusJSON struct {
 	FormatVersion int    `json:"format_version"`
 	Source        string `json:"source"`
@@ -48,10 +48,33 @@ type statusJSON struct {
 	} `json:"repos"`
 }
 
+// statusDoc is status -o json: fleetbot's one report, the view in its status section.
+type statusDoc struct {
+	FormatVersion int    `json:"format_version"`
+	Command       string `json:"command"`
+	Source        string `json:"source"`
+	Repos         []struct {
+		Repo   string `json:"repo"`
+		Action string `json:"action"`
+	} `json:"repos"`
+	Status statusJSON `json:"status"`
+}
+
+// decodeStatus decodes status -o json, checks that the report's repos are the view's rows,
+// and returns the view (with the document's format_version).
 func decodeStatus(t *testing.T, out string) (statusJSON, map[string]int) {
 	t.Helper()
-	var s statusJSON
-	require.NoError(t, json.Unmarshal([]byte(out), &s), out)
+	var doc statusDoc
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	assert.Equal(t, "status", doc.Command)
+	assert.Equal(t, doc.Source, doc.Status.Source)
+	require.Len(t, doc.Repos, len(doc.Status.Repos), "one report entry per row")
+	for i, r := range doc.Repos {
+		assert.Equal(t, doc.Status.Repos[i].Repo, r.Repo)
+		assert.NotEmpty(t, r.Action, r.Repo)
+	}
+	s := doc.Status
+	s.FormatVersion = doc.FormatVersion
 	idx := map[string]int{}
 	for i, r := range s.Repos {
 		idx[r.Repo] = i

@@ -170,12 +170,30 @@ func Diff(desired, observed Access, opts DiffOptions) Plan {
 
 	total := len(observed.Teams) + len(observed.Collaborators)
 	if allowed, err := maxRemovals(opts.MaxRemovals, total); err != nil {
-		p.Refused = fmt.Errorf("%w: invalid maxAccessRemovals: %w", ErrTooManyRemovals, err)
+		p.Refused = &RemovalsError{Detail: "invalid maxAccessRemovals: " + err.Error(), Err: err}
 	} else if n := p.Removals(); n > allowed {
-		p.Refused = fmt.Errorf("%w: %d of %d grants would be removed, the limit is %d (maxAccessRemovals)",
-			ErrTooManyRemovals, n, total, allowed)
+		p.Refused = &RemovalsError{Detail: fmt.Sprintf("%d of %d grants would be removed, the limit is %d (maxAccessRemovals)", n, total, allowed)}
 	}
 	return p
+}
+
+// RemovalsError is a Plan's refusal by maxAccessRemovals; it wraps ErrTooManyRemovals (and
+// Err, why the limit could not be read, if that is the reason).
+type RemovalsError struct {
+	// Detail says how many grants would go and the limit, for a report that names the
+	// repo and the refusal itself.
+	Detail string
+	Err    error
+}
+
+func (e *RemovalsError) Error() string { return ErrTooManyRemovals.Error() + ": " + e.Detail }
+
+// Unwrap lets errors.Is find ErrTooManyRemovals and the cause.
+func (e *RemovalsError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrTooManyRemovals}
+	}
+	return []error{ErrTooManyRemovals, e.Err}
 }
 
 // maxRemovals resolves the cap against total observed grants: a percentage

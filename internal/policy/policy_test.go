@@ -138,6 +138,10 @@ func TestDiffRefusesMassRemoval(t *testing.T) {
 	p := Diff(desired, observed, DiffOptions{Protected: []string{"platform"}})
 	require.Error(t, p.Refused)
 	assert.True(t, errors.Is(p.Refused, ErrTooManyRemovals))
+	var re *RemovalsError
+	require.ErrorAs(t, p.Refused, &re, "the refusal is typed: a report names the repo and the detail without parsing the message")
+	assert.Equal(t, "3 of 4 grants would be removed, the limit is 1 (maxAccessRemovals)", re.Detail)
+	assert.Equal(t, "too many access removals: "+re.Detail, p.Refused.Error())
 	assert.Len(t, p.Revokes, 3, "the plan still lists what it would remove")
 
 	// A single hand-granted extra is always correctable (cap at least 1).
@@ -156,6 +160,9 @@ func TestDiffRefusesMassRemoval(t *testing.T) {
 	// A malformed cap refuses rather than removes.
 	p = Diff(desired, observed, DiffOptions{MaxRemovals: ptr(intstr.FromString("lots"))})
 	assert.ErrorIs(t, p.Refused, ErrTooManyRemovals)
+	require.ErrorAs(t, p.Refused, &re)
+	assert.Contains(t, re.Detail, "invalid maxAccessRemovals")
+	assert.Error(t, re.Err, "the cause is kept")
 }
 
 func ptr[T any](v T) *T { return &v }

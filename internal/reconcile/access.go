@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
@@ -33,16 +34,19 @@ type CodeownersChecker = pr.CodeownersChecker
 
 // AccessReport is a repo's access drift and what apply does about it.
 type AccessReport struct {
-	// Plan is policy.Diff of the persona matrix against the observed access.
-	Plan policy.Plan `json:"plan"`
-	// Drift says in words how the repo drifted, one line each: the plan's
-	// steps, what is kept (additive mode, protected names) and a CODEOWNERS
-	// edited on the default branch (which the PR corrects).
-	Drift []string `json:"drift,omitempty"`
+	// Steps are the plan's steps in words, one each ("grant team x push"):
+	// what apply does.
+	Steps []string
+	// Notes are what apply leaves as it is and why (additive mode, protected
+	// names, removals allowed by --allow-access-removals) and a CODEOWNERS
+	// edited on the default branch, which the PR corrects.
+	Notes []string
+	// Drift is Steps then Notes: how the repo drifted, one line each.
+	Drift []string
 	// Refused is why the plan's removals exceed maxAccessRemovals.
-	Refused string `json:"refused,omitempty"`
+	Refused string
 	// Applied is true once apply converged the access.
-	Applied bool `json:"applied,omitempty"`
+	Applied bool
 }
 
 // accessOptions are the policy.Diff options of a run: additive mode, the
@@ -82,21 +86,29 @@ func planAccess(ctx context.Context, f Forge, it *item, opts policy.DiffOptions,
 	if observed.ProtectionUnavailable != "" && t.Access.Protection != nil {
 		it.res.warn(protectionWarning(t, observed.ProtectionUnavailable))
 	}
-	rep := &AccessReport{Plan: p, Drift: p.Describe()}
+	// The steps are what apply does; what it withholds is a note (policy.Plan.Describe says
+	// both, withheld last, in one list).
+	steps := p
+	steps.Withheld = nil
+	rep := &AccessReport{Steps: steps.Describe()}
+	for _, w := range p.Withheld {
+		rep.Notes = append(rep.Notes, "kept: "+w)
+	}
 	switch {
 	case p.Refused != nil && allowRemovals:
-		rep.Drift = append(rep.Drift, "kept going: "+p.Refused.Error()+", allowed by --allow-access-removals")
+		rep.Notes = append(rep.Notes, "kept going: "+p.Refused.Error()+", allowed by --allow-access-removals")
 	case p.Refused != nil:
 		rep.Refused = p.Refused.Error()
 	}
 	if it.decision != nil {
 		for _, fc := range it.decision.Files {
 			if fc.Path == fanout.CodeownersPath && fc.Op != pr.FileAdded {
-				rep.Drift = append(rep.Drift, fmt.Sprintf("%s on %s differs from the persona matrix (%s): the PR rewrites it",
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s on %s differs from the persona matrix (%s): the PR rewrites it",
 					fanout.CodeownersPath, t.DefaultBranch, fc.Op))
 			}
 		}
 	}
+	rep.Drift = append(slices.Clip(rep.Steps), rep.Notes...)
 	if len(rep.Drift) > 0 || rep.Refused != "" {
 		it.res.Access = rep
 	}
@@ -161,9 +173,14 @@ func refuseAccess(items []*item, allow bool) error {
 	}
 	var lines []string
 	for _, it := range items {
-		if it.access != nil && it.access.Refused != nil {
-			lines = append(lines, fmt.Sprintf("%s: %v", it.target.FullName(), strings.TrimPrefix(it.access.Refused.Error(), policy.ErrTooManyRemovals.Error()+": ")))
+		if it.access == nil || it.access.Refused == nil {
+			continue
 		}
+		detail := it.access.Refused.Error()
+		if re := (*policy.RemovalsError)(nil); errors.As(it.access.Refused, &re) {
+			detail = re.Detail
+		}
+		lines = append(lines, it.target.FullName()+": "+detail)
 	}
 	if len(lines) == 0 {
 		return nil

@@ -386,6 +386,7 @@ func TestAccessRemovalGuard(t *testing.T) {
 		require.NoError(t, err, "plan reports a refusal, it does not fail")
 		require.ErrorIs(t, rep.Refused, ErrTooManyAccessRemovals)
 		assert.Contains(t, rep.Refused.Error(), "acme/cluster-prod-eu-1: 3 of 6 grants would be removed, the limit is 2")
+		assert.Equal(t, 1, strings.Count(rep.Refused.Error(), policy.ErrTooManyRemovals.Error()), "the refusal says it once: %v", rep.Refused)
 		assert.Contains(t, result(t, rep, "cluster-prod-eu-1").Access.Refused, "3 of 6 grants")
 
 		h.quiet(t)

@@ -22,6 +22,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/policy"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // DefaultConcurrency is how many repos are reconciled at once by default.
@@ -142,6 +143,9 @@ type item struct {
 func Plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Target, opts Options) (*Report, error) {
 	opts = opts.withDefaults(repo)
 	items, rep, err := plan(ctx, f, repo, targets, opts)
+	if rep != nil {
+		rep.Command = report.CommandPlan
+	}
 	if err != nil {
 		return rep, err
 	}
@@ -162,10 +166,17 @@ func Plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 // since the last converged run are planned; see Incremental.
 func Apply(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Target, opts Options) (*Report, error) {
 	opts = opts.withDefaults(repo)
+	var rep *Report
+	var err error
 	if opts.Incremental != nil && opts.Incremental.Baselines != nil && opts.Only == nil && repo != nil && repo.Platform != nil && len(targets) > 0 {
-		return applyIncremental(ctx, f, repo, targets, opts)
+		rep, err = applyIncremental(ctx, f, repo, targets, opts)
+	} else {
+		rep, err = applyAll(ctx, f, repo, targets, opts)
 	}
-	return applyAll(ctx, f, repo, targets, opts)
+	if rep != nil {
+		rep.Command = report.CommandApply
+	}
+	return rep, err
 }
 
 func applyAll(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Target, opts Options) (*Report, error) {

@@ -3,68 +3,66 @@ package reconcile
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"slices"
 	"sort"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/policy"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
-// Result is what happened (or, in a plan, would happen) to one target repo.
+// Result is what happened (or, in a plan, would happen) to one target repo. Its JSON is
+// its Row, the report's entry of the repo (internal/report).
 type Result struct {
 	// Repo is "owner/repo".
-	Repo   string      `json:"repo"`
-	Kind   fanout.Kind `json:"kind"`
-	Name   string      `json:"name"`
-	Action pr.Action   `json:"action,omitempty"`
+	Repo   string
+	Kind   fanout.Kind
+	Name   string
+	Action pr.Action
 	// Reason says why, in words.
-	Reason string `json:"reason,omitempty"`
+	Reason string
 	// PR is the number of the pull request acted upon, and PRURL its URL.
-	PR    int    `json:"pr,omitempty"`
-	PRURL string `json:"prUrl,omitempty"`
+	PR    int
+	PRURL string
 	// Merged is true when the pull request opened in this run was merged at
 	// once (merge: auto on a pull request GitHub found already mergeable).
-	Merged bool `json:"merged,omitempty"`
+	Merged bool
 	// Files are the differences between the default branch and the desired
 	// tree.
-	Files        []pr.FileChange `json:"files,omitempty"`
-	FilesAdded   int             `json:"filesAdded"`
-	FilesChanged int             `json:"filesChanged"`
-	FilesRemoved int             `json:"filesRemoved"`
+	Files        []pr.FileChange
+	FilesAdded   int
+	FilesChanged int
+	FilesRemoved int
 	// Objects counts Kubernetes object changes per kind (only computed when
 	// a PR is written).
-	Objects map[string]pr.ObjectCounts `json:"objects,omitempty"`
+	Objects map[string]pr.ObjectCounts
 	// AccessChanged is true when the repo's access settings drift from (or
 	// were converged to) the persona matrix, so apply writes them.
-	AccessChanged bool `json:"accessChanged,omitempty"`
+	AccessChanged bool
 	// Access details the access drift: the plan, its steps in words, what is
 	// kept, and a refusal by maxAccessRemovals. Nil when there is no drift.
-	Access *AccessReport `json:"access,omitempty"`
+	Access *AccessReport
 	// CodeownersErrors are the problems GitHub (or, on the local forge, the
 	// offline check) finds in the CODEOWNERS on the default branch.
-	CodeownersErrors []policy.CodeownersError `json:"codeownersErrors,omitempty"`
+	CodeownersErrors []policy.CodeownersError
 	// Warnings are what fleetbot could not do on the repo without it being a failure (branch
 	// protection that the organization's GitHub plan does not offer): what is not enforced
 	// and how to fix it. Everything else was applied.
-	Warnings []string `json:"warnings,omitempty"`
+	Warnings []string
 	// Skipped says why the repo was left alone entirely ("archived").
-	Skipped string `json:"skipped,omitempty"`
+	Skipped string
 	// Observed is what the plan saw of the repo beyond the decision (heads,
 	// commit status, the open PR's review and checks), for status views.
-	Observed *pr.Observed `json:"observed,omitempty"`
+	Observed *pr.Observed
 	// Deferred is true when the forge's write budget could not afford this
 	// repo's writes in this run: nothing (or only a resumable part) was
 	// written, and the next run picks the repo up. Err says why.
-	Deferred bool `json:"deferred,omitempty"`
-	// Err is why this repo failed (or was deferred); the JSON form is its
-	// message.
+	Deferred bool
+	// Err is why this repo failed (or was deferred).
 	Err error `json:"-"`
 }
 
@@ -74,18 +72,8 @@ func (r *Result) fail(err error) {
 	r.Deferred = errors.Is(err, pr.ErrDeferred)
 }
 
-// MarshalJSON adds "error" with Err's message.
-func (r Result) MarshalJSON() ([]byte, error) {
-	type plain Result
-	out := struct {
-		plain
-		Error string `json:"error,omitempty"`
-	}{plain: plain(r)}
-	if r.Err != nil {
-		out.Error = r.Err.Error()
-	}
-	return json.Marshal(out)
-}
+// MarshalJSON writes the result as the report's entry of the repo (see Row).
+func (r Result) MarshalJSON() ([]byte, error) { return json.Marshal(r.Row()) }
 
 func (r *Result) fromDecision(d *pr.Decision) {
 	r.Action, r.Reason, r.Files = d.Action, d.Reason, d.Files
@@ -112,51 +100,64 @@ func (r Result) Changed() bool { return r.Action.Writes() || r.AccessChanged }
 func (r Result) Word() string {
 	switch {
 	case r.Deferred:
-		return "deferred"
+		return report.ActionDeferred
 	case r.Err != nil:
-		return "failed"
+		return report.ActionFailed
 	case r.Skipped != "":
-		return "skipped"
+		return report.ActionSkipped
 	case r.Action == "":
-		return "-"
+		return report.ActionNone
 	}
 	return string(r.Action)
 }
 
 // Line is a one-line progress summary with the same words and counts as the table, for
 // example "acme/cluster-a: open PR #3 (+5 ~0 -0 files)".
-func (r Result) Line() string {
-	s := r.Repo + ": " + r.Word()
+func (r Result) Line() string { return r.Row().Line() }
+
+// Row is the result as the report's typed entry of the repo.
+func (r Result) Row() report.Repo {
+	row := report.Repo{
+		Repo: r.Repo, Kind: string(r.Kind), Name: r.Name, Action: r.Word(),
+		Writes: r.Action.Writes(), Changed: r.Changed(), Reason: r.Reason, Skipped: r.Skipped,
+		Files:    report.Files{Added: r.FilesAdded, Changed: r.FilesChanged, Removed: r.FilesRemoved},
+		Warnings: r.Warnings,
+	}
 	switch {
 	case r.Deferred:
-		return s + " (" + string(r.Action) + " waits for the next run): " + r.Err.Error()
+		row.Planned, row.Deferred = string(r.Action), r.Err.Error()
 	case r.Err != nil:
-		return s + ": " + r.Err.Error()
-	case r.Skipped != "":
-		return s + " (" + r.Skipped + ")"
+		row.Planned = string(r.Action)
+		row.Error = &report.Problem{Message: r.Err.Error()}
+	case r.Action == pr.ActionBlocked:
+		row.Blocked = r.Reason
 	}
 	if r.PR > 0 {
-		s += fmt.Sprintf(" PR #%d", r.PR)
-		if r.Merged {
-			s += " (merged)"
+		row.PR = &report.PR{Number: r.PR, URL: r.PRURL, Merged: r.Merged}
+	}
+	for _, f := range r.Files {
+		row.Files.List = append(row.Files.List, report.File{Path: f.Path, Op: f.Op})
+	}
+	if len(r.Objects) > 0 {
+		row.Objects = make(map[string]report.Counts, len(r.Objects))
+		for k, c := range r.Objects {
+			row.Objects[k] = report.Counts{Added: c.Added, Changed: c.Changed, Removed: c.Removed}
 		}
 	}
-	if r.FilesAdded+r.FilesChanged+r.FilesRemoved > 0 {
-		s += fmt.Sprintf(" (+%d ~%d -%d files)", r.FilesAdded, r.FilesChanged, r.FilesRemoved)
+	if r.Access != nil || r.AccessChanged {
+		row.Access = &report.Access{Changed: r.AccessChanged}
+		if a := r.Access; a != nil {
+			row.Access.Applied, row.Access.Steps, row.Access.Notes, row.Access.Refused = a.Applied, a.Steps, a.Notes, a.Refused
+		}
 	}
-	if r.AccessChanged {
-		s += ", access converged"
+	for _, e := range r.CodeownersErrors {
+		file := e.Path
+		if file == "" {
+			file = "CODEOWNERS"
+		}
+		row.Codeowners = append(row.Codeowners, report.Problem{File: file, Line: e.Line, Kind: e.Kind, Message: e.Message})
 	}
-	if len(r.CodeownersErrors) > 0 {
-		s += fmt.Sprintf(", %d CODEOWNERS error(s)", len(r.CodeownersErrors))
-	}
-	if r.Action == pr.ActionBlocked {
-		s += ": " + r.Reason
-	}
-	for _, w := range r.Warnings {
-		s += "\n  WARNING: " + w
-	}
-	return s
+	return row
 }
 
 // warn adds a warning once.
@@ -166,44 +167,54 @@ func (r *Result) warn(w string) {
 	}
 }
 
-// Report is the outcome of a Plan or an Apply over every target repo.
+// Report is the outcome of a Plan or an Apply over every target repo. Its JSON is its
+// Document (internal/report).
 type Report struct {
+	// Command is report.CommandPlan or report.CommandApply.
+	Command string
 	// Source is the control repo commit.
-	Source string `json:"source,omitempty"`
+	Source string
 	// Results has one entry per repo, sorted by repo.
-	Results []Result `json:"results"`
+	Results []Result
 	// Removals is how many target repos the plan removes; MaxRemovals the
 	// cap it was checked against.
-	Removals    int `json:"removals"`
-	MaxRemovals int `json:"maxRemovals"`
-	// Refused is set when the plan was refused (nothing was written).
+	Removals    int
+	MaxRemovals int
+	// Refused is set when the plan was refused (nothing was written). (The report's JSON
+	// is its Document; the tag keeps a decoder of that JSON from meeting an interface.)
 	Refused error `json:"-"`
 	// Issues are control repo errors found against the forge (a team that
 	// does not exist in the org): nothing was planned or written.
-	Issues control.Issues `json:"issues,omitempty"`
+	Issues control.Issues
 	// Scope says whether an incremental Apply planned every target repo or only the changed
 	// ones, and why ("" for runs that are not incremental).
-	Scope string `json:"scope,omitempty"`
+	Scope string
 	// Incremental is true when the run planned only the changed target repos.
-	Incremental bool `json:"incremental,omitempty"`
+	Incremental bool
 
 	started  time.Time
 	duration time.Duration
 }
 
-// MarshalJSON adds "refused" with Refused's message.
-func (r *Report) MarshalJSON() ([]byte, error) {
-	type plain Report
-	out := struct {
-		*plain
-		Refused string `json:"refused,omitempty"`
-		Changed bool   `json:"changed"`
-		Failed  int    `json:"failed"`
-	}{plain: (*plain)(r), Changed: r.Changed(), Failed: len(r.Failed())}
-	if r.Refused != nil {
-		out.Refused = r.Refused.Error()
+// MarshalJSON writes the report's Document: the JSON every command shares.
+func (r *Report) MarshalJSON() ([]byte, error) { return json.Marshal(r.Document()) }
+
+// Document is the report as the typed document every output renders.
+func (r *Report) Document() *report.Document {
+	rows := make([]report.Repo, len(r.Results))
+	for i, res := range r.Results {
+		rows[i] = res.Row()
 	}
-	return json.Marshal(out)
+	d := report.New(r.Command, r.Source, rows)
+	d.Scope, d.Incremental = r.Scope, r.Incremental
+	d.Removals, d.MaxRemovals = r.Removals, r.MaxRemovals
+	if r.Refused != nil {
+		d.Refused = r.Refused.Error()
+	}
+	for _, is := range r.Issues {
+		d.Errors = append(d.Errors, report.Problem{File: is.Pos.File, Line: is.Pos.Line, Message: is.Message, Hint: is.Hint})
+	}
+	return d
 }
 
 func (r *Report) finish(now time.Time) {
@@ -280,224 +291,8 @@ func (r *Report) Deferred() []Result {
 	return out
 }
 
-// counts summarises the results by Word: "1 failed, 1 noop, 2 open".
-func (r *Report) counts() string {
-	n := map[string]int{}
-	for _, res := range r.Results {
-		n[res.Word()]++
-	}
-	keys := make([]string, 0, len(n))
-	for k := range n {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	if len(keys) == 0 {
-		return "nothing to plan" // an incremental run whose changes reach no repo
-	}
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%d %s", n[k], k))
-	}
-	return strings.Join(parts, ", ")
-}
-
-func objectsCell(m map[string]pr.ObjectCounts) string {
-	if len(m) == 0 {
-		return "-"
-	}
-	var a, c, d int
-	for _, oc := range m {
-		a, c, d = a+oc.Added, c+oc.Changed, d+oc.Removed
-	}
-	return fmt.Sprintf("+%d ~%d -%d", a, c, d)
-}
-
-func prCell(r Result) string {
-	if r.PR == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("#%d", r.PR)
-}
-
-func detail(r Result) string {
-	// The ACTION column already says deferred, failed or skipped: the detail says why.
-	if r.Deferred {
-		return "waits for the next run: " + r.Err.Error()
-	}
-	if r.Err != nil {
-		return r.Err.Error()
-	}
-	s := r.Reason
-	if r.Skipped != "" {
-		return r.Skipped
-	}
-	add := func(part string) {
-		if s != "" {
-			s += "; "
-		}
-		s += part
-	}
-	if r.Access != nil && len(r.Access.Drift) > 0 {
-		add(fmt.Sprintf("access drift (%d)", len(r.Access.Drift)))
-	}
-	if r.Access != nil && r.Access.Refused != "" {
-		add("access removals refused")
-	}
-	if n := len(r.CodeownersErrors); n > 0 {
-		add(fmt.Sprintf("%d CODEOWNERS error(s)", n))
-	}
-	return s
-}
-
-// accessLines lists, per repo, the access drift, refusals and CODEOWNERS
-// errors behind the table's short detail column.
-func (r *Report) accessLines() map[string][]string {
-	out := map[string][]string{}
-	for _, res := range r.Results {
-		var lines []string
-		if res.Access != nil {
-			verb := "would "
-			if res.Access.Applied {
-				verb = "did "
-			}
-			for _, d := range res.Access.Drift {
-				if strings.HasPrefix(d, "kept") || strings.Contains(d, "the PR rewrites it") {
-					lines = append(lines, d)
-					continue
-				}
-				lines = append(lines, verb+d)
-			}
-			if res.Access.Refused != "" {
-				lines = append(lines, "REFUSED: "+res.Access.Refused)
-			}
-		}
-		for _, e := range res.CodeownersErrors {
-			lines = append(lines, "CODEOWNERS error: "+e.String())
-		}
-		if len(lines) > 0 {
-			out[res.Repo] = lines
-		}
-	}
-	return out
-}
-
 // WriteText writes the summary table for a terminal.
-func (r *Report) WriteText(w io.Writer) error {
-	if len(r.Issues) > 0 {
-		return r.writeIssues(w)
-	}
-	if len(r.Results) > 0 {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "REPO\tKIND\tACTION\tPR\tFILES\tOBJECTS\tDETAIL")
-		for _, res := range r.Results {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t+%d ~%d -%d\t%s\t%s\n", res.Repo, res.Kind, res.Word(), prCell(res),
-				res.FilesAdded, res.FilesChanged, res.FilesRemoved, objectsCell(res.Objects), detail(res))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		fmt.Fprintln(w)
-	}
-	fmt.Fprintf(w, "%d repos: %s", len(r.Results), r.counts())
-	if r.Source != "" {
-		fmt.Fprintf(w, " (source %s)", shortSHA(r.Source))
-	}
-	fmt.Fprintln(w)
-	if r.Scope != "" {
-		fmt.Fprintf(w, "Scope: %s\n", r.Scope)
-	}
-	if lines := r.accessLines(); len(lines) > 0 {
-		fmt.Fprintln(w, "\nAccess:")
-		for _, repo := range sortedKeys(lines) {
-			fmt.Fprintf(w, "  %s\n", repo)
-			for _, l := range lines[repo] {
-				fmt.Fprintf(w, "    %s\n", l)
-			}
-		}
-	}
-	if r.Refused != nil {
-		if _, err := fmt.Fprintf(w, "REFUSED: %v\n", r.Refused); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// writeIssues writes the control repo errors found against the forge.
-func (r *Report) writeIssues(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "fleetbot: the control repo does not match the org; nothing was planned or written.\n%s\n", r.Issues.Error())
-	return err
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func (r *Report) WriteText(w io.Writer) error { return r.Document().WriteText(w) }
 
 // WriteMarkdown writes the summary for a PR comment or a job summary.
-func (r *Report) WriteMarkdown(w io.Writer) error {
-	var b strings.Builder
-	b.WriteString("### fleetbot")
-	if r.Source != "" {
-		fmt.Fprintf(&b, " — source `%s`", shortSHA(r.Source))
-	}
-	if len(r.Issues) > 0 {
-		b.WriteString("\n\n> [!CAUTION]\n> The control repo does not match the org: nothing was planned or written.\n\n")
-		for _, is := range r.Issues {
-			fmt.Fprintf(&b, "- `%s`: %s", is.Pos, mdEscape(is.Message))
-			if is.Hint != "" {
-				fmt.Fprintf(&b, " (%s)", mdEscape(is.Hint))
-			}
-			b.WriteString("\n")
-		}
-		_, err := io.WriteString(w, b.String())
-		return err
-	}
-	fmt.Fprintf(&b, "\n\n%d repos: %s\n\n", len(r.Results), r.counts())
-	if r.Refused != nil {
-		fmt.Fprintf(&b, "> [!CAUTION]\n> Refused: %s\n\n", mdEscape(r.Refused.Error()))
-	}
-	if len(r.Results) > 0 {
-		b.WriteString("| repo | kind | action | PR | files | objects | detail |\n|---|---|---|---|---|---|---|\n")
-	}
-	for _, res := range r.Results {
-		act := res.Word()
-		if res.Err != nil {
-			act = "**" + act + "**"
-		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | +%d ~%d -%d | %s | %s |\n", res.Repo, res.Kind, act, prCell(res),
-			res.FilesAdded, res.FilesChanged, res.FilesRemoved, objectsCell(res.Objects), mdEscape(detail(res)))
-	}
-	if lines := r.accessLines(); len(lines) > 0 {
-		b.WriteString("\n#### Access\n\n")
-		for _, repo := range sortedKeys(lines) {
-			fmt.Fprintf(&b, "- `%s`\n", repo)
-			for _, l := range lines[repo] {
-				fmt.Fprintf(&b, "  - %s\n", mdEscape(l))
-			}
-		}
-	}
-	for _, res := range r.Results {
-		if len(res.Files) == 0 || !res.Action.Writes() {
-			continue
-		}
-		fmt.Fprintf(&b, "\n<details><summary><code>%s</code>: %d files</summary>\n\n", res.Repo, len(res.Files))
-		for _, f := range res.Files {
-			fmt.Fprintf(&b, "- %s `%s`\n", f.Op, f.Path)
-		}
-		b.WriteString("\n</details>\n")
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func mdEscape(s string) string {
-	s = strings.ReplaceAll(s, "|", `\|`)
-	return strings.ReplaceAll(s, "\n", " ")
-}
-
-func shortSHA(s string) string { return pr.ShortSHA12(s) }
+func (r *Report) WriteMarkdown(w io.Writer) error { return r.Document().WriteMarkdown(w) }

@@ -11,7 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // TestOneVocabularyInEveryOutput: a repo's outcome reads the same word in the progress line,
@@ -38,13 +40,14 @@ func TestOneVocabularyInEveryOutput(t *testing.T) {
 	require.NoError(t, rep.WriteMarkdown(&md))
 	require.NoError(t, json.NewEncoder(&js).Encode(rep))
 	var doc struct {
-		Results []struct {
-			Repo, Action, Error string
-			Deferred            bool
-			Skipped             string
+		FormatVersion int `json:"format_version"`
+		Repos         []struct {
+			Repo, Action, Planned, Deferred, Skipped string
+			Error                                    *struct{ Message string }
 		}
 	}
 	require.NoError(t, json.Unmarshal(js.Bytes(), &doc))
+	assert.Equal(t, 1, doc.FormatVersion)
 
 	for i, res := range results {
 		w := want[i]
@@ -52,17 +55,20 @@ func TestOneVocabularyInEveryOutput(t *testing.T) {
 		assert.True(t, strings.HasPrefix(res.Line(), res.Repo+": "+w), "progress line of %s: %q", res.Repo, res.Line())
 		assert.Regexp(t, `(?m)^`+res.Repo+`\s+cluster\s+`+w+`\s`, text.String(), "text table row of %s", res.Repo)
 		assert.Regexp(t, "(?m)^\\| `"+res.Repo+"` \\| cluster \\| (\\*\\*)?"+w+"(\\*\\*)? \\|", md.String(), "markdown row of %s", res.Repo)
-		// JSON keeps the pr action and says failed/deferred/skipped in their own fields.
-		j := doc.Results[i]
+		// JSON says the same word in "action", why in its own field, and the action that did
+		// not happen in "planned".
+		j := doc.Repos[i]
+		assert.Equal(t, w, j.Action, "JSON action of %s", res.Repo)
 		switch w {
 		case "deferred":
-			assert.True(t, j.Deferred, res.Repo)
+			assert.Contains(t, j.Deferred, "deferred", res.Repo)
+			assert.Equal(t, "open", j.Planned, res.Repo)
 		case "failed":
-			assert.NotEmpty(t, j.Error, res.Repo)
+			require.NotNil(t, j.Error, res.Repo)
+			assert.Contains(t, j.Error.Message, "502 from GitHub", res.Repo)
+			assert.Equal(t, "update", j.Planned, res.Repo)
 		case "skipped":
 			assert.Equal(t, "archived", j.Skipped)
-		default:
-			assert.Equal(t, w, j.Action, "JSON action of %s", res.Repo)
 		}
 		assert.Equal(t, w, outcomeWordsForMetrics(res), res.Repo)
 	}
@@ -87,4 +93,37 @@ func TestLineMerged(t *testing.T) {
 	if got, want := r.Line(), "acme/cluster-a: open PR #2 (merged) (+0 ~1 -0 files)"; got != want {
 		t.Errorf("Line() = %q, want %q", got, want)
 	}
+}
+
+// TestReportJSONIsTheDocument: a Report marshals as the report's Document wherever it is
+// embedded (the Action's plan-json holds one under "report"), with its format_version, its
+// command, and the control repo errors with their file:line.
+func TestReportJSONIsTheDocument(t *testing.T) {
+	rep := &Report{Command: report.CommandApply, Source: "abc", Results: []Result{{Repo: "acme/cluster-a", Kind: "cluster", Action: pr.ActionNoop}},
+		Refused: errors.New("too many removals"),
+		Issues:  control.Issues{{Pos: control.Position{File: "clusters/a.yaml", Line: 3}, Message: "unknown team", Hint: "create it"}}}
+	b, err := json.Marshal(struct {
+		Valid  bool    `json:"valid"`
+		Report *Report `json:"report"`
+	}{true, rep})
+	require.NoError(t, err)
+	var out struct {
+		Report json.RawMessage `json:"report"`
+	}
+	require.NoError(t, json.Unmarshal(b, &out))
+	d, err := report.Decode(out.Report)
+	require.NoError(t, err)
+	assert.Equal(t, rep.Document(), d)
+	assert.Equal(t, "apply", d.Command)
+	assert.Equal(t, "too many removals", d.Refused)
+	assert.Equal(t, []report.Problem{{File: "clusters/a.yaml", Line: 3, Message: "unknown team", Hint: "create it"}}, d.Errors)
+	assert.Equal(t, []report.Repo{{Repo: "acme/cluster-a", Kind: "cluster", Action: "noop", Files: report.Files{}}}, d.Repos)
+
+	// A decoder of the old Report type (the Action's own tests read plan-json back) meets
+	// no field it cannot hold.
+	var back struct {
+		Report *Report `json:"report"`
+	}
+	require.NoError(t, json.Unmarshal(b, &back))
+	assert.Equal(t, "abc", back.Report.Source)
 }

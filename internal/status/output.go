@@ -1,7 +1,6 @@
 package status
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -10,13 +9,34 @@ import (
 	"text/tabwriter"
 
 	"github.com/fleetbot-io/fleetbot/internal/pr"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
-// WriteJSON writes the view as one indented JSON document (see FormatVersion).
-func (f *Fleet) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(f)
+// WriteJSON writes the view as fleetbot's one JSON report (internal/report): the document of
+// command "status", one entry per shown repo in "repos", and the view itself in "status".
+func (f *Fleet) WriteJSON(w io.Writer) error { return f.Document().WriteJSON(w) }
+
+// Document is the view as the report every command shares: its rows' results as the report's
+// repos (credentials in URLs scrubbed, as on the page), the view as the status section.
+func (f *Fleet) Document() *report.Document {
+	rows := make([]report.Repo, 0, len(f.Repos))
+	for i := range f.Repos {
+		res := f.Repos[i].result
+		if res == nil {
+			continue
+		}
+		row := res.Row()
+		row.Reason, row.Blocked, row.Deferred = scrub(row.Reason), scrub(row.Blocked), scrub(row.Deferred)
+		if row.Error != nil {
+			e := *row.Error
+			e.Message = scrub(e.Message)
+			row.Error = &e
+		}
+		rows = append(rows, row)
+	}
+	d := report.New(report.CommandStatus, f.Source, rows)
+	d.Status = f
+	return d
 }
 
 // WriteText writes the view for a terminal: a table, one row per repo, then the summary.

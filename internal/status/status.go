@@ -23,10 +23,6 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 )
 
-// FormatVersion is the version of the JSON document; it changes only when a field changes
-// meaning or disappears.
-const FormatVersion = 1
-
 // State is where one target repo stands.
 type State string
 
@@ -145,7 +141,6 @@ func validLabelKey(key string) string {
 
 // Fleet is the view: a summary, groups and one row per target repo.
 type Fleet struct {
-	FormatVersion int `json:"format_version"`
 	// Source is the control-repo revision rendered.
 	Source string `json:"source,omitempty"`
 	// GeneratedAt is when the view was built.
@@ -257,7 +252,7 @@ func Build(in Input, o Options) *Fleet {
 	if o.GroupBy.Of == nil {
 		o.GroupBy = ByKind()
 	}
-	f := &Fleet{FormatVersion: FormatVersion, Source: in.Source, GeneratedAt: in.Now, GroupBy: o.GroupBy.Name,
+	f := &Fleet{Source: in.Source, GeneratedAt: in.Now, GroupBy: o.GroupBy.Name,
 		Repos: make([]Repo, 0, len(in.Entries))}
 	lbls := labelIndex(in.Control)
 	for i := range in.Entries {

@@ -19,6 +19,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 var now = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
@@ -196,10 +197,13 @@ func TestGroupsAndFilters(t *testing.T) {
 func TestJSONIsVersioned(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, Build(fleetInput(), Options{}).WriteJSON(&buf))
-	var doc map[string]any
-	require.NoError(t, json.Unmarshal(buf.Bytes(), &doc))
-	assert.EqualValues(t, FormatVersion, doc["format_version"])
-	assert.Equal(t, source, doc["source"])
+	var top map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &top))
+	assert.EqualValues(t, report.FormatVersion, top["format_version"])
+	assert.Equal(t, "status", top["command"])
+	assert.Equal(t, source, top["source"])
+	require.Len(t, top["repos"].([]any), 7, "the report's repos: one per row")
+	doc := top["status"].(map[string]any)
 	repos := doc["repos"].([]any)
 	require.Len(t, repos, 7)
 	b := repos[1].(map[string]any)
