@@ -12,13 +12,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	gh "github.com/google/go-github/v62/github"
 	"github.com/spf13/cobra"
 
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
@@ -66,11 +66,11 @@ func actionOutputNames() []string {
 // planJSONName is the file, under RUNNER_TEMP, that the plan-json output names.
 const planJSONName = "fleetbot-plan.json"
 
-func (a *app) actionCommand() *cobra.Command { return a.newActionCommand(os.Getenv) }
+func (a *frontend) actionCommand() *cobra.Command { return a.newActionCommand(os.Getenv) }
 
 // newActionCommand builds `fleetbot action` reading the runner's environment through getenv,
 // so tests give it a simulated runner without touching the process environment.
-func (a *app) newActionCommand(getenv func(string) string) *cobra.Command {
+func (a *frontend) newActionCommand(getenv func(string) string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "action",
 		Short: "Run as a GitHub Actions step (action.yml): plan, apply, check-workspace or check-cluster",
@@ -109,7 +109,7 @@ masks every credential first. See docs/action.md.
 			if err != nil {
 				return err
 			}
-			r := &actionRun{app: a, env: env, in: in, cmds: cmds, log: log}
+			r := &actionRun{fe: a, env: env, in: in, cmds: cmds, log: log}
 			return r.run(cmd.Context())
 		},
 	}
@@ -231,7 +231,7 @@ func (in actionInputs) hasFanout() bool { return in.appID != 0 || in.fanoutToken
 
 // actionRun is one `fleetbot action` run.
 type actionRun struct {
-	app  *app
+	fe   *frontend
 	env  *ghaction.Env
 	in   actionInputs
 	cmds *ghaction.Commands
@@ -289,20 +289,20 @@ func (r *actionRun) event() (*ghaction.Event, error) {
 
 // load loads the control repo; validation problems come back as res.Issues (annotated),
 // anything else as an error.
-func (r *actionRun) load(ctx context.Context, res *actionResult) (*fleet, error) {
-	f, err := loadFleet(ctx, r.in.controlDir, webRoot(r.in.apiURL))
+func (r *actionRun) load(ctx context.Context, res *actionResult) (*app.Fleet, error) {
+	f, err := r.config().Load(ctx, r.in.controlDir)
 	var issues control.Issues
 	switch {
 	case errors.As(err, &issues):
 		res.Issues = append(res.Issues, rebase(issues, r.in.controlRel)...)
 		return nil, nil
 	case err != nil:
-		return nil, describeLoadError(r.in.controlDir, err)
+		return nil, app.DescribeLoadError(r.in.controlDir, err)
 	}
-	if f.repo.Revision == "" {
-		f.repo.Revision = r.env.SHA
+	if f.Repo.Revision == "" {
+		f.Repo.Revision = r.env.SHA
 	}
-	res.Source = f.repo.Revision
+	res.Source = f.Repo.Revision
 	return f, nil
 }
 
@@ -349,7 +349,7 @@ func (r *actionRun) plan(ctx context.Context) error {
 		return planErr
 	}
 	if !res.Valid {
-		fmt.Fprintf(r.app.stderr, "fleetbot: %d problem(s); see the annotations and the job summary\n", len(res.Issues))
+		fmt.Fprintf(r.fe.stderr, "fleetbot: %d problem(s); see the annotations and the job summary\n", len(res.Issues))
 		return exitCode(1)
 	}
 	return nil
@@ -357,7 +357,7 @@ func (r *actionRun) plan(ctx context.Context) error {
 
 // planTargets plans against the target repos through a read-only forge, or, without
 // credentials that reach them, records the desired state and says why.
-func (r *actionRun) planTargets(ctx context.Context, f *fleet, res *actionResult) error {
+func (r *actionRun) planTargets(ctx context.Context, f *app.Fleet, res *actionResult) error {
 	if !r.in.hasFanout() {
 		d, err := buildDesiredPlan(f)
 		if err != nil {
@@ -368,13 +368,13 @@ func (r *actionRun) planTargets(ctx context.Context, f *fleet, res *actionResult
 			". Set app-id and private-key (see docs/action.md) to see what would change in each repo.")
 		return nil
 	}
-	forge, closeForge, err := r.openTargets(ctx, f.repo.Platform.Spec.Owner, true)
+	forge, closeForge, err := r.openTargets(ctx, f.Repo.Platform.Spec.Owner, true)
 	if err != nil {
 		return err
 	}
 	defer closeForge()
-	report, err := reconcile.Plan(ctx, forge, f.repo, f.targets, reconcile.Options{
-		AllowRemovals: r.in.allowRemovals, Source: f.repo.Revision, Logger: r.log,
+	report, err := reconcile.Plan(ctx, forge, f.Repo, f.Targets, reconcile.Options{
+		AllowRemovals: r.in.allowRemovals, Source: f.Repo.Revision, Logger: r.log,
 	})
 	var issues control.Issues
 	if errors.As(err, &issues) {
@@ -385,7 +385,7 @@ func (r *actionRun) planTargets(ctx context.Context, f *fleet, res *actionResult
 	res.Report = report
 	if report != nil {
 		r.cmds.Group("fleetbot plan")
-		_ = report.WriteText(r.app.stdout)
+		_ = report.WriteText(r.fe.stdout)
 		r.cmds.EndGroup()
 	}
 	return err
@@ -446,32 +446,32 @@ func (r *actionRun) apply(ctx context.Context) error {
 		return runErr
 	}
 	if !res.Valid {
-		fmt.Fprintf(r.app.stderr, "fleetbot: %d problem(s), nothing was written; see the annotations and the job summary\n", len(res.Issues))
+		fmt.Fprintf(r.fe.stderr, "fleetbot: %d problem(s), nothing was written; see the annotations and the job summary\n", len(res.Issues))
 		return exitCode(1)
 	}
 	return nil
 }
 
-func (r *actionRun) applyTargets(ctx context.Context, f *fleet, res *actionResult) error {
-	forge, closeForge, err := r.openTargets(ctx, f.repo.Platform.Spec.Owner, false)
+func (r *actionRun) applyTargets(ctx context.Context, f *app.Fleet, res *actionResult) error {
+	forge, closeForge, err := r.openTargets(ctx, f.Repo.Platform.Spec.Owner, false)
 	if err != nil {
 		return err
 	}
 	defer closeForge()
 	opts := reconcile.Options{
-		AllowRemovals: r.in.allowRemovals, Source: f.repo.Revision, Logger: r.log,
-		Progress: func(x reconcile.Result) { fmt.Fprintln(r.app.stdout, x.Line()) },
+		AllowRemovals: r.in.allowRemovals, Source: f.Repo.Revision, Logger: r.log,
+		Progress: func(x reconcile.Result) { fmt.Fprintln(r.fe.stdout, x.Line()) },
 	}
 	if dir := r.cacheDir(); dir != "" {
 		// With a cache kept between runs (actions/cache), a push plans only the target repos
 		// whose desired state changed; scheduled and manual runs plan every repo.
-		owner := f.repo.Platform.Spec.Owner
+		owner := f.Repo.Platform.Spec.Owner
 		opts.Incremental = &reconcile.Incremental{
 			Baselines: reconcile.NewBaselines(filepath.Join(dir, ".baseline-"+strings.ToLower(owner)+".json"), r.log),
 			Full:      r.env.EventName != ghaction.EventPush, Salt: version,
 		}
 	}
-	report, err := reconcile.Apply(ctx, forge, f.repo, f.targets, opts)
+	report, err := reconcile.Apply(ctx, forge, f.Repo, f.Targets, opts)
 	var issues control.Issues
 	if errors.As(err, &issues) {
 		// Found against the org (a team that does not exist): nothing was planned.
@@ -507,7 +507,7 @@ func (r *actionRun) checkTarget(kind fanout.Kind) error {
 		return err
 	}
 	if !res.Valid {
-		fmt.Fprintf(r.app.stderr, "fleetbot: %d problem(s); see the annotations and the job summary\n", len(res.Issues))
+		fmt.Fprintf(r.fe.stderr, "fleetbot: %d problem(s); see the annotations and the job summary\n", len(res.Issues))
 		return exitCode(1)
 	}
 	return nil
@@ -516,42 +516,38 @@ func (r *actionRun) checkTarget(kind fanout.Kind) error {
 // openTargets opens the GitHub forge of the target repos of owner with the fan-out
 // credentials: the App's installation on owner, or the fan-out token.
 func (r *actionRun) openTargets(ctx context.Context, owner string, readOnly bool) (reconcile.Forge, func() error, error) {
-	c, err := ghforge.New(ctx, r.targetConfig(owner, readOnly))
+	f, closeFn, err := r.config().OpenForge(ctx, owner, readOnly)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connecting to GitHub for the target repos of %s: %w", owner, err)
 	}
-	f := ghforge.NewForge(c, ghforge.ForgeOptions{CacheDir: r.cacheDir(), Logger: r.log})
-	return f, func() error {
-		s := c.Stats()
-		fmt.Fprintf(r.app.stderr, "github: %d reads (%d answered 304), %d writes (%d content-creating); waited %s for limits\n",
-			s.Requests.Reads, s.Requests.NotModified, s.Requests.Writes, s.Requests.ContentWrites, s.Budget.Waited.Round(time.Millisecond))
-		return nil
-	}, nil
+	return f, closeFn, nil
 }
 
 // cacheDir is the snapshot cache of the target repos: a job starts on a fresh runner, so the
 // cache only lives as long as the run ("") unless --github-cache names a directory (kept with
 // actions/cache).
 func (r *actionRun) cacheDir() string {
-	d := firstNonEmpty(r.in.cacheDir, r.app.github.cacheDir)
+	d := firstNonEmpty(r.in.cacheDir, r.fe.github.cacheDir)
 	if d == "off" || d == "none" {
 		return ""
 	}
 	return d
 }
 
-// targetConfig is the GitHub client configuration for the target repos of owner: the App's
-// installation on owner, or the fan-out token.
-func (r *actionRun) targetConfig(owner string, readOnly bool) ghforge.Config {
-	g := r.app.github
-	cfg := ghforge.Config{
-		APIURL: r.in.apiURL, Owner: owner, ReadOnly: readOnly, Logger: r.log,
-		Budget: g.budget(),
+// config is the run's application configuration for the target repos: the API URL of the
+// inputs, the App's installation on the platform owner or the fan-out token, the write budget
+// of the flags, the Git URL of that GitHub host, as the CLI and serve resolve them.
+func (r *actionRun) config() app.Config {
+	cfg := app.Config{
+		Forge:    app.ForgeGitHub,
+		GitURL:   app.ResolveGitURL(r.fe.gitURLFlag, app.ForgeGitHub, r.in.apiURL),
+		CacheDir: r.cacheDir(), Logger: r.log, Stats: r.fe.stderr,
 	}
+	cfg.GitHub.APIURL, cfg.GitHub.Budget = r.in.apiURL, r.fe.github.budget()
 	if r.in.appID != 0 {
-		cfg.AppID, cfg.PrivateKey = r.in.appID, r.in.privateKey
+		cfg.GitHub.AppID, cfg.GitHub.PrivateKey = r.in.appID, r.in.privateKey
 	} else {
-		cfg.Token = r.in.fanoutToken
+		cfg.GitHub.Token = r.in.fanoutToken
 	}
 	return cfg
 }
@@ -677,7 +673,7 @@ func (r *actionRun) finish(res *actionResult, summary string) error {
 		}
 	}
 	if r.env.StepSummary == "" {
-		_, err := io.WriteString(r.app.stdout, summary)
+		_, err := io.WriteString(r.fe.stdout, summary)
 		return err
 	}
 	return ghaction.AppendSummary(r.env.StepSummary, summary)
@@ -810,7 +806,7 @@ func short(sha string) string {
 // checked-out merge commit, read from the clone's git objects, judged against the persona
 // rules with the author's teams (looked up as the App; unknown without it). A clone without
 // the base commit (actions/checkout's default depth of 1) skips the review with a note.
-func (r *actionRun) reviewControl(ctx context.Context, f *fleet, pull *ghaction.PullRequest, res *actionResult) error {
+func (r *actionRun) reviewControl(ctx context.Context, f *app.Fleet, pull *ghaction.PullRequest, res *actionResult) error {
 	skip := func(why string) error {
 		res.Notes = append(res.Notes, "check control skipped: "+why)
 		return nil
@@ -838,14 +834,14 @@ func (r *actionRun) reviewControl(ctx context.Context, f *fleet, pull *ghaction.
 	}
 	in := review.Input{Base: baseFS, Head: headFS, BaseRev: baseRev, HeadRev: headRev, Author: login(pull.User)}
 	if r.in.hasFanout() && in.Author != "" {
-		owner := f.repo.Platform.Spec.Owner
-		c, err := ghforge.New(ctx, r.targetConfig(owner, true))
+		owner := f.Repo.Platform.Spec.Owner
+		c, err := r.config().GitHubClient(ctx, owner, true)
 		if err != nil {
 			return fmt.Errorf("connecting to GitHub for the teams of %s: %w", owner, err)
 		}
 		in.Member = func(slug string) (bool, error) { return c.TeamMember(ctx, owner, slug, in.Author) }
 	}
-	rep, err := review.Review(in, fanout.NewRenderer(fanout.Options{}))
+	rep, err := review.Review(in, r.config().Renderer())
 	if err != nil {
 		return fmt.Errorf("check control: %w", err)
 	}

@@ -156,7 +156,7 @@ func (r *simRunner) run(inputs map[string]string) stepResult {
 		env["INPUT_"+strings.ToUpper(k)] = v
 	}
 	var stdout, stderr bytes.Buffer
-	a := &app{stdout: &stdout, stderr: &stderr}
+	a := &frontend{stdout: &stdout, stderr: &stderr}
 	root := a.rootCommand()
 	for _, c := range root.Commands() {
 		if c.Name() == "action" {

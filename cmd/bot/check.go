@@ -19,9 +19,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/spf13/cobra"
 
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
-	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/review"
 )
 
@@ -29,7 +29,7 @@ import (
 // author's teams may not make alone.
 const exitNotAllowed = 3
 
-func (a *app) checkCommand() *cobra.Command {
+func (a *frontend) checkCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Review-time checks: a control-repo change (check control), a workspace or cluster repo (check workspace, check cluster)",
@@ -39,16 +39,8 @@ func (a *app) checkCommand() *cobra.Command {
 	return cmd
 }
 
-func (a *app) checkControlCommand() *cobra.Command {
-	var (
-		base, head, author, format string
-		authorTeams                []string
-		strict                     bool
-	)
-	cmd := &cobra.Command{
-		Use:   "control --base REF --head REF [--author LOGIN]",
-		Short: "Review a control-repo change: validity, the target repos and personas it reaches, and whether its author may make it",
-		Long: `check control reads two commits of the control repo clone at --control (no
+// checkControlLong is the help text of checkControl.
+const checkControlLong = `check control reads two commits of the control repo clone at --control (no
 checkout: straight from git objects), validates the head, renders both and
 reports which target repos would change (files, team roles) and which personas
 the change reaches. It then judges every changed path against the persona
@@ -62,8 +54,19 @@ rules, with the admins of the base:
 The author's teams come from --author-teams, or with --forge github from
 GitHub (GET /orgs/{org}/teams/{team}/memberships/{author}). Exit status: 1 when
 the head does not validate; otherwise 0, or with --strict 3 when the change
-needs a platform admin's review.`,
-		Args: cobra.NoArgs,
+needs a platform admin's review.`
+
+func (a *frontend) checkControlCommand() *cobra.Command {
+	var (
+		base, head, author, format string
+		authorTeams                []string
+		strict                     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "control --base REF --head REF [--author LOGIN]",
+		Short: "Review a control-repo change: validity, the target repos and personas it reaches, and whether its author may make it",
+		Long:  checkControlLong,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if base == "" || head == "" {
 				return errors.New("check control needs --base REF and --head REF")
@@ -96,7 +99,7 @@ needs a platform admin's review.`,
 				}
 				in.Member = member
 			}
-			rep, err := review.Review(in, fanout.NewRenderer(fanout.Options{}))
+			rep, err := review.Review(in, a.base(nil).Renderer())
 			if err != nil {
 				return err
 			}
@@ -124,7 +127,7 @@ needs a platform admin's review.`,
 
 // githubMember looks the author's teams up on GitHub, in the org the base
 // names as owner.
-func (a *app) githubMember(cmd *cobra.Command, base fs.FS, author string) (func(string) (bool, error), error) {
+func (a *frontend) githubMember(cmd *cobra.Command, base fs.FS, author string) (func(string) (bool, error), error) {
 	repo, err := control.Load(base)
 	if err != nil {
 		return nil, nil // the review reports an unknown base; nobody's teams count then
@@ -134,11 +137,11 @@ func (a *app) githubMember(cmd *cobra.Command, base fs.FS, author string) (func(
 		return nil, err
 	}
 	owner := repo.Platform.Spec.Owner
-	cfg, err := a.github.config(owner, true, log)
+	cfg, err := a.config(app.ForgeGitHub, log)
 	if err != nil {
 		return nil, err
 	}
-	c, err := ghforge.New(cmd.Context(), cfg)
+	c, err := cfg.GitHubClient(cmd.Context(), owner, true)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +172,7 @@ func writeReview(w io.Writer, format string, r *review.Report) error {
 // subTrees narrows the trees of a commit pair to dir, the control repo's directory inside the
 // clone (unchanged when dir is the clone's root).
 func subTrees(repo *git.Repository, dir string, base, head fs.FS) (fs.FS, fs.FS, error) {
-	sub, err := dirInClone(repo, dir)
+	sub, err := app.DirInClone(repo, dir)
 	if err != nil || sub == "." {
 		return base, head, err
 	}
@@ -178,30 +181,6 @@ func subTrees(repo *git.Repository, dir string, base, head fs.FS) (fs.FS, fs.FS,
 	}
 	head, err = fs.Sub(head, sub)
 	return base, head, err
-}
-
-// dirInClone is dir relative to the root of the git work tree holding it ("." at the root).
-func dirInClone(repo *git.Repository, dir string) (string, error) {
-	wt, err := repo.Worktree()
-	if err != nil {
-		return ".", nil // a bare clone: its tree is the control repo
-	}
-	root, err := filepath.EvalSymlinks(wt.Filesystem.Root())
-	if err != nil {
-		return "", fmt.Errorf("locating the git work tree of %s: %w", dir, err)
-	}
-	abs, err := filepath.Abs(dir)
-	if err == nil {
-		abs, err = filepath.EvalSymlinks(abs)
-	}
-	if err != nil {
-		return "", fmt.Errorf("--control %s: %w", dir, err)
-	}
-	rel, err := filepath.Rel(root, abs)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return "", fmt.Errorf("--control %s is outside its git work tree %s", dir, root)
-	}
-	return filepath.ToSlash(rel), nil
 }
 
 func treeFS(repo *git.Repository, ref string) (fs.FS, string, error) {
@@ -239,7 +218,7 @@ func treeFS(repo *git.Repository, ref string) (fs.FS, string, error) {
 	return out, h.String(), nil
 }
 
-func (a *app) checkWorkspaceCommand() *cobra.Command {
+func (a *frontend) checkWorkspaceCommand() *cobra.Command {
 	var dir, workspace, namespace, format string
 	cmd := &cobra.Command{
 		Use:   "workspace --dir DIR --workspace NAME",
@@ -283,7 +262,7 @@ status is 1 when there is any. Run it in the workspace repo's CI.`,
 	return cmd
 }
 
-func (a *app) checkClusterCommand() *cobra.Command {
+func (a *frontend) checkClusterCommand() *cobra.Command {
 	var dir, format string
 	cmd := &cobra.Command{
 		Use:   "cluster --dir DIR",
@@ -313,7 +292,7 @@ cluster-scoped objects on their cluster, so nothing else is refused.`,
 
 // writeProblems prints a repo check and returns exit status 1 when there
 // are problems.
-func (a *app) writeProblems(format, what string, entries []string, problems []fanout.RepoProblem) error {
+func (a *frontend) writeProblems(format, what string, entries []string, problems []fanout.RepoProblem) error {
 	switch format {
 	case formatJSON:
 		if problems == nil {

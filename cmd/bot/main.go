@@ -36,7 +36,7 @@ func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) 
 // run executes the CLI and returns the process exit status. Tests call it
 // directly with their own args and writers.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	a := &app{stdout: stdout, stderr: stderr}
+	a := &frontend{stdout: stdout, stderr: stderr}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -54,8 +54,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// app holds what every command shares: output streams and global flags.
-type app struct {
+// frontend holds what every command shares: output streams and global flags.
+type frontend struct {
 	stdout, stderr io.Writer
 
 	control string
@@ -67,7 +67,7 @@ type app struct {
 	github     githubFlags
 }
 
-func (a *app) rootCommand() *cobra.Command {
+func (a *frontend) rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "fleetbot",
 		Short: "Fan a fleetbot control repo out into one repo per cluster and workspace, as pull requests",
@@ -100,7 +100,7 @@ applies what lands.`,
 }
 
 // logger builds the run's logger on stderr from the global flags.
-func (a *app) logger() (*slog.Logger, error) {
+func (a *frontend) logger() (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(a.logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", a.logLevel)
@@ -123,7 +123,7 @@ func durationSeconds(_ []string, a slog.Attr) slog.Attr {
 	return a
 }
 
-func (a *app) versionCommand() *cobra.Command {
+func (a *frontend) versionCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the fleetbot version",

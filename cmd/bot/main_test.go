@@ -566,7 +566,7 @@ func TestLogDurationsForPeopleAndMachines(t *testing.T) {
 		{true, `"took":0.043,"latency":90`},
 	} {
 		var stderr bytes.Buffer
-		a := &app{stderr: &stderr, logLevel: "info", logJSON: c.json}
+		a := &frontend{stderr: &stderr, logLevel: "info", logJSON: c.json}
 		log, err := a.logger()
 		require.NoError(t, err)
 		log.Info("job done", "took", 43*time.Millisecond, "latency", 90*time.Second, "repos", 6)

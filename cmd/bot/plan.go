@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/manifest"
 )
@@ -22,7 +23,7 @@ const (
 	formatJSON     = "json"
 )
 
-func (a *app) planCommand() *cobra.Command {
+func (a *frontend) planCommand() *cobra.Command {
 	var (
 		format              string
 		detailed            bool
@@ -45,9 +46,9 @@ plan never writes.
 3 blocked (a repo waits for a human: someone pushed to its bot branch).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := loadFleet(cmd.Context(), a.control, a.gitURL())
+			f, err := a.load(cmd.Context())
 			if err != nil {
-				return describeLoadError(a.control, err)
+				return app.DescribeLoadError(a.control, err)
 			}
 			if err := a.warnings(f, strict); err != nil {
 				return err
@@ -97,9 +98,9 @@ type desiredPlan struct {
 	Repos  []desiredRepo `json:"repos"`
 }
 
-func buildDesiredPlan(f *fleet) (desiredPlan, error) {
-	p := desiredPlan{Source: f.repo.Revision, Repos: []desiredRepo{}}
-	for _, t := range f.targets {
+func buildDesiredPlan(f *app.Fleet) (desiredPlan, error) {
+	p := desiredPlan{Source: f.Repo.Revision, Repos: []desiredRepo{}}
+	for _, t := range f.Targets {
 		d := desiredRepo{
 			Repo: t.FullName(), Kind: t.Kind, Name: t.Name,
 			Files: slices.Sorted(maps.Keys(t.Files)), Scaffolds: slices.Sorted(maps.Keys(t.Scaffolds)),
@@ -133,7 +134,7 @@ func buildDesiredPlan(f *fleet) (desiredPlan, error) {
 	return p, nil
 }
 
-func writeDesiredPlan(w io.Writer, format string, f *fleet) error {
+func writeDesiredPlan(w io.Writer, format string, f *app.Fleet) error {
 	p, err := buildDesiredPlan(f)
 	if err != nil {
 		return err

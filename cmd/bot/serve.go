@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
@@ -40,14 +39,9 @@ type serveConfig struct {
 	Control string
 	// Secret is the webhook secret.
 	Secret []byte
-	// GitHub carries the API URL, App credentials and write budget; Owner
-	// and ReadOnly are set per client.
-	GitHub ghforge.Config
-	// GitURL is the web root target repos are cloned from (rendered into
-	// Flux GitRepository objects).
-	GitURL string
-	// CacheDir is the forge snapshot cache ("" keeps it in memory).
-	CacheDir string
+	// App is the application configuration: GitHub API URL, App credentials, write budget,
+	// Git URL and snapshot cache, the same as the CLI's and the Action's for the same host.
+	App app.Config
 
 	Resync      time.Duration
 	Workers     int
@@ -78,7 +72,7 @@ type serveFlags struct {
 	status                                                            statusPageFlags
 }
 
-func (a *app) serveCommand() *cobra.Command {
+func (a *frontend) serveCommand() *cobra.Command {
 	var f serveFlags
 	cmd := &cobra.Command{
 		Use:   "serve --control-repo OWNER/NAME --webhook-secret-file FILE",
@@ -174,7 +168,7 @@ func flagsFromEnv(fs *pflag.FlagSet, names ...string) error {
 }
 
 // serveConfig resolves flags and environment; it never logs a secret.
-func (a *app) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, error) {
+func (a *frontend) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, error) {
 	owner, name, ok := strings.Cut(f.control, "/")
 	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
 		return serveConfig{}, fmt.Errorf("--control-repo %q: want OWNER/NAME of the control repo on GitHub (or FLEETBOT_CONTROL_REPO)", f.control)
@@ -197,11 +191,12 @@ func (a *app) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, error) 
 	if len(secret) == 0 {
 		return serveConfig{}, errors.New("no webhook secret: --webhook-secret-file FILE, FLEETBOT_WEBHOOK_SECRET_FILE or FLEETBOT_WEBHOOK_SECRET; GitHub signs every delivery with it")
 	}
-	gcfg, err := a.github.config(owner, false, log)
+	a.forge, a.gitURLFlag = app.ForgeGitHub, f.gitURL
+	acfg, err := a.config(app.ForgeGitHub, log)
 	if err != nil {
 		return serveConfig{}, err
 	}
-	if gcfg.AppID == 0 {
+	if acfg.GitHub.AppID == 0 {
 		return serveConfig{}, errors.New("serve needs a GitHub App: --app-id and --app-key (or FLEETBOT_APP_ID and FLEETBOT_APP_KEY_FILE); a token cannot receive App webhooks")
 	}
 	if f.resync <= 0 {
@@ -210,9 +205,8 @@ func (a *app) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, error) 
 	// The snapshot cache persists across restarts by default, as for the CLI: with the
 	// batched scan, a restart then costs one GraphQL query per 100 repos, not a full read
 	// of every repo.
-	cacheDir := a.github.cache(gcfg.APIURL)
-	if cacheDir != "" {
-		if err := ghforge.PrepareCacheDir(cacheDir); err != nil {
+	if acfg.CacheDir != "" {
+		if err := ghforge.PrepareCacheDir(acfg.CacheDir); err != nil {
 			return serveConfig{}, fmt.Errorf("--github-cache: %w", err)
 		}
 	}
@@ -222,24 +216,9 @@ func (a *app) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, error) 
 	}
 	return serveConfig{
 		Status:  status,
-		Control: f.control, Secret: secret, GitHub: gcfg, GitURL: firstNonEmpty(f.gitURL, webRoot(gcfg.APIURL)),
-		CacheDir: cacheDir, Resync: f.resync, Workers: f.workers, QueueSize: f.queueSize, MaxBody: f.maxBody,
+		Control: f.control, Secret: secret, App: acfg, Resync: f.resync, Workers: f.workers, QueueSize: f.queueSize, MaxBody: f.maxBody,
 		Grace: f.grace, Concurrency: f.concurrency, CheckName: f.checkName, Shard: shard, Logger: log,
 	}, nil
-}
-
-// webRoot derives the web root from a GitHub Enterprise API URL
-// (https://HOST/api/v3/ -> https://HOST); "" means github.com.
-func webRoot(apiURL string) string {
-	if apiURL == "" {
-		return ""
-	}
-	u, err := url.Parse(apiURL)
-	if err != nil || u.Host == "api.github.com" {
-		return ""
-	}
-	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/api/v3")
-	return strings.TrimSuffix(u.String(), "/")
 }
 
 // serve runs the webhook service on ln until ctx is done, then shuts down:
@@ -289,7 +268,7 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener) error {
 		if err != nil {
 			return err
 		}
-		renderer := fanout.NewRenderer(fanout.Options{GitURL: cfg.GitURL, Logger: log})
+		renderer := cfg.App.Renderer()
 		verdict := &webhook.ReviewVerdict{Renderer: renderer, Member: func(ctx context.Context, org, slug, login string) (bool, error) {
 			c, err := forges.client(ctx, org, true)
 			if err != nil {
@@ -308,7 +287,7 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener) error {
 		}
 		service.Store(svc)
 		disp, err := webhook.NewDispatcher(webhook.DispatcherConfig{Secret: cfg.Secret, MaxBody: cfg.MaxBody, Logger: log, Metrics: m},
-			webhook.Handlers(webhook.HandlerConfig{Control: cfg.Control, Self: gh.self, AppID: cfg.GitHub.AppID, Queue: queue, Logger: log})...)
+			webhook.Handlers(webhook.HandlerConfig{Control: cfg.Control, Self: gh.self, AppID: cfg.App.GitHub.AppID, Queue: queue, Logger: log})...)
 		if err != nil {
 			return err
 		}
@@ -357,14 +336,14 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener) error {
 // so that the first push after a restart is incremental too: in the snapshot cache (a dot name,
 // which no org's directory there can have), per control repo and shard; "" keeps it in memory.
 func baselineFile(cfg serveConfig) string {
-	if cfg.CacheDir == "" {
+	if cfg.App.CacheDir == "" {
 		return ""
 	}
 	name := ".baseline-serve-" + strings.ToLower(strings.ReplaceAll(cfg.Control, "/", "_"))
 	if cfg.Shard.Count > 1 {
 		name += fmt.Sprintf("-shard%dof%d", cfg.Shard.Index, cfg.Shard.Count)
 	}
-	return filepath.Join(cfg.CacheDir, name+".json")
+	return filepath.Join(cfg.App.CacheDir, name+".json")
 }
 
 // githubConn is what connecting to GitHub established.
@@ -400,28 +379,28 @@ func connectLoop(ctx context.Context, cfg serveConfig, srv *webhook.Server, log 
 // GitHub API docs: https://docs.github.com/rest/apps/apps#get-the-authenticated-app
 func connect(ctx context.Context, cfg serveConfig) (*githubConn, error) {
 	owner, _, _ := strings.Cut(cfg.Control, "/")
-	app, err := ghforge.NewApp(ghforge.AppConfig{APIURL: cfg.GitHub.APIURL, AppID: cfg.GitHub.AppID, PrivateKey: cfg.GitHub.PrivateKey, Logger: cfg.Logger})
+	ghApp, err := ghforge.NewApp(ghforge.AppConfig{APIURL: cfg.App.GitHub.APIURL, AppID: cfg.App.GitHub.AppID, PrivateKey: cfg.App.GitHub.PrivateKey, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
-	jwt, err := ghinstallation.NewAppsTransport(http.DefaultTransport, cfg.GitHub.AppID, cfg.GitHub.PrivateKey)
+	jwt, err := ghinstallation.NewAppsTransport(http.DefaultTransport, cfg.App.GitHub.AppID, cfg.App.GitHub.PrivateKey)
 	if err != nil {
-		return nil, fmt.Errorf("GitHub App %d: %w", cfg.GitHub.AppID, err)
+		return nil, fmt.Errorf("GitHub App %d: %w", cfg.App.GitHub.AppID, err)
 	}
 	api := gh.NewClient(&http.Client{Transport: jwt, Timeout: 30 * time.Second})
-	if cfg.GitHub.APIURL != "" {
-		if api, err = api.WithEnterpriseURLs(cfg.GitHub.APIURL, cfg.GitHub.APIURL); err != nil {
-			return nil, fmt.Errorf("GitHub API URL %s: %w", ghforge.RedactURL(cfg.GitHub.APIURL), err)
+	if cfg.App.GitHub.APIURL != "" {
+		if api, err = api.WithEnterpriseURLs(cfg.App.GitHub.APIURL, cfg.App.GitHub.APIURL); err != nil {
+			return nil, fmt.Errorf("GitHub API URL %s: %w", ghforge.RedactURL(cfg.App.GitHub.APIURL), err)
 		}
 	}
 	a, _, err := api.Apps.Get(ctx, "")
 	if err != nil {
-		return nil, fmt.Errorf("reading GitHub App %d (wrong app id or key?): %w", cfg.GitHub.AppID, err)
+		return nil, fmt.Errorf("reading GitHub App %d (wrong app id or key?): %w", cfg.App.GitHub.AppID, err)
 	}
-	if _, err := app.InstallationID(ctx, owner); err != nil {
+	if _, err := ghApp.InstallationID(ctx, owner); err != nil {
 		return nil, err
 	}
-	return &githubConn{app: app, self: a.GetSlug() + "[bot]", controlOwner: owner}, nil
+	return &githubConn{app: ghApp, self: a.GetSlug() + "[bot]", controlOwner: owner}, nil
 }
 
 // forgeSet opens GitHub clients and forges per owner and mode on demand,
@@ -450,9 +429,8 @@ func (s *forgeSet) client(ctx context.Context, owner string, readOnly bool) (*gh
 	if c, ok := s.clients[key]; ok {
 		return c, nil
 	}
-	cfg := s.cfg.GitHub
+	cfg := s.cfg.App.ClientConfig(owner, readOnly)
 	cfg.AppID, cfg.PrivateKey, cfg.App = 0, nil, s.app
-	cfg.Owner, cfg.ReadOnly, cfg.Logger = owner, readOnly, s.log
 	c, err := ghforge.New(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -484,7 +462,7 @@ func (s *forgeSet) open(ctx context.Context, owner string, mode webhook.ForgeMod
 	opts := ghforge.ForgeOptions{Login: s.self, Logger: s.log}
 	switch mode {
 	case webhook.ForgeApply:
-		opts.CacheDir = s.cfg.CacheDir
+		opts.CacheDir = s.cfg.App.CacheDir
 	case webhook.ForgeDrift:
 		opts.AccessMaxAge = -1
 	}
