@@ -14,8 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/bradleyfalzon/ghinstallation/v2"
-	gh "github.com/google/go-github/v62/github"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -245,72 +243,8 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener) error {
 	go func() { httpDone <- hs.Serve(ln) }()
 
 	var wg sync.WaitGroup
-	runErr := func() error {
-		gh, err := connectLoop(ctx, cfg, srv, log)
-		if err != nil {
-			return err
-		}
-		m.GitHub(metrics.GitHubSource{Client: "app", Stats: func() metrics.GitHubStats { return githubStats(gh.app.Stats()) }})
-		forges := &forgeSet{cfg: cfg, app: gh.app, self: gh.self, metrics: m, log: log, forges: map[string]*ghforge.Forge{}}
-		control, err := forges.client(ctx, gh.controlOwner, true)
-		if err != nil {
-			return err
-		}
-		checker, err := forges.client(ctx, gh.controlOwner, false)
-		if err != nil {
-			return err
-		}
-		src, err := webhook.NewGitHubControl(control.API(), cfg.Control)
-		if err != nil {
-			return err
-		}
-		checks, err := webhook.NewGitHubChecks(checker.API(), cfg.Control, cfg.CheckName)
-		if err != nil {
-			return err
-		}
-		renderer := cfg.App.Renderer()
-		verdict := &webhook.ReviewVerdict{Renderer: renderer, Member: func(ctx context.Context, org, slug, login string) (bool, error) {
-			c, err := forges.client(ctx, org, true)
-			if err != nil {
-				return false, err
-			}
-			return c.TeamMember(ctx, org, slug, login)
-		}}
-		svc, err := webhook.NewService(webhook.ServiceConfig{
-			Control: src, Renderer: renderer, Verdict: verdict,
-			Forges: forges.open, Checks: checks, Concurrency: cfg.Concurrency, Shard: cfg.Shard,
-			Logger: log, Metrics: m, BeforeJob: cfg.BeforeJob,
-			Baselines: reconcile.NewBaselines(baselineFile(cfg), log), Salt: version,
-		})
-		if err != nil {
-			return err
-		}
-		service.Store(svc)
-		disp, err := webhook.NewDispatcher(webhook.DispatcherConfig{Secret: cfg.Secret, MaxBody: cfg.MaxBody, Logger: log, Metrics: m},
-			webhook.Handlers(webhook.HandlerConfig{Control: cfg.Control, Self: gh.self, AppID: cfg.App.GitHub.AppID, Queue: queue, Logger: log})...)
-		if err != nil {
-			return err
-		}
-		srv.SetDispatcher(disp)
-		pool := &webhook.Pool{Queue: queue, Exec: svc, Workers: cfg.Workers, Grace: cfg.Grace, Logger: log, Metrics: m}
-		resync := &webhook.Resync{Queue: queue, Control: cfg.Control, Interval: cfg.Resync, Logger: log}
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			_ = pool.Run(ctx)
-		}()
-		go func() {
-			defer wg.Done()
-			resync.Run(ctx, func() {
-				srv.SetReady(nil)
-				log.Info("fleetbot serve ready", "app", gh.self)
-				if cfg.OnReady != nil {
-					cfg.OnReady()
-				}
-			})
-		}()
-		return nil
-	}()
+	run := &serveRun{cfg: cfg, log: log, metrics: m, srv: srv, queue: queue}
+	runErr := run.start(ctx, &wg, &service)
 	if runErr == nil {
 		select {
 		case <-ctx.Done():
@@ -330,6 +264,97 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener) error {
 		return nil
 	}
 	return runErr
+}
+
+// serveRun is what one serve process shares between connecting to GitHub, building the
+// service and running its workers.
+type serveRun struct {
+	cfg     serveConfig
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	srv     *webhook.Server
+	queue   *webhook.Queue
+}
+
+// start connects to GitHub (retrying until ctx is done), builds the service, publishes it in
+// service (the /status pages read it), routes deliveries to it and starts the worker pool and
+// the resync loop under wg.
+func (r *serveRun) start(ctx context.Context, wg *sync.WaitGroup, service *atomic.Pointer[webhook.Service]) error {
+	cfg, log := r.cfg, r.log
+	gh, err := connectLoop(ctx, cfg, r.srv, log)
+	if err != nil {
+		return err
+	}
+	r.metrics.GitHub(metrics.GitHubSource{Client: "app", Stats: func() metrics.GitHubStats { return githubStats(gh.app.Stats()) }})
+	forges := &forgeSet{cfg: cfg, app: gh.app, self: gh.self, metrics: r.metrics, log: log, forges: map[string]*ghforge.Forge{}}
+	svc, err := r.service(ctx, gh, forges)
+	if err != nil {
+		return err
+	}
+	service.Store(svc)
+	disp, err := webhook.NewDispatcher(webhook.DispatcherConfig{Secret: cfg.Secret, MaxBody: cfg.MaxBody, Logger: log, Metrics: r.metrics},
+		webhook.Handlers(webhook.HandlerConfig{Control: cfg.Control, Self: gh.self, AppID: cfg.App.GitHub.AppID, Queue: r.queue, Logger: log})...)
+	if err != nil {
+		return err
+	}
+	r.srv.SetDispatcher(disp)
+	pool := &webhook.Pool{Queue: r.queue, Exec: svc, Workers: cfg.Workers, Grace: cfg.Grace, Logger: log, Metrics: r.metrics}
+	resync := &webhook.Resync{Queue: r.queue, Control: cfg.Control, Interval: cfg.Resync, Logger: log}
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := pool.Run(ctx); err != nil {
+			log.Error("webhook worker pool stopped", "err", err)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		resync.Run(ctx, func() {
+			r.srv.SetReady(nil)
+			log.Info("fleetbot serve ready", "app", gh.self)
+			if cfg.OnReady != nil {
+				cfg.OnReady()
+			}
+		})
+	}()
+	return nil
+}
+
+// service builds the webhook service over the App's installations: the control repo read
+// and checked through the installation on its owner, target repos through forges, rendering
+// with the one renderer of the application configuration.
+func (r *serveRun) service(ctx context.Context, gh *githubConn, forges *forgeSet) (*webhook.Service, error) {
+	cfg := r.cfg
+	control, err := forges.client(ctx, gh.controlOwner, true)
+	if err != nil {
+		return nil, err
+	}
+	checker, err := forges.client(ctx, gh.controlOwner, false)
+	if err != nil {
+		return nil, err
+	}
+	src, err := webhook.NewGitHubControl(control.API(), cfg.Control)
+	if err != nil {
+		return nil, err
+	}
+	checks, err := webhook.NewGitHubChecks(checker.API(), cfg.Control, cfg.CheckName)
+	if err != nil {
+		return nil, err
+	}
+	renderer := cfg.App.Renderer()
+	verdict := &webhook.ReviewVerdict{Renderer: renderer, Member: func(ctx context.Context, org, slug, login string) (bool, error) {
+		c, err := forges.client(ctx, org, true)
+		if err != nil {
+			return false, err
+		}
+		return c.TeamMember(ctx, org, slug, login)
+	}}
+	return webhook.NewService(webhook.ServiceConfig{
+		Control: src, Renderer: renderer, Verdict: verdict,
+		Forges: forges.open, Checks: checks, Concurrency: cfg.Concurrency, Shard: cfg.Shard,
+		Logger: r.log, Metrics: r.metrics, BeforeJob: cfg.BeforeJob,
+		Baselines: reconcile.NewBaselines(baselineFile(cfg), r.log), Salt: version,
+	})
 }
 
 // baselineFile is where serve keeps what its last converged apply left every target repo at,
@@ -375,32 +400,21 @@ func connectLoop(ctx context.Context, cfg serveConfig, srv *webhook.Server, log 
 
 // connect checks the App's credentials (GET /app, which also names its
 // bot account) and finds its installation on the control repo's owner.
-//
-// GitHub API docs: https://docs.github.com/rest/apps/apps#get-the-authenticated-app
 func connect(ctx context.Context, cfg serveConfig) (*githubConn, error) {
 	owner, _, _ := strings.Cut(cfg.Control, "/")
-	ghApp, err := ghforge.NewApp(ghforge.AppConfig{APIURL: cfg.App.GitHub.APIURL, AppID: cfg.App.GitHub.AppID, PrivateKey: cfg.App.GitHub.PrivateKey, Logger: cfg.Logger})
+	gh := cfg.App.GitHub
+	ghApp, err := ghforge.NewApp(ghforge.AppConfig{APIURL: app.APIURL(gh.APIURL), AppID: gh.AppID, PrivateKey: gh.PrivateKey, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
-	jwt, err := ghinstallation.NewAppsTransport(http.DefaultTransport, cfg.App.GitHub.AppID, cfg.App.GitHub.PrivateKey)
+	self, err := ghApp.BotLogin(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("GitHub App %d: %w", cfg.App.GitHub.AppID, err)
-	}
-	api := gh.NewClient(&http.Client{Transport: jwt, Timeout: 30 * time.Second})
-	if cfg.App.GitHub.APIURL != "" {
-		if api, err = api.WithEnterpriseURLs(cfg.App.GitHub.APIURL, cfg.App.GitHub.APIURL); err != nil {
-			return nil, fmt.Errorf("GitHub API URL %s: %w", ghforge.RedactURL(cfg.App.GitHub.APIURL), err)
-		}
-	}
-	a, _, err := api.Apps.Get(ctx, "")
-	if err != nil {
-		return nil, fmt.Errorf("reading GitHub App %d (wrong app id or key?): %w", cfg.App.GitHub.AppID, err)
+		return nil, fmt.Errorf("%w (wrong app id or key?)", err)
 	}
 	if _, err := ghApp.InstallationID(ctx, owner); err != nil {
 		return nil, err
 	}
-	return &githubConn{app: ghApp, self: a.GetSlug() + "[bot]", controlOwner: owner}, nil
+	return &githubConn{app: ghApp, self: self, controlOwner: owner}, nil
 }
 
 // forgeSet opens GitHub clients and forges per owner and mode on demand,
