@@ -6,17 +6,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path"
-	"path/filepath"
-	"sort"
 	"strings"
-	"testing/fstest"
 
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/spf13/cobra"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
@@ -71,21 +62,21 @@ func (a *frontend) checkControlCommand() *cobra.Command {
 			if base == "" || head == "" {
 				return errors.New("check control needs --base REF and --head REF")
 			}
-			repo, err := git.PlainOpenWithOptions(a.control, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+			repo, err := app.OpenClone(a.control)
 			if err != nil {
 				return fmt.Errorf("--control %s is not a git clone of the control repo: %w", a.control, err)
 			}
-			baseFS, baseRev, err := treeFS(repo, base)
+			baseFS, baseRev, err := app.TreeFS(repo, base)
 			if err != nil {
 				return err
 			}
-			headFS, headRev, err := treeFS(repo, head)
+			headFS, headRev, err := app.TreeFS(repo, head)
 			if err != nil {
 				return err
 			}
 			// The control repo may be a directory of a larger repository
 			// (platform/fleet/ in a monorepo): review that directory's tree.
-			if baseFS, headFS, err = subTrees(repo, a.control, baseFS, headFS); err != nil {
+			if baseFS, headFS, err = app.SubTrees(repo, a.control, baseFS, headFS); err != nil {
 				return err
 			}
 			in := review.Input{Base: baseFS, Head: headFS, BaseRev: baseRev, HeadRev: headRev, Author: author}
@@ -166,58 +157,6 @@ func writeReview(w io.Writer, format string, r *review.Report) error {
 	return r.WriteText(w)
 }
 
-// treeFS reads the tree of a commit of repo as an fs.FS, straight from git
-// objects: no checkout, no work tree. Symlinks keep their mode so the
-// loader refuses them; submodules are skipped.
-// subTrees narrows the trees of a commit pair to dir, the control repo's directory inside the
-// clone (unchanged when dir is the clone's root).
-func subTrees(repo *git.Repository, dir string, base, head fs.FS) (fs.FS, fs.FS, error) {
-	sub, err := app.DirInClone(repo, dir)
-	if err != nil || sub == "." {
-		return base, head, err
-	}
-	if base, err = fs.Sub(base, sub); err != nil {
-		return nil, nil, err
-	}
-	head, err = fs.Sub(head, sub)
-	return base, head, err
-}
-
-func treeFS(repo *git.Repository, ref string) (fs.FS, string, error) {
-	h, err := repo.ResolveRevision(plumbing.Revision(ref))
-	if err != nil {
-		return nil, "", fmt.Errorf("resolving %q in the control repo: %w", ref, err)
-	}
-	c, err := repo.CommitObject(*h)
-	if err != nil {
-		return nil, "", fmt.Errorf("reading commit %s: %w", h, err)
-	}
-	tree, err := c.Tree()
-	if err != nil {
-		return nil, "", fmt.Errorf("reading the tree of %s: %w", h, err)
-	}
-	out := fstest.MapFS{}
-	err = tree.Files().ForEach(func(f *object.File) error {
-		switch f.Mode {
-		case filemode.Submodule:
-			return nil
-		case filemode.Symlink:
-			out[f.Name] = &fstest.MapFile{Mode: fs.ModeSymlink}
-			return nil
-		}
-		data, err := f.Contents()
-		if err != nil {
-			return fmt.Errorf("reading %s at %s: %w", f.Name, h, err)
-		}
-		out[f.Name] = &fstest.MapFile{Data: []byte(data), Mode: 0o644}
-		return nil
-	})
-	if err != nil {
-		return nil, "", err
-	}
-	return out, h.String(), nil
-}
-
 func (a *frontend) checkWorkspaceCommand() *cobra.Command {
 	var dir, workspace, namespace, format string
 	cmd := &cobra.Command{
@@ -243,11 +182,11 @@ status is 1 when there is any. Run it in the workspace repo's CI.`,
 			if namespace == "" {
 				namespace = workspace
 			}
-			files, err := readRepoDir(dir)
+			files, err := app.ReadRepoDir(dir)
 			if err != nil {
 				return err
 			}
-			entries := entriesUnder(files, "clusters", true)
+			entries := app.EntriesUnder(files, "clusters", true)
 			if len(entries) == 0 {
 				return fmt.Errorf("%s has no clusters/<cluster>/kustomization.yaml: is it a workspace repo?", dir)
 			}
@@ -273,11 +212,11 @@ remote bases and references leaving the repo. Cluster admins may create
 cluster-scoped objects on their cluster, so nothing else is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			files, err := readRepoDir(dir)
+			files, err := app.ReadRepoDir(dir)
 			if err != nil {
 				return err
 			}
-			entries := entriesUnder(files, "apps", false)
+			entries := app.EntriesUnder(files, "apps", false)
 			if len(entries) == 0 {
 				return fmt.Errorf("%s has no apps/kustomization.yaml: is it a cluster repo?", dir)
 			}
@@ -327,93 +266,6 @@ func (a *frontend) writeProblems(format, what string, entries []string, problems
 		return exitCode(1)
 	}
 	return nil
-}
-
-// entriesUnder lists the kustomization directories to render: top itself,
-// or with perChild each top/<name>/ holding a kustomization.
-func entriesUnder(files map[string][]byte, top string, perChild bool) []string {
-	seen := map[string]bool{}
-	for p := range files {
-		dir, name := path.Split(p)
-		dir = strings.TrimSuffix(dir, "/")
-		switch name {
-		case "kustomization.yaml", "kustomization.yml", "Kustomization":
-		default:
-			continue
-		}
-		if (perChild && path.Dir(dir) == top) || (!perChild && dir == top) {
-			seen[dir] = true
-		}
-	}
-	out := make([]string, 0, len(seen))
-	for d := range seen {
-		out = append(out, d)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// readRepoDir reads a repo checkout into memory (every regular file but
-// .git), so kustomize never touches the disk or the network. Symlinks are
-// not followed. The control repo's bounds apply (control.MaxFileBytes a
-// file, checked before reading, control.MaxFiles, control.MaxTotalBytes):
-// a workspace or cluster repo is written by its admins, and check runs in CI
-// on their pull requests.
-func readRepoDir(dir string) (map[string][]byte, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", dir, err)
-	}
-	defer root.Close()
-	files := map[string][]byte{}
-	var count int
-	var total int64
-	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if d.Name() == ".git" {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		count++
-		total += info.Size()
-		switch {
-		case info.Size() > control.MaxFileBytes:
-			return fmt.Errorf("%w: %s: %d bytes, more than the %d a file may have; nothing was checked", control.ErrTooLarge, p, info.Size(), control.MaxFileBytes)
-		case count > control.MaxFiles:
-			return fmt.Errorf("%w: %s: the repo has more than %d files; nothing was checked", control.ErrTooLarge, p, control.MaxFiles)
-		case total > control.MaxTotalBytes:
-			return fmt.Errorf("%w: %s: the repo holds more than %d bytes; nothing was checked", control.ErrTooLarge, p, control.MaxTotalBytes)
-		}
-		f, err := root.Open(filepath.FromSlash(p))
-		if err != nil {
-			return err
-		}
-		b, err := io.ReadAll(io.LimitReader(f, control.MaxFileBytes+1))
-		f.Close()
-		if err != nil {
-			return err
-		}
-		if len(b) > control.MaxFileBytes {
-			return fmt.Errorf("%w: %s grew past %d bytes while read; nothing was checked", control.ErrTooLarge, p, control.MaxFileBytes)
-		}
-		files[p] = b
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", dir, err)
-	}
-	return files, nil
 }
 
 func writeJSON(w io.Writer, v any) error {

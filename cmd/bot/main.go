@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/fleetbot-io/fleetbot/internal/app"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -29,9 +31,7 @@ func main() {
 
 // exitCode lets a command end the process with a chosen status, e.g. plan's
 // --detailed-exitcode (2 = changes pending) without printing an error.
-type exitCode int
-
-func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+type exitCode = app.ExitCode
 
 // run executes the CLI and returns the process exit status. Tests call it
 // directly with their own args and writers.

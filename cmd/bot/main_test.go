@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/app"
 )
 
 // exampleControl is the example control repo every CLI test starts from.
@@ -210,7 +212,7 @@ func TestPlanOffline(t *testing.T) {
 
 	code, out, errOut = cli(t, "plan", "--control", exampleControl, "--format", "json")
 	require.Equal(t, 0, code, errOut)
-	var p desiredPlan
+	var p app.DesiredPlan
 	require.NoError(t, json.Unmarshal([]byte(out), &p))
 	require.Len(t, p.Repos, 6)
 	assert.Equal(t, "acme/cluster-edge-1", p.Repos[0].Repo)

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
-	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/manifest"
 )
 
@@ -78,64 +77,8 @@ plan never writes.
 	return cmd
 }
 
-// desiredRepo is the offline plan of one target repo.
-type desiredRepo struct {
-	Repo      string            `json:"repo"`
-	Kind      fanout.Kind       `json:"kind"`
-	Name      string            `json:"name"`
-	Files     []string          `json:"files"`
-	Scaffolds []string          `json:"scaffolds"`
-	Objects   map[string]int    `json:"objects"`
-	Teams     map[string]string `json:"teams"`
-	Reviewers []string          `json:"reviewers"`
-	// Needs lists, per platform component file of a cluster repo, the kinds
-	// whose CRDs the cluster must already have (see manifest.NeedsFromCluster).
-	Needs map[string][]string `json:"needs,omitempty"`
-}
-
-type desiredPlan struct {
-	Source string        `json:"source,omitempty"`
-	Repos  []desiredRepo `json:"repos"`
-}
-
-func buildDesiredPlan(f *app.Fleet) (desiredPlan, error) {
-	p := desiredPlan{Source: f.Repo.Revision, Repos: []desiredRepo{}}
-	for _, t := range f.Targets {
-		d := desiredRepo{
-			Repo: t.FullName(), Kind: t.Kind, Name: t.Name,
-			Files: slices.Sorted(maps.Keys(t.Files)), Scaffolds: slices.Sorted(maps.Keys(t.Scaffolds)),
-			Teams: map[string]string{}, Reviewers: t.Reviewers,
-		}
-		var objs []manifest.Object
-		for _, path := range d.Files {
-			if !manifest.IsManifestPath(path) {
-				continue
-			}
-			o, err := manifest.Parse(t.Files[path])
-			if err != nil {
-				return p, fmt.Errorf("%s: rendered %s does not parse: %w", t.FullName(), path, err)
-			}
-			objs = append(objs, o...)
-			if t.Kind == fanout.KindCluster && strings.HasPrefix(path, fanout.PlatformDir+"/") {
-				if needs := manifest.NeedsFromCluster(o); len(needs) > 0 {
-					if d.Needs == nil {
-						d.Needs = map[string][]string{}
-					}
-					d.Needs[path] = needs
-				}
-			}
-		}
-		d.Objects = manifest.CountByKind(manifest.OnCluster(objs))
-		for team, role := range t.Access.Teams {
-			d.Teams[team] = string(role)
-		}
-		p.Repos = append(p.Repos, d)
-	}
-	return p, nil
-}
-
 func writeDesiredPlan(w io.Writer, format string, f *app.Fleet) error {
-	p, err := buildDesiredPlan(f)
+	p, err := app.BuildDesiredPlan(f)
 	if err != nil {
 		return err
 	}
@@ -150,7 +93,7 @@ func writeDesiredPlan(w io.Writer, format string, f *app.Fleet) error {
 		fmt.Fprintln(w, "|---|---|---|---|---|")
 		for _, r := range p.Repos {
 			fmt.Fprintf(w, "| `%s` | %s | %d managed, %d scaffold | %s | %s |\n", r.Repo, r.Kind,
-				len(r.Files), len(r.Scaffolds), manifest.FormatCounts(r.Objects), formatTeams(r.Teams))
+				len(r.Files), len(r.Scaffolds), manifest.FormatCounts(r.Objects), app.FormatTeams(r.Teams))
 		}
 		return nil
 	default:
@@ -166,7 +109,7 @@ func writeDesiredPlan(w io.Writer, format string, f *app.Fleet) error {
 			for _, f := range slices.Sorted(maps.Keys(r.Needs)) {
 				fmt.Fprintf(w, "  needs:    %s: %s (CRDs the cluster must have; without them Flux's platform Kustomization fails)\n", f, strings.Join(r.Needs[f], ", "))
 			}
-			fmt.Fprintf(w, "  access:   %s\n", formatTeams(r.Teams))
+			fmt.Fprintf(w, "  access:   %s\n", app.FormatTeams(r.Teams))
 			fmt.Fprintf(w, "  review:   %s\n", strings.Join(r.Reviewers, ", "))
 		}
 		return nil
@@ -178,12 +121,4 @@ func sourceLabel(rev string) string {
 		return "working tree (not a git checkout)"
 	}
 	return rev
-}
-
-func formatTeams(teams map[string]string) string {
-	parts := make([]string, 0, len(teams))
-	for _, t := range slices.Sorted(maps.Keys(teams)) {
-		parts = append(parts, t+"="+teams[t])
-	}
-	return strings.Join(parts, ", ")
 }

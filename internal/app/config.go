@@ -166,3 +166,9 @@ func WriteStats(w io.Writer, s ghforge.Stats) {
 	fmt.Fprintf(w, "github: %d reads (%d answered 304), %d writes (%d content-creating); waited %s for limits\n",
 		s.Requests.Reads, s.Requests.NotModified, s.Requests.Writes, s.Requests.ContentWrites, s.Budget.Waited.Round(time.Millisecond))
 }
+
+// ExitCode ends a front end with a chosen process status without printing an error, as
+// DESIGN's exit codes say: 0 nothing to do, 1 error, 2 changes pending, 3 blocked on a human.
+type ExitCode int
+
+func (e ExitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }

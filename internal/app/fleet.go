@@ -69,7 +69,7 @@ func Revision(dir string) string {
 	if err != nil {
 		return ""
 	}
-	r, err := git.PlainOpenWithOptions(abs, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	r, err := OpenClone(abs)
 	if err != nil {
 		return ""
 	}
