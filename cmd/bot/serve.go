@@ -22,6 +22,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
+	"github.com/fleetbot-io/fleetbot/internal/webhook/githubapi"
 )
 
 // Defaults of fleetbot serve.
@@ -333,11 +334,11 @@ func (r *serveRun) service(ctx context.Context, gh *githubConn, forges *forgeSet
 	if err != nil {
 		return nil, err
 	}
-	src, err := webhook.NewGitHubControl(control.API(), cfg.Control)
+	src, err := githubapi.NewGitHubControl(control.API(), cfg.Control)
 	if err != nil {
 		return nil, err
 	}
-	checks, err := webhook.NewGitHubChecks(checker.API(), cfg.Control, cfg.CheckName)
+	checks, err := githubapi.NewGitHubChecks(checker.API(), cfg.Control, cfg.CheckName)
 	if err != nil {
 		return nil, err
 	}
