@@ -1,7 +1,9 @@
 // Command fleetbot reconciles a fleetbot control repo into one repo per
-// cluster and one per workspace, as pull requests. This file is the one
-// composition root: flags, configuration and wiring live here and nowhere
-// else.
+// cluster and one per workspace, as pull requests. It is the CLI front end:
+// flags and environment live here and are resolved into one app.Config
+// (config.go); internal/app, the one composition root, builds the forge,
+// renderer, budget and cache from it for every command, the Action and serve
+// (docs/architecture.md).
 package main
 
 import (

@@ -190,11 +190,11 @@ func (a *frontend) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, er
 	if len(secret) == 0 {
 		return serveConfig{}, errors.New("no webhook secret: --webhook-secret-file FILE, FLEETBOT_WEBHOOK_SECRET_FILE or FLEETBOT_WEBHOOK_SECRET; GitHub signs every delivery with it")
 	}
-	a.forge, a.gitURLFlag = app.ForgeGitHub, f.gitURL
 	acfg, err := a.config(app.ForgeGitHub, log)
 	if err != nil {
 		return serveConfig{}, err
 	}
+	acfg.GitURL = app.ResolveGitURL(f.gitURL, app.ForgeGitHub, acfg.GitHub.APIURL)
 	if acfg.GitHub.AppID == 0 {
 		return serveConfig{}, errors.New("serve needs a GitHub App: --app-id and --app-key (or FLEETBOT_APP_ID and FLEETBOT_APP_KEY_FILE); a token cannot receive App webhooks")
 	}
@@ -287,7 +287,9 @@ func (r *serveRun) start(ctx context.Context, wg *sync.WaitGroup, service *atomi
 		return err
 	}
 	r.metrics.GitHub(metrics.GitHubSource{Client: "app", Stats: func() metrics.GitHubStats { return githubStats(gh.app.Stats()) }})
-	forges := &forgeSet{cfg: cfg, app: gh.app, self: gh.self, metrics: r.metrics, log: log, forges: map[string]*ghforge.Forge{}}
+	forges := cfg.App.Installations(gh.app, gh.self, func(key string, c *ghforge.Client) {
+		r.metrics.GitHub(metrics.GitHubSource{Client: key, Stats: func() metrics.GitHubStats { return githubStats(c.Stats().Requests) }})
+	})
 	svc, err := r.service(ctx, gh, forges)
 	if err != nil {
 		return err
@@ -324,13 +326,13 @@ func (r *serveRun) start(ctx context.Context, wg *sync.WaitGroup, service *atomi
 // service builds the webhook service over the App's installations: the control repo read
 // and checked through the installation on its owner, target repos through forges, rendering
 // with the one renderer of the application configuration.
-func (r *serveRun) service(ctx context.Context, gh *githubConn, forges *forgeSet) (*webhook.Service, error) {
+func (r *serveRun) service(ctx context.Context, gh *githubConn, forges *app.Installations) (*webhook.Service, error) {
 	cfg := r.cfg
-	control, err := forges.client(ctx, gh.controlOwner, true)
+	control, err := forges.Client(ctx, gh.controlOwner, true)
 	if err != nil {
 		return nil, err
 	}
-	checker, err := forges.client(ctx, gh.controlOwner, false)
+	checker, err := forges.Client(ctx, gh.controlOwner, false)
 	if err != nil {
 		return nil, err
 	}
@@ -344,7 +346,7 @@ func (r *serveRun) service(ctx context.Context, gh *githubConn, forges *forgeSet
 	}
 	renderer := cfg.App.Renderer()
 	verdict := &webhook.ReviewVerdict{Renderer: renderer, Member: func(ctx context.Context, org, slug, login string) (bool, error) {
-		c, err := forges.client(ctx, org, true)
+		c, err := forges.Client(ctx, org, true)
 		if err != nil {
 			return false, err
 		}
@@ -352,7 +354,7 @@ func (r *serveRun) service(ctx context.Context, gh *githubConn, forges *forgeSet
 	}}
 	return webhook.NewService(webhook.ServiceConfig{
 		Control: src, Renderer: renderer, Verdict: verdict,
-		Forges: forges.open, Checks: checks, Concurrency: cfg.Concurrency, Shard: cfg.Shard,
+		Forges: forges.Forge, Checks: checks, Concurrency: cfg.Concurrency, Shard: cfg.Shard,
 		Logger: r.log, Metrics: r.metrics, BeforeJob: cfg.BeforeJob,
 		Baselines: reconcile.NewBaselines(baselineFile(cfg), r.log), Salt: version,
 	})
@@ -399,91 +401,15 @@ func connectLoop(ctx context.Context, cfg serveConfig, srv *webhook.Server, log 
 	}
 }
 
-// connect checks the App's credentials (GET /app, which also names its
-// bot account) and finds its installation on the control repo's owner.
+// connect checks the App's credentials and finds its installation on the control repo's
+// owner (app.Config.ConnectApp).
 func connect(ctx context.Context, cfg serveConfig) (*githubConn, error) {
 	owner, _, _ := strings.Cut(cfg.Control, "/")
-	gh := cfg.App.GitHub
-	ghApp, err := ghforge.NewApp(ghforge.AppConfig{APIURL: app.APIURL(gh.APIURL), AppID: gh.AppID, PrivateKey: gh.PrivateKey, Logger: cfg.Logger})
+	ghApp, self, err := cfg.App.ConnectApp(ctx, owner)
 	if err != nil {
-		return nil, err
-	}
-	self, err := ghApp.BotLogin(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("%w (wrong app id or key?)", err)
-	}
-	if _, err := ghApp.InstallationID(ctx, owner); err != nil {
 		return nil, err
 	}
 	return &githubConn{app: ghApp, self: self, controlOwner: owner}, nil
-}
-
-// forgeSet opens GitHub clients and forges per owner and mode on demand,
-// sharing one App (its JWT signer and installation tokens), and exports
-// each client's request counters as metrics.
-type forgeSet struct {
-	cfg     serveConfig
-	app     *ghforge.App
-	self    string
-	metrics *metrics.Metrics
-	log     *slog.Logger
-
-	mu      sync.Mutex
-	clients map[string]*ghforge.Client
-	forges  map[string]*ghforge.Forge
-}
-
-// client returns the client of owner's installation.
-func (s *forgeSet) client(ctx context.Context, owner string, readOnly bool) (*ghforge.Client, error) {
-	key := strings.ToLower(owner) + "/write"
-	if readOnly {
-		key = strings.ToLower(owner) + "/read-only"
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.clients[key]; ok {
-		return c, nil
-	}
-	cfg := s.cfg.App.ClientConfig(owner, readOnly)
-	cfg.AppID, cfg.PrivateKey, cfg.App = 0, nil, s.app
-	c, err := ghforge.New(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if s.clients == nil {
-		s.clients = map[string]*ghforge.Client{}
-	}
-	s.clients[key] = c
-	s.metrics.GitHub(metrics.GitHubSource{Client: key, Stats: func() metrics.GitHubStats { return githubStats(c.Stats().Requests) }})
-	return c, nil
-}
-
-// open implements webhook.Forges: apply and drift forges share the write
-// client (its ETag cache and write budget); the drift forge re-reads access
-// settings on every run, since its events say they changed.
-func (s *forgeSet) open(ctx context.Context, owner string, mode webhook.ForgeMode) (reconcile.Forge, error) {
-	c, err := s.client(ctx, owner, mode == webhook.ForgePlan)
-	if err != nil {
-		return nil, err
-	}
-	key := fmt.Sprintf("%s/%d", strings.ToLower(owner), mode)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if f, ok := s.forges[key]; ok {
-		return f, nil
-	}
-	// Only the apply forge keeps its snapshots on disk: two forges must not
-	// share cache files.
-	opts := ghforge.ForgeOptions{Login: s.self, Logger: s.log}
-	switch mode {
-	case webhook.ForgeApply:
-		opts.CacheDir = s.cfg.App.CacheDir
-	case webhook.ForgeDrift:
-		opts.AccessMaxAge = -1
-	}
-	f := ghforge.NewForge(c, opts)
-	s.forges[key] = f
-	return f, nil
 }
 
 func githubStats(s ghforge.RequestStats) metrics.GitHubStats {
