@@ -578,7 +578,9 @@ func (r *actionRun) comment(ctx context.Context, number int, body string) {
 		warn(errors.New("no token: set the token input (default github.token)"))
 		return
 	}
-	c, err := ghforge.New(ctx, ghforge.Config{APIURL: r.in.apiURL, Token: r.in.token, Logger: r.log})
+	workflow := app.Config{Logger: r.log}
+	workflow.GitHub.APIURL, workflow.GitHub.Token = r.in.apiURL, r.in.token
+	c, err := workflow.GitHubClient(ctx, r.env.Owner(), false)
 	if err != nil {
 		warn(err)
 		return
