@@ -60,22 +60,28 @@ func readFloors(t *testing.T) map[string]floor {
 	return floors
 }
 
-// packageImports lists every package of the module with its direct imports (go list: the
-// build graph as the compiler sees it, tests excluded).
-func packageImports(t *testing.T) map[string][]string {
+// goPackage is one package of the module as go list sees it (tests excluded).
+type goPackage struct {
+	imports []string // direct imports
+	deps    []string // every package it depends on, transitively (go list -deps)
+}
+
+// listPackages lists every package of the module with its direct and transitive imports.
+func listPackages(t *testing.T) map[string]goPackage {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	require.NoError(t, err, "the go command is needed to list the packages")
-	cmd := exec.Command(goBin, "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...")
+	cmd := exec.Command(goBin, "list", "-f", `{{.ImportPath}}|{{join .Imports " "}}|{{join .Deps " "}}`, "./...")
 	cmd.Dir = moduleRoot
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	require.NoError(t, err, "go list: %s", stderr.String())
-	pkgs := map[string][]string{}
+	pkgs := map[string]goPackage{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		fields := strings.Fields(line)
-		pkgs[strings.TrimPrefix(fields[0], modulePath)] = fields[1:]
+		parts := strings.Split(line, "|")
+		require.Len(t, parts, 3, line)
+		pkgs[strings.TrimPrefix(parts[0], modulePath)] = goPackage{imports: strings.Fields(parts[1]), deps: strings.Fields(parts[2])}
 	}
 	return pkgs
 }
@@ -86,13 +92,13 @@ func packageImports(t *testing.T) map[string][]string {
 func TestArchitecture(t *testing.T) {
 	t.Parallel()
 	floors := readFloors(t)
-	pkgs := packageImports(t)
-	for pkg, imports := range pkgs {
+	pkgs := listPackages(t)
+	for pkg, p := range pkgs {
 		row, ok := floors[pkg]
 		if !assert.True(t, ok, "package %s has no row in docs/architecture.md: put it on a floor", pkg) {
 			continue
 		}
-		for _, imp := range imports {
+		for _, imp := range p.imports {
 			if rel, ok := strings.CutPrefix(imp, modulePath); ok {
 				assert.True(t, slices.Contains(row.allowed, rel),
 					"%s (%s floor) imports %s, which docs/architecture.md:%d does not allow: call the floor below through its package, or change the table with a reason",
@@ -103,9 +109,21 @@ func TestArchitecture(t *testing.T) {
 	for pkg, row := range floors {
 		assert.Contains(t, pkgs, pkg, "docs/architecture.md:%d names %s, which is not a package", row.line, pkg)
 	}
-	for _, imp := range pkgs["cmd/bot"] {
+	for _, imp := range pkgs["cmd/bot"].imports {
 		for _, banned := range []string{"github.com/google/go-github/", "github.com/go-git/", "github.com/bradleyfalzon/ghinstallation", "sigs.k8s.io/kustomize/"} {
 			assert.False(t, strings.HasPrefix(imp, banned), "cmd/bot imports %s: the CLI reaches it through internal/app or an adapter", imp)
+		}
+	}
+	// The pure floor does no GitHub and no git I/O, not even through a dependency (go list
+	// -deps): only go-git's hash types, for tree hashes computed locally.
+	for pkg, row := range floors {
+		if row.floor != "pure" {
+			continue
+		}
+		for _, dep := range pkgs[pkg].deps {
+			io := strings.HasPrefix(dep, "github.com/google/go-github/") || strings.HasPrefix(dep, "github.com/bradleyfalzon/ghinstallation") ||
+				(strings.HasPrefix(dep, "github.com/go-git/") && dep != "github.com/go-git/go-git/v5/plumbing" && dep != "github.com/go-git/go-git/v5/plumbing/hash")
+			assert.False(t, io, "%s (pure floor) depends on %s", pkg, dep)
 		}
 	}
 }
