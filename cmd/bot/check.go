@@ -182,15 +182,13 @@ status is 1 when there is any. Run it in the workspace repo's CI.`,
 			if namespace == "" {
 				namespace = workspace
 			}
-			files, err := app.ReadRepoDir(dir)
+			entries, problems, err := app.CheckTargetRepo(fanout.KindWorkspace, dir, workspace, namespace)
 			if err != nil {
 				return err
 			}
-			entries := app.EntriesUnder(files, "clusters", true)
 			if len(entries) == 0 {
 				return fmt.Errorf("%s has no clusters/<cluster>/kustomization.yaml: is it a workspace repo?", dir)
 			}
-			problems := fanout.CheckRepo(files, fanout.RepoCheck{Entries: entries, Namespace: namespace, ServiceAccount: workspace})
 			return a.writeProblems(format, "workspace "+workspace+" (namespace "+namespace+")", entries, problems)
 		},
 	}
@@ -212,15 +210,13 @@ remote bases and references leaving the repo. Cluster admins may create
 cluster-scoped objects on their cluster, so nothing else is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			files, err := app.ReadRepoDir(dir)
+			entries, problems, err := app.CheckTargetRepo(fanout.KindCluster, dir, "", "")
 			if err != nil {
 				return err
 			}
-			entries := app.EntriesUnder(files, "apps", false)
 			if len(entries) == 0 {
 				return fmt.Errorf("%s has no apps/kustomization.yaml: is it a cluster repo?", dir)
 			}
-			problems := fanout.CheckRepo(files, fanout.RepoCheck{Entries: entries})
 			return a.writeProblems(format, "cluster repo", entries, problems)
 		},
 	}

@@ -875,28 +875,20 @@ func (r *actionRun) reviewControl(ctx context.Context, f *app.Fleet, pull *ghact
 // human-owned kustomizations offline and returns the problems as issues on file and line.
 // A workspace's objects must stay in its namespace, taken to be its name.
 func checkTargetRepo(kind fanout.Kind, dir, name string) (control.Issues, error) {
-	files, err := app.ReadRepoDir(dir)
+	entries, problems, err := app.CheckTargetRepo(kind, dir, name, name)
 	if err != nil {
 		return nil, err
 	}
-	var c fanout.RepoCheck
 	var issues control.Issues
-	if kind == fanout.KindWorkspace {
-		c = fanout.RepoCheck{Entries: app.EntriesUnder(files, "clusters", true), Namespace: name, ServiceAccount: name}
-		if len(c.Entries) == 0 {
-			issues.Add(control.Position{File: "clusters"}, "run check-workspace in a workspace repo, or set mode check-cluster",
-				"no clusters/<cluster>/kustomization.yaml: this is not a workspace repo")
-			return issues, nil
-		}
-	} else {
-		c = fanout.RepoCheck{Entries: app.EntriesUnder(files, "apps", false)}
-		if len(c.Entries) == 0 {
-			issues.Add(control.Position{File: "apps/kustomization.yaml"}, "run check-cluster in a cluster repo, or set mode check-workspace",
-				"no apps/kustomization.yaml: this is not a cluster repo")
-			return issues, nil
-		}
+	switch {
+	case len(entries) == 0 && kind == fanout.KindWorkspace:
+		issues.Add(control.Position{File: "clusters"}, "run check-workspace in a workspace repo, or set mode check-cluster",
+			"no clusters/<cluster>/kustomization.yaml: this is not a workspace repo")
+	case len(entries) == 0:
+		issues.Add(control.Position{File: "apps/kustomization.yaml"}, "run check-cluster in a cluster repo, or set mode check-workspace",
+			"no apps/kustomization.yaml: this is not a cluster repo")
 	}
-	for _, p := range fanout.CheckRepo(files, c) {
+	for _, p := range problems {
 		msg := p.Message
 		if p.Object != "" {
 			msg = p.Object + ": " + msg

@@ -11,11 +11,12 @@ import (
 	"strings"
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
 )
 
-// EntriesUnder lists the kustomization directories to render: top itself,
+// entriesUnder lists the kustomization directories to render: top itself,
 // or with perChild each top/<name>/ holding a kustomization.
-func EntriesUnder(files map[string][]byte, top string, perChild bool) []string {
+func entriesUnder(files map[string][]byte, top string, perChild bool) []string {
 	seen := map[string]bool{}
 	for p := range files {
 		dir, name := path.Split(p)
@@ -37,13 +38,13 @@ func EntriesUnder(files map[string][]byte, top string, perChild bool) []string {
 	return out
 }
 
-// ReadRepoDir reads a repo checkout into memory (every regular file but
+// readRepoDir reads a repo checkout into memory (every regular file but
 // .git), so kustomize never touches the disk or the network. Symlinks are
 // not followed. The control repo's bounds apply (control.MaxFileBytes a
 // file, checked before reading, control.MaxFiles, control.MaxTotalBytes):
 // a workspace or cluster repo is written by its admins, and check runs in CI
 // on their pull requests.
-func ReadRepoDir(dir string) (map[string][]byte, error) {
+func readRepoDir(dir string) (map[string][]byte, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", dir, err)
@@ -98,4 +99,25 @@ func ReadRepoDir(dir string) (map[string][]byte, error) {
 		return nil, fmt.Errorf("reading %s: %w", dir, err)
 	}
 	return files, nil
+}
+
+// CheckTargetRepo is check workspace / check cluster on the target repo checkout at dir,
+// offline: for a workspace repo (kind fanout.KindWorkspace) it renders every
+// clusters/<cluster>/ kustomization, confined to namespace and impersonating the
+// ServiceAccount named after workspace; for a cluster repo it renders apps/. It returns the
+// kustomizations it rendered, empty when dir has none of that kind's (not a repo of that
+// kind), and the problems found.
+func CheckTargetRepo(kind fanout.Kind, dir, workspace, namespace string) ([]string, []fanout.RepoProblem, error) {
+	files, err := readRepoDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := fanout.RepoCheck{Entries: entriesUnder(files, "apps", false)}
+	if kind == fanout.KindWorkspace {
+		c = fanout.RepoCheck{Entries: entriesUnder(files, "clusters", true), Namespace: namespace, ServiceAccount: workspace}
+	}
+	if len(c.Entries) == 0 {
+		return nil, nil, nil
+	}
+	return c.Entries, fanout.CheckRepo(files, c), nil
 }
