@@ -154,15 +154,15 @@ func (c Config) openGitHub(ctx context.Context, owner string, readOnly bool) (re
 	f := ghforge.NewForge(cl, ghforge.ForgeOptions{CacheDir: c.CacheDir, Logger: c.Logger})
 	closeFn := func() error {
 		if c.Stats != nil {
-			WriteStats(c.Stats, cl.Stats())
+			writeStats(c.Stats, cl.Stats())
 		}
 		return nil
 	}
 	return f, closeFn, nil
 }
 
-// WriteStats writes one line of a run's GitHub request counts.
-func WriteStats(w io.Writer, s ghforge.Stats) {
+// writeStats writes one line of a run's GitHub request counts.
+func writeStats(w io.Writer, s ghforge.Stats) {
 	fmt.Fprintf(w, "github: %d reads (%d answered 304), %d writes (%d content-creating); waited %s for limits\n",
 		s.Requests.Reads, s.Requests.NotModified, s.Requests.Writes, s.Requests.ContentWrites, s.Budget.Waited.Round(time.Millisecond))
 }
