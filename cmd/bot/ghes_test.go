@@ -101,6 +101,7 @@ func TestFrontEndsWriteTheSamePullRequestsOnGHES(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // a failed assertion below still stops serve
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, cfg, ln) }()
 	select {
