@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/action"
 	"github.com/fleetbot-io/fleetbot/internal/ghaction"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
 	"github.com/fleetbot-io/fleetbot/internal/review"
@@ -156,7 +157,7 @@ func (r *simRunner) run(inputs map[string]string) stepResult {
 		env["INPUT_"+strings.ToUpper(k)] = v
 	}
 	var stdout, stderr bytes.Buffer
-	a := &app{stdout: &stdout, stderr: &stderr}
+	a := &frontend{stdout: &stdout, stderr: &stderr}
 	root := a.rootCommand()
 	for _, c := range root.Commands() {
 		if c.Name() == "action" {
@@ -241,7 +242,7 @@ func TestActionPlanOnPullRequest(t *testing.T) {
 	step := run.run(appInputs(srv, "plan"))
 	require.Equal(t, 0, step.code, step.stderr)
 
-	assert.Contains(t, step.summary, planMarker)
+	assert.Contains(t, step.summary, action.PlanMarker)
 	assert.Contains(t, step.summary, "## fleetbot plan: ✅ valid")
 	assert.Contains(t, step.summary, "#1 merged into `main`")
 	assert.Contains(t, step.summary, "6 repos: 6 create")
@@ -252,10 +253,10 @@ func TestActionPlanOnPullRequest(t *testing.T) {
 	assert.Len(t, changed, 6)
 	assert.Contains(t, changed, "acme/workspace-payments")
 	assert.Equal(t, "[]", step.outputs["pull-requests"], "plan opens nothing")
-	assert.Equal(t, filepath.Join(run.env["RUNNER_TEMP"], planJSONName), step.outputs["plan-json"])
+	assert.Equal(t, filepath.Join(run.env["RUNNER_TEMP"], action.PlanJSONName), step.outputs["plan-json"])
 	assert.Equal(t, "2", step.outputs["exit-code"], "changes pending, as plan --detailed-exitcode")
 	assert.Equal(t, "[]", step.outputs["blocked-repos"])
-	var res actionResult
+	var res action.Result
 	b, err := os.ReadFile(step.outputs["plan-json"])
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &res))
@@ -265,7 +266,7 @@ func TestActionPlanOnPullRequest(t *testing.T) {
 
 	comments := srv.Comments("acme", "control", n)
 	require.Len(t, comments, 1)
-	assert.True(t, strings.HasPrefix(comments[0], planMarker))
+	assert.True(t, strings.HasPrefix(comments[0], action.PlanMarker))
 	assert.Contains(t, comments[0], "6 repos: 6 create")
 	assert.Empty(t, targetWrites(srv), "plan never writes to a target repo")
 	assert.Equal(t, []string{"POST /repos/{owner}/{repo}/issues/{number}/comments"}, routes(srv, githubtest.ContentCreating))
@@ -324,7 +325,7 @@ func TestActionApplyOnPush(t *testing.T) {
 	assert.Contains(t, step.summary, "## fleetbot apply\n")
 	assert.Contains(t, step.summary, "6 repos: 6 create")
 
-	var pulls []pullRequestOutput
+	var pulls []action.PullRequestOutput
 	require.NoError(t, json.Unmarshal([]byte(step.outputs["pull-requests"]), &pulls))
 	require.Len(t, pulls, 6, step.outputs["pull-requests"])
 	for _, p := range pulls {
@@ -430,7 +431,7 @@ func TestActionValidationErrorsBecomeAnnotations(t *testing.T) {
 	for _, r := range srv.Requests() {
 		assert.True(t, strings.HasPrefix(r.Path, "/api/v3/repos/acme/control/"), "an invalid control repo reads no target repo: %s", r.Path)
 	}
-	var res actionResult
+	var res action.Result
 	b, err = os.ReadFile(step.outputs["plan-json"])
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &res))
@@ -492,8 +493,8 @@ func TestActionCheckTargetRepo(t *testing.T) {
 	for _, tc := range []struct {
 		mode, repo, golden, humanFile string
 	}{
-		{modeCheckWorkspace, "acme/workspace-payments", "workspace-payments", "apps/role.yaml"},
-		{modeCheckCluster, "acme/cluster-prod-eu-1", "cluster-prod-eu-1", "apps/bad.yaml"},
+		{action.ModeCheckWorkspace, "acme/workspace-payments", "workspace-payments", "apps/role.yaml"},
+		{action.ModeCheckCluster, "acme/cluster-prod-eu-1", "cluster-prod-eu-1", "apps/bad.yaml"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			run := newSimRunner(t, srv)
@@ -512,7 +513,7 @@ func TestActionCheckTargetRepo(t *testing.T) {
 			b, err := os.ReadFile(kust)
 			require.NoError(t, err)
 			base := filepath.Base(tc.humanFile)
-			if tc.mode == modeCheckWorkspace {
+			if tc.mode == action.ModeCheckWorkspace {
 				writeFile(t, filepath.Join(run.workspace, tc.humanFile), "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: reader\nrules: []\n")
 				writeFile(t, kust, strings.Replace(string(b), "resources: []", "resources:\n- "+base, 1))
 			} else {
@@ -525,71 +526,6 @@ func TestActionCheckTargetRepo(t *testing.T) {
 		})
 	}
 	assert.Empty(t, srv.Requests(), "checks are offline")
-}
-
-func TestActionInputs(t *testing.T) {
-	t.Parallel()
-	ws := t.TempDir()
-	base := map[string]string{"GITHUB_EVENT_NAME": "push", "GITHUB_REPOSITORY": "acme/control", "GITHUB_WORKSPACE": ws}
-	for _, tc := range []struct {
-		name   string
-		env    map[string]string
-		errMsg string
-		check  func(t *testing.T, in actionInputs)
-	}{
-		{name: "mode required", env: map[string]string{}, errMsg: "input mode is required"},
-		{name: "bad mode", env: map[string]string{"INPUT_MODE": "destroy"}, errMsg: `input mode "destroy": want plan`},
-		{name: "control-dir outside the workspace", env: map[string]string{"INPUT_MODE": "plan", "INPUT_CONTROL-DIR": "../elsewhere"}, errMsg: "is outside GITHUB_WORKSPACE"},
-		{name: "app-id not a number", env: map[string]string{"INPUT_MODE": "plan", "INPUT_APP-ID": "fleetbot"}, errMsg: `input app-id "fleetbot": want the numeric GitHub App id`},
-		{name: "app-id without key", env: map[string]string{"INPUT_MODE": "plan", "INPUT_APP-ID": "12"}, errMsg: "input app-id is set but private-key is empty"},
-		{name: "key without app-id", env: map[string]string{"INPUT_MODE": "plan", "INPUT_PRIVATE-KEY": "-----BEGIN RSA PRIVATE KEY-----\nAAA\n-----END RSA PRIVATE KEY-----\n"}, errMsg: "input private-key is set but app-id is empty"},
-		{name: "key neither PEM nor file", env: map[string]string{"INPUT_MODE": "plan", "INPUT_APP-ID": "12", "INPUT_PRIVATE-KEY": "not-a-key"}, errMsg: "neither a PEM private key"},
-		{name: "allow-removals not a boolean", env: map[string]string{"INPUT_MODE": "apply", "INPUT_ALLOW-REMOVALS": "yes"}, errMsg: "input allow-removals"},
-		{name: "defaults", env: map[string]string{"INPUT_MODE": "plan", "GITHUB_TOKEN": "ghs_w", "GITHUB_API_URL": "https://ghe.example.com/api/v3"}, check: func(t *testing.T, in actionInputs) {
-			assert.Equal(t, ws, in.controlDir)
-			assert.Equal(t, ".", in.controlRel)
-			assert.Equal(t, "ghs_w", in.token)
-			assert.False(t, in.hasFanout(), "GITHUB_TOKEN alone does not fan out")
-			assert.Equal(t, "https://ghe.example.com/api/v3/", in.apiURL)
-		}},
-		{name: "github-url wins", env: map[string]string{"INPUT_MODE": "plan", "INPUT_GITHUB-URL": "https://ghe.example.com/api/v3/", "GITHUB_API_URL": "https://api.github.com"}, check: func(t *testing.T, in actionInputs) {
-			assert.Equal(t, "https://ghe.example.com/api/v3/", in.apiURL)
-		}},
-		{name: "PAT in token fans out", env: map[string]string{"INPUT_MODE": "apply", "INPUT_TOKEN": "ghp_pat", "FLEETBOT_WORKFLOW_TOKEN": "ghs_w", "INPUT_ALLOW_REMOVALS": "true"}, check: func(t *testing.T, in actionInputs) {
-			assert.Equal(t, "ghp_pat", in.fanoutToken)
-			assert.Equal(t, "ghp_pat", in.token)
-			assert.True(t, in.allowRemovals)
-		}},
-		{name: "FLEETBOT_FANOUT_TOKEN fans out", env: map[string]string{"INPUT_MODE": "apply", "INPUT_TOKEN": "ghs_w", "FLEETBOT_WORKFLOW_TOKEN": "ghs_w", "FLEETBOT_FANOUT_TOKEN": "ghp_x"}, check: func(t *testing.T, in actionInputs) {
-			assert.Equal(t, "ghp_x", in.fanoutToken)
-			assert.Equal(t, "ghs_w", in.token)
-		}},
-		{name: "nested control-dir", env: map[string]string{"INPUT_MODE": "plan", "INPUT_CONTROL-DIR": "./fleet/control/"}, check: func(t *testing.T, in actionInputs) {
-			assert.Equal(t, "fleet/control", in.controlRel)
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m := map[string]string{}
-			for k, v := range base {
-				m[k] = v
-			}
-			for k, v := range tc.env {
-				m[k] = v
-			}
-			env, err := ghaction.FromEnv(func(k string) string { return m[k] })
-			require.NoError(t, err)
-			var out bytes.Buffer
-			in, err := readActionInputs(env, ghaction.NewCommands(&out))
-			if tc.errMsg != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), tc.errMsg)
-				assert.NotContains(t, err.Error(), "AAA", "the key never appears in an error")
-				return
-			}
-			require.NoError(t, err)
-			tc.check(t, in)
-		})
-	}
 }
 
 func TestActionOutsideARunner(t *testing.T) {
@@ -690,7 +626,7 @@ func TestActionPlanReviewsTheChange(t *testing.T) {
 			} else {
 				assert.NotContains(t, step.stdout, "::notice")
 			}
-			var res actionResult
+			var res action.Result
 			b, err := os.ReadFile(step.outputs["plan-json"])
 			require.NoError(t, err)
 			require.NoError(t, json.Unmarshal(b, &res))
@@ -728,7 +664,7 @@ func TestActionApplyFailureIsAnnotated(t *testing.T) {
 	assert.Equal(t, 1, step.code)
 	assert.Regexp(t, `::error title=fleetbot::acme/[a-z0-9-]+: failed: `, step.stdout)
 	assert.Contains(t, step.summary, "## fleetbot apply: ⚠️ 1 repo(s) failed")
-	var pulls []pullRequestOutput
+	var pulls []action.PullRequestOutput
 	require.NoError(t, json.Unmarshal([]byte(step.outputs["pull-requests"]), &pulls))
 	assert.Len(t, pulls, 5, "the other repos got their PRs")
 }

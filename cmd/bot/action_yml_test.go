@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fleetbot-io/fleetbot/internal/action"
 )
 
 // actionMetadata is the action metadata syntax
@@ -122,7 +124,7 @@ func TestActionMetadata(t *testing.T) {
 		assert.Contains(t, string(doc), "| `"+name+"` |", "docs/action.md documents input %s", name)
 	}
 	sort.Strings(names)
-	want := actionInputNames()
+	want := action.InputNames()
 	sort.Strings(want)
 	assert.Equal(t, want, names, "action.yml inputs are the inputs fleetbot action reads")
 
@@ -179,7 +181,7 @@ func TestActionMetadata(t *testing.T) {
 		}
 	}
 	require.NotNil(t, runStep, "a step runs `fleetbot action`")
-	for _, name := range actionInputNames() {
+	for _, name := range action.InputNames() {
 		env := "INPUT_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 		assert.Equal(t, "${{ inputs."+name+" }}", runStep.Env[env], "%s passes input %s", env, name)
 	}
@@ -199,7 +201,7 @@ func TestActionMetadata(t *testing.T) {
 		all = append(all, rs...)
 	}
 	sort.Strings(outs)
-	wantOut := actionOutputNames()
+	wantOut := action.OutputNames()
 	sort.Strings(wantOut)
 	assert.Equal(t, wantOut, outs, "action.yml outputs are the outputs fleetbot action writes")
 	for _, name := range outs {
@@ -288,24 +290,24 @@ func TestExampleWorkflows(t *testing.T) {
 				mode := s.With["mode"]
 				modes[mode] = filepath.Base(file)
 				switch mode {
-				case modePlan:
+				case action.ModePlan:
 					assert.Contains(t, wf.On, "pull_request", file)
 					assert.Equal(t, "write", wf.Permissions["pull-requests"], "%s: the plan comment", file)
-				case modeApply:
+				case action.ModeApply:
 					assert.Contains(t, wf.On, "push", file)
 					require.NotNil(t, wf.Concurrency, "%s: two applies never overlap", file)
 					assert.False(t, wf.Concurrency.CancelInProgress, "%s: an apply is never cancelled halfway", file)
 					assert.NotContains(t, wf.Concurrency.Group, "github.sha", "%s: one group for every apply", file)
 					assert.NotEmpty(t, s.With["app-id"], "%s: apply needs the App", file)
 					assert.NotEmpty(t, s.With["private-key"], "%s: apply needs the App", file)
-				case modeCheckWorkspace, modeCheckCluster:
+				case action.ModeCheckWorkspace, action.ModeCheckCluster:
 				default:
 					t.Errorf("%s: mode %q", file, mode)
 				}
 			}
 		}
 	}
-	for _, mode := range []string{modePlan, modeApply, modeCheckWorkspace, modeCheckCluster} {
+	for _, mode := range []string{action.ModePlan, action.ModeApply, action.ModeCheckWorkspace, action.ModeCheckCluster} {
 		assert.Contains(t, modes, mode, "an example workflow for mode %s", mode)
 	}
 }

@@ -4,17 +4,36 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 )
 
-func (a *app) applyCommand() *cobra.Command {
+// applyLong is the help text of apply.
+const applyLong = `apply plans every target repo against the forge and then writes: it creates
+missing repos (bootstrap commit with README, CODEOWNERS and scaffolds), opens
+or updates one pull request per repo on the bot branch, closes PRs that are no
+longer needed, and converges access settings. A repo that fails does not stop
+the others; the run then exits 1 naming it. Without --forge, apply uses the
+embedded local forge at ` + app.DefaultLocalForge + `.
+
+With --forge github and a snapshot cache (--github-cache, on by default),
+apply is incremental: it remembers in the cache what its last converged run
+left every target repo at, and plans only the repos whose desired state
+changed since (a cluster file: that cluster's repo and its workspace repos; a
+catalog app: the repos running it; platform.yaml: every repo). Every
+--full-every, after a failed run, or with --full, it plans every repo again,
+which corrects changes made in target repos by hand.
+
+--detailed-exitcode: 0 done, 1 error, 2 repos deferred to the next run (write
+budget), 3 a repo waits for a human (someone pushed to its bot branch).`
+
+func (a *frontend) applyCommand() *cobra.Command {
 	var (
 		allowRemovals       bool
 		allowAccessRemovals bool
@@ -27,41 +46,25 @@ func (a *app) applyCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "apply",
 		Short: "Reconcile every target repo: create repos, open, update or close fleetbot's pull requests",
-		Long: `apply plans every target repo against the forge and then writes: it creates
-missing repos (bootstrap commit with README, CODEOWNERS and scaffolds), opens
-or updates one pull request per repo on the bot branch, closes PRs that are no
-longer needed, and converges access settings. A repo that fails does not stop
-the others; the run then exits 1 naming it. Without --forge, apply uses the
-embedded local forge at ` + defaultLocalForge + `.
-
-With --forge github and a snapshot cache (--github-cache, on by default),
-apply is incremental: it remembers in the cache what its last converged run
-left every target repo at, and plans only the repos whose desired state
-changed since (a cluster file: that cluster's repo and its workspace repos; a
-catalog app: the repos running it; platform.yaml: every repo). Every
---full-every, after a failed run, or with --full, it plans every repo again,
-which corrects changes made in target repos by hand.
-
---detailed-exitcode: 0 done, 1 error, 2 repos deferred to the next run (write
-budget), 3 a repo waits for a human (someone pushed to its bot branch).`,
-		Args: cobra.NoArgs,
+		Long:  applyLong,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := a.logger()
 			if err != nil {
 				return err
 			}
-			f, err := loadFleet(cmd.Context(), a.control, a.gitURL())
+			f, err := a.load(cmd.Context())
 			if err != nil {
-				return describeLoadError(a.control, err)
+				return app.DescribeLoadError(a.control, err)
 			}
 			if err := a.warnings(f, false); err != nil {
 				return err
 			}
 			spec := a.forge
 			if spec == "" {
-				spec = defaultLocalForge
+				spec = app.DefaultLocalForge
 			}
-			forge, closeForge, err := a.openForge(cmd.Context(), spec, f.repo.Platform.Spec.Owner, false, log)
+			forge, closeForge, err := a.openForge(cmd.Context(), spec, f.Repo.Platform.Spec.Owner, false, log)
 			if err != nil {
 				return err
 			}
@@ -72,13 +75,13 @@ budget), 3 a repo waits for a human (someone pushed to its bot branch).`,
 				Concurrency:         concurrency,
 				Logger:              log,
 			}
-			if file := a.baselineFile(spec, f.repo.Platform.Spec.Owner); file != "" {
+			if file := a.baselineFile(spec, f.Repo.Platform.Spec.Owner); file != "" {
 				opts.Incremental = &reconcile.Incremental{Baselines: reconcile.NewBaselines(file, log), Full: fullRun, FullEvery: fullEvery, Salt: version}
 			}
 			if format == formatText {
 				opts.Progress = func(r reconcile.Result) { fmt.Fprintln(a.stdout, r.Line()) }
 			}
-			report, runErr := reconcile.Apply(cmd.Context(), forge, f.repo, f.targets, opts)
+			report, runErr := reconcile.Apply(cmd.Context(), forge, f.Repo, f.Targets, opts)
 			if report != nil && !issuesInText(format, report) {
 				if err := writeReport(a.stdout, format, report); err != nil {
 					return err
@@ -107,17 +110,17 @@ budget), 3 a repo waits for a human (someone pushed to its bot branch).`,
 
 // forgePlan plans against the forge named by --forge; it reports whether
 // anything would change.
-func (a *app) forgePlan(cmd *cobra.Command, f *fleet, format string, allowRemovals, allowAccessRemovals bool) (*reconcile.Report, error) {
+func (a *frontend) forgePlan(cmd *cobra.Command, f *app.Fleet, format string, allowRemovals, allowAccessRemovals bool) (*reconcile.Report, error) {
 	log, err := a.logger()
 	if err != nil {
 		return nil, err
 	}
-	forge, closeForge, err := a.openForge(cmd.Context(), a.forge, f.repo.Platform.Spec.Owner, true, log)
+	forge, closeForge, err := a.openForge(cmd.Context(), a.forge, f.Repo.Platform.Spec.Owner, true, log)
 	if err != nil {
 		return nil, err
 	}
 	defer closeForge()
-	report, err := reconcile.Plan(cmd.Context(), forge, f.repo, f.targets, reconcile.Options{
+	report, err := reconcile.Plan(cmd.Context(), forge, f.Repo, f.Targets, reconcile.Options{
 		AllowRemovals: allowRemovals, AllowAccessRemovals: allowAccessRemovals, Logger: log,
 	})
 	if report != nil && !issuesInText(format, report) {
@@ -153,11 +156,11 @@ func writeReport(w io.Writer, format string, r *reconcile.Report) error {
 // beside the GitHub snapshot cache (a dot name, so that no org's directory there can clash
 // with it); "" when there is none (the local forge, or --github-cache off), and every apply
 // is then full.
-func (a *app) baselineFile(spec, owner string) string {
+func (a *frontend) baselineFile(spec, owner string) string {
 	if spec != "github" {
 		return ""
 	}
-	dir := a.github.cache(firstNonEmpty(a.github.apiURL, os.Getenv("GITHUB_API_URL")))
+	dir := a.github.cache(a.apiURL())
 	if dir == "" {
 		return ""
 	}

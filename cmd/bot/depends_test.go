@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/app"
 )
 
 // metallbCRDs is a catalog app rendering the two CRDs metallb's manifests use.
@@ -34,8 +36,11 @@ func TestPlanNeedsFollowDependsOn(t *testing.T) {
 
 	code, out, errOut := cli(t, "plan", "--control", ctl, "--format", "json")
 	require.Equal(t, 0, code, errOut)
-	var p desiredPlan
+	var p struct {
+		Repos []app.DesiredRepo `json:"desired"`
+	}
 	require.NoError(t, json.Unmarshal([]byte(out), &p))
+	require.NotEmpty(t, p.Repos)
 	for _, r := range p.Repos {
 		assert.Empty(t, r.Needs, r.Repo)
 	}

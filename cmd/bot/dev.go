@@ -12,12 +12,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/fleetgen"
 	"github.com/fleetbot-io/fleetbot/internal/forge/local"
 )
 
 // devCommand groups tools for trying, developing and measuring fleetbot; README lists them.
-func (a *app) devCommand() *cobra.Command {
+func (a *frontend) devCommand() *cobra.Command {
 	dev := &cobra.Command{
 		Use:   "dev",
 		Short: "Tools for trying and measuring fleetbot: synthetic control repos, serving the local forge to Flux",
@@ -27,10 +28,7 @@ func (a *app) devCommand() *cobra.Command {
 	return dev
 }
 
-// DefaultGitServeListen is where dev git-serve listens unless told.
-const DefaultGitServeListen = "127.0.0.1:8480"
-
-func (a *app) devGitServeCommand() *cobra.Command {
+func (a *frontend) devGitServeCommand() *cobra.Command {
 	var listen, listenFile string
 	cmd := &cobra.Command{
 		Use:   "git-serve [--forge local:PATH] [--listen ADDR] [--listen-file FILE]",
@@ -46,7 +44,7 @@ repo with the same URL. It runs until interrupted.`,
 			if err != nil {
 				return err
 			}
-			spec := firstNonEmpty(a.forge, defaultLocalForge)
+			spec := firstNonEmpty(a.forge, app.DefaultLocalForge)
 			path, ok := strings.CutPrefix(spec, "local:")
 			if !ok || path == "" {
 				return fmt.Errorf("--forge %q: git-serve serves a local forge, local:PATH", spec)
@@ -70,7 +68,7 @@ repo with the same URL. It runs until interrupted.`,
 			return serveUntilDone(cmd.Context(), &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, ln)
 		},
 	}
-	cmd.Flags().StringVar(&listen, "listen", DefaultGitServeListen, "address to listen on; 127.0.0.1:0 picks a free port")
+	cmd.Flags().StringVar(&listen, "listen", app.DefaultGitServeListen, "address to listen on; 127.0.0.1:0 picks a free port")
 	cmd.Flags().StringVar(&listenFile, "listen-file", "", "once listening, write the address (HOST:PORT) to this file")
 	return cmd
 }
@@ -95,7 +93,7 @@ func serveUntilDone(ctx context.Context, srv *http.Server, ln net.Listener) erro
 	return nil
 }
 
-func (a *app) devGenerateCommand() *cobra.Command {
+func (a *frontend) devGenerateCommand() *cobra.Command {
 	var (
 		opts fleetgen.Options
 		out  string

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -15,7 +13,6 @@ import (
 	"github.com/spf13/pflag"
 
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
-	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 )
 
 // githubFlags configure --forge github. Every credential can come from the
@@ -52,16 +49,11 @@ func (g *githubFlags) budget() ghforge.BudgetConfig {
 	return b
 }
 
-// githubConfig resolves flags and environment into a client configuration
-// for the installation on owner. It never logs or echoes a credential.
-func (g *githubFlags) config(owner string, readOnly bool, log *slog.Logger) (ghforge.Config, error) {
-	cfg := ghforge.Config{
-		APIURL: firstNonEmpty(g.apiURL, os.Getenv("GITHUB_API_URL")), Owner: owner, ReadOnly: readOnly, Logger: log,
-		Budget: g.budget(),
-	}
-	if cfg.APIURL != "" && !strings.HasSuffix(cfg.APIURL, "/") {
-		cfg.APIURL += "/"
-	}
+// config resolves the credential flags and environment into a client configuration for
+// the API at apiURL; app.Config.ClientConfig sets owner and mode per client. It never logs
+// or echoes a credential.
+func (g *githubFlags) config(apiURL string) (ghforge.Config, error) {
+	cfg := ghforge.Config{APIURL: apiURL, Budget: g.budget()}
 	appID := firstNonEmpty(g.appID, os.Getenv("FLEETBOT_APP_ID"))
 	keyFile := firstNonEmpty(g.appKeyFile, os.Getenv("FLEETBOT_APP_KEY_FILE"))
 	key := os.Getenv("FLEETBOT_APP_KEY")
@@ -110,34 +102,6 @@ func (g *githubFlags) cache(apiURL string) string {
 		return filepath.Join(base, "fleetbot", "github", strings.ReplaceAll(host, ":", "_"))
 	}
 	return g.cacheDir
-}
-
-// openGitHub builds the GitHub forge for the installation on owner. A
-// read-only forge (plan) refuses every write in its HTTP transport. The
-// returned close prints the run's GitHub request counts on stderr.
-func (a *app) openGitHub(ctx context.Context, owner string, readOnly bool, log *slog.Logger) (reconcile.Forge, func() error, error) {
-	cfg, err := a.github.config(owner, readOnly, log)
-	if err != nil {
-		return nil, nil, err
-	}
-	c, err := ghforge.New(ctx, cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	cacheDir := a.github.cache(cfg.APIURL)
-	if cacheDir != "" {
-		if err := ghforge.PrepareCacheDir(cacheDir); err != nil {
-			return nil, nil, fmt.Errorf("--github-cache: %w", err)
-		}
-	}
-	f := ghforge.NewForge(c, ghforge.ForgeOptions{CacheDir: cacheDir, Logger: log})
-	closeFn := func() error {
-		s := c.Stats()
-		fmt.Fprintf(a.stderr, "github: %d reads (%d answered 304), %d writes (%d content-creating); waited %s for limits\n",
-			s.Requests.Reads, s.Requests.NotModified, s.Requests.Writes, s.Requests.ContentWrites, s.Budget.Waited.Round(time.Millisecond))
-		return nil
-	}
-	return f, closeFn, nil
 }
 
 func firstNonEmpty(vs ...string) string {

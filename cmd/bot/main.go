@@ -1,7 +1,9 @@
 // Command fleetbot reconciles a fleetbot control repo into one repo per
-// cluster and one per workspace, as pull requests. This file is the one
-// composition root: flags, configuration and wiring live here and nowhere
-// else.
+// cluster and one per workspace, as pull requests. It is the CLI front end:
+// flags and environment live here and are resolved into one app.Config
+// (config.go); internal/app, the one composition root, builds the forge,
+// renderer, budget and cache from it for every command, the Action and serve
+// (docs/architecture.md).
 package main
 
 import (
@@ -18,6 +20,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
@@ -33,14 +36,12 @@ func main() {
 
 // exitCode lets a command end the process with a chosen status, e.g. plan's
 // --detailed-exitcode (2 = changes pending) without printing an error.
-type exitCode int
-
-func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+type exitCode = app.ExitCode
 
 // run executes the CLI and returns the process exit status. Tests call it
 // directly with their own args and writers.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	a := &app{stdout: stdout, stderr: stderr}
+	a := &frontend{stdout: stdout, stderr: stderr}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -58,8 +59,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// app holds what every command shares: output streams and global flags.
-type app struct {
+// frontend holds what every command shares: output streams and global flags.
+type frontend struct {
 	stdout, stderr io.Writer
 
 	control string
@@ -71,7 +72,7 @@ type app struct {
 	github     githubFlags
 }
 
-func (a *app) rootCommand() *cobra.Command {
+func (a *frontend) rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "fleetbot",
 		Short: "Fan a fleetbot control repo out into one repo per cluster and workspace, as pull requests",
@@ -104,7 +105,7 @@ applies what lands.`,
 }
 
 // logger builds the run's logger on stderr from the global flags.
-func (a *app) logger() (*slog.Logger, error) {
+func (a *frontend) logger() (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(a.logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", a.logLevel)
@@ -127,7 +128,7 @@ func durationSeconds(_ []string, a slog.Attr) slog.Attr {
 	return a
 }
 
-func (a *app) versionCommand() *cobra.Command {
+func (a *frontend) versionCommand() *cobra.Command {
 	var format string
 	cmd := &cobra.Command{
 		Use:   "version",

@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/app"
 )
 
 // exampleControl is the example control repo every CLI test starts from.
@@ -211,8 +213,8 @@ func TestPlanOffline(t *testing.T) {
 	code, out, errOut = cli(t, "plan", "--control", exampleControl, "--format", "json")
 	require.Equal(t, 0, code, errOut)
 	var p struct {
-		FormatVersion int           `json:"format_version"`
-		Repos         []desiredRepo `json:"desired"`
+		FormatVersion int               `json:"format_version"`
+		Repos         []app.DesiredRepo `json:"desired"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &p))
 	assert.Equal(t, 1, p.FormatVersion)
@@ -571,7 +573,7 @@ func TestLogDurationsForPeopleAndMachines(t *testing.T) {
 		{true, `"took":0.043,"latency":90`},
 	} {
 		var stderr bytes.Buffer
-		a := &app{stderr: &stderr, logLevel: "info", logJSON: c.json}
+		a := &frontend{stderr: &stderr, logLevel: "info", logJSON: c.json}
 		log, err := a.logger()
 		require.NoError(t, err)
 		log.Info("job done", "took", 43*time.Millisecond, "latency", 90*time.Second, "repos", 6)

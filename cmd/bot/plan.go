@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/manifest"
 	"github.com/fleetbot-io/fleetbot/internal/report"
 )
@@ -22,7 +22,7 @@ const (
 	formatJSON     = "json"
 )
 
-func (a *app) planCommand() *cobra.Command {
+func (a *frontend) planCommand() *cobra.Command {
 	var (
 		format              string
 		detailed            bool
@@ -45,9 +45,9 @@ plan never writes.
 3 blocked (a repo waits for a human: someone pushed to its bot branch).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := loadFleet(cmd.Context(), a.control, a.gitURL())
+			f, err := a.load(cmd.Context())
 			if err != nil {
-				return describeLoadError(a.control, err)
+				return app.DescribeLoadError(a.control, err)
 			}
 			if err := a.warnings(f, strict); err != nil {
 				return err
@@ -77,92 +77,8 @@ plan never writes.
 	return cmd
 }
 
-// desiredRepo is the offline plan of one target repo.
-type desiredRepo struct {
-	Repo      string            `json:"repo"`
-	Kind      fanout.Kind       `json:"kind"`
-	Name      string            `json:"name"`
-	Files     []string          `json:"files"`
-	Scaffolds []string          `json:"scaffolds"`
-	Objects   map[string]int    `json:"objects"`
-	Teams     map[string]string `json:"teams"`
-	Reviewers []string          `json:"reviewers"`
-	// Needs lists, per platform component of a cluster repo, the kinds
-	// (Kind.group) whose CRDs the cluster must already have: neither
-	// Kubernetes nor the component or what it depends on provides them (see
-	// manifest.NeedsFromCluster).
-	Needs map[string][]string `json:"needs,omitempty"`
-}
-
-type desiredPlan struct {
-	Source string        `json:"source,omitempty"`
-	Repos  []desiredRepo `json:"repos"`
-}
-
-func buildDesiredPlan(f *fleet) (desiredPlan, error) {
-	p := desiredPlan{Source: f.repo.Revision, Repos: []desiredRepo{}}
-	for _, t := range f.targets {
-		d := desiredRepo{
-			Repo: t.FullName(), Kind: t.Kind, Name: t.Name,
-			Files: slices.Sorted(maps.Keys(t.Files)), Scaffolds: slices.Sorted(maps.Keys(t.Scaffolds)),
-			Teams: map[string]string{}, Reviewers: t.Reviewers,
-		}
-		var objs []manifest.Object
-		// components holds the objects of each platform component (platform/<app>/).
-		components := map[string][]manifest.Object{}
-		for _, path := range d.Files {
-			if !manifest.IsManifestPath(path) {
-				continue
-			}
-			o, err := manifest.Parse(t.Files[path])
-			if err != nil {
-				return p, fmt.Errorf("%s: rendered %s does not parse: %w", t.FullName(), path, err)
-			}
-			objs = append(objs, o...)
-			if app, ok := componentOf(t, path); ok {
-				components[app] = append(components[app], o...)
-			}
-		}
-		for app, o := range components {
-			var provided []manifest.Object
-			for _, dep := range f.repo.DependencyClosure(app) {
-				provided = append(provided, components[dep]...)
-			}
-			if needs := manifest.NeedsFromCluster(o, provided); len(needs) > 0 {
-				if d.Needs == nil {
-					d.Needs = map[string][]string{}
-				}
-				d.Needs[app] = needs
-			}
-		}
-		d.Objects = manifest.CountByKind(manifest.OnCluster(objs))
-		for team, role := range t.Access.Teams {
-			d.Teams[team] = string(role)
-		}
-		p.Repos = append(p.Repos, d)
-	}
-	return p, nil
-}
-
-// componentOf returns the platform component whose directory
-// (platform/<app>/) holds path in a cluster repo.
-func componentOf(t *fanout.Target, path string) (string, bool) {
-	if t.Kind != fanout.KindCluster {
-		return "", false
-	}
-	rest, ok := strings.CutPrefix(path, fanout.PlatformDir+"/")
-	if !ok {
-		return "", false
-	}
-	app, _, ok := strings.Cut(rest, "/")
-	if !ok || app == fanout.TenancyDir {
-		return "", false
-	}
-	return app, true
-}
-
-func writeDesiredPlan(w io.Writer, format string, f *fleet) error {
-	p, err := buildDesiredPlan(f)
+func writeDesiredPlan(w io.Writer, format string, f *app.Fleet) error {
+	p, err := app.BuildDesiredPlan(f)
 	if err != nil {
 		return err
 	}
@@ -177,7 +93,7 @@ func writeDesiredPlan(w io.Writer, format string, f *fleet) error {
 		fmt.Fprintln(w, "|---|---|---|---|---|")
 		for _, r := range p.Repos {
 			fmt.Fprintf(w, "| `%s` | %s | %d managed, %d scaffold | %s | %s |\n", r.Repo, r.Kind,
-				len(r.Files), len(r.Scaffolds), manifest.FormatCounts(r.Objects), formatTeams(r.Teams))
+				len(r.Files), len(r.Scaffolds), manifest.FormatCounts(r.Objects), app.FormatTeams(r.Teams))
 		}
 		return nil
 	default:
@@ -194,7 +110,7 @@ func writeDesiredPlan(w io.Writer, format string, f *fleet) error {
 				fmt.Fprintf(w, "  needs:    %s: %s from the cluster (neither it nor a component it depends on renders the CRD; until the cluster has it, Kustomization platform-%s fails, and what depends on it waits)\n",
 					c, strings.Join(r.Needs[c], ", "), c)
 			}
-			fmt.Fprintf(w, "  access:   %s\n", formatTeams(r.Teams))
+			fmt.Fprintf(w, "  access:   %s\n", app.FormatTeams(r.Teams))
 			fmt.Fprintf(w, "  review:   %s\n", strings.Join(r.Reviewers, ", "))
 		}
 		return nil
@@ -206,12 +122,4 @@ func sourceLabel(rev string) string {
 		return "working tree (not a git checkout)"
 	}
 	return rev
-}
-
-func formatTeams(teams map[string]string) string {
-	parts := make([]string, 0, len(teams))
-	for _, t := range slices.Sorted(maps.Keys(teams)) {
-		parts = append(parts, t+"="+teams[t])
-	}
-	return strings.Join(parts, ", ")
 }

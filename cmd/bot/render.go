@@ -8,13 +8,15 @@ import (
 	"sort"
 
 	"github.com/spf13/cobra"
+
+	"github.com/fleetbot-io/fleetbot/internal/app"
 )
 
 // renderMarker marks a directory written by "fleetbot render", so a rerun may
 // replace it and no other directory is ever cleared.
 const renderMarker = ".fleetbot-render"
 
-func (a *app) renderCommand() *cobra.Command {
+func (a *frontend) renderCommand() *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
 		Use:   "render --out DIR",
@@ -29,12 +31,12 @@ render output (which is replaced).`,
 				return fmt.Errorf("--out is required: the directory to write the rendered repos into")
 			}
 			ctx := cmd.Context()
-			f, err := loadFleet(ctx, a.control, a.gitURL())
+			f, err := a.load(ctx)
 			if err != nil {
 				if ctx.Err() != nil {
 					return fmt.Errorf("render interrupted (%w): %s is unchanged", context.Cause(ctx), out)
 				}
-				return describeLoadError(a.control, err)
+				return app.DescribeLoadError(a.control, err)
 			}
 			if err := checkOut(out); err != nil {
 				return err
@@ -47,7 +49,7 @@ render output (which is replaced).`,
 			}
 			defer os.RemoveAll(tmp)
 			files := 0
-			for _, t := range f.targets {
+			for _, t := range f.Targets {
 				if err := ctx.Err(); err != nil {
 					return fmt.Errorf("render interrupted (%w): %s is unchanged", context.Cause(ctx), out)
 				}
@@ -72,7 +74,7 @@ render output (which is replaced).`,
 			if err := replaceDir(out, tmp); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "rendered %d repo(s), %d file(s) into %s\n", len(f.targets), files, out)
+			fmt.Fprintf(a.stdout, "rendered %d repo(s), %d file(s) into %s\n", len(f.Targets), files, out)
 			return nil
 		},
 	}

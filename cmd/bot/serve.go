@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,16 +14,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/bradleyfalzon/ghinstallation/v2"
-	gh "github.com/google/go-github/v62/github"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
+	"github.com/fleetbot-io/fleetbot/internal/webhook/githubapi"
 )
 
 // Defaults of fleetbot serve.
@@ -40,14 +38,9 @@ type serveConfig struct {
 	Control string
 	// Secret is the webhook secret.
 	Secret []byte
-	// GitHub carries the API URL, App credentials and write budget; Owner
-	// and ReadOnly are set per client.
-	GitHub ghforge.Config
-	// GitURL is the web root target repos are cloned from (rendered into
-	// Flux GitRepository objects).
-	GitURL string
-	// CacheDir is the forge snapshot cache ("" keeps it in memory).
-	CacheDir string
+	// App is the application configuration: GitHub API URL, App credentials, write budget,
+	// Git URL and snapshot cache, the same as the CLI's and the Action's for the same host.
+	App app.Config
 
 	Resync      time.Duration
 	Workers     int
@@ -78,7 +71,7 @@ type serveFlags struct {
 	status                                                            statusPageFlags
 }
 
-func (a *app) serveCommand() *cobra.Command {
+func (a *frontend) serveCommand() *cobra.Command {
 	var f serveFlags
 	cmd := &cobra.Command{
 		Use:   "serve --control-repo OWNER/NAME --webhook-secret-file FILE",
@@ -174,7 +167,7 @@ func flagsFromEnv(fs *pflag.FlagSet, names ...string) error {
 }
 
 // serveConfig resolves flags and environment; it never logs a secret.
-func (a *app) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, error) {
+func (a *frontend) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, error) {
 	owner, name, ok := strings.Cut(f.control, "/")
 	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
 		return serveConfig{}, fmt.Errorf("--control-repo %q: want OWNER/NAME of the control repo on GitHub (or FLEETBOT_CONTROL_REPO)", f.control)
@@ -197,11 +190,12 @@ func (a *app) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, error) 
 	if len(secret) == 0 {
 		return serveConfig{}, errors.New("no webhook secret: --webhook-secret-file FILE, FLEETBOT_WEBHOOK_SECRET_FILE or FLEETBOT_WEBHOOK_SECRET; GitHub signs every delivery with it")
 	}
-	gcfg, err := a.github.config(owner, false, log)
+	acfg, err := a.config(app.ForgeGitHub, log)
 	if err != nil {
 		return serveConfig{}, err
 	}
-	if gcfg.AppID == 0 {
+	acfg.GitURL = app.ResolveGitURL(f.gitURL, app.ForgeGitHub, acfg.GitHub.APIURL)
+	if acfg.GitHub.AppID == 0 {
 		return serveConfig{}, errors.New("serve needs a GitHub App: --app-id and --app-key (or FLEETBOT_APP_ID and FLEETBOT_APP_KEY_FILE); a token cannot receive App webhooks")
 	}
 	if f.resync <= 0 {
@@ -210,9 +204,8 @@ func (a *app) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, error) 
 	// The snapshot cache persists across restarts by default, as for the CLI: with the
 	// batched scan, a restart then costs one GraphQL query per 100 repos, not a full read
 	// of every repo.
-	cacheDir := a.github.cache(gcfg.APIURL)
-	if cacheDir != "" {
-		if err := ghforge.PrepareCacheDir(cacheDir); err != nil {
+	if acfg.CacheDir != "" {
+		if err := ghforge.PrepareCacheDir(acfg.CacheDir); err != nil {
 			return serveConfig{}, fmt.Errorf("--github-cache: %w", err)
 		}
 	}
@@ -222,24 +215,9 @@ func (a *app) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, error) 
 	}
 	return serveConfig{
 		Status:  status,
-		Control: f.control, Secret: secret, GitHub: gcfg, GitURL: firstNonEmpty(f.gitURL, webRoot(gcfg.APIURL)),
-		CacheDir: cacheDir, Resync: f.resync, Workers: f.workers, QueueSize: f.queueSize, MaxBody: f.maxBody,
+		Control: f.control, Secret: secret, App: acfg, Resync: f.resync, Workers: f.workers, QueueSize: f.queueSize, MaxBody: f.maxBody,
 		Grace: f.grace, Concurrency: f.concurrency, CheckName: f.checkName, Shard: shard, Logger: log,
 	}, nil
-}
-
-// webRoot derives the web root from a GitHub Enterprise API URL
-// (https://HOST/api/v3/ -> https://HOST); "" means github.com.
-func webRoot(apiURL string) string {
-	if apiURL == "" {
-		return ""
-	}
-	u, err := url.Parse(apiURL)
-	if err != nil || u.Host == "api.github.com" {
-		return ""
-	}
-	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/api/v3")
-	return strings.TrimSuffix(u.String(), "/")
 }
 
 // serve runs the webhook service on ln until ctx is done, then shuts down:
@@ -266,72 +244,8 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener) error {
 	go func() { httpDone <- hs.Serve(ln) }()
 
 	var wg sync.WaitGroup
-	runErr := func() error {
-		gh, err := connectLoop(ctx, cfg, srv, log)
-		if err != nil {
-			return err
-		}
-		m.GitHub(metrics.GitHubSource{Client: "app", Stats: func() metrics.GitHubStats { return githubStats(gh.app.Stats()) }})
-		forges := &forgeSet{cfg: cfg, app: gh.app, self: gh.self, metrics: m, log: log, forges: map[string]*ghforge.Forge{}}
-		control, err := forges.client(ctx, gh.controlOwner, true)
-		if err != nil {
-			return err
-		}
-		checker, err := forges.client(ctx, gh.controlOwner, false)
-		if err != nil {
-			return err
-		}
-		src, err := webhook.NewGitHubControl(control.API(), cfg.Control)
-		if err != nil {
-			return err
-		}
-		checks, err := webhook.NewGitHubChecks(checker.API(), cfg.Control, cfg.CheckName)
-		if err != nil {
-			return err
-		}
-		renderer := fanout.NewRenderer(fanout.Options{GitURL: cfg.GitURL, Logger: log})
-		verdict := &webhook.ReviewVerdict{Renderer: renderer, Member: func(ctx context.Context, org, slug, login string) (bool, error) {
-			c, err := forges.client(ctx, org, true)
-			if err != nil {
-				return false, err
-			}
-			return c.TeamMember(ctx, org, slug, login)
-		}}
-		svc, err := webhook.NewService(webhook.ServiceConfig{
-			Control: src, Renderer: renderer, Verdict: verdict,
-			Forges: forges.open, Checks: checks, Concurrency: cfg.Concurrency, Shard: cfg.Shard,
-			Logger: log, Metrics: m, BeforeJob: cfg.BeforeJob,
-			Baselines: reconcile.NewBaselines(baselineFile(cfg), log), Salt: version,
-		})
-		if err != nil {
-			return err
-		}
-		service.Store(svc)
-		disp, err := webhook.NewDispatcher(webhook.DispatcherConfig{Secret: cfg.Secret, MaxBody: cfg.MaxBody, Logger: log, Metrics: m},
-			webhook.Handlers(webhook.HandlerConfig{Control: cfg.Control, Self: gh.self, AppID: cfg.GitHub.AppID, Queue: queue, Logger: log})...)
-		if err != nil {
-			return err
-		}
-		srv.SetDispatcher(disp)
-		pool := &webhook.Pool{Queue: queue, Exec: svc, Workers: cfg.Workers, Grace: cfg.Grace, Logger: log, Metrics: m}
-		resync := &webhook.Resync{Queue: queue, Control: cfg.Control, Interval: cfg.Resync, Logger: log}
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			_ = pool.Run(ctx)
-		}()
-		go func() {
-			defer wg.Done()
-			resync.Run(ctx, func() {
-				srv.SetReady(nil)
-				log.Info("fleetbot serve ready", "app", gh.self)
-				if cfg.OnReady != nil {
-					cfg.OnReady()
-				}
-			})
-		}()
-		return nil
-	}()
+	run := &serveRun{cfg: cfg, log: log, metrics: m, srv: srv, queue: queue}
+	runErr := run.start(ctx, &wg, &service)
 	if runErr == nil {
 		select {
 		case <-ctx.Done():
@@ -353,18 +267,111 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener) error {
 	return runErr
 }
 
+// serveRun is what one serve process shares between connecting to GitHub, building the
+// service and running its workers.
+type serveRun struct {
+	cfg     serveConfig
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	srv     *webhook.Server
+	queue   *webhook.Queue
+}
+
+// start connects to GitHub (retrying until ctx is done), builds the service, publishes it in
+// service (the /status pages read it), routes deliveries to it and starts the worker pool and
+// the resync loop under wg.
+func (r *serveRun) start(ctx context.Context, wg *sync.WaitGroup, service *atomic.Pointer[webhook.Service]) error {
+	cfg, log := r.cfg, r.log
+	gh, err := connectLoop(ctx, cfg, r.srv, log)
+	if err != nil {
+		return err
+	}
+	r.metrics.GitHub(metrics.GitHubSource{Client: "app", Stats: func() metrics.GitHubStats { return githubStats(gh.app.Stats()) }})
+	forges := cfg.App.Installations(gh.app, gh.self, func(key string, c *ghforge.Client) {
+		r.metrics.GitHub(metrics.GitHubSource{Client: key, Stats: func() metrics.GitHubStats { return githubStats(c.Stats().Requests) }})
+	})
+	svc, err := r.service(ctx, gh, forges)
+	if err != nil {
+		return err
+	}
+	service.Store(svc)
+	disp, err := webhook.NewDispatcher(webhook.DispatcherConfig{Secret: cfg.Secret, MaxBody: cfg.MaxBody, Logger: log, Metrics: r.metrics},
+		webhook.Handlers(webhook.HandlerConfig{Control: cfg.Control, Self: gh.self, AppID: cfg.App.GitHub.AppID, Queue: r.queue, Logger: log})...)
+	if err != nil {
+		return err
+	}
+	r.srv.SetDispatcher(disp)
+	pool := &webhook.Pool{Queue: r.queue, Exec: svc, Workers: cfg.Workers, Grace: cfg.Grace, Logger: log, Metrics: r.metrics}
+	resync := &webhook.Resync{Queue: r.queue, Control: cfg.Control, Interval: cfg.Resync, Logger: log}
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := pool.Run(ctx); err != nil {
+			log.Error("webhook worker pool stopped", "err", err)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		resync.Run(ctx, func() {
+			r.srv.SetReady(nil)
+			log.Info("fleetbot serve ready", "app", gh.self)
+			if cfg.OnReady != nil {
+				cfg.OnReady()
+			}
+		})
+	}()
+	return nil
+}
+
+// service builds the webhook service over the App's installations: the control repo read
+// and checked through the installation on its owner, target repos through forges, rendering
+// with the one renderer of the application configuration.
+func (r *serveRun) service(ctx context.Context, gh *githubConn, forges *app.Installations) (*webhook.Service, error) {
+	cfg := r.cfg
+	control, err := forges.Client(ctx, gh.controlOwner, true)
+	if err != nil {
+		return nil, err
+	}
+	checker, err := forges.Client(ctx, gh.controlOwner, false)
+	if err != nil {
+		return nil, err
+	}
+	src, err := githubapi.NewGitHubControl(control.API(), cfg.Control)
+	if err != nil {
+		return nil, err
+	}
+	checks, err := githubapi.NewGitHubChecks(checker.API(), cfg.Control, cfg.CheckName)
+	if err != nil {
+		return nil, err
+	}
+	renderer := cfg.App.Renderer()
+	verdict := &webhook.ReviewVerdict{Renderer: renderer, Member: func(ctx context.Context, org, slug, login string) (bool, error) {
+		c, err := forges.Client(ctx, org, true)
+		if err != nil {
+			return false, err
+		}
+		return c.TeamMember(ctx, org, slug, login)
+	}}
+	return webhook.NewService(webhook.ServiceConfig{
+		Control: src, Renderer: renderer, Verdict: verdict,
+		Forges: forges.Forge, Checks: checks, Concurrency: cfg.Concurrency, Shard: cfg.Shard,
+		Logger: r.log, Metrics: r.metrics, BeforeJob: cfg.BeforeJob,
+		Baselines: reconcile.NewBaselines(baselineFile(cfg), r.log), Salt: version,
+	})
+}
+
 // baselineFile is where serve keeps what its last converged apply left every target repo at,
 // so that the first push after a restart is incremental too: in the snapshot cache (a dot name,
 // which no org's directory there can have), per control repo and shard; "" keeps it in memory.
 func baselineFile(cfg serveConfig) string {
-	if cfg.CacheDir == "" {
+	if cfg.App.CacheDir == "" {
 		return ""
 	}
 	name := ".baseline-serve-" + strings.ToLower(strings.ReplaceAll(cfg.Control, "/", "_"))
 	if cfg.Shard.Count > 1 {
 		name += fmt.Sprintf("-shard%dof%d", cfg.Shard.Index, cfg.Shard.Count)
 	}
-	return filepath.Join(cfg.CacheDir, name+".json")
+	return filepath.Join(cfg.App.CacheDir, name+".json")
 }
 
 // githubConn is what connecting to GitHub established.
@@ -394,103 +401,15 @@ func connectLoop(ctx context.Context, cfg serveConfig, srv *webhook.Server, log 
 	}
 }
 
-// connect checks the App's credentials (GET /app, which also names its
-// bot account) and finds its installation on the control repo's owner.
-//
-// GitHub API docs: https://docs.github.com/rest/apps/apps#get-the-authenticated-app
+// connect checks the App's credentials and finds its installation on the control repo's
+// owner (app.Config.ConnectApp).
 func connect(ctx context.Context, cfg serveConfig) (*githubConn, error) {
 	owner, _, _ := strings.Cut(cfg.Control, "/")
-	app, err := ghforge.NewApp(ghforge.AppConfig{APIURL: cfg.GitHub.APIURL, AppID: cfg.GitHub.AppID, PrivateKey: cfg.GitHub.PrivateKey, Logger: cfg.Logger})
+	ghApp, self, err := cfg.App.ConnectApp(ctx, owner)
 	if err != nil {
 		return nil, err
 	}
-	jwt, err := ghinstallation.NewAppsTransport(http.DefaultTransport, cfg.GitHub.AppID, cfg.GitHub.PrivateKey)
-	if err != nil {
-		return nil, fmt.Errorf("GitHub App %d: %w", cfg.GitHub.AppID, err)
-	}
-	api := gh.NewClient(&http.Client{Transport: jwt, Timeout: 30 * time.Second})
-	if cfg.GitHub.APIURL != "" {
-		if api, err = api.WithEnterpriseURLs(cfg.GitHub.APIURL, cfg.GitHub.APIURL); err != nil {
-			return nil, fmt.Errorf("GitHub API URL %s: %w", ghforge.RedactURL(cfg.GitHub.APIURL), err)
-		}
-	}
-	a, _, err := api.Apps.Get(ctx, "")
-	if err != nil {
-		return nil, fmt.Errorf("reading GitHub App %d (wrong app id or key?): %w", cfg.GitHub.AppID, err)
-	}
-	if _, err := app.InstallationID(ctx, owner); err != nil {
-		return nil, err
-	}
-	return &githubConn{app: app, self: a.GetSlug() + "[bot]", controlOwner: owner}, nil
-}
-
-// forgeSet opens GitHub clients and forges per owner and mode on demand,
-// sharing one App (its JWT signer and installation tokens), and exports
-// each client's request counters as metrics.
-type forgeSet struct {
-	cfg     serveConfig
-	app     *ghforge.App
-	self    string
-	metrics *metrics.Metrics
-	log     *slog.Logger
-
-	mu      sync.Mutex
-	clients map[string]*ghforge.Client
-	forges  map[string]*ghforge.Forge
-}
-
-// client returns the client of owner's installation.
-func (s *forgeSet) client(ctx context.Context, owner string, readOnly bool) (*ghforge.Client, error) {
-	key := strings.ToLower(owner) + "/write"
-	if readOnly {
-		key = strings.ToLower(owner) + "/read-only"
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.clients[key]; ok {
-		return c, nil
-	}
-	cfg := s.cfg.GitHub
-	cfg.AppID, cfg.PrivateKey, cfg.App = 0, nil, s.app
-	cfg.Owner, cfg.ReadOnly, cfg.Logger = owner, readOnly, s.log
-	c, err := ghforge.New(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if s.clients == nil {
-		s.clients = map[string]*ghforge.Client{}
-	}
-	s.clients[key] = c
-	s.metrics.GitHub(metrics.GitHubSource{Client: key, Stats: func() metrics.GitHubStats { return githubStats(c.Stats().Requests) }})
-	return c, nil
-}
-
-// open implements webhook.Forges: apply and drift forges share the write
-// client (its ETag cache and write budget); the drift forge re-reads access
-// settings on every run, since its events say they changed.
-func (s *forgeSet) open(ctx context.Context, owner string, mode webhook.ForgeMode) (reconcile.Forge, error) {
-	c, err := s.client(ctx, owner, mode == webhook.ForgePlan)
-	if err != nil {
-		return nil, err
-	}
-	key := fmt.Sprintf("%s/%d", strings.ToLower(owner), mode)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if f, ok := s.forges[key]; ok {
-		return f, nil
-	}
-	// Only the apply forge keeps its snapshots on disk: two forges must not
-	// share cache files.
-	opts := ghforge.ForgeOptions{Login: s.self, Logger: s.log}
-	switch mode {
-	case webhook.ForgeApply:
-		opts.CacheDir = s.cfg.CacheDir
-	case webhook.ForgeDrift:
-		opts.AccessMaxAge = -1
-	}
-	f := ghforge.NewForge(c, opts)
-	s.forges[key] = f
-	return f, nil
+	return &githubConn{app: ghApp, self: self, controlOwner: owner}, nil
 }
 
 func githubStats(s ghforge.RequestStats) metrics.GitHubStats {

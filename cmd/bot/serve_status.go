@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/status"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
@@ -71,7 +72,7 @@ func withStatusPages(cfg serveConfig, next http.Handler, svc *atomic.Pointer[web
 	if !cfg.Status.Enabled {
 		return next, nil
 	}
-	web := strings.TrimSuffix(firstNonEmpty(cfg.GitURL, "https://github.com"), "/")
+	web := strings.TrimSuffix(app.ResolveGitURL(cfg.App.GitURL, app.ForgeGitHub, cfg.App.GitHub.APIURL), "/")
 	pages, err := status.NewHandler(status.HandlerConfig{
 		Token: cfg.Status.Token, InsecureNoAuth: cfg.Status.Insecure, GroupBy: cfg.Status.GroupBy,
 		Input: func() status.Input {

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
@@ -125,10 +126,11 @@ func startServe(t *testing.T, o serveOptions) *serveEnv {
 	}
 	cfg := serveConfig{
 		Control: "acme/control", Secret: []byte(serveSecret),
-		GitHub: ghforge.Config{APIURL: e.gh.APIURL(), AppID: e.gh.AppID(), PrivateKey: e.gh.AppPrivateKeyPEM(),
-			Budget: ghforge.BudgetConfig{PerMinute: 100000, PerHour: 1000000, MinInterval: -1}},
-		GitURL: e.gh.URL, Resync: resync, Workers: 4, QueueSize: 100, MaxBody: o.maxBody, Grace: grace,
-		CheckName: webhook.DefaultCheckName, Logger: logger, Status: o.status, CacheDir: o.cacheDir,
+		App: app.Config{Forge: app.ForgeGitHub, GitURL: e.gh.URL, CacheDir: o.cacheDir, Logger: logger,
+			GitHub: ghforge.Config{APIURL: e.gh.APIURL(), AppID: e.gh.AppID(), PrivateKey: e.gh.AppPrivateKeyPEM(),
+				Budget: ghforge.BudgetConfig{PerMinute: 100000, PerHour: 1000000, MinInterval: -1}}},
+		Resync: resync, Workers: 4, QueueSize: 100, MaxBody: o.maxBody, Grace: grace,
+		CheckName: webhook.DefaultCheckName, Logger: logger, Status: o.status,
 		BeforeJob: func(ctx context.Context, j webhook.Job) error {
 			if err := e.gate.wait(ctx); err != nil {
 				return err
@@ -700,7 +702,7 @@ func TestDeployBase(t *testing.T) {
 
 	// Every FLEETBOT_* variable the manifests set is one serve reads.
 	known := map[string]bool{"FLEETBOT_APP_ID": true, "FLEETBOT_APP_KEY_FILE": true, "FLEETBOT_WEBHOOK_SECRET": true}
-	a := &app{}
+	a := &frontend{}
 	serveCmd := a.serveCommand()
 	serveCmd.Flags().VisitAll(func(f *pflag.Flag) {
 		known["FLEETBOT_"+strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))] = true
@@ -788,14 +790,6 @@ func TestServeConfigErrors(t *testing.T) {
 	code, _, stderr = cli(t, "serve")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, `FLEETBOT_RESYNC_INTERVAL="soon"`)
-}
-
-func TestWebRoot(t *testing.T) {
-	t.Parallel()
-	assert.Equal(t, "", webRoot(""))
-	assert.Equal(t, "", webRoot("https://api.github.com/"))
-	assert.Equal(t, "https://ghe.example.com", webRoot("https://ghe.example.com/api/v3/"))
-	assert.Equal(t, "http://127.0.0.1:8787", webRoot("http://127.0.0.1:8787/api/v3/"))
 }
 
 // TestAttackSlowlorisHoldsServeConnections: a slow client (slowloris) cannot hold serve's connections

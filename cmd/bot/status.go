@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 	"github.com/fleetbot-io/fleetbot/internal/status"
 )
@@ -22,7 +22,7 @@ type statusFlags struct {
 	repos                     []string
 }
 
-func (a *app) statusCommand() *cobra.Command {
+func (a *frontend) statusCommand() *cobra.Command {
 	var f statusFlags
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -53,7 +53,7 @@ Without --forge it reads local:.fleetbot/forge.`,
 	return cmd
 }
 
-func (a *app) status(cmd *cobra.Command, f *statusFlags) error {
+func (a *frontend) status(cmd *cobra.Command, f *statusFlags) error {
 	if f.format != formatText && f.format != formatJSON {
 		return fmt.Errorf("--format %q: want text or json", f.format)
 	}
@@ -65,9 +65,9 @@ func (a *app) status(cmd *cobra.Command, f *statusFlags) error {
 	if err != nil {
 		return fmt.Errorf("--group-by: %w", err)
 	}
-	fl, err := loadFleet(cmd.Context(), a.control, a.gitURL())
+	fl, err := a.load(cmd.Context())
 	if err != nil {
-		return describeLoadError(a.control, err)
+		return app.DescribeLoadError(a.control, err)
 	}
 	only, err := onlyRepos(fl, f.repos)
 	if err != nil {
@@ -77,21 +77,21 @@ func (a *app) status(cmd *cobra.Command, f *statusFlags) error {
 	if err != nil {
 		return err
 	}
-	spec := firstNonEmpty(a.forge, defaultLocalForge)
-	owner := fl.repo.Platform.Spec.Owner
+	spec := firstNonEmpty(a.forge, app.DefaultLocalForge)
+	owner := fl.Repo.Platform.Spec.Owner
 	forge, closeForge, err := a.openForge(cmd.Context(), spec, owner, true, log)
 	if err != nil {
 		return err
 	}
 	defer closeForge()
-	rep, err := reconcile.Plan(cmd.Context(), forge, fl.repo, fl.targets, reconcile.Options{Only: only, Logger: log})
+	rep, err := reconcile.Plan(cmd.Context(), forge, fl.Repo, fl.Targets, reconcile.Options{Only: only, Logger: log})
 	if err != nil {
 		return err
 	}
 	now := time.Now()
-	in := status.Input{Control: fl.repo, Source: rep.Source, Now: now}
+	in := status.Input{Control: fl.Repo, Source: rep.Source, Now: now}
 	if spec == "github" {
-		root := firstNonEmpty(webRoot(firstNonEmpty(a.github.apiURL, os.Getenv("GITHUB_API_URL"))), "https://github.com")
+		root := app.ResolveGitURL("", app.ForgeGitHub, a.apiURL())
 		in.RepoURL = func(full string) string { return root + "/" + full }
 	}
 	for _, r := range rep.Results {
@@ -121,12 +121,12 @@ func (a *app) status(cmd *cobra.Command, f *statusFlags) error {
 
 // onlyRepos checks --repo names against the rendered targets and returns them as the plan's
 // Only list (nil: every repo).
-func onlyRepos(fl *fleet, names []string) ([]string, error) {
+func onlyRepos(fl *app.Fleet, names []string) ([]string, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
 	known := map[string]string{}
-	for _, t := range fl.targets {
+	for _, t := range fl.Targets {
 		known[strings.ToLower(t.Repo)] = t.Repo
 		known[strings.ToLower(t.FullName())] = t.Repo
 	}
@@ -145,9 +145,9 @@ func onlyRepos(fl *fleet, names []string) ([]string, error) {
 	return only, nil
 }
 
-func revisionLabel(fl *fleet) string {
-	if fl.repo.Revision != "" {
-		return "at " + fl.repo.Revision
+func revisionLabel(fl *app.Fleet) string {
+	if fl.Repo.Revision != "" {
+		return "at " + fl.Repo.Revision
 	}
 	return "(working tree)"
 }

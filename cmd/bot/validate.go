@@ -4,9 +4,11 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/fleetbot-io/fleetbot/internal/app"
 )
 
-func (a *app) validateCommand() *cobra.Command {
+func (a *frontend) validateCommand() *cobra.Command {
 	var strict bool
 	cmd := &cobra.Command{
 		Use:   "validate",
@@ -19,15 +21,15 @@ always a mistake, such as a component selector that matches no cluster) are
 printed too; --strict makes them errors.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := loadFleet(cmd.Context(), a.control, a.gitURL())
+			f, err := a.load(cmd.Context())
 			if err != nil {
-				return describeLoadError(a.control, err)
+				return app.DescribeLoadError(a.control, err)
 			}
 			if err := a.warnings(f, strict); err != nil {
 				return err
 			}
 			clusters, workspaces := 0, 0
-			for _, t := range f.targets {
+			for _, t := range f.Targets {
 				if t.Kind == "cluster" {
 					clusters++
 				} else {
@@ -35,7 +37,7 @@ printed too; --strict makes them errors.`,
 				}
 			}
 			fmt.Fprintf(a.stdout, "control repo %s is valid: %d cluster repo(s), %d workspace repo(s), %d app(s)\n",
-				a.control, clusters, workspaces, len(f.repo.Apps))
+				a.control, clusters, workspaces, len(f.Repo.Apps))
 			return nil
 		},
 	}
@@ -45,14 +47,14 @@ printed too; --strict makes them errors.`,
 
 // warnings prints the control repo's warnings on stderr; with strict they are the command's
 // error (exit 1).
-func (a *app) warnings(f *fleet, strict bool) error {
-	if len(f.repo.Warnings) == 0 {
+func (a *frontend) warnings(f *app.Fleet, strict bool) error {
+	if len(f.Repo.Warnings) == 0 {
 		return nil
 	}
 	if strict {
-		return fmt.Errorf("--strict: %w", f.repo.Warnings)
+		return fmt.Errorf("--strict: %w", f.Repo.Warnings)
 	}
-	for _, w := range f.repo.Warnings {
+	for _, w := range f.Repo.Warnings {
 		fmt.Fprintln(a.stderr, "warning: "+w.String())
 	}
 	return nil

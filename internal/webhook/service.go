@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
@@ -59,20 +60,20 @@ type VerdictResult struct {
 	Markdown string
 }
 
-// ForgeMode says what a job needs a forge for.
-type ForgeMode int
+// ForgeMode says what a job needs a forge for (the application layer's modes).
+type ForgeMode = app.ForgeMode
 
 // Forge modes.
 const (
 	// ForgeApply writes; it may trust what it observed recently (apply and
 	// resync jobs).
-	ForgeApply ForgeMode = iota
+	ForgeApply = app.ForgeApply
 	// ForgeDrift writes and reads access settings afresh: the event says
 	// they changed (drift jobs).
-	ForgeDrift
+	ForgeDrift = app.ForgeDrift
 	// ForgePlan refuses every write: check jobs plan on it, so a control
 	// pull request can never write to a target repo.
-	ForgePlan
+	ForgePlan = app.ForgePlan
 )
 
 // Forges returns the forge of the target repos of owner (the platform's

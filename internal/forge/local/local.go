@@ -106,14 +106,11 @@ func (f *Forge) Close() error {
 	}
 	lf := f.lock
 	f.lock = nil
+	var err error
 	if !f.opts.Shared {
-		_ = lf.Truncate(0) // the holder line would mislead once released
+		err = lf.Truncate(0) // the holder line would mislead once released
 	}
-	err := syscall.Flock(int(lf.Fd()), syscall.LOCK_UN)
-	if cerr := lf.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err = errors.Join(err, unlockClose(lf)); err != nil {
 		return fmt.Errorf("local forge %s: releasing lock: %w", f.root, err)
 	}
 	return nil
@@ -136,14 +133,12 @@ func lock(root string, opts Options) (*os.File, error) {
 			break
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			lf.Close()
-			return nil, fmt.Errorf("local forge: locking %s: %w", name, err)
+			return nil, errors.Join(fmt.Errorf("local forge: locking %s: %w", name, err), lf.Close())
 		}
 		if time.Now().After(deadline) {
 			holder := readHolder(lf)
-			lf.Close()
-			return nil, fmt.Errorf("%w: another fleetbot apply holds the lock on %s%s; wait for it to finish (waited %s)",
-				ErrLocked, root, holder, opts.LockTimeout)
+			return nil, errors.Join(fmt.Errorf("%w: another fleetbot apply holds the lock on %s%s; wait for it to finish (waited %s)",
+				ErrLocked, root, holder, opts.LockTimeout), lf.Close())
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
@@ -154,12 +149,16 @@ func lock(root string, opts Options) (*os.File, error) {
 			_, err = lf.WriteAt([]byte(line), 0)
 		}
 		if err != nil {
-			_ = syscall.Flock(int(lf.Fd()), syscall.LOCK_UN)
-			lf.Close()
-			return nil, fmt.Errorf("local forge: writing lock %s: %w", name, err)
+			// Releasing is part of failing cleanly: if it fails too, both errors are reported.
+			return nil, errors.Join(fmt.Errorf("local forge: writing lock %s: %w", name, err), unlockClose(lf))
 		}
 	}
 	return lf, nil
+}
+
+// unlockClose releases the lock on lf and closes it; either failure is returned.
+func unlockClose(lf *os.File) error {
+	return errors.Join(syscall.Flock(int(lf.Fd()), syscall.LOCK_UN), lf.Close())
 }
 
 var holderRE = regexp.MustCompile(`^pid (\d+) since (\S+)`)

@@ -1,6 +1,11 @@
-package main
+// Package action is fleetbot's GitHub Action front end (action.yml): it reads the runner's
+// environment and the action's inputs, runs the application's plan, apply or target-repo
+// check (package app) and writes annotations, step outputs and the job summary. It holds no
+// composition of its own: the forge, renderer and budget come from app.Config.
+package action
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,13 +17,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
 	gh "github.com/google/go-github/v62/github"
-	"github.com/spf13/cobra"
 
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
@@ -31,15 +33,15 @@ import (
 
 // Modes of the action (input mode).
 const (
-	modePlan           = "plan"
-	modeApply          = "apply"
-	modeCheckWorkspace = "check-workspace"
-	modeCheckCluster   = "check-cluster"
+	ModePlan           = "plan"
+	ModeApply          = "apply"
+	ModeCheckWorkspace = "check-workspace"
+	ModeCheckCluster   = "check-cluster"
 )
 
-// planMarker opens fleetbot's one plan comment on a control-repo pull request; the next run
+// PlanMarker opens fleetbot's one plan comment on a control-repo pull request; the next run
 // finds the comment by it and edits it instead of adding another.
-const planMarker = "<!-- fleetbot:plan -->"
+const PlanMarker = "<!-- fleetbot:plan -->"
 
 // maxCommentBytes keeps a comment under GitHub's 65,536-character body limit.
 const maxCommentBytes = 65000
@@ -53,28 +55,21 @@ const (
 	outputExitCode     = "exit-code"
 )
 
-// actionInputNames are the inputs action.yml declares, each read by readActionInputs.
-func actionInputNames() []string {
+// InputNames are the inputs action.yml declares, each read by readActionInputs.
+func InputNames() []string {
 	return []string{"mode", "control-dir", "app-id", "private-key", "token", "github-url", "allow-removals", "name", "cache-dir"}
 }
 
-// actionOutputNames are the step outputs finish writes.
-func actionOutputNames() []string {
+// OutputNames are the step outputs finish writes.
+func OutputNames() []string {
 	return []string{outputChangedRepos, outputPullRequests, outputPlanJSON, outputBlockedRepos, outputExitCode}
 }
 
-// planJSONName is the file, under RUNNER_TEMP, that the plan-json output names.
-const planJSONName = "fleetbot-plan.json"
+// PlanJSONName is the file, under RUNNER_TEMP, that the plan-json output names.
+const PlanJSONName = "fleetbot-plan.json"
 
-func (a *app) actionCommand() *cobra.Command { return a.newActionCommand(os.Getenv) }
-
-// newActionCommand builds `fleetbot action` reading the runner's environment through getenv,
-// so tests give it a simulated runner without touching the process environment.
-func (a *app) newActionCommand(getenv func(string) string) *cobra.Command {
-	return &cobra.Command{
-		Use:   "action",
-		Short: "Run as a GitHub Actions step (action.yml): plan, apply, check-workspace or check-cluster",
-		Long: `action is what fleetbot's GitHub Action (action.yml) runs. It takes no flags:
+// Help is the help text of fleetbot action.
+const Help = `action is what fleetbot's GitHub Action (action.yml) runs. It takes no flags:
 it reads the runner's environment (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH,
 GITHUB_REPOSITORY, GITHUB_SHA, GITHUB_REF, GITHUB_API_URL, GITHUB_WORKSPACE,
 RUNNER_TEMP) and the action's inputs (INPUT_MODE, INPUT_CONTROL_DIR,
@@ -93,26 +88,46 @@ masks every credential first. See docs/action.md.
                    repo; needs a GitHub App (app-id, private-key) or a token
                    that can write to them
   check-workspace  in a workspace / cluster repo: render its human-owned
-  check-cluster    kustomizations offline (check workspace / check cluster)`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			env, err := ghaction.FromEnv(getenv)
-			if err != nil {
-				return fmt.Errorf("%w (fleetbot action runs inside a workflow step; use plan/apply elsewhere)", err)
-			}
-			cmds := ghaction.NewCommands(a.stdout)
-			in, err := readActionInputs(env, cmds)
-			if err != nil {
-				return err
-			}
-			log, err := a.logger()
-			if err != nil {
-				return err
-			}
-			r := &actionRun{app: a, env: env, in: in, cmds: cmds, log: log}
-			return r.run(cmd.Context())
-		},
+  check-cluster    kustomizations offline (check workspace / check cluster)`
+
+// Options are what the CLI passes to a run: its output streams, the runner's environment,
+// and the global flags that apply to the Action too.
+type Options struct {
+	Stdout, Stderr io.Writer
+	// Getenv reads the runner's environment (os.Getenv; tests pass a simulated runner's).
+	Getenv func(string) string
+	Logger *slog.Logger
+	// Budget is the write budget of --content-per-minute, --content-per-hour, --max-wait and
+	// --mutation-interval.
+	Budget ghforge.BudgetConfig
+	// CacheDir is --github-cache: the snapshot cache when the cache-dir input is empty
+	// ("", "off" or "none": for the run only).
+	CacheDir string
+	// GitURL is --git-url: the base URL of target repos in Flux objects ("": the web root of
+	// the GitHub the API URL names).
+	GitURL string
+	// Version is fleetbot's version, shown in the summary and salting the baseline.
+	Version string
+}
+
+// Run runs one step of fleetbot's Action. A problem the step reports (validation errors,
+// failed repos) ends it with an app.ExitCode.
+func Run(ctx context.Context, o Options) error {
+	env, err := ghaction.FromEnv(o.Getenv)
+	if err != nil {
+		return fmt.Errorf("%w (fleetbot action runs inside a workflow step; use plan/apply elsewhere)", err)
 	}
+	cmds := ghaction.NewCommands(o.Stdout)
+	in, err := readActionInputs(env, cmds)
+	if err != nil {
+		return err
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &actionRun{opts: o, env: env, in: in, cmds: cmds, log: log}
+	return r.run(ctx)
 }
 
 // actionInputs are the inputs of action.yml, resolved and checked.
@@ -143,7 +158,7 @@ type actionInputs struct {
 // it differs from it, or when FLEETBOT_FANOUT_TOKEN is set.
 func readActionInputs(env *ghaction.Env, cmds *ghaction.Commands) (actionInputs, error) {
 	in := actionInputs{mode: env.Input("mode")}
-	workflowToken := firstNonEmpty(env.Getenv("FLEETBOT_WORKFLOW_TOKEN"), env.Getenv("GITHUB_TOKEN"))
+	workflowToken := cmp.Or(env.Getenv("FLEETBOT_WORKFLOW_TOKEN"), env.Getenv("GITHUB_TOKEN"))
 	tokenInput := env.Input("token")
 	fanout := env.Getenv("FLEETBOT_FANOUT_TOKEN")
 	key := env.Input("private-key")
@@ -154,7 +169,7 @@ func readActionInputs(env *ghaction.Env, cmds *ghaction.Commands) (actionInputs,
 			masked[s] = true
 		}
 	}
-	in.token = firstNonEmpty(tokenInput, workflowToken)
+	in.token = cmp.Or(tokenInput, workflowToken)
 	switch {
 	case fanout != "":
 		in.fanoutToken = fanout
@@ -163,14 +178,14 @@ func readActionInputs(env *ghaction.Env, cmds *ghaction.Commands) (actionInputs,
 	}
 
 	switch in.mode {
-	case modePlan, modeApply, modeCheckWorkspace, modeCheckCluster:
+	case ModePlan, ModeApply, ModeCheckWorkspace, ModeCheckCluster:
 	case "":
 		return in, errors.New("input mode is required: plan, apply, check-workspace or check-cluster")
 	default:
 		return in, fmt.Errorf("input mode %q: want plan, apply, check-workspace or check-cluster", in.mode)
 	}
 
-	dir := firstNonEmpty(env.Input("control-dir"), ".")
+	dir := cmp.Or(env.Input("control-dir"), ".")
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(env.Workspace, dir)
 	}
@@ -201,7 +216,7 @@ func readActionInputs(env *ghaction.Env, cmds *ghaction.Commands) (actionInputs,
 		return in, errors.New("input private-key is set but app-id is empty: pass the App's id, e.g. app-id: ${{ vars.FLEETBOT_APP_ID }}")
 	}
 
-	in.apiURL = firstNonEmpty(env.Input("github-url"), env.APIURL)
+	in.apiURL = cmp.Or(env.Input("github-url"), env.APIURL)
 	if in.apiURL != "" && !strings.HasSuffix(in.apiURL, "/") {
 		in.apiURL += "/"
 	}
@@ -231,15 +246,15 @@ func (in actionInputs) hasFanout() bool { return in.appID != 0 || in.fanoutToken
 
 // actionRun is one `fleetbot action` run.
 type actionRun struct {
-	app  *app
+	opts Options
 	env  *ghaction.Env
 	in   actionInputs
 	cmds *ghaction.Commands
 	log  *slog.Logger
 }
 
-// actionResult is the file plan-json names: everything the step found, for later steps.
-type actionResult struct {
+// Result is the file plan-json names: everything the step found, for later steps.
+type Result struct {
 	Mode        string `json:"mode"`
 	Event       string `json:"event"`
 	Source      string `json:"source,omitempty"`
@@ -253,13 +268,13 @@ type actionResult struct {
 	// Report is the plan or apply against the target repos; Desired the offline plan when
 	// the target repos could not be read.
 	Report  *reconcile.Report `json:"report,omitempty"`
-	Desired *desiredPlan      `json:"desired,omitempty"`
+	Desired *app.DesiredPlan  `json:"desired,omitempty"`
 	// Review is check control's verdict on a pull request's change.
 	Review *review.Report `json:"review,omitempty"`
 }
 
-// pullRequestOutput is one entry of the pull-requests output.
-type pullRequestOutput struct {
+// PullRequestOutput is one entry of the pull-requests output.
+type PullRequestOutput struct {
 	Repo   string `json:"repo"`
 	Number int    `json:"number"`
 	URL    string `json:"url,omitempty"`
@@ -268,11 +283,11 @@ type pullRequestOutput struct {
 
 func (r *actionRun) run(ctx context.Context) error {
 	switch r.in.mode {
-	case modePlan:
+	case ModePlan:
 		return r.plan(ctx)
-	case modeApply:
+	case ModeApply:
 		return r.apply(ctx)
-	case modeCheckWorkspace:
+	case ModeCheckWorkspace:
 		return r.checkTarget(fanout.KindWorkspace)
 	default:
 		return r.checkTarget(fanout.KindCluster)
@@ -289,20 +304,20 @@ func (r *actionRun) event() (*ghaction.Event, error) {
 
 // load loads the control repo; validation problems come back as res.Issues (annotated),
 // anything else as an error.
-func (r *actionRun) load(ctx context.Context, res *actionResult) (*fleet, error) {
-	f, err := loadFleet(ctx, r.in.controlDir, webRoot(r.in.apiURL))
+func (r *actionRun) load(ctx context.Context, res *Result) (*app.Fleet, error) {
+	f, err := r.config().Load(ctx, r.in.controlDir)
 	var issues control.Issues
 	switch {
 	case errors.As(err, &issues):
 		res.Issues = append(res.Issues, rebase(issues, r.in.controlRel)...)
 		return nil, nil
 	case err != nil:
-		return nil, describeLoadError(r.in.controlDir, err)
+		return nil, app.DescribeLoadError(r.in.controlDir, err)
 	}
-	if f.repo.Revision == "" {
-		f.repo.Revision = r.env.SHA
+	if f.Repo.Revision == "" {
+		f.Repo.Revision = r.env.SHA
 	}
-	res.Source = f.repo.Revision
+	res.Source = f.Repo.Revision
 	return f, nil
 }
 
@@ -314,7 +329,7 @@ func (r *actionRun) plan(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res := &actionResult{Mode: modePlan, Event: r.env.EventName, Source: r.env.SHA}
+	res := &Result{Mode: ModePlan, Event: r.env.EventName, Source: r.env.SHA}
 	pull := ev.PullRequest
 	if r.env.EventName != ghaction.EventPullRequest && r.env.EventName != ghaction.EventPullRequestTarget {
 		pull = nil
@@ -349,17 +364,17 @@ func (r *actionRun) plan(ctx context.Context) error {
 		return planErr
 	}
 	if !res.Valid {
-		fmt.Fprintf(r.app.stderr, "fleetbot: %d problem(s); see the annotations and the job summary\n", len(res.Issues))
-		return exitCode(1)
+		fmt.Fprintf(r.opts.Stderr, "fleetbot: %d problem(s); see the annotations and the job summary\n", len(res.Issues))
+		return app.ExitCode(1)
 	}
 	return nil
 }
 
 // planTargets plans against the target repos through a read-only forge, or, without
 // credentials that reach them, records the desired state and says why.
-func (r *actionRun) planTargets(ctx context.Context, f *fleet, res *actionResult) error {
+func (r *actionRun) planTargets(ctx context.Context, f *app.Fleet, res *Result) error {
 	if !r.in.hasFanout() {
-		d, err := buildDesiredPlan(f)
+		d, err := app.BuildDesiredPlan(f)
 		if err != nil {
 			return err
 		}
@@ -368,13 +383,13 @@ func (r *actionRun) planTargets(ctx context.Context, f *fleet, res *actionResult
 			". Set app-id and private-key (see docs/action.md) to see what would change in each repo.")
 		return nil
 	}
-	forge, closeForge, err := r.openTargets(ctx, f.repo.Platform.Spec.Owner, true)
+	forge, closeForge, err := r.openTargets(ctx, f.Repo.Platform.Spec.Owner, true)
 	if err != nil {
 		return err
 	}
 	defer closeForge()
-	report, err := reconcile.Plan(ctx, forge, f.repo, f.targets, reconcile.Options{
-		AllowRemovals: r.in.allowRemovals, Source: f.repo.Revision, Logger: r.log,
+	report, err := reconcile.Plan(ctx, forge, f.Repo, f.Targets, reconcile.Options{
+		AllowRemovals: r.in.allowRemovals, Source: f.Repo.Revision, Logger: r.log,
 	})
 	var issues control.Issues
 	if errors.As(err, &issues) {
@@ -385,7 +400,7 @@ func (r *actionRun) planTargets(ctx context.Context, f *fleet, res *actionResult
 	res.Report = report
 	if report != nil {
 		r.cmds.Group("fleetbot plan")
-		_ = report.WriteText(r.app.stdout)
+		_ = report.WriteText(r.opts.Stdout)
 		r.cmds.EndGroup()
 	}
 	return err
@@ -398,7 +413,7 @@ func (r *actionRun) apply(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res := &actionResult{Mode: modeApply, Event: r.env.EventName, Source: r.env.SHA}
+	res := &Result{Mode: ModeApply, Event: r.env.EventName, Source: r.env.SHA}
 	switch r.env.EventName {
 	case ghaction.EventPush:
 		def := ""
@@ -446,32 +461,32 @@ func (r *actionRun) apply(ctx context.Context) error {
 		return runErr
 	}
 	if !res.Valid {
-		fmt.Fprintf(r.app.stderr, "fleetbot: %d problem(s), nothing was written; see the annotations and the job summary\n", len(res.Issues))
-		return exitCode(1)
+		fmt.Fprintf(r.opts.Stderr, "fleetbot: %d problem(s), nothing was written; see the annotations and the job summary\n", len(res.Issues))
+		return app.ExitCode(1)
 	}
 	return nil
 }
 
-func (r *actionRun) applyTargets(ctx context.Context, f *fleet, res *actionResult) error {
-	forge, closeForge, err := r.openTargets(ctx, f.repo.Platform.Spec.Owner, false)
+func (r *actionRun) applyTargets(ctx context.Context, f *app.Fleet, res *Result) error {
+	forge, closeForge, err := r.openTargets(ctx, f.Repo.Platform.Spec.Owner, false)
 	if err != nil {
 		return err
 	}
 	defer closeForge()
 	opts := reconcile.Options{
-		AllowRemovals: r.in.allowRemovals, Source: f.repo.Revision, Logger: r.log,
-		Progress: func(x reconcile.Result) { fmt.Fprintln(r.app.stdout, x.Line()) },
+		AllowRemovals: r.in.allowRemovals, Source: f.Repo.Revision, Logger: r.log,
+		Progress: func(x reconcile.Result) { fmt.Fprintln(r.opts.Stdout, x.Line()) },
 	}
 	if dir := r.cacheDir(); dir != "" {
 		// With a cache kept between runs (actions/cache), a push plans only the target repos
 		// whose desired state changed; scheduled and manual runs plan every repo.
-		owner := f.repo.Platform.Spec.Owner
+		owner := f.Repo.Platform.Spec.Owner
 		opts.Incremental = &reconcile.Incremental{
 			Baselines: reconcile.NewBaselines(filepath.Join(dir, ".baseline-"+strings.ToLower(owner)+".json"), r.log),
-			Full:      r.env.EventName != ghaction.EventPush, Salt: version,
+			Full:      r.env.EventName != ghaction.EventPush, Salt: r.opts.Version,
 		}
 	}
-	report, err := reconcile.Apply(ctx, forge, f.repo, f.targets, opts)
+	report, err := reconcile.Apply(ctx, forge, f.Repo, f.Targets, opts)
 	var issues control.Issues
 	if errors.As(err, &issues) {
 		// Found against the org (a team that does not exist): nothing was planned.
@@ -488,7 +503,7 @@ func (r *actionRun) checkTarget(kind fanout.Kind) error {
 	if name == "" {
 		name = strings.TrimPrefix(r.env.Repo(), string(kind)+"-")
 	}
-	res := &actionResult{Mode: r.in.mode, Event: r.env.EventName, Source: r.env.SHA}
+	res := &Result{Mode: r.in.mode, Event: r.env.EventName, Source: r.env.SHA}
 	issues, err := checkTargetRepo(kind, r.env.Workspace, name)
 	if err != nil {
 		return fmt.Errorf("checking %s repo %s: %w", kind, name, err)
@@ -507,8 +522,8 @@ func (r *actionRun) checkTarget(kind fanout.Kind) error {
 		return err
 	}
 	if !res.Valid {
-		fmt.Fprintf(r.app.stderr, "fleetbot: %d problem(s); see the annotations and the job summary\n", len(res.Issues))
-		return exitCode(1)
+		fmt.Fprintf(r.opts.Stderr, "fleetbot: %d problem(s); see the annotations and the job summary\n", len(res.Issues))
+		return app.ExitCode(1)
 	}
 	return nil
 }
@@ -516,42 +531,38 @@ func (r *actionRun) checkTarget(kind fanout.Kind) error {
 // openTargets opens the GitHub forge of the target repos of owner with the fan-out
 // credentials: the App's installation on owner, or the fan-out token.
 func (r *actionRun) openTargets(ctx context.Context, owner string, readOnly bool) (reconcile.Forge, func() error, error) {
-	c, err := ghforge.New(ctx, r.targetConfig(owner, readOnly))
+	f, closeFn, err := r.config().OpenForge(ctx, owner, readOnly)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connecting to GitHub for the target repos of %s: %w", owner, err)
 	}
-	f := ghforge.NewForge(c, ghforge.ForgeOptions{CacheDir: r.cacheDir(), Logger: r.log})
-	return f, func() error {
-		s := c.Stats()
-		fmt.Fprintf(r.app.stderr, "github: %d reads (%d answered 304), %d writes (%d content-creating); waited %s for limits\n",
-			s.Requests.Reads, s.Requests.NotModified, s.Requests.Writes, s.Requests.ContentWrites, s.Budget.Waited.Round(time.Millisecond))
-		return nil
-	}, nil
+	return f, closeFn, nil
 }
 
 // cacheDir is the snapshot cache of the target repos: a job starts on a fresh runner, so the
 // cache only lives as long as the run ("") unless --github-cache names a directory (kept with
 // actions/cache).
 func (r *actionRun) cacheDir() string {
-	d := firstNonEmpty(r.in.cacheDir, r.app.github.cacheDir)
+	d := cmp.Or(r.in.cacheDir, r.opts.CacheDir)
 	if d == "off" || d == "none" {
 		return ""
 	}
 	return d
 }
 
-// targetConfig is the GitHub client configuration for the target repos of owner: the App's
-// installation on owner, or the fan-out token.
-func (r *actionRun) targetConfig(owner string, readOnly bool) ghforge.Config {
-	g := r.app.github
-	cfg := ghforge.Config{
-		APIURL: r.in.apiURL, Owner: owner, ReadOnly: readOnly, Logger: r.log,
-		Budget: g.budget(),
+// config is the run's application configuration for the target repos: the API URL of the
+// inputs, the App's installation on the platform owner or the fan-out token, the write budget
+// of the flags, the Git URL of that GitHub host, as the CLI and serve resolve them.
+func (r *actionRun) config() app.Config {
+	cfg := app.Config{
+		Forge:    app.ForgeGitHub,
+		GitURL:   app.ResolveGitURL(r.opts.GitURL, app.ForgeGitHub, r.in.apiURL),
+		CacheDir: r.cacheDir(), Logger: r.log, Stats: r.opts.Stderr,
 	}
+	cfg.GitHub.APIURL, cfg.GitHub.Budget = r.in.apiURL, r.opts.Budget
 	if r.in.appID != 0 {
-		cfg.AppID, cfg.PrivateKey = r.in.appID, r.in.privateKey
+		cfg.GitHub.AppID, cfg.GitHub.PrivateKey = r.in.appID, r.in.privateKey
 	} else {
-		cfg.Token = r.in.fanoutToken
+		cfg.GitHub.Token = r.in.fanoutToken
 	}
 	return cfg
 }
@@ -567,7 +578,9 @@ func (r *actionRun) comment(ctx context.Context, number int, body string) {
 		warn(errors.New("no token: set the token input (default github.token)"))
 		return
 	}
-	c, err := ghforge.New(ctx, ghforge.Config{APIURL: r.in.apiURL, Token: r.in.token, Logger: r.log})
+	workflow := app.Config{Logger: r.log}
+	workflow.GitHub.APIURL, workflow.GitHub.Token = r.in.apiURL, r.in.token
+	c, err := workflow.GitHubClient(ctx, r.env.Owner(), false)
 	if err != nil {
 		warn(err)
 		return
@@ -579,7 +592,7 @@ func (r *actionRun) comment(ctx context.Context, number int, body string) {
 }
 
 // upsertComment edits the first comment on issue or pull request number whose body starts
-// with planMarker, or creates one; it writes nothing when the comment already says body. It
+// with PlanMarker, or creates one; it writes nothing when the comment already says body. It
 // returns the comment's id.
 func upsertComment(ctx context.Context, api *gh.Client, owner, repo string, number int, body string) (int64, error) {
 	full := owner + "/" + repo
@@ -590,7 +603,7 @@ func upsertComment(ctx context.Context, api *gh.Client, owner, repo string, numb
 		return cs, resp, ghforge.Wrap(err, fmt.Sprintf("listing comments of #%d in", number), full)
 	}, func(cs []*gh.IssueComment) (bool, error) {
 		for _, c := range cs {
-			if !strings.HasPrefix(c.GetBody(), planMarker) {
+			if !strings.HasPrefix(c.GetBody(), PlanMarker) {
 				continue
 			}
 			id, found = c.GetID(), true
@@ -613,12 +626,12 @@ func upsertComment(ctx context.Context, api *gh.Client, owner, repo string, numb
 }
 
 // finish writes plan-json, the step outputs and the job summary.
-func (r *actionRun) finish(res *actionResult, summary string) error {
+func (r *actionRun) finish(res *Result, summary string) error {
 	dir := r.env.RunnerTemp
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	planPath := filepath.Join(dir, planJSONName)
+	planPath := filepath.Join(dir, PlanJSONName)
 	b, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return err
@@ -626,7 +639,7 @@ func (r *actionRun) finish(res *actionResult, summary string) error {
 	if err := os.WriteFile(planPath, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing plan-json: %w", err)
 	}
-	changed, pulls, blocked := []string{}, []pullRequestOutput{}, []string{}
+	changed, pulls, blocked := []string{}, []PullRequestOutput{}, []string{}
 	code := reconcile.ExitNoChanges
 	if !res.Valid {
 		code = reconcile.ExitError
@@ -636,7 +649,7 @@ func (r *actionRun) finish(res *actionResult, summary string) error {
 			blocked = append(blocked, x.Repo)
 		}
 		if res.Valid {
-			code = res.Report.ExitCode(res.Mode == modeApply)
+			code = res.Report.ExitCode(res.Mode == ModeApply)
 		}
 		for _, x := range res.Report.Results {
 			if !x.Changed() {
@@ -644,7 +657,7 @@ func (r *actionRun) finish(res *actionResult, summary string) error {
 			}
 			changed = append(changed, x.Repo)
 			if x.PR > 0 {
-				pulls = append(pulls, pullRequestOutput{Repo: x.Repo, Number: x.PR, URL: x.PRURL, Action: string(x.Action)})
+				pulls = append(pulls, PullRequestOutput{Repo: x.Repo, Number: x.PR, URL: x.PRURL, Action: string(x.Action)})
 			}
 		}
 	}
@@ -677,7 +690,7 @@ func (r *actionRun) finish(res *actionResult, summary string) error {
 		}
 	}
 	if r.env.StepSummary == "" {
-		_, err := io.WriteString(r.app.stdout, summary)
+		_, err := io.WriteString(r.opts.Stdout, summary)
 		return err
 	}
 	return ghaction.AppendSummary(r.env.StepSummary, summary)
@@ -715,9 +728,9 @@ func login(a *ghaction.Account) string {
 }
 
 // planMarkdown is the plan as markdown, for the job summary and the PR comment.
-func (r *actionRun) planMarkdown(res *actionResult, pull *ghaction.PullRequest) string {
+func (r *actionRun) planMarkdown(res *Result, pull *ghaction.PullRequest) string {
 	var b strings.Builder
-	b.WriteString(planMarker + "\n")
+	b.WriteString(PlanMarker + "\n")
 	if res.Valid {
 		b.WriteString("## fleetbot plan: ✅ valid\n\n")
 	} else {
@@ -751,7 +764,7 @@ func (r *actionRun) planMarkdown(res *actionResult, pull *ghaction.PullRequest) 
 }
 
 // applyMarkdown is the apply report as markdown, for the job summary.
-func (r *actionRun) applyMarkdown(res *actionResult) string {
+func (r *actionRun) applyMarkdown(res *Result) string {
 	var b strings.Builder
 	switch {
 	case !res.Valid:
@@ -775,7 +788,7 @@ func (r *actionRun) applyMarkdown(res *actionResult) string {
 
 func (r *actionRun) footer(b *strings.Builder) {
 	if r.env.RunID != "" && r.env.ServerURL != "" {
-		fmt.Fprintf(b, "\n<sub>fleetbot %s, [run %s](%s/%s/actions/runs/%s)</sub>\n", version, r.env.RunID,
+		fmt.Fprintf(b, "\n<sub>fleetbot %s, [run %s](%s/%s/actions/runs/%s)</sub>\n", r.opts.Version, r.env.RunID,
 			strings.TrimSuffix(r.env.ServerURL, "/"), r.env.Repository, r.env.RunID)
 	}
 }
@@ -787,11 +800,11 @@ func writeIssues(b *strings.Builder, issues control.Issues) {
 	}
 }
 
-func writeDesiredMarkdown(b *strings.Builder, p desiredPlan) {
+func writeDesiredMarkdown(b *strings.Builder, p app.DesiredPlan) {
 	b.WriteString("### Desired state\n\n| repo | kind | files | objects | access |\n|---|---|---|---|---|\n")
 	for _, d := range p.Repos {
 		fmt.Fprintf(b, "| `%s` | %s | %d managed, %d scaffold | %s | %s |\n", d.Repo, d.Kind,
-			len(d.Files), len(d.Scaffolds), mdCell(manifest.FormatCounts(d.Objects)), mdCell(formatTeams(d.Teams)))
+			len(d.Files), len(d.Scaffolds), mdCell(manifest.FormatCounts(d.Objects)), mdCell(app.FormatTeams(d.Teams)))
 	}
 }
 
@@ -810,42 +823,42 @@ func short(sha string) string {
 // checked-out merge commit, read from the clone's git objects, judged against the persona
 // rules with the author's teams (looked up as the App; unknown without it). A clone without
 // the base commit (actions/checkout's default depth of 1) skips the review with a note.
-func (r *actionRun) reviewControl(ctx context.Context, f *fleet, pull *ghaction.PullRequest, res *actionResult) error {
+func (r *actionRun) reviewControl(ctx context.Context, f *app.Fleet, pull *ghaction.PullRequest, res *Result) error {
 	skip := func(why string) error {
 		res.Notes = append(res.Notes, "check control skipped: "+why)
 		return nil
 	}
-	repo, err := git.PlainOpenWithOptions(r.in.controlDir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	repo, err := app.OpenClone(r.in.controlDir)
 	if err != nil {
 		return skip("the control repo checkout is not a git clone")
 	}
-	head := firstNonEmpty(r.env.SHA, "HEAD")
+	head := cmp.Or(r.env.SHA, "HEAD")
 	base := pull.Base.SHA
 	// The merge commit's first parent is the base GitHub merged the PR into.
-	if c, err := repo.CommitObject(plumbing.NewHash(head)); err == nil && c.NumParents() == 2 {
-		base = c.ParentHashes[0].String()
+	if parent, ok := app.MergeParent(repo, head); ok {
+		base = parent
 	}
-	baseFS, baseRev, err := treeFS(repo, base)
+	baseFS, baseRev, err := app.TreeFS(repo, base)
 	if err != nil {
 		return skip(fmt.Sprintf("the base commit %s is not in the clone; check out with fetch-depth: 2", short(base)))
 	}
-	headFS, headRev, err := treeFS(repo, head)
+	headFS, headRev, err := app.TreeFS(repo, head)
 	if err != nil {
 		return skip(fmt.Sprintf("the head commit %s is not in the clone", short(head)))
 	}
-	if baseFS, headFS, err = subTrees(repo, r.in.controlDir, baseFS, headFS); err != nil {
+	if baseFS, headFS, err = app.SubTrees(repo, r.in.controlDir, baseFS, headFS); err != nil {
 		return err
 	}
 	in := review.Input{Base: baseFS, Head: headFS, BaseRev: baseRev, HeadRev: headRev, Author: login(pull.User)}
 	if r.in.hasFanout() && in.Author != "" {
-		owner := f.repo.Platform.Spec.Owner
-		c, err := ghforge.New(ctx, r.targetConfig(owner, true))
+		owner := f.Repo.Platform.Spec.Owner
+		c, err := r.config().GitHubClient(ctx, owner, true)
 		if err != nil {
 			return fmt.Errorf("connecting to GitHub for the teams of %s: %w", owner, err)
 		}
 		in.Member = func(slug string) (bool, error) { return c.TeamMember(ctx, owner, slug, in.Author) }
 	}
-	rep, err := review.Review(in, fanout.NewRenderer(fanout.Options{}))
+	rep, err := review.Review(in, r.config().Renderer())
 	if err != nil {
 		return fmt.Errorf("check control: %w", err)
 	}
@@ -862,28 +875,20 @@ func (r *actionRun) reviewControl(ctx context.Context, f *fleet, pull *ghaction.
 // human-owned kustomizations offline and returns the problems as issues on file and line.
 // A workspace's objects must stay in its namespace, taken to be its name.
 func checkTargetRepo(kind fanout.Kind, dir, name string) (control.Issues, error) {
-	files, err := readRepoDir(dir)
+	entries, problems, err := app.CheckTargetRepo(kind, dir, name, name)
 	if err != nil {
 		return nil, err
 	}
-	var c fanout.RepoCheck
 	var issues control.Issues
-	if kind == fanout.KindWorkspace {
-		c = fanout.RepoCheck{Entries: entriesUnder(files, "clusters", true), Namespace: name, ServiceAccount: name}
-		if len(c.Entries) == 0 {
-			issues.Add(control.Position{File: "clusters"}, "run check-workspace in a workspace repo, or set mode check-cluster",
-				"no clusters/<cluster>/kustomization.yaml: this is not a workspace repo")
-			return issues, nil
-		}
-	} else {
-		c = fanout.RepoCheck{Entries: entriesUnder(files, "apps", false)}
-		if len(c.Entries) == 0 {
-			issues.Add(control.Position{File: "apps/kustomization.yaml"}, "run check-cluster in a cluster repo, or set mode check-workspace",
-				"no apps/kustomization.yaml: this is not a cluster repo")
-			return issues, nil
-		}
+	switch {
+	case len(entries) == 0 && kind == fanout.KindWorkspace:
+		issues.Add(control.Position{File: "clusters"}, "run check-workspace in a workspace repo, or set mode check-cluster",
+			"no clusters/<cluster>/kustomization.yaml: this is not a workspace repo")
+	case len(entries) == 0:
+		issues.Add(control.Position{File: "apps/kustomization.yaml"}, "run check-cluster in a cluster repo, or set mode check-workspace",
+			"no apps/kustomization.yaml: this is not a cluster repo")
 	}
-	for _, p := range fanout.CheckRepo(files, c) {
+	for _, p := range problems {
 		msg := p.Message
 		if p.Object != "" {
 			msg = p.Object + ": " + msg

@@ -1,4 +1,4 @@
-package main
+package action
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func TestUpsertCommentAcrossPages(t *testing.T) {
 		_, _, err := c.Issues.CreateComment(ctx, "acme", "control", n, &gh.IssueComment{Body: gh.String(fmt.Sprintf("comment %d", i))})
 		require.NoError(t, err)
 	}
-	old, _, err := c.Issues.CreateComment(ctx, "acme", "control", n, &gh.IssueComment{Body: gh.String(planMarker + "\nold plan")})
+	old, _, err := c.Issues.CreateComment(ctx, "acme", "control", n, &gh.IssueComment{Body: gh.String(PlanMarker + "\nold plan")})
 	require.NoError(t, err)
 	for i := range 120 {
 		_, _, err := c.Issues.CreateComment(ctx, "acme", "control", n, &gh.IssueComment{Body: gh.String(fmt.Sprintf("later %d", i))})
@@ -36,12 +36,12 @@ func TestUpsertCommentAcrossPages(t *testing.T) {
 	}
 
 	srv.ResetLog()
-	id, err := upsertComment(ctx, c, "acme", "control", n, planMarker+"\nnew plan")
+	id, err := upsertComment(ctx, c, "acme", "control", n, PlanMarker+"\nnew plan")
 	require.NoError(t, err)
 	assert.Equal(t, old.GetID(), id, "the existing plan comment is edited")
 	comments := srv.Comments("acme", "control", n)
 	assert.Len(t, comments, 271, "no comment added")
-	assert.Equal(t, planMarker+"\nnew plan", comments[150])
+	assert.Equal(t, PlanMarker+"\nnew plan", comments[150])
 	assert.Equal(t, []string{"PATCH /repos/{owner}/{repo}/issues/comments/{id}"}, routes(srv, githubtest.Write))
 	lists := 0
 	for _, r := range srv.Requests() {
@@ -53,8 +53,19 @@ func TestUpsertCommentAcrossPages(t *testing.T) {
 
 	// Unchanged: nothing written.
 	srv.ResetLog()
-	id, err = upsertComment(ctx, c, "acme", "control", n, planMarker+"\nnew plan")
+	id, err = upsertComment(ctx, c, "acme", "control", n, PlanMarker+"\nnew plan")
 	require.NoError(t, err)
 	assert.Equal(t, old.GetID(), id)
 	assert.Empty(t, routes(srv, githubtest.Write))
+}
+
+// routes returns the routes of the requests of class, but for minting installation tokens.
+func routes(srv *githubtest.Server, class githubtest.Class) []string {
+	var out []string
+	for _, r := range srv.Requests() {
+		if r.Class == class && r.Route != "POST /app/installations/{id}/access_tokens" {
+			out = append(out, r.Route)
+		}
+	}
+	return out
 }

@@ -1,4 +1,7 @@
-package webhook
+// Package githubapi holds the webhook service's GitHub REST adapters: the control repo read
+// at a commit (webhook.ControlSource) and check runs on its pull requests (webhook.CheckRuns).
+// The service itself holds no REST client; serve wires these in.
+package githubapi
 
 import (
 	"context"

@@ -1,10 +1,14 @@
-package webhook
+package githubapi
 
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	gh "github.com/google/go-github/v62/github"
 	"github.com/stretchr/testify/assert"
@@ -15,6 +19,7 @@ import (
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
 // ghEnv is the webhook service wired to a fake GitHub as serve wires it to GitHub: the control
@@ -22,11 +27,11 @@ import (
 type ghEnv struct {
 	srv    *githubtest.Server
 	ctl    *GitHubControl
-	svc    *Service
-	forges map[ForgeMode]int
+	svc    *webhook.Service
+	forges map[webhook.ForgeMode]int
 }
 
-func newGHEnv(t *testing.T, verdict Verdict) *ghEnv {
+func newGHEnv(t *testing.T, verdict webhook.Verdict) *ghEnv {
 	t.Helper()
 	srv := githubtest.NewServer(t)
 	srv.CreateOrg("acme")
@@ -52,19 +57,19 @@ func newGHEnv(t *testing.T, verdict Verdict) *ghEnv {
 	require.NoError(t, err)
 	checks, err := NewGitHubChecks(srv.Client(), "acme/control", "")
 	require.NoError(t, err)
-	e := &ghEnv{srv: srv, ctl: ctl, forges: map[ForgeMode]int{}}
-	forges := func(ctx context.Context, owner string, mode ForgeMode) (reconcile.Forge, error) {
+	e := &ghEnv{srv: srv, ctl: ctl, forges: map[webhook.ForgeMode]int{}}
+	forges := func(ctx context.Context, owner string, mode webhook.ForgeMode) (reconcile.Forge, error) {
 		e.forges[mode]++
 		c, err := ghforge.New(ctx, ghforge.Config{
 			APIURL: srv.APIURL(), AppID: srv.AppID(), PrivateKey: srv.AppPrivateKeyPEM(), Owner: owner,
-			ReadOnly: mode == ForgePlan, Budget: ghforge.BudgetConfig{PerMinute: 10000, PerHour: 100000, MinInterval: -1},
+			ReadOnly: mode == webhook.ForgePlan, Budget: ghforge.BudgetConfig{PerMinute: 10000, PerHour: 100000, MinInterval: -1},
 		})
 		if err != nil {
 			return nil, err
 		}
 		return ghforge.NewForge(c, ghforge.ForgeOptions{}), nil
 	}
-	e.svc, err = NewService(ServiceConfig{Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}), Forges: forges,
+	e.svc, err = webhook.NewService(webhook.ServiceConfig{Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}), Forges: forges,
 		Checks: checks, Verdict: verdict})
 	require.NoError(t, err)
 	return e
@@ -121,7 +126,7 @@ func (e *ghEnv) checkRun(t *testing.T, sha string) *gh.CheckRun {
 func TestServiceAppliesTheControlRepoFromGitHub(t *testing.T) {
 	ctx := context.Background()
 	e := newGHEnv(t, nil)
-	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", Reason: "push"}))
+	require.NoError(t, e.svc.Execute(ctx, webhook.Job{Kind: webhook.KindApply, Repo: "acme/control", Reason: "push"}))
 	pulls := e.srv.Pulls("acme", "cluster-prod-eu-1")
 	require.Len(t, pulls, 1)
 	assert.Equal(t, "fleetbot/sync", pulls[0].GetHead().GetRef())
@@ -131,7 +136,7 @@ func TestServiceAppliesTheControlRepoFromGitHub(t *testing.T) {
 	assert.Equal(t, head, reps.Source, "the report names the control commit applied")
 
 	e.srv.ResetLog()
-	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", Reason: "resync"}))
+	require.NoError(t, e.svc.Execute(ctx, webhook.Job{Kind: webhook.KindApply, Repo: "acme/control", Reason: "resync"}))
 	assert.Zero(t, e.targetWrites(), "a second apply of the same commit writes nothing")
 }
 
@@ -152,7 +157,7 @@ func TestHostileControlLinksOverTheAPI(t *testing.T) {
 	sha := e.commitLinks(t, links)
 	e.srv.ResetLog()
 
-	err := e.svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", Reason: "push"})
+	err := e.svc.Execute(ctx, webhook.Job{Kind: webhook.KindApply, Repo: "acme/control", Reason: "push"})
 	var is control.Issues
 	require.True(t, errors.As(err, &is), "want issues, got %v", err)
 	msg := err.Error()
@@ -165,11 +170,11 @@ func TestHostileControlLinksOverTheAPI(t *testing.T) {
 		assert.Contains(t, msg, want)
 	}
 	assert.Zero(t, e.targetWrites(), "an invalid control repo writes nothing")
-	assert.Zero(t, e.forges[ForgeApply], "no forge is even opened")
+	assert.Zero(t, e.forges[webhook.ForgeApply], "no forge is even opened")
 
-	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: sha, PR: 1}))
+	require.NoError(t, e.svc.Execute(ctx, webhook.Job{Kind: webhook.KindCheck, Repo: "acme/control", SHA: sha, PR: 1}))
 	cr := e.checkRun(t, sha)
-	assert.Equal(t, ConclusionFailure, cr.GetConclusion())
+	assert.Equal(t, webhook.ConclusionFailure, cr.GetConclusion())
 	assert.Contains(t, cr.GetOutput().GetTitle(), "invalid control repo")
 	assert.Contains(t, cr.GetOutput().GetSummary(), `its target "/etc/passwd" is absolute`)
 	var paths []string
@@ -208,11 +213,11 @@ func TestInRepoControlLinkOverTheAPI(t *testing.T) {
 
 // fixedVerdict is a Verdict with a fixed finding, recording what it was asked.
 type fixedVerdict struct {
-	res VerdictResult
-	got []VerdictInput
+	res webhook.VerdictResult
+	got []webhook.VerdictInput
 }
 
-func (v *fixedVerdict) CheckControl(_ context.Context, in VerdictInput) (VerdictResult, error) {
+func (v *fixedVerdict) CheckControl(_ context.Context, in webhook.VerdictInput) (webhook.VerdictResult, error) {
 	v.got = append(v.got, in)
 	return v.res, nil
 }
@@ -223,7 +228,7 @@ func (v *fixedVerdict) CheckControl(_ context.Context, in VerdictInput) (Verdict
 // verdict sees the base and head trees and the author GitHub reports.
 func TestCheckRunPlansAPullRequest(t *testing.T) {
 	ctx := context.Background()
-	v := &fixedVerdict{res: VerdictResult{Conclusion: ConclusionNeutral, Verdict: "needs platform review", Markdown: "**who may**"}}
+	v := &fixedVerdict{res: webhook.VerdictResult{Conclusion: webhook.ConclusionNeutral, Verdict: "needs platform review", Markdown: "**who may**"}}
 	e := newGHEnv(t, v)
 	base, err := e.ctl.Head(ctx)
 	require.NoError(t, err)
@@ -237,15 +242,15 @@ func TestCheckRunPlansAPullRequest(t *testing.T) {
 	require.NoError(t, err)
 	e.srv.ResetLog()
 
-	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: head, PR: p.GetNumber()}))
+	require.NoError(t, e.svc.Execute(ctx, webhook.Job{Kind: webhook.KindCheck, Repo: "acme/control", SHA: head, PR: p.GetNumber()}))
 	cr := e.checkRun(t, head)
-	assert.Equal(t, ConclusionNeutral, cr.GetConclusion(), "the verdict's neutral beats the plan's success")
+	assert.Equal(t, webhook.ConclusionNeutral, cr.GetConclusion(), "the verdict's neutral beats the plan's success")
 	assert.Contains(t, cr.GetOutput().GetTitle(), "target repos change")
 	assert.Contains(t, cr.GetOutput().GetTitle(), "check control: needs platform review")
 	assert.Contains(t, cr.GetOutput().GetSummary(), "**who may**")
 	assert.Contains(t, cr.GetOutput().GetSummary(), "nothing is written before")
 	assert.Zero(t, e.targetWrites(), "a check never writes to a target repo")
-	assert.Equal(t, 1, e.forges[ForgePlan])
+	assert.Equal(t, 1, e.forges[webhook.ForgePlan])
 	require.Len(t, v.got, 1)
 	assert.Equal(t, base, v.got[0].BaseSHA, "the base comes from the pull request")
 	assert.Equal(t, head, v.got[0].HeadSHA)
@@ -268,4 +273,20 @@ func TestGitHubControlRefusesWhatIsNotACommit(t *testing.T) {
 	}
 	_, err = NewGitHubChecks(e.srv.Client(), "control", "")
 	assert.Error(t, err)
+}
+
+// readControl is the example control repo (testdata/control) in memory.
+func readControl(t *testing.T) fstest.MapFS {
+	t.Helper()
+	root := filepath.Join("..", "..", "..", "testdata", "control")
+	files := fstest.MapFS{}
+	require.NoError(t, fs.WalkDir(os.DirFS(root), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(filepath.Join(root, p))
+		files[p] = &fstest.MapFile{Data: b, Mode: 0o644}
+		return err
+	}))
+	return files
 }

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+)
+
+// apiURL is the GitHub REST API URL of the flags and environment ("" for github.com).
+func (a *frontend) apiURL() string {
+	return app.APIURL(firstNonEmpty(a.github.apiURL, os.Getenv("GITHUB_API_URL")))
+}
+
+// base is the application configuration of the global flags and environment without a
+// forge and without credentials: enough to load and render. The Git URL follows --forge as
+// given (see app.ResolveGitURL), so a command's default forge does not change what it
+// renders.
+func (a *frontend) base(log *slog.Logger) app.Config {
+	cfg := app.Config{
+		GitURL: app.ResolveGitURL(a.gitURLFlag, a.forge, a.apiURL()),
+		Logger: log, Stats: a.stderr,
+	}
+	cfg.GitHub.APIURL = a.apiURL()
+	cfg.GitHub.Budget = a.github.budget()
+	return cfg
+}
+
+// config resolves the global flags and environment into the one application configuration
+// for forge (the --forge value, or a command's default); GitHub credentials are read only
+// when forge is GitHub.
+func (a *frontend) config(forge string, log *slog.Logger) (app.Config, error) {
+	cfg := a.base(log)
+	cfg.Forge = forge
+	if forge != app.ForgeGitHub {
+		return cfg, nil
+	}
+	creds, err := a.github.config(cfg.GitHub.APIURL)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.GitHub = creds
+	cfg.CacheDir = a.github.cache(cfg.GitHub.APIURL)
+	return cfg, nil
+}
+
+// load loads, validates and renders --control with the configuration of the flags (no
+// forge is opened, no credential read).
+func (a *frontend) load(ctx context.Context) (*app.Fleet, error) {
+	return a.base(nil).Load(ctx, a.control)
+}
+
+// openForge opens the forge named by spec ("local:PATH" or "github") for the target repos of
+// owner, as app.Config.OpenForge does.
+func (a *frontend) openForge(ctx context.Context, spec, owner string, readOnly bool, log *slog.Logger) (reconcile.Forge, func() error, error) {
+	cfg, err := a.config(spec, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg.OpenForge(ctx, owner, readOnly)
+}
+
+// registerGitURL registers --git-url on a command that renders.
+func (a *frontend) registerGitURL(fs *pflag.FlagSet) {
+	fs.StringVar(&a.gitURLFlag, "git-url", "", `base URL of target repos in Flux GitRepository objects, <URL>/<owner>/<repo> (default: from --forge: http://`+app.DefaultGitServeListen+` for --forge local:PATH, where fleetbot dev git-serve serves it; otherwise GitHub's web root, https://github.com unless --github-url or GITHUB_API_URL names an Enterprise server)`)
+}

@@ -1,0 +1,106 @@
+package app
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/manifest"
+)
+
+// DesiredRepo is the offline plan of one target repo.
+type DesiredRepo struct {
+	Repo      string            `json:"repo"`
+	Kind      fanout.Kind       `json:"kind"`
+	Name      string            `json:"name"`
+	Files     []string          `json:"files"`
+	Scaffolds []string          `json:"scaffolds"`
+	Objects   map[string]int    `json:"objects"`
+	Teams     map[string]string `json:"teams"`
+	Reviewers []string          `json:"reviewers"`
+	// Needs lists, per platform component of a cluster repo, the kinds
+	// (Kind.group) whose CRDs the cluster must already have: neither
+	// Kubernetes nor the component or what it depends on provides them (see
+	// manifest.NeedsFromCluster).
+	Needs map[string][]string `json:"needs,omitempty"`
+}
+
+// DesiredPlan is the plan without a forge: the desired state of every target repo.
+type DesiredPlan struct {
+	Source string        `json:"source,omitempty"`
+	Repos  []DesiredRepo `json:"repos"`
+}
+
+// BuildDesiredPlan summarises f per target repo: files, objects per kind, access, reviewers.
+func BuildDesiredPlan(f *Fleet) (DesiredPlan, error) {
+	p := DesiredPlan{Source: f.Repo.Revision, Repos: []DesiredRepo{}}
+	for _, t := range f.Targets {
+		d := DesiredRepo{
+			Repo: t.FullName(), Kind: t.Kind, Name: t.Name,
+			Files: slices.Sorted(maps.Keys(t.Files)), Scaffolds: slices.Sorted(maps.Keys(t.Scaffolds)),
+			Teams: map[string]string{}, Reviewers: t.Reviewers,
+		}
+		var objs []manifest.Object
+		// components holds the objects of each platform component (platform/<app>/).
+		components := map[string][]manifest.Object{}
+		for _, path := range d.Files {
+			if !manifest.IsManifestPath(path) {
+				continue
+			}
+			o, err := manifest.Parse(t.Files[path])
+			if err != nil {
+				return p, fmt.Errorf("%s: rendered %s does not parse: %w", t.FullName(), path, err)
+			}
+			objs = append(objs, o...)
+			if app, ok := componentOf(t, path); ok {
+				components[app] = append(components[app], o...)
+			}
+		}
+		for app, o := range components {
+			var provided []manifest.Object
+			for _, dep := range f.Repo.DependencyClosure(app) {
+				provided = append(provided, components[dep]...)
+			}
+			if needs := manifest.NeedsFromCluster(o, provided); len(needs) > 0 {
+				if d.Needs == nil {
+					d.Needs = map[string][]string{}
+				}
+				d.Needs[app] = needs
+			}
+		}
+		d.Objects = manifest.CountByKind(manifest.OnCluster(objs))
+		for team, role := range t.Access.Teams {
+			d.Teams[team] = string(role)
+		}
+		p.Repos = append(p.Repos, d)
+	}
+	return p, nil
+}
+
+// componentOf returns the platform component whose directory
+// (platform/<app>/) holds path in a cluster repo.
+func componentOf(t *fanout.Target, path string) (string, bool) {
+	if t.Kind != fanout.KindCluster {
+		return "", false
+	}
+	rest, ok := strings.CutPrefix(path, fanout.PlatformDir+"/")
+	if !ok {
+		return "", false
+	}
+	app, _, ok := strings.Cut(rest, "/")
+	if !ok || app == fanout.TenancyDir {
+		return "", false
+	}
+	return app, true
+}
+
+// FormatTeams writes a repo's access as "team=role, ..." in team order.
+func FormatTeams(teams map[string]string) string {
+	parts := make([]string, 0, len(teams))
+	for _, t := range slices.Sorted(maps.Keys(teams)) {
+		parts = append(parts, t+"="+teams[t])
+	}
+	return strings.Join(parts, ", ")
+}
