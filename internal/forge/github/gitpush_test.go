@@ -126,6 +126,7 @@ func TestGitPushWritesWhatTheAPIWrites(t *testing.T) {
 		_, botTree, botMsg, botParents := headOf(t, e, tg.Repo, "fleetbot/sync")
 		r.defTree, r.defMsg, r.botTree, r.botMsg = defTree, defMsg, botTree, botMsg
 		r.botParentIsDefault = len(botParents) == 1 && botParents[0] == defSHA
+		assert.True(t, e.srv.Protected("acme", tg.Repo, "main"), "%s: the new repo's default branch is protected once it exists", tr)
 		ps := e.srv.Pulls("acme", tg.Repo)
 		require.Len(t, ps, 1)
 		assert.Equal(t, e.srv.Branch("acme", tg.Repo, "fleetbot/sync"), ps[0].GetHead().GetSHA(), "the pull request shows the pushed head")
@@ -216,7 +217,7 @@ func TestGitPushErrorHoldsNoToken(t *testing.T) {
 	var logs bytes.Buffer
 	f, _ := e.transportForge(t, ghforge.ContentTransportGit, &logs)
 	e.srv.Fault("POST /{owner}/{repo}/git-receive-pack", githubtest.FaultSpec{Status: http.StatusForbidden})
-	e.srv.Fault("PUT /repos/{owner}/{repo}/contents/{path...}", githubtest.FaultSpec{Status: http.StatusForbidden})
+	e.srv.Fault("PUT /repos/{owner}/{repo}/contents/{path...}", githubtest.FaultSpec{Status: http.StatusUnprocessableEntity})
 	tg := clusterTarget(t, e)
 	ctx := context.Background()
 	opts := pr.Options{Branch: "fleetbot/sync", Source: "c0ffee"}
@@ -230,6 +231,32 @@ func TestGitPushErrorHoldsNoToken(t *testing.T) {
 	assert.NotContains(t, err.Error(), tok)
 	assert.NotContains(t, logs.String(), tok)
 	assert.Contains(t, err.Error(), tg.FullName())
+}
+
+// TestGitPushNetworkErrorFallsBack: a push whose connection drops is written through the Git
+// Data API as the same commit.
+func TestGitPushNetworkErrorFallsBack(t *testing.T) {
+	e := newEnv(t)
+	var logs bytes.Buffer
+	f, _ := e.transportForge(t, ghforge.ContentTransportGit, &logs)
+	tg := clusterTarget(t, e)
+	applyStep(t, e, f, tg, pr.ActionCreate)
+	e.srv.Fault("POST /{owner}/{repo}/git-receive-pack", githubtest.FaultSpec{Drop: true})
+	tg.Files["flux/fleetbot.yaml"] = append(append([]byte{}, tg.Files["flux/fleetbot.yaml"]...), "# changed\n"...)
+	ctx := context.Background()
+	opts := pr.Options{Branch: "fleetbot/sync", Labels: []string{"fleetbot"}, Source: "c0ffee"}
+	d, err := pr.Plan(ctx, f, tg, opts)
+	require.NoError(t, err)
+	require.Equal(t, pr.ActionUpdate, d.Action)
+	_, err = pr.Apply(ctx, f, tg, d, opts)
+	require.NoError(t, err)
+	_, tree, _, _ := headOf(t, e, tg.Repo, "fleetbot/sync")
+	assert.Equal(t, d.Tree, tree)
+	assert.Contains(t, logs.String(), "git push refused")
+	// The pull request's marker names the head the fallback wrote: nothing left to do.
+	d, err = pr.Plan(ctx, f, tg, opts)
+	require.NoError(t, err)
+	assert.Equal(t, pr.ActionNoop, d.Action, d.Reason)
 }
 
 func TestParseContentTransport(t *testing.T) {
