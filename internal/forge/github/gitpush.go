@@ -183,26 +183,12 @@ func (f *Forge) gitURL(owner, repo string) string {
 // since it was read is never overwritten: that refusal is errLeaseFailed. It reads the refs
 // first (one GET) and sends nothing when they already show the lease broken.
 func (f *Forge) push(ctx context.Context, owner, repo, branch string, old plumbing.Hash, lc *localCommit) error {
-	ep, err := transport.NewEndpoint(f.gitURL(owner, repo))
-	if err != nil {
-		return fmt.Errorf("git URL of %s/%s: %w", owner, repo, err)
-	}
-	sess, err := githttp.NewClient(f.api.Client()).NewReceivePackSession(ep, nil)
+	name := plumbing.NewBranchReferenceName(branch)
+	sess, adv, cur, err := f.remoteRef(ctx, owner, repo, name)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = sess.Close() }()
-	adv, err := sess.AdvertisedReferencesContext(ctx)
-	if err != nil {
-		return fmt.Errorf("reading the refs: %w", err)
-	}
-	name := plumbing.NewBranchReferenceName(branch)
-	cur := plumbing.ZeroHash
-	if adv.References != nil {
-		if h, ok := adv.References[name.String()]; ok {
-			cur = h
-		}
-	}
 	if cur != old {
 		return fmt.Errorf("%w: %s is at %s, expected %s", errLeaseFailed, branch, short(cur), short(old))
 	}
@@ -214,25 +200,65 @@ func (f *Forge) push(ctx context.Context, owner, repo, branch string, old plumbi
 	}
 	req.Packfile = io.NopCloser(&pack)
 	rs, err := sess.ReceivePack(ctx, req)
+	if err == nil {
+		lc.pushed = true
+		return nil
+	}
 	if rs != nil {
 		for _, cs := range rs.CommandStatuses {
-			if cs.Error() != nil && leaseRefusal(cs.Status) {
+			if cs.Error() == nil {
+				continue
+			}
+			if leaseRefusal(cs.Status) {
 				return fmt.Errorf("%w: %s refused: %s", errLeaseFailed, branch, cs.Status)
+			}
+			// Another reason (a hook, a protected branch): whether the branch moved meanwhile
+			// decides between replanning and the API, so read it again (one GET).
+			if s2, _, now, rerr := f.remoteRef(ctx, owner, repo, name); rerr == nil {
+				_ = s2.Close()
+				if now != old {
+					return fmt.Errorf("%w: %s refused (%s) and now at %s, expected %s", errLeaseFailed, branch, cs.Status, short(now), short(old))
+				}
 			}
 		}
 	}
+	return fmt.Errorf("pushing %s: %w", branch, err)
+}
+
+// remoteRef opens a receive-pack session on a repo and reads its refs (one GET): the value of
+// ref, zero when absent.
+func (f *Forge) remoteRef(ctx context.Context, owner, repo string, ref plumbing.ReferenceName) (transport.ReceivePackSession, *packp.AdvRefs, plumbing.Hash, error) {
+	ep, err := transport.NewEndpoint(f.gitURL(owner, repo))
 	if err != nil {
-		return fmt.Errorf("pushing %s: %w", branch, err)
+		return nil, nil, plumbing.ZeroHash, fmt.Errorf("git URL of %s/%s: %w", owner, repo, err)
 	}
-	lc.pushed = true
-	return nil
+	sess, err := githttp.NewClient(f.api.Client()).NewReceivePackSession(ep, nil)
+	if err != nil {
+		return nil, nil, plumbing.ZeroHash, err
+	}
+	adv, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		_ = sess.Close()
+		return nil, nil, plumbing.ZeroHash, fmt.Errorf("reading the refs: %w", err)
+	}
+	cur := plumbing.ZeroHash
+	if h, ok := adv.References[ref.String()]; ok {
+		cur = h
+	}
+	return sess, adv, cur, nil
 }
 
 // leaseRefusal reports whether a receive-pack "ng" reason says the ref was not at its
-// expected old value (git: "failed to lock", "stale info", "reference already exists").
+// expected old value (git: "failed to update ref", "failed to lock", "stale info",
+// "reference already exists"). Any other refusal is checked by reading the ref again.
 func leaseRefusal(status string) bool {
 	s := strings.ToLower(status)
-	return strings.Contains(s, "lock") || strings.Contains(s, "stale") || strings.Contains(s, "already exists") || strings.Contains(s, "fetch first")
+	for _, w := range []string{"failed to update ref", "lock", "stale", "already exists", "fetch first"} {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func short(h plumbing.Hash) string {

@@ -28,7 +28,7 @@ func TestGitURL(t *testing.T) {
 // TestLeaseRefusal: receive-pack's reasons for a ref that was not at its expected old value
 // are told from other refusals (a protected branch, a hook), which fall back to the API.
 func TestLeaseRefusal(t *testing.T) {
-	for _, s := range []string{"failed to lock", "stale info", "fetch first", "reference already exists"} {
+	for _, s := range []string{"failed to update ref", "failed to lock", "stale info", "fetch first", "reference already exists"} {
 		assert.True(t, leaseRefusal(s), s)
 	}
 	for _, s := range []string{"protected branch hook declined", "pre-receive hook declined", "deny updating a hidden ref"} {

@@ -3,6 +3,7 @@ package github_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -20,19 +21,40 @@ import (
 )
 
 // authRecorder records the Authorization headers of git smart-HTTP requests.
+// afterRefs, when set, runs once after the refs of a push were read (the body read in full
+// first), to move a branch between fleetbot's lease check and its push.
 type authRecorder struct {
-	next http.RoundTripper
-	mu   sync.Mutex
-	git  []string
+	next      http.RoundTripper
+	mu        sync.Mutex
+	git       []string
+	afterRefs func()
 }
 
 func (a *authRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
-	if strings.Contains(r.URL.Path, ".git/") {
-		a.mu.Lock()
-		a.git = append(a.git, r.Header.Get("Authorization"))
-		a.mu.Unlock()
+	if !strings.Contains(r.URL.Path, ".git/") {
+		return a.next.RoundTrip(r)
 	}
-	return a.next.RoundTrip(r)
+	a.mu.Lock()
+	a.git = append(a.git, r.Header.Get("Authorization"))
+	hook := a.afterRefs
+	if strings.HasSuffix(r.URL.Path, "/info/refs") {
+		a.afterRefs = nil
+	} else {
+		hook = nil
+	}
+	a.mu.Unlock()
+	resp, err := a.next.RoundTrip(r)
+	if err != nil || hook == nil {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	hook()
+	return resp, nil
 }
 
 // transportForge opens a forge writing content with tr, logging into logs.
@@ -178,6 +200,39 @@ func TestGitPushLeaseKeepsAHumanPush(t *testing.T) {
 	assert.Contains(t, err.Error(), "fleetbot/sync")
 	assert.Equal(t, human, e.srv.Branch("acme", tg.Repo, "fleetbot/sync"), "the human commit stays")
 
+	d, err = pr.Plan(ctx, f, tg, opts)
+	require.NoError(t, err)
+	assert.Equal(t, pr.ActionBlocked, d.Action, d.Reason)
+}
+
+// TestGitPushLeaseCheckedByTheServer: a human push lands after fleetbot read the refs (its
+// own lease check passed) and before its push: the server refuses the push on the old value
+// it names, and the human commit stays.
+func TestGitPushLeaseCheckedByTheServer(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	var logs bytes.Buffer
+	f, rec := e.transportForge(t, ghforge.ContentTransportGit, &logs)
+	t.Cleanup(func() { t.Log(logs.String()) })
+	tg := clusterTarget(t, e)
+	applyStep(t, e, f, tg, pr.ActionCreate)
+	e.srv.CreateUser("alice")
+
+	tg.Files["flux/fleetbot.yaml"] = append(append([]byte{}, tg.Files["flux/fleetbot.yaml"]...), "# changed\n"...)
+	opts := pr.Options{Branch: "fleetbot/sync", Labels: []string{"fleetbot"}, Source: "c0ffee"}
+	d, err := pr.Plan(ctx, f, tg, opts)
+	require.NoError(t, err)
+	require.Equal(t, pr.ActionUpdate, d.Action)
+	var human string
+	rec.mu.Lock()
+	rec.afterRefs = func() {
+		human = e.srv.CommitAs("alice", "acme", tg.Repo, "fleetbot/sync", "hand fix", map[string]string{"notes.txt": "mine\n"})
+	}
+	rec.mu.Unlock()
+	_, err = pr.Apply(ctx, f, tg, d, opts)
+	require.ErrorIs(t, err, pr.ErrStale)
+	require.NotEmpty(t, human, "the human push happened between the refs and the push")
+	assert.Equal(t, human, e.srv.Branch("acme", tg.Repo, "fleetbot/sync"), "the human commit stays")
 	d, err = pr.Plan(ctx, f, tg, opts)
 	require.NoError(t, err)
 	assert.Equal(t, pr.ActionBlocked, d.Action, d.Reason)
