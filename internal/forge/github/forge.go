@@ -65,9 +65,10 @@ type WriteBudget interface {
 // Forge is fleetbot's GitHub forge: it implements reconcile.Forge (pr.Forge, ListManaged,
 // Access, SetAccess) over one Client, that is one installation or token, with the cost rules of
 // DESIGN §5: a Snapshot of an unchanged repo is one conditional request, a changed repo is
-// written with the Git Data API (one tree, one commit, one ref move) and every write goes
-// through the installation's budget. Its methods are safe for concurrent use; the calls on one
-// repo are serialised.
+// written with the Git Data API (one tree, one commit, one ref move), or with one git push per
+// commit when ForgeOptions.ContentTransport says so (gitpush.go), and every write goes through
+// the installation's budget. Its methods are safe for concurrent use; the calls on one repo are
+// serialised.
 type Forge struct {
 	c      *Client
 	api    *gh.Client
@@ -323,7 +324,9 @@ func (f *Forge) SetBranch(ctx context.Context, owner, repo, branch, sha string, 
 	pushed := false
 	if w := e.commits[sha]; w != nil && w.local != nil && !w.local.pushed {
 		var err error
-		if pushed, err = f.pushOrFallBack(ctx, owner, repo, e, branch, w); err != nil {
+		pushed, err = f.pushOrFallBack(ctx, owner, repo, e, branch, w)
+		w.local = nil // its objects are GitHub's now, or the commit is abandoned
+		if err != nil {
 			return err
 		}
 	}
