@@ -3,6 +3,7 @@ package github_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -10,14 +11,18 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
+	"github.com/fleetbot-io/fleetbot/internal/policy"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
+	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 )
 
 // authRecorder records the Authorization headers of git smart-HTTP requests.
@@ -323,4 +328,88 @@ func TestParseContentTransport(t *testing.T) {
 	_, err := ghforge.ParseContentTransport("ssh")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `"ssh"`)
+}
+
+// TestGitPushUnderContentLimits: the same fan-out (n new repos, then an update of each) under
+// GitHub's limits (80 content-creating requests a minute, 500 an hour, enforced by the fake)
+// and fleetbot's default budget (which also leaves 1 s between mutations), on one manual clock
+// shared by the client and the fake, so the figures are the limits' time, not the machine's:
+// git push needs fewer writes and less time, and neither transport is ever refused.
+func TestGitPushUnderContentLimits(t *testing.T) {
+	const n = 24
+	type figures struct {
+		createTime, updateTime       time.Duration
+		createWrites, updateWrites   int
+		createContent, updateContent int
+		rejected                     int
+	}
+	run := func(tr ghforge.ContentTransport) figures {
+		srv := githubtest.NewServer(t, githubtest.WithManualClock(),
+			githubtest.WithContentCreationLimit(ghforge.DefaultPerMinute, ghforge.DefaultPerHour, true),
+			githubtest.WithPrimaryLimit(0))
+		srv.CreateTeam("acme", "platform")
+		repo := &control.Repo{Platform: &control.Platform{Spec: control.PlatformSpec{
+			Owner: "acme", Admins: []string{"platform"}, DefaultBranch: "main",
+			PullRequests: control.PullRequestSpec{Branch: "fleetbot/sync"},
+		}}, Revision: "c0ffee"}
+		var targets []*fanout.Target
+		for i := 0; i < n; i++ {
+			name := fmt.Sprintf("c%04d", i)
+			repo.Clusters = append(repo.Clusters, &control.Cluster{Metadata: control.Meta{Name: name}})
+			targets = append(targets, &fanout.Target{
+				Kind: fanout.KindCluster, Name: name, Owner: "acme", Repo: "cluster-" + name, DefaultBranch: "main",
+				Visibility: "private",
+				Files: map[string][]byte{
+					"README.md":                []byte("# cluster-" + name + "\n"),
+					".github/CODEOWNERS":       []byte("* @acme/platform\n"),
+					"platform/monitoring.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m\n  namespace: monitoring\n"),
+				},
+				Scaffolds: map[string][]byte{"apps/kustomization.yaml": []byte("resources: []\n")},
+				Access:    policy.Access{Teams: map[string]policy.Role{"platform": policy.RoleAdmin}},
+			})
+		}
+		c, err := ghforge.New(context.Background(), ghforge.Config{
+			APIURL: srv.APIURL(), AppID: srv.AppID(), PrivateKey: srv.AppPrivateKeyPEM(), Owner: "acme",
+			Budget: ghforge.BudgetConfig{Clock: serverTime{srv}, MaxWait: 48 * time.Hour},
+		})
+		require.NoError(t, err)
+		f := ghforge.NewForge(c, ghforge.ForgeOptions{ContentTransport: tr, Now: srv.Now})
+		var fig figures
+		step := func(want pr.Action) (time.Duration, githubtest.Counts) {
+			srv.ResetLog()
+			start := srv.Now()
+			rep, err := reconcile.Apply(context.Background(), f, repo, targets, reconcile.Options{Concurrency: 4, Source: "c0ffee"})
+			require.NoError(t, err)
+			for _, r := range rep.Results {
+				require.Equal(t, want, r.Action, "%s %s: %s", tr, r.Repo, r.Reason)
+			}
+			for _, r := range srv.Requests() {
+				if r.Status == http.StatusForbidden || r.Status == http.StatusTooManyRequests {
+					fig.rejected++
+				}
+			}
+			return srv.Now().Sub(start), srv.Counts()
+		}
+		d, cn := step(pr.ActionCreate)
+		fig.createTime, fig.createWrites, fig.createContent = d, cn.Writes, cn.ContentCreating
+		for _, tg := range targets {
+			tg.Files["platform/monitoring.yaml"] = append(append([]byte{}, tg.Files["platform/monitoring.yaml"]...), "# changed\n"...)
+		}
+		d, cn = step(pr.ActionUpdate)
+		fig.updateTime, fig.updateWrites, fig.updateContent = d, cn.Writes, cn.ContentCreating
+		return fig
+	}
+	api, git := run(ghforge.ContentTransportAPI), run(ghforge.ContentTransportGit)
+	for _, x := range []struct {
+		name string
+		fig  figures
+	}{{"api", api}, {"git", git}} {
+		t.Logf("%s, %d repos: create %s (%d writes, %d content-creating), update %s (%d writes, %d content-creating); %d refused",
+			x.name, n, x.fig.createTime, x.fig.createWrites, x.fig.createContent, x.fig.updateTime, x.fig.updateWrites, x.fig.updateContent, x.fig.rejected)
+		assert.Zero(t, x.fig.rejected, x.name)
+	}
+	assert.Less(t, git.createWrites, api.createWrites)
+	assert.Less(t, git.updateWrites, api.updateWrites)
+	assert.Less(t, git.createTime, api.createTime)
+	assert.Less(t, git.updateTime, api.updateTime)
 }
