@@ -42,7 +42,7 @@ type ForgeOptions struct {
 	Login string
 	// Logger receives debug logs; nil discards.
 	Logger *slog.Logger
-	// Now is the clock of the access cache (default time.Now).
+	// Now is the clock of the access cache and the date of pushed commits (default time.Now).
 	Now func() time.Time
 	// Budget is what BeforeWrite prices a repo's writes against (default: the Client's
 	// Budget, which also paces every write it sends).

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
@@ -73,7 +74,7 @@ func (f *Forge) commitIdentity(ctx context.Context) object.Signature {
 	if login == "" {
 		login = "fleetbot"
 	}
-	return object.Signature{Name: login, Email: login + "@users.noreply.github.com", When: f.opts.Now().UTC().Truncate(1e9)}
+	return object.Signature{Name: login, Email: login + "@users.noreply.github.com", When: f.opts.Now().UTC().Truncate(time.Second)}
 }
 
 // buildLocal builds nc in memory when the listing of its base tree is known (a root commit,
