@@ -113,12 +113,15 @@ func (t *installationTransport) observe(tok string) bool {
 // refusedCredentials reports a 401, or a 403 that is neither a rate limit nor GitHub's
 // "Resource not accessible by integration": that one says what the installation may do (its
 // permissions, or an endpoint no installation may call, like GET /user), which no retry
-// changes.
+// changes; nor is a 403 to a git request (a push the token may not make).
 func refusedCredentials(resp *http.Response, now time.Time) bool {
 	switch resp.StatusCode {
 	case http.StatusUnauthorized:
 		return true
 	case http.StatusForbidden:
+		if resp.Request != nil && isGitRequest(resp.Request.URL.Path) {
+			return false // a refused git push ("Permission to X denied"): no retry changes it
+		}
 		if _, _, limited := limitWait(resp, now); limited {
 			return false
 		}

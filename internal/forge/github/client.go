@@ -89,7 +89,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	base := baseTransport(cfg.Transport)
 
 	var (
-		rt             http.RoundTripper = NewCountingTransport(base, counters)
+		rt             http.RoundTripper = gitAuthTransport{next: NewCountingTransport(base, counters)}
 		identity       string
 		installationID int64
 		appAuthed      *App

@@ -42,11 +42,15 @@ type ForgeOptions struct {
 	Login string
 	// Logger receives debug logs; nil discards.
 	Logger *slog.Logger
-	// Now is the clock of the access cache (default time.Now).
+	// Now is the clock of the access cache and the date of pushed commits (default time.Now).
 	Now func() time.Time
 	// Budget is what BeforeWrite prices a repo's writes against (default: the Client's
 	// Budget, which also paces every write it sends).
 	Budget WriteBudget
+	// ContentTransport is how commits are written: ContentTransportAPI ("", the default: Git
+	// Data API) or ContentTransportGit (one git push per commit, the Git Data API as fallback).
+	// See ParseContentTransport and docs/github.md, "Content transport".
+	ContentTransport ContentTransport
 }
 
 // WriteBudget is the port through which the forge asks, before a repo's writes start, whether
@@ -61,9 +65,10 @@ type WriteBudget interface {
 // Forge is fleetbot's GitHub forge: it implements reconcile.Forge (pr.Forge, ListManaged,
 // Access, SetAccess) over one Client, that is one installation or token, with the cost rules of
 // DESIGN §5: a Snapshot of an unchanged repo is one conditional request, a changed repo is
-// written with the Git Data API (one tree, one commit, one ref move) and every write goes
-// through the installation's budget. Its methods are safe for concurrent use; the calls on one
-// repo are serialised.
+// written with the Git Data API (one tree, one commit, one ref move), or with one git push per
+// commit when ForgeOptions.ContentTransport says so (gitpush.go), and every write goes through
+// the installation's budget. Its methods are safe for concurrent use; the calls on one repo are
+// serialised.
 type Forge struct {
 	c      *Client
 	api    *gh.Client
@@ -109,6 +114,8 @@ type repoEntry struct {
 type written struct {
 	commit pr.Commit
 	files  gittree.Listing // nil when unknown
+	// local is set for a commit built in memory, to be pushed by SetBranch (ContentTransportGit).
+	local *localCommit
 }
 
 // NewForge returns the GitHub forge over c.
@@ -176,10 +183,29 @@ func statusOf(resp *gh.Response) int {
 // app and marks it verified. An empty repo (no branch at all) accepts no Git Data call, so its
 // root commit is preceded by one Contents API call that creates the default branch; SetBranch
 // then replaces that placeholder commit once.
+//
+// With ContentTransportGit it builds the commit in memory instead, when it knows the listing
+// of the base tree, and sends nothing: SetBranch pushes it.
 func (f *Forge) Commit(ctx context.Context, owner, repo string, nc pr.NewCommit) (pr.Commit, error) {
-	full := owner + "/" + repo
 	e, unlock := f.entry(owner, repo)
 	defer unlock()
+	if f.gitPush() {
+		c, ok, err := f.buildLocal(ctx, e, nc)
+		if err != nil {
+			return pr.Commit{}, fmt.Errorf("building the commit for %s/%s in memory: %w", owner, repo, err)
+		}
+		if ok {
+			return c, nil
+		}
+		f.log.Debug("base tree not listed: committing through the Git Data API", "repo", owner+"/"+repo)
+	}
+	return f.apiCommit(ctx, owner, repo, e, nc, nil)
+}
+
+// apiCommit writes nc with the Git Data API; author, when set, is the commit's author and
+// committer (a refused push written again as the same commit).
+func (f *Forge) apiCommit(ctx context.Context, owner, repo string, e *repoEntry, nc pr.NewCommit, author *gh.CommitAuthor) (pr.Commit, error) {
+	full := owner + "/" + repo
 	st := e.state()
 	if nc.Parent == "" && st.Empty {
 		if err := f.bootstrapEmpty(ctx, owner, repo, e, nc); err != nil {
@@ -231,7 +257,7 @@ func (f *Forge) Commit(ctx context.Context, owner, repo string, nc pr.NewCommit)
 		}
 		tree = t.GetSHA()
 	}
-	in := &gh.Commit{Message: gh.String(nc.Message), Tree: &gh.Tree{SHA: gh.String(tree)}}
+	in := &gh.Commit{Message: gh.String(nc.Message), Tree: &gh.Tree{SHA: gh.String(tree)}, Author: author, Committer: author}
 	if nc.Parent != "" {
 		in.Parents = []*gh.Commit{{SHA: gh.String(nc.Parent)}}
 	}
@@ -292,26 +318,30 @@ func (f *Forge) bootstrapEmpty(ctx context.Context, owner, repo string, e *repoE
 // own bot branch is ever forced (pr passes force for it alone), and the default branch once,
 // when it still points at the placeholder commit of an empty-repo bootstrap.
 func (f *Forge) SetBranch(ctx context.Context, owner, repo, branch, sha string, force bool) error {
-	full := owner + "/" + repo
 	e, unlock := f.entry(owner, repo)
 	defer unlock()
 	st := e.state()
-	cur, exists := st.Branches[branch]
-	bootstrap := exists && cur != "" && cur == st.Placeholder && branch == st.DefaultBranch
-	ref := &gh.Reference{Ref: gh.String("refs/heads/" + branch), Object: &gh.GitObject{SHA: gh.String(sha)}}
-	if !exists {
-		_, resp, err := f.api.Git.CreateRef(ctx, owner, repo, ref)
-		if err != nil && statusOf(resp) == http.StatusUnprocessableEntity && strings.Contains(strings.ToLower(errMessage(err)), "already exists") {
-			// Our view was stale: the branch exists. Move it as asked.
-			exists = true
-		} else if err != nil {
-			return errf(err, "creating branch "+branch+" in", full)
+	pushed := false
+	if w := e.commits[sha]; w != nil && w.local != nil && !w.local.pushed {
+		var err error
+		pushed, err = f.pushOrFallBack(ctx, owner, repo, e, branch, w)
+		w.local = nil // its objects are GitHub's now, or the commit is abandoned
+		if err != nil {
+			return err
 		}
 	}
-	if exists {
-		if _, _, err := f.api.Git.UpdateRef(ctx, owner, repo, ref, force || bootstrap); err != nil {
-			return errf(err, "moving branch "+branch+" in", full)
+	cur, exists := st.Branches[branch]
+	bootstrap := exists && cur != "" && cur == st.Placeholder && branch == st.DefaultBranch
+	if pushed {
+		bootstrap = branch == st.DefaultBranch && st.Empty
+		st.Empty = false
+		if st.RepoDefault == "" && bootstrap {
+			if err := f.ensureOwnTopics(ctx, owner, repo); err != nil {
+				return err
+			}
 		}
+	} else if err := f.moveRef(ctx, owner, repo, branch, sha, exists, force || bootstrap); err != nil {
+		return err
 	}
 	if st.Branches == nil {
 		st.Branches = map[string]string{}
@@ -344,6 +374,27 @@ func (f *Forge) SetBranch(ctx context.Context, owner, repo, branch, sha string, 
 		}
 	}
 	f.saveState(owner, repo, st)
+	return nil
+}
+
+// moveRef creates (POST) or moves (PATCH) a branch through the Git Data API.
+func (f *Forge) moveRef(ctx context.Context, owner, repo, branch, sha string, exists, force bool) error {
+	full := owner + "/" + repo
+	ref := &gh.Reference{Ref: gh.String("refs/heads/" + branch), Object: &gh.GitObject{SHA: gh.String(sha)}}
+	if !exists {
+		_, resp, err := f.api.Git.CreateRef(ctx, owner, repo, ref)
+		if err != nil && statusOf(resp) == http.StatusUnprocessableEntity && strings.Contains(strings.ToLower(errMessage(err)), "already exists") {
+			// Our view was stale: the branch exists. Move it as asked.
+			exists = true
+		} else if err != nil {
+			return errf(err, "creating branch "+branch+" in", full)
+		}
+	}
+	if exists {
+		if _, _, err := f.api.Git.UpdateRef(ctx, owner, repo, ref, force); err != nil {
+			return errf(err, "moving branch "+branch+" in", full)
+		}
+	}
 	return nil
 }
 
@@ -531,7 +582,7 @@ func (f *Forge) BeforeWrite(ctx context.Context, owner, repo string, cost pr.Cos
 	if err := f.checkPR(ctx, owner, repo); err != nil {
 		return err
 	}
-	_, n := Requests(cost)
+	_, n := f.Requests(cost)
 	if ok, wait := f.budget.Afford(n); !ok {
 		return fmt.Errorf("%w: %s/%s needs %d content-creating requests; the write budget has room for them in %s",
 			pr.ErrDeferred, owner, repo, n, wait.Round(time.Second))

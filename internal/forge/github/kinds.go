@@ -33,6 +33,8 @@ var contentCreating = map[string][]*regexp.Regexp{
 		regexp.MustCompile(`/repos/[^/]+/[^/]+/commits/[^/]+/comments/?$`),
 		regexp.MustCompile(`/repos/[^/]+/[^/]+/statuses/[^/]+/?$`),
 		regexp.MustCompile(`/(orgs/[^/]+|user)/repos/?$`),
+		// A git push (ContentTransportGit): GitHub counts pushes against the same limits.
+		regexp.MustCompile(`/[^/]+/[^/]+\.git/git-receive-pack$`),
 	},
 	http.MethodPatch: {
 		regexp.MustCompile(`/repos/[^/]+/[^/]+/git/refs/.+$`),

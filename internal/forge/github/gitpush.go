@@ -1,0 +1,345 @@
+package github
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/go-git/go-git/v5/storage/memory"
+
+	gh "github.com/google/go-github/v62/github"
+
+	"github.com/fleetbot-io/fleetbot/internal/gittree"
+	"github.com/fleetbot-io/fleetbot/internal/pr"
+)
+
+// ContentTransport is how the forge writes a commit and moves its branch.
+type ContentTransport string
+
+const (
+	// ContentTransportAPI writes through the Git Data API: a blob per binary file, a tree, a
+	// commit and a ref move, each a content-creating request (the default).
+	ContentTransportAPI ContentTransport = "api"
+	// ContentTransportGit builds the commit in memory and sends it with one git push over
+	// HTTPS (smart HTTP, the installation token as password), with a lease on the branch's
+	// old value; it falls back to the Git Data API when the push is refused.
+	ContentTransportGit ContentTransport = "git"
+)
+
+// ParseContentTransport reads a --content-transport value: "api" (or "") or "git".
+func ParseContentTransport(s string) (ContentTransport, error) {
+	switch ContentTransport(strings.ToLower(strings.TrimSpace(s))) {
+	case "", ContentTransportAPI:
+		return ContentTransportAPI, nil
+	case ContentTransportGit:
+		return ContentTransportGit, nil
+	}
+	return "", fmt.Errorf("content transport %q: want %q (Git Data API) or %q (git push over HTTPS)", s, ContentTransportAPI, ContentTransportGit)
+}
+
+// errLeaseFailed: the branch is no longer at the value the push expected.
+var errLeaseFailed = errors.New("the branch moved since it was read")
+
+// localCommit is a commit built in memory for a git push: its new objects (the commit, every
+// tree of its listing, the blobs it writes) and what the Git Data API needs to write the same
+// commit when the push is refused.
+type localCommit struct {
+	hash   plumbing.Hash
+	nc     pr.NewCommit
+	sig    object.Signature
+	objs   *memory.Storage
+	hashes []plumbing.Hash
+	pushed bool
+}
+
+// gitPush reports whether the forge writes content with git push.
+func (f *Forge) gitPush() bool { return f.opts.ContentTransport == ContentTransportGit }
+
+// commitIdentity is the author and committer of a pushed commit: the bot's login and its
+// no-reply address, dated by the forge's clock (whole seconds, as git stores them).
+func (f *Forge) commitIdentity(ctx context.Context) object.Signature {
+	login := f.selfLogin(ctx)
+	if login == "" {
+		login = "fleetbot"
+	}
+	return object.Signature{Name: login, Email: login + "@users.noreply.github.com", When: f.opts.Now().UTC().Truncate(time.Second)}
+}
+
+// buildLocal builds nc in memory when the listing of its base tree is known (a root commit,
+// or a base the forge has listed); ok is false otherwise, and the Git Data API writes it.
+// It sends no request, but for the bot's login, read once per process.
+func (f *Forge) buildLocal(ctx context.Context, e *repoEntry, nc pr.NewCommit) (pr.Commit, bool, error) {
+	st := e.state()
+	var files gittree.Listing
+	switch {
+	case nc.BaseTree == "":
+		files = gittree.Listing{}
+	case st.Base != nil && st.Base.Tree == nc.BaseTree && st.Files != nil:
+		files = st.Files.Clone()
+	default:
+		return pr.Commit{}, false, nil
+	}
+	if nc.Parent == "" && !st.Empty {
+		return pr.Commit{}, false, nil // a root commit on a repo with history: as the API does it
+	}
+	lc := &localCommit{nc: nc, sig: f.commitIdentity(ctx), objs: memory.NewStorage()}
+	put := func(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+		o := lc.objs.NewEncodedObject()
+		o.SetType(t)
+		w, err := o.Writer()
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if _, err := w.Write(data); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if err := w.Close(); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		h, err := lc.objs.SetEncodedObject(o)
+		if err == nil {
+			lc.hashes = append(lc.hashes, h)
+		}
+		return h, err
+	}
+	for _, ch := range nc.Changes {
+		if ch.Delete {
+			delete(files, ch.Path)
+			continue
+		}
+		mode := ch.Mode
+		if mode == 0 {
+			mode = gittree.ModeFile
+		}
+		h, err := put(plumbing.BlobObject, ch.Content)
+		if err != nil {
+			return pr.Commit{}, false, fmt.Errorf("building blob %s: %w", ch.Path, err)
+		}
+		files[ch.Path] = gittree.Entry{Mode: mode, Hash: h.String()}
+	}
+	root, trees, err := gittree.Trees(files)
+	if err != nil {
+		return pr.Commit{}, false, fmt.Errorf("building the tree: %w", err)
+	}
+	for _, t := range trees {
+		if _, err := put(plumbing.TreeObject, t.Data); err != nil {
+			return pr.Commit{}, false, fmt.Errorf("building tree %s: %w", t.Hash, err)
+		}
+	}
+	c := &object.Commit{Author: lc.sig, Committer: lc.sig, Message: nc.Message, TreeHash: plumbing.NewHash(root)}
+	if nc.Parent != "" {
+		c.ParentHashes = []plumbing.Hash{plumbing.NewHash(nc.Parent)}
+	}
+	o := lc.objs.NewEncodedObject()
+	if err := c.Encode(o); err != nil {
+		return pr.Commit{}, false, fmt.Errorf("building the commit: %w", err)
+	}
+	if lc.hash, err = lc.objs.SetEncodedObject(o); err != nil {
+		return pr.Commit{}, false, fmt.Errorf("building the commit: %w", err)
+	}
+	lc.hashes = append(lc.hashes, lc.hash)
+	out := pr.Commit{SHA: lc.hash.String(), Tree: root, Message: nc.Message}
+	if nc.Parent != "" {
+		out.Parents = []string{nc.Parent}
+	}
+	e.commits[out.SHA] = &written{commit: out, files: files, local: lc}
+	return out, true, nil
+}
+
+// apiAuthor is lc's identity for the Git Data API, so that a refused push is written as the
+// very same commit (GitHub does not sign a commit given an author).
+func (lc *localCommit) apiAuthor() *gh.CommitAuthor {
+	when := gh.Timestamp{Time: lc.sig.When}
+	return &gh.CommitAuthor{Name: gh.String(lc.sig.Name), Email: gh.String(lc.sig.Email), Date: &when}
+}
+
+// gitURL is the smart-HTTP URL of a repo: https://HOST/OWNER/REPO.git, HOST being github.com
+// for api.github.com and the Enterprise host otherwise. It never carries credentials: the
+// client's authentication adds the token as a header.
+func (f *Forge) gitURL(owner, repo string) string {
+	u := *f.api.BaseURL
+	u.User = nil
+	if strings.EqualFold(u.Host, "api.github.com") {
+		u.Host = "github.com"
+	}
+	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/api/v3") + "/" + url.PathEscape(owner) + "/" + url.PathEscape(repo) + ".git"
+	u.RawPath = ""
+	return u.String()
+}
+
+// push sends lc to branch with one receive-pack request whose command names the branch's
+// expected old value (zero: the branch must not exist), so that a branch moved by anyone else
+// since it was read is never overwritten: that refusal is errLeaseFailed. It reads the refs
+// first (one GET) and sends nothing when they already show the lease broken.
+func (f *Forge) push(ctx context.Context, owner, repo, branch string, old plumbing.Hash, lc *localCommit) error {
+	name := plumbing.NewBranchReferenceName(branch)
+	sess, adv, cur, err := f.remoteRef(ctx, owner, repo, name)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sess.Close() }()
+	if cur != old {
+		return fmt.Errorf("%w: %s is at %s, expected %s", errLeaseFailed, branch, short(cur), short(old))
+	}
+	req := packp.NewReferenceUpdateRequestFromCapabilities(adv.Capabilities)
+	req.Commands = []*packp.Command{{Name: name, Old: old, New: lc.hash}}
+	var pack bytes.Buffer
+	if _, err := packfile.NewEncoder(&pack, lc.objs, false).Encode(lc.hashes, 0); err != nil {
+		return fmt.Errorf("packing the commit: %w", err)
+	}
+	req.Packfile = io.NopCloser(&pack)
+	rs, err := sess.ReceivePack(ctx, req)
+	if err == nil {
+		lc.pushed = true
+		return nil
+	}
+	if rs != nil {
+		for _, cs := range rs.CommandStatuses {
+			if cs.Error() == nil {
+				continue
+			}
+			if leaseRefusal(cs.Status) {
+				return fmt.Errorf("%w: %s refused: %s", errLeaseFailed, branch, cs.Status)
+			}
+			// Another reason (a hook, a protected branch): whether the branch moved meanwhile
+			// decides between replanning and the API, so read it again (one GET).
+			if s2, _, now, rerr := f.remoteRef(ctx, owner, repo, name); rerr == nil {
+				_ = s2.Close()
+				if now != old {
+					return fmt.Errorf("%w: %s refused (%s) and now at %s, expected %s", errLeaseFailed, branch, cs.Status, short(now), short(old))
+				}
+			}
+		}
+	}
+	return fmt.Errorf("pushing %s: %w", branch, err)
+}
+
+// remoteRef opens a receive-pack session on a repo and reads its refs (one GET): the value of
+// ref, zero when absent.
+func (f *Forge) remoteRef(ctx context.Context, owner, repo string, ref plumbing.ReferenceName) (transport.ReceivePackSession, *packp.AdvRefs, plumbing.Hash, error) {
+	ep, err := transport.NewEndpoint(f.gitURL(owner, repo))
+	if err != nil {
+		return nil, nil, plumbing.ZeroHash, fmt.Errorf("git URL of %s/%s: %w", owner, repo, err)
+	}
+	sess, err := githttp.NewClient(f.api.Client()).NewReceivePackSession(ep, nil)
+	if err != nil {
+		return nil, nil, plumbing.ZeroHash, err
+	}
+	adv, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		_ = sess.Close()
+		return nil, nil, plumbing.ZeroHash, fmt.Errorf("reading the refs: %w", err)
+	}
+	cur := plumbing.ZeroHash
+	if h, ok := adv.References[ref.String()]; ok {
+		cur = h
+	}
+	return sess, adv, cur, nil
+}
+
+// leaseRefusal reports whether a receive-pack "ng" reason says the ref was not at its
+// expected old value (git: "failed to update ref", "failed to lock", "stale info",
+// "reference already exists"). Any other refusal is checked by reading the ref again.
+func leaseRefusal(status string) bool {
+	s := strings.ToLower(status)
+	for _, w := range []string{"failed to update ref", "lock", "stale", "already exists", "fetch first"} {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func short(h plumbing.Hash) string {
+	if h.IsZero() {
+		return "nothing (absent)"
+	}
+	return pr.ShortSHA(h.String())
+}
+
+// isGitRequest reports whether a request is git smart HTTP (info/refs, upload-pack,
+// receive-pack), whose credentials GitHub takes as basic auth only.
+func isGitRequest(path string) bool {
+	return strings.HasSuffix(path, ".git/info/refs") || strings.HasSuffix(path, ".git/git-receive-pack") ||
+		strings.HasSuffix(path, ".git/git-upload-pack")
+}
+
+// gitAuthTransport rewrites the "Authorization: token X" header of a git request to basic
+// auth x-access-token:X, the form git over HTTPS accepts. The token stays in the header:
+// never in a URL, an error or a log.
+type gitAuthTransport struct{ next http.RoundTripper }
+
+// RoundTrip implements http.RoundTripper.
+func (t gitAuthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	tok, ok := strings.CutPrefix(req.Header.Get("Authorization"), "token ")
+	if !ok || !isGitRequest(req.URL.Path) {
+		return t.next.RoundTrip(req)
+	}
+	r := req.Clone(req.Context())
+	r.SetBasicAuth("x-access-token", tok)
+	return t.next.RoundTrip(r)
+}
+
+// pushOrFallBack pushes w (built by Commit) to branch with a lease on the value the forge
+// last read. pushed is true when the push landed. A broken lease is pr.ErrStale: someone
+// moved the branch since it was read, and the repo is planned again (a human commit on the bot
+// branch then blocks it, as with the Git Data API). Any other refusal (a protected branch, a
+// token without contents:write over git, the network) writes the same commit through the Git
+// Data API, and SetBranch moves the branch with it.
+func (f *Forge) pushOrFallBack(ctx context.Context, owner, repo string, e *repoEntry, branch string, w *written) (pushed bool, err error) {
+	full := owner + "/" + repo
+	st := e.state()
+	lc := w.local
+	old := plumbing.ZeroHash
+	if h, ok := st.Branches[branch]; ok && h != "" {
+		old = plumbing.NewHash(h)
+	}
+	perr := f.push(ctx, owner, repo, branch, old, lc)
+	switch {
+	case perr == nil:
+		return true, nil
+	case errors.Is(perr, errLeaseFailed):
+		st.RefsETag = "" // read the refs again next time
+		f.saveState(owner, repo, st)
+		return false, fmt.Errorf("%w: git push of %s to %s: %w; fleetbot plans the repo again", pr.ErrStale, pr.ShortSHA(lc.hash.String()), full, perr)
+	case ctx.Err() != nil:
+		return false, fmt.Errorf("git push of %s to %s: %w", branch, full, ctx.Err())
+	}
+	f.log.Warn("git push refused; writing the same commit through the Git Data API", "repo", full, "branch", branch, "err", perr)
+	lc.pushed = true // whatever happens next, never push it again
+	c, err := f.apiCommit(ctx, owner, repo, e, lc.nc, lc.apiAuthor())
+	if err != nil {
+		return false, err
+	}
+	if c.SHA != lc.hash.String() {
+		return false, fmt.Errorf("writing %s to %s through the Git Data API after a refused git push (%v): GitHub wrote commit %s instead of %s; the next run writes it again",
+			branch, full, perr, pr.ShortSHA(c.SHA), pr.ShortSHA(lc.hash.String()))
+	}
+	return false, nil
+}
+
+// Requests is the package-level Requests for this forge's content transport: with
+// ContentTransportGit a commit and its branch move are one push (one content-creating POST
+// git-receive-pack, after one GET of the refs), binary files need no blob of their own and an
+// empty repo's first commit is pushed as it is, with no Contents API call.
+func (f *Forge) Requests(c pr.Cost) (writes, content int) {
+	if !f.gitPush() {
+		return Requests(c)
+	}
+	content = c.CreateRepo + c.Commits + c.PROpens + c.AutoMerge + c.Comments
+	writes = content + c.CreateRepo + c.Grants + c.Protections + c.BranchDeletes + c.Labels + 2*c.AutoMerge +
+		c.PRUpdates + c.PRCloses
+	return writes, content
+}
