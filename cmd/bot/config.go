@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
+	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 )
 
@@ -45,7 +46,8 @@ func (a *frontend) config(forge string, log *slog.Logger) (app.Config, error) {
 	}
 	cfg.GitHub = creds
 	cfg.CacheDir = a.github.cache(cfg.GitHub.APIURL)
-	return cfg, nil
+	cfg.ContentTransport, err = ghforge.ParseContentTransport(a.github.transport)
+	return cfg, err
 }
 
 // load loads, validates and renders --control with the configuration of the flags (no

@@ -310,6 +310,7 @@ func TestInvalidFlagValuesAreRefused(t *testing.T) {
 		{[]string{"version", "-o", "markdown"}, `invalid argument "markdown" for "-o, --format" flag: want one of text, json`},
 		{[]string{"check", "workspace", "--format", "html"}, `want one of text, markdown, json`},
 		{[]string{"apply", "--content-per-minute", "0"}, `want at least 1`},
+		{[]string{"apply", "--content-transport", "ftp"}, `invalid argument "ftp" for "--content-transport" flag: want one of api, git`},
 		{[]string{"serve", "--workers", "0"}, `want at least 1`},
 		{[]string{"apply", "--max-wait", "-1s"}, `invalid argument "-1s" for "--max-wait" flag: want more than 0s`},
 		{[]string{"apply", "--max-wait", "soon"}, `want a duration such as 90s, 10m or 1h`},

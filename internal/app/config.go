@@ -49,6 +49,9 @@ type Config struct {
 	GitURL string
 	// CacheDir is the GitHub snapshot cache directory; "" keeps snapshots in memory.
 	CacheDir string
+	// ContentTransport is how the GitHub forge writes commits: the Git Data API ("" or
+	// "api", the default) or one git push per commit ("git"), the API as fallback.
+	ContentTransport ghforge.ContentTransport
 	// Logger receives logs; nil discards.
 	Logger *slog.Logger
 	// Stats, when set, receives one line of GitHub request counts when a forge closes.
@@ -151,7 +154,7 @@ func (c Config) openGitHub(ctx context.Context, owner string, readOnly bool) (re
 			return nil, nil, fmt.Errorf("--github-cache: %w", err)
 		}
 	}
-	f := ghforge.NewForge(cl, ghforge.ForgeOptions{CacheDir: c.CacheDir, Logger: c.Logger})
+	f := ghforge.NewForge(cl, ghforge.ForgeOptions{CacheDir: c.CacheDir, Logger: c.Logger, ContentTransport: c.ContentTransport})
 	closeFn := func() error {
 		if c.Stats != nil {
 			writeStats(c.Stats, cl.Stats())

@@ -101,7 +101,7 @@ func (s *Installations) Forge(ctx context.Context, owner string, mode ForgeMode)
 	if f, ok := s.forges[key]; ok {
 		return f, nil
 	}
-	opts := ghforge.ForgeOptions{Login: s.self, Logger: s.cfg.Logger}
+	opts := ghforge.ForgeOptions{Login: s.self, Logger: s.cfg.Logger, ContentTransport: s.cfg.ContentTransport}
 	switch mode {
 	case ForgeApply:
 		opts.CacheDir = s.cfg.CacheDir
