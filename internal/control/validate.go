@@ -71,6 +71,7 @@ func (v *validator) run() Issues {
 	v.repoNames()
 	v.values()
 	v.dependsOn()
+	v.provision()
 	v.is.Sort()
 	return v.is
 }
