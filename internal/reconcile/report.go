@@ -54,6 +54,10 @@ type Result struct {
 	// protection that the organization's GitHub plan does not offer): what is not enforced
 	// and how to fix it. Everything else was applied.
 	Warnings []string `json:"warnings,omitempty"`
+	// Provision says, for a management repo, what the plan does to each
+	// provisioned cluster: created, values changed (old → new), orphaned or
+	// destroyed (with its node pools and machines).
+	Provision []string `json:"provision,omitempty"`
 	// Skipped says why the repo was left alone entirely ("archived").
 	Skipped string `json:"skipped,omitempty"`
 	// Observed is what the plan saw of the repo beyond the decision (heads,
@@ -345,6 +349,9 @@ func detail(r Result) string {
 	}
 	if n := len(r.CodeownersErrors); n > 0 {
 		add(fmt.Sprintf("%d CODEOWNERS error(s)", n))
+	}
+	for _, l := range r.Provision {
+		add(l)
 	}
 	return s
 }
