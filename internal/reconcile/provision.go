@@ -45,7 +45,16 @@ func provisionPlan(ctx context.Context, f pr.Forge, t *fanout.Target, d *pr.Deci
 				return nil, 0, fmt.Errorf("reading %s on the default branch of %s: %w", fc.Path, t.FullName(), err)
 			}
 			if old, err = parseRelease(data); err != nil {
-				return nil, 0, fmt.Errorf("%s on the default branch of %s: %w", fc.Path, t.FullName(), err)
+				// A hand edit fleetbot's PR is about to overwrite: say so, and
+				// assume the worst of a removal (the policy on the cluster is
+				// unknown), so it counts against the removal guard.
+				if _, ok := t.Files[fc.Path]; ok {
+					lines = append(lines, fmt.Sprintf("%s: the HelmRelease on the default branch cannot be read (%v); the PR rewrites it", name, err))
+					continue
+				}
+				destroyed++
+				lines = append(lines, fmt.Sprintf("removing cluster %s may destroy its machines: the HelmRelease on the default branch cannot be read (%v), so its deletion policy is unknown; check the management cluster before merging", name, err))
+				continue
 			}
 		}
 		if data, ok := t.Files[fc.Path]; ok {

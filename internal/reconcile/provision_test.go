@@ -136,3 +136,34 @@ func TestProvisionByPullRequest(t *testing.T) {
 	rep = c.plan("c5", Options{AllowRemovals: true})
 	assert.NoError(t, rep.Refused)
 }
+
+// TestProvisionPlanReadsHandEditedReleases: a management repo whose default
+// branch holds a HelmRelease file that does not parse (a hand edit) is
+// planned, not failed: the PR rewrites it, and its removal is counted as a
+// possible destruction since its deletion policy is unknown.
+func TestProvisionPlanReadsHandEditedReleases(t *testing.T) {
+	t.Parallel()
+	requireGit(t)
+	forgeDir := t.TempDir()
+	c := &controlRun{t: t, dir: provisionControlDir(t), f: openForge(t, forgeDir), renderer: fanout.NewRenderer(fanout.Options{})}
+	rep, err := c.apply("c1", Options{})
+	require.NoError(t, err)
+	c.mergeAll(rep)
+	humanPush(t, forgeDir, "mgmt-hub-eu", "main", func(wt string) {
+		writeFile(t, wt, "provision/clusters/prod-eu-2.yaml", "kind: HelmRelease\nspec: [not, a, mapping\n")
+	})
+	rep = c.plan("c2", Options{})
+	hub := byRepo(rep)["mgmt-hub-eu"]
+	require.NoError(t, hub.Err)
+	require.Len(t, hub.Provision, 1)
+	assert.Contains(t, hub.Provision[0], "prod-eu-2: the HelmRelease on the default branch cannot be read (parsing: ")
+	assert.Contains(t, hub.Provision[0], "the PR rewrites it")
+
+	require.NoError(t, os.Remove(filepath.Join(c.dir, "clusters", "prod-eu-2.yaml")))
+	rep = c.plan("c3", Options{})
+	hub = byRepo(rep)["mgmt-hub-eu"]
+	require.Len(t, hub.Provision, 1)
+	assert.Contains(t, hub.Provision[0], "removing cluster prod-eu-2 may destroy its machines")
+	assert.Equal(t, 2, rep.Removals, "an unknown policy counts as a destruction")
+	assert.ErrorIs(t, rep.Refused, ErrTooManyRemovals)
+}
