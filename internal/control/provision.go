@@ -379,3 +379,20 @@ func (v *validator) profileNames() []string {
 	}
 	return out
 }
+
+// provisionWarnings flags a provisioned cluster that is in a workspace: in
+// hub mode the management cluster applies the cluster repo's platform/ and
+// apps/, but the workspace's objects live in flux/fleetbot.yaml, which only a
+// Flux running on the cluster applies.
+func provisionWarnings(r *Repo) Issues {
+	var is Issues
+	for _, c := range r.Clusters {
+		if c.Spec.Provision == nil || c.Spec.Workspace == "" {
+			continue
+		}
+		is.Add(c.Source.At("spec.workspace"),
+			"bootstrap Flux on the cluster (the chart's post-provision hook, README \"Clusters by pull request\") or take the cluster out of the workspace",
+			"cluster %s is provisioned in hub mode, which does not apply its workspace %s: only a Flux on the cluster applies flux/fleetbot.yaml", c.Metadata.Name, c.Spec.Workspace)
+	}
+	return is
+}

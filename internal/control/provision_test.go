@@ -136,3 +136,18 @@ func TestProvisionBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestProvisionedClusterInWorkspaceWarns(t *testing.T) {
+	repo, err := Load(fixture(t, map[string]string{
+		"platform.yaml":           provisionPlatform,
+		"clusters/prod-eu-2.yaml": strings.Replace(provisionedCluster("prod-eu-2", awsProvision), "spec:\n", "spec:\n  workspace: payments\n", 1),
+	}))
+	require.NoError(t, err)
+	var found bool
+	for _, w := range repo.Warnings {
+		if w.Pos.String() == "clusters/prod-eu-2.yaml:6" && strings.Contains(w.Message, "provisioned in hub mode, which does not apply its workspace payments") {
+			found = true
+		}
+	}
+	assert.True(t, found, "warnings: %v", repo.Warnings)
+}

@@ -708,6 +708,7 @@ func warnings(r *Repo) Issues {
 				"component %s: clusterSelector matches none of the %d clusters", comp.App, len(r.Clusters))
 		}
 	}
+	is = append(is, provisionWarnings(r)...)
 	is.Sort()
 	return is
 }

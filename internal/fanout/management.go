@@ -340,3 +340,21 @@ func managementReadme(s settings, m *control.ManagementCluster, repo string, clu
 	b.WriteString("Set `spec.provision.deletionPolicy: Delete` in the control repo and merge that pull request here first: only then does removing the cluster delete its HelmRelease, uninstall the chart, and have Cluster API destroy its machines.\n")
 	return []byte(b.String())
 }
+
+// provisionedNote is the README section of a provisioned cluster's repo:
+// where the cluster comes from, and that hub mode needs no bootstrap.
+func (x *run) provisionedNote(c *control.Cluster) []byte {
+	pv := c.Spec.Provision
+	if pv == nil {
+		return nil
+	}
+	name := c.Metadata.Name
+	var b strings.Builder
+	b.WriteString("\n## Provisioned by pull request\n\n")
+	fmt.Fprintf(&b, "Cluster API creates this cluster on management cluster **%s** (repo `%s/%s`, file `%s/%s.yaml`), with profile `%s` and deletion policy `%s`. ",
+		pv.ManagementCluster, x.repo.Platform.Spec.Owner, x.repo.ManagementRepo(pv.ManagementCluster), ProvisionClustersDir, name, pv.Profile, pv.Policy())
+	fmt.Fprintf(&b, "The management cluster's Flux applies `platform/` (Kustomization `%s-platform`) and then `apps/` (`%s-apps`) to it through the kubeconfig Secret `%s` (hub mode): no `flux bootstrap` is needed for them. ",
+		name, name, KubeconfigSecret(name))
+	b.WriteString("`flux/fleetbot.yaml` is applied only if Flux is bootstrapped on the cluster itself (then do not also keep the hub Kustomizations: two Flux instances would fight over the same objects).\n")
+	return []byte(b.String())
+}

@@ -127,3 +127,15 @@ func TestProvisionRetainOrphansDeleteDoesNot(t *testing.T) {
 	assert.Contains(t, del, "namespace: capi-clusters")
 	assert.Contains(t, del, "chartRef:", "an OCI profile is referenced through chartRef")
 }
+
+func TestProvisionedClusterReadme(t *testing.T) {
+	readmes := map[string]string{}
+	for _, tg := range renderProvisionExample(t) {
+		readmes[tg.Repo] = string(tg.Files[ReadmePath])
+	}
+	assert.Contains(t, readmes["cluster-prod-eu-2"], "## Provisioned by pull request")
+	assert.Contains(t, readmes["cluster-prod-eu-2"], "repo `acme/mgmt-hub-eu`, file `provision/clusters/prod-eu-2.yaml`")
+	assert.Contains(t, readmes["cluster-prod-eu-2"], "kubeconfig Secret `prod-eu-2-kubeconfig`")
+	assert.Contains(t, readmes["cluster-edge-3"], "deletion policy `Delete`")
+	assert.NotContains(t, readmes["cluster-prod-eu-1"], "Provisioned", "a cluster that is not provisioned")
+}
