@@ -104,6 +104,11 @@ func TestProvisionByPullRequest(t *testing.T) {
 	assert.Contains(t, detail(hub), "nodePools.workers.count 3 → 5", "the plan's table shows it")
 	rep, err = c.apply("c2", Options{})
 	require.NoError(t, err)
+	snap, err := c.f.Snapshot(context.Background(), "acme", "mgmt-hub-eu", "main", "fleetbot/sync")
+	require.NoError(t, err)
+	require.NotNil(t, snap.PR)
+	assert.Contains(t, snap.PR.Body, "### What this does\n\n- prod-eu-2: kubernetesVersion v1.36.1 → v1.37.2; nodePools.workers.count 3 → 5\n",
+		"the management repo's PR says it too")
 	c.mergeAll(rep)
 
 	// Retire with the default Retain: an orphaning step, nothing destroyed.

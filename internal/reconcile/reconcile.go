@@ -545,7 +545,7 @@ func planOne(ctx context.Context, f Forge, it *item, org policy.Org, prOpts pr.O
 			it.res.fail(err)
 			return
 		}
-		it.res.Provision, it.destroys = lines, destroyed
+		it.res.Provision, it.destroys, d.Notes = lines, destroyed, lines
 	}
 	if t.Removed || d.CreateRepo {
 		return
