@@ -285,8 +285,10 @@ func provisionValues(c *control.Cluster) map[string]any {
 	return v
 }
 
-// scalarValue types a value's literal text as YAML would: an integer or a
-// boolean stays one, everything else is a string.
+// scalarValue types a value's literal text: true, false and an integer in
+// canonical form (no plus sign, no leading zero) stay one; everything else,
+// 012345678901 (an account id) or 1.50 included, is a string, so no
+// character of it is lost.
 func scalarValue(s string) any {
 	switch s {
 	case "true":
@@ -294,7 +296,7 @@ func scalarValue(s string) any {
 	case "false":
 		return false
 	}
-	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil && strconv.FormatInt(i, 10) == s {
 		return i
 	}
 	return s

@@ -139,3 +139,12 @@ func TestProvisionedClusterReadme(t *testing.T) {
 	assert.Contains(t, readmes["cluster-edge-3"], "deletion policy `Delete`")
 	assert.NotContains(t, readmes["cluster-prod-eu-1"], "Provisioned", "a cluster that is not provisioned")
 }
+
+func TestScalarValueKeepsEveryCharacter(t *testing.T) {
+	for in, want := range map[string]any{
+		"true": true, "false": false, "100": int64(100), "0": int64(0),
+		"012345678901": "012345678901", "-1": int64(-1), "+1": "+1", "1.50": "1.50", "1e3": "1e3", "yes": "yes", "": "",
+	} {
+		assert.Equal(t, want, scalarValue(in), "%q", in)
+	}
+}
