@@ -39,6 +39,9 @@ rules, with the admins of the base:
 
   platform admins        may change anything;
   workspace admins of W  may change only spec.apps of workspaces/W's file;
+  code owners of a file  the teams the control repo's CODEOWNERS (base) gives
+  under clusters/        a cluster file may add or change it, unless the change
+                         sets or changes spec.provision.deletionPolicy;
   anyone else            needs a platform admin's review (cluster admins
                          may not change their own cluster definition).
 

@@ -555,6 +555,9 @@ type platformSpecDoc struct {
 	Access        accessSpecDoc   `yaml:"access,omitempty"`
 	MaxRemovals   *intOrPercent   `yaml:"maxRemovals,omitempty"`
 	Components    []Component     `yaml:"components,omitempty"`
+
+	ManagementClusters []ManagementCluster `yaml:"managementClusters,omitempty"`
+	ProvisionProfiles  []ProvisionProfile  `yaml:"provisionProfiles,omitempty"`
 }
 
 type accessSpecDoc struct {
@@ -610,6 +613,9 @@ func (p *platformDoc) platform(src Source) *Platform {
 			},
 			MaxRemovals: s.MaxRemovals.intstr(),
 			Components:  s.Components,
+
+			ManagementClusters: s.ManagementClusters,
+			ProvisionProfiles:  s.ProvisionProfiles,
 		},
 		Source: src,
 	}

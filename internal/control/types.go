@@ -135,6 +135,12 @@ type PlatformSpec struct {
 	MaxRemovals *intstr.IntOrString `yaml:"maxRemovals,omitempty" json:"maxRemovals,omitempty"`
 	// Components are the platform components rendered into cluster repos.
 	Components []Component `yaml:"components,omitempty" json:"components,omitempty"`
+	// ManagementClusters are the clusters running Cluster API on which
+	// fleetbot provisions clusters (see Cluster spec.provision).
+	ManagementClusters []ManagementCluster `yaml:"managementClusters,omitempty" json:"managementClusters,omitempty"`
+	// ProvisionProfiles are the pinned Cluster API charts clusters are
+	// provisioned with.
+	ProvisionProfiles []ProvisionProfile `yaml:"provisionProfiles,omitempty" json:"provisionProfiles,omitempty"`
 }
 
 // RepoSpec names and shapes the target repos.
@@ -222,6 +228,9 @@ type ClusterSpec struct {
 	Admins []string `yaml:"admins,omitempty" json:"admins,omitempty"`
 	// Values override app and component values for this cluster.
 	Values Values `yaml:"values,omitempty" json:"values,omitempty"`
+	// Provision, when set, has fleetbot create the cluster through Cluster
+	// API on a management cluster (see Provision).
+	Provision *Provision `yaml:"provision,omitempty" json:"provision,omitempty"`
 }
 
 // Workspace is a group of clusters confined to one namespace.

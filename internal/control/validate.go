@@ -71,6 +71,7 @@ func (v *validator) run() Issues {
 	v.repoNames()
 	v.values()
 	v.dependsOn()
+	v.provision()
 	v.is.Sort()
 	return v.is
 }
@@ -723,6 +724,7 @@ func warnings(r *Repo) Issues {
 				"component %s: clusterSelector matches none of the %d clusters", comp.App, len(r.Clusters))
 		}
 	}
+	is = append(is, provisionWarnings(r)...)
 	is.Sort()
 	return is
 }

@@ -164,7 +164,7 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 		{Pattern: "/apps/", Teams: c.Spec.Admins},
 		{Pattern: "/" + FluxSystemKustomPath, Teams: c.Spec.Admins},
 	})
-	t.Files[ReadmePath] = clusterReadme(s, c, repo, components, in, x.workspaceRepo)
+	t.Files[ReadmePath] = append(clusterReadme(s, c, repo, components, in, x.workspaceRepo), x.provisionedNote(c)...)
 	t.Access = policy.ClusterRepoAccess(s.admins, c.Spec.Admins, wsAdmins, s.branch)
 	t.Access.AllowAutoMerge = s.autoMerge
 	return t

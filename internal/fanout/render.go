@@ -153,6 +153,7 @@ func (r *Renderer) RenderContext(ctx context.Context, repo *control.Repo) ([]*Ta
 		}
 		targets = append(targets, run.workspaceTarget(w, byCluster))
 	}
+	targets = append(targets, run.managementTargets()...)
 	r.evictFiles()
 	if err := run.issues.Err(); err != nil {
 		return nil, err

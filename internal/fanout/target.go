@@ -66,6 +66,8 @@ func (k Kind) Managed(p string) bool {
 		// clusters/<cluster>/fleetbot/...
 		parts := strings.SplitN(p, "/", 4)
 		return len(parts) == 4 && parts[0] == "clusters" && parts[2] == "fleetbot"
+	case KindManagement:
+		return managementManaged(p)
 	}
 	return false
 }
@@ -79,6 +81,9 @@ func Tombstone(owner string, admins []string, defaultBranch string, kind Kind, n
 	removed := "`flux/fleetbot.yaml` and `platform/`"
 	if kind == KindWorkspace {
 		removed = "`clusters/*/fleetbot/`"
+	}
+	if kind == KindManagement {
+		removed = "`flux/fleetbot.yaml` and `provision/`"
 	}
 	readme := readmeHeader + "# " + repo + "\n\n" +
 		"The " + string(kind) + " **" + name + "** was removed from the fleetbot control repo.\n\n" +

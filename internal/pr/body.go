@@ -120,6 +120,13 @@ func body(d *Decision, t *fanout.Target, source string, m marker) string {
 	if t.Removed {
 		b.WriteString("The " + string(t.Kind) + " left the control repo: the files fleetbot managed are removed and Flux prunes what they described. The repo is kept.\n\n")
 	}
+	if len(d.Notes) > 0 {
+		b.WriteString("### What this does\n\n")
+		for _, n := range d.Notes {
+			b.WriteString("- " + n + "\n")
+		}
+		b.WriteString("\n")
+	}
 	files := d.prFiles
 	fmt.Fprintf(&b, "### Files (%d)\n\n", len(files))
 	if len(files) == 0 {

@@ -123,6 +123,10 @@ type Decision struct {
 	PR *PullRequest `json:"pr,omitempty"`
 	// Observed is what the snapshot showed beyond the decision, for status views.
 	Observed Observed `json:"observed"`
+	// Notes say in words what the change does beyond its files (a
+	// management repo: which clusters are created, changed, orphaned or
+	// destroyed); the PR body lists them.
+	Notes []string `json:"notes,omitempty"`
 
 	// The steps Apply runs, in this order.
 

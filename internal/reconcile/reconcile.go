@@ -134,7 +134,10 @@ type item struct {
 	accessOnly bool
 	// skipped items are left alone entirely (archived repos).
 	skipped bool
-	res     Result
+	// destroys counts the provisioned clusters a management repo's plan
+	// deletes (deletion policy Delete): each counts against maxRemovals.
+	destroys int
+	res      Result
 }
 
 // Plan decides, for every target and every managed repo that left the
@@ -439,6 +442,7 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 		if removed {
 			removals++
 		}
+		removals += it.destroys // provisioned clusters whose machines the plan destroys
 		if it.target.Kind == fanout.KindCluster {
 			clusters++
 			if removed {
@@ -531,6 +535,14 @@ func planOne(ctx context.Context, f Forge, it *item, org policy.Org, prOpts pr.O
 	}
 	it.decision = d
 	it.res.fromDecision(d)
+	if t.Kind == fanout.KindManagement {
+		lines, destroyed, err := provisionPlan(ctx, f, t, d)
+		if err != nil {
+			it.res.fail(err)
+			return
+		}
+		it.res.Provision, it.destroys, d.Notes = lines, destroyed, lines
+	}
 	if t.Removed || d.CreateRepo {
 		return
 	}

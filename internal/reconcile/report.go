@@ -53,6 +53,10 @@ type Result struct {
 	// protection that the organization's GitHub plan does not offer): what is not enforced
 	// and how to fix it. Everything else was applied.
 	Warnings []string
+	// Provision says, for a management repo, what the plan does to each
+	// provisioned cluster: created, values changed (old → new), orphaned or
+	// destroyed (with its node pools and machines).
+	Provision []string
 	// Skipped says why the repo was left alone entirely ("archived").
 	Skipped string
 	// Observed is what the plan saw of the repo beyond the decision (heads,
@@ -121,7 +125,7 @@ func (r Result) Row() report.Repo {
 		Repo: r.Repo, Kind: string(r.Kind), Name: r.Name, Action: r.Word(),
 		Writes: r.Action.Writes(), Changed: r.Changed(), Reason: r.Reason, Skipped: r.Skipped,
 		Files:    report.Files{Added: r.FilesAdded, Changed: r.FilesChanged, Removed: r.FilesRemoved},
-		Warnings: r.Warnings,
+		Warnings: r.Warnings, Provision: r.Provision,
 	}
 	switch {
 	case r.Deferred:

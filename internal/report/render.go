@@ -92,6 +92,9 @@ func (r Repo) detail() string {
 	if n := len(r.Codeowners); n > 0 {
 		add(fmt.Sprintf("%d CODEOWNERS error(s)", n))
 	}
+	for _, l := range r.Provision {
+		add(l)
+	}
 	return s
 }
 

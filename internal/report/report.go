@@ -141,6 +141,10 @@ type Repo struct {
 	Codeowners []Problem `json:"codeowners,omitempty"`
 	// Warnings are what fleetbot could not do without it being a failure, and how to fix it.
 	Warnings []string `json:"warnings,omitempty"`
+	// Provision says, for a management repo, what the change does to each provisioned
+	// cluster: created, values changed (old → new), orphaned or destroyed (with its node
+	// pools and machines).
+	Provision []string `json:"provision,omitempty"`
 }
 
 // PR is a pull request.

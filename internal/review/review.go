@@ -160,8 +160,9 @@ func Review(in Input, r Renderer) (*Report, error) {
 		return nil, err
 	}
 	m := &membership{member: in.Member, found: map[string]bool{}}
+	owners := codeowners(in.Base)
 	for _, c := range changed {
-		rep.Files = append(rep.Files, judge(c, base, head, m))
+		rep.Files = append(rep.Files, delegated(judge(c, base, head, m), c, owners, base, head, m))
 	}
 	rep.AuthorTeams = m.teams()
 	rep.MembershipUnknown = in.Member == nil || m.err != nil
@@ -285,7 +286,7 @@ func judge(c fileDiff, base, head *control.Repo, m *membership) FileChange {
 func platformOnly(p string) string {
 	switch {
 	case p == "platform.yaml":
-		return "only platform admins may change the platform (owner, admins, components, access rules)"
+		return "only platform admins may change the platform (owner, admins, components, access rules, management clusters, provision profiles)"
 	case strings.HasPrefix(p, "catalog/"):
 		return "only platform admins may change the app catalog: every cluster and workspace using the app gets the change"
 	case strings.HasPrefix(p, "clusters/"):

@@ -41,3 +41,31 @@ func TestListManagedAcrossPages(t *testing.T) {
 	assert.True(t, org.IsArchived("cluster-c249"), "an archived repo on the last page")
 	assert.False(t, org.IsArchived("cluster-c000"))
 }
+
+// TestListManagedManagementRepo: a management repo (topic
+// fleetbot-management, or fleetbot's description marker) is listed with its
+// kind, so a management cluster that leaves the control repo is planned as
+// a removal like a cluster or workspace.
+func TestListManagedManagementRepo(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	human := e.srv.Client()
+	e.srv.CreateRepo("acme", "mgmt-hub-eu", nil)
+	_, _, err := human.Repositories.ReplaceAllTopics(ctx, "acme", "mgmt-hub-eu", []string{"fleetbot-managed", "fleetbot-management"})
+	require.NoError(t, err)
+	e.srv.CreateRepo("acme", "capi-us", nil)
+	_, _, err = human.Repositories.ReplaceAllTopics(ctx, "acme", "capi-us", []string{"fleetbot-managed"})
+	require.NoError(t, err)
+	_, _, err = human.Repositories.Edit(ctx, "acme", "capi-us", &gh.Repository{Description: gh.String("fleetbot manages this repo for management hub-us; change it through the control repo (fleetbot:management/hub-us)")})
+	require.NoError(t, err)
+
+	got, err := e.forge(t, true).ListManaged(ctx, "acme")
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Equal(t, "capi-us", got[0].Repo)
+	assert.Equal(t, "management", string(got[0].Kind))
+	assert.Equal(t, "hub-us", got[0].Name)
+	assert.Equal(t, "mgmt-hub-eu", got[1].Repo)
+	assert.Equal(t, "management", string(got[1].Kind))
+	assert.Equal(t, "mgmt-hub-eu", got[1].Name, "no marker: the name is the repo's without the kind prefix")
+}

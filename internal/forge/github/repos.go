@@ -24,7 +24,7 @@ func description(kind fanout.Kind, name string) string {
 	return fmt.Sprintf("fleetbot manages this repo for %s %s; change it through the control repo (fleetbot:%s/%s)", kind, name, kind, name)
 }
 
-var markerRE = regexp.MustCompile(`fleetbot:(cluster|workspace)/([A-Za-z0-9._-]+)`)
+var markerRE = regexp.MustCompile(`fleetbot:(cluster|workspace|management)/([A-Za-z0-9._-]+)`)
 
 // ErrVisibilityInternal is returned when a repo cannot be created with visibility internal:
 // only organizations of an enterprise (GitHub Enterprise Cloud) and GitHub Enterprise Server
@@ -242,6 +242,8 @@ func managed(rs []*gh.Repository) []pr.ManagedRepo {
 				kind = fanout.KindCluster
 			case kindTopic(fanout.KindWorkspace):
 				kind = fanout.KindWorkspace
+			case kindTopic(fanout.KindManagement):
+				kind = fanout.KindManagement
 			}
 		}
 		if !ok || r.GetArchived() {

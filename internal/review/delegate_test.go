@@ -1,0 +1,158 @@
+package review
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// provisionBase is testdata/provision/control with a CODEOWNERS that gives
+// the payments-sre team the cluster files named payments-*.
+func provisionBase(t *testing.T, extra map[string]string) fstest.MapFS {
+	t.Helper()
+	dir := filepath.Join("..", "..", "testdata", "provision", "control")
+	m := fstest.MapFS{}
+	require.NoError(t, fs.WalkDir(os.DirFS(dir), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(os.DirFS(dir), p)
+		m[p] = &fstest.MapFile{Data: b}
+		return err
+	}))
+	m[".github/CODEOWNERS"] = &fstest.MapFile{Data: []byte("* @acme/platform\n/clusters/payments-*.yaml @acme/payments-sre @acme/platform # delegated\n")}
+	for p, s := range extra {
+		m[p] = &fstest.MapFile{Data: []byte(s)}
+	}
+	return m
+}
+
+func with(base fstest.MapFS, files map[string]string) fstest.MapFS {
+	head := fstest.MapFS{}
+	for p, f := range base {
+		head[p] = f
+	}
+	for p, s := range files {
+		if s == "" {
+			delete(head, p)
+			continue
+		}
+		head[p] = &fstest.MapFile{Data: []byte(s)}
+	}
+	return head
+}
+
+const paymentsCluster = `apiVersion: fleetbot.io/v1alpha1
+kind: Cluster
+metadata:
+  name: payments-eu-1
+spec:
+  admins: [payments-sre]
+  provision:
+    managementCluster: hub-eu
+    profile: aws
+    kubernetesVersion: v1.36.1
+    region: eu-west-1
+    nodePools:
+      - {name: workers, count: 3, size: m5.large}
+    values: {sshKeyName: payments}
+`
+
+func TestTeamAddsClusterUnderPathItOwns(t *testing.T) {
+	base := provisionBase(t, nil)
+	rep := review(t, base, with(base, map[string]string{"clusters/payments-eu-1.yaml": paymentsCluster}), "carol", memberOf("payments-sre"))
+	assert.Equal(t, Allowed, rep.Verdict, rep.Reasons)
+	require.Len(t, rep.Files, 1)
+	assert.Equal(t, "team payments-sre owns clusters/payments-eu-1.yaml by the control repo's CODEOWNERS (/clusters/payments-*.yaml); the change leaves spec.provision.deletionPolicy alone", rep.Files[0].Reason)
+	var repos []string
+	for _, tc := range rep.Targets {
+		repos = append(repos, tc.Repo)
+	}
+	assert.ElementsMatch(t, []string{"acme/cluster-payments-eu-1", "acme/mgmt-hub-eu"}, repos, "the new cluster repo and its HelmRelease in the management repo")
+}
+
+func TestProvisionChangesThatStayPlatformAdmins(t *testing.T) {
+	withPolicy := paymentsCluster + "    deletionPolicy: Delete\n"
+	owned := provisionBase(t, map[string]string{"clusters/payments-eu-1.yaml": paymentsCluster})
+	tests := []struct {
+		name   string
+		base   fstest.MapFS
+		head   map[string]string
+		reason string
+	}{
+		{name: "new cluster file that sets deletionPolicy", base: provisionBase(t, nil),
+			head: map[string]string{"clusters/payments-eu-1.yaml": withPolicy}, reason: "only platform admins may set or change spec.provision.deletionPolicy"},
+		{name: "owned cluster file whose deletionPolicy changes", base: owned,
+			head: map[string]string{"clusters/payments-eu-1.yaml": withPolicy}, reason: "only platform admins may set or change spec.provision.deletionPolicy"},
+		{name: "removing an owned cluster file", base: owned,
+			head: map[string]string{"clusters/payments-eu-1.yaml": ""}, reason: "only platform admins may change a cluster definition"},
+		{name: "cluster file under a path the team does not own", base: provisionBase(t, nil),
+			head: map[string]string{"clusters/search-eu-1.yaml": replaceName(paymentsCluster, "search-eu-1")}, reason: "only platform admins may change a cluster definition"},
+		{name: "provision profile", base: provisionBase(t, nil),
+			head: map[string]string{"platform.yaml": replaceIn(t, provisionBase(t, nil), "platform.yaml", "version: 1.4.2", "version: 1.5.0")}, reason: "provision profiles"},
+		{name: "management cluster", base: provisionBase(t, nil),
+			head: map[string]string{"platform.yaml": replaceIn(t, provisionBase(t, nil), "platform.yaml", "    - name: hub-eu\n", "    - name: hub-eu\n    - name: hub-ap\n")}, reason: "management clusters"},
+		{name: "granting itself a path in CODEOWNERS", base: provisionBase(t, nil),
+			head:   map[string]string{".github/CODEOWNERS": "* @acme/platform\n/clusters/ @acme/payments-sre\n", "clusters/search-eu-1.yaml": replaceName(paymentsCluster, "search-eu-1")},
+			reason: "only platform admins may change"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := review(t, tc.base, with(tc.base, tc.head), "carol", memberOf("payments-sre"))
+			require.Equal(t, NeedsPlatformAdmin, rep.Verdict, "%s: %v", tc.name, rep.Reasons)
+			found := false
+			for _, f := range rep.Files {
+				if !f.Allowed && assert.Contains(t, f.Reason, tc.reason, f.Path) {
+					found = true
+				}
+			}
+			assert.True(t, found, tc.name)
+		})
+	}
+}
+
+func TestOwnedClusterScaledByItsTeam(t *testing.T) {
+	base := provisionBase(t, map[string]string{"clusters/payments-eu-1.yaml": paymentsCluster})
+	head := with(base, map[string]string{"clusters/payments-eu-1.yaml": replaceIn(t, base, "clusters/payments-eu-1.yaml", "count: 3", "count: 5")})
+	rep := review(t, base, head, "carol", memberOf("payments-sre"))
+	assert.Equal(t, Allowed, rep.Verdict, rep.Reasons)
+	require.Len(t, rep.Targets, 1)
+	assert.Equal(t, "acme/mgmt-hub-eu", rep.Targets[0].Repo, "scaling is a change of the management repo only")
+	assert.Equal(t, []string{"~README.md", "~provision/clusters/payments-eu-1.yaml"}, rep.Targets[0].Files, "its HelmRelease and the README's table of clusters")
+
+	rep = review(t, base, head, "dave", memberOf("search-devs"))
+	assert.Equal(t, NeedsPlatformAdmin, rep.Verdict)
+	assert.Contains(t, rep.Files[0].Reason, "only platform admins or the owners of clusters/payments-eu-1.yaml by the control repo's CODEOWNERS (payments-sre)")
+}
+
+func TestCodeownersMatch(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, path string
+		want          bool
+	}{
+		{"*", "clusters/a.yaml", true},
+		{"/clusters/payments-*.yaml", "clusters/payments-eu-1.yaml", true},
+		{"/clusters/payments-*.yaml", "clusters/search-eu-1.yaml", false},
+		{"/clusters/", "clusters/a.yaml", true},
+		{"clusters/", "clusters/a.yaml", true},
+		{"*.yaml", "clusters/a.yaml", true},
+		{"/platform.yaml", "clusters/platform.yaml", false},
+	} {
+		assert.Equal(t, tc.want, codeownersMatch(tc.pattern, tc.path), "%s ~ %s", tc.pattern, tc.path)
+	}
+}
+
+func replaceName(s, name string) string { return strings.ReplaceAll(s, "payments-eu-1", name) }
+
+func replaceIn(t *testing.T, m fstest.MapFS, file, old, new string) string {
+	t.Helper()
+	data := string(m[file].Data)
+	require.Contains(t, data, old, file)
+	return strings.ReplaceAll(data, old, new)
+}
