@@ -555,6 +555,7 @@ type platformSpecDoc struct {
 	Access        accessSpecDoc   `yaml:"access,omitempty"`
 	MaxRemovals   *intOrPercent   `yaml:"maxRemovals,omitempty"`
 	Components    []Component     `yaml:"components,omitempty"`
+	Rollout       RolloutSpec     `yaml:"rollout,omitempty"`
 }
 
 type accessSpecDoc struct {
@@ -610,6 +611,7 @@ func (p *platformDoc) platform(src Source) *Platform {
 			},
 			MaxRemovals: s.MaxRemovals.intstr(),
 			Components:  s.Components,
+			Rollout:     s.Rollout,
 		},
 		Source: src,
 	}
