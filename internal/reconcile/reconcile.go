@@ -134,7 +134,13 @@ type item struct {
 	accessOnly bool
 	// skipped items are left alone entirely (archived repos).
 	skipped bool
-	res     Result
+	// observeOnly items are outside the run (Only, Shard) and planned only for the
+	// rollout gate to see their cluster; they are dropped before anything is counted.
+	observeOnly bool
+	// held is why the rollout gate holds the item's new pull request (nil: not held);
+	// its access still converges.
+	held error
+	res  Result
 }
 
 // Plan decides, for every target and every managed repo that left the
@@ -196,12 +202,20 @@ func applyAll(ctx context.Context, f Forge, repo *control.Repo, targets []*fanou
 	each(context.WithoutCancel(ctx), len(items), opts.Concurrency, func(i int) {
 		it := items[i]
 		log := opts.Logger.With("repo", it.target.FullName())
+		if it.held != nil {
+			// Held by the rollout: converge access only; report it deferred.
+			it.res.Err, it.res.Deferred = nil, false
+			it.decision = withoutContent(it.decision)
+		}
 		if it.res.Err == nil && !it.skipped {
 			if err := ctx.Err(); err != nil {
 				it.res.Err = fmt.Errorf("%s: not applied: %w", it.target.FullName(), context.Cause(ctx))
 			} else if err := recovered(func() { applyOne(ctx, f, it, prOpts, log, &writes) }); err != nil {
 				it.res.Err = fmt.Errorf("%s: %w", it.target.FullName(), err)
 			}
+		}
+		if it.held != nil && it.res.Err == nil {
+			it.res.Err, it.res.Deferred = it.held, true
 		}
 		if it.res.Deferred {
 			log.Warn("reconcile deferred to the next run", "err", it.res.Err)
@@ -398,6 +412,11 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 		wanted[t.Repo] = true
 		if (opts.Only == nil || only[strings.ToLower(t.Repo)]) && opts.Shard.Owns(t.Repo) {
 			items = append(items, newItem(t))
+		} else if hasWaves(repo) && t.Kind == fanout.KindCluster {
+			// The rollout gate weighs every cluster of a wave, not only this run's.
+			it := newItem(t)
+			it.observeOnly = true
+			items = append(items, it)
 		}
 	}
 	for _, m := range managed {
@@ -428,7 +447,18 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 			it.res.Err = fmt.Errorf("%s: not planned: %w", it.target.FullName(), context.Cause(ctx))
 		}
 	}
-	rep := &Report{Source: opts.Source, started: started}
+	st, err := gateRollout(ctx, f, repo, items, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	kept := items[:0]
+	for _, it := range items {
+		if !it.observeOnly {
+			kept = append(kept, it)
+		}
+	}
+	items = kept
+	rep := &Report{Source: opts.Source, Rollout: st, started: started}
 	removals, total := 0, 0
 	clusters, clustersRemoved, componentRemovals := 0, 0, 0
 	for _, it := range items {
