@@ -13,6 +13,7 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
+	"github.com/fleetbot-io/fleetbot/internal/forge/local"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/rollout"
@@ -304,4 +305,72 @@ func TestNoWavesNoGate(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, rep.Rollout)
 	assert.Len(t, r.opened(), 5)
+}
+
+// TestRolloutLocalForge: the local forge answers the gate from pulls.json and the statuses a
+// test (standing in for Flux) sets with SetStatus; a status on another commit does not count.
+func TestRolloutLocalForge(t *testing.T) {
+	t.Parallel()
+	requireGit(t)
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clk := func() time.Time { return now }
+	f, err := local.Open(t.TempDir(), local.Options{Now: func() time.Time { return clk() }, LockTimeout: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	r := &waveRig{t: t, fl: fleet{"c01": "v1", "c02": "v1", "c03": "v1", "c04": "v1", "c05": "v1"}, rev: "v1"}
+	ctx := context.Background()
+	opts := Options{Concurrency: 2, Now: clk}
+	run := func(waves bool) *Report {
+		t.Helper()
+		o := opts
+		o.Source = r.rev
+		rep, err := Apply(ctx, f, r.control(waves), r.fl.targets(), o)
+		require.NoError(t, err)
+		return rep
+	}
+	opened := func() []string {
+		var out []string
+		for _, n := range r.fl.names() {
+			ps, err := f.PullRequests("acme", "cluster-"+n)
+			require.NoError(t, err)
+			for _, p := range ps {
+				if p.State == pr.StateOpen {
+					out = append(out, "cluster-"+n)
+				}
+			}
+		}
+		return out
+	}
+	mergeOpen := func(repo string) string {
+		ps, err := f.PullRequests("acme", repo)
+		require.NoError(t, err)
+		for _, p := range ps {
+			if p.State == pr.StateOpen {
+				require.NoError(t, f.Merge(ctx, "acme", repo, p.Number, local.MergeCommit))
+			}
+		}
+		refs, err := f.Refs("acme", repo)
+		require.NoError(t, err)
+		return refs["main"]
+	}
+	for _, res := range run(false).Results {
+		mergeOpen(res.Repo[len("acme/"):])
+	}
+	r.change("v2")
+	rep := run(true)
+	assert.Equal(t, []string{"cluster-c01"}, opened())
+	assert.Contains(t, heldWhy(t, rep, "cluster-c02"), "wave canary is not done")
+
+	head := mergeOpen("cluster-c01")
+	require.NoError(t, f.SetStatus("acme", "cluster-c01", "0000000000000000000000000000000000000000", "kustomization/platform/1", "success"))
+	run(true)
+	assert.Empty(t, opened(), "a status on another commit does not count")
+	require.NoError(t, f.SetStatus("acme", "cluster-c01", head, "kustomization/platform/1", "success"))
+	rep = run(true)
+	assert.Contains(t, heldWhy(t, rep, "cluster-c02"), "wave canary soaks until 2026-03-01T13:00:00Z")
+	now = now.Add(time.Hour)
+	run(true)
+	assert.Equal(t, []string{"cluster-c02"}, opened())
+
+	assert.ErrorContains(t, f.SetStatus("acme", "cluster-c01", head, "kustomization/platform/1", "green"), `state "green"`)
 }

@@ -192,6 +192,7 @@ type repoPaths struct {
 	git      string
 	pulls    string
 	settings string
+	statuses string
 }
 
 func (f *Forge) paths(owner, repo string) (repoPaths, error) {
@@ -204,7 +205,7 @@ func (f *Forge) paths(owner, repo string) (repoPaths, error) {
 	base := filepath.Join(f.root, owner, repo)
 	return repoPaths{
 		full: owner + "/" + repo, git: base + ".git",
-		pulls: base + ".pulls.json", settings: base + ".settings.json",
+		pulls: base + ".pulls.json", settings: base + ".settings.json", statuses: base + ".statuses.json",
 	}, nil
 }
 
