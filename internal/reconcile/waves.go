@@ -123,6 +123,11 @@ func gateRollout(ctx context.Context, f Forge, repo *control.Repo, items []*item
 		}
 		if p, ok := prs[it.target.Repo]; ok && (p.State == pr.StateOpen || p.Source == opts.Source) {
 			rp := &rollout.PR{Number: p.Number, Revision: p.Source, Open: p.State == pr.StateOpen}
+			if rp.Open && it.decision != nil && it.decision.Action != pr.ActionClose {
+				// An open pull request that already carries the desired tree plans as a
+				// no-op, yet the repo still differs from its default branch.
+				o.Changed = true
+			}
 			if p.State == pr.StateMerged {
 				rp.Merged, rp.MergedAt = true, p.MergedAt
 				rp.Health, rp.HealthAt = health(p.Statuses)

@@ -12,9 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/forge/local"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
+	"github.com/fleetbot-io/fleetbot/internal/policy"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/rollout"
 )
@@ -29,9 +31,11 @@ type waveRig struct {
 	forge Forge
 	fl    fleet
 	rev   string
+	// ws puts c01 and c04 in workspace payments, whose repo renders v per cluster.
+	ws bool
 }
 
-func newWaveRig(t *testing.T) *waveRig {
+func newWaveRig(t *testing.T, ws ...bool) *waveRig {
 	t.Helper()
 	fl := fleet{"c01": "v1", "c02": "v1", "c03": "v1", "c04": "v1", "c05": "v1"}
 	srv := githubtest.NewServer(t, githubtest.WithManualClock(), githubtest.WithStartTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)))
@@ -39,10 +43,10 @@ func newWaveRig(t *testing.T) *waveRig {
 	for _, n := range fl.names() {
 		srv.CreateTeam("acme", n+"-admins")
 	}
-	r := &waveRig{t: t, srv: srv, human: srv.Client(), fl: fl, rev: "v1"}
+	r := &waveRig{t: t, srv: srv, human: srv.Client(), fl: fl, rev: "v1", ws: len(ws) > 0 && ws[0]}
 	r.restart()
 	// Converge on v1 without waves: every repo created, its pull request merged.
-	rep, err := Apply(context.Background(), r.forge, r.control(false), fl.targets(), r.opts())
+	rep, err := Apply(context.Background(), r.forge, r.control(false), r.targets(), r.opts())
 	require.NoError(t, err)
 	for _, res := range rep.Results {
 		r.merge(res.Repo[len("acme/"):], res.PR)
@@ -69,6 +73,14 @@ func (r *waveRig) control(waves bool) *control.Repo {
 			c.Metadata.Labels = map[string]string{"ring": l}
 		}
 	}
+	if r.ws {
+		repo.Workspaces = []*control.Workspace{{Metadata: control.Meta{Name: "payments"}}}
+		for _, c := range repo.Clusters {
+			if c.Metadata.Name == "c01" || c.Metadata.Name == "c04" {
+				c.Spec.Workspace = "payments"
+			}
+		}
+	}
 	if waves {
 		repo.Platform.Spec.Rollout.Waves = []control.Wave{
 			{Name: "canary", ClusterSelector: &control.Selector{MatchLabels: map[string]string{"ring": "canary"}}, Soak: "1h"},
@@ -90,9 +102,28 @@ func (r *waveRig) change(v string) {
 	r.rev = v
 }
 
+// targets renders the fleet, and the workspace repo when r.ws.
+func (r *waveRig) targets() []*fanout.Target {
+	ts := r.fl.targets()
+	if r.ws {
+		ts = append(ts, &fanout.Target{
+			Kind: fanout.KindWorkspace, Name: "payments", Owner: "acme", Repo: "workspace-payments", DefaultBranch: "main", Visibility: "private",
+			Files: map[string][]byte{
+				"README.md":          []byte("# workspace-payments\n"),
+				".github/CODEOWNERS": []byte("* @acme/platform\n"),
+				"clusters/c01/fleetbot/kustomization.yaml": []byte("resources: []\n# " + r.fl["c01"] + "\n"),
+				"clusters/c04/fleetbot/kustomization.yaml": []byte("resources: []\n# " + r.fl["c04"] + "\n"),
+			},
+			Access:    policy.WorkspaceRepoAccess([]string{"platform"}, nil, "main"),
+			Reviewers: []string{"platform"},
+		})
+	}
+	return ts
+}
+
 func (r *waveRig) apply() *Report {
 	r.t.Helper()
-	rep, err := Apply(context.Background(), r.forge, r.control(true), r.fl.targets(), r.opts())
+	rep, err := Apply(context.Background(), r.forge, r.control(true), r.targets(), r.opts())
 	require.NoError(r.t, err)
 	return rep
 }
@@ -189,6 +220,10 @@ func TestRolloutThreeWaves(t *testing.T) {
 	assert.Equal(t, []string{"cluster-c02"}, r.opened())
 	assert.Contains(t, heldWhy(t, rep, "cluster-c03"), "maxParallel 1")
 	assert.Contains(t, heldWhy(t, rep, "cluster-c04"), "wave eu is not done")
+	// Re-run with nothing new: eu's open pull request (a no-op now) still counts.
+	rep = r.apply()
+	assert.Equal(t, []string{"cluster-c02"}, r.opened())
+	assert.Contains(t, heldWhy(t, rep, "cluster-c03"), "maxParallel 1")
 
 	r.mergeAndReport("cluster-c02", "success")
 	r.apply()
@@ -373,4 +408,45 @@ func TestRolloutLocalForge(t *testing.T) {
 	assert.Equal(t, []string{"cluster-c02"}, opened())
 
 	assert.ErrorContains(t, f.SetStatus("acme", "cluster-c01", head, "kustomization/platform/1", "green"), `state "green"`)
+}
+
+// TestRolloutWorkspaceGoesLast: a workspace repo serves every cluster of the workspace at once,
+// so its change waits until none of them is held: here until c04 (the last wave) starts.
+func TestRolloutWorkspaceGoesLast(t *testing.T) {
+	t.Parallel()
+	r := newWaveRig(t, true)
+	r.change("v2")
+	rep := r.apply()
+	assert.Contains(t, heldWhy(t, rep, "workspace-payments"), "the workspace's change goes with the last wave of its clusters; waiting for c04")
+	r.mergeAndReport("cluster-c01", "success")
+	r.srv.AdvanceClock(time.Hour)
+	r.apply()
+	r.mergeAndReport("cluster-c02", "success")
+	r.apply()
+	r.mergeAndReport("cluster-c03", "success")
+	rep = r.apply()
+	assert.Equal(t, []string{"cluster-c04", "cluster-c05"}, r.opened())
+	assert.False(t, byRepo(rep)["workspace-payments"].Deferred)
+	assert.NotNil(t, r.open("workspace-payments"))
+}
+
+// TestRolloutOnlyRunSeesTheFleet: a run limited to one repo (a webhook's) still weighs every
+// cluster of its wave: c03 stays held while eu's c02 is open (maxParallel 1), and nothing
+// outside the run is reported.
+func TestRolloutOnlyRunSeesTheFleet(t *testing.T) {
+	t.Parallel()
+	r := newWaveRig(t)
+	r.change("v2")
+	r.apply()
+	r.mergeAndReport("cluster-c01", "success")
+	r.srv.AdvanceClock(time.Hour)
+	r.apply()
+	require.Equal(t, []string{"cluster-c02"}, r.opened())
+	o := r.opts()
+	o.Only = []string{"cluster-c03"}
+	rep, err := Apply(context.Background(), r.forge, r.control(true), r.targets(), o)
+	require.NoError(t, err)
+	require.Len(t, rep.Results, 1)
+	assert.Contains(t, heldWhy(t, rep, "cluster-c03"), "maxParallel 1")
+	assert.Equal(t, []string{"cluster-c02"}, r.opened())
 }
