@@ -99,6 +99,7 @@ applies what lands.`,
 		a.checkCommand(),
 		a.serveCommand(),
 		a.statusCommand(),
+		a.rolloutCommand(),
 	)
 	return root
 }
