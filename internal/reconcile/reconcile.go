@@ -134,8 +134,8 @@ type item struct {
 	accessOnly bool
 	// skipped items are left alone entirely (archived repos).
 	skipped bool
-	// observeOnly items are outside the run (Only, Shard) and planned only for the
-	// rollout gate to see their cluster; they are dropped before anything is counted.
+	// observeOnly items are outside the run (Only, Shard): not planned, only seen by the
+	// rollout gate through their pull request; dropped before anything is counted.
 	observeOnly bool
 	// held is why the rollout gate holds the item's new pull request (nil: not held);
 	// its access still converges.
@@ -437,13 +437,25 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 	accessOpts := accessOptions(fl, org)
 	each(ctx, len(items), opts.Concurrency, func(i int) {
 		it := items[i]
+		if it.observeOnly {
+			// The gate reads its pull request in one batch (see gateRollout). In a
+			// sharded full run the owner's scan already holds every repo's heads, so
+			// its plan (content only, no access) costs no request on GitHub; a run
+			// limited by Only does not plan it.
+			if opts.Only == nil {
+				if d, err := pr.Plan(ctx, f, it.target, prOpts); err == nil {
+					it.decision = d
+				}
+			}
+			return
+		}
 		if err := recovered(func() { planOne(ctx, f, it, org, prOpts, accessOpts, opts) }); err != nil {
 			it.res.fail(fmt.Errorf("%s: %w", it.target.FullName(), err))
 		}
 	})
 
 	for _, it := range items {
-		if it.decision == nil && it.res.Err == nil {
+		if it.decision == nil && it.res.Err == nil && !it.observeOnly {
 			it.res.Err = fmt.Errorf("%s: not planned: %w", it.target.FullName(), context.Cause(ctx))
 		}
 	}

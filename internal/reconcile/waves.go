@@ -119,7 +119,10 @@ func gateRollout(ctx context.Context, f Forge, repo *control.Repo, items []*item
 		if it.decision != nil {
 			o.Changed = it.decision.Action != pr.ActionNoop && it.decision.Action != pr.ActionClose
 		} else {
-			o.Changed = true // not planned (failed): never admit a new pull request blindly
+			// Not planned (outside a run limited to some repos, or failed): taken for
+			// changed, so its wave is not done. Such a run may hold what a full run
+			// admits, never the reverse; the next full run decides.
+			o.Changed = true
 		}
 		if p, ok := prs[it.target.Repo]; ok && (p.State == pr.StateOpen || p.Source == opts.Source) {
 			rp := &rollout.PR{Number: p.Number, Revision: p.Source, Open: p.State == pr.StateOpen}

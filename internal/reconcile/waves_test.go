@@ -450,3 +450,32 @@ func TestRolloutOnlyRunSeesTheFleet(t *testing.T) {
 	assert.Contains(t, heldWhy(t, rep, "cluster-c03"), "maxParallel 1")
 	assert.Equal(t, []string{"cluster-c02"}, r.opened())
 }
+
+// TestRolloutShards: two replicas, each applying only the repos it owns, together take the
+// rollout through its waves exactly as one would: a revision that leaves the canary unchanged
+// does not stall the replicas that do not own it.
+func TestRolloutShards(t *testing.T) {
+	t.Parallel()
+	r := newWaveRig(t)
+	// v2 changes every cluster but the canary c01.
+	r.rev = "v2"
+	for _, n := range []string{"c02", "c03", "c04", "c05"} {
+		r.fl[n] = "v2"
+	}
+	applyShards := func() {
+		for i := range 2 {
+			o := r.opts()
+			o.Shard = Shard{Index: i, Count: 2}
+			_, err := Apply(context.Background(), r.forge, r.control(true), r.targets(), o)
+			require.NoError(t, err)
+		}
+	}
+	applyShards()
+	assert.Equal(t, []string{"cluster-c02"}, r.opened(), "canary unchanged: eu starts at once, one at a time")
+	r.mergeAndReport("cluster-c02", "success")
+	applyShards()
+	assert.Equal(t, []string{"cluster-c03"}, r.opened())
+	r.mergeAndReport("cluster-c03", "success")
+	applyShards()
+	assert.Equal(t, []string{"cluster-c04", "cluster-c05"}, r.opened())
+}
