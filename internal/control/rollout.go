@@ -156,3 +156,22 @@ func rolloutWarnings(r *Repo) Issues {
 	}
 	return is
 }
+
+// ClusterAutoMerge reports whether fleetbot's pull requests in the named cluster's repo are
+// merged automatically: its wave's merge mode when the wave sets one, else
+// spec.pullRequests.merge.
+func (r *Repo) ClusterAutoMerge(name string) bool {
+	if r == nil || r.Platform == nil {
+		return false
+	}
+	auto := r.Platform.Spec.PullRequests.Merge == MergeAuto
+	c := r.Cluster(name)
+	if c == nil {
+		return auto
+	}
+	waves := r.Platform.Spec.Rollout.Waves
+	if i := waveOf(waves, c.Metadata.Labels); i >= 0 && waves[i].Merge != "" {
+		return waves[i].Merge == MergeAuto
+	}
+	return auto
+}

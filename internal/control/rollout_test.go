@@ -121,6 +121,9 @@ func TestRolloutWaves(t *testing.T) {
 	assert.Equal(t, 1, w.MaxParallel)
 	assert.Equal(t, MergeAuto, w.Merge)
 	assert.Zero(t, repo.Platform.Spec.Rollout.Waves[1].SoakDuration())
+	assert.True(t, repo.ClusterAutoMerge("dev-us-1"), "the canary wave merges automatically")
+	assert.False(t, repo.ClusterAutoMerge("prod-eu-1"), "prod follows spec.pullRequests.merge (manual)")
+	assert.False(t, repo.ClusterAutoMerge("no-such-cluster"))
 }
 
 // TestRolloutWavesFirstMatchAndRest: a cluster is in the first wave that matches it, and

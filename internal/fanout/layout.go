@@ -170,7 +170,8 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 	})
 	t.Files[ReadmePath] = clusterReadme(s, c, repo, components, in, x.workspaceRepo)
 	t.Access = policy.ClusterRepoAccess(s.admins, c.Spec.Admins, wsAdmins, s.branch)
-	t.Access.AllowAutoMerge = s.autoMerge
+	// A rollout wave may set its own merge mode (spec.rollout.waves[].merge).
+	t.Access.AllowAutoMerge = s.autoMerge || x.repo.ClusterAutoMerge(name)
 	return t
 }
 

@@ -140,7 +140,18 @@ type item struct {
 	// held is why the rollout gate holds the item's new pull request (nil: not held);
 	// its access still converges.
 	held error
-	res  Result
+	// autoMerge overrides the run's merge mode for this repo (a rollout wave's merge);
+	// nil: the platform's.
+	autoMerge *bool
+	res       Result
+}
+
+// prOptions is the run's pull request options for this item.
+func (it *item) prOptions(o pr.Options) pr.Options {
+	if it.autoMerge != nil {
+		o.AutoMerge = *it.autoMerge
+	}
+	return o
 }
 
 // Plan decides, for every target and every managed repo that left the
@@ -210,7 +221,7 @@ func applyAll(ctx context.Context, f Forge, repo *control.Repo, targets []*fanou
 		if it.res.Err == nil && !it.skipped {
 			if err := ctx.Err(); err != nil {
 				it.res.Err = fmt.Errorf("%s: not applied: %w", it.target.FullName(), context.Cause(ctx))
-			} else if err := recovered(func() { applyOne(ctx, f, it, prOpts, log, &writes) }); err != nil {
+			} else if err := recovered(func() { applyOne(ctx, f, it, it.prOptions(prOpts), log, &writes) }); err != nil {
 				it.res.Err = fmt.Errorf("%s: %w", it.target.FullName(), err)
 			}
 		}
@@ -432,6 +443,14 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 		items = append(items, controlItem(fl))
 	}
 	sort.Slice(items, func(a, b int) bool { return items[a].target.Repo < items[b].target.Repo })
+	if hasWaves(repo) {
+		for _, it := range items {
+			if it.target.Kind == fanout.KindCluster && !it.target.Removed {
+				auto := repo.ClusterAutoMerge(it.target.Name)
+				it.autoMerge = &auto
+			}
+		}
+	}
 
 	prOpts := prOptions(repo, opts)
 	accessOpts := accessOptions(fl, org)
@@ -443,7 +462,7 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 			// its plan (content only, no access) costs no request on GitHub; a run
 			// limited by Only does not plan it.
 			if opts.Only == nil {
-				if d, err := pr.Plan(ctx, f, it.target, prOpts); err == nil {
+				if d, err := pr.Plan(ctx, f, it.target, it.prOptions(prOpts)); err == nil {
 					it.decision = d
 				}
 			}
@@ -566,7 +585,7 @@ func planOne(ctx context.Context, f Forge, it *item, org policy.Org, prOpts pr.O
 		}
 		return
 	}
-	d, err := pr.Plan(ctx, f, t, prOpts)
+	d, err := pr.Plan(ctx, f, t, it.prOptions(prOpts))
 	if err != nil {
 		it.res.fail(err)
 		return

@@ -33,6 +33,8 @@ type waveRig struct {
 	rev   string
 	// ws puts c01 and c04 in workspace payments, whose repo renders v per cluster.
 	ws bool
+	// autoEU sets merge: auto on wave eu (and lets its repos auto-merge).
+	autoEU bool
 }
 
 func newWaveRig(t *testing.T, ws ...bool) *waveRig {
@@ -86,6 +88,9 @@ func (r *waveRig) control(waves bool) *control.Repo {
 			{Name: "canary", ClusterSelector: &control.Selector{MatchLabels: map[string]string{"ring": "canary"}}, Soak: "1h"},
 			{Name: "eu", ClusterSelector: &control.Selector{MatchLabels: map[string]string{"ring": "eu"}}, MaxParallel: 1},
 		}
+		if r.autoEU {
+			repo.Platform.Spec.Rollout.Waves[1].Merge = control.MergeAuto
+		}
 	}
 	return repo
 }
@@ -105,6 +110,9 @@ func (r *waveRig) change(v string) {
 // targets renders the fleet, and the workspace repo when r.ws.
 func (r *waveRig) targets() []*fanout.Target {
 	ts := r.fl.targets()
+	for _, tg := range ts {
+		tg.Access.AllowAutoMerge = r.autoEU && (tg.Name == "c02" || tg.Name == "c03")
+	}
 	if r.ws {
 		ts = append(ts, &fanout.Target{
 			Kind: fanout.KindWorkspace, Name: "payments", Owner: "acme", Repo: "workspace-payments", DefaultBranch: "main", Visibility: "private",
@@ -478,4 +486,30 @@ func TestRolloutShards(t *testing.T) {
 	r.mergeAndReport("cluster-c03", "success")
 	applyShards()
 	assert.Equal(t, []string{"cluster-c04", "cluster-c05"}, r.opened())
+}
+
+// TestRolloutWaveMerge: a wave's merge mode applies to its pull requests: eu's (merge: auto)
+// get GitHub's auto-merge, the canary's (the platform's manual) do not.
+func TestRolloutWaveMerge(t *testing.T) {
+	t.Parallel()
+	r := newWaveRig(t)
+	r.autoEU = true
+	r.change("v2")
+	r.apply()
+	c01 := r.open("cluster-c01")
+	require.NotNil(t, c01)
+	assert.Nil(t, c01.AutoMerge, "the canary is merged by hand")
+	r.mergeAndReport("cluster-c01", "success")
+	r.srv.AdvanceClock(time.Hour)
+	rep := r.apply()
+	res := byRepo(rep)["cluster-c02"]
+	require.NoError(t, res.Err)
+	var c02 *gh.PullRequest
+	for _, p := range r.srv.Pulls("acme", "cluster-c02") {
+		if p.GetNumber() == res.PR {
+			c02 = p
+		}
+	}
+	require.NotNil(t, c02)
+	assert.True(t, c02.AutoMerge != nil || c02.GetMerged(), "eu's pull request merges automatically")
 }
