@@ -101,7 +101,7 @@ type Capabilities struct {
 type RolloutReader interface {
 	// RolloutPRs returns, per repo name of repos (without owner), the newest open or merged
 	// pull request from botBranch; a repo without one is absent from the map.
-	RolloutPRs(ctx context.Context, owner string, repos []string, botBranch string) (map[string]RolloutPR, error)
+	RolloutPRs(ctx context.Context, owner string, repos []string, defaultBranch, botBranch string) (map[string]RolloutPR, error)
 }
 
 // RolloutPR is a pull request as a wave check sees it.
@@ -116,6 +116,10 @@ type RolloutPR struct {
 	MergeCommit string
 	// Statuses are the merge commit's commit statuses, the newest of each context.
 	Statuses []CommitStatus
+	// Head is the default branch's head when it moved past the merge commit (a later
+	// commit Flux applied instead), and HeadStatuses its statuses; empty otherwise.
+	Head         string
+	HeadStatuses []CommitStatus
 }
 
 // CommitStatus is one commit status (GitHub's StatusContext).

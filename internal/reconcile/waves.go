@@ -107,7 +107,7 @@ func gateRollout(ctx context.Context, f Forge, repo *control.Repo, items []*item
 	for i, it := range clusters {
 		names[i] = it.target.Repo
 	}
-	prs, err := rd.RolloutPRs(ctx, fl.Owner, names, fl.PRBranch)
+	prs, err := rd.RolloutPRs(ctx, fl.Owner, names, fl.DefaultBranch, fl.PRBranch)
 	if err != nil {
 		return nil, fmt.Errorf("reading the rollout state of %d cluster repos: %w", len(names), err)
 	}
@@ -134,6 +134,12 @@ func gateRollout(ctx context.Context, f Forge, repo *control.Repo, items []*item
 			if p.State == pr.StateMerged {
 				rp.Merged, rp.MergedAt = true, p.MergedAt
 				rp.Health, rp.HealthAt = health(p.Statuses)
+				if rp.Health == rollout.HealthUnknown && p.Head != "" {
+					// The default branch moved on before Flux reported (a cluster admin's
+					// commit): Flux applies, and reports on, the newer head, which holds
+					// the merge (a protected default branch is never rewritten).
+					rp.Health, rp.HealthAt = health(p.HeadStatuses)
+				}
 				// The revision's change reached the default branch through this pull
 				// request: the cluster is part of the rollout even though it matches now.
 				o.Changed = true

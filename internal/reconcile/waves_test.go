@@ -513,3 +513,18 @@ func TestRolloutWaveMerge(t *testing.T) {
 	require.NotNil(t, c02)
 	assert.True(t, c02.AutoMerge != nil || c02.GetMerged(), "eu's pull request merges automatically")
 }
+
+// TestRolloutHealthOnLaterHead: a cluster admin's commit lands on the default branch after the
+// merge and before Flux reconciles; Flux reports on that newer head, and the wave counts it.
+func TestRolloutHealthOnLaterHead(t *testing.T) {
+	t.Parallel()
+	r := newWaveRig(t)
+	r.change("v2")
+	r.apply()
+	r.mergeAndReport("cluster-c01", "")
+	head := r.srv.Commit("acme", "cluster-c01", "main", "apps", map[string]string{"apps/x.yaml": "x: 1\n"})
+	_, _, err := r.human.Repositories.CreateStatus(context.Background(), "acme", "cluster-c01", head, &gh.RepoStatus{State: gh.String("success"), Context: gh.String("kustomization/platform/0c9c2e41")})
+	require.NoError(t, err)
+	rep := r.apply()
+	assert.Contains(t, heldWhy(t, rep, "cluster-c02"), "wave canary soaks until")
+}

@@ -14,11 +14,37 @@ import (
 // merged pull request from the bot branch, and its merge commit's statuses (Flux's
 // notification-controller posts one per Kustomization on the commit it applied). Status's
 // contexts are a list, not a connection: they add nothing to the query's cost.
-var rolloutFields = `pullRequests(headRefName: $bot, states: [OPEN, MERGED], first: ` + strconv.Itoa(scanPRs) + `, orderBy: {field: UPDATED_AT, direction: DESC}) {
+var rolloutFields = `base: ref(qualifiedName: $base) { target { oid ... on Commit { status { contexts { context state createdAt } } } } }
+      pullRequests(headRefName: $bot, states: [OPEN, MERGED], first: ` + strconv.Itoa(scanPRs) + `, orderBy: {field: UPDATED_AT, direction: DESC}) {
         nodes { number state body isCrossRepository mergedAt mergeCommit { oid status { state contexts { context state createdAt } } } }
       }`
 
+type rolloutStatus struct {
+	Contexts []struct {
+		Context   string    `json:"context"`
+		State     string    `json:"state"`
+		CreatedAt time.Time `json:"createdAt"`
+	} `json:"contexts"`
+}
+
+func (s *rolloutStatus) statuses() []pr.CommitStatus {
+	if s == nil {
+		return nil
+	}
+	out := make([]pr.CommitStatus, 0, len(s.Contexts))
+	for _, c := range s.Contexts {
+		out = append(out, pr.CommitStatus{Context: c.Context, State: strings.ToLower(c.State), CreatedAt: c.CreatedAt})
+	}
+	return out
+}
+
 type rolloutRepo struct {
+	Base *struct {
+		Target struct {
+			OID    string         `json:"oid"`
+			Status *rolloutStatus `json:"status"`
+		} `json:"target"`
+	} `json:"base"`
 	PullRequests struct {
 		Nodes []struct {
 			Number            int        `json:"number"`
@@ -27,14 +53,8 @@ type rolloutRepo struct {
 			IsCrossRepository bool       `json:"isCrossRepository"`
 			MergedAt          *time.Time `json:"mergedAt"`
 			MergeCommit       *struct {
-				OID    string `json:"oid"`
-				Status *struct {
-					Contexts []struct {
-						Context   string    `json:"context"`
-						State     string    `json:"state"`
-						CreatedAt time.Time `json:"createdAt"`
-					} `json:"contexts"`
-				} `json:"status"`
+				OID    string         `json:"oid"`
+				Status *rolloutStatus `json:"status"`
 			} `json:"mergeCommit"`
 		} `json:"nodes"`
 	} `json:"pullRequests"`
@@ -42,7 +62,7 @@ type rolloutRepo struct {
 
 func rolloutQuery(n int) string {
 	var q strings.Builder
-	q.WriteString("query($owner: String!, $bot: String!")
+	q.WriteString("query($owner: String!, $base: String!, $bot: String!")
 	for i := range n {
 		fmt.Fprintf(&q, ", $n%d: String!", i)
 	}
@@ -58,11 +78,11 @@ func rolloutQuery(n int) string {
 // over 1,000 clusters costs 10 requests. A repository that does not exist is absent.
 //
 // GitHub API docs: https://docs.github.com/graphql/reference/objects#pullrequest
-func (f *Forge) RolloutPRs(ctx context.Context, owner string, repos []string, botBranch string) (map[string]pr.RolloutPR, error) {
+func (f *Forge) RolloutPRs(ctx context.Context, owner string, repos []string, defaultBranch, botBranch string) (map[string]pr.RolloutPR, error) {
 	out := map[string]pr.RolloutPR{}
 	for start := 0; start < len(repos); start += scanPageSize {
 		batch := repos[start:min(start+scanPageSize, len(repos))]
-		vars := map[string]any{"owner": owner, "bot": botBranch}
+		vars := map[string]any{"owner": owner, "base": "refs/heads/" + defaultBranch, "bot": botBranch}
 		for i, name := range batch {
 			vars[fmt.Sprintf("n%d", i)] = name
 		}
@@ -84,11 +104,9 @@ func (f *Forge) RolloutPRs(ctx context.Context, owner string, repos []string, bo
 					p.MergedAt = *n.MergedAt
 				}
 				if c := n.MergeCommit; c != nil && p.State == pr.StateMerged {
-					p.MergeCommit = c.OID
-					if c.Status != nil {
-						for _, s := range c.Status.Contexts {
-							p.Statuses = append(p.Statuses, pr.CommitStatus{Context: s.Context, State: strings.ToLower(s.State), CreatedAt: s.CreatedAt})
-						}
+					p.MergeCommit, p.Statuses = c.OID, c.Status.statuses()
+					if b := r.Base; b != nil && b.Target.OID != c.OID {
+						p.Head, p.HeadStatuses = b.Target.OID, b.Target.Status.statuses()
 					}
 				}
 				out[name] = p

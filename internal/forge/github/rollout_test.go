@@ -17,7 +17,8 @@ import (
 // TestRolloutPRsInBatchesOf100: a wave check over 250 cluster repos costs three GraphQL
 // requests and nothing else; it returns fleetbot's newest open or merged pull request per repo
 // (a pull request without fleetbot's marker is not fleetbot's), with the merge commit's newest
-// status per context; a repo that does not exist is absent.
+// status per context, and the default branch's head and its statuses when it moved past the
+// merge; a repo that does not exist is absent.
 func TestRolloutPRsInBatchesOf100(t *testing.T) {
 	srv := githubtest.NewServer(t)
 	srv.CreateOrg("acme")
@@ -47,6 +48,10 @@ func TestRolloutPRsInBatchesOf100(t *testing.T) {
 		_, _, err := api.Repositories.CreateStatus(ctx, "acme", "cluster-merged", sha, &gh.RepoStatus{Context: gh.String(st[0]), State: gh.String(st[1])})
 		require.NoError(t, err)
 	}
+	// A cluster admin's commit lands after the merge; Flux reports on it.
+	head := srv.Commit("acme", "cluster-merged", "main", "apps", map[string]string{"apps/x.yaml": "x"})
+	_, _, err = api.Repositories.CreateStatus(ctx, "acme", "cluster-merged", head, &gh.RepoStatus{Context: gh.String("kustomization/apps/abc"), State: gh.String("success")})
+	require.NoError(t, err)
 	open("cluster-human", "not fleetbot's")
 
 	names := []string{"cluster-open", "cluster-merged", "cluster-human"}
@@ -55,7 +60,7 @@ func TestRolloutPRsInBatchesOf100(t *testing.T) {
 	}
 	f := ghforge.NewForge(newTokenClient(t, srv), ghforge.ForgeOptions{})
 	srv.ResetLog()
-	got, err := f.RolloutPRs(ctx, "acme", names, "fleetbot/sync")
+	got, err := f.RolloutPRs(ctx, "acme", names, "main", "fleetbot/sync")
 	require.NoError(t, err)
 	routes := map[string]int{}
 	for _, r := range srv.Requests() {
@@ -77,4 +82,7 @@ func TestRolloutPRsInBatchesOf100(t *testing.T) {
 		assert.False(t, s.CreatedAt.IsZero())
 	}
 	assert.Equal(t, map[string]string{"kustomization/platform/abc": "success", "ci/lint": "failure"}, states)
+	assert.Equal(t, head, m.Head, "the default branch moved past the merge commit")
+	require.Len(t, m.HeadStatuses, 1)
+	assert.Equal(t, "kustomization/apps/abc", m.HeadStatuses[0].Context)
 }

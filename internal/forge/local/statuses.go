@@ -64,7 +64,7 @@ func (f *Forge) SetStatus(owner, repo, sha, context, state string) error {
 }
 
 // RolloutPRs implements pr.RolloutReader from pulls.json and statuses.json.
-func (f *Forge) RolloutPRs(ctx context.Context, owner string, repos []string, botBranch string) (map[string]pr.RolloutPR, error) {
+func (f *Forge) RolloutPRs(ctx context.Context, owner string, repos []string, defaultBranch, botBranch string) (map[string]pr.RolloutPR, error) {
 	out := map[string]pr.RolloutPR{}
 	for _, repo := range repos {
 		if err := ctx.Err(); err != nil {
@@ -72,8 +72,10 @@ func (f *Forge) RolloutPRs(ctx context.Context, owner string, repos []string, bo
 		}
 		p, pulls, unlock, err := f.lockedPulls(owner, repo)
 		var all []status
+		head := ""
 		if err == nil {
 			all, err = readStatuses(p.statuses)
+			head = f.headSHA(p, defaultBranch)
 		}
 		unlock()
 		if err != nil {
@@ -91,6 +93,9 @@ func (f *Forge) RolloutPRs(ctx context.Context, owner string, repos []string, bo
 				}
 				rp.MergeCommit = q.MergeCommit
 				rp.Statuses = newestStatuses(all, q.MergeCommit)
+				if head != "" && head != q.MergeCommit {
+					rp.Head, rp.HeadStatuses = head, newestStatuses(all, head)
+				}
 			}
 			out[repo] = rp
 			break
