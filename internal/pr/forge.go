@@ -109,8 +109,10 @@ type RolloutPR struct {
 	Number int
 	// State is StateOpen or StateMerged.
 	State string
-	// Source is the control-repo revision the body's marker carries ("" when it has none).
+	// Source is the control-repo revision the body's marker carries ("" when it has none),
+	// and Tree the desired tree it records.
 	Source string
+	Tree   string
 	// MergedAt and MergeCommit: when and as which commit it was merged (zero while open).
 	MergedAt    time.Time
 	MergeCommit string

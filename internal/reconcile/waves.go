@@ -124,8 +124,17 @@ func gateRollout(ctx context.Context, f Forge, repo *control.Repo, items []*item
 			// admits, never the reverse; the next full run decides.
 			o.Changed = true
 		}
-		if p, ok := prs[it.target.Repo]; ok && (p.State == pr.StateOpen || p.Source == opts.Source) {
+		p, ok := prs[it.target.Repo]
+		// A merged pull request belongs to this rollout when it carried this revision, or
+		// exactly the tree this revision renders (a later control-repo commit that leaves
+		// the cluster alone must not let it skip its health check and soak).
+		current := ok && (p.Source == opts.Source || (p.State == pr.StateMerged && it.decision != nil &&
+			it.decision.Action == pr.ActionNoop && p.Tree != "" && p.Tree == it.decision.Tree))
+		if ok && (p.State == pr.StateOpen || current) {
 			rp := &rollout.PR{Number: p.Number, Revision: p.Source, Open: p.State == pr.StateOpen}
+			if current {
+				rp.Revision = opts.Source
+			}
 			if rp.Open && it.decision != nil && it.decision.Action != pr.ActionClose {
 				// An open pull request that already carries the desired tree plans as a
 				// no-op, yet the repo still differs from its default branch.

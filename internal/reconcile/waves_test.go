@@ -461,7 +461,7 @@ func TestRolloutOnlyRunSeesTheFleet(t *testing.T) {
 
 // TestRolloutShards: two replicas, each applying only the repos it owns, together take the
 // rollout through its waves exactly as one would: a revision that leaves the canary unchanged
-// does not stall the replicas that do not own it.
+// (its last change healthy and soaked) does not stall the replicas that do not own it.
 func TestRolloutShards(t *testing.T) {
 	t.Parallel()
 	r := newWaveRig(t)
@@ -478,6 +478,9 @@ func TestRolloutShards(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
+	// The canary's last change (v1) is healthy and soaked.
+	require.NoError(t, postStatuses(r, "cluster-c01", "success"))
+	r.srv.AdvanceClock(time.Hour)
 	applyShards()
 	assert.Equal(t, []string{"cluster-c02"}, r.opened(), "canary unchanged: eu starts at once, one at a time")
 	r.mergeAndReport("cluster-c02", "success")
@@ -526,5 +529,23 @@ func TestRolloutHealthOnLaterHead(t *testing.T) {
 	_, _, err := r.human.Repositories.CreateStatus(context.Background(), "acme", "cluster-c01", head, &gh.RepoStatus{State: gh.String("success"), Context: gh.String("kustomization/platform/0c9c2e41")})
 	require.NoError(t, err)
 	rep := r.apply()
+	assert.Contains(t, heldWhy(t, rep, "cluster-c02"), "wave canary soaks until")
+}
+
+// TestRolloutUnrelatedCommitKeepsTheGate: a control-repo commit that leaves the clusters alone,
+// landing while the canary waits for Flux, does not let the canary skip its health check: its
+// merged pull request carried exactly the tree the new revision renders.
+func TestRolloutUnrelatedCommitKeepsTheGate(t *testing.T) {
+	t.Parallel()
+	r := newWaveRig(t)
+	r.change("v2")
+	r.apply()
+	r.mergeAndReport("cluster-c01", "")
+	r.rev = "v2-docs" // same render
+	rep := r.apply()
+	assert.Empty(t, r.opened())
+	assert.Contains(t, heldWhy(t, rep, "cluster-c02"), "wave canary is not done (0 of 1 changed clusters healthy)")
+	require.NoError(t, postStatuses(r, "cluster-c01", "success"))
+	rep = r.apply()
 	assert.Contains(t, heldWhy(t, rep, "cluster-c02"), "wave canary soaks until")
 }
