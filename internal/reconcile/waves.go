@@ -100,8 +100,8 @@ func gateRollout(ctx context.Context, f Forge, repo *control.Repo, items []*item
 		}
 	}
 	if rd == nil {
-		return nil, fmt.Errorf("platform spec.rollout.waves: this forge cannot read pull request merges and commit statuses, " +
-			"which a rollout in waves is gated on; use the GitHub forge, or remove spec.rollout")
+		return nil, fmt.Errorf("platform spec.rollout.waves: this forge cannot read pull request merges and commit statuses " +
+			"(it declares no rollout reader), which a rollout in waves is gated on; use the github or local forge, or remove spec.rollout")
 	}
 	names := make([]string, len(clusters))
 	for i, it := range clusters {
@@ -112,9 +112,7 @@ func gateRollout(ctx context.Context, f Forge, repo *control.Repo, items []*item
 		return nil, fmt.Errorf("reading the rollout state of %d cluster repos: %w", len(names), err)
 	}
 	obs := map[string]rollout.Observed{}
-	byCluster := map[string]*item{}
 	for _, it := range clusters {
-		byCluster[it.target.Name] = it
 		var o rollout.Observed
 		if it.decision != nil {
 			o.Changed = it.decision.Action != pr.ActionNoop && it.decision.Action != pr.ActionClose

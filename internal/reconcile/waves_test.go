@@ -40,6 +40,9 @@ type waveRig struct {
 func newWaveRig(t *testing.T, ws ...bool) *waveRig {
 	t.Helper()
 	fl := fleet{"c01": "v1", "c02": "v1", "c03": "v1", "c04": "v1", "c05": "v1"}
+	// A frozen clock, moved only by AdvanceClock (soaks, timeouts). It starts in the past, so
+	// the client, on wall time, takes every installation token for expired and fetches a new
+	// one per request (hence token requests, and no expiry when the fake clock advances).
 	srv := githubtest.NewServer(t, githubtest.WithManualClock(), githubtest.WithStartTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)))
 	srv.CreateTeam("acme", "platform")
 	for _, n := range fl.names() {
@@ -218,9 +221,10 @@ func TestRolloutThreeWaves(t *testing.T) {
 	// Healthy: the canary soaks for an hour.
 	r.restart()
 	require.NoError(t, postStatuses(r, "cluster-c01", "success"))
+	soakEnd := r.srv.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	rep = r.apply()
 	assert.Empty(t, r.opened())
-	assert.Contains(t, heldWhy(t, rep, "cluster-c02"), "wave canary soaks until 2026-03-01T13:00:00Z")
+	assert.Contains(t, heldWhy(t, rep, "cluster-c02"), "wave canary soaks until "+soakEnd)
 
 	// Soaked: eu opens one pull request at a time.
 	r.srv.AdvanceClock(time.Hour)
@@ -548,4 +552,30 @@ func TestRolloutUnrelatedCommitKeepsTheGate(t *testing.T) {
 	require.NoError(t, postStatuses(r, "cluster-c01", "success"))
 	rep = r.apply()
 	assert.Contains(t, heldWhy(t, rep, "cluster-c02"), "wave canary soaks until")
+}
+
+// noRollout is a forge that declares no rollout reader.
+type noRollout struct{ Forge }
+
+func (n noRollout) Capabilities() pr.Capabilities {
+	c := n.Forge.Capabilities()
+	c.Rollout = nil
+	return c
+}
+
+// TestRolloutNeedsAReader: waves on a forge that cannot read merges and statuses are an error
+// before anything is written, not a rollout that opens everything.
+func TestRolloutNeedsAReader(t *testing.T) {
+	t.Parallel()
+	r := newWaveRig(t)
+	r.change("v2")
+	r.srv.ResetLog()
+	_, err := Apply(context.Background(), noRollout{r.forge}, r.control(true), r.targets(), r.opts())
+	require.ErrorContains(t, err, "platform spec.rollout.waves: this forge cannot read pull request merges and commit statuses")
+	for _, q := range r.srv.Requests() {
+		if q.Class != githubtest.Read {
+			assert.Equal(t, "POST /app/installations/{id}/access_tokens", q.Route, "nothing written")
+		}
+	}
+	assert.Empty(t, r.opened())
 }
