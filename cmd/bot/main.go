@@ -100,6 +100,7 @@ applies what lands.`,
 		a.checkCommand(),
 		a.serveCommand(),
 		a.statusCommand(),
+		a.rolloutCommand(),
 	)
 	return root
 }

@@ -56,11 +56,21 @@ plan never writes.
 				if detailed {
 					return errors.New("--detailed-exitcode needs --forge: without it plan shows the desired state and cannot tell whether anything would change")
 				}
-				return writeDesiredPlan(a.stdout, format, f)
+				if err := writeDesiredPlan(a.stdout, format, f); err != nil || format != formatText {
+					return err
+				}
+				writeWaveGroups(a.stdout, f.Repo)
+				return nil
 			}
 			report, err := a.forgePlan(cmd, f, format, allowRemovals, allowAccessRemovals)
 			if err != nil {
 				return err
+			}
+			if format == formatText && report.Rollout != nil {
+				fmt.Fprintln(a.stdout)
+				if err := writeRolloutStatus(a.stdout, report.Rollout); err != nil {
+					return err
+				}
 			}
 			if detailed {
 				return exitCode(report.ExitCode(false))

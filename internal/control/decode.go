@@ -558,6 +558,7 @@ type platformSpecDoc struct {
 
 	ManagementClusters []ManagementCluster `yaml:"managementClusters,omitempty"`
 	ProvisionProfiles  []ProvisionProfile  `yaml:"provisionProfiles,omitempty"`
+	Rollout            RolloutSpec         `yaml:"rollout,omitempty"`
 }
 
 type accessSpecDoc struct {
@@ -616,6 +617,7 @@ func (p *platformDoc) platform(src Source) *Platform {
 
 			ManagementClusters: s.ManagementClusters,
 			ProvisionProfiles:  s.ProvisionProfiles,
+			Rollout:            s.Rollout,
 		},
 		Source: src,
 	}

@@ -84,6 +84,7 @@ func generateSchema(t *testing.T, kind string, typ any, file string) []byte {
 	enums := map[string][]any{
 		"RepoSpec.visibility":   {"private", "internal", "public"},
 		"PullRequestSpec.merge": {MergeManual, MergeAuto},
+		"Wave.merge":            {MergeManual, MergeAuto},
 		"AccessSpec.mode":       {AccessEnforce, AccessAdditive},
 		"AppSpec.scope":         {ScopeCluster, ScopeNamespaced},
 		"Requirement.operator":  {"In", "NotIn", "Exists", "DoesNotExist"},

@@ -141,6 +141,31 @@ type PlatformSpec struct {
 	// ProvisionProfiles are the pinned Cluster API charts clusters are
 	// provisioned with.
 	ProvisionProfiles []ProvisionProfile `yaml:"provisionProfiles,omitempty" json:"provisionProfiles,omitempty"`
+	// Rollout says in which waves a change reaches the clusters (default: one wave, every
+	// cluster at once).
+	Rollout RolloutSpec `yaml:"rollout,omitempty" json:"rollout,omitempty"`
+}
+
+// RolloutSpec declares the ordered waves a change takes through the fleet.
+type RolloutSpec struct {
+	// Waves are taken in order. A cluster belongs to the first wave whose clusterSelector
+	// matches it; clusters no wave matches form a last, implicit wave.
+	Waves []Wave `yaml:"waves,omitempty" json:"waves,omitempty"`
+}
+
+// Wave is one step of a rollout.
+type Wave struct {
+	// Name identifies the wave in plans, check runs and `fleetbot rollout status`.
+	Name string `yaml:"name" json:"name"`
+	// ClusterSelector picks the wave's clusters by label; {} matches every cluster.
+	ClusterSelector *Selector `yaml:"clusterSelector" json:"clusterSelector"`
+	// MaxParallel caps how many of the wave's pull requests are open at once (0: no cap).
+	MaxParallel int `yaml:"maxParallel,omitempty" json:"maxParallel,omitempty"`
+	// Soak is how long the wave must stay healthy before the next wave starts, as a Go
+	// duration such as 30m or 2h (default 0).
+	Soak string `yaml:"soak,omitempty" json:"soak,omitempty"`
+	// Merge is manual or auto for this wave's pull requests (default: spec.pullRequests.merge).
+	Merge string `yaml:"merge,omitempty" json:"merge,omitempty"`
 }
 
 // RepoSpec names and shapes the target repos.

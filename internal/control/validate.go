@@ -201,6 +201,7 @@ func (v *validator) platform(p *Platform) {
 		v.selector(comp.ClusterSelector, src, path+".clusterSelector")
 		v.entryValues(comp.App, comp.Values, src, path+".values")
 	}
+	v.rollout(s.Rollout, src)
 }
 
 // appRef checks one component or workspace entry's app reference.
@@ -706,6 +707,7 @@ func warnings(r *Repo) Issues {
 	if r.Platform == nil || len(r.Clusters) == 0 {
 		return nil
 	}
+	is = append(is, rolloutWarnings(r)...)
 	src := r.Platform.Source
 	for i, comp := range r.Platform.Spec.Components {
 		if comp.ClusterSelector == nil {

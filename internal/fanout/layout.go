@@ -158,6 +158,10 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 	if err != nil {
 		x.addOnce(c.Source.At("metadata.name"), "", "cluster %s: rendering Flux objects: %v", name, err)
 	}
+	if len(x.repo.Platform.Spec.Rollout.Waves) > 0 {
+		// Rollout waves are gated on Flux's health, which Flux reports as commit statuses.
+		flux = append(append(flux, "---\n"...), fluxHealth(x.r.gitURL+"/"+s.owner+"/"+repo)...)
+	}
 	t.Files[FluxPath] = flux
 	t.Files[CodeownersPath] = policy.CODEOWNERS(s.owner, []policy.Rule{
 		{Pattern: "*", Teams: s.admins},
@@ -166,7 +170,8 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 	})
 	t.Files[ReadmePath] = append(clusterReadme(s, c, repo, components, in, x.workspaceRepo), x.provisionedNote(c)...)
 	t.Access = policy.ClusterRepoAccess(s.admins, c.Spec.Admins, wsAdmins, s.branch)
-	t.Access.AllowAutoMerge = s.autoMerge
+	// A rollout wave may set its own merge mode (spec.rollout.waves[].merge).
+	t.Access.AllowAutoMerge = s.autoMerge || x.repo.ClusterAutoMerge(name)
 	return t
 }
 

@@ -541,6 +541,8 @@ func (r *gqlRepo) pull(is *issue) gqlObject {
 		"isDraft":           is.Pull.Draft,
 		"createdAt":         gqlDateTime(is.CreatedAt),
 		"reviewDecision":    r.s.reviewDecision(r.rm, is),
+		"mergedAt":          gqlMergedAt(is),
+		"mergeCommit":       r.mergeCommit(is),
 	}}
 }
 

@@ -2,6 +2,7 @@ package githubtest
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -25,6 +26,8 @@ func (c *gqlCommit) field(name string, _ map[string]any) (any, error) {
 			return gqlObject(nil), nil // GitHub: null when the commit has no status and no check run
 		}
 		return &gqlPlain{name: "StatusCheckRollup", fields: map[string]any{"state": state}}, nil
+	case "status":
+		return c.status(), nil
 	}
 	return nil, fmt.Errorf("fake github: Commit.%s is not implemented", name)
 }
@@ -90,3 +93,59 @@ func (s *Server) reviewDecision(rm *repoMeta, is *issue) any {
 
 // gqlDateTime formats a time as GitHub's DateTime scalar (ISO 8601, UTC).
 func gqlDateTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// status is the commit's Status (GitHub: null when it has no commit status): the combined
+// state of the newest status of each context, and those statuses, the newest first.
+func (c *gqlCommit) status() gqlObject {
+	var contexts []gqlObject
+	seen := map[string]bool{}
+	var failed, errored, pending bool
+	for i := len(c.rm.Statuses) - 1; i >= 0; i-- {
+		st := c.rm.Statuses[i]
+		if st.SHA != c.oid || seen[st.Context] {
+			continue
+		}
+		seen[st.Context] = true
+		switch st.State {
+		case "failure":
+			failed = true
+		case "error":
+			errored = true
+		case "pending":
+			pending = true
+		}
+		contexts = append(contexts, &gqlPlain{name: "StatusContext", fields: map[string]any{
+			"context": st.Context, "state": strings.ToUpper(st.State), "createdAt": gqlDateTime(st.CreatedAt),
+			"description": st.Description, "targetUrl": st.TargetURL,
+		}})
+	}
+	if len(contexts) == 0 {
+		return nil
+	}
+	state := "SUCCESS"
+	switch {
+	case failed:
+		state = "FAILURE"
+	case errored:
+		state = "ERROR"
+	case pending:
+		state = "PENDING"
+	}
+	return &gqlPlain{name: "Status", fields: map[string]any{"state": state, "contexts": contexts}}
+}
+
+// gqlMergedAt is a pull request's PullRequest.mergedAt: null until it is merged.
+func gqlMergedAt(is *issue) any {
+	if !is.Pull.Merged {
+		return nil
+	}
+	return gqlDateTime(is.Pull.MergedAt)
+}
+
+// mergeCommit is a pull request's PullRequest.mergeCommit: null until it is merged.
+func (r *gqlRepo) mergeCommit(is *issue) gqlObject {
+	if !is.Pull.Merged || is.Pull.MergeCommitSHA == "" {
+		return nil
+	}
+	return &gqlCommit{s: r.s, rm: r.rm, oid: is.Pull.MergeCommitSHA}
+}

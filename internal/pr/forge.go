@@ -90,6 +90,45 @@ type Capabilities struct {
 	Codeowners CodeownersChecker
 	// Protection reports a default branch that could not be protected.
 	Protection ProtectionReporter
+	// Rollout reads, for many repos at once, what a wave check needs: fleetbot's newest pull
+	// request and its merge commit's statuses.
+	Rollout RolloutReader
+}
+
+// RolloutReader is a forge that reads, in a few batched requests (GitHub: GraphQL, 100 repos a
+// query), the newest open or merged fleetbot pull request of each repo and the commit statuses
+// of its merge commit: what reconcile needs to gate a rollout in waves (internal/rollout).
+type RolloutReader interface {
+	// RolloutPRs returns, per repo name of repos (without owner), the newest open or merged
+	// pull request from botBranch; a repo without one is absent from the map.
+	RolloutPRs(ctx context.Context, owner string, repos []string, defaultBranch, botBranch string) (map[string]RolloutPR, error)
+}
+
+// RolloutPR is a pull request as a wave check sees it.
+type RolloutPR struct {
+	Number int
+	// State is StateOpen or StateMerged.
+	State string
+	// Source is the control-repo revision the body's marker carries ("" when it has none),
+	// and Tree the desired tree it records.
+	Source string
+	Tree   string
+	// MergedAt and MergeCommit: when and as which commit it was merged (zero while open).
+	MergedAt    time.Time
+	MergeCommit string
+	// Statuses are the merge commit's commit statuses, the newest of each context.
+	Statuses []CommitStatus
+	// Head is the default branch's head when it moved past the merge commit (a later
+	// commit Flux applied instead), and HeadStatuses its statuses; empty otherwise.
+	Head         string
+	HeadStatuses []CommitStatus
+}
+
+// CommitStatus is one commit status (GitHub's StatusContext).
+type CommitStatus struct {
+	Context   string
+	State     string // StatusSuccess, StatusPending, StatusFailure or StatusError
+	CreatedAt time.Time
 }
 
 // MergeRecorder is a forge that infers a merge done outside it (the local

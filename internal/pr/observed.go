@@ -74,6 +74,13 @@ func SourceOf(body string) string {
 	return m.Source
 }
 
+// TreeOf returns the desired tree a fleetbot pull request body records (the tree its bot
+// commit carries), "" when the body carries none.
+func TreeOf(body string) string {
+	m, _ := parseMarker(body)
+	return m.Tree
+}
+
 // trailerSource returns the Fleetbot-Source trailer of a commit message, "" without one.
 func trailerSource(msg string) string {
 	for _, line := range strings.Split(msg, "\n") {

@@ -137,7 +137,24 @@ type item struct {
 	// destroys counts the provisioned clusters a management repo's plan
 	// deletes (deletion policy Delete): each counts against maxRemovals.
 	destroys int
-	res      Result
+	// observeOnly items are outside the run (Only, Shard): not planned, only seen by the
+	// rollout gate through their pull request; dropped before anything is counted.
+	observeOnly bool
+	// held is why the rollout gate holds the item's new pull request (nil: not held);
+	// its access still converges.
+	held error
+	// autoMerge overrides the run's merge mode for this repo (a rollout wave's merge);
+	// nil: the platform's.
+	autoMerge *bool
+	res       Result
+}
+
+// prOptions is the run's pull request options for this item.
+func (it *item) prOptions(o pr.Options) pr.Options {
+	if it.autoMerge != nil {
+		o.AutoMerge = *it.autoMerge
+	}
+	return o
 }
 
 // Plan decides, for every target and every managed repo that left the
@@ -199,12 +216,20 @@ func applyAll(ctx context.Context, f Forge, repo *control.Repo, targets []*fanou
 	each(context.WithoutCancel(ctx), len(items), opts.Concurrency, func(i int) {
 		it := items[i]
 		log := opts.Logger.With("repo", it.target.FullName())
+		if it.held != nil {
+			// Held by the rollout: converge access only; report it deferred.
+			it.res.Err, it.res.Deferred = nil, false
+			it.decision = withoutContent(it.decision)
+		}
 		if it.res.Err == nil && !it.skipped {
 			if err := ctx.Err(); err != nil {
 				it.res.Err = fmt.Errorf("%s: not applied: %w", it.target.FullName(), context.Cause(ctx))
-			} else if err := recovered(func() { applyOne(ctx, f, it, prOpts, log, &writes) }); err != nil {
+			} else if err := recovered(func() { applyOne(ctx, f, it, it.prOptions(prOpts), log, &writes) }); err != nil {
 				it.res.Err = fmt.Errorf("%s: %w", it.target.FullName(), err)
 			}
+		}
+		if it.held != nil && it.res.Err == nil {
+			it.res.Err, it.res.Deferred = it.held, true
 		}
 		if it.res.Deferred {
 			log.Warn("reconcile deferred to the next run", "err", it.res.Err)
@@ -401,6 +426,11 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 		wanted[t.Repo] = true
 		if (opts.Only == nil || only[strings.ToLower(t.Repo)]) && opts.Shard.Owns(t.Repo) {
 			items = append(items, newItem(t))
+		} else if hasWaves(repo) && t.Kind == fanout.KindCluster {
+			// The rollout gate weighs every cluster of a wave, not only this run's.
+			it := newItem(t)
+			it.observeOnly = true
+			items = append(items, it)
 		}
 	}
 	for _, m := range managed {
@@ -416,22 +446,53 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 		items = append(items, controlItem(fl))
 	}
 	sort.Slice(items, func(a, b int) bool { return items[a].target.Repo < items[b].target.Repo })
+	if hasWaves(repo) {
+		for _, it := range items {
+			if it.target.Kind == fanout.KindCluster && !it.target.Removed {
+				auto := repo.ClusterAutoMerge(it.target.Name)
+				it.autoMerge = &auto
+			}
+		}
+	}
 
 	prOpts := prOptions(repo, opts)
 	accessOpts := accessOptions(fl, org)
 	each(ctx, len(items), opts.Concurrency, func(i int) {
 		it := items[i]
+		if it.observeOnly {
+			// The gate reads its pull request in one batch (see gateRollout). In a
+			// sharded full run the owner's scan already holds every repo's heads, so
+			// its plan (content only, no access) costs no request on GitHub; a run
+			// limited by Only does not plan it.
+			if opts.Only == nil {
+				if d, err := pr.Plan(ctx, f, it.target, it.prOptions(prOpts)); err == nil {
+					it.decision = d
+				}
+			}
+			return
+		}
 		if err := recovered(func() { planOne(ctx, f, it, org, prOpts, accessOpts, opts) }); err != nil {
 			it.res.fail(fmt.Errorf("%s: %w", it.target.FullName(), err))
 		}
 	})
 
 	for _, it := range items {
-		if it.decision == nil && it.res.Err == nil {
+		if it.decision == nil && it.res.Err == nil && !it.observeOnly {
 			it.res.Err = fmt.Errorf("%s: not planned: %w", it.target.FullName(), context.Cause(ctx))
 		}
 	}
-	rep := &Report{Source: opts.Source, started: started}
+	st, err := gateRollout(ctx, f, repo, items, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	kept := items[:0]
+	for _, it := range items {
+		if !it.observeOnly {
+			kept = append(kept, it)
+		}
+	}
+	items = kept
+	rep := &Report{Source: opts.Source, Rollout: st, started: started}
 	removals, total := 0, 0
 	clusters, clustersRemoved, componentRemovals := 0, 0, 0
 	for _, it := range items {
@@ -528,7 +589,7 @@ func planOne(ctx context.Context, f Forge, it *item, org policy.Org, prOpts pr.O
 		}
 		return
 	}
-	d, err := pr.Plan(ctx, f, t, prOpts)
+	d, err := pr.Plan(ctx, f, t, it.prOptions(prOpts))
 	if err != nil {
 		it.res.fail(err)
 		return

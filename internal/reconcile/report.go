@@ -13,6 +13,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/policy"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/report"
+	"github.com/fleetbot-io/fleetbot/internal/rollout"
 )
 
 // Result is what happened (or, in a plan, would happen) to one target repo. Its JSON is
@@ -180,6 +181,9 @@ type Report struct {
 	Source string
 	// Results has one entry per repo, sorted by repo.
 	Results []Result
+	// Rollout is the rollout gate's verdict when the control repo declares waves (nil
+	// otherwise): which clusters were admitted, which wait and why, each wave's state.
+	Rollout *rollout.Status `json:"-"`
 	// Removals is how many target repos the plan removes; MaxRemovals the
 	// cap it was checked against.
 	Removals    int

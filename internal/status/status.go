@@ -7,6 +7,7 @@
 package status
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -54,6 +55,7 @@ const (
 	WaitMerge     = "merge"
 	WaitHumanEdit = "human edit"
 	WaitBudget    = "budget"
+	WaitRollout   = "rollout"
 	WaitApply     = "apply"
 )
 
@@ -309,6 +311,8 @@ func row(e *Entry, in Input) Repo {
 		r.Error = scrub(res.Err.Error())
 	}
 	switch {
+	case res.Deferred && errors.Is(res.Err, reconcile.ErrHeld):
+		r.State, r.WaitingOn = StateDeferred, WaitRollout
 	case res.Deferred:
 		r.State, r.WaitingOn = StateDeferred, WaitBudget
 	case res.Err != nil:
@@ -438,6 +442,9 @@ func summaryLine(r *Repo, res *reconcile.Result) string {
 		s = "failed: " + firstLine(r.Error)
 	case StateDeferred:
 		s = "deferred to the next run: write budget exhausted"
+		if r.WaitingOn == WaitRollout {
+			s = "deferred to the next run: " + firstLine(r.Error)
+		}
 	case StateSkipped:
 		s = "skipped (" + res.Skipped + ")"
 	case StateBlocked:

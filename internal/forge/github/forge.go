@@ -594,7 +594,7 @@ func (f *Forge) BeforeWrite(ctx context.Context, owner, repo string, cost pr.Cos
 // budget, checks CODEOWNERS itself and may refuse branch protection on some plans. It records
 // merges itself.
 func (f *Forge) Capabilities() pr.Capabilities {
-	return pr.Capabilities{Scanner: f, WriteGate: f, Codeowners: f, Protection: f}
+	return pr.Capabilities{Scanner: f, WriteGate: f, Codeowners: f, Protection: f, Rollout: f}
 }
 
 // checkPR re-reads an open pull request known only from the cache (one conditional read),

@@ -191,6 +191,7 @@ type repoPaths struct {
 	git      string
 	pulls    string
 	settings string
+	statuses string
 }
 
 func (f *Forge) paths(owner, repo string) (repoPaths, error) {
@@ -203,7 +204,7 @@ func (f *Forge) paths(owner, repo string) (repoPaths, error) {
 	base := filepath.Join(f.root, owner, repo)
 	return repoPaths{
 		full: owner + "/" + repo, git: base + ".git",
-		pulls: base + ".pulls.json", settings: base + ".settings.json",
+		pulls: base + ".pulls.json", settings: base + ".settings.json", statuses: base + ".statuses.json",
 	}, nil
 }
 

@@ -27,6 +27,9 @@ type pull struct {
 	Updated  time.Time  `json:"updatedAt"`
 	Closed   *time.Time `json:"closedAt,omitempty"`
 	Merged   *time.Time `json:"mergedAt,omitempty"`
+	// MergeCommit is the default-branch head when the merge was recorded: the commit Flux
+	// applies with the change (what a rollout wave reads statuses of).
+	MergeCommit string `json:"mergeCommit,omitempty"`
 }
 
 type comment struct {
@@ -217,6 +220,7 @@ func (f *Forge) RecordMerged(ctx context.Context, owner, repo string, number int
 		}
 		now := f.opts.Now().UTC()
 		q.State, q.Merged, q.Closed = pr.StateMerged, &now, &now
+		q.MergeCommit = f.headSHA(p, q.Base)
 		return true, nil
 	})
 }
