@@ -171,7 +171,7 @@ var frontEndDirect = map[string][]string{
 	// plan-json carries check control's report and the control repo's issues as they are.
 	"internal/action": {"internal/review", "internal/control"},
 	// the service's configuration still takes the renderer, forges, shard and baselines.
-	"internal/webhook": {"internal/reconcile", "internal/review", "internal/control", "internal/fanout"},
+	"internal/webhook": {"internal/reconcile", "internal/control", "internal/fanout"},
 }
 
 // TestFrontEndsCallTheApplicationLayer: the rows of the front ends in docs/architecture.md

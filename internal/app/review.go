@@ -4,6 +4,7 @@ import (
 	"io"
 	"io/fs"
 
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/report"
 	"github.com/fleetbot-io/fleetbot/internal/review"
 )
@@ -28,8 +29,13 @@ type ControlReview struct {
 // CheckControl judges a control repo change against the persona rules: who may make it,
 // which target repos it reaches; the renderer is the configuration's.
 func (c Config) CheckControl(ch ControlChange) (*ControlReview, error) {
+	return CheckControlWith(c.Renderer(), ch)
+}
+
+// CheckControlWith is CheckControl with the caller's renderer (a service's long-lived one).
+func CheckControlWith(r *fanout.Renderer, ch ControlChange) (*ControlReview, error) {
 	in := review.Input{Base: ch.Base, Head: ch.Head, BaseRev: ch.BaseRev, HeadRev: ch.HeadRev, Author: ch.Author, Member: ch.Member}
-	rep, err := review.Review(in, c.Renderer())
+	rep, err := review.Review(in, r)
 	if err != nil {
 		return nil, err
 	}
@@ -41,6 +47,12 @@ func (r *ControlReview) Valid() bool { return r.rep.Valid() }
 
 // Allowed is true when the author may make the change without a platform admin's review.
 func (r *ControlReview) Allowed() bool { return r.rep.Verdict == review.Allowed }
+
+// Verdict names the verdict: allowed, needs a platform admin's review, or invalid.
+func (r *ControlReview) Verdict() string { return r.rep.Verdict }
+
+// NeedsPlatformAdmin is true when the change is valid but needs a platform admin's review.
+func (r *ControlReview) NeedsPlatformAdmin() bool { return r.rep.Verdict == review.NeedsPlatformAdmin }
 
 // Document is the review as the report: its errors on file and line, the verdict in Review.
 func (r *ControlReview) Document() *report.Document {
