@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
-	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // applyLong is the help text of apply.
@@ -64,24 +64,23 @@ func (a *frontend) applyCommand() *cobra.Command {
 			if spec == "" {
 				spec = app.DefaultLocalForge
 			}
-			forge, closeForge, err := a.openForge(cmd.Context(), spec, f.Repo.Platform.Spec.Owner, false, log)
+			targets, err := a.openTargets(cmd.Context(), spec, f.Owner(), false, log)
 			if err != nil {
 				return err
 			}
-			defer closeForge()
-			opts := reconcile.Options{
+			defer targets.Close()
+			opts := app.RunOptions{
 				AllowRemovals:       allowRemovals,
 				AllowAccessRemovals: allowAccessRemovals,
 				Concurrency:         concurrency,
 				Logger:              log,
-			}
-			if file := a.baselineFile(spec, f.Repo.Platform.Spec.Owner); file != "" {
-				opts.Incremental = &reconcile.Incremental{Baselines: reconcile.NewBaselines(file, log), Full: fullRun, FullEvery: fullEvery, Salt: version}
+				BaselineFile:        a.baselineFile(spec, f.Owner()),
+				Full:                fullRun, FullEvery: fullEvery, Salt: version,
 			}
 			if format == formatText {
-				opts.Progress = func(r reconcile.Result) { fmt.Fprintln(a.stdout, r.Line()) }
+				opts.Progress = func(r report.Repo) { fmt.Fprintln(a.stdout, r.Line()) }
 			}
-			report, runErr := reconcile.Apply(cmd.Context(), forge, f.Repo, f.Targets, opts)
+			report, runErr := targets.Apply(cmd.Context(), f, opts)
 			if report != nil && !issuesInText(format, report) {
 				if err := writeReport(a.stdout, format, report); err != nil {
 					return err
@@ -89,7 +88,7 @@ func (a *frontend) applyCommand() *cobra.Command {
 			}
 			if ctx := cmd.Context(); runErr != nil && ctx.Err() != nil && report != nil {
 				return fmt.Errorf("interrupted (%v): %d of %d repos not applied; each repo is left where a run can resume: run apply again to finish",
-					context.Cause(ctx), len(report.Failed()), len(report.Results))
+					context.Cause(ctx), report.Failed(), report.Repos())
 			}
 			if runErr == nil && detailed {
 				return exitCode(report.ExitCode(true))
@@ -99,9 +98,9 @@ func (a *frontend) applyCommand() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&allowRemovals, "allow-removals", false, "allow removing more cluster/workspace repos than platform spec.maxRemovals")
 	cmd.Flags().BoolVar(&allowAccessRemovals, "allow-access-removals", false, "allow taking away more of a repo's grants than platform spec.access.maxAccessRemovals")
-	minIntVar(cmd.Flags(), &concurrency, "concurrency", reconcile.DefaultConcurrency, 1, "how many target repos to work on at once")
+	minIntVar(cmd.Flags(), &concurrency, "concurrency", app.DefaultConcurrency, 1, "how many target repos to work on at once")
 	cmd.Flags().BoolVar(&fullRun, "full", false, "plan every target repo, not only those whose desired state changed since the last converged run")
-	cmd.Flags().DurationVar(&fullEvery, "full-every", reconcile.DefaultFullEvery, "plan every target repo when the last full run is older than this (negative: only with --full or after a failure)")
+	cmd.Flags().DurationVar(&fullEvery, "full-every", app.DefaultFullEvery, "plan every target repo when the last full run is older than this (negative: only with --full or after a failure)")
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when done, 2 when repos were deferred, 3 when a repo waits for a human, 1 on error")
 	formatVar(cmd.Flags(), &format, formats())
 	a.registerGitURL(cmd.Flags())
@@ -110,17 +109,17 @@ func (a *frontend) applyCommand() *cobra.Command {
 
 // forgePlan plans against the forge named by --forge; it reports whether
 // anything would change.
-func (a *frontend) forgePlan(cmd *cobra.Command, f *app.Fleet, format string, allowRemovals, allowAccessRemovals bool) (*reconcile.Report, error) {
+func (a *frontend) forgePlan(cmd *cobra.Command, f *app.Fleet, format string, allowRemovals, allowAccessRemovals bool) (*app.Outcome, error) {
 	log, err := a.logger()
 	if err != nil {
 		return nil, err
 	}
-	forge, closeForge, err := a.openForge(cmd.Context(), a.forge, f.Repo.Platform.Spec.Owner, true, log)
+	targets, err := a.openTargets(cmd.Context(), a.forge, f.Owner(), true, log)
 	if err != nil {
 		return nil, err
 	}
-	defer closeForge()
-	report, err := reconcile.Plan(cmd.Context(), forge, f.Repo, f.Targets, reconcile.Options{
+	defer targets.Close()
+	report, err := targets.Plan(cmd.Context(), f, app.RunOptions{
 		AllowRemovals: allowRemovals, AllowAccessRemovals: allowAccessRemovals, Logger: log,
 	})
 	if report != nil && !issuesInText(format, report) {
@@ -136,11 +135,11 @@ func (a *frontend) forgePlan(cmd *cobra.Command, f *app.Fleet, format string, al
 
 // issuesInText is true when a report carries control repo issues and the
 // format is text: the error lists them, once.
-func issuesInText(format string, r *reconcile.Report) bool {
-	return format == formatText && len(r.Issues) > 0
+func issuesInText(format string, r *app.Outcome) bool {
+	return format == formatText && r.HasIssues()
 }
 
-func writeReport(w io.Writer, format string, r *reconcile.Report) error {
+func writeReport(w io.Writer, format string, r *app.Outcome) error {
 	d := r.Document()
 	switch format {
 	case formatJSON:

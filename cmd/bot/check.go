@@ -10,10 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
-	"github.com/fleetbot-io/fleetbot/internal/control"
-	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/report"
-	"github.com/fleetbot-io/fleetbot/internal/review"
 )
 
 // exitNotAllowed is check control --strict's status for a change the
@@ -82,7 +79,7 @@ func (a *frontend) checkControlCommand() *cobra.Command {
 			if baseFS, headFS, err = app.SubTrees(repo, a.control, baseFS, headFS); err != nil {
 				return err
 			}
-			in := review.Input{Base: baseFS, Head: headFS, BaseRev: baseRev, HeadRev: headRev, Author: author}
+			in := app.ControlChange{Base: baseFS, Head: headFS, BaseRev: baseRev, HeadRev: headRev, Author: author}
 			switch {
 			case cmd.Flags().Changed("author-teams"):
 				in.Member = memberOf(authorTeams)
@@ -93,7 +90,7 @@ func (a *frontend) checkControlCommand() *cobra.Command {
 				}
 				in.Member = member
 			}
-			rep, err := review.Review(in, a.base(nil).Renderer())
+			rep, err := a.base(nil).CheckControl(in)
 			if err != nil {
 				return err
 			}
@@ -103,7 +100,7 @@ func (a *frontend) checkControlCommand() *cobra.Command {
 			switch {
 			case !rep.Valid():
 				return exitCode(1)
-			case strict && rep.Verdict != review.Allowed:
+			case strict && !rep.Allowed():
 				return exitCode(exitNotAllowed)
 			}
 			return nil
@@ -122,15 +119,14 @@ func (a *frontend) checkControlCommand() *cobra.Command {
 // githubMember looks the author's teams up on GitHub, in the org the base
 // names as owner.
 func (a *frontend) githubMember(cmd *cobra.Command, base fs.FS, author string) (func(string) (bool, error), error) {
-	repo, err := control.Load(base)
-	if err != nil {
+	owner, ok := app.OwnerAt(base)
+	if !ok {
 		return nil, nil // the review reports an unknown base; nobody's teams count then
 	}
 	log, err := a.logger()
 	if err != nil {
 		return nil, err
 	}
-	owner := repo.Platform.Spec.Owner
 	cfg, err := a.config(app.ForgeGitHub, log)
 	if err != nil {
 		return nil, err
@@ -150,15 +146,10 @@ func memberOf(teams []string) func(string) (bool, error) {
 	return func(slug string) (bool, error) { return set[strings.ToLower(slug)], nil }
 }
 
-func writeReview(w io.Writer, format string, r *review.Report) error {
+func writeReview(w io.Writer, format string, r *app.ControlReview) error {
 	switch format {
 	case formatJSON:
-		d := report.New(report.CommandCheck, r.Head, nil)
-		for _, is := range r.Issues {
-			d.Errors = append(d.Errors, report.Problem{File: is.Pos.File, Line: is.Pos.Line, Message: is.Message, Hint: is.Hint})
-		}
-		d.Review = r
-		return d.WriteJSON(w)
+		return r.Document().WriteJSON(w)
 	case formatMarkdown:
 		return r.WriteMarkdown(w)
 	}
@@ -190,7 +181,7 @@ status is 1 when there is any. Run it in the workspace repo's CI.`,
 			if namespace == "" {
 				namespace = workspace
 			}
-			entries, problems, err := app.CheckTargetRepo(fanout.KindWorkspace, dir, workspace, namespace)
+			entries, problems, err := app.CheckWorkspaceRepo(dir, workspace, namespace)
 			if err != nil {
 				return err
 			}
@@ -218,7 +209,7 @@ remote bases and references leaving the repo. Cluster admins may create
 cluster-scoped objects on their cluster, so nothing else is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			entries, problems, err := app.CheckTargetRepo(fanout.KindCluster, dir, "", "")
+			entries, problems, err := app.CheckClusterRepo(dir)
 			if err != nil {
 				return err
 			}
@@ -235,14 +226,12 @@ cluster-scoped objects on their cluster, so nothing else is refused.`,
 
 // writeProblems prints a repo check and returns exit status 1 when there
 // are problems.
-func (a *frontend) writeProblems(format, what string, entries []string, problems []fanout.RepoProblem) error {
+func (a *frontend) writeProblems(format, what string, entries []string, problems []report.Problem) error {
 	switch format {
 	case formatJSON:
 		d := report.New(report.CommandCheck, "", nil)
 		d.Checked = entries
-		for _, p := range problems {
-			d.Errors = append(d.Errors, report.Problem{File: p.File, Line: p.Line, Object: p.Object, Message: p.Message, Hint: p.Hint})
-		}
+		d.Errors = append(d.Errors, problems...)
 		if err := d.WriteJSON(a.stdout); err != nil {
 			return err
 		}

@@ -66,6 +66,16 @@ func (a *frontend) openForge(ctx context.Context, spec, owner string, readOnly b
 	return cfg.OpenForge(ctx, owner, readOnly)
 }
 
+// openTargets opens the forge named by spec for the target repos of owner, for the
+// application's plan and apply.
+func (a *frontend) openTargets(ctx context.Context, spec, owner string, readOnly bool, log *slog.Logger) (*app.Targets, error) {
+	cfg, err := a.config(spec, log)
+	if err != nil {
+		return nil, err
+	}
+	return cfg.OpenTargets(ctx, owner, readOnly)
+}
+
 // registerGitURL registers --git-url on a command that renders.
 func (a *frontend) registerGitURL(fs *pflag.FlagSet) {
 	fs.StringVar(&a.gitURLFlag, "git-url", "", `base URL of target repos in Flux GitRepository objects, <URL>/<owner>/<repo> (default: from --forge: http://`+app.DefaultGitServeListen+` for --forge local:PATH, where fleetbot dev git-serve serves it; otherwise GitHub's web root, https://github.com unless --github-url or GITHUB_API_URL names an Enterprise server)`)

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
-	"github.com/fleetbot-io/fleetbot/internal/manifest"
 	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
@@ -66,9 +65,9 @@ plan never writes.
 			if err != nil {
 				return err
 			}
-			if format == formatText && report.Rollout != nil {
+			if format == formatText && report.Rollout() != nil {
 				fmt.Fprintln(a.stdout)
-				if err := writeRolloutStatus(a.stdout, report.Rollout); err != nil {
+				if err := writeRolloutStatus(a.stdout, report.Rollout()); err != nil {
 					return err
 				}
 			}
@@ -103,7 +102,7 @@ func writeDesiredPlan(w io.Writer, format string, f *app.Fleet) error {
 		fmt.Fprintln(w, "|---|---|---|---|---|")
 		for _, r := range p.Repos {
 			fmt.Fprintf(w, "| `%s` | %s | %d managed, %d scaffold | %s | %s |\n", r.Repo, r.Kind,
-				len(r.Files), len(r.Scaffolds), manifest.FormatCounts(r.Objects), app.FormatTeams(r.Teams))
+				len(r.Files), len(r.Scaffolds), r.ObjectCounts(), app.FormatTeams(r.Teams))
 		}
 		return nil
 	default:
@@ -115,7 +114,7 @@ func writeDesiredPlan(w io.Writer, format string, f *app.Fleet) error {
 			for _, f := range r.Files {
 				fmt.Fprintf(w, "            %s\n", f)
 			}
-			fmt.Fprintf(w, "  objects:  %s\n", manifest.FormatCounts(r.Objects))
+			fmt.Fprintf(w, "  objects:  %s\n", r.ObjectCounts())
 			for _, c := range slices.Sorted(maps.Keys(r.Needs)) {
 				fmt.Fprintf(w, "  needs:    %s: %s from the cluster (neither it nor a component it depends on renders the CRD; until the cluster has it, Kustomization platform-%s fails, and what depends on it waits)\n",
 					c, strings.Join(r.Needs[c], ", "), c)

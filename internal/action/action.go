@@ -22,12 +22,9 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/control"
-	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/ghaction"
-	"github.com/fleetbot-io/fleetbot/internal/manifest"
-	"github.com/fleetbot-io/fleetbot/internal/pr"
-	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 	"github.com/fleetbot-io/fleetbot/internal/review"
 )
 
@@ -267,10 +264,20 @@ type Result struct {
 	Notes  []string       `json:"notes,omitempty"`
 	// Report is the plan or apply against the target repos; Desired the offline plan when
 	// the target repos could not be read.
-	Report  *reconcile.Report `json:"report,omitempty"`
-	Desired *app.DesiredPlan  `json:"desired,omitempty"`
+	Report  *report.Document `json:"report,omitempty"`
+	Desired *app.DesiredPlan `json:"desired,omitempty"`
 	// Review is check control's verdict on a pull request's change.
 	Review *review.Report `json:"review,omitempty"`
+
+	outcome *app.Outcome // the plan or apply Report is the document of
+}
+
+// setOutcome records a plan or an apply (nil: nothing was planned).
+func (res *Result) setOutcome(o *app.Outcome) {
+	res.outcome = o
+	if o != nil {
+		res.Report = o.Document()
+	}
 }
 
 // PullRequestOutput is one entry of the pull-requests output.
@@ -288,9 +295,9 @@ func (r *actionRun) run(ctx context.Context) error {
 	case ModeApply:
 		return r.apply(ctx)
 	case ModeCheckWorkspace:
-		return r.checkTarget(fanout.KindWorkspace)
+		return r.checkTarget(kindWorkspace)
 	default:
-		return r.checkTarget(fanout.KindCluster)
+		return r.checkTarget(kindCluster)
 	}
 }
 
@@ -383,24 +390,22 @@ func (r *actionRun) planTargets(ctx context.Context, f *app.Fleet, res *Result) 
 			". Set app-id and private-key (see docs/action.md) to see what would change in each repo.")
 		return nil
 	}
-	forge, closeForge, err := r.openTargets(ctx, f.Repo.Platform.Spec.Owner, true)
+	targets, err := r.openTargets(ctx, f.Owner(), true)
 	if err != nil {
 		return err
 	}
-	defer closeForge()
-	report, err := reconcile.Plan(ctx, forge, f.Repo, f.Targets, reconcile.Options{
-		AllowRemovals: r.in.allowRemovals, Source: f.Repo.Revision, Logger: r.log,
-	})
+	defer targets.Close()
+	out, err := targets.Plan(ctx, f, app.RunOptions{AllowRemovals: r.in.allowRemovals, Source: f.Repo.Revision, Logger: r.log})
 	var issues control.Issues
 	if errors.As(err, &issues) {
 		// Found against the org (a team that does not exist): nothing was planned.
 		res.Issues = append(res.Issues, rebase(issues, r.in.controlRel)...)
 		return nil
 	}
-	res.Report = report
-	if report != nil {
+	res.setOutcome(out)
+	if res.Report != nil {
 		r.cmds.Group("fleetbot plan")
-		_ = report.WriteText(r.opts.Stdout)
+		_ = res.Report.WriteText(r.opts.Stdout)
 		r.cmds.EndGroup()
 	}
 	return err
@@ -444,13 +449,13 @@ func (r *actionRun) apply(ctx context.Context) error {
 	}
 	res.Valid = len(res.Issues) == 0
 	r.annotate(res.Issues)
-	if res.Report != nil {
-		for _, x := range res.Report.Results {
+	if res.outcome != nil {
+		for _, x := range res.outcome.Results() {
 			switch {
 			case x.Deferred:
-				r.cmds.Annotate(ghaction.Annotation{Level: ghaction.LevelWarning, Title: "fleetbot", Message: x.Line()})
-			case x.Err != nil:
-				r.cmds.Annotate(ghaction.Annotation{Level: ghaction.LevelError, Title: "fleetbot", Message: x.Line()})
+				r.cmds.Annotate(ghaction.Annotation{Level: ghaction.LevelWarning, Title: "fleetbot", Message: x.Row.Line()})
+			case x.Failed:
+				r.cmds.Annotate(ghaction.Annotation{Level: ghaction.LevelError, Title: "fleetbot", Message: x.Row.Line()})
 			}
 		}
 	}
@@ -468,40 +473,37 @@ func (r *actionRun) apply(ctx context.Context) error {
 }
 
 func (r *actionRun) applyTargets(ctx context.Context, f *app.Fleet, res *Result) error {
-	forge, closeForge, err := r.openTargets(ctx, f.Repo.Platform.Spec.Owner, false)
+	targets, err := r.openTargets(ctx, f.Owner(), false)
 	if err != nil {
 		return err
 	}
-	defer closeForge()
-	opts := reconcile.Options{
+	defer targets.Close()
+	opts := app.RunOptions{
 		AllowRemovals: r.in.allowRemovals, Source: f.Repo.Revision, Logger: r.log,
-		Progress: func(x reconcile.Result) { fmt.Fprintln(r.opts.Stdout, x.Line()) },
+		Progress: func(x report.Repo) { fmt.Fprintln(r.opts.Stdout, x.Line()) },
 	}
 	if dir := r.cacheDir(); dir != "" {
 		// With a cache kept between runs (actions/cache), a push plans only the target repos
 		// whose desired state changed; scheduled and manual runs plan every repo.
-		owner := f.Repo.Platform.Spec.Owner
-		opts.Incremental = &reconcile.Incremental{
-			Baselines: reconcile.NewBaselines(filepath.Join(dir, ".baseline-"+strings.ToLower(owner)+".json"), r.log),
-			Full:      r.env.EventName != ghaction.EventPush, Salt: r.opts.Version,
-		}
+		opts.BaselineFile = filepath.Join(dir, ".baseline-"+strings.ToLower(f.Owner())+".json")
+		opts.Full, opts.Salt = r.env.EventName != ghaction.EventPush, r.opts.Version
 	}
-	report, err := reconcile.Apply(ctx, forge, f.Repo, f.Targets, opts)
+	out, err := targets.Apply(ctx, f, opts)
 	var issues control.Issues
 	if errors.As(err, &issues) {
 		// Found against the org (a team that does not exist): nothing was planned.
 		res.Issues = append(res.Issues, rebase(issues, r.in.controlRel)...)
 		return nil
 	}
-	res.Report = report
+	res.setOutcome(out)
 	return err
 }
 
 // checkTarget checks the workspace or cluster repo checked out at GITHUB_WORKSPACE.
-func (r *actionRun) checkTarget(kind fanout.Kind) error {
+func (r *actionRun) checkTarget(kind string) error {
 	name := r.in.name
 	if name == "" {
-		name = strings.TrimPrefix(r.env.Repo(), string(kind)+"-")
+		name = strings.TrimPrefix(r.env.Repo(), kind+"-")
 	}
 	res := &Result{Mode: r.in.mode, Event: r.env.EventName, Source: r.env.SHA}
 	issues, err := checkTargetRepo(kind, r.env.Workspace, name)
@@ -530,12 +532,12 @@ func (r *actionRun) checkTarget(kind fanout.Kind) error {
 
 // openTargets opens the GitHub forge of the target repos of owner with the fan-out
 // credentials: the App's installation on owner, or the fan-out token.
-func (r *actionRun) openTargets(ctx context.Context, owner string, readOnly bool) (reconcile.Forge, func() error, error) {
-	f, closeFn, err := r.config().OpenForge(ctx, owner, readOnly)
+func (r *actionRun) openTargets(ctx context.Context, owner string, readOnly bool) (*app.Targets, error) {
+	t, err := r.config().OpenTargets(ctx, owner, readOnly)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connecting to GitHub for the target repos of %s: %w", owner, err)
+		return nil, fmt.Errorf("connecting to GitHub for the target repos of %s: %w", owner, err)
 	}
-	return f, closeFn, nil
+	return t, nil
 }
 
 // cacheDir is the snapshot cache of the target repos: a job starts on a fresh runner, so the
@@ -640,24 +642,27 @@ func (r *actionRun) finish(res *Result, summary string) error {
 		return fmt.Errorf("writing plan-json: %w", err)
 	}
 	changed, pulls, blocked := []string{}, []PullRequestOutput{}, []string{}
-	code := reconcile.ExitNoChanges
+	code := app.ExitNoChanges
 	if !res.Valid {
-		code = reconcile.ExitError
+		code = app.ExitError
 	}
-	if res.Report != nil {
-		for _, x := range res.Report.Blocked() {
-			blocked = append(blocked, x.Repo)
+	if res.outcome != nil {
+		results := res.outcome.Results()
+		for _, x := range results {
+			if x.Blocked {
+				blocked = append(blocked, x.Row.Repo)
+			}
 		}
 		if res.Valid {
-			code = res.Report.ExitCode(res.Mode == ModeApply)
+			code = res.outcome.ExitCode(res.Mode == ModeApply)
 		}
-		for _, x := range res.Report.Results {
-			if !x.Changed() {
+		for _, x := range results {
+			if !x.Changed {
 				continue
 			}
-			changed = append(changed, x.Repo)
+			changed = append(changed, x.Row.Repo)
 			if x.PR > 0 {
-				pulls = append(pulls, PullRequestOutput{Repo: x.Repo, Number: x.PR, URL: x.PRURL, Action: string(x.Action)})
+				pulls = append(pulls, PullRequestOutput{Repo: x.Row.Repo, Number: x.PR, URL: x.PRURL, Action: x.Action})
 			}
 		}
 	}
@@ -770,8 +775,8 @@ func (r *actionRun) applyMarkdown(res *Result) string {
 	case !res.Valid:
 		fmt.Fprintf(&b, "## fleetbot apply: ❌ %d problem(s), nothing written\n\n", len(res.Issues))
 		writeIssues(&b, res.Issues)
-	case res.Report != nil && len(res.Report.Failed()) > 0:
-		fmt.Fprintf(&b, "## fleetbot apply: ⚠️ %d repo(s) failed\n\n", len(res.Report.Failed()))
+	case res.outcome != nil && res.outcome.Failed() > 0:
+		fmt.Fprintf(&b, "## fleetbot apply: ⚠️ %d repo(s) failed\n\n", res.outcome.Failed())
 	default:
 		b.WriteString("## fleetbot apply\n\n")
 	}
@@ -804,7 +809,7 @@ func writeDesiredMarkdown(b *strings.Builder, p app.DesiredPlan) {
 	b.WriteString("### Desired state\n\n| repo | kind | files | objects | access |\n|---|---|---|---|---|\n")
 	for _, d := range p.Repos {
 		fmt.Fprintf(b, "| `%s` | %s | %d managed, %d scaffold | %s | %s |\n", d.Repo, d.Kind,
-			len(d.Files), len(d.Scaffolds), mdCell(manifest.FormatCounts(d.Objects)), mdCell(app.FormatTeams(d.Teams)))
+			len(d.Files), len(d.Scaffolds), mdCell(d.ObjectCounts()), mdCell(app.FormatTeams(d.Teams)))
 	}
 }
 
@@ -816,7 +821,7 @@ func short(sha string) string {
 	if sha == "" {
 		return "working tree"
 	}
-	return pr.ShortSHA(sha)
+	return app.ShortSHA(sha)
 }
 
 // reviewControl runs check control on the pull request: the change from the base to the
@@ -871,17 +876,28 @@ func (r *actionRun) reviewControl(ctx context.Context, f *app.Fleet, pull *ghact
 	return nil
 }
 
+// The target repo kinds the check modes name, as in their repos' names (workspace-NAME,
+// cluster-NAME).
+const (
+	kindWorkspace = "workspace"
+	kindCluster   = "cluster"
+)
+
 // checkTargetRepo is check workspace / check cluster on the checkout at dir: it renders the
 // human-owned kustomizations offline and returns the problems as issues on file and line.
 // A workspace's objects must stay in its namespace, taken to be its name.
-func checkTargetRepo(kind fanout.Kind, dir, name string) (control.Issues, error) {
-	entries, problems, err := app.CheckTargetRepo(kind, dir, name, name)
+func checkTargetRepo(kind, dir, name string) (control.Issues, error) {
+	check := app.CheckClusterRepo
+	if kind == kindWorkspace {
+		check = func(dir string) ([]string, []report.Problem, error) { return app.CheckWorkspaceRepo(dir, name, name) }
+	}
+	entries, problems, err := check(dir)
 	if err != nil {
 		return nil, err
 	}
 	var issues control.Issues
 	switch {
-	case len(entries) == 0 && kind == fanout.KindWorkspace:
+	case len(entries) == 0 && kind == kindWorkspace:
 		issues.Add(control.Position{File: "clusters"}, "run check-workspace in a workspace repo, or set mode check-cluster",
 			"no clusters/<cluster>/kustomization.yaml: this is not a workspace repo")
 	case len(entries) == 0:

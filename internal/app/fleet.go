@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strings"
 
@@ -133,4 +134,14 @@ func DirInClone(repo *git.Repository, dir string) (string, error) {
 		return "", fmt.Errorf("--control %s is outside its git work tree %s", dir, root)
 	}
 	return filepath.ToSlash(rel), nil
+}
+
+// OwnerAt is the platform owner (the org) of the control repo in fsys, read without
+// rendering; false when it does not load (a review reports that itself).
+func OwnerAt(fsys fs.FS) (string, bool) {
+	repo, err := control.Load(fsys)
+	if err != nil {
+		return "", false
+	}
+	return repo.Platform.Spec.Owner, true
 }

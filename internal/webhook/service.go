@@ -14,7 +14,6 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
-	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 )
 
@@ -237,7 +236,7 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 	}
 	repo, targets, err := s.fleet(ctx, sha)
 	if err != nil {
-		return fmt.Errorf("control repo at %s: %w", pr.ShortSHA(sha), err)
+		return fmt.Errorf("control repo at %s: %w", app.ShortSHA(sha), err)
 	}
 	log := s.log.With("delivery", j.Delivery, "kind", j.Kind)
 	opts := reconcile.Options{
@@ -265,7 +264,7 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 				changed++
 			}
 		}
-		log.Info("fleet reconciled", "trigger", j.Repo, "source", pr.ShortSHA(sha), "scope", rep.Scope,
+		log.Info("fleet reconciled", "trigger", j.Repo, "source", app.ShortSHA(sha), "scope", rep.Scope,
 			"repos", len(rep.Results), "changed", changed, "failed", len(rep.Failed()), "deferred", len(rep.Deferred()))
 	}
 	return err
@@ -280,7 +279,7 @@ func (s *Service) drift(ctx context.Context, j Job) error {
 	}
 	repo, _, err := s.fleet(ctx, sha)
 	if err != nil {
-		return fmt.Errorf("control repo at %s: %w", pr.ShortSHA(sha), err)
+		return fmt.Errorf("control repo at %s: %w", app.ShortSHA(sha), err)
 	}
 	if !strings.EqualFold(owner, repo.Platform.Spec.Owner) {
 		s.log.Debug("drift on a repo outside the platform owner; ignored", "repo", j.Repo, "delivery", j.Delivery)
@@ -321,7 +320,7 @@ func (s *Service) check(ctx context.Context, j Job) error {
 		fctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 	}
-	s.log.Info("check run", "delivery", j.Delivery, "repo", j.Repo, "pr", j.PR, "sha", pr.ShortSHA(j.SHA), "conclusion", res.Conclusion)
+	s.log.Info("check run", "delivery", j.Delivery, "repo", j.Repo, "pr", j.PR, "sha", app.ShortSHA(j.SHA), "conclusion", res.Conclusion)
 	return s.cfg.Checks.Finish(fctx, id, res)
 }
 
@@ -422,7 +421,7 @@ func planResult(rep *reconcile.Report, markdown string) CheckResult {
 		res.Title += fmt.Sprintf("; %d could not be planned", len(failed))
 	}
 	res.Summary = fmt.Sprintf("Plan of source `%s`: %s. Merging this pull request makes fleetbot open or update one pull request per changed repo; nothing is written before.",
-		pr.ShortSHA(rep.Source), res.Title)
+		app.ShortSHA(rep.Source), res.Title)
 	return res
 }
 

@@ -4,7 +4,8 @@ import (
 	"context"
 	"strings"
 
-	"github.com/fleetbot-io/fleetbot/internal/review"
+	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
 )
 
 // TeamMember reports whether login is an active member of team slug of org.
@@ -15,18 +16,18 @@ type TeamMember func(ctx context.Context, org, slug, login string) (bool, error)
 // is neutral (CODEOWNERS asks for that review), an invalid head is failure.
 type ReviewVerdict struct {
 	// Renderer renders both sides; share the service's long-lived one.
-	Renderer review.Renderer
+	Renderer *fanout.Renderer
 	// Member looks up the author's teams; nil leaves them unknown.
 	Member TeamMember
 }
 
 // CheckControl reviews the change.
 func (v *ReviewVerdict) CheckControl(ctx context.Context, in VerdictInput) (VerdictResult, error) {
-	ri := review.Input{Base: in.Base, Head: in.Head, BaseRev: in.BaseSHA, HeadRev: in.HeadSHA, Author: in.Author}
+	ri := app.ControlChange{Base: in.Base, Head: in.Head, BaseRev: in.BaseSHA, HeadRev: in.HeadSHA, Author: in.Author}
 	if v.Member != nil && in.Author != "" && in.Owner != "" {
 		ri.Member = func(slug string) (bool, error) { return v.Member(ctx, in.Owner, slug, in.Author) }
 	}
-	rep, err := review.Review(ri, v.Renderer)
+	rep, err := app.CheckControlWith(v.Renderer, ri)
 	if err != nil {
 		return VerdictResult{}, err
 	}
@@ -35,11 +36,11 @@ func (v *ReviewVerdict) CheckControl(ctx context.Context, in VerdictInput) (Verd
 		return VerdictResult{}, err
 	}
 	conclusion := ConclusionSuccess
-	switch rep.Verdict {
-	case review.NeedsPlatformAdmin:
+	switch {
+	case rep.NeedsPlatformAdmin():
 		conclusion = ConclusionNeutral
-	case review.Invalid:
+	case !rep.Valid():
 		conclusion = ConclusionFailure
 	}
-	return VerdictResult{Conclusion: conclusion, Verdict: rep.Verdict, Markdown: md.String()}, nil
+	return VerdictResult{Conclusion: conclusion, Verdict: rep.Verdict(), Markdown: md.String()}, nil
 }
