@@ -15,6 +15,7 @@ import (
 // leaves a default branch that a persona team can push to without CODEOWNERS and protection;
 // the next run finishes it.
 func TestAttackInterruptedBootstrap(t *testing.T) {
+	t.Parallel()
 	for _, step := range []string{
 		"PUT /repos/{owner}/{repo}/contents/{path...}",           // the first commit
 		"POST /repos/{owner}/{repo}/git/trees",                   // the bootstrap tree

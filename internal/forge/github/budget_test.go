@@ -17,6 +17,7 @@ import (
 func created(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) }
 
 func TestBudgetContentWindowPerMinute(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	t0 := clock.Now()
 	s := newTestServer(t, clock)
@@ -43,6 +44,7 @@ func TestBudgetContentWindowPerMinute(t *testing.T) {
 }
 
 func TestBudgetContentWindowPerHour(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	s := newTestServer(t, clock)
 	s.mux.HandleFunc("/", created)
@@ -70,6 +72,7 @@ func TestBudgetContentWindowPerHour(t *testing.T) {
 }
 
 func TestBudgetAfford(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	b := NewBudget(BudgetConfig{PerMinute: 80, PerHour: 500, MinInterval: -1, Clock: clock})
 	req, _ := http.NewRequest("POST", "http://x/repos/o/r/git/trees", nil)
@@ -96,6 +99,7 @@ func TestBudgetAfford(t *testing.T) {
 }
 
 func TestBudgetSerialisesWrites(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, nil)
 	var writes, reads inFlight
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -119,6 +123,7 @@ func TestBudgetSerialisesWrites(t *testing.T) {
 }
 
 func TestBudgetDeadlineAware(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	b := NewBudget(BudgetConfig{PerMinute: 1, Clock: clock})
 	rt := NewBudgetTransport(roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -138,6 +143,7 @@ func TestBudgetDeadlineAware(t *testing.T) {
 }
 
 func TestBudgetPauseHoldsReadsAndWrites(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	t0 := clock.Now()
 	s := newTestServer(t, clock)
@@ -156,6 +162,7 @@ func TestBudgetPauseHoldsReadsAndWrites(t *testing.T) {
 
 // GitHub's guidance: mutations of an installation one at a time, at least a second apart.
 func TestBudgetSpacesMutations(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	b := NewBudget(BudgetConfig{Clock: clock})
 	assert.Equal(t, DefaultMinInterval, b.Config().MinInterval)
@@ -176,6 +183,7 @@ func TestBudgetSpacesMutations(t *testing.T) {
 
 // Afford counts the second between mutations: 100 writes take at least 99 s.
 func TestBudgetAffordCountsInterval(t *testing.T) {
+	t.Parallel()
 	b := NewBudget(BudgetConfig{PerMinute: 1000, PerHour: 10000, Clock: newFakeClock()})
 	ok, wait := b.Afford(100)
 	assert.True(t, ok)

@@ -55,6 +55,7 @@ func routeCount(srv *githubtest.Server, route string) int {
 // TestBotLoginFromApp: as a GitHub App, fleetbot learns its login ("<slug>[bot]") from GET /app
 // with the App's JWT, never from GET /user, which GitHub answers an installation token with 403.
 func TestBotLoginFromApp(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	f := e.forge(t, false)
 	o, err := f.Org(context.Background(), "acme")
@@ -67,6 +68,7 @@ func TestBotLoginFromApp(t *testing.T) {
 // TestNotAccessibleByIntegrationNotRetried: a 403 "Resource not accessible by integration" on a
 // fresh installation token is an answer, not a token still replicating: one request, no wait.
 func TestNotAccessibleByIntegrationNotRetried(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	clock := &instantClock{now: time.Now()}
 	c, err := ghforge.New(context.Background(), ghforge.Config{
@@ -85,6 +87,7 @@ func TestNotAccessibleByIntegrationNotRetried(t *testing.T) {
 // Actions GITHUB_TOKEN is an installation token), GET /user is asked once; its 403 leaves the
 // login unknown without retries.
 func TestActionsTokenUserLookupOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c, err := ghforge.New(context.Background(), ghforge.Config{APIURL: e.srv.APIURL(), Token: e.srv.InstallationToken("acme"), Owner: "acme"})
 	require.NoError(t, err)
@@ -134,6 +137,7 @@ func result(t *testing.T, rep *reconcile.Report, repo string) reconcile.Result {
 // "GitHub" (web-flow), not by fleetbot's bot: fleetbot knows it by its tree trailer, not by who
 // committed it, and neither blocks the PR nor comments on it.
 func TestInterruptedUpdateColdCache(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		opts []githubtest.Option
@@ -170,6 +174,7 @@ func TestInterruptedUpdateColdCache(t *testing.T) {
 // timeout). The run fails that repo; the next runs (same process, or a new one with the same
 // cache) converge on the one pull request GitHub has: no second one, no write loop.
 func TestLostPullRequestResponse(t *testing.T) {
+	t.Parallel()
 	for _, sameForge := range []bool{true, false} {
 		t.Run(map[bool]string{true: "same process", false: "new process"}[sameForge], func(t *testing.T) {
 			e := newEnv(t)
@@ -209,6 +214,7 @@ func TestLostPullRequestResponse(t *testing.T) {
 // finishes it as fleetbot's own: topics (so ListManaged finds it), bootstrap, protection,
 // teams and the first pull request; then nothing more to do.
 func TestLostRepoCreateResponse(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.srv.Fault("POST /orgs/{org}/repos", githubtest.FaultSpec{LoseResponse: true, Times: 1})
 	_, _ = reconcile.Apply(context.Background(), e.forge(t, false), e.repo, e.targets, reconcile.Options{Source: "c0ffee"})
@@ -244,6 +250,7 @@ func totalWrites(e *env) int {
 // GitHub has by its head branch, gives it the new title and body, and returns it: no error, no
 // second pull request.
 func TestOpenPRTwice(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.apply(t, e.forge(t, false))
 	repo := e.targets[0].Repo
@@ -263,6 +270,7 @@ func TestOpenPRTwice(t *testing.T) {
 // refused with an error saying why and what to set instead; nothing is created. An enterprise
 // org gets its internal repo.
 func TestCreateRepoInternalVisibility(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	f := e.forge(t, false)
 	spec := pr.RepoSpec{Owner: "acme", Repo: "cluster-x", Kind: fanout.KindCluster, Name: "x", DefaultBranch: "main", Visibility: "internal"}
@@ -281,6 +289,7 @@ func TestCreateRepoInternalVisibility(t *testing.T) {
 // auto-merge (GitHub's default is off), and each first pull request, waiting for the code-owner
 // review that protection requires, gets auto-merge.
 func TestAutoMergeOnNewRepos(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	setMergeAuto(t, e)
 	rep := e.apply(t, e.forge(t, false))
@@ -315,6 +324,7 @@ func autoMergeRepo(t *testing.T, e *env) pr.NewPR {
 // when main's protection is what fleetbot wants (here: a platform that wants none beyond
 // protection itself), pinned to the head fleetbot pushed.
 func TestAutoMergeCleanPullRequest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	np := autoMergeRepo(t, e)
 	protectWithoutReview(t, e)
@@ -335,6 +345,7 @@ func TestAutoMergeCleanPullRequest(t *testing.T) {
 // or refuses to allow auto-merge on the repo, the error says which pull request, what GitHub
 // answered and what to do.
 func TestAutoMergeRefusedPrecisely(t *testing.T) {
+	t.Parallel()
 	t.Run("merge refused", func(t *testing.T) {
 		e := newEnv(t)
 		np := autoMergeRepo(t, e)
@@ -364,6 +375,7 @@ func TestAutoMergeRefusedPrecisely(t *testing.T) {
 // with the repo fleetbot made; a repo of that name that fleetbot did not make is an error that
 // says so, and is left as it is.
 func TestCreateRepoTwice(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	spec := pr.RepoSpec{Owner: "acme", Repo: "cluster-x", Kind: fanout.KindCluster, Name: "x", DefaultBranch: "main"}
 	require.NoError(t, e.forge(t, false).CreateRepo(context.Background(), spec))
@@ -382,6 +394,7 @@ func TestCreateRepoTwice(t *testing.T) {
 // the next run converges (a new process, same cache) and the one after has nothing to do: one
 // pull request per repo, every repo managed (topics) and protected, no write.
 func TestLostWriteResponses(t *testing.T) {
+	t.Parallel()
 	for _, route := range []string{
 		"POST /orgs/{org}/repos",
 		"PUT /repos/{owner}/{repo}/topics",
@@ -440,6 +453,7 @@ func setMergeAuto(t *testing.T, e *env) {
 // shows the drift on every repo, apply turns the setting on (no pull request needed), and the
 // next plan is clean. The scan reads the setting with the branch heads: no request of its own.
 func TestAllowAutoMergeIsManaged(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.apply(t, e.forge(t, false))
 	for _, tg := range e.targets {

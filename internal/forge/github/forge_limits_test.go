@@ -63,6 +63,7 @@ func (c serverTime) Sleep(ctx context.Context, d time.Duration) error {
 // apart (the fake refuses those too), and completes. Clock-driven: the client sleeps on the
 // fake's clock.
 func TestSecondaryLimitBackoff(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		status     int
@@ -128,6 +129,7 @@ func TestSecondaryLimitBackoff(t *testing.T) {
 // client accepts, the repo is deferred (reported, nothing written for it) and the next run
 // picks it up.
 func TestBudgetDefers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.budget = ghforge.BudgetConfig{PerMinute: 1000, PerHour: 20, MaxWait: time.Minute, MinInterval: -1}
 	f := e.forge(t, false)
@@ -162,6 +164,7 @@ func (w *testWriter) Write(p []byte) (int, error) { *w = append(*w, p...); retur
 // by default (one minute window); FLEETBOT_FANOUT=1000 measures the 1,000-repo fan-out
 // (FLEETBOT_FANOUT_SCALE sets the time scale, default 600).
 func TestFanOut(t *testing.T) {
+	t.Parallel()
 	n, scale := 24, 60.0
 	if v := os.Getenv("FLEETBOT_FANOUT"); v != "" {
 		var err error
