@@ -102,14 +102,26 @@ func TestBudgetSerialisesWrites(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, nil)
 	var writes, reads inFlight
+	// The first read is held until a second one is in flight (which only happens if reads are
+	// not serialised; the deadline fails the test otherwise); writes get a moment to overlap.
+	twoReads := make(chan struct{})
+	var twoOnce sync.Once
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		f := &writes
 		if r.Method == http.MethodGet {
-			f = &reads
+			reads.enter()
+			if reads.cur.Load() >= 2 {
+				twoOnce.Do(func() { close(twoReads) })
+			}
+			defer reads.leave()
+			select {
+			case <-twoReads:
+			case <-time.After(time.Minute):
+			}
+			return
 		}
-		f.enter()
-		defer f.leave()
-		time.Sleep(5 * time.Millisecond)
+		writes.enter()
+		defer writes.leave()
+		time.Sleep(5 * time.Millisecond) // a window for a second write to (wrongly) overlap; not a wait
 	})
 	rt := NewBudgetTransport(http.DefaultTransport, NewBudget(BudgetConfig{MinInterval: -1})) // system clock: no spacing
 	var wg sync.WaitGroup
