@@ -48,6 +48,7 @@ func seed(t *testing.T, f *Forge, files map[string]string) pr.Commit {
 }
 
 func TestCreateCommitSnapshot(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	f := open(t, dir)
@@ -107,6 +108,7 @@ func TestCreateCommitSnapshot(t *testing.T) {
 }
 
 func TestPullRequestsAndMergeDetection(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, method := range []MergeMethod{MergeFastForward, MergeCommit, MergeSquash, "plain-git"} {
 		t.Run(string(method), func(t *testing.T) {
@@ -155,6 +157,7 @@ func TestPullRequestsAndMergeDetection(t *testing.T) {
 }
 
 func TestCorruptPullsIsNeverOverwritten(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	f := open(t, dir)
@@ -176,6 +179,7 @@ func TestCorruptPullsIsNeverOverwritten(t *testing.T) {
 }
 
 func TestMissingDefaultBranch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := open(t, t.TempDir())
 	c := seed(t, f, map[string]string{"README.md": "hi\n"})
@@ -189,6 +193,7 @@ func TestMissingDefaultBranch(t *testing.T) {
 }
 
 func TestLockContention(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f1, err := Open(dir, Options{LockTimeout: -1})
 	require.NoError(t, err)
@@ -245,6 +250,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 // TestCapabilities: the local forge declares that it records merges done with plain git and
 // checks CODEOWNERS offline; it has no batched scan, no write budget and always protects.
 func TestCapabilities(t *testing.T) {
+	t.Parallel()
 	caps := open(t, t.TempDir()).Capabilities()
 	assert.NotNil(t, caps.MergeRecorder)
 	assert.NotNil(t, caps.Codeowners)
