@@ -128,6 +128,7 @@ func TestAutoMergeAfterProtectionRemoved(t *testing.T) {
 	t.Parallel()
 	for _, fresh := range []bool{true, false} {
 		t.Run(map[bool]string{true: "access read", false: "access cached"}[fresh], func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			setMergeAuto(t, e)
 			e.mergeAll(t, e.apply(t, e.forge(t, false)))

@@ -23,6 +23,7 @@ func TestAttackInterruptedBootstrap(t *testing.T) {
 		"PUT /orgs/{org}/teams/{team_slug}/repos/{owner}/{repo}", // team grants
 	} {
 		t.Run(step, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			f := e.forge(t, false)
 			e.srv.Fault(step, githubtest.FaultSpec{Status: 500, Message: "interrupted here"})

@@ -143,6 +143,7 @@ func TestInterruptedUpdateColdCache(t *testing.T) {
 		opts []githubtest.Option
 	}{{name: "github.com"}, {name: "GHES", opts: []githubtest.Option{githubtest.WithEnterpriseServer()}}} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t, tc.opts...)
 			e.apply(t, e.forge(t, false))
 			repo := changeTarget(t, e)
@@ -177,6 +178,7 @@ func TestLostPullRequestResponse(t *testing.T) {
 	t.Parallel()
 	for _, sameForge := range []bool{true, false} {
 		t.Run(map[bool]string{true: "same process", false: "new process"}[sameForge], func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			f := e.forge(t, false)
 			e.srv.Fault("POST /repos/{owner}/{repo}/pulls", githubtest.FaultSpec{LoseResponse: true, Times: 1})
@@ -347,6 +349,7 @@ func TestAutoMergeCleanPullRequest(t *testing.T) {
 func TestAutoMergeRefusedPrecisely(t *testing.T) {
 	t.Parallel()
 	t.Run("merge refused", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t)
 		np := autoMergeRepo(t, e)
 		protectWithoutReview(t, e)
@@ -360,6 +363,7 @@ func TestAutoMergeRefusedPrecisely(t *testing.T) {
 		assert.False(t, e.srv.Pulls("acme", "adopted")[0].GetMerged())
 	})
 	t.Run("setting refused", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t)
 		np := autoMergeRepo(t, e)
 		e.srv.Fault("PATCH /repos/{owner}/{repo}", githubtest.FaultSpec{Status: 403, Message: "Resource not accessible by integration"})
@@ -409,6 +413,7 @@ func TestLostWriteResponses(t *testing.T) {
 		"POST /repos/{owner}/{repo}/issues/{number}/labels",
 	} {
 		t.Run(route, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			e.srv.Fault(route, githubtest.FaultSpec{LoseResponse: true, Times: 1})
 			_, _ = reconcile.Apply(context.Background(), e.forge(t, false), e.repo, e.targets, reconcile.Options{Source: "c0ffee"})

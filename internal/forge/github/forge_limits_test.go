@@ -75,6 +75,7 @@ func TestSecondaryLimitBackoff(t *testing.T) {
 		{"429 without Retry-After", 429, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t, githubtest.WithManualClock(), githubtest.WithSecondaryLimitStatus(tc.status),
 				githubtest.WithContentCreationLimit(15, 0, tc.retryAfter), githubtest.WithPointsLimit(900, tc.retryAfter),
 				githubtest.WithMutationPacing(time.Second))
@@ -177,9 +178,23 @@ func TestFanOut(t *testing.T) {
 		scale, err = strconv.ParseFloat(v, 64)
 		require.NoError(t, err)
 	}
-	srv := githubtest.NewServer(t, githubtest.WithTimeScale(scale),
-		githubtest.WithContentCreationLimit(ghforge.DefaultPerMinute, ghforge.DefaultPerHour, true),
-		githubtest.WithPrimaryLimit(0))
+	// By default the client sleeps on the fake's manual clock (nothing depends on the machine's
+	// speed); the FLEETBOT_FANOUT measurement runs on scaled wall time.
+	var clock ghforge.Clock
+	opts := []githubtest.Option{githubtest.WithContentCreationLimit(ghforge.DefaultPerMinute, ghforge.DefaultPerHour, true),
+		githubtest.WithPrimaryLimit(0)}
+	measure := os.Getenv("FLEETBOT_FANOUT") != "" || os.Getenv("FLEETBOT_FANOUT_SCALE") != ""
+	if measure {
+		opts = append(opts, githubtest.WithTimeScale(scale))
+	} else {
+		opts = append(opts, githubtest.WithManualClock())
+	}
+	srv := githubtest.NewServer(t, opts...)
+	if measure {
+		clock = fakeTime{srv, scale}
+	} else {
+		clock = serverTime{srv}
+	}
 	srv.CreateTeam("acme", "platform")
 	repo := &control.Repo{Platform: &control.Platform{Spec: control.PlatformSpec{
 		Owner: "acme", Admins: []string{"platform"}, DefaultBranch: "main",
@@ -203,7 +218,7 @@ func TestFanOut(t *testing.T) {
 	}
 	c, err := ghforge.New(context.Background(), ghforge.Config{
 		APIURL: srv.APIURL(), AppID: srv.AppID(), PrivateKey: srv.AppPrivateKeyPEM(), Owner: "acme",
-		Budget: ghforge.BudgetConfig{Clock: fakeTime{srv, scale}, MaxWait: 48 * time.Hour},
+		Budget: ghforge.BudgetConfig{Clock: clock, MaxWait: 48 * time.Hour},
 	})
 	require.NoError(t, err)
 	f := ghforge.NewForge(c, ghforge.ForgeOptions{})
