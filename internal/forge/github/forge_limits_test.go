@@ -252,9 +252,13 @@ func TestFanOut(t *testing.T) {
 	if minimum > 0 {
 		ratio = float64(fake) / float64(minimum)
 	}
-	t.Logf("fan-out of %d repos: %s wall, %s fake time (scale %g); %d content-creating requests on GitHub's count "+
+	clockName := "the fake's manual clock"
+	if measure {
+		clockName = fmt.Sprintf("scale %g", scale)
+	}
+	t.Logf("fan-out of %d repos: %s wall, %s fake time (%s); %d content-creating requests on GitHub's count "+
 		"(%d on fleetbot's stricter count), %d writes, %d reads; %d secondary-limit rejections; "+
 		"least time the limits allow %s, ratio %.2f",
-		n, wall.Round(time.Millisecond), fake.Round(time.Second), scale, cc, stats.Requests.ContentWrites,
+		n, wall.Round(time.Millisecond), fake.Round(time.Second), clockName, cc, stats.Requests.ContentWrites,
 		counts.Writes, counts.Reads, rejected, minimum.Round(time.Second), ratio)
 }
