@@ -209,13 +209,13 @@ func TestLockContention(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		f2, err := Open(dir, Options{LockTimeout: 5 * time.Second})
+		f2, err := Open(dir, Options{LockTimeout: time.Minute}) // a deadline for a hang, generous under load
 		if err == nil {
 			err = f2.Close()
 		}
 		got <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // lets the waiter start waiting (if it has not, it takes the lock at once: still passes)
 	require.NoError(t, f1.Close())
 	wg.Wait()
 	assert.NoError(t, <-got)
