@@ -13,6 +13,7 @@ import (
 // apply on push plans only the target repos whose desired state changed since the last
 // converged apply; a scheduled run plans every repo.
 func TestActionApplyIsIncrementalWithACacheDir(t *testing.T) {
+	t.Parallel()
 	srv := fakeFleet(t)
 	run := newSimRunner(t, srv)
 	ctl := run.checkout()

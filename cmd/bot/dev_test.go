@@ -79,6 +79,7 @@ func TestRenderGitURLFollowsForge(t *testing.T) {
 }
 
 func TestDevGitServeServesTheLocalForge(t *testing.T) {
+	t.Parallel()
 	forge := t.TempDir()
 	code, _, errOut := cli(t, "apply", "--control", exampleControl, "--forge", "local:"+forge)
 	require.Equal(t, 0, code, errOut)
@@ -111,6 +112,7 @@ func TestDevGitServeServesTheLocalForge(t *testing.T) {
 }
 
 func TestDevGitServeNeedsALocalForge(t *testing.T) {
+	t.Parallel()
 	code, _, errOut := cli(t, "dev", "git-serve", "--forge", "github")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "git-serve serves a local forge")

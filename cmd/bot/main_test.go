@@ -566,6 +566,7 @@ func TestAttackEmptyClustersOnOneClusterFleet(t *testing.T) {
 // TestLogDurationsForPeopleAndMachines: a duration in a log line reads "43ms" in text and
 // 0.043 (seconds) in JSON — serve's logs are JSON and used to carry nanoseconds.
 func TestLogDurationsForPeopleAndMachines(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		json bool
 		want string

@@ -154,7 +154,7 @@ func startServe(t *testing.T, o serveOptions) *serveEnv {
 			select {
 			case err := <-done:
 				assert.NoError(t, err, "serve returned")
-			case <-time.After(20 * time.Second):
+			case <-time.After(2 * time.Minute): // a deadline for a hang, not a timing: generous under load
 				t.Error("serve did not shut down")
 			}
 		})
@@ -164,8 +164,8 @@ func startServe(t *testing.T, o serveOptions) *serveEnv {
 	case <-ready:
 	case err := <-done:
 		t.Fatalf("serve stopped before ready: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve not ready within 10s")
+	case <-time.After(2 * time.Minute): // a deadline for a hang, not a timing: generous under load
+		t.Fatal("serve not ready within 2 minutes")
 	}
 	return e
 }
@@ -232,10 +232,11 @@ func (e *serveEnv) metric(series string) float64 {
 	return 0
 }
 
-// eventually polls cond every 10ms for up to 20s.
+// eventually polls cond every 10ms for up to 2 minutes (a deadline for a hang, generous under
+// load).
 func (e *serveEnv) eventually(what string, cond func() bool) {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
 			e.t.Fatalf("timed out waiting for %s", what)

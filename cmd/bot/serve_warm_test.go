@@ -42,6 +42,7 @@ func targetRequests(reqs []githubtest.Request) (byRepo map[string]int, org []str
 // reads and writes that cluster's repo only; and a deleted or corrupt cache only costs a full
 // read.
 func TestServeIsWarmAcrossRestarts(t *testing.T) {
+	t.Parallel()
 	cache := t.TempDir()
 	first := startServe(t, serveOptions{cacheDir: cache})
 	first.waitMetric(appliedOK, 1)

@@ -65,6 +65,7 @@ func TestApplyStopsOnSIGINT(t *testing.T) {
 // rendered stops validate, plan, render and apply there, with exit 1, a message saying so,
 // and nothing written (no forge, no --out).
 func TestAttackInterruptBeforeAnyWrite(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(errors.New("terminated signal received"))
 	dir := t.TempDir()

@@ -17,6 +17,7 @@ import (
 // comments (150 others before it); upsertComment follows the pages, edits that comment
 // rather than adding one, and reads no page after it.
 func TestUpsertCommentAcrossPages(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t)
 	srv.CreateRepo("acme", "control", map[string]string{"README.md": "control\n"})

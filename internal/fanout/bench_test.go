@@ -60,6 +60,7 @@ func BenchmarkRender1000x20(b *testing.B) {
 // TestRenderGenerated renders generated fleets of a few shapes: every
 // generated repo must render cleanly and deterministically.
 func TestRenderGenerated(t *testing.T) {
+	t.Parallel()
 	for _, o := range []fleetgen.Options{{Clusters: 40, Apps: 20, Seed: 1}, {Clusters: 7, Workspaces: 3, Apps: 5, Seed: 2}, {Clusters: 2, Apps: 1}} {
 		repo, err := control.Load(fleetgen.Generate(o))
 		require.NoError(t, err)

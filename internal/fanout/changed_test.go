@@ -14,6 +14,7 @@ import (
 )
 
 func TestChanged(t *testing.T) {
+	t.Parallel()
 	gen := fleetgen.Generate(fleetgen.Options{Clusters: 40, Workspaces: 2, Apps: 8, Seed: 3})
 	r := NewRenderer(Options{})
 	render := func(fs fstest.MapFS) []*Target {
@@ -71,6 +72,7 @@ func clone(fs fstest.MapFS) fstest.MapFS {
 
 // TestDigestAgreesWithChanged: a target's digest changes exactly when Changed lists it.
 func TestDigestAgreesWithChanged(t *testing.T) {
+	t.Parallel()
 	gen := fleetgen.Generate(fleetgen.Options{Clusters: 40, Workspaces: 2, Apps: 8, Seed: 3})
 	r := NewRenderer(Options{})
 	render := func(fs fstest.MapFS) []*Target {

@@ -252,6 +252,7 @@ i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
 // with the file's name before anything decodes it (kustomize, and the kustomization decoder
 // of closeTree, expand aliases: ~10 GB).
 func TestAttackAliasBombInWorkspaceRepo(t *testing.T) {
+	t.Parallel()
 	for name, files := range map[string]map[string][]byte{
 		"manifest": {"apps/kustomization.yaml": []byte("resources: [bomb.yaml]\n"),
 			"apps/bomb.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n" + indent(aliasBomb) + "\n")},

@@ -40,6 +40,7 @@ func withDependsOn(t *testing.T) fstest.MapFS {
 }
 
 func TestComponentKustomizations(t *testing.T) {
+	t.Parallel()
 	targets := mustRender(t, NewRenderer(Options{}), load(t, withDependsOn(t)))
 	byName := map[string]*Target{}
 	for _, tg := range targets {
@@ -110,6 +111,7 @@ func TestComponentKustomizations(t *testing.T) {
 // apply, so its garbage collection deletes nothing that stays. e2e's
 // TestUpgradeFromSinglePlatform checks the same on a real Flux.
 func TestPlatformDirHandoff(t *testing.T) {
+	t.Parallel()
 	for _, tg := range mustRender(t, NewRenderer(Options{}), load(t, withDependsOn(t))) {
 		if tg.Kind != KindCluster {
 			continue
@@ -146,6 +148,7 @@ func TestPlatformDirHandoff(t *testing.T) {
 // on an app that is no component of the cluster (control.Load reports it
 // first; Render must not write a Kustomization waiting forever).
 func TestRenderDependencyNotSelected(t *testing.T) {
+	t.Parallel()
 	repo := load(t, withDependsOn(t))
 	repo.App("metallb").Spec.DependsOn = []string{"podinfo"}
 	is := renderIssues(t, repo)

@@ -37,6 +37,7 @@ func workspaceRepo(t *testing.T) map[string][]byte {
 var paymentsCheck = RepoCheck{Entries: []string{"clusters/prod-eu-1", "clusters/prod-us-1"}, Namespace: "payments", ServiceAccount: "payments"}
 
 func TestCheckRepoClean(t *testing.T) {
+	t.Parallel()
 	files := workspaceRepo(t)
 	files["apps/kustomization.yaml"] = []byte("resources:\n- web.yaml\n")
 	files["apps/web.yaml"] = []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: payments\nspec:\n  ports: [{port: 80}]\n")
@@ -44,6 +45,7 @@ func TestCheckRepoClean(t *testing.T) {
 }
 
 func TestCheckRepoConfinement(t *testing.T) {
+	t.Parallel()
 	files := workspaceRepo(t)
 	files["apps/kustomization.yaml"] = []byte("resources:\n- rbac.yaml\n- sneaky.yaml\n")
 	files["apps/rbac.yaml"] = []byte("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: god\nrules:\n- apiGroups: ['*']\n  resources: ['*']\n  verbs: ['*']\n")
@@ -63,6 +65,7 @@ func TestCheckRepoConfinement(t *testing.T) {
 }
 
 func TestCheckRepoRemoteAndEscapes(t *testing.T) {
+	t.Parallel()
 	files := workspaceRepo(t)
 	files["apps/kustomization.yaml"] = []byte("resources:\n- github.com/evil/manifests//base?ref=main\n- ../../outside\n- https://example.com/x.yaml\n")
 	got := CheckRepo(files, paymentsCheck)
@@ -76,6 +79,7 @@ func TestCheckRepoRemoteAndEscapes(t *testing.T) {
 }
 
 func TestCheckRepoBuildError(t *testing.T) {
+	t.Parallel()
 	files := workspaceRepo(t)
 	files["apps/kustomization.yaml"] = []byte("resources:\n- missing.yaml\n")
 	got := CheckRepo(files, paymentsCheck)
@@ -95,6 +99,7 @@ func TestCheckRepoBuildError(t *testing.T) {
 // in that file, nor at an identical Service in a file the kustomization does
 // not list.
 func TestCheckRepoPointsAtTheDefiningNode(t *testing.T) {
+	t.Parallel()
 	files := workspaceRepo(t)
 	svc := "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: kube-system\nspec:\n  ports: [{port: 80}]\n"
 	files["apps/kustomization.yaml"] = []byte("resources:\n- web.yaml\n")
@@ -110,6 +115,7 @@ func TestCheckRepoPointsAtTheDefiningNode(t *testing.T) {
 // TestWithOrigins: the entry kustomization gains originAnnotations once;
 // what does not parse is left for kustomize to report.
 func TestWithOrigins(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"resources: [a.yaml]\n":                                     "resources: [a.yaml]\nbuildMetadata:\n- originAnnotations\n",
 		"resources: [a.yaml]\nbuildMetadata: [managedByLabel]\n":    "resources: [a.yaml]\nbuildMetadata: [managedByLabel, originAnnotations]\n",

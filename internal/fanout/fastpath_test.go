@@ -33,6 +33,7 @@ func renderBothWays(t *testing.T, repo *control.Repo, what string) {
 // workspace apps in many namespaces, per-cluster values) render byte for byte the same with
 // and without the render's shortcuts.
 func TestFastPathEqualsExactGenerated(t *testing.T) {
+	t.Parallel()
 	for _, o := range []fleetgen.Options{{Clusters: 120, Apps: 20, Seed: 1}, {Clusters: 30, Workspaces: 7, Apps: 9, Seed: 3}} {
 		repo, err := control.Load(fleetgen.Generate(o))
 		require.NoError(t, err)
@@ -63,6 +64,7 @@ func TestFastPathEqualsExactGenerated(t *testing.T) {
 // TestFastPathEqualsExactNamespaces: workspace namespaces the YAML encoder quotes or that an
 // app's object already names are laid out the exact way, with the same result.
 func TestFastPathEqualsExactNamespaces(t *testing.T) {
+	t.Parallel()
 	rendered := 0
 	for _, ns := range []string{"123", "yes", "no", "null", "true", "1e3", "0x1f", "default", "fleetbot-ns-placeholder-5e2a9c0b", "a", "payments-2"} {
 		m := exampleFS(t)
@@ -83,6 +85,7 @@ func TestFastPathEqualsExactNamespaces(t *testing.T) {
 // not, in plain, quoted, label and generated-ConfigMap positions, give the same files or the
 // same issues both ways.
 func TestFastPathEqualsExactValues(t *testing.T) {
+	t.Parallel()
 	m := exampleFS(t)
 	k := string(m["catalog/podinfo/kustomization.yaml"].Data)
 	k = strings.Replace(k, "      app.kubernetes.io/name: podinfo\n", "      app.kubernetes.io/name: podinfo\n      tier: ${podinfo_replicas}\n", 1)
@@ -112,6 +115,7 @@ func TestFastPathEqualsExactValues(t *testing.T) {
 }
 
 func TestInertValue(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[string]bool{"2": true, "a-b": true, "10.10.0.0/24": true, "_x": true, "v1.2.3": true,
 		"": false, "-x": false, ".x": false, "/x": false, "a b": false, "a:b": false, "a#": false, "x\n": false, "é": false} {
 		require.Equal(t, want, inertValue(s), "%q", s)
@@ -122,6 +126,7 @@ func TestInertValue(t *testing.T) {
 // a cold one renders, and gives the deployments that did not change the very bytes of its
 // previous render (build.files), so comparing them costs nothing.
 func TestWarmRenderReusesFiles(t *testing.T) {
+	t.Parallel()
 	fsys := fleetgen.Generate(fleetgen.Options{Clusters: 40, Apps: 20, Seed: 1})
 	var file string
 	for p, f := range fsys {

@@ -66,6 +66,7 @@ func tree(t testing.TB, targets []*Target) map[string][]byte {
 // every target repo with testdata/golden. Refresh with
 // `go test ./internal/fanout -update`.
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	targets, err := NewRenderer(Options{}).Render(loadExample(t))
 	require.NoError(t, err)
 	got := tree(t, targets)

@@ -43,6 +43,7 @@ func attackRefused(t *testing.T, m fstest.MapFS, needles ...string) {
 // TestAttackValueAddsDocument: a workspace admin's value that closes the document and starts
 // a ClusterRoleBinding must not add that object to the workspace repo.
 func TestAttackValueAddsDocument(t *testing.T) {
+	t.Parallel()
 	crb := "\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: pwned\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\nsubjects: [{kind: ServiceAccount, name: default, namespace: payments}]"
 	// replicas: ${podinfo_replicas} is a plain scalar: the text stays valid YAML, two documents.
 	// The rest of the Deployment is swallowed by a block scalar key the value opens.
@@ -53,11 +54,13 @@ func TestAttackValueAddsDocument(t *testing.T) {
 
 // TestAttackValueAddsMapKey: a value that ends the line and starts a sibling key.
 func TestAttackValueAddsMapKey(t *testing.T) {
+	t.Parallel()
 	attackRefused(t, withPaymentsValue(t, "podinfo_replicas", "2\n  serviceAccountName: cluster-admin-sa"), "structure")
 }
 
 // TestAttackValueRetypesScalar: a value that turns a scalar into a list or a map.
 func TestAttackValueRetypesScalar(t *testing.T) {
+	t.Parallel()
 	for _, v := range []string{"[1, 2]", "{hostNetwork: true}"} {
 		attackRefused(t, withPaymentsValue(t, "podinfo_replicas", v), "spec.replicas", "structure")
 	}
@@ -66,6 +69,7 @@ func TestAttackValueRetypesScalar(t *testing.T) {
 // TestValueStaysAScalar: values with YAML syntax that fits in the scalar are rendered as that
 // scalar (a plain number stays a number, as with Flux's substitution).
 func TestValueStaysAScalar(t *testing.T) {
+	t.Parallel()
 	targets := mustRender(t, NewRenderer(Options{}), load(t, withPaymentsValue(t, "podinfo_message", "a: b # not a comment")))
 	for _, tg := range targets {
 		if tg.Repo == "workspace-payments" {
@@ -82,6 +86,7 @@ func TestValueStaysAScalar(t *testing.T) {
 // whatever the value ("true" would otherwise become a boolean the API server refuses), and a
 // value that reshapes them is refused.
 func TestAttackValueInLabelAndSelector(t *testing.T) {
+	t.Parallel()
 	m := exampleFS(t)
 	k := string(m["catalog/podinfo/kustomization.yaml"].Data)
 	k = strings.Replace(k, "      app.kubernetes.io/name: podinfo\n", "      app.kubernetes.io/name: podinfo\n      tier: ${podinfo_replicas}\n", 1)
@@ -108,6 +113,7 @@ func TestAttackValueInLabelAndSelector(t *testing.T) {
 // substituted content, the one kustomize gives the same input with the value written in, and
 // every reference must follow it.
 func TestAttackValueChangeKeepsGeneratedName(t *testing.T) {
+	t.Parallel()
 	m := exampleFS(t)
 	k := string(m["catalog/podinfo/kustomization.yaml"].Data)
 	k = strings.Replace(k, "  - configmap.yaml\n", "configMapGenerator:\n  - name: podinfo\n    literals: [\"message=${podinfo_message}\"]\n", 1)

@@ -36,6 +36,7 @@ func (c *signalAfter) Err() error {
 // milliseconds each, see docs/benchmarks.md), and it returns the context's error and no
 // targets whenever the signal lands.
 func TestAttackInterruptIgnoredUntilRenderEnds(t *testing.T) {
+	t.Parallel()
 	repo := loadExample(t)
 	never := &signalAfter{}
 	never.n.Store(1 << 62)

@@ -44,6 +44,7 @@ func gotkFiles() map[string]string {
 // name that account too, so they keep working under
 // --default-service-account.
 func TestAttackClusterRunsWithoutLockdown(t *testing.T) {
+	t.Parallel()
 	want := map[string][]string{
 		"source-controller":           {},
 		"kustomize-controller":        {"--no-cross-namespace-refs=true", "--no-remote-bases=true", "--default-service-account=default"},
@@ -121,6 +122,7 @@ func tenancyObjects(t *testing.T, tg *Target) (*admissionv1.ValidatingAdmissionP
 // admissionregistration.k8s.io/v1 types and bound to the namespaces
 // labelled with their workspace, which flux/fleetbot.yaml labels.
 func TestTenancyPolicyStrict(t *testing.T) {
+	t.Parallel()
 	repo := loadExample(t)
 	for _, tg := range mustRender(t, NewRenderer(Options{}), repo) {
 		if tg.Kind != KindCluster {
@@ -209,6 +211,7 @@ func objectOf(t *testing.T, manifest string) map[string]any {
 // tenant escape check workspace refuses, and admits the workspace's own
 // Kustomization from flux/fleetbot.yaml and well-behaved tenant objects.
 func TestAttackTenantFluxObjectDeniedOnCluster(t *testing.T) {
+	t.Parallel()
 	var prod *Target
 	for _, tg := range mustRender(t, NewRenderer(Options{}), loadExample(t)) {
 		if tg.Repo == "cluster-prod-eu-1" {

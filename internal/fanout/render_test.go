@@ -81,6 +81,7 @@ func requireIssue(t *testing.T, is control.Issues, file string, needles ...strin
 }
 
 func TestRenderBadInput(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		edit    func(r *control.Repo)
@@ -187,6 +188,7 @@ func TestRenderBadInput(t *testing.T) {
 }
 
 func TestRenderReportsEveryProblem(t *testing.T) {
+	t.Parallel()
 	repo := loadExample(t)
 	repo.App("redis").Files["kustomization.yaml"] = []byte("resources:\n  - ../x\n  - git@github.com:acme/x.git\n")
 	svc := repo.App("podinfo").Files
@@ -206,6 +208,7 @@ func TestRenderReportsEveryProblem(t *testing.T) {
 }
 
 func TestRenderMissingRequiredValue(t *testing.T) {
+	t.Parallel()
 	// Validate reports it too; Render must not write a half-substituted file.
 	repo := loadExample(t)
 	delete(repo.Cluster("edge-1").Spec.Values, "metallb_range")
@@ -216,6 +219,7 @@ func TestRenderMissingRequiredValue(t *testing.T) {
 }
 
 func TestRenderDeterministic(t *testing.T) {
+	t.Parallel()
 	want := tree(t, mustRender(t, NewRenderer(Options{}), loadExample(t)))
 
 	// Same input again, on the same (warm) and a new renderer.
@@ -254,6 +258,7 @@ func assertSameTree(t *testing.T, want, got map[string][]byte, msg string, args 
 }
 
 func TestRenderCache(t *testing.T) {
+	t.Parallel()
 	r := NewRenderer(Options{})
 	mustRender(t, r, loadExample(t))
 	s := r.Stats()
@@ -276,6 +281,7 @@ func TestRenderCache(t *testing.T) {
 }
 
 func TestRenderTargets(t *testing.T) {
+	t.Parallel()
 	targets := mustRender(t, NewRenderer(Options{GitURL: "https://ghe.example.com/"}), loadExample(t))
 	var names []string
 	for _, tg := range targets {
@@ -298,6 +304,7 @@ func TestRenderTargets(t *testing.T) {
 // TestFluxObjectsStrict decodes every object of every flux/fleetbot.yaml
 // strictly into the Flux v1 and Kubernetes types.
 func TestFluxObjectsStrict(t *testing.T) {
+	t.Parallel()
 	for _, tg := range mustRender(t, NewRenderer(Options{}), loadExample(t)) {
 		data, ok := tg.Files[FluxPath]
 		if tg.Kind != KindCluster {
@@ -368,6 +375,7 @@ func TestFluxObjectsStrict(t *testing.T) {
 }
 
 func TestFluxMemoMatchesDirect(t *testing.T) {
+	t.Parallel()
 	x := &run{fluxWorkspace: map[fluxInput][]byte{}, fluxComponents: map[string][]byte{}}
 	crds := component{app: "crds"}
 	config := component{app: "config", dependsOn: []string{"crds"}}
@@ -392,6 +400,7 @@ func TestFluxMemoMatchesDirect(t *testing.T) {
 // TestRenderConcurrent shares one Renderer between goroutines (as a service
 // does between webhook jobs): calls serialise, results stay identical.
 func TestRenderConcurrent(t *testing.T) {
+	t.Parallel()
 	r := NewRenderer(Options{})
 	want := tree(t, mustRender(t, NewRenderer(Options{}), loadExample(t)))
 	done := make(chan []*Target)
@@ -411,6 +420,7 @@ func TestRenderConcurrent(t *testing.T) {
 }
 
 func TestRenderUnusedBrokenApp(t *testing.T) {
+	t.Parallel()
 	// A catalog app nobody deploys yet must still build: it fails in the PR
 	// that adds it, not in the one that first deploys it.
 	repo := loadExample(t)
@@ -426,6 +436,7 @@ func TestRenderUnusedBrokenApp(t *testing.T) {
 // (public repos, an unauthenticated git server), and the cluster README says
 // so instead of asking for a Secret; absent, it is flux-system.
 func TestFluxSecretRefOptional(t *testing.T) {
+	t.Parallel()
 	m := exampleFS(t)
 	platform := string(m["platform.yaml"].Data)
 	require.Contains(t, platform, "    secretRef: flux-system\n")
@@ -451,6 +462,7 @@ func TestFluxSecretRefOptional(t *testing.T) {
 // whose Service merely has a longer name; an undeclared value is reported at
 // the scalar using it, not at a comment or an escaped $${...} before it.
 func TestRenderPointsAtTheDefiningNode(t *testing.T) {
+	t.Parallel()
 	repo := loadExample(t)
 	files := repo.App("redis").Files
 	files["kustomization.yaml"] = []byte("resources: [statefulset.yaml, service.yaml, a-internal.yaml, web.yaml, config.yaml]\n")

@@ -62,6 +62,7 @@ spec:
 // at the file and line of the field (from the parsed YAML), with why and
 // how to fix it.
 func TestAttackTenantFluxObjectEscapesNamespace(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		attack   string
 		manifest string
@@ -170,6 +171,7 @@ func TestAttackTenantFluxObjectEscapesNamespace(t *testing.T) {
 // TestTenantFluxObjectsAllowed: Flux objects that stay in the workspace
 // namespace as its ServiceAccount pass.
 func TestTenantFluxObjectsAllowed(t *testing.T) {
+	t.Parallel()
 	manifest := tenantKustomization + "  targetNamespace: payments\n  dependsOn:\n  - name: base\n" +
 		"---\n" + tenantHelmRelease + "  storageNamespace: payments\n" +
 		"---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: tenant\nspec:\n  interval: 10m\n  url: https://github.com/acme/tenant\n  secretRef:\n    name: git\n" +
@@ -181,6 +183,7 @@ func TestTenantFluxObjectsAllowed(t *testing.T) {
 // TestTenantFluxObjectsNotCheckedInClusterRepo: cluster admins own their
 // cluster; check cluster does not confine their Flux objects.
 func TestTenantFluxObjectsNotCheckedInClusterRepo(t *testing.T) {
+	t.Parallel()
 	files := workspaceRepo(t)
 	files["apps/kustomization.yaml"] = []byte("resources:\n- flux.yaml\n")
 	files["apps/flux.yaml"] = []byte(strings.Replace(tenantKustomization, "  serviceAccountName: payments\n", "", 1))

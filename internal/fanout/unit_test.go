@@ -10,6 +10,7 @@ import (
 )
 
 func TestCompileAndApply(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in, want  string
 		refs, bad []string
@@ -33,6 +34,7 @@ func TestCompileAndApply(t *testing.T) {
 }
 
 func TestPrecheck(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		files map[string]string
@@ -88,6 +90,7 @@ func TestPrecheck(t *testing.T) {
 }
 
 func TestClusterScoped(t *testing.T) {
+	t.Parallel()
 	for _, k := range [][2]string{{"v1", "Namespace"}, {"rbac.authorization.k8s.io/v1", "ClusterRole"}, {"apiextensions.k8s.io/v1", "CustomResourceDefinition"}, {"storage.k8s.io/v1", "StorageClass"}, {"scheduling.k8s.io/v1", "PriorityClass"}, {"cert-manager.io/v1", "ClusterIssuer"}} {
 		assert.True(t, clusterScoped(k[0], k[1]), "%v", k)
 	}
@@ -97,6 +100,7 @@ func TestClusterScoped(t *testing.T) {
 }
 
 func TestTombstone(t *testing.T) {
+	t.Parallel()
 	tg := Tombstone("acme", []string{"platform"}, "main", KindWorkspace, "payments", "workspace-payments")
 	assert.True(t, tg.Removed)
 	assert.Equal(t, []string{".github/CODEOWNERS", "README.md"}, sortedFiles(tg.Files))

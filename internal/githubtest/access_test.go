@@ -15,6 +15,7 @@ import (
 )
 
 func TestBranchProtection(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t)
 	srv.CreateRepo("acme", "r", map[string]string{"a": "a"})
@@ -52,6 +53,7 @@ func TestBranchProtection(t *testing.T) {
 }
 
 func TestTeamsCollaboratorsAndCodeowners(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t)
 	srv.CreateTeam("acme", "platform", "alice")
@@ -115,6 +117,7 @@ func TestTeamsCollaboratorsAndCodeowners(t *testing.T) {
 }
 
 func TestRepoSettings(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t)
 	srv.CreateRepo("acme", "r", map[string]string{"a": "a"})
@@ -133,6 +136,7 @@ func TestRepoSettings(t *testing.T) {
 
 // GitHub Free: branch protection exists only on public repositories of an organization.
 func TestFreePlanRefusesProtectionOnPrivateRepos(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t)
 	srv.CreateOrg("acme")
@@ -158,6 +162,7 @@ func TestFreePlanRefusesProtectionOnPrivateRepos(t *testing.T) {
 // documented rules: full-line comments only, no negation, no character ranges, owners with
 // write access, visible teams.
 func TestCodeownersErrorsAsDocumented(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t)
 	srv.CreateOrg("acme")

@@ -28,6 +28,7 @@ func enterpriseClient(t *testing.T, srv *githubtest.Server, tr http.RoundTripper
 }
 
 func TestAppInstallationTokenWithGhinstallation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t, githubtest.WithApp(4242, "fleetbot"))
 	id := srv.CreateOrg("acme")
@@ -61,6 +62,7 @@ func TestAppInstallationTokenWithGhinstallation(t *testing.T) {
 }
 
 func TestAppJWTRejected(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t)
 	srv.CreateOrg("acme")
@@ -103,6 +105,7 @@ func TestAppJWTRejected(t *testing.T) {
 }
 
 func TestInstallationTokenExpires(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	srv.CreateRepo("acme", "r", nil)
 	c := srv.ClientWithToken(srv.InstallationToken("acme"))

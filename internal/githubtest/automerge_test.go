@@ -13,6 +13,7 @@ import (
 // TestCreateRepoAllowAutoMerge: a repo created through the API does not allow auto-merge unless
 // the request says so, as on GitHub; PATCH can turn it on.
 func TestCreateRepoAllowAutoMerge(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := NewServer(t)
 	s.CreateOrg("acme")
@@ -32,6 +33,7 @@ func TestCreateRepoAllowAutoMerge(t *testing.T) {
 // repository does not allow auto-merge and when the pull request is already mergeable (clean);
 // it succeeds on a pull request that waits for a required review.
 func TestEnableAutoMergeRefusals(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := NewServer(t)
 	s.CreateRepo("acme", "r", map[string]string{"README.md": "hi\n"})

@@ -12,6 +12,7 @@ import (
 )
 
 func TestCheckRunsAreListedByTheirCommit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t)
 	srv.CreateRepo("acme", "control", map[string]string{"README.md": "v1\n"})

@@ -15,6 +15,7 @@ import (
 // GitHub's ETags vary by token (its responses carry Vary: Accept, Authorization): an ETag
 // taken with one installation token gives no 304 to the next one, which replaces it hourly.
 func TestETagVariesByToken(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t)
 	srv.CreateRepo("acme", "r", map[string]string{"a.yaml": "a\n"})

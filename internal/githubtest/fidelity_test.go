@@ -35,6 +35,7 @@ func apiCommit(t *testing.T, srv *githubtest.Server, c *github.Client) *github.C
 // committed by web-flow ("GitHub <noreply@github.com>"), signed; a personal access token's as
 // the user's own, unsigned; GitHub Enterprise Server signs neither.
 func TestAPICommitIdentity(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name                       string
 		ghes, app                  bool
@@ -73,6 +74,7 @@ func TestAPICommitIdentity(t *testing.T) {
 // TestGetUserWithInstallationToken: an installation token is no user; GET /user answers 403
 // "Resource not accessible by integration", while a personal access token reads its user.
 func TestGetUserWithInstallationToken(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	srv.CreateOrg("acme")
 	_, _, err := srv.ClientWithToken(srv.InstallationToken("acme")).Users.Get(context.Background(), "")
@@ -89,6 +91,7 @@ func TestGetUserWithInstallationToken(t *testing.T) {
 // (GitHub Enterprise Cloud) and on GitHub Enterprise Server; elsewhere the create is a 422 on
 // the visibility field and nothing is created.
 func TestInternalVisibility(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	internal := &github.Repository{Name: github.String("x"), Visibility: github.String("internal")}
 

@@ -36,6 +36,7 @@ func errStatus(t *testing.T, err error) int {
 }
 
 func TestGitDataCommitThenClone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t)
 	srv.CreateRepo("acme", "cluster-a", map[string]string{"README.md": "hello\n", "old/x.yaml": "x: 1\n"})
@@ -79,6 +80,7 @@ func TestGitDataCommitThenClone(t *testing.T) {
 }
 
 func TestPushThenRESTRead(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t)
 	srv.CreateRepo("acme", "workspace-pay", map[string]string{"README.md": "hi\n"})
@@ -115,6 +117,7 @@ func TestPushThenRESTRead(t *testing.T) {
 }
 
 func TestEmptyRepo(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t)
 	srv.CreateOrg("acme")
@@ -144,6 +147,7 @@ func TestEmptyRepo(t *testing.T) {
 }
 
 func TestRefUpdateFastForwardAndTrees(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t)
 	srv.CreateRepo("acme", "r", map[string]string{"a.txt": "a\n"})

@@ -12,6 +12,7 @@ import (
 // TestGraphQLStatusCheckRollup: Commit.statusCheckRollup.state combines the newest status of
 // each context and the check runs of the commit, as GitHub does; null without any.
 func TestGraphQLStatusCheckRollup(t *testing.T) {
+	t.Parallel()
 	RequireGraphQLSchema(t)
 	s := NewServer(t)
 	s.CreateRepo("acme", "r", map[string]string{"README.md": "hi"})
@@ -55,6 +56,7 @@ func TestGraphQLStatusCheckRollup(t *testing.T) {
 // TestGraphQLPullRequestAgeAndReview: PullRequest.createdAt and reviewDecision (REVIEW_REQUIRED
 // when the base branch's protection requires a review nobody gave, else null).
 func TestGraphQLPullRequestAgeAndReview(t *testing.T) {
+	t.Parallel()
 	RequireGraphQLSchema(t)
 	s := NewServer(t)
 	s.CreateRepo("acme", "r", map[string]string{"README.md": "hi"})

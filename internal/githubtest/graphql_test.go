@@ -33,6 +33,7 @@ func graphQL(t *testing.T, s *Server, query string, vars map[string]any) map[str
 }
 
 func TestGraphQLRepositoryOwnerPages(t *testing.T) {
+	t.Parallel()
 	s := NewServer(t)
 	for i := range 3 {
 		s.CreateRepo("acme", fmt.Sprintf("repo-%d", i), map[string]string{"README.md": "hi"})
@@ -60,6 +61,7 @@ func TestGraphQLRepositoryOwnerPages(t *testing.T) {
 }
 
 func TestGraphQLMissingRepositoryIsNullWithNotFound(t *testing.T) {
+	t.Parallel()
 	s := NewServer(t)
 	s.CreateRepo("acme", "here", nil)
 	out := graphQL(t, s, `query { a: repository(owner: "acme", name: "here") { name } b: repository(owner: "acme", name: "gone") { name } }`, nil)
@@ -75,6 +77,7 @@ func TestGraphQLMissingRepositoryIsNullWithNotFound(t *testing.T) {
 }
 
 func TestGraphQLFirstIsRequiredAndBounded(t *testing.T) {
+	t.Parallel()
 	s := NewServer(t)
 	s.CreateOrg("acme")
 	out := graphQL(t, s, `query { repositoryOwner(login: "acme") { repositories(first: 101) { totalCount } } }`, nil)
@@ -86,6 +89,7 @@ func TestGraphQLFirstIsRequiredAndBounded(t *testing.T) {
 // write (5 points); the request log does the same, so "a no-op writes nothing" holds for
 // batched reads.
 func TestGraphQLQueryIsARead(t *testing.T) {
+	t.Parallel()
 	s := NewServer(t)
 	s.CreateRepo("acme", "r", nil)
 	s.ResetLog()
@@ -99,6 +103,7 @@ func TestGraphQLQueryIsARead(t *testing.T) {
 // TestGraphQLValidatesAgainstGitHubSchema: with GitHub's published schema installed, a field
 // GitHub does not have fails in the fake as it would on GitHub.
 func TestGraphQLValidatesAgainstGitHubSchema(t *testing.T) {
+	t.Parallel()
 	RequireGraphQLSchema(t)
 	s := NewServer(t)
 	s.CreateRepo("acme", "r", nil)
@@ -111,6 +116,7 @@ func TestGraphQLValidatesAgainstGitHubSchema(t *testing.T) {
 // GitHub's schema with the same name on the same type, so the fake cannot accept a query that
 // GitHub would refuse.
 func TestGraphQLFakeAnswersOnlyWhatGitHubDescribes(t *testing.T) {
+	t.Parallel()
 	schema := RequireGraphQLSchema(t)
 	q := `query($after: String) {
 	  rateLimit { cost limit remaining used nodeCount }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
+	"runtime"
 	"testing"
 	"time"
 
@@ -17,6 +17,7 @@ import (
 )
 
 func TestConditionalRequest304IsFree(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t)
 	srv.CreateRepo("acme", "r", map[string]string{"a/b.yaml": "b\n"})
@@ -54,8 +55,9 @@ func TestConditionalRequest304IsFree(t *testing.T) {
 }
 
 func TestPrimaryLimit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	srv := githubtest.NewServer(t, githubtest.WithPrimaryLimit(3), githubtest.WithTimeScale(3600))
+	srv := githubtest.NewServer(t, githubtest.WithPrimaryLimit(3), githubtest.WithManualClock())
 	srv.CreateRepo("acme", "r", nil)
 	c := srv.Client()
 	for i := range 3 {
@@ -71,10 +73,11 @@ func TestPrimaryLimit(t *testing.T) {
 	require.ErrorAs(t, err, &rl)
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
 	assert.Equal(t, 0, rl.Rate.Remaining)
-	assert.WithinDuration(t, time.Now(), rl.Rate.Reset.Time, 3*time.Second, "an hour of fake time is a second of wall time")
+	assert.Equal(t, srv.Now().Add(time.Hour), rl.Rate.Reset.Time.UTC(), "the window is an hour from its first request")
 
-	// after the reset (one wall second at this scale) the budget is back
-	time.Sleep(time.Until(rl.Rate.Reset.Time) + 50*time.Millisecond)
+	// after the reset the budget is back (a fresh client: go-github holds c until the reset)
+	srv.AdvanceClock(time.Hour)
+	c = srv.Client()
 	_, _, err = c.Repositories.Get(ctx, "acme", "r")
 	require.NoError(t, err)
 
@@ -86,6 +89,7 @@ func TestPrimaryLimit(t *testing.T) {
 }
 
 func TestPrimaryLimit429(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t, githubtest.WithPrimaryLimit(1), githubtest.WithPrimaryLimitStatus(http.StatusTooManyRequests))
 	srv.CreateRepo("acme", "r", nil)
 	c := srv.Client()
@@ -104,8 +108,9 @@ func createBlob(c *github.Client) error {
 }
 
 func TestContentCreationLimitWithRetryAfter(t *testing.T) {
-	// 2 per minute; at 60x a fake minute is one wall second
-	srv := githubtest.NewServer(t, githubtest.WithContentCreationLimit(2, 0, true), githubtest.WithTimeScale(60))
+	t.Parallel()
+	// 2 per minute, on a fake clock that moves only when told
+	srv := githubtest.NewServer(t, githubtest.WithContentCreationLimit(2, 0, true), githubtest.WithManualClock())
 	srv.CreateRepo("acme", "r", map[string]string{"a": "a"})
 	c := srv.Client()
 	require.NoError(t, createBlob(c))
@@ -117,16 +122,18 @@ func TestContentCreationLimitWithRetryAfter(t *testing.T) {
 	var ab *github.AbuseRateLimitError
 	require.ErrorAs(t, err, &ab)
 	require.NotNil(t, ab.RetryAfter)
-	assert.Equal(t, time.Second, *ab.RetryAfter)
+	assert.Equal(t, time.Minute, *ab.RetryAfter, "the first of the two leaves the window in a minute")
 	assert.Contains(t, ab.Message, "secondary rate limit")
 
-	time.Sleep(*ab.RetryAfter + 50*time.Millisecond)
-	require.NoError(t, createBlob(c), "the minute window has passed")
+	srv.AdvanceClock(*ab.RetryAfter)
+	// a fresh client: go-github holds c for Retry-After of wall time
+	require.NoError(t, createBlob(srv.Client()), "the minute window has passed")
 	counts := srv.Counts()
 	assert.Equal(t, 4, counts.ContentCreating)
 }
 
 func TestContentCreationHourLimitWithoutRetryAfter(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t, githubtest.WithContentCreationLimit(0, 2, false))
 	srv.CreateRepo("acme", "r", map[string]string{"a": "a"})
 	c := srv.Client()
@@ -143,29 +150,46 @@ func TestContentCreationHourLimitWithoutRetryAfter(t *testing.T) {
 }
 
 func TestConcurrencyLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
 	srv := githubtest.NewServer(t, githubtest.WithConcurrencyLimit(1))
 	srv.CreateRepo("acme", "r", nil)
-	srv.Fault("GET /repos/{owner}/{repo}", githubtest.FaultSpec{Latency: 300 * time.Millisecond, OnCall: 1})
-	c := srv.Client()
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for i := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if i == 1 {
-				time.Sleep(100 * time.Millisecond)
+	srv.CreateRepo("acme", "slow", nil)
+	// The request for "slow" stays in flight until its context is cancelled.
+	srv.Fault("GET /api/v3/repos/acme/slow", githubtest.FaultSpec{Latency: time.Hour})
+	slowCtx, cancel := context.WithCancel(ctx)
+	slowDone := make(chan error, 1)
+	go func() {
+		for {
+			// a fresh client each time: go-github holds a client that met a secondary limit
+			_, _, err := srv.Client().Repositories.Get(slowCtx, "acme", "slow")
+			var ab *github.AbuseRateLimitError
+			if errors.As(err, &ab) && slowCtx.Err() == nil {
+				continue // it arrived while a request to "r" was in flight: over the limit too
 			}
-			_, _, errs[i] = c.Repositories.Get(context.Background(), "acme", "r")
-		}()
+			slowDone <- err
+			return
+		}
+	}()
+	// Until the slow request is in flight, a request to "r" is alone and answered; once it is,
+	// the next one is over the limit.
+	var err error
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, _, err = srv.Client().Repositories.Get(ctx, "acme", "r")
+		if err != nil || time.Now().After(deadline) {
+			break
+		}
+		runtime.Gosched()
 	}
-	wg.Wait()
-	require.NoError(t, errs[0])
+	cancel()
 	var ab *github.AbuseRateLimitError
-	assert.ErrorAs(t, errs[1], &ab, "the second request in flight is over the limit")
+	assert.ErrorAs(t, err, &ab, "the second request in flight is over the limit")
+	<-slowDone
 }
 
 func TestFaults(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t)
 	srv.CreateRepo("acme", "r", map[string]string{"a": "a"})
@@ -204,6 +228,7 @@ func TestFaults(t *testing.T) {
 }
 
 func TestPaginationAcrossPages(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t)
 	srv.CreateOrg("acme")
@@ -237,6 +262,7 @@ func TestPaginationAcrossPages(t *testing.T) {
 }
 
 func TestRequestLogClassifiesNoOp(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t)
 	srv.CreateRepo("acme", "r", map[string]string{"a": "a"})

@@ -17,6 +17,7 @@ import (
 // An installation token does what the App was granted and nothing else: GitHub's 403
 // "Resource not accessible by integration". A user's token is not limited by the App.
 func TestInstallationTokenLimitedToAppPermissions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t, githubtest.WithAppPermissions(map[string]string{"metadata": "read", "contents": "read"}))
 	srv.CreateOrg("acme")
@@ -44,6 +45,7 @@ func TestInstallationTokenLimitedToAppPermissions(t *testing.T) {
 
 // A manifest that cannot grant anything is refused with the file and the fix.
 func TestLoadAppPermissionsRefusesBadManifests(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for name, body := range map[string]string{
 		"empty.yml":   "name: x\n",

@@ -19,6 +19,7 @@ import (
 )
 
 func TestPullRequestLifecycle(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t)
 	srv.CreateRepo("acme", "cluster-a", map[string]string{"README.md": "v1\n"})
@@ -97,6 +98,7 @@ func TestPullRequestLifecycle(t *testing.T) {
 }
 
 func TestPushToBaseMergesPullRequestAndCloseOnDelete(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t)
 	srv.CreateRepo("acme", "r", map[string]string{"a": "a\n"})
@@ -130,6 +132,7 @@ func TestPushToBaseMergesPullRequestAndCloseOnDelete(t *testing.T) {
 }
 
 func TestWebhooksDelivered(t *testing.T) {
+	t.Parallel()
 	const secret = "s3cret"
 	var mu sync.Mutex
 	got := map[string]int{}
@@ -169,6 +172,7 @@ func TestWebhooksDelivered(t *testing.T) {
 }
 
 func TestGitPushAuth(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	srv.CreateRepo("acme", "r", map[string]string{"a": "a\n"})
 	resp, err := http.Get(srv.URL + "/acme/r.git/info/refs?service=git-upload-pack")

@@ -16,6 +16,7 @@ import (
 // GitHub's points limit: a write costs 5 points, a read 1, per endpoint group and minute; the
 // answer is a secondary limit, here a 429 with Retry-After, and the window passes.
 func TestPointsLimit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t, githubtest.WithManualClock(), githubtest.WithPointsLimit(12, true),
 		githubtest.WithSecondaryLimitStatus(http.StatusTooManyRequests))
@@ -48,6 +49,7 @@ func TestPointsLimit(t *testing.T) {
 
 // GitHub's guidance, enforced: one mutation at a time per principal, a second apart.
 func TestMutationPacing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t, githubtest.WithManualClock(), githubtest.WithMutationPacing(time.Second))
 	srv.CreateOrg("acme")

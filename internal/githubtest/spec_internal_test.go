@@ -21,6 +21,7 @@ func (r *recorder) Fatalf(format string, args ...any) { r.fatal = fmt.Sprintf(fo
 // Without GitHub's description the conformance check never passes silently: under CI=true the
 // test fails saying what to run; elsewhere it is announced.
 func TestSpecMissingFailsUnderCI(t *testing.T) {
+	t.Parallel()
 	missing := func() (*restspec.Description, error) { return nil, errors.New("no such file") }
 	warned := 0
 	warn := func() { warned++ }

@@ -32,6 +32,7 @@ func loadSpec(t *testing.T) *restspec.Description {
 // The conformance check names the operation and the field of a request GitHub's description
 // refuses, and of a response it does not document the fake's way.
 func TestRESTSpecNamesOperationAndField(t *testing.T) {
+	t.Parallel()
 	d := loadSpec(t)
 	var mu sync.Mutex
 	var got []restspec.Violation
@@ -69,6 +70,7 @@ func TestRESTSpecNamesOperationAndField(t *testing.T) {
 
 // The matcher finds the operation of a path whose last parameter holds slashes.
 func TestRESTSpecMatchesSlashedRef(t *testing.T) {
+	t.Parallel()
 	d := loadSpec(t)
 	rt, params, ok := d.Match("GET", "/repos/acme/r/git/ref/heads/feature/a")
 	require.True(t, ok)

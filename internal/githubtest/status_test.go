@@ -19,6 +19,7 @@ import (
 // server's certificate as the only CA, as a Provider's certSecretRef gives it. NewServer checks
 // every request and answer against GitHub's REST description.
 func TestCommitStatusOverTLS(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t, githubtest.WithTLS())
 	srv.CreateRepo("acme", "cluster", map[string]string{"README.md": "v1\n"})
@@ -56,6 +57,7 @@ func TestCommitStatusOverTLS(t *testing.T) {
 // TestCommitStatusRefusals: a status for a commit the repository lacks or with a state GitHub
 // does not know is refused with 422, as GitHub does, and nothing is recorded.
 func TestCommitStatusRefusals(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	// A state outside the description's enum is a request GitHub's description refuses on purpose.
 	srv := githubtest.NewServer(t, githubtest.WithoutRESTSpec())

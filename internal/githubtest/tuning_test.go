@@ -16,6 +16,7 @@ import (
 )
 
 func TestSetContentCreationLimitAtRunTime(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := githubtest.NewServer(t)
 	srv.CreateRepo("acme", "r", map[string]string{"a": "a\n"})
@@ -38,6 +39,7 @@ func TestSetContentCreationLimitAtRunTime(t *testing.T) {
 }
 
 func TestDisablePersistence(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	srv, err := githubtest.New(dir)
 	require.NoError(t, err)

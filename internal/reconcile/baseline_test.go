@@ -53,6 +53,7 @@ func (f *readCounter) take() []string {
 // corrupt, another version), when the last full run is too old, when the platform
 // configuration changed, when a target left the control repo, and after a failed run.
 func TestIncrementalApply(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))

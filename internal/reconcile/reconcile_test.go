@@ -221,6 +221,7 @@ func TestOnlyReconcilesTheListedRepos(t *testing.T) {
 // removal; the move of every component into its own directory (the layout
 // of per-component Flux Kustomizations) removes none.
 func TestRemovesComponent(t *testing.T) {
+	t.Parallel()
 	d := func(files ...pr.FileChange) *pr.Decision { return &pr.Decision{Files: files} }
 	rm := func(p string) pr.FileChange { return pr.FileChange{Path: p, Op: pr.FileRemoved} }
 	add := func(p string) pr.FileChange { return pr.FileChange{Path: p, Op: pr.FileAdded} }

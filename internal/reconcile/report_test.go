@@ -20,6 +20,7 @@ import (
 // the text table, the Markdown table, the summary counts and the JSON action, and the counts
 // add up to the rows (issue 19: "no change" in text and "noop" in JSON disagreed).
 func TestOneVocabularyInEveryOutput(t *testing.T) {
+	t.Parallel()
 	results := []Result{
 		{Repo: "acme/cluster-a", Kind: "cluster", Action: pr.ActionNoop, Reason: "PR #1 already carries the desired tree", PR: 1, FilesAdded: 2},
 		{Repo: "acme/cluster-b", Kind: "cluster", Action: pr.ActionOpen, PR: 2, FilesAdded: 1},
@@ -89,6 +90,7 @@ func outcomeWordsForMetrics(r Result) string { return r.Word() }
 
 // TestLineMerged: a pull request merged at once in this run reads as merged, not as open.
 func TestLineMerged(t *testing.T) {
+	t.Parallel()
 	r := Result{Repo: "acme/cluster-a", Action: pr.ActionOpen, PR: 2, Merged: true, FilesChanged: 1}
 	if got, want := r.Line(), "acme/cluster-a: open PR #2 (merged) (+0 ~1 -0 files)"; got != want {
 		t.Errorf("Line() = %q, want %q", got, want)
@@ -99,6 +101,7 @@ func TestLineMerged(t *testing.T) {
 // embedded (the Action's plan-json holds one under "report"), with its format_version, its
 // command, and the control repo errors with their file:line.
 func TestReportJSONIsTheDocument(t *testing.T) {
+	t.Parallel()
 	rep := &Report{Command: report.CommandApply, Source: "abc", Results: []Result{{Repo: "acme/cluster-a", Kind: "cluster", Action: pr.ActionNoop}},
 		Refused: errors.New("too many removals"),
 		Issues:  control.Issues{{Pos: control.Position{File: "clusters/a.yaml", Line: 3}, Message: "unknown team", Hint: "create it"}}}

@@ -265,6 +265,7 @@ var _ = gittree.EmptyTree
 // second open PR from the same branch, and the new PR must not be the one
 // recorded merged. Found by the end-to-end test (make e2e).
 func TestMergedByHandThenMainMoved(t *testing.T) {
+	t.Parallel()
 	requireGit(t)
 	dir := t.TempDir()
 	f := openForge(t, dir)

@@ -62,6 +62,7 @@ func review(t *testing.T, base, head fs.FS, author string, member func(string) (
 }
 
 func TestPlatformAdminEditsPlatform(t *testing.T) {
+	t.Parallel()
 	base := example(t)
 	head := change(t, base, "platform.yaml", "interval: 10m", "interval: 5m")
 	rep := review(t, base, head, "alice", memberOf("platform"))
@@ -77,6 +78,7 @@ func TestPlatformAdminEditsPlatform(t *testing.T) {
 }
 
 func TestWorkspaceAdminEditsCluster(t *testing.T) {
+	t.Parallel()
 	base := example(t)
 	head := change(t, base, "clusters/prod-eu-1.yaml", "monitoring_retention: 30d", "monitoring_retention: 90d")
 	rep := review(t, base, head, "bob", memberOf("payments-devs"))
@@ -98,6 +100,7 @@ func TestWorkspaceAdminEditsCluster(t *testing.T) {
 }
 
 func TestClusterAdminEditsOwnCluster(t *testing.T) {
+	t.Parallel()
 	base := example(t)
 	head := change(t, base, "clusters/prod-eu-1.yaml", "monitoring_retention: 30d", "monitoring_retention: 90d")
 	rep := review(t, base, head, "carol", memberOf("payments-sre"))
@@ -105,6 +108,7 @@ func TestClusterAdminEditsOwnCluster(t *testing.T) {
 }
 
 func TestWorkspaceAdminEditsOwnApps(t *testing.T) {
+	t.Parallel()
 	base := example(t)
 	head := change(t, base, "workspaces/payments.yaml", `podinfo_replicas: "2"`, `podinfo_replicas: "4"`)
 	rep := review(t, base, head, "bob", memberOf("payments-devs"))
@@ -128,6 +132,7 @@ func TestWorkspaceAdminEditsOwnApps(t *testing.T) {
 }
 
 func TestWorkspaceAdminOverreaches(t *testing.T) {
+	t.Parallel()
 	base := example(t)
 	for _, tc := range []struct {
 		name, file, old, new, reason string
@@ -150,6 +155,7 @@ func TestWorkspaceAdminOverreaches(t *testing.T) {
 }
 
 func TestInvalidHead(t *testing.T) {
+	t.Parallel()
 	base := example(t)
 	head := change(t, base, "clusters/prod-eu-1.yaml", "admins: [payments-sre]", "admins: [Payments SRE]")
 	rep := review(t, base, head, "alice", memberOf("platform"))
@@ -160,6 +166,7 @@ func TestInvalidHead(t *testing.T) {
 }
 
 func TestUnknownMembership(t *testing.T) {
+	t.Parallel()
 	base := example(t)
 	head := change(t, base, "workspaces/payments.yaml", `podinfo_replicas: "2"`, `podinfo_replicas: "4"`)
 	rep := review(t, base, head, "bob", nil)
@@ -171,6 +178,7 @@ func TestUnknownMembership(t *testing.T) {
 // pointing a cluster's link at another file is a change of that cluster's file, judged by who
 // may change it, even though no file's content changed.
 func TestRetargetedLinkIsAChange(t *testing.T) {
+	t.Parallel()
 	base := example(t)
 	orig := base["clusters/prod-eu-1.yaml"].Data
 	base["shared/prod-eu-1.yaml"] = &fstest.MapFile{Data: orig}

@@ -9,6 +9,7 @@ import (
 )
 
 func TestSeenSet(t *testing.T) {
+	t.Parallel()
 	s := newSeenSet(2)
 	assert.True(t, s.add("a"))
 	assert.False(t, s.add("a"), "a duplicate")
@@ -21,6 +22,7 @@ func TestSeenSet(t *testing.T) {
 }
 
 func TestSeenSetConcurrentDuplicates(t *testing.T) {
+	t.Parallel()
 	s := newSeenSet(100)
 	var wg sync.WaitGroup
 	var mu sync.Mutex

@@ -58,6 +58,7 @@ func pushBody(repo, ref, sender string) string {
 }
 
 func TestDispatcherRefusesBeforeParsing(t *testing.T) {
+	t.Parallel()
 	q := NewQueue(10)
 	d := newTestDispatcher(t, q, 1024)
 	body := pushBody("acme/control", "refs/heads/main", "alice")
@@ -81,6 +82,7 @@ func TestDispatcherRefusesBeforeParsing(t *testing.T) {
 }
 
 func TestDispatcherRoutesDedupesAndAccepts(t *testing.T) {
+	t.Parallel()
 	q := NewQueue(10)
 	d := newTestDispatcher(t, q, 0)
 	body := pushBody("acme/control", "refs/heads/main", "alice")
@@ -102,6 +104,7 @@ func TestDispatcherRoutesDedupesAndAccepts(t *testing.T) {
 }
 
 func TestDispatcherQueueFullIs503AndRedeliverable(t *testing.T) {
+	t.Parallel()
 	q := NewQueue(1)
 	d := newTestDispatcher(t, q, 0)
 	_, _ = post{event: "push", delivery: "a", body: pushBody("acme/control", "refs/heads/main", "alice")}.do(t, d)
@@ -124,6 +127,7 @@ func TestDispatcherQueueFullIs503AndRedeliverable(t *testing.T) {
 }
 
 func TestHandlersDecide(t *testing.T) {
+	t.Parallel()
 	sha := strings.Repeat("b", 40)
 	for _, tc := range []struct {
 		name, event, body string
@@ -188,6 +192,7 @@ type execFunc func(ctx context.Context, j Job) error
 func (f execFunc) Execute(ctx context.Context, j Job) error { return f(ctx, j) }
 
 func TestPoolRecoversPanicsAndGivesFreshContexts(t *testing.T) {
+	t.Parallel()
 	q := NewQueue(10)
 	var ran atomic.Int32
 	done := make(chan struct{}, 10)
@@ -217,6 +222,7 @@ func TestPoolRecoversPanicsAndGivesFreshContexts(t *testing.T) {
 }
 
 func TestPoolShutdownFinishesInFlightAndHandsBackTheRest(t *testing.T) {
+	t.Parallel()
 	q := NewQueue(10)
 	started, release := make(chan struct{}), make(chan struct{})
 	var runs, finished, cancelled atomic.Int32
@@ -252,6 +258,7 @@ func TestPoolShutdownFinishesInFlightAndHandsBackTheRest(t *testing.T) {
 }
 
 func TestPoolShutdownCancelsAfterGrace(t *testing.T) {
+	t.Parallel()
 	q := NewQueue(10)
 	started := make(chan struct{})
 	p := &Pool{Queue: q, Workers: 1, Grace: 30 * time.Millisecond, Exec: execFunc(func(ctx context.Context, j Job) error {
@@ -268,7 +275,7 @@ func TestPoolShutdownCancelsAfterGrace(t *testing.T) {
 	select {
 	case err := <-stopped:
 		require.NoError(t, err)
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute): // a deadline for a hang, generous under load
 		t.Fatal("Run did not return after the grace period")
 	}
 }

@@ -34,6 +34,7 @@ func (b *blockingBody) Read(p []byte) (int, error) {
 // hold at most MaxUnverified slots; the next delivery is refused at once with 503 (GitHub
 // redelivers), and a signed delivery goes through once a slot is free.
 func TestAttackSlowUnauthenticatedBodies(t *testing.T) {
+	t.Parallel()
 	q := NewQueue(10)
 	d, err := NewDispatcher(DispatcherConfig{Secret: []byte(testSecret), MaxUnverified: 2, Metrics: metrics.New()},
 		Handlers(HandlerConfig{Control: "acme/control", Self: "fleetbot[bot]", AppID: 1, Queue: q})...)
@@ -63,6 +64,7 @@ func TestAttackSlowUnauthenticatedBodies(t *testing.T) {
 // TestAttackUnauthenticatedHeadersInLogs: what an unauthenticated sender puts in the event and
 // delivery headers reaches the log only bounded.
 func TestAttackUnauthenticatedHeadersInLogs(t *testing.T) {
+	t.Parallel()
 	var logs bytes.Buffer
 	d, err := NewDispatcher(DispatcherConfig{Secret: []byte(testSecret), Logger: slog.New(slog.NewTextHandler(&logs, nil)), Metrics: metrics.New()})
 	require.NoError(t, err)
@@ -83,6 +85,7 @@ func TestAttackUnauthenticatedHeadersInLogs(t *testing.T) {
 // TestGitHubSizedBodiesAccepted: GitHub caps payloads at 25 MB; a signed 20 MB delivery is
 // accepted by default (the old 5 MB cap refused legal deliveries).
 func TestGitHubSizedBodiesAccepted(t *testing.T) {
+	t.Parallel()
 	q := NewQueue(10)
 	d, err := NewDispatcher(DispatcherConfig{Secret: []byte(testSecret)},
 		Handlers(HandlerConfig{Control: "acme/control", Self: "fleetbot[bot]", AppID: 1, Queue: q})...)

@@ -213,6 +213,7 @@ func mergeAll(t *testing.T, root string) (merged []string) {
 // incrementally (only the repos whose desired state changed) leaves every target repo exactly
 // as a full reconcile of the same commit does, and reads only the repos it must.
 func TestIncrementalApplyMatchesFull(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clock := func() time.Time { return time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC) }
 	open := func(dir string) *local.Forge {
@@ -287,6 +288,7 @@ func TestIncrementalApplyMatchesFull(t *testing.T) {
 // TestCoalescedApplyIsFullIfEitherIs: a push (incremental) coalesced with a resync or an
 // installation change (full) runs in full, whichever came first.
 func TestCoalescedApplyIsFullIfEitherIs(t *testing.T) {
+	t.Parallel()
 	push := Job{Kind: KindApply, Repo: "acme/control", Reason: "push", Incremental: true}
 	resync := Job{Kind: KindApply, Repo: "acme/control", Reason: "resync"}
 	assert.False(t, push.merge(resync).Incremental)
@@ -297,6 +299,7 @@ func TestCoalescedApplyIsFullIfEitherIs(t *testing.T) {
 // TestShardedServiceAppliesItsOwnRepos: replica 0 of 2 reads and writes only the repos jump
 // hashing gives it, and ignores drift on the others; replica 1 does the rest.
 func TestShardedServiceAppliesItsOwnRepos(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clock := func() time.Time { return time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC) }
 	f, err := local.Open(t.TempDir(), local.Options{Now: clock})

@@ -31,6 +31,7 @@ func noNext(t *testing.T, q *Queue) {
 }
 
 func TestQueueCoalescesPerKeyOnTheNewestCommit(t *testing.T) {
+	t.Parallel()
 	q := NewQueue(10)
 	for i := range 10 {
 		c, err := q.Push(Job{Kind: KindApply, Repo: "acme/control", SHA: fmt.Sprintf("sha%d", i), Delivery: fmt.Sprint(i), Queued: t0.Add(time.Duration(i) * time.Second)})
@@ -57,6 +58,7 @@ func TestQueueCoalescesPerKeyOnTheNewestCommit(t *testing.T) {
 }
 
 func TestQueueIsBoundedAndNeverBlocks(t *testing.T) {
+	t.Parallel()
 	q := NewQueue(2)
 	_, err := q.Push(Job{Kind: KindDrift, Repo: "acme/a"})
 	require.NoError(t, err)
@@ -72,6 +74,7 @@ func TestQueueIsBoundedAndNeverBlocks(t *testing.T) {
 }
 
 func TestQueueNeverRunsAKeyTwiceAtOnce(t *testing.T) {
+	t.Parallel()
 	q := NewQueue(10)
 	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/a", Reason: "first"})
 	j := next(t, q)
@@ -83,6 +86,7 @@ func TestQueueNeverRunsAKeyTwiceAtOnce(t *testing.T) {
 }
 
 func TestQueueApplyAndDriftsExclude(t *testing.T) {
+	t.Parallel()
 	q := NewQueue(10)
 	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/a", Queued: t0.Add(time.Second)})
 	d := next(t, q)
@@ -109,6 +113,7 @@ func TestQueueApplyAndDriftsExclude(t *testing.T) {
 }
 
 func TestQueueDrain(t *testing.T) {
+	t.Parallel()
 	q := NewQueue(10)
 	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/a"})
 	_, _ = q.Push(Job{Kind: KindCheck, Repo: "acme/control", SHA: "abc"})

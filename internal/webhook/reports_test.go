@@ -19,6 +19,7 @@ import (
 // every repo; a drift apply replaces only its repo's result; the next full apply replaces them
 // all (a removed cluster's last word is its removal PR).
 func TestServiceKeepsTheLastReportOfEachRepo(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f, err := local.Open(t.TempDir(), local.Options{Now: func() time.Time { return time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC) }})
 	require.NoError(t, err)

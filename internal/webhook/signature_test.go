@@ -33,6 +33,7 @@ func sign1(secret, body string) string {
 }
 
 func TestVerifySignature(t *testing.T) {
+	t.Parallel()
 	body := `{"zen":"Keep it logically awesome."}`
 	good := sign("s3cret", body)
 	for _, tc := range []struct {
@@ -61,6 +62,7 @@ func TestVerifySignature(t *testing.T) {
 }
 
 func TestTruncateMarkdown(t *testing.T) {
+	t.Parallel()
 	short := "### plan\n\nsmall"
 	assert.Equal(t, short, TruncateMarkdown(short, 100))
 

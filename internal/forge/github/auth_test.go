@@ -98,6 +98,7 @@ func (a *appServer) issuers() []string {
 }
 
 func TestAppAuth(t *testing.T) {
+	t.Parallel()
 	a := newAppServer(t, nil)
 	var auths []string
 	var mu sync.Mutex
@@ -133,6 +134,7 @@ func TestAppAuth(t *testing.T) {
 }
 
 func TestAppAuthReadOnlyStillMints(t *testing.T) {
+	t.Parallel()
 	a := newAppServer(t, nil)
 	a.mux.HandleFunc("GET /repos/acme/r", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(`{}`)) })
 	c, err := New(context.Background(), Config{
@@ -148,6 +150,7 @@ func TestAppAuthReadOnlyStillMints(t *testing.T) {
 }
 
 func TestAppInstallationLookup(t *testing.T) {
+	t.Parallel()
 	a := newAppServer(t, nil)
 	app, err := NewApp(AppConfig{APIURL: a.apiURL(), AppID: testAppID, PrivateKey: a.pem})
 	require.NoError(t, err)
@@ -175,6 +178,7 @@ func TestAppInstallationLookup(t *testing.T) {
 }
 
 func TestAppFreshTokenRetried(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	a := newAppServer(t, clock)
 	var calls atomic.Int64
@@ -205,6 +209,7 @@ func TestAppFreshTokenRetried(t *testing.T) {
 }
 
 func TestNewAppRejectsBadKey(t *testing.T) {
+	t.Parallel()
 	_, err := NewApp(AppConfig{AppID: 1, PrivateKey: []byte("-----BEGIN RSA PRIVATE KEY-----\nc2VjcmV0\n-----END RSA PRIVATE KEY-----\n")})
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "c2VjcmV0")
@@ -213,6 +218,7 @@ func TestNewAppRejectsBadKey(t *testing.T) {
 }
 
 func TestTokenTransport(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, nil)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {})
 	rt := NewTokenTransport(http.DefaultTransport, "s3cret")

@@ -26,6 +26,7 @@ func protectWithoutReview(t *testing.T, e *env) {
 // protection is missing or weaker than fleetbot's (someone removed it). fleetbot then merges
 // nothing: the error says the protection is weaker, how, and to merge by hand.
 func TestAutoMergeCleanUnprotectedNotMerged(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	np := autoMergeRepo(t, e)
 	p, err := e.forge(t, false).OpenPR(context.Background(), "acme", "adopted", np)
@@ -53,6 +54,7 @@ func TestAutoMergeCleanUnprotectedNotMerged(t *testing.T) {
 // on the free plan answers 403 "Upgrade to GitHub Pro"), a clean pull request is never merged
 // directly, and the error says so precisely.
 func TestAutoMergeProtectionNotEnforced(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	np := autoMergeRepo(t, e)
 	e.srv.Fault("GET /repos/{owner}/{repo}/branches/{branch}/protection", githubtest.FaultSpec{Status: 403,
@@ -67,6 +69,7 @@ func TestAutoMergeProtectionNotEnforced(t *testing.T) {
 // own (between SetBranch and the pull request) is never merged nor given auto-merge: the head
 // GitHub reports is not the one fleetbot pushed.
 func TestAutoMergeHeadNotFleetbots(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	np := autoMergeRepo(t, e)
 	protectWithoutReview(t, e)
@@ -90,6 +93,7 @@ func TestAutoMergeHeadNotFleetbots(t *testing.T) {
 // fleetbot's (its marker, or the head fleetbot pushed). One a human opened from the branch is
 // left as it is, and the error names it and says what to do.
 func TestAdoptOnlyFleetbotsPullRequest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	np := autoMergeRepo(t, e)
 	np.AutoMerge = false
@@ -121,8 +125,10 @@ func TestAdoptOnlyFleetbotsPullRequest(t *testing.T) {
 // which then waits for review with auto-merge; when the access it holds is still the cached
 // one, the pull request GitHub finds clean is left open with an error that says why.
 func TestAutoMergeAfterProtectionRemoved(t *testing.T) {
+	t.Parallel()
 	for _, fresh := range []bool{true, false} {
 		t.Run(map[bool]string{true: "access read", false: "access cached"}[fresh], func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			setMergeAuto(t, e)
 			e.mergeAll(t, e.apply(t, e.forge(t, false)))

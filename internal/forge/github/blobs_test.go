@@ -11,6 +11,7 @@ import (
 // TestRequestsCountBlobs: the price of a decision counts the blob every binary file needs
 // before its tree, in the bootstrap commit and in the bot commit alike.
 func TestRequestsCountBlobs(t *testing.T) {
+	t.Parallel()
 	text := pr.Change{Path: "README.md", Content: []byte("# hello\n")}
 	binary := pr.Change{Path: "logo.png", Content: []byte{0x89, 'P', 'N', 'G', 0, 1, 2}}
 	gone := pr.Change{Path: "old.bin", Delete: true}

@@ -15,6 +15,7 @@ import (
 // leaves a default branch that a persona team can push to without CODEOWNERS and protection;
 // the next run finishes it.
 func TestAttackInterruptedBootstrap(t *testing.T) {
+	t.Parallel()
 	for _, step := range []string{
 		"PUT /repos/{owner}/{repo}/contents/{path...}",           // the first commit
 		"POST /repos/{owner}/{repo}/git/trees",                   // the bootstrap tree
@@ -22,6 +23,7 @@ func TestAttackInterruptedBootstrap(t *testing.T) {
 		"PUT /orgs/{org}/teams/{team_slug}/repos/{owner}/{repo}", // team grants
 	} {
 		t.Run(step, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			f := e.forge(t, false)
 			e.srv.Fault(step, githubtest.FaultSpec{Status: 500, Message: "interrupted here"})

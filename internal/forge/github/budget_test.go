@@ -17,6 +17,7 @@ import (
 func created(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) }
 
 func TestBudgetContentWindowPerMinute(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	t0 := clock.Now()
 	s := newTestServer(t, clock)
@@ -43,6 +44,7 @@ func TestBudgetContentWindowPerMinute(t *testing.T) {
 }
 
 func TestBudgetContentWindowPerHour(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	s := newTestServer(t, clock)
 	s.mux.HandleFunc("/", created)
@@ -70,6 +72,7 @@ func TestBudgetContentWindowPerHour(t *testing.T) {
 }
 
 func TestBudgetAfford(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	b := NewBudget(BudgetConfig{PerMinute: 80, PerHour: 500, MinInterval: -1, Clock: clock})
 	req, _ := http.NewRequest("POST", "http://x/repos/o/r/git/trees", nil)
@@ -96,16 +99,29 @@ func TestBudgetAfford(t *testing.T) {
 }
 
 func TestBudgetSerialisesWrites(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, nil)
 	var writes, reads inFlight
+	// The first read is held until a second one is in flight (which only happens if reads are
+	// not serialised; the deadline fails the test otherwise); writes get a moment to overlap.
+	twoReads := make(chan struct{})
+	var twoOnce sync.Once
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		f := &writes
 		if r.Method == http.MethodGet {
-			f = &reads
+			reads.enter()
+			if reads.cur.Load() >= 2 {
+				twoOnce.Do(func() { close(twoReads) })
+			}
+			defer reads.leave()
+			select {
+			case <-twoReads:
+			case <-time.After(time.Minute):
+			}
+			return
 		}
-		f.enter()
-		defer f.leave()
-		time.Sleep(5 * time.Millisecond)
+		writes.enter()
+		defer writes.leave()
+		time.Sleep(5 * time.Millisecond) // a window for a second write to (wrongly) overlap; not a wait
 	})
 	rt := NewBudgetTransport(http.DefaultTransport, NewBudget(BudgetConfig{MinInterval: -1})) // system clock: no spacing
 	var wg sync.WaitGroup
@@ -119,6 +135,7 @@ func TestBudgetSerialisesWrites(t *testing.T) {
 }
 
 func TestBudgetDeadlineAware(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	b := NewBudget(BudgetConfig{PerMinute: 1, Clock: clock})
 	rt := NewBudgetTransport(roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -138,6 +155,7 @@ func TestBudgetDeadlineAware(t *testing.T) {
 }
 
 func TestBudgetPauseHoldsReadsAndWrites(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	t0 := clock.Now()
 	s := newTestServer(t, clock)
@@ -156,6 +174,7 @@ func TestBudgetPauseHoldsReadsAndWrites(t *testing.T) {
 
 // GitHub's guidance: mutations of an installation one at a time, at least a second apart.
 func TestBudgetSpacesMutations(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	b := NewBudget(BudgetConfig{Clock: clock})
 	assert.Equal(t, DefaultMinInterval, b.Config().MinInterval)
@@ -176,6 +195,7 @@ func TestBudgetSpacesMutations(t *testing.T) {
 
 // Afford counts the second between mutations: 100 writes take at least 99 s.
 func TestBudgetAffordCountsInterval(t *testing.T) {
+	t.Parallel()
 	b := NewBudget(BudgetConfig{PerMinute: 1000, PerHour: 10000, Clock: newFakeClock()})
 	ok, wait := b.Afford(100)
 	assert.True(t, ok)

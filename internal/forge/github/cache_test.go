@@ -35,6 +35,7 @@ func readAll(t *testing.T, resp *http.Response) string {
 }
 
 func TestCacheTransportETag(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, nil)
 	s.mux.Handle("/repos/o/r", etagHandler(`"v1"`, `{"name":"r"}`))
 	ct := NewCacheTransport(http.DefaultTransport, "token:a", 0, 0)
@@ -57,6 +58,7 @@ func TestCacheTransportETag(t *testing.T) {
 }
 
 func TestCacheTransportChangedBodyReplacesEntry(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, nil)
 	version := "v1"
 	var mu sync.Mutex
@@ -78,6 +80,7 @@ func TestCacheTransportChangedBodyReplacesEntry(t *testing.T) {
 }
 
 func TestCacheTransportKeysByIdentityAndAccept(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, nil)
 	s.mux.Handle("/repos/o/r", etagHandler(`"v1"`, `{}`))
 	a := NewCacheTransport(http.DefaultTransport, "installation:1", 0, 0)
@@ -96,6 +99,7 @@ func TestCacheTransportKeysByIdentityAndAccept(t *testing.T) {
 }
 
 func TestCacheTransportBounds(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, nil)
 	for i := range 5 {
 		s.mux.Handle(fmt.Sprintf("/r/%d", i), etagHandler(fmt.Sprintf(`"%d"`, i), fmt.Sprintf(`{"n":%d}`, i)))
@@ -121,6 +125,7 @@ func TestCacheTransportBounds(t *testing.T) {
 }
 
 func TestCacheTransportSkipsNonGETAndExplicitConditionals(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, nil)
 	s.mux.Handle("/repos/o/r", etagHandler(`"v1"`, `{}`))
 	ct := NewCacheTransport(http.DefaultTransport, "x", 0, 0)
@@ -136,6 +141,7 @@ func TestCacheTransportSkipsNonGETAndExplicitConditionals(t *testing.T) {
 }
 
 func TestCacheTransportConcurrent(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, nil)
 	for i := range 20 {
 		s.mux.Handle(fmt.Sprintf("/r/%d", i), etagHandler(fmt.Sprintf(`"%d"`, i), fmt.Sprintf(`{"n":%d}`, i)))

@@ -12,6 +12,7 @@ import (
 )
 
 func TestPrepareCacheDirCreatesPrivate(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "a", "cache")
 	require.NoError(t, PrepareCacheDir(dir))
 	fi, err := os.Stat(dir)
@@ -22,6 +23,7 @@ func TestPrepareCacheDirCreatesPrivate(t *testing.T) {
 // TestAttackSharedCacheDirRefused: a cache directory another user can write to (or a symlink
 // someone planted) is refused with what to do, before anything is read from it.
 func TestAttackSharedCacheDirRefused(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "cache")
 	require.NoError(t, os.Mkdir(dir, 0o700))
 	require.NoError(t, os.Chmod(dir, 0o777))
@@ -41,6 +43,7 @@ func TestAttackSharedCacheDirRefused(t *testing.T) {
 // TestAttackPlantedCacheFileIgnored: a snapshot file others can write is not trusted: the
 // repo is read from GitHub instead.
 func TestAttackPlantedCacheFileIgnored(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	require.NoError(t, os.Chmod(dir, 0o700))
 	f := &Forge{opts: ForgeOptions{CacheDir: dir}, log: slog.New(slog.DiscardHandler)}
@@ -56,6 +59,7 @@ func TestAttackPlantedCacheFileIgnored(t *testing.T) {
 // user (who could rewrite what fleetbot believes a repo holds) is refused, even when nobody
 // else can write to it.
 func TestAttackForeignCacheDirRefused(t *testing.T) {
+	t.Parallel()
 	foreign := "/" // not ours unless we are root
 	if os.Getuid() == 0 {
 		foreign = filepath.Join(t.TempDir(), "cache")

@@ -38,6 +38,7 @@ func blobHandler(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestClientETagThroughGoGitHub(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	s := newTestServer(t, clock)
 	var statuses []int
@@ -66,6 +67,7 @@ func TestClientETagThroughGoGitHub(t *testing.T) {
 }
 
 func TestClientRetries502(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	s := newTestServer(t, clock)
 	var n atomic.Int64
@@ -85,6 +87,7 @@ func TestClientRetries502(t *testing.T) {
 }
 
 func TestClient422IsTerminal(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	s := newTestServer(t, clock)
 	s.mux.HandleFunc("POST /repos/acme/cluster-a/git/trees", func(w http.ResponseWriter, r *http.Request) {
@@ -104,6 +107,7 @@ func TestClient422IsTerminal(t *testing.T) {
 }
 
 func TestClient429WaitsRetryAfter(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	t0 := clock.Now()
 	s := newTestServer(t, clock)
@@ -129,6 +133,7 @@ func TestClient429WaitsRetryAfter(t *testing.T) {
 }
 
 func TestClientSecondaryLimitPausesAllWriters(t *testing.T) {
+	t.Parallel()
 	clock := newGatedClock()
 	t0 := clock.Now()
 	s := newTestServer(t, &clock.fakeClock)
@@ -171,7 +176,7 @@ func TestClientSecondaryLimitPausesAllWriters(t *testing.T) {
 	for _, who := range []string{"a writer holding the write slot", "the reader"} {
 		select {
 		case <-clock.sleeping:
-		case <-time.After(5 * time.Second):
+		case <-time.After(time.Minute): // a deadline for a hang, generous under load
 			close(clock.release)
 			t.Fatalf("%s did not wait for the pause", who)
 		}
@@ -189,6 +194,7 @@ func TestClientSecondaryLimitPausesAllWriters(t *testing.T) {
 }
 
 func TestClientContentLimiter(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	t0 := clock.Now()
 	s := newTestServer(t, clock)
@@ -211,6 +217,7 @@ func TestClientContentLimiter(t *testing.T) {
 }
 
 func TestClientPrimaryLimitFarAway(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	s := newTestServer(t, clock)
 	reset := clock.Now().Add(3 * time.Hour)
@@ -238,6 +245,7 @@ func TestClientPrimaryLimitFarAway(t *testing.T) {
 }
 
 func TestClientNotFound(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, nil)
 	s.mux.HandleFunc("/", notFound)
 	c := newTestClient(t, s, nil, nil)
@@ -249,6 +257,7 @@ func TestClientNotFound(t *testing.T) {
 }
 
 func TestNewConfigErrors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	_, err := New(ctx, Config{})
 	assert.ErrorContains(t, err, "no credentials")
@@ -262,6 +271,7 @@ func TestNewConfigErrors(t *testing.T) {
 }
 
 func TestAPIURLs(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, base, upload string }{
 		{"", "https://api.github.com/", "https://uploads.github.com/"},
 		{"https://api.github.com/", "https://api.github.com/", "https://uploads.github.com/"},
@@ -278,6 +288,7 @@ func TestAPIURLs(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	resp := func(code int) *http.Response {
 		req, _ := http.NewRequest("GET", "https://api.github.com/repos/o/r", nil)
 		return &http.Response{StatusCode: code, Request: req, Header: http.Header{}}
@@ -311,6 +322,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestRedactURL(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, "https://REDACTED@ghe.example.com/api/v3/", RedactURL("https://user:pw@ghe.example.com/api/v3/"))
 	assert.Equal(t, "https://x/y?access_token=REDACTED&page=2", RedactURL("https://x/y?access_token=abc&page=2"))
 	assert.NotContains(t, RedactURL("https://user:pw@ho st/%zz"), "pw")
@@ -319,6 +331,7 @@ func TestRedactURL(t *testing.T) {
 // GitHub's documented CODEOWNERS error "Invalid owner on line 7:" says nothing after the
 // colon: fleetbot's message names the owner and where it is.
 func TestCodeownersMessage(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, `"docs@" at column 7 of "*.txt docs@"`, codeownersMessage(&gh.CodeownersError{
 		Line: 7, Column: 7, Kind: "Invalid owner", Source: "*.txt docs@", Message: "Invalid owner on line 7:\n\n  *.txt docs@\n        ^"}))
 	assert.Equal(t, "Did you mean `**/*.rb`?", codeownersMessage(&gh.CodeownersError{

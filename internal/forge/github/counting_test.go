@@ -11,6 +11,7 @@ import (
 )
 
 func TestKindOf(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		method, path string
 		want         kind
@@ -39,6 +40,7 @@ func TestKindOf(t *testing.T) {
 }
 
 func TestCountingTransport(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, nil)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-RateLimit-Remaining", "4999")
@@ -73,6 +75,7 @@ func TestCountingTransport(t *testing.T) {
 }
 
 func TestReadLimitTransport(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, nil)
 	var fl inFlight
 	release := make(chan struct{})

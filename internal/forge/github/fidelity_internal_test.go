@@ -33,6 +33,7 @@ func accessServer(t *testing.T, teams, protection string) *Forge {
 // allow_force_pushes / allow_deletions (both optional in GitHub's schema) are read without a
 // nil dereference; absent means not allowed, and no permission at all means pull.
 func TestAccessSparseAnswers(t *testing.T) {
+	t.Parallel()
 	f := accessServer(t, `[{"id":1,"slug":"platform","name":"platform"}]`,
 		`{"required_pull_request_reviews":{"require_code_owner_reviews":true,"required_approving_review_count":1}}`)
 	a, err := f.readAccess(context.Background(), "acme", "r", "main")
@@ -47,6 +48,7 @@ func TestAccessSparseAnswers(t *testing.T) {
 // TestAccessTeamWithoutSlug: a team GitHub lists without a slug is an error naming the repo
 // and the team, not an entry under "" that a later revoke would act on.
 func TestAccessTeamWithoutSlug(t *testing.T) {
+	t.Parallel()
 	f := accessServer(t, `[{"id":7,"name":"Ghost team"}]`, `{}`)
 	_, err := f.readAccess(context.Background(), "acme", "r", "main")
 	require.Error(t, err)

@@ -55,6 +55,7 @@ func routeCount(srv *githubtest.Server, route string) int {
 // TestBotLoginFromApp: as a GitHub App, fleetbot learns its login ("<slug>[bot]") from GET /app
 // with the App's JWT, never from GET /user, which GitHub answers an installation token with 403.
 func TestBotLoginFromApp(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	f := e.forge(t, false)
 	o, err := f.Org(context.Background(), "acme")
@@ -67,6 +68,7 @@ func TestBotLoginFromApp(t *testing.T) {
 // TestNotAccessibleByIntegrationNotRetried: a 403 "Resource not accessible by integration" on a
 // fresh installation token is an answer, not a token still replicating: one request, no wait.
 func TestNotAccessibleByIntegrationNotRetried(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	clock := &instantClock{now: time.Now()}
 	c, err := ghforge.New(context.Background(), ghforge.Config{
@@ -85,6 +87,7 @@ func TestNotAccessibleByIntegrationNotRetried(t *testing.T) {
 // Actions GITHUB_TOKEN is an installation token), GET /user is asked once; its 403 leaves the
 // login unknown without retries.
 func TestActionsTokenUserLookupOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	c, err := ghforge.New(context.Background(), ghforge.Config{APIURL: e.srv.APIURL(), Token: e.srv.InstallationToken("acme"), Owner: "acme"})
 	require.NoError(t, err)
@@ -134,11 +137,13 @@ func result(t *testing.T, rep *reconcile.Report, repo string) reconcile.Result {
 // "GitHub" (web-flow), not by fleetbot's bot: fleetbot knows it by its tree trailer, not by who
 // committed it, and neither blocks the PR nor comments on it.
 func TestInterruptedUpdateColdCache(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		opts []githubtest.Option
 	}{{name: "github.com"}, {name: "GHES", opts: []githubtest.Option{githubtest.WithEnterpriseServer()}}} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t, tc.opts...)
 			e.apply(t, e.forge(t, false))
 			repo := changeTarget(t, e)
@@ -170,8 +175,10 @@ func TestInterruptedUpdateColdCache(t *testing.T) {
 // timeout). The run fails that repo; the next runs (same process, or a new one with the same
 // cache) converge on the one pull request GitHub has: no second one, no write loop.
 func TestLostPullRequestResponse(t *testing.T) {
+	t.Parallel()
 	for _, sameForge := range []bool{true, false} {
 		t.Run(map[bool]string{true: "same process", false: "new process"}[sameForge], func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			f := e.forge(t, false)
 			e.srv.Fault("POST /repos/{owner}/{repo}/pulls", githubtest.FaultSpec{LoseResponse: true, Times: 1})
@@ -209,6 +216,7 @@ func TestLostPullRequestResponse(t *testing.T) {
 // finishes it as fleetbot's own: topics (so ListManaged finds it), bootstrap, protection,
 // teams and the first pull request; then nothing more to do.
 func TestLostRepoCreateResponse(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.srv.Fault("POST /orgs/{org}/repos", githubtest.FaultSpec{LoseResponse: true, Times: 1})
 	_, _ = reconcile.Apply(context.Background(), e.forge(t, false), e.repo, e.targets, reconcile.Options{Source: "c0ffee"})
@@ -244,6 +252,7 @@ func totalWrites(e *env) int {
 // GitHub has by its head branch, gives it the new title and body, and returns it: no error, no
 // second pull request.
 func TestOpenPRTwice(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.apply(t, e.forge(t, false))
 	repo := e.targets[0].Repo
@@ -263,6 +272,7 @@ func TestOpenPRTwice(t *testing.T) {
 // refused with an error saying why and what to set instead; nothing is created. An enterprise
 // org gets its internal repo.
 func TestCreateRepoInternalVisibility(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	f := e.forge(t, false)
 	spec := pr.RepoSpec{Owner: "acme", Repo: "cluster-x", Kind: fanout.KindCluster, Name: "x", DefaultBranch: "main", Visibility: "internal"}
@@ -281,6 +291,7 @@ func TestCreateRepoInternalVisibility(t *testing.T) {
 // auto-merge (GitHub's default is off), and each first pull request, waiting for the code-owner
 // review that protection requires, gets auto-merge.
 func TestAutoMergeOnNewRepos(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	setMergeAuto(t, e)
 	rep := e.apply(t, e.forge(t, false))
@@ -315,6 +326,7 @@ func autoMergeRepo(t *testing.T, e *env) pr.NewPR {
 // when main's protection is what fleetbot wants (here: a platform that wants none beyond
 // protection itself), pinned to the head fleetbot pushed.
 func TestAutoMergeCleanPullRequest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	np := autoMergeRepo(t, e)
 	protectWithoutReview(t, e)
@@ -335,7 +347,9 @@ func TestAutoMergeCleanPullRequest(t *testing.T) {
 // or refuses to allow auto-merge on the repo, the error says which pull request, what GitHub
 // answered and what to do.
 func TestAutoMergeRefusedPrecisely(t *testing.T) {
+	t.Parallel()
 	t.Run("merge refused", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t)
 		np := autoMergeRepo(t, e)
 		protectWithoutReview(t, e)
@@ -349,6 +363,7 @@ func TestAutoMergeRefusedPrecisely(t *testing.T) {
 		assert.False(t, e.srv.Pulls("acme", "adopted")[0].GetMerged())
 	})
 	t.Run("setting refused", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t)
 		np := autoMergeRepo(t, e)
 		e.srv.Fault("PATCH /repos/{owner}/{repo}", githubtest.FaultSpec{Status: 403, Message: "Resource not accessible by integration"})
@@ -364,6 +379,7 @@ func TestAutoMergeRefusedPrecisely(t *testing.T) {
 // with the repo fleetbot made; a repo of that name that fleetbot did not make is an error that
 // says so, and is left as it is.
 func TestCreateRepoTwice(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	spec := pr.RepoSpec{Owner: "acme", Repo: "cluster-x", Kind: fanout.KindCluster, Name: "x", DefaultBranch: "main"}
 	require.NoError(t, e.forge(t, false).CreateRepo(context.Background(), spec))
@@ -382,6 +398,7 @@ func TestCreateRepoTwice(t *testing.T) {
 // the next run converges (a new process, same cache) and the one after has nothing to do: one
 // pull request per repo, every repo managed (topics) and protected, no write.
 func TestLostWriteResponses(t *testing.T) {
+	t.Parallel()
 	for _, route := range []string{
 		"POST /orgs/{org}/repos",
 		"PUT /repos/{owner}/{repo}/topics",
@@ -396,6 +413,7 @@ func TestLostWriteResponses(t *testing.T) {
 		"POST /repos/{owner}/{repo}/issues/{number}/labels",
 	} {
 		t.Run(route, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			e.srv.Fault(route, githubtest.FaultSpec{LoseResponse: true, Times: 1})
 			_, _ = reconcile.Apply(context.Background(), e.forge(t, false), e.repo, e.targets, reconcile.Options{Source: "c0ffee"})
@@ -440,6 +458,7 @@ func setMergeAuto(t *testing.T, e *env) {
 // shows the drift on every repo, apply turns the setting on (no pull request needed), and the
 // next plan is clean. The scan reads the setting with the branch heads: no request of its own.
 func TestAllowAutoMergeIsManaged(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.apply(t, e.forge(t, false))
 	for _, tg := range e.targets {

@@ -63,6 +63,7 @@ func (c serverTime) Sleep(ctx context.Context, d time.Duration) error {
 // apart (the fake refuses those too), and completes. Clock-driven: the client sleeps on the
 // fake's clock.
 func TestSecondaryLimitBackoff(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		status     int
@@ -74,6 +75,7 @@ func TestSecondaryLimitBackoff(t *testing.T) {
 		{"429 without Retry-After", 429, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t, githubtest.WithManualClock(), githubtest.WithSecondaryLimitStatus(tc.status),
 				githubtest.WithContentCreationLimit(15, 0, tc.retryAfter), githubtest.WithPointsLimit(900, tc.retryAfter),
 				githubtest.WithMutationPacing(time.Second))
@@ -128,6 +130,7 @@ func TestSecondaryLimitBackoff(t *testing.T) {
 // client accepts, the repo is deferred (reported, nothing written for it) and the next run
 // picks it up.
 func TestBudgetDefers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.budget = ghforge.BudgetConfig{PerMinute: 1000, PerHour: 20, MaxWait: time.Minute, MinInterval: -1}
 	f := e.forge(t, false)
@@ -162,6 +165,7 @@ func (w *testWriter) Write(p []byte) (int, error) { *w = append(*w, p...); retur
 // by default (one minute window); FLEETBOT_FANOUT=1000 measures the 1,000-repo fan-out
 // (FLEETBOT_FANOUT_SCALE sets the time scale, default 600).
 func TestFanOut(t *testing.T) {
+	t.Parallel()
 	n, scale := 24, 60.0
 	if v := os.Getenv("FLEETBOT_FANOUT"); v != "" {
 		var err error
@@ -174,9 +178,23 @@ func TestFanOut(t *testing.T) {
 		scale, err = strconv.ParseFloat(v, 64)
 		require.NoError(t, err)
 	}
-	srv := githubtest.NewServer(t, githubtest.WithTimeScale(scale),
-		githubtest.WithContentCreationLimit(ghforge.DefaultPerMinute, ghforge.DefaultPerHour, true),
-		githubtest.WithPrimaryLimit(0))
+	// By default the client sleeps on the fake's manual clock (nothing depends on the machine's
+	// speed); the FLEETBOT_FANOUT measurement runs on scaled wall time.
+	var clock ghforge.Clock
+	opts := []githubtest.Option{githubtest.WithContentCreationLimit(ghforge.DefaultPerMinute, ghforge.DefaultPerHour, true),
+		githubtest.WithPrimaryLimit(0)}
+	measure := os.Getenv("FLEETBOT_FANOUT") != "" || os.Getenv("FLEETBOT_FANOUT_SCALE") != ""
+	if measure {
+		opts = append(opts, githubtest.WithTimeScale(scale))
+	} else {
+		opts = append(opts, githubtest.WithManualClock())
+	}
+	srv := githubtest.NewServer(t, opts...)
+	if measure {
+		clock = fakeTime{srv, scale}
+	} else {
+		clock = serverTime{srv}
+	}
 	srv.CreateTeam("acme", "platform")
 	repo := &control.Repo{Platform: &control.Platform{Spec: control.PlatformSpec{
 		Owner: "acme", Admins: []string{"platform"}, DefaultBranch: "main",
@@ -200,7 +218,7 @@ func TestFanOut(t *testing.T) {
 	}
 	c, err := ghforge.New(context.Background(), ghforge.Config{
 		APIURL: srv.APIURL(), AppID: srv.AppID(), PrivateKey: srv.AppPrivateKeyPEM(), Owner: "acme",
-		Budget: ghforge.BudgetConfig{Clock: fakeTime{srv, scale}, MaxWait: 48 * time.Hour},
+		Budget: ghforge.BudgetConfig{Clock: clock, MaxWait: 48 * time.Hour},
 	})
 	require.NoError(t, err)
 	f := ghforge.NewForge(c, ghforge.ForgeOptions{})
@@ -234,9 +252,13 @@ func TestFanOut(t *testing.T) {
 	if minimum > 0 {
 		ratio = float64(fake) / float64(minimum)
 	}
-	t.Logf("fan-out of %d repos: %s wall, %s fake time (scale %g); %d content-creating requests on GitHub's count "+
+	clockName := "the fake's manual clock"
+	if measure {
+		clockName = fmt.Sprintf("scale %g", scale)
+	}
+	t.Logf("fan-out of %d repos: %s wall, %s fake time (%s); %d content-creating requests on GitHub's count "+
 		"(%d on fleetbot's stricter count), %d writes, %d reads; %d secondary-limit rejections; "+
 		"least time the limits allow %s, ratio %.2f",
-		n, wall.Round(time.Millisecond), fake.Round(time.Second), scale, cc, stats.Requests.ContentWrites,
+		n, wall.Round(time.Millisecond), fake.Round(time.Second), clockName, cc, stats.Requests.ContentWrites,
 		counts.Writes, counts.Reads, rejected, minimum.Round(time.Second), ratio)
 }

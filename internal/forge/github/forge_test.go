@@ -140,6 +140,7 @@ func editTarget(t *testing.T, targets []*fanout.Target, repo string) {
 // a new PR is 4 writes (+1 to label it), an update 4 (see the package doc for why not 3); plan
 // writes nothing, and its client cannot.
 func TestRequestCosts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	repos := len(e.targets)
 	labels := 0
@@ -233,6 +234,7 @@ func TestRequestCosts(t *testing.T) {
 // on a forge without the scan, the re-read before writing would): a new PR is opened instead
 // of updating the closed one.
 func TestStalePRReplanned(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	f := e.forge(t, false)
 	e.apply(t, f)
@@ -270,6 +272,7 @@ func TestStalePRReplanned(t *testing.T) {
 // TestRetries: a 502 is retried and the run completes; a 422 is not retried, fails only its
 // repo, and the next run finishes the job.
 func TestRetries(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	f := e.forge(t, false)
 	e.srv.Fault("POST /repos/{owner}/{repo}/git/trees", githubtest.FaultSpec{Status: 502, Times: 1})

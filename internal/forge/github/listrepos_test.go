@@ -14,6 +14,7 @@ import (
 // last two read concurrently): every managed repo once, in order, and an
 // archived repo on the last page seen by Org.
 func TestListManagedAcrossPages(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newEnv(t)
 	human := e.srv.Client()

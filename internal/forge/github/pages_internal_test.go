@@ -33,6 +33,7 @@ func threePages() *fakeListing {
 }
 
 func TestAllPagesFollowsNextPage(t *testing.T) {
+	t.Parallel()
 	l := threePages()
 	got, err := AllPages(l.list)
 	require.NoError(t, err)
@@ -41,6 +42,7 @@ func TestAllPagesFollowsNextPage(t *testing.T) {
 }
 
 func TestAllPagesFromStartsAtThePageGiven(t *testing.T) {
+	t.Parallel()
 	l := threePages()
 	got, err := allPagesFrom(2, l.list)
 	require.NoError(t, err)
@@ -49,6 +51,7 @@ func TestAllPagesFromStartsAtThePageGiven(t *testing.T) {
 }
 
 func TestEachPageStopsWhenVisitStops(t *testing.T) {
+	t.Parallel()
 	l := threePages()
 	var seen []int
 	err := EachPage(l.list, func(items []int) (bool, error) {
@@ -61,6 +64,7 @@ func TestEachPageStopsWhenVisitStops(t *testing.T) {
 }
 
 func TestEachPageReturnsVisitAndListErrorsAsTheyAre(t *testing.T) {
+	t.Parallel()
 	bad := errors.New("bad team")
 	l := threePages()
 	err := EachPage(l.list, func([]int) (bool, error) { return false, bad })
@@ -82,6 +86,7 @@ func TestEachPageReturnsVisitAndListErrorsAsTheyAre(t *testing.T) {
 }
 
 func TestEachPageNilResponseEndsTheListing(t *testing.T) {
+	t.Parallel()
 	got, err := AllPages(func(gh.ListOptions) ([]int, *gh.Response, error) { return []int{7}, nil, nil })
 	require.NoError(t, err)
 	assert.Equal(t, []int{7}, got)
@@ -90,6 +95,7 @@ func TestEachPageNilResponseEndsTheListing(t *testing.T) {
 // TestEachPageRefusesALoopingLink: a Link header naming the same or an earlier page (a broken
 // proxy, a hostile server) ends the listing with an error instead of looping for ever.
 func TestEachPageRefusesALoopingLink(t *testing.T) {
+	t.Parallel()
 	for name, l := range map[string]*fakeListing{
 		"first page names page 1": {pages: map[int][]int{0: {1}}, next: map[int]int{0: 1}},
 		"page 2 names itself":     {pages: map[int][]int{0: {1}, 2: {2}}, next: map[int]int{0: 2, 2: 2}},

@@ -18,10 +18,12 @@ import (
 // "Resource not accessible by integration" — so app.yml cannot lose a permission fleetbot
 // needs without a test failing, and every one it asks for is used.
 func TestAppManifestPermissions(t *testing.T) {
+	t.Parallel()
 	manifest, err := githubtest.LoadAppPermissions(filepath.Join("..", "..", "..", "app.yml"))
 	require.NoError(t, err)
 
 	t.Run("app.yml", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, githubtest.WithAppPermissions(manifest))
 		rep := e.apply(t, e.forge(t, false))
 		for _, r := range rep.Results {

@@ -15,6 +15,7 @@ import (
 // fleetbot applies everything else, says once per repo what is not enforced and what to do,
 // does not fail the repo, and does not try again on the next run.
 func TestFreePlanProtectionUnavailable(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.srv.SetOrgPlan("acme", githubtest.PlanFree)
 

@@ -14,6 +14,7 @@ import (
 )
 
 func TestReadOnlyTransport(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, nil)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("{}")) })
 	rt := NewReadOnlyTransport(http.DefaultTransport)
@@ -34,6 +35,7 @@ func TestReadOnlyTransport(t *testing.T) {
 }
 
 func TestReadOnlyClientBlocksCreateTree(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, nil)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("no request should reach the server, got %s %s", r.Method, r.URL.Path)
@@ -53,6 +55,7 @@ func TestReadOnlyClientBlocksCreateTree(t *testing.T) {
 // TestReadOnlyTransportGraphQL: a GraphQL query is a read and passes; a mutation, or a
 // document hiding one beside a query, is a write and is refused without reaching GitHub.
 func TestReadOnlyTransportGraphQL(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, nil)
 	var reached atomic.Int32
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -29,6 +29,7 @@ func sequence(statuses []int, set func(n int, w http.ResponseWriter)) http.Handl
 }
 
 func TestRetryTransportStatuses(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		statuses []int
@@ -62,6 +63,7 @@ func TestRetryTransportStatuses(t *testing.T) {
 }
 
 func TestRetryTransportReplaysBody(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	s := newTestServer(t, clock)
 	var bodies []string
@@ -84,6 +86,7 @@ func TestRetryTransportReplaysBody(t *testing.T) {
 }
 
 func TestRetryTransportRetryAfter(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	s := newTestServer(t, clock)
 	s.mux.Handle("/repos/o/r/pulls", sequence([]int{429, 201}, func(n int, w http.ResponseWriter) {
@@ -102,6 +105,7 @@ func TestRetryTransportRetryAfter(t *testing.T) {
 }
 
 func TestRetryTransportSecondaryWithoutHeaders(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	s := newTestServer(t, clock)
 	n := 0
@@ -122,6 +126,7 @@ func TestRetryTransportSecondaryWithoutHeaders(t *testing.T) {
 }
 
 func TestRetryTransportPrimaryLimit(t *testing.T) {
+	t.Parallel()
 	t.Run("reset within MaxWait: wait and retry", func(t *testing.T) {
 		clock := newFakeClock()
 		s := newTestServer(t, clock)
@@ -163,6 +168,7 @@ func TestRetryTransportPrimaryLimit(t *testing.T) {
 }
 
 func TestRetryTransportWaitRespectsContext(t *testing.T) {
+	t.Parallel()
 	clock := &blockingClock{fakeClock: *newFakeClock(), sleeping: make(chan struct{})}
 	s := newTestServer(t, nil)
 	s.mux.Handle("/repos/o/r", sequence([]int{429}, func(n int, w http.ResponseWriter) { w.Header().Set("Retry-After", "600") }))
@@ -176,6 +182,7 @@ func TestRetryTransportWaitRespectsContext(t *testing.T) {
 }
 
 func TestRetryTransportNetworkErrors(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	var calls atomic.Int64
 	failing := roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -198,6 +205,7 @@ func TestRetryTransportNetworkErrors(t *testing.T) {
 // GitHub's guidance for a secondary limit that names no time: wait a minute, then, if the
 // limit persists, an exponentially increasing time. A 429 is a secondary limit too.
 func TestRetryTransportSecondaryBackoffIsExponential(t *testing.T) {
+	t.Parallel()
 	for _, status := range []int{http.StatusForbidden, http.StatusTooManyRequests} {
 		clock := newFakeClock()
 		s := newTestServer(t, clock)

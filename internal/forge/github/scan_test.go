@@ -19,6 +19,7 @@ import (
 // come out as the REST listing gave them; a run limited to some repos reads only those (and
 // tolerates one that does not exist).
 func TestScanReadsAFleetInPagesOf100(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	srv.CreateOrg("acme")
 	srv.CreateTeam("acme", "platform")
@@ -97,6 +98,7 @@ func newTokenClient(t *testing.T, srv *githubtest.Server) *ghforge.Client {
 // TestScanQueriesAreGitHubs: the queries the scan sends validate against GitHub's published
 // GraphQL schema (the fake checks every query against it too when it is installed).
 func TestScanQueriesAreGitHubs(t *testing.T) {
+	t.Parallel()
 	schema := githubtest.RequireGraphQLSchema(t)
 	for name, q := range ghforge.ScanQueries(3) {
 		assert.Empty(t, githubtest.ValidateGraphQL(schema, q), name)

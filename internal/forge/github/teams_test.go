@@ -12,6 +12,7 @@ import (
 )
 
 func TestTeamMember(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	srv.CreateTeam("acme", "platform", "alice")
 	srv.CreateTeam("acme", "payments-devs", "bob")

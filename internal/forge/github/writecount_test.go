@@ -21,6 +21,7 @@ import (
 // GitHub counts when the decision runs: every write, blobs of binary files included, for a new
 // repo, an update and a revert that closes the pull request.
 func TestWriteCountMatchesFake(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	f := e.forge(t, false)
 	ctx := context.Background()
@@ -108,6 +109,7 @@ func (b *askingBudget) Afford(n int) (bool, time.Duration) {
 // is given (not only the client's), asking for every content-creating request of the cost,
 // and a refusal defers the repo (pr.ErrDeferred) before anything is written.
 func TestBeforeWriteAsksTheBudgetPort(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	c, err := ghforge.New(ctx, ghforge.Config{
@@ -131,6 +133,7 @@ func TestBeforeWriteAsksTheBudgetPort(t *testing.T) {
 // not guessed: GitHub scans, gates writes, checks CODEOWNERS and reports unavailable
 // protection, and records merges itself.
 func TestForgesDeclareTheirCapabilities(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	caps := e.forge(t, true).Capabilities()
 	assert.NotNil(t, caps.Scanner)

@@ -23,6 +23,7 @@ func gitCmd(t *testing.T, dir string, args ...string) (string, error) {
 }
 
 func TestGitHandlerServesFetchesOnly(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	f := open(t, root)
 	c := seed(t, f, map[string]string{"README.md": "hello\n"})
@@ -59,6 +60,7 @@ func TestGitHandlerServesFetchesOnly(t *testing.T) {
 }
 
 func TestGitHandlerRefusesOtherPaths(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	f := open(t, root)
 	seed(t, f, map[string]string{"README.md": "hello\n"})
@@ -90,6 +92,7 @@ func TestGitHandlerRefusesOtherPaths(t *testing.T) {
 }
 
 func TestGitHandlerNeedsAForge(t *testing.T) {
+	t.Parallel()
 	_, err := GitHandler(filepath.Join(t.TempDir(), "none"), nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "not a directory")

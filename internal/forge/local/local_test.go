@@ -48,6 +48,7 @@ func seed(t *testing.T, f *Forge, files map[string]string) pr.Commit {
 }
 
 func TestCreateCommitSnapshot(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	f := open(t, dir)
@@ -107,6 +108,7 @@ func TestCreateCommitSnapshot(t *testing.T) {
 }
 
 func TestPullRequestsAndMergeDetection(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, method := range []MergeMethod{MergeFastForward, MergeCommit, MergeSquash, "plain-git"} {
 		t.Run(string(method), func(t *testing.T) {
@@ -155,6 +157,7 @@ func TestPullRequestsAndMergeDetection(t *testing.T) {
 }
 
 func TestCorruptPullsIsNeverOverwritten(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	f := open(t, dir)
@@ -176,6 +179,7 @@ func TestCorruptPullsIsNeverOverwritten(t *testing.T) {
 }
 
 func TestMissingDefaultBranch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := open(t, t.TempDir())
 	c := seed(t, f, map[string]string{"README.md": "hi\n"})
@@ -189,6 +193,7 @@ func TestMissingDefaultBranch(t *testing.T) {
 }
 
 func TestLockContention(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f1, err := Open(dir, Options{LockTimeout: -1})
 	require.NoError(t, err)
@@ -204,13 +209,13 @@ func TestLockContention(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		f2, err := Open(dir, Options{LockTimeout: 5 * time.Second})
+		f2, err := Open(dir, Options{LockTimeout: time.Minute}) // a deadline for a hang, generous under load
 		if err == nil {
 			err = f2.Close()
 		}
 		got <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // lets the waiter start waiting (if it has not, it takes the lock at once: still passes)
 	require.NoError(t, f1.Close())
 	wg.Wait()
 	assert.NoError(t, <-got)
@@ -245,6 +250,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 // TestCapabilities: the local forge declares that it records merges done with plain git and
 // checks CODEOWNERS offline; it has no batched scan, no write budget and always protects.
 func TestCapabilities(t *testing.T) {
+	t.Parallel()
 	caps := open(t, t.TempDir()).Capabilities()
 	assert.NotNil(t, caps.MergeRecorder)
 	assert.NotNil(t, caps.Codeowners)

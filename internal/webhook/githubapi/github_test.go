@@ -124,6 +124,7 @@ func (e *ghEnv) checkRun(t *testing.T, sha string) *gh.CheckRun {
 // makes the service read it through the API and open one PR per target repo; the same job
 // again writes nothing.
 func TestServiceAppliesTheControlRepoFromGitHub(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newGHEnv(t, nil)
 	require.NoError(t, e.svc.Execute(ctx, webhook.Job{Kind: webhook.KindApply, Repo: "acme/control", Reason: "push"}))
@@ -145,6 +146,7 @@ func TestServiceAppliesTheControlRepoFromGitHub(t *testing.T) {
 // with issues naming each link and its target, and nothing is written to any target repo; the
 // check run of that commit fails with an annotation per link.
 func TestHostileControlLinksOverTheAPI(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newGHEnv(t, nil)
 	links := map[string]string{
@@ -192,6 +194,7 @@ func TestHostileControlLinksOverTheAPI(t *testing.T) {
 // TestInRepoControlLinkOverTheAPI: a symlink to a file elsewhere in the control repo is read
 // through the API as that file, as from a checkout.
 func TestInRepoControlLinkOverTheAPI(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newGHEnv(t, nil)
 	files := readControl(t)
@@ -227,6 +230,7 @@ func (v *fixedVerdict) CheckControl(_ context.Context, in webhook.VerdictInput) 
 // many repos change, and carries "check control"'s verdict, whose worse conclusion wins; the
 // verdict sees the base and head trees and the author GitHub reports.
 func TestCheckRunPlansAPullRequest(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	v := &fixedVerdict{res: webhook.VerdictResult{Conclusion: webhook.ConclusionNeutral, Verdict: "needs platform review", Markdown: "**who may**"}}
 	e := newGHEnv(t, v)
@@ -261,6 +265,7 @@ func TestCheckRunPlansAPullRequest(t *testing.T) {
 // TestGitHubControlRefusesWhatIsNotACommit: the reader takes commit SHAs only, and names of
 // the form owner/name.
 func TestGitHubControlRefusesWhatIsNotACommit(t *testing.T) {
+	t.Parallel()
 	e := newGHEnv(t, nil)
 	_, err := e.ctl.Load(context.Background(), "main")
 	require.Error(t, err)
