@@ -1,6 +1,6 @@
 // Command benchtable runs fleetbot's scale measurements and writes them as
 // one markdown table (docs/benchmarks.md): full and naive renders of 100,
-// 1,000 and 5,000 generated clusters, an incremental plan, GitHub request
+// 1,000 and 10,000 generated clusters, an incremental plan, GitHub request
 // cost and fan-out time on the fake GitHub, and webhook acknowledgement
 // latency. Each measurement runs in a child process of this program, so its
 // peak memory is an honest process peak. "make bench" runs it.
@@ -60,7 +60,7 @@ func run(args []string) error {
 	)
 	fs.StringVar(&cfg.out, "out", "docs/benchmarks.md", "markdown file to write")
 	fs.StringVar(&cfg.work, "work", "", "directory for generated control repos (default: a temporary one)")
-	fs.StringVar(&sizes, "sizes", "100,1000,5000", "cluster counts of the render rows")
+	fs.StringVar(&sizes, "sizes", "100,1000,10000", "cluster counts of the render rows")
 	fs.IntVar(&cfg.apps, "apps", 20, "catalog apps of every generated control repo")
 	fs.IntVar(&cfg.sample, "naive-sample", 100, "clusters built the naive way per render row (all of them when the fleet is smaller)")
 	fs.IntVar(&cfg.repos, "repos", 1000, "clusters of the GitHub and incremental rows")
