@@ -36,8 +36,8 @@ const (
 	targetRender1k     = 300 * time.Millisecond
 	targetRender10k    = 3 * time.Second
 	targetRender10kRSS = 400 << 20
-	targetIncr       = time.Second
-	targetFanOut     = 1.10
+	targetIncr         = time.Second
+	targetFanOut       = 1.10
 	// targetNoopRequests: a no-op over 1,000 repos with a fresh installation token.
 	targetNoopRequests = 20
 	// Issue 17: a webhook is acknowledged in under 5 ms at p99 at 1,000 deliveries/s with the
