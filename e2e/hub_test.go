@@ -24,6 +24,9 @@ const (
 	hubMgmt        = "hub-e2e"
 	hubMgmtRepo    = "mgmt-hub-e2e"
 	hubNamespace   = "fleetbot-clusters" // the management cluster's default provision namespace
+	// hubOwner owns the repos of the hub tests, apart from TestFleetOnFlux's
+	// (whose apply would otherwise remove them as gone from its control repo).
+	hubOwner = "acme-hub"
 )
 
 // hubPlatform is the Platform of the hub test: one management cluster, one
@@ -33,7 +36,7 @@ kind: Platform
 metadata:
   name: acme
 spec:
-  owner: acme
+  owner: acme-hub
   admins: [platform]
   defaultBranch: main
   pullRequests:
@@ -95,12 +98,12 @@ func TestHubModeAppliesClusterRepo(t *testing.T) {
 	git(t, control, "commit", "-q", "-m", "control repo of the hub test")
 	code, out, errOut := e.fleetbotRun(t, "apply", "--control", control, "--forge", "local:"+e.forge, "--git-url", e.gitURL)
 	require.Equal(t, 0, code, "fleetbot apply:\n%s\n%s", out, errOut)
-	clusterHead := e.merge(t, hubClusterRepo)
-	e.merge(t, hubMgmtRepo)
+	clusterHead := e.mergeOf(t, hubOwner, hubClusterRepo)
+	e.mergeOf(t, hubOwner, hubMgmtRepo)
 
 	// The management repo's objects for the cluster, as its flux/ entry
 	// would apply them, without the HelmRelease.
-	mgmt := e.clone(t, hubMgmtRepo)
+	mgmt := e.cloneOf(t, hubOwner, hubMgmtRepo)
 	nsData, err := os.ReadFile(filepath.Join(mgmt, "provision", "namespace.yaml"))
 	require.NoError(t, err)
 	require.NoError(t, e.kube.applyYAML(ctx, nsData, ""))
@@ -239,4 +242,22 @@ func embeddedKubeconfig(t *testing.T, server string, p *pki) []byte {
 	require.NoError(t, err)
 	require.False(t, strings.Contains(string(data), p.caCert), "the kubeconfig embeds its certificates")
 	return data
+}
+
+// mergeOf is merge for a repo of another owner than the package's.
+func (e *environment) mergeOf(t *testing.T, repoOwner, repo string) string {
+	t.Helper()
+	bare := filepath.Join(e.forge, repoOwner, repo+".git")
+	git(t, bare, "merge-base", "--is-ancestor", "refs/heads/main", "refs/heads/fleetbot/sync")
+	head := git(t, bare, "rev-parse", "refs/heads/fleetbot/sync")
+	git(t, bare, "update-ref", "refs/heads/main", head)
+	return head
+}
+
+// cloneOf is clone for a repo of another owner than the package's.
+func (e *environment) cloneOf(t *testing.T, repoOwner, repo string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), repo)
+	git(t, e.dir, "clone", "-q", filepath.Join(e.forge, repoOwner, repo+".git"), dir)
+	return dir
 }
