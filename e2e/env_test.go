@@ -81,6 +81,7 @@ type environment struct {
 	forge    string // the local forge's directory
 	control  string // the control repo the tests edit
 
+	etcdURL    string // the etcd every API server of the run stores in
 	apiURL     string
 	kubeconfig string
 	kube       *kubeClient
@@ -325,7 +326,7 @@ func (e *environment) startEtcd() error {
 	if err != nil {
 		return err
 	}
-	e.apiURL = client // read by startAPIServer, replaced there
+	e.etcdURL = client
 	return poll(context.Background(), 30*time.Second, "etcd health", func() (bool, string, error) {
 		if err := p.exited(); err != nil {
 			return false, "", err
@@ -336,7 +337,7 @@ func (e *environment) startEtcd() error {
 }
 
 func (e *environment) startAPIServer(pki *pki) error {
-	etcd := e.apiURL
+	etcd := e.etcdURL
 	port, err := freePort()
 	if err != nil {
 		return err
