@@ -380,9 +380,9 @@ const methodNotes = `## How each row is measured
    committed to the fake's control repo and a signed push delivery is sent; the time is from sending it to serve's
    metrics counting the finished apply job (the PR branch updated and the PR edited). Requests come from the fake's
    log for that interval. A first such push (another cluster) warms the control repo's blob cache and is not counted.
-   serve runs with `--mutation-interval 0` here (its startup resync creates every repo, which at the default one
+   serve runs with ` + "`--mutation-interval 0`" + ` here (its startup resync creates every repo, which at the default one
    second between mutations would take hours): with the default, each write after the first of a push waits up to
-   a second, so a push of N writes takes at least N−1 seconds more on GitHub (`--content-transport git` makes a
+   a second, so a push of N writes takes at least N−1 seconds more on GitHub (` + "`--content-transport git`" + ` makes a
    one-cluster update 2 writes instead of 4).
 
 ## Fixed because of these numbers (issue 9)
