@@ -102,8 +102,9 @@ func TestBudgetSerialisesWrites(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, nil)
 	var writes, reads inFlight
-	// The first read is held until a second one is in flight (which only happens if reads are
-	// not serialised; the deadline fails the test otherwise); writes get a moment to overlap.
+	// The first read is held until a second one is in flight, which only happens if reads are
+	// not serialised (if they are, the test hangs and go test -timeout names it); writes get a
+	// moment to overlap.
 	twoReads := make(chan struct{})
 	var twoOnce sync.Once
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -115,7 +116,7 @@ func TestBudgetSerialisesWrites(t *testing.T) {
 			defer reads.leave()
 			select {
 			case <-twoReads:
-			case <-time.After(time.Minute):
+			case <-r.Context().Done():
 			}
 			return
 		}
