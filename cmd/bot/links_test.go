@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -17,13 +16,7 @@ import (
 func TestHostileLinksSamePolicyEveryFrontEnd(t *testing.T) {
 	t.Parallel()
 	dir := controlClone(t, nil)
-	git := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=T", "-c", "user.email=t@example.com"}, args...)...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "git %v: %s", args, out)
-	}
+	git := func(args ...string) { t.Helper(); gitIn(t, dir, args...) }
 	git("checkout", "-q", "-b", "links")
 	links := map[string]string{
 		"clusters/abs.yaml":     "/etc/passwd",

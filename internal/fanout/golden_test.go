@@ -81,20 +81,7 @@ func TestGolden(t *testing.T) {
 		return
 	}
 
-	want := map[string][]byte{}
-	err = filepath.WalkDir(goldenDir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, err := filepath.Rel(goldenDir, p)
-		if err != nil {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		want[filepath.ToSlash(rel)] = data
-		return err
-	})
-	require.NoError(t, err, "reading golden files (run with -update to create them)")
+	want := readGolden(t, goldenDir)
 
 	for _, p := range sortedFiles(got) {
 		t.Run(p, func(t *testing.T) {
@@ -174,4 +161,24 @@ func lineDiff(a, b string) string {
 		fmt.Fprintf(&out, "%c%4d  %s\n", o.tag, o.line, strings.TrimSuffix(o.text, "\n"))
 	}
 	return out.String()
+}
+
+// readGolden reads every file under dir, keyed by its slash path relative to dir.
+func readGolden(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	want := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		want[filepath.ToSlash(rel)] = data
+		return err
+	})
+	require.NoError(t, err, "reading golden files (run with -update to create them)")
+	return want
 }

@@ -1,7 +1,6 @@
 package fanout
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,20 +48,7 @@ func TestGoldenManagement(t *testing.T) {
 		}
 		return
 	}
-	want := map[string][]byte{}
-	err := filepath.WalkDir(provisionGoldenDir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, err := filepath.Rel(provisionGoldenDir, p)
-		if err != nil {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		want[filepath.ToSlash(rel)] = data
-		return err
-	})
-	require.NoError(t, err, "reading golden files (run with -update to create them)")
+	want := readGolden(t, provisionGoldenDir)
 	for _, p := range sortedFiles(got) {
 		w, ok := want[p]
 		if !ok {

@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,25 +18,7 @@ import (
 // provisionControlDir copies testdata/provision/control to a temp dir the
 // test may edit.
 func provisionControlDir(t *testing.T) string {
-	t.Helper()
-	src := filepath.Join("..", "..", "testdata", "provision", "control")
-	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	require.NoError(t, err)
-	return dst
+	return copyTestdata(t, "provision/control")
 }
 
 func (c *controlRun) plan(source string, opts Options) *Report {

@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,24 +20,14 @@ import (
 // controlDir copies the example control repo (testdata/control at the repo
 // root) to a temp dir the test may edit.
 func controlDir(t *testing.T) string {
+	return copyTestdata(t, "control")
+}
+
+// copyTestdata copies testdata/<dir> at the repo root to a temp dir the test may edit.
+func copyTestdata(t *testing.T, dir string) string {
 	t.Helper()
-	src := filepath.Join("..", "..", "testdata", "control")
 	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	require.NoError(t, err)
+	require.NoError(t, os.CopyFS(dst, os.DirFS(filepath.Join("..", "..", "testdata", filepath.FromSlash(dir)))))
 	return dst
 }
 
