@@ -26,7 +26,7 @@ func (f *statusPageFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.enabled, "status", false, "serve the fleet status pages at /status (built from the service's own last applies: no GitHub request)")
 	fs.StringVar(&f.tokenFile, "status-token-file", "", "file holding the bearer token /status requires (Authorization: Bearer TOKEN)")
 	fs.BoolVar(&f.insecure, "status-insecure-no-auth", false, "serve /status without a token: only behind an ingress or proxy that authenticates (see docs/serve.md)")
-	fs.StringVar(&f.groupBy, "status-group-by", "kind", "groups of the /status progress bars: kind or label:KEY")
+	fs.StringVar(&f.groupBy, "status-group-by", "kind", "groups of the /status progress bars: kind, wave or label:KEY")
 }
 
 // statusPageConfig is the resolved configuration of the /status pages.

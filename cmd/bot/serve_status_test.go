@@ -214,7 +214,7 @@ func TestServeStatusConfig(t *testing.T) {
 		{statusPageFlags{tokenFile: good, groupBy: "kind"}, "add --status"},
 		{statusPageFlags{enabled: true, tokenFile: short, groupBy: "kind"}, "the token is 3 bytes"},
 		{statusPageFlags{enabled: true, tokenFile: filepath.Join(dir, "missing"), groupBy: "kind"}, "reading the status token"},
-		{statusPageFlags{enabled: true, insecure: true, groupBy: "wave"}, "--status-group-by"},
+		{statusPageFlags{enabled: true, insecure: true, groupBy: "waves"}, "--status-group-by"},
 	} {
 		_, err := tc.f.config()
 		assert.ErrorContains(t, err, tc.want, "%+v", tc.f)

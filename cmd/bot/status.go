@@ -49,7 +49,7 @@ Without --forge it reads local:.fleetbot/forge.`,
 	fs.StringVar(&f.selector, "selector", "", "only repos whose cluster (or workspace) labels match this Kubernetes label selector, e.g. env=prod,region in (eu,us)")
 	fs.BoolVar(&f.blocked, "blocked", false, "only repos blocked on a human")
 	fs.StringSliceVar(&f.repos, "repo", nil, "only these target repos (name or owner/name; repeat or comma-separate); only they are read")
-	fs.StringVar(&f.groupBy, "group-by", "kind", "group of the summary: kind or label:KEY")
+	fs.StringVar(&f.groupBy, "group-by", "kind", "group of the summary: kind, wave or label:KEY")
 	return cmd
 }
 
@@ -89,7 +89,7 @@ func (a *frontend) status(cmd *cobra.Command, f *statusFlags) error {
 		return err
 	}
 	now := time.Now()
-	in := status.Input{Control: fl.Repo, Source: rep.Source, Now: now}
+	in := status.Input{Control: fl.Repo, Source: rep.Source, Now: now, Rollout: rep.Rollout}
 	if spec == "github" {
 		root := app.ResolveGitURL("", app.ForgeGitHub, a.apiURL())
 		in.RepoURL = func(full string) string { return root + "/" + full }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
 )
 
 // Filter selects rows. The zero Filter selects every row.
@@ -21,7 +23,10 @@ type Filter struct {
 	States []State
 	// Group keeps only one group ("" keeps all).
 	Group string
-	// Text keeps rows whose repo, name, group or summary contains it (any case).
+	// Wave keeps only the cluster repos of one rollout wave (Fleet.Waves names; "" keeps all).
+	Wave string
+	// Text keeps rows whose repo, group, wave, summary or provisioned clusters contain it
+	// (any case).
 	Text string
 }
 
@@ -40,11 +45,14 @@ func ParseSelector(s string) (labels.Selector, error) {
 // Empty reports whether the filter selects every row.
 func (fl Filter) Empty() bool {
 	return (fl.Selector == nil || fl.Selector.Empty()) && !fl.Blocked && len(fl.Repos) == 0 && len(fl.States) == 0 &&
-		fl.Group == "" && fl.Text == ""
+		fl.Group == "" && fl.Wave == "" && fl.Text == ""
 }
 
-// Match reports whether a row passes the filter.
-func (fl Filter) Match(r *Repo) bool {
+// Match reports whether a row passes the filter. A row's wave for Filter.Wave is its Wave, or
+// AllClusters for a cluster repo when the control repo declares no waves.
+func (fl Filter) Match(r *Repo) bool { return fl.match(r, r.Wave) }
+
+func (fl Filter) match(r *Repo, waveName string) bool {
 	if fl.Selector != nil && !fl.Selector.Empty() && !fl.Selector.Matches(labels.Set(r.Labels)) {
 		return false
 	}
@@ -62,10 +70,14 @@ func (fl Filter) Match(r *Repo) bool {
 	if fl.Group != "" && fl.Group != r.Group {
 		return false
 	}
+	if fl.Wave != "" && fl.Wave != waveName {
+		return false
+	}
 	if fl.Text != "" {
 		q := strings.ToLower(fl.Text)
 		if !strings.Contains(strings.ToLower(r.Repo), q) && !strings.Contains(strings.ToLower(r.Group), q) &&
-			!strings.Contains(strings.ToLower(r.Summary), q) {
+			!strings.Contains(strings.ToLower(r.Wave), q) && !strings.Contains(strings.ToLower(r.Summary), q) &&
+			!slices.ContainsFunc(r.Provisions, func(c string) bool { return strings.Contains(strings.ToLower(c), q) }) {
 			return false
 		}
 	}
@@ -81,12 +93,13 @@ func (f *Fleet) Filtered(fl Filter) *Fleet {
 	out := *f
 	out.Repos = make([]Repo, 0, len(f.Repos))
 	for i := range f.Repos {
-		if fl.Match(&f.Repos[i]) {
+		if fl.match(&f.Repos[i], f.waveOf(&f.Repos[i])) {
 			out.Repos = append(out.Repos, f.Repos[i])
 		}
 	}
 	out.Summary = summarize(out.Repos)
 	out.Groups = groups(out.Repos)
+	out.Waves = f.waves.bars(out.Repos, false)
 	return &out
 }
 
@@ -100,4 +113,12 @@ func (f *Fleet) UnknownRepos(fl Filter) []string {
 		}
 	}
 	return out
+}
+
+// waveOf is the wave bar a row counts in ("" none): its Wave, or AllClusters.
+func (f *Fleet) waveOf(r *Repo) string {
+	if r.Kind != string(fanout.KindCluster) {
+		return ""
+	}
+	return f.waves.of[r.Name]
 }

@@ -74,9 +74,11 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 		cfg.Now = time.Now
 	}
 	tpl, err := template.New("").Funcs(template.FuncMap{
-		"short":  pr.ShortSHA,
-		"words":  func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "_", " ")) },
-		"labels": func(l map[string]string) string { return strings.ReplaceAll(LabelsString(l), ",", ", ") },
+		"short":    pr.ShortSHA,
+		"few":      few,
+		"repoName": repoName,
+		"words":    func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "_", " ")) },
+		"labels":   func(l map[string]string) string { return strings.ReplaceAll(LabelsString(l), ",", ", ") },
 		"weblink": func(s string) string {
 			if strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://") {
 				return s
@@ -127,28 +129,33 @@ var sortKeys = []string{"repo", "kind", "group", "state", "revision", "pr", "age
 
 // listPage is the model of /status.
 type listPage struct {
-	Fleet    *Fleet // filtered
-	All      *Fleet
-	Rows     []Repo
-	Bars     []bar
-	Headers  []header
-	States   []State
-	Groups   []string
-	Q        query
-	Error    string
-	Page     int
-	Pages    int
-	First    int
-	Last     int
-	PrevURL  string
-	NextURL  string
-	Counters []counter
+	Fleet *Fleet // filtered
+	All   *Fleet
+	Rows  []Repo
+	Bars  []bar
+	Waves []waveBar
+	// WavesDeclared: the bars are declared waves (otherwise one AllClusters bar).
+	WavesDeclared bool
+	Segments      []string
+	Headers       []header
+	States        []State
+	Groups        []string
+	WaveList      []string
+	Q             query
+	Error         string
+	Page          int
+	Pages         int
+	First         int
+	Last          int
+	PrevURL       string
+	NextURL       string
+	Counters      []counter
 }
 
 type query struct {
-	Sort, Selector, State, Group, Text string
-	Desc                               bool
-	Page                               int
+	Sort, Selector, State, Group, Wave, Text string
+	Desc                                     bool
+	Page                                     int
 }
 
 type header struct {
@@ -162,20 +169,16 @@ type counter struct {
 	URL   string
 }
 
-// bar is one group's progress bar: segments per state, in percent of the width.
+// bar is one group's progress bar and the page of its rows.
 type bar struct {
-	Name     string
-	Done     int
-	Total    int
-	Segments []segment
-	URL      string
+	Group
+	URL string
 }
 
-type segment struct {
-	State  State
-	N      int
-	X, W   float64
-	Legend string
+// waveBar is one rollout wave's bar and the page of its clusters.
+type waveBar struct {
+	Wave
+	URL string
 }
 
 func param(r *http.Request, name string) string {
@@ -188,14 +191,14 @@ func param(r *http.Request, name string) string {
 
 func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	q := query{Sort: param(r, "sort"), Selector: param(r, "selector"), State: param(r, "state"), Group: param(r, "group"),
-		Text: param(r, "q"), Desc: param(r, "desc") == "1"}
+		Wave: param(r, "wave"), Text: param(r, "q"), Desc: param(r, "desc") == "1"}
 	if !slices.Contains(sortKeys, q.Sort) {
 		q.Sort = "state"
 	}
 	q.Page, _ = strconv.Atoi(param(r, "page"))
 	all := Build(h.input(), Options{GroupBy: h.cfg.GroupBy})
-	p := listPage{All: all, States: States, Q: q}
-	fl := Filter{Group: q.Group, Text: q.Text}
+	p := listPage{All: all, States: States, Segments: Segments, Q: q, WavesDeclared: all.waves.declared}
+	fl := Filter{Group: q.Group, Wave: q.Wave, Text: q.Text}
 	if q.State != "" {
 		if slices.Contains(States, State(q.State)) {
 			fl.States = []State{State(q.State)}
@@ -211,6 +214,9 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	p.Fleet = all.Filtered(fl)
 	for _, g := range all.Groups {
 		p.Groups = append(p.Groups, g.Name)
+	}
+	for _, wv := range all.Waves {
+		p.WaveList = append(p.WaveList, wv.Name)
 	}
 	rows := slices.Clone(p.Fleet.Repos)
 	sortRows(rows, q.Sort, q.Desc)
@@ -242,18 +248,10 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for _, g := range p.Fleet.Groups {
-		b := bar{Name: g.Name, Done: g.Done, Total: g.Total, URL: q.with("group", g.Name, "page", "")}
-		x := 0.0
-		for _, st := range States {
-			n := g.States[st]
-			if n == 0 {
-				continue
-			}
-			wdt := 100 * float64(n) / float64(g.Total)
-			b.Segments = append(b.Segments, segment{State: st, N: n, X: x, W: wdt, Legend: fmt.Sprintf("%d %s", n, st)})
-			x += wdt
-		}
-		p.Bars = append(p.Bars, b)
+		p.Bars = append(p.Bars, bar{Group: g, URL: q.with("group", g.Name, "page", "")})
+	}
+	for _, wv := range p.Fleet.Waves {
+		p.Waves = append(p.Waves, waveBar{Wave: wv, URL: q.with("wave", wv.Name, "page", "")})
 	}
 	if p.Error != "" {
 		w.WriteHeader(http.StatusBadRequest)
@@ -276,6 +274,7 @@ func (q query) with(kv ...string) string {
 	set("selector", q.Selector)
 	set("state", q.State)
 	set("group", q.Group)
+	set("wave", q.Wave)
 	set("q", q.Text)
 	if q.Page > 1 {
 		v.Set("page", strconv.Itoa(q.Page))
@@ -410,4 +409,15 @@ func (h *Handler) render(w http.ResponseWriter, name string, data any) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_, _ = buf.WriteTo(w)
+}
+
+// maxListed is how many provisioned clusters a row of /status names (the detail page names all).
+const maxListed = 5
+
+// few names at most maxListed items: "a, b, c, d, e and 12 more".
+func few(items []string) string {
+	if len(items) <= maxListed {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:maxListed], ", "), len(items)-maxListed)
 }

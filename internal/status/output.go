@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/report"
 )
@@ -39,7 +40,9 @@ func (f *Fleet) Document() *report.Document {
 	return d
 }
 
-// WriteText writes the view for a terminal: a table, one row per repo, then the summary.
+// WriteText writes the view for a terminal: a table, one row per repo (a WAVE column when the
+// control repo declares rollout waves), the clusters each management repo provisions, the
+// rollout per wave, the repos that need attention, then the summary.
 func (f *Fleet) WriteText(w io.Writer) error {
 	src := "unknown"
 	if f.Source != "" {
@@ -47,7 +50,13 @@ func (f *Fleet) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "fleetbot status of control revision %s\n\n", src)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "REPO\tKIND\tLABELS\tSTATE\tREVISION\tPR\tAGE\tWAITING ON\tMERGED\tHEALTH\tDRIFT")
+	// The WAVE column shows only when the control repo declares rollout waves.
+	waves := f.waves.declared
+	head := "REPO\tKIND\tLABELS\tSTATE\tREVISION\tPR\tAGE\tWAITING ON\tMERGED\tHEALTH\tDRIFT"
+	if waves {
+		head = "REPO\tKIND\tLABELS\tWAVE\tSTATE\tREVISION\tPR\tAGE\tWAITING ON\tMERGED\tHEALTH\tDRIFT"
+	}
+	fmt.Fprintln(tw, head)
 	for i := range f.Repos {
 		r := &f.Repos[i]
 		prCell, age := "-", "-"
@@ -55,11 +64,34 @@ func (f *Fleet) WriteText(w io.Writer) error {
 			prCell = fmt.Sprintf("#%d", r.PR.Number)
 			age = dash(r.PR.Age())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Repo, r.Kind, dash(LabelsString(r.Labels)), r.State,
+		wave := ""
+		if waves {
+			wave = dash(r.Wave) + "\t"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Repo, r.Kind, dash(LabelsString(r.Labels)), wave, r.State,
 			dash(pr.ShortSHA(r.Revision)), prCell, age, dash(r.WaitingOn), dash(pr.ShortSHA(r.Merged)), r.Health, dash(strings.Join(r.Drift, ", ")))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	var mgmt []string
+	for i := range f.Repos {
+		if r := &f.Repos[i]; r.Kind == string(fanout.KindManagement) {
+			held := "no cluster"
+			if len(r.Provisions) > 0 {
+				held = strings.Join(r.Provisions, ", ")
+			}
+			mgmt = append(mgmt, fmt.Sprintf("  %s: %s", r.Repo, held))
+		}
+	}
+	if len(mgmt) > 0 {
+		fmt.Fprintf(w, "\nProvisioned clusters by management repo:\n%s\n", strings.Join(mgmt, "\n"))
+	}
+	if len(f.Waves) > 0 {
+		fmt.Fprintln(w, "\nRollout:")
+		for i := range f.Waves {
+			fmt.Fprintf(w, "  %s\n", f.Waves[i].Label())
+		}
 	}
 	var notes []string
 	for i := range f.Repos {

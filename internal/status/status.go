@@ -1,6 +1,6 @@
 // Package status is the fleet at a glance: one row per target repo (which control-repo revision
 // it carries, what its pull request waits on, how Flux is doing, what drifted), a summary, and a
-// progress picture per group. It is a view model built purely from what reconcile already
+// progress picture per group and per rollout wave. It is a view model built purely from what reconcile already
 // computed — a plan's or an apply's results and the control repo's labels — so showing it costs
 // no request of its own: `fleetbot status` builds it from one plan, and `fleetbot serve` from the
 // results of its last applies. Rendered as text, JSON (versioned) and HTML.
@@ -22,6 +22,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+	"github.com/fleetbot-io/fleetbot/internal/rollout"
 )
 
 // State is where one target repo stands.
@@ -87,6 +88,9 @@ type Input struct {
 	RepoURL func(fullName string) string
 	// Now is the time the view is shown at (PR ages).
 	Now time.Time
+	// Rollout is the rollout gate's verdict for Source when the results come from a plan that
+	// evaluated it (fleetbot status); nil otherwise. It adds each wave's state to its bar.
+	Rollout *rollout.Status
 }
 
 // Options tune Build.
@@ -104,7 +108,7 @@ type Grouper struct {
 	Of func(r *Repo) string
 }
 
-// ByKind groups repos by kind (cluster, workspace).
+// ByKind groups repos by kind (cluster, workspace, management).
 func ByKind() Grouper {
 	return Grouper{Name: "kind", Of: func(r *Repo) string { return r.Kind }}
 }
@@ -119,11 +123,24 @@ func ByLabel(key string) Grouper {
 	}}
 }
 
-// ParseGroupBy reads a --group-by value: "kind" or "label:KEY".
+// ByWave groups cluster repos by rollout wave (platform spec.rollout.waves; RestWave for the
+// clusters no wave matches) and every other repo by kind. With no waves declared it is ByKind.
+func ByWave() Grouper {
+	return Grouper{Name: "wave", Of: func(r *Repo) string {
+		if r.Wave != "" {
+			return "wave " + r.Wave
+		}
+		return r.Kind
+	}}
+}
+
+// ParseGroupBy reads a --group-by value: "kind", "wave" or "label:KEY".
 func ParseGroupBy(s string) (Grouper, error) {
 	switch {
 	case s == "" || s == "kind":
 		return ByKind(), nil
+	case s == "wave":
+		return ByWave(), nil
 	case strings.HasPrefix(s, "label:") && len(s) > len("label:"):
 		key := strings.TrimPrefix(s, "label:")
 		if errs := validLabelKey(key); errs != "" {
@@ -131,7 +148,7 @@ func ParseGroupBy(s string) (Grouper, error) {
 		}
 		return ByLabel(key), nil
 	}
-	return Grouper{}, fmt.Errorf("group by %q: want kind or label:KEY (for example label:env)", s)
+	return Grouper{}, fmt.Errorf("group by %q: want kind, wave or label:KEY (for example label:env)", s)
 }
 
 func validLabelKey(key string) string {
@@ -151,7 +168,14 @@ type Fleet struct {
 	// GroupBy names the grouping of Groups.
 	GroupBy string  `json:"groupBy"`
 	Groups  []Group `json:"groups"`
-	Repos   []Repo  `json:"repos"`
+	// Waves is the rollout picture: one bar per wave of platform spec.rollout.waves, in order,
+	// then RestWave (the clusters no wave matches); with no waves declared, one AllClusters
+	// bar. Cluster repos of the control repo only; none when the control repo is unknown.
+	Waves []Wave `json:"waves,omitempty"`
+	Repos []Repo `json:"repos"`
+
+	// waves remembers how Build assigned waves, so Filtered can count its rows alike.
+	waves waveIndex
 }
 
 // Summary counts repos per state, per what they wait on and per Flux health.
@@ -175,14 +199,24 @@ type Group struct {
 
 // Repo is one row: a target repo.
 type Repo struct {
-	// Repo is "owner/name"; Name the cluster or workspace.
+	// Repo is "owner/name"; Name the cluster, workspace or management cluster; Kind cluster,
+	// workspace or management.
 	Repo   string            `json:"repo"`
 	Name   string            `json:"name"`
 	Kind   string            `json:"kind"`
 	Labels map[string]string `json:"labels,omitempty"`
 	Group  string            `json:"group"`
-	URL    string            `json:"url,omitempty"`
-	State  State             `json:"state"`
+	// Wave is a cluster repo's rollout wave when the control repo declares waves (RestWave for
+	// a cluster no wave matches); "" otherwise.
+	Wave string `json:"wave,omitempty"`
+	// Provisions lists, for a management repo, the clusters whose HelmRelease it holds
+	// (spec.provision.managementCluster), sorted.
+	Provisions []string `json:"provisions,omitempty"`
+	// ProvisionedBy is, for a provisioned cluster, the management repo ("owner/name") holding
+	// its HelmRelease.
+	ProvisionedBy string `json:"provisionedBy,omitempty"`
+	URL           string `json:"url,omitempty"`
+	State         State  `json:"state"`
 	// Revision is the control-repo revision rendered for the repo.
 	Revision string `json:"revision,omitempty"`
 	// PR is the open fleetbot pull request.
@@ -256,34 +290,65 @@ func Build(in Input, o Options) *Fleet {
 	}
 	f := &Fleet{Source: in.Source, GeneratedAt: in.Now, GroupBy: o.GroupBy.Name,
 		Repos: make([]Repo, 0, len(in.Entries))}
-	lbls := labelIndex(in.Control)
+	idx := indexControl(in.Control)
+	f.waves = newWaveIndex(in.Control, in.Rollout)
 	for i := range in.Entries {
 		e := &in.Entries[i]
-		if e.Kind != fanout.KindCluster && e.Kind != fanout.KindWorkspace {
+		if e.Kind != fanout.KindCluster && e.Kind != fanout.KindWorkspace && e.Kind != fanout.KindManagement {
 			continue
 		}
 		r := row(e, in)
-		r.Labels = lbls[string(e.Kind)+"/"+e.Name]
+		key := string(e.Kind) + "/" + e.Name
+		r.Labels = idx.labels[key]
+		r.Provisions = idx.provisions[key]
+		r.ProvisionedBy = idx.provisionedBy[key]
+		if e.Kind == fanout.KindCluster && f.waves.declared {
+			r.Wave = f.waves.of[e.Name]
+		}
 		r.Group = o.GroupBy.Of(&r)
 		f.Repos = append(f.Repos, r)
 	}
 	sort.SliceStable(f.Repos, func(a, b int) bool { return f.Repos[a].Repo < f.Repos[b].Repo })
 	f.Summary = summarize(f.Repos)
 	f.Groups = groups(f.Repos)
+	f.Waves = f.waves.bars(f.Repos, true)
 	return f
 }
 
-// labelIndex maps "kind/name" to the object's labels.
-func labelIndex(c *control.Repo) map[string]map[string]string {
-	out := map[string]map[string]string{}
+// controlIndex is what rows take from the control repo, by "kind/name".
+type controlIndex struct {
+	labels        map[string]map[string]string
+	provisions    map[string][]string
+	provisionedBy map[string]string
+}
+
+// indexControl maps "kind/name" to the object's labels, a management cluster to the clusters
+// it provisions, and a provisioned cluster to its management repo.
+func indexControl(c *control.Repo) controlIndex {
+	out := controlIndex{labels: map[string]map[string]string{}, provisions: map[string][]string{}, provisionedBy: map[string]string{}}
 	if c == nil {
 		return out
 	}
+	owner := ""
+	if c.Platform != nil {
+		owner = c.Platform.Spec.Owner + "/"
+		for _, m := range c.Platform.Spec.ManagementClusters {
+			var names []string
+			for _, cl := range c.Provisioned(m.Name) {
+				names = append(names, cl.Metadata.Name)
+			}
+			out.provisions[string(fanout.KindManagement)+"/"+m.Name] = names
+		}
+	}
 	for _, cl := range c.Clusters {
-		out[string(fanout.KindCluster)+"/"+cl.Metadata.Name] = cl.Metadata.Labels
+		key := string(fanout.KindCluster) + "/" + cl.Metadata.Name
+		out.labels[key] = cl.Metadata.Labels
+		if p := cl.Spec.Provision; p != nil && p.ManagementCluster != "" {
+			out.provisionedBy[key] = owner + c.ManagementRepo(p.ManagementCluster)
+		}
 	}
 	for _, w := range c.Workspaces {
-		out[string(fanout.KindWorkspace)+"/"+w.Metadata.Name] = w.Metadata.Labels
+		out.labels[string(fanout.KindWorkspace)+"/"+w.Metadata.Name] = w.Metadata.Labels
 	}
 	return out
 }

@@ -188,8 +188,8 @@ func TestGroupsAndFilters(t *testing.T) {
 
 	_, err = ParseSelector("env in (prod")
 	assert.ErrorContains(t, err, "Kubernetes label selector")
-	_, err = ParseGroupBy("wave")
-	assert.ErrorContains(t, err, "want kind or label:KEY")
+	_, err = ParseGroupBy("waves")
+	assert.ErrorContains(t, err, "want kind, wave or label:KEY")
 	_, err = ParseGroupBy("label:bad key!")
 	assert.Error(t, err)
 }
@@ -360,8 +360,6 @@ func bigInput(n int) Input {
 	return in
 }
 
-// BenchmarkStatusPage10k renders /status of 10,000 repos server-side (build the view, filter,
-// sort, one page of rows); the goal is under 200 ms an operation.
 // BenchmarkStatusPage10k renders /status of a 10,000-repo fleet server-side (the target is
 // under 200 ms a page): the first page, a filtered and sorted one, and one repo's detail page,
 // each building the view afresh from the service's results as serve does on every request.

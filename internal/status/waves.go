@@ -1,0 +1,205 @@
+package status
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/pr"
+	"github.com/fleetbot-io/fleetbot/internal/rollout"
+)
+
+// AllClusters names the one bar of the rollout picture when the control repo declares no
+// waves: every change reaches every cluster at once, so the fleet is one wave.
+const AllClusters = "all clusters"
+
+// The segments of a wave's bar, in the order they are drawn: where each cluster of the wave
+// stands for the control-repo revision.
+const (
+	// SegHealthy: the default branch carries the desired state and Flux reports it healthy.
+	SegHealthy = "healthy"
+	// SegDone: the default branch carries the desired state; Flux has reported no verdict
+	// on it (yet, or ever: the local forge has no commit statuses). Archived (skipped)
+	// repos count here too: fleetbot will not change them.
+	SegDone = "done"
+	// SegOpen: the desired state waits in fleetbot's open pull request.
+	SegOpen = "open"
+	// SegPending: not written yet: fleetbot's next apply changes the repo, or the write
+	// waits for the budget or for the wave's turn in the rollout.
+	SegPending = "pending"
+	// SegHalted: stopped until a human acts: Flux reports the merged state failing (which
+	// halts a rollout), the rollout gate halted on this cluster, a human pushed to the bot
+	// branch, or the repo could not be read or written.
+	SegHalted = "halted"
+)
+
+// Segments lists the segment names in drawing order.
+var Segments = []string{SegHealthy, SegDone, SegOpen, SegPending, SegHalted}
+
+// Wave is one bar of the rollout picture: how many of a wave's clusters are in each segment.
+type Wave struct {
+	Name string `json:"name"`
+	// State is the rollout gate's verdict on the wave (done, soaking, active, waiting,
+	// halted) when the view comes from a plan that evaluated the rollout; "" otherwise.
+	State   string `json:"state,omitempty"`
+	Total   int    `json:"total"`
+	Healthy int    `json:"healthy"`
+	Done    int    `json:"done"`
+	Open    int    `json:"open"`
+	Pending int    `json:"pending"`
+	Halted  int    `json:"halted"`
+}
+
+// Count returns the number of the wave's clusters in one segment.
+func (w *Wave) Count(seg string) int {
+	switch seg {
+	case SegHealthy:
+		return w.Healthy
+	case SegDone:
+		return w.Done
+	case SegOpen:
+		return w.Open
+	case SegPending:
+		return w.Pending
+	case SegHalted:
+		return w.Halted
+	}
+	return 0
+}
+
+// Label says the whole bar in words, every count included (the SVG's accessible name).
+func (w *Wave) Label() string {
+	name := w.Name
+	if name != AllClusters {
+		name = "wave " + name
+	}
+	parts := make([]string, len(Segments))
+	for i, seg := range Segments {
+		parts[i] = fmt.Sprintf("%d %s", w.Count(seg), seg)
+	}
+	s := fmt.Sprintf("%s: %d %s: %s", name, w.Total, plural(w.Total, "cluster", "clusters"), strings.Join(parts, ", "))
+	if w.State != "" {
+		s += "; rollout " + w.State
+	}
+	return s
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// segmentOf says which segment of its wave's bar a cluster row falls in; halt is the cluster
+// the rollout gate halted on ("" none).
+func segmentOf(r *Repo, halt string) string {
+	failing := r.Health == pr.StatusFailure || r.Health == pr.StatusError
+	switch {
+	case r.State == StateFailed, r.State == StateBlocked, halt != "" && r.Name == halt,
+		r.State == StateInSync && failing:
+		return SegHalted
+	case r.State == StateInSync && r.Health == pr.StatusSuccess:
+		return SegHealthy
+	case r.State == StateInSync, r.State == StateSkipped:
+		return SegDone
+	case r.State == StatePROpen:
+		return SegOpen
+	}
+	return SegPending
+}
+
+// waveIndex is how Build assigned clusters to waves: the waves in order, each cluster's wave,
+// and the gate's verdicts.
+type waveIndex struct {
+	// declared: the control repo declares waves (otherwise one AllClusters wave).
+	declared bool
+	order    []string
+	of       map[string]string
+	state    map[string]string
+	halt     string
+}
+
+// newWaveIndex assigns the control repo's clusters to waves as the rollout gate does
+// (control.Repo.Waves). A nil control repo has no waves.
+func newWaveIndex(c *control.Repo, st *rollout.Status) waveIndex {
+	x := waveIndex{of: map[string]string{}, state: map[string]string{}}
+	if c == nil {
+		return x
+	}
+	x.declared = c.Platform != nil && len(c.Platform.Spec.Rollout.Waves) > 0
+	if !x.declared {
+		if len(c.Clusters) == 0 {
+			return x
+		}
+		x.order = []string{AllClusters}
+		for _, cl := range c.Clusters {
+			x.of[cl.Metadata.Name] = AllClusters
+		}
+		return x
+	}
+	for _, g := range c.Waves() {
+		x.order = append(x.order, g.Name)
+		for _, n := range g.Clusters {
+			x.of[n] = g.Name
+		}
+	}
+	if st != nil {
+		for _, w := range st.Waves {
+			x.state[w.Name] = string(w.State)
+		}
+		if st.Halted != nil {
+			x.halt = st.Halted.Cluster
+		}
+	}
+	return x
+}
+
+// bars counts the cluster rows per wave, in the waves' order. keepEmpty keeps a wave without
+// a row (a declared wave matching no cluster shows as an empty bar; a filtered view drops it).
+func (x *waveIndex) bars(repos []Repo, keepEmpty bool) []Wave {
+	if len(x.order) == 0 {
+		return nil
+	}
+	pos := make(map[string]int, len(x.order))
+	out := make([]Wave, len(x.order))
+	for i, name := range x.order {
+		pos[name] = i
+		out[i] = Wave{Name: name, State: x.state[name]}
+	}
+	for i := range repos {
+		r := &repos[i]
+		if r.Kind != string(fanout.KindCluster) {
+			continue
+		}
+		name, ok := x.of[r.Name]
+		if !ok {
+			continue // a removed cluster: in no wave
+		}
+		w := &out[pos[name]]
+		w.Total++
+		switch segmentOf(r, x.halt) {
+		case SegHealthy:
+			w.Healthy++
+		case SegDone:
+			w.Done++
+		case SegOpen:
+			w.Open++
+		case SegPending:
+			w.Pending++
+		case SegHalted:
+			w.Halted++
+		}
+	}
+	if keepEmpty {
+		return out
+	}
+	kept := out[:0]
+	for _, w := range out {
+		if w.Total > 0 {
+			kept = append(kept, w)
+		}
+	}
+	return kept
+}
