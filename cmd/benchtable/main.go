@@ -1,8 +1,8 @@
 // Command benchtable runs fleetbot's scale measurements and writes them as
 // one markdown table (docs/benchmarks.md): full and naive renders of 100,
 // 1,000 and 10,000 generated clusters, an incremental plan, GitHub request
-// cost and fan-out time on the fake GitHub, and webhook acknowledgement
-// latency. Each measurement runs in a child process of this program, so its
+// cost and fan-out time on the fake GitHub, webhook acknowledgement
+// latency, and serve's /status page over the largest fleet. Each measurement runs in a child process of this program, so its
 // peak memory is an honest process peak. "make bench" runs it.
 package main
 
@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -102,6 +103,12 @@ func run(args []string) error {
 		return emit(res)
 	case "kustomize":
 		res, err := bench.NaiveKustomize(dir, cfg.kustomize, cfg.kustomizeSample)
+		if err != nil {
+			return err
+		}
+		return emit(res)
+	case "status":
+		res, err := bench.StatusPage(dir)
 		if err != nil {
 			return err
 		}
@@ -205,6 +212,18 @@ func measure(cfg config) error {
 		fmt.Fprintf(os.Stderr, "  naive: %s per build, %s for %d builds\n", row.Naive.PerBuild().Round(time.Microsecond), row.Naive.Estimate().Round(time.Second), row.Naive.Deployments)
 		r.renders = append(r.renders, row)
 	}
+
+	// The /status page over the largest generated fleet (10,000 clusters in make bench).
+	largest, err := generate(cfg, slices.Max(cfg.sizes))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "status: /status of %d clusters\n", slices.Max(cfg.sizes))
+	r.status = &bench.StatusResult{}
+	if r.statusProc, err = runChild(r.status, "-child", "status", "-dir", largest); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "  slowest page %s (median of %d)\n", r.status.Slowest().Round(time.Millisecond), bench.StatusPageRuns)
 
 	fmt.Fprintf(os.Stderr, "github: %d clusters on the fake GitHub\n", cfg.repos)
 	r.github = &bench.GitHubResult{}

@@ -28,6 +28,9 @@ func TestMarkdownMarksTargetsAndExplainsGaps(t *testing.T) {
 		serve: &bench.ServeResult{Repos: 1020, Rate: 1000, Deliveries: 10000, P50: time.Millisecond, P99: 3 * time.Millisecond, Statuses: map[int]int{202: 10000},
 			QueueMax: 10, QueueSize: 1000, Jobs: map[string]int{"apply ok": 3},
 			Push: bench.PushResult{Wall: 150 * time.Millisecond, Touched: []string{"cluster-a"}, TargetWrites: 4, OrgReads: 2, ControlReads: 4}},
+		status: &bench.StatusResult{Clusters: 10000, Repos: 10201, Waves: 4, Pages: []bench.PageTiming{
+			{Name: "first page", Median: 40 * time.Millisecond, Max: 60 * time.Millisecond, Bytes: 300 << 10},
+			{Name: "detail", Median: 20 * time.Millisecond, Max: 25 * time.Millisecond, Bytes: 8 << 10}}},
 	}
 	md := string(r.markdown())
 	assert.Contains(t, md, "| 1 | Full render, 1,000 clusters × 20 apps")
@@ -44,5 +47,11 @@ func TestMarkdownMarksTargetsAndExplainsGaps(t *testing.T) {
 	assert.Contains(t, md, "**Incremental plan: 1.30 s, target 1 s.**")
 	assert.Contains(t, md, "| ≤ 0.3 s (issue 17); < 10 s, < 1 GiB on 2 cores (issue 9) | **not met** |", "a 600 ms render of 1,000 clusters")
 	assert.Contains(t, md, "- **Render of 1,000 × 20** took 600 ms")
+	assert.Contains(t, md, "| 6 | `fleetbot serve`'s `/status` page of 10,201 repos (10,000 clusters, 4 rollout waves), server-side: view built from the results, filtered, sorted, one page of 200 rows | slowest median **40 ms**: first page 40 ms (max 60 ms, 300 KiB); detail 20 ms (max 25 ms, 8 KiB) | < 200 ms a page (issue 22) | met |")
 	assert.Equal(t, 2, strings.Count(md, "**not met**"), "only the render and the incremental plan miss")
+
+	r.status.Pages[0].Median = 250 * time.Millisecond
+	md = string(r.markdown())
+	assert.Contains(t, md, "| < 200 ms a page (issue 22) | **not met** |")
+	assert.Contains(t, md, "- **/status of 10,201 repos**: slowest page 250 ms.")
 }

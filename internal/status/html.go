@@ -12,7 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
+
 	"strconv"
 	"strings"
 	"time"
@@ -51,6 +51,7 @@ type HandlerConfig struct {
 // page of rows at a time) and GET /status/repo/{name} (one repo and its last report).
 type Handler struct {
 	cfg   HandlerConfig
+	waves waveCache
 	mux   *http.ServeMux
 	tpl   *template.Template
 	token [sha256.Size]byte
@@ -131,7 +132,7 @@ var sortKeys = []string{"repo", "kind", "group", "state", "revision", "pr", "age
 type listPage struct {
 	Fleet *Fleet // filtered
 	All   *Fleet
-	Rows  []Repo
+	Rows  []*Repo
 	Bars  []bar
 	Waves []waveBar
 	// WavesDeclared: the bars are declared waves (otherwise one AllClusters bar).
@@ -196,7 +197,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		q.Sort = "state"
 	}
 	q.Page, _ = strconv.Atoi(param(r, "page"))
-	all := Build(h.input(), Options{GroupBy: h.cfg.GroupBy})
+	all := Build(h.input(), Options{GroupBy: h.cfg.GroupBy, waves: &h.waves})
 	p := listPage{All: all, States: States, Segments: Segments, Q: q, WavesDeclared: all.waves.declared}
 	fl := Filter{Group: q.Group, Wave: q.Wave, Text: q.Text}
 	if q.State != "" {
@@ -218,7 +219,12 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	for _, wv := range all.Waves {
 		p.WaveList = append(p.WaveList, wv.Name)
 	}
-	rows := slices.Clone(p.Fleet.Repos)
+	// Sort pointers, not rows: a row is a few hundred bytes, and 10,000 of them are moved
+	// around on every request otherwise.
+	rows := make([]*Repo, len(p.Fleet.Repos))
+	for i := range p.Fleet.Repos {
+		rows[i] = &p.Fleet.Repos[i]
+	}
 	sortRows(rows, q.Sort, q.Desc)
 	size := h.cfg.PageSize
 	p.Pages = max(1, (len(rows)+size-1)/size)
@@ -293,7 +299,7 @@ func (q query) with(kv ...string) string {
 }
 
 // sortRows sorts by one column, then by repo.
-func sortRows(rows []Repo, key string, desc bool) {
+func sortRows(rows []*Repo, key string, desc bool) {
 	rank := map[State]int{}
 	for i, s := range States {
 		rank[s] = i
@@ -323,15 +329,15 @@ func sortRows(rows []Repo, key string, desc bool) {
 		}
 		return 0
 	}
-	sort.SliceStable(rows, func(i, j int) bool {
-		c := cmp(&rows[i], &rows[j])
+	slices.SortStableFunc(rows, func(a, b *Repo) int {
+		c := cmp(a, b)
 		if desc {
 			c = -c
 		}
 		if c != 0 {
-			return c < 0
+			return c
 		}
-		return rows[i].Repo < rows[j].Repo
+		return strings.Compare(a.Repo, b.Repo)
 	})
 }
 
@@ -366,7 +372,7 @@ type objectRow struct {
 
 func (h *Handler) detail(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	f := Build(h.input(), Options{GroupBy: h.cfg.GroupBy})
+	f := Build(h.input(), Options{GroupBy: h.cfg.GroupBy, waves: &h.waves})
 	row := f.Find(name)
 	if row == nil || len(name) > maxQueryLen {
 		http.Error(w, "fleetbot status: no target repo of that name", http.StatusNotFound)

@@ -12,7 +12,6 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -95,9 +94,11 @@ type Input struct {
 
 // Options tune Build.
 type Options struct {
-	// GroupBy groups rows for the progress picture (default ByKind). Rollout waves plug in
-	// here.
+	// GroupBy groups rows for the progress picture (default ByKind, or ByWave).
 	GroupBy Grouper
+
+	// waves caches the wave assignment across Builds of the same control repo (the pages).
+	waves *waveCache
 }
 
 // Grouper names a grouping and the group of a repo.
@@ -291,7 +292,7 @@ func Build(in Input, o Options) *Fleet {
 	f := &Fleet{Source: in.Source, GeneratedAt: in.Now, GroupBy: o.GroupBy.Name,
 		Repos: make([]Repo, 0, len(in.Entries))}
 	idx := indexControl(in.Control)
-	f.waves = newWaveIndex(in.Control, in.Rollout)
+	f.waves = newWaveIndex(in.Control, in.Rollout, o.waves)
 	for i := range in.Entries {
 		e := &in.Entries[i]
 		if e.Kind != fanout.KindCluster && e.Kind != fanout.KindWorkspace && e.Kind != fanout.KindManagement {
@@ -308,7 +309,10 @@ func Build(in Input, o Options) *Fleet {
 		r.Group = o.GroupBy.Of(&r)
 		f.Repos = append(f.Repos, r)
 	}
-	sort.SliceStable(f.Repos, func(a, b int) bool { return f.Repos[a].Repo < f.Repos[b].Repo })
+	byRepo := func(a, b Repo) int { return strings.Compare(a.Repo, b.Repo) }
+	if !slices.IsSortedFunc(f.Repos, byRepo) { // serve's results come sorted
+		slices.SortStableFunc(f.Repos, byRepo)
+	}
 	f.Summary = summarize(f.Repos)
 	f.Groups = groups(f.Repos)
 	f.Waves = f.waves.bars(f.Repos, true)
@@ -432,6 +436,9 @@ var credentialsInURL = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@
 // scrub removes credentials from a message shown on the status pages and in status output. The
 // forges already redact the URLs in their errors; this is the last line before a browser.
 func scrub(s string) string {
+	if !strings.Contains(s, "@") { // no userinfo: skip the regexp (it ran for every row of every page)
+		return s
+	}
 	return credentialsInURL.ReplaceAllString(s, "${1}REDACTED@")
 }
 

@@ -338,12 +338,24 @@ func TestPagination(t *testing.T) {
 	assert.Contains(t, body, "page 3 of 3", "a page past the end shows the last")
 }
 
-// bigInput is a fleet of n clusters in mixed states.
+// bigInput is a fleet of n clusters in mixed states, rolling out in waves (dev, stage, then
+// prod), every 50th cluster provisioned by management cluster "hub".
 func bigInput(n int) Input {
-	in := Input{Source: source, Now: now, Control: &control.Repo{}}
+	plat := &control.Platform{}
+	plat.Spec.Owner = "acme"
+	for _, env := range []string{"dev", "stage", "prod"} {
+		plat.Spec.Rollout.Waves = append(plat.Spec.Rollout.Waves,
+			control.Wave{Name: env, ClusterSelector: &control.Selector{MatchLabels: map[string]string{"env": env}}})
+	}
+	plat.Spec.ManagementClusters = []control.ManagementCluster{{Name: "hub"}}
+	in := Input{Source: source, Now: now, Control: &control.Repo{Platform: plat}}
 	for i := range n {
 		name := fmt.Sprintf("c%05d", i)
-		in.Control.Clusters = append(in.Control.Clusters, cluster(name, map[string]string{"env": []string{"prod", "dev", "stage"}[i%3], "region": "eu"}))
+		cl := cluster(name, map[string]string{"env": []string{"prod", "dev", "stage"}[i%3], "region": "eu"})
+		if i%50 == 0 {
+			cl.Spec.Provision = &control.Provision{ManagementCluster: "hub", Profile: "metal"}
+		}
+		in.Control.Clusters = append(in.Control.Clusters, cl)
 		r := reconcile.Result{Repo: "acme/cluster-" + name, Kind: fanout.KindCluster, Name: name, Action: pr.ActionNoop,
 			Observed: &pr.Observed{BaseStatus: pr.StatusSuccess, Merged: source}}
 		switch i % 10 {
