@@ -118,8 +118,10 @@ type waveIndex struct {
 	declared bool
 	order    []string
 	of       map[string]string
-	state    map[string]string
-	halt     string
+	// size counts the control repo's clusters per wave.
+	size  map[string]int
+	state map[string]string
+	halt  string
 }
 
 // newWaveIndex assigns the control repo's clusters to waves as the rollout gate does
@@ -146,7 +148,7 @@ func newWaveIndex(c *control.Repo, st *rollout.Status, cache *waveCache) waveInd
 
 // assignWaves puts every cluster of c in its wave.
 func assignWaves(c *control.Repo) waveIndex {
-	x := waveIndex{of: map[string]string{}}
+	x := waveIndex{of: map[string]string{}, size: map[string]int{}}
 	if c == nil {
 		return x
 	}
@@ -159,10 +161,12 @@ func assignWaves(c *control.Repo) waveIndex {
 		for _, cl := range c.Clusters {
 			x.of[cl.Metadata.Name] = AllClusters
 		}
+		x.size[AllClusters] = len(c.Clusters)
 		return x
 	}
 	for _, g := range c.Waves() {
 		x.order = append(x.order, g.Name)
+		x.size[g.Name] = len(g.Clusters)
 		for _, n := range g.Clusters {
 			x.of[n] = g.Name
 		}
@@ -190,8 +194,9 @@ func (wc *waveCache) assign(c *control.Repo) waveIndex {
 	return wc.x
 }
 
-// bars counts the cluster rows per wave, in the waves' order. keepEmpty keeps a wave without
-// a row (a declared wave matching no cluster shows as an empty bar; a filtered view drops it).
+// bars counts the cluster rows per wave, in the waves' order. A wave without a row is dropped
+// (a filtered view, or a plan limited to some repos), except, with keepEmpty, a declared wave
+// that matches no cluster at all: it shows as an empty bar.
 func (x *waveIndex) bars(repos []Repo, keepEmpty bool) []Wave {
 	if len(x.order) == 0 {
 		return nil
@@ -226,12 +231,9 @@ func (x *waveIndex) bars(repos []Repo, keepEmpty bool) []Wave {
 			w.Halted++
 		}
 	}
-	if keepEmpty {
-		return out
-	}
 	kept := out[:0]
 	for _, w := range out {
-		if w.Total > 0 {
+		if w.Total > 0 || (keepEmpty && x.size[w.Name] == 0) {
 			kept = append(kept, w)
 		}
 	}

@@ -375,3 +375,24 @@ func mustParseGroup(t *testing.T, s string) Grouper {
 	require.NoError(t, err)
 	return g
 }
+
+// TestWavesOfALimitedPlan: fleetbot status --repo plans only some repos; a wave none of whose
+// clusters was planned is no bar (it would read "0 clusters"), an empty declared wave still is.
+func TestWavesOfALimitedPlan(t *testing.T) {
+	in := wavesInput()
+	var kept []Entry
+	for _, e := range in.Entries {
+		if e.Name == "p1" || e.Name == "hub" {
+			kept = append(kept, e)
+		}
+	}
+	in.Entries = kept
+	f := Build(in, Options{})
+	assert.Equal(t, []string{
+		"prod  total=1 healthy=0 done=1 open=0 pending=0 halted=0",
+		"empty  total=0 healthy=0 done=0 open=0 pending=0 halted=0",
+	}, waveCounts(f.Waves))
+	in.Control.Platform.Spec.Rollout.Waves = nil
+	in.Entries = kept[1:]
+	assert.Empty(t, Build(in, Options{}).Waves, "only a management repo planned: no cluster, no bar")
+}
