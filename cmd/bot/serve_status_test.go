@@ -100,8 +100,10 @@ func getWithToken(t *testing.T, target, token string) (int, string) {
 
 // TestServeStatusPage starts serve against the fake GitHub with a fleet in mixed states (open
 // PRs, one merged with Flux healthy, one blocked by a human commit, one whose Flux fails),
-// loads /status in headless Chromium and checks the rendered DOM; loading the pages costs no
-// GitHub request, and without the token they answer 401.
+// then moves the control repo on to a rollout in two waves and a management cluster
+// provisioning a new cluster, loads /status in headless Chromium and checks the rendered DOM
+// (rows, the SVG bar of each wave, the management repo); loading the pages costs no GitHub
+// request, and without the token they answer 401.
 func TestServeStatusPage(t *testing.T) {
 	t.Parallel()
 	bin := chromium(t)
@@ -125,6 +127,12 @@ func TestServeStatusPage(t *testing.T) {
 		require.NoError(t, err)
 	}
 	first.gh.Commit("acme", "cluster-edge-1", "fleetbot/sync", "hand edit", map[string]string{"apps/mine.yaml": "kind: ConfigMap\n"})
+	// And the control repo moves on: a rollout in waves (staging first, then prod) and a
+	// management cluster "hub" provisioning a new cluster, lab-1 (issue 20).
+	platform, err := os.ReadFile(filepath.Join(exampleControl, "platform.yaml"))
+	require.NoError(t, err)
+	first.gh.Commit("acme", "control", "main", "waves and a management cluster", map[string]string{
+		"platform.yaml": string(platform) + statusE2EPlatform, "clusters/lab-1.yaml": statusE2ELab})
 
 	e := startServe(t, serveOptions{reuse: first, status: statusPageConfig{Enabled: true, Token: []byte(statusToken), GroupBy: mustGroup(t, "label:env")}})
 	e.waitMetric(appliedOK, 1)
@@ -172,10 +180,29 @@ func TestServeStatusPage(t *testing.T) {
 		rows[m[1]] = m[2]
 	}
 	assert.Equal(t, map[string]string{
-		"acme/cluster-edge-1": "blocked", "acme/cluster-prod-eu-1": "in-sync", "acme/cluster-prod-us-1": "pr-open",
+		"acme/cluster-edge-1": "blocked", "acme/cluster-prod-eu-1": "deferred", "acme/cluster-prod-us-1": "pr-open",
 		"acme/cluster-staging-eu-1": "pr-open", "acme/workspace-payments": "pr-open", "acme/workspace-search": "pr-open",
-	}, rows, "one row per target repo, in its state")
-	assert.Contains(t, dom, "6 repos: 1 blocked, 4 pr-open (waiting on 4 review), 1 in-sync; Flux health: 1 failure, 1 success, 4 unknown")
+		"acme/cluster-lab-1": "deferred", "acme/mgmt-hub": "pr-open",
+	}, rows, "one row per target repo, in its state: the waves hold prod-eu-1's new change and the new lab-1 until staging is done")
+	assert.Contains(t, dom, "8 repos: 1 blocked, 2 deferred, 5 pr-open (waiting on 5 review); Flux health: 1 failure, 1 success, 6 unknown")
+	assert.Regexp(t, `data-repo="acme/cluster-prod-eu-1"[\s\S]*?<td>rollout</td>`, dom, "held by the rollout")
+	// The rollout picture: a bar per wave, its counts in the DOM and in the SVG's accessible name.
+	for _, w := range []struct{ name, counts, label string }{
+		{"staging", `data-total="1" data-healthy="0" data-done="0" data-open="1" data-pending="0" data-halted="0"`,
+			"wave staging: 1 cluster: 0 healthy, 0 done, 1 open, 0 pending, 0 halted"},
+		{"prod", `data-total="3" data-healthy="0" data-done="0" data-open="1" data-pending="1" data-halted="1"`,
+			"wave prod: 3 clusters: 0 healthy, 0 done, 1 open, 1 pending, 1 halted"},
+		{"(rest)", `data-total="1" data-healthy="0" data-done="0" data-open="0" data-pending="1" data-halted="0"`,
+			"wave (rest): 1 cluster: 0 healthy, 0 done, 0 open, 1 pending, 0 halted"},
+	} {
+		assert.Contains(t, dom, `<div class="bar wave" data-wave="`+w.name+`" `+w.counts+`>`, "wave %s", w.name)
+		assert.Regexp(t, `data-wave="`+regexp.QuoteMeta(w.name)+`"[\s\S]*?<svg [^>]*role="img" aria-label="`+regexp.QuoteMeta(w.label)+`"`, dom, "wave %s", w.name)
+	}
+	assert.Equal(t, 3, strings.Count(dom, `<div class="bar wave"`), "staging, prod and the clusters no wave matches")
+	assert.Equal(t, 5, strings.Count(dom, `<rect class="w-`), "one segment per non-empty count: staging 1, prod 3, the rest 1")
+	// The management repo, with the cluster it provisions; the cluster links back to it.
+	assert.Regexp(t, `data-repo="acme/mgmt-hub"[\s\S]*?<td>management</td>[\s\S]*?provisions 1: lab-1`, dom)
+	assert.Regexp(t, `data-repo="acme/cluster-lab-1"[\s\S]*?provisioned by <a href="/status/repo/mgmt-hub">mgmt-hub</a>`, dom)
 	assert.Regexp(t, `data-repo="acme/cluster-prod-eu-1"[\s\S]*?class="h-success">success<`, dom, "Flux health of the merged repo")
 	assert.Regexp(t, `data-repo="acme/cluster-staging-eu-1"[\s\S]*?class="h-failure">failure<`, dom)
 	assert.Regexp(t, `<a href="`+regexp.QuoteMeta(e.gh.URL)+`/acme/cluster-prod-us-1/pull/1">#1</a>`, dom, "links to the PR")
@@ -191,6 +218,38 @@ func TestServeStatusPage(t *testing.T) {
 	assert.Greater(t, info.Size(), int64(1000))
 	t.Logf("screenshot: %s (%d bytes)", shot, info.Size())
 }
+
+// statusE2EPlatform is appended to the example platform.yaml's spec by TestServeStatusPage.
+const statusE2EPlatform = `  rollout:
+    waves:
+      - name: staging
+        clusterSelector: {matchLabels: {env: staging}}
+      - name: prod
+        clusterSelector: {matchLabels: {env: prod}}
+  managementClusters:
+    - name: hub
+  provisionProfiles:
+    - name: metal
+      chart:
+        ociRepository: oci://ghcr.io/acme/charts/capi-metal
+        version: 0.9.0
+      required: [kubernetesVersion, nodePools]
+`
+
+// statusE2ELab is a cluster provisioned through the management cluster hub.
+const statusE2ELab = `apiVersion: fleetbot.io/v1alpha1
+kind: Cluster
+metadata:
+  name: lab-1
+  labels: {env: lab}
+spec:
+  provision:
+    managementCluster: hub
+    profile: metal
+    kubernetesVersion: v1.35.4
+    nodePools:
+      - {name: workers, count: 2}
+`
 
 func mustGroup(t *testing.T, s string) status.Grouper {
 	t.Helper()

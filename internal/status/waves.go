@@ -69,6 +69,9 @@ func (w *Wave) Count(seg string) int {
 	return 0
 }
 
+// InSync is how many of the wave's clusters carry the desired state (healthy or done).
+func (w *Wave) InSync() int { return w.Healthy + w.Done }
+
 // Label says the whole bar in words, every count included (the SVG's accessible name).
 func (w *Wave) Label() string {
 	name := w.Name

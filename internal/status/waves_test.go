@@ -261,6 +261,7 @@ func TestPageShowsWaves(t *testing.T) {
 	assert.Equal(t, "wave canary: 3 clusters: 1 healthy, 0 done, 1 open, 0 pending, 1 halted", d.AriaLabel)
 	assert.Len(t, d.Rects, 3)
 	assert.Contains(t, body, `id="wave-legend"`, "the segments are explained")
+	assert.Regexp(t, `data-wave="canary"[^>]*>[\s\S]*?</svg>\s*<span>1/3 in sync</span>`, body, "healthy + done, in words beside the bar")
 	assert.Contains(t, body, `<a href="/status?sort=state&amp;wave=prod">wave prod</a>`, "a wave's bar links to its clusters")
 
 	_, body, _ = get(t, h, "/status?wave=prod", "")
