@@ -12,7 +12,6 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/bench"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
-	"github.com/fleetbot-io/fleetbot/internal/status"
 )
 
 // results is everything one run measured.
@@ -191,7 +190,7 @@ func (r *results) markdown() []byte {
 			target, met = "< 200 ms a page (issue 22)", mark(statusMet(st))
 		}
 		p("| 6 | `fleetbot serve`'s `/status` page of %s repos (%s clusters, %d rollout waves), server-side: view built from the results, filtered, sorted, one page of %d rows | slowest median **%s**: %s | %s | %s |\n",
-			n(st.Repos), n(st.Clusters), st.Waves, status.DefaultPageSize, ms(st.Slowest()), strings.Join(pages, "; "), target, met)
+			n(st.Repos), n(st.Clusters), st.Waves, st.PageSize, ms(st.Slowest()), strings.Join(pages, "; "), target, met)
 	} else {
 		p("| 6 | `/status` page | not measured in this run | | |\n")
 	}

@@ -23,7 +23,9 @@ type StatusResult struct {
 	// Clusters of the control repo; Repos the rows of the view (cluster, workspace and
 	// management repos); Waves the bars of its rollout picture.
 	Clusters, Repos, Waves int
-	Pages                  []PageTiming
+	// PageSize is how many rows a page of the list shows.
+	PageSize int
+	Pages    []PageTiming
 }
 
 // PageTiming is one page requested Runs times.
@@ -64,7 +66,7 @@ func StatusPage(dir string) (*StatusResult, error) {
 		return nil, err
 	}
 	f := status.Build(in, status.Options{})
-	res := &StatusResult{Clusters: len(repo.Clusters), Repos: len(f.Repos), Waves: len(f.Waves)}
+	res := &StatusResult{Clusters: len(repo.Clusters), Repos: len(f.Repos), Waves: len(f.Waves), PageSize: status.DefaultPageSize}
 	last := f.Repos[len(f.Repos)/2].Short()
 	for _, p := range []struct{ name, path string }{
 		{"first page (sorted by state)", "/status"},
