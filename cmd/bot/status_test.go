@@ -33,14 +33,17 @@ type statusJSON struct {
 		Total int `json:"total"`
 	} `json:"summary"`
 	Repos []struct {
-		Repo      string `json:"repo"`
-		State     string `json:"state"`
-		WaitingOn string `json:"waitingOn"`
-		Merged    string `json:"merged"`
-		Health    string `json:"health"`
-		Revision  string `json:"revision"`
-		URL       string `json:"url"`
-		PR        *struct {
+		Repo          string   `json:"repo"`
+		Kind          string   `json:"kind"`
+		Provisions    []string `json:"provisions"`
+		ProvisionedBy string   `json:"provisionedBy"`
+		State         string   `json:"state"`
+		WaitingOn     string   `json:"waitingOn"`
+		Merged        string   `json:"merged"`
+		Health        string   `json:"health"`
+		Revision      string   `json:"revision"`
+		URL           string   `json:"url"`
+		PR            *struct {
 			Number int    `json:"number"`
 			Review string `json:"review"`
 			Checks string `json:"checks"`
@@ -155,6 +158,40 @@ func TestStatusLocalForge(t *testing.T) {
 	assert.Equal(t, 2, s.Summary.Total)
 }
 
+// TestStatusManagementRepos: management repos (issue 20) are rows of kind management with the
+// clusters they provision, in text and JSON, and the filters treat them like the other repos.
+func TestStatusManagementRepos(t *testing.T) {
+	t.Parallel()
+	ctl := filepath.Join("..", "..", "testdata", "provision", "control")
+	forge := "local:" + filepath.Join(t.TempDir(), "forge")
+	code, _, errOut := cli(t, "apply", "--control", ctl, "--forge", forge)
+	require.Equal(t, 0, code, errOut)
+
+	code, out, errOut := cli(t, "status", "--control", ctl, "--forge", forge)
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `acme/mgmt-hub-eu\s+management\s+-\s+pr-open\s`, out)
+	assert.Regexp(t, `acme/capi-hub-us\s+management\s+-\s+pr-open\s`, out, "a management cluster's own repo pattern")
+	assert.Contains(t, out, "\nProvisioned clusters by management repo:\n  acme/capi-hub-us: edge-3\n  acme/mgmt-hub-eu: prod-eu-2\n")
+	assert.Contains(t, out, "5 repos: 5 pr-open")
+
+	code, out, errOut = cli(t, "status", "--control", ctl, "--forge", forge, "--repo", "mgmt-hub-eu", "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	s, _ := decodeStatus(t, out)
+	require.Len(t, s.Repos, 1)
+	assert.Equal(t, "management", s.Repos[0].Kind)
+	assert.Equal(t, []string{"prod-eu-2"}, s.Repos[0].Provisions)
+
+	code, out, errOut = cli(t, "status", "--control", ctl, "--forge", forge, "--selector", "env=prod", "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	s, idx := decodeStatus(t, out)
+	var names []string
+	for _, r := range s.Repos {
+		names = append(names, r.Repo)
+	}
+	assert.Equal(t, []string{"acme/cluster-prod-eu-1", "acme/cluster-prod-eu-2"}, names, "management repos carry no labels")
+	assert.Equal(t, "acme/mgmt-hub-eu", s.Repos[idx["acme/cluster-prod-eu-2"]].ProvisionedBy)
+}
+
 func TestStatusBadInput(t *testing.T) {
 	t.Parallel()
 	forge := "local:" + filepath.Join(t.TempDir(), "forge")
@@ -165,7 +202,7 @@ func TestStatusBadInput(t *testing.T) {
 		{[]string{"--repo", "cluster-nope"}, "--repo cluster-nope: no target repo of that name"},
 		{[]string{"--selector", "env in (prod"}, "--selector: selector \"env in (prod\""},
 		{[]string{"--format", "markdown"}, `--format "markdown": want text or json`},
-		{[]string{"--group-by", "wave"}, "--group-by: group by \"wave\": want kind or label:KEY"},
+		{[]string{"--group-by", "waves"}, "--group-by: group by \"waves\": want kind, wave or label:KEY"},
 	} {
 		code, out, errOut := cli(t, append([]string{"status", "--control", exampleControl, "--forge", forge}, tc.args...)...)
 		assert.Equal(t, 1, code, "%v", tc.args)
