@@ -219,6 +219,9 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	for _, wv := range all.Waves {
 		p.WaveList = append(p.WaveList, wv.Name)
 	}
+	if q.Wave != "" && !slices.Contains(p.WaveList, q.Wave) {
+		p.Error = fmt.Sprintf("unknown wave %q (the waves: %s)", q.Wave, strings.Join(p.WaveList, ", "))
+	}
 	// Sort pointers, not rows: a row is a few hundred bytes, and 10,000 of them are moved
 	// around on every request otherwise.
 	rows := make([]*Repo, len(p.Fleet.Repos))

@@ -273,6 +273,11 @@ func TestPageShowsWaves(t *testing.T) {
 	assert.ElementsMatch(t, []string{"acme/cluster-p1", "acme/cluster-p2", "acme/cluster-p3"}, names)
 	assert.Contains(t, body, `<option value="prod" selected>prod</option>`, "the wave filter is kept in the form")
 
+	// A wave that does not exist is an error on the page, escaped, not an empty table.
+	code, body, _ = get(t, h, "/status?wave=%3Cb%3Enope", "")
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, body, `id="error">unknown wave &#34;&lt;b&gt;nope&#34; (the waves: canary, prod, empty, (rest))`)
+
 	// No waves declared: one "all clusters" bar under a heading that says so.
 	plain := newTestHandler(t, fleetInput, HandlerConfig{InsecureNoAuth: true})
 	_, body, _ = get(t, plain, "/status", "")
