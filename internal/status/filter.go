@@ -48,8 +48,8 @@ func (fl Filter) Empty() bool {
 		fl.Group == "" && fl.Wave == "" && fl.Text == ""
 }
 
-// Match reports whether a row passes the filter. A row's wave for Filter.Wave is its Wave, or
-// AllClusters for a cluster repo when the control repo declares no waves.
+// Match reports whether a row passes the filter, reading Filter.Wave against the row's Wave.
+// Fleet.Filtered also matches AllClusters, the one bar of a fleet with no waves declared.
 func (fl Filter) Match(r *Repo) bool { return fl.match(r, r.Wave) }
 
 func (fl Filter) match(r *Repo, waveName string) bool {

@@ -1,7 +1,8 @@
 // Package status is the fleet at a glance: one row per target repo (which control-repo revision
 // it carries, what its pull request waits on, how Flux is doing, what drifted), a summary, and a
-// progress picture per group and per rollout wave. It is a view model built purely from what reconcile already
-// computed — a plan's or an apply's results and the control repo's labels — so showing it costs
+// progress picture per group and per rollout wave. It is a view model built purely from what
+// reconcile already computed — a plan's or an apply's results and the control repo's labels,
+// waves and management clusters — so showing it costs
 // no request of its own: `fleetbot status` builds it from one plan, and `fleetbot serve` from the
 // results of its last applies. Rendered as text, JSON (versioned) and HTML.
 package status
