@@ -171,8 +171,6 @@ var frontEndDirect = map[string][]string{
 	"cmd/bot": {"internal/reconcile", "internal/status", "internal/fleetgen", "internal/rollout", "internal/control"},
 	// plan-json carries check control's report and the control repo's issues as they are.
 	"internal/action": {"internal/review", "internal/control"},
-	// the service's configuration still takes the renderer, forges, shard and baselines.
-	"internal/webhook": {"internal/reconcile", "internal/control", "internal/fanout"},
 }
 
 // TestFrontEndsCallTheApplicationLayer: the rows of the front ends in docs/architecture.md
