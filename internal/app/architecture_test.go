@@ -165,10 +165,6 @@ func TestFrontEndFunctionsAreShort(t *testing.T) {
 // still imports directly (issue 16): the list may only shrink. Everything else a front end
 // imports is the application layer, an adapter, another front end or internal/report.
 var frontEndDirect = map[string][]string{
-	// serve wires the webhook service's seams (shards, baselines) and status builds the
-	// fleet view; dev generate writes synthetic control repos; rollout status and plan print
-	// the rollout gate's verdict and the waves of the loaded control repo.
-	"cmd/bot": {"internal/reconcile", "internal/status", "internal/fleetgen", "internal/rollout", "internal/control"},
 	// plan-json carries check control's report and the control repo's issues as they are.
 	"internal/action": {"internal/review", "internal/control"},
 }
