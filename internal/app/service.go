@@ -18,6 +18,9 @@ type (
 	// Issues are control repo errors, each on its file and line with a hint; a load, a plan
 	// or an apply returns them as its error when the control repo is wrong.
 	Issues = control.Issues
+	// Issue is one control repo error; Position is its file and line.
+	Issue    = control.Issue
+	Position = control.Position
 	// Forge is the forge of one owner's target repos, as plan and apply use it.
 	Forge = reconcile.Forge
 	// Renderer renders a control repo into its target repos; a long-lived one (serve's) caches
