@@ -819,7 +819,7 @@ func short(sha string) string {
 	if sha == "" {
 		return "working tree"
 	}
-	return app.ShortSHA(sha)
+	return report.ShortSHA(sha)
 }
 
 // reviewControl runs check control on the pull request: the change from the base to the

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fleetbot-io/fleetbot/internal/pr"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // DefaultPageSize is how many rows one page of /status shows.
@@ -74,7 +74,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 		cfg.Now = time.Now
 	}
 	tpl, err := template.New("").Funcs(template.FuncMap{
-		"short":  pr.ShortSHA,
+		"short":  report.ShortSHA,
 		"words":  func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "_", " ")) },
 		"labels": func(l map[string]string) string { return strings.ReplaceAll(LabelsString(l), ",", ", ") },
 		"weblink": func(s string) string {

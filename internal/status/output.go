@@ -8,7 +8,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
@@ -43,7 +42,7 @@ func (f *Fleet) Document() *report.Document {
 func (f *Fleet) WriteText(w io.Writer) error {
 	src := "unknown"
 	if f.Source != "" {
-		src = pr.ShortSHA(f.Source)
+		src = report.ShortSHA(f.Source)
 	}
 	fmt.Fprintf(w, "fleetbot status of control revision %s\n\n", src)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -56,7 +55,7 @@ func (f *Fleet) WriteText(w io.Writer) error {
 			age = dash(r.PR.Age())
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Repo, r.Kind, dash(LabelsString(r.Labels)), r.State,
-			dash(pr.ShortSHA(r.Revision)), prCell, age, dash(r.WaitingOn), dash(pr.ShortSHA(r.Merged)), r.Health, dash(strings.Join(r.Drift, ", ")))
+			dash(report.ShortSHA(r.Revision)), prCell, age, dash(r.WaitingOn), dash(report.ShortSHA(r.Merged)), r.Health, dash(strings.Join(r.Drift, ", ")))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // ControlSource reads the control repo from its forge.
@@ -233,7 +234,7 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 	}
 	fl, err := s.fleet(ctx, sha)
 	if err != nil {
-		return fmt.Errorf("control repo at %s: %w", app.ShortSHA(sha), err)
+		return fmt.Errorf("control repo at %s: %w", report.ShortSHA(sha), err)
 	}
 	log := s.log.With("delivery", j.Delivery, "kind", j.Kind)
 	opts := app.ServiceOptions{
@@ -261,7 +262,7 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 				changed++
 			}
 		}
-		log.Info("fleet reconciled", "trigger", j.Repo, "source", app.ShortSHA(sha), "scope", rep.Scope,
+		log.Info("fleet reconciled", "trigger", j.Repo, "source", report.ShortSHA(sha), "scope", rep.Scope,
 			"repos", len(rep.Results), "changed", changed, "failed", len(rep.Failed()), "deferred", len(rep.Deferred()))
 	}
 	return err
@@ -276,7 +277,7 @@ func (s *Service) drift(ctx context.Context, j Job) error {
 	}
 	fl, err := s.fleet(ctx, sha)
 	if err != nil {
-		return fmt.Errorf("control repo at %s: %w", app.ShortSHA(sha), err)
+		return fmt.Errorf("control repo at %s: %w", report.ShortSHA(sha), err)
 	}
 	if !strings.EqualFold(owner, fl.Owner()) {
 		s.log.Debug("drift on a repo outside the platform owner; ignored", "repo", j.Repo, "delivery", j.Delivery)
@@ -317,7 +318,7 @@ func (s *Service) check(ctx context.Context, j Job) error {
 		fctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 	}
-	s.log.Info("check run", "delivery", j.Delivery, "repo", j.Repo, "pr", j.PR, "sha", app.ShortSHA(j.SHA), "conclusion", res.Conclusion)
+	s.log.Info("check run", "delivery", j.Delivery, "repo", j.Repo, "pr", j.PR, "sha", report.ShortSHA(j.SHA), "conclusion", res.Conclusion)
 	return s.cfg.Checks.Finish(fctx, id, res)
 }
 
@@ -418,7 +419,7 @@ func planResult(rep *app.Report, markdown string) CheckResult {
 		res.Title += fmt.Sprintf("; %d could not be planned", len(failed))
 	}
 	res.Summary = fmt.Sprintf("Plan of source `%s`: %s. Merging this pull request makes fleetbot open or update one pull request per changed repo; nothing is written before.",
-		app.ShortSHA(rep.Source), res.Title)
+		report.ShortSHA(rep.Source), res.Title)
 	return res
 }
 
