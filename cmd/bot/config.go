@@ -9,7 +9,6 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
-	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 )
 
 // apiURL is the GitHub REST API URL of the flags and environment ("" for github.com).
@@ -54,16 +53,6 @@ func (a *frontend) config(forge string, log *slog.Logger) (app.Config, error) {
 // forge is opened, no credential read).
 func (a *frontend) load(ctx context.Context) (*app.Fleet, error) {
 	return a.base(nil).Load(ctx, a.control)
-}
-
-// openForge opens the forge named by spec ("local:PATH" or "github") for the target repos of
-// owner, as app.Config.OpenForge does.
-func (a *frontend) openForge(ctx context.Context, spec, owner string, readOnly bool, log *slog.Logger) (reconcile.Forge, func() error, error) {
-	cfg, err := a.config(spec, log)
-	if err != nil {
-		return nil, nil, err
-	}
-	return cfg.OpenForge(ctx, owner, readOnly)
 }
 
 // openTargets opens the forge named by spec for the target repos of owner, for the

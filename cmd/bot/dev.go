@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
-	"github.com/fleetbot-io/fleetbot/internal/fleetgen"
 	"github.com/fleetbot-io/fleetbot/internal/forge/local"
 )
 
@@ -95,7 +94,7 @@ func serveUntilDone(ctx context.Context, srv *http.Server, ln net.Listener) erro
 
 func (a *frontend) devGenerateCommand() *cobra.Command {
 	var (
-		opts fleetgen.Options
+		opts app.GenerateOptions
 		out  string
 	)
 	cmd := &cobra.Command{
@@ -121,8 +120,8 @@ always give the same files. DIR must be empty or missing.`,
 			if len(entries) > 0 {
 				return fmt.Errorf("--out %s is not empty; choose an empty or new directory", out)
 			}
-			files := fleetgen.Generate(opts)
-			if err := fleetgen.WriteDir(out, opts); err != nil {
+			files, err := app.GenerateControlRepo(out, opts)
+			if err != nil {
 				return err
 			}
 			workspaces := opts.Workspaces
@@ -130,7 +129,7 @@ always give the same files. DIR must be empty or missing.`,
 				workspaces = max(1, opts.Clusters/50)
 			}
 			fmt.Fprintf(a.stdout, "generated %d cluster(s), %d workspace(s) and %d app(s) (%d files) into %s\n",
-				opts.Clusters, workspaces, opts.Apps, len(files), out)
+				opts.Clusters, workspaces, opts.Apps, files, out)
 			return nil
 		},
 	}

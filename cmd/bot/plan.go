@@ -58,7 +58,7 @@ plan never writes.
 				if err := writeDesiredPlan(a.stdout, format, f); err != nil || format != formatText {
 					return err
 				}
-				writeWaveGroups(a.stdout, f.Repo)
+				writeWaveGroups(a.stdout, f)
 				return nil
 			}
 			report, err := a.forgePlan(cmd, f, format, allowRemovals, allowAccessRemovals)

@@ -13,9 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
-	"github.com/fleetbot-io/fleetbot/internal/control"
-	"github.com/fleetbot-io/fleetbot/internal/reconcile"
-	"github.com/fleetbot-io/fleetbot/internal/rollout"
 )
 
 // rolloutCommand is `fleetbot rollout`: where a rollout in waves stands (read-only).
@@ -48,19 +45,19 @@ is held and why, and a halt. It never writes.`,
 			if err != nil {
 				return err
 			}
-			forge, closeForge, err := a.openForge(cmd.Context(), a.forge, f.Repo.Platform.Spec.Owner, true, log)
+			targets, err := a.openTargets(cmd.Context(), a.forge, f.Owner(), true, log)
 			if err != nil {
 				return err
 			}
-			defer closeForge()
-			rep, err := reconcile.Plan(cmd.Context(), forge, f.Repo, f.Targets, reconcile.Options{Logger: log})
+			defer targets.Close()
+			out, err := targets.Plan(cmd.Context(), f, app.RunOptions{Logger: log})
 			if err != nil {
 				return err
 			}
-			if rep.Rollout == nil {
+			if out == nil || out.Rollout() == nil {
 				return errors.New("the plan reported no rollout state")
 			}
-			return writeRolloutStatus(a.stdout, rep.Rollout)
+			return writeRolloutStatus(a.stdout, out.Rollout())
 		},
 	}
 	a.registerGitURL(status.Flags())
@@ -69,7 +66,8 @@ is held and why, and a halt. It never writes.`,
 }
 
 // writeWaveGroups prints which clusters each declared wave takes (the offline plan).
-func writeWaveGroups(w io.Writer, repo *control.Repo) {
+func writeWaveGroups(w io.Writer, f *app.Fleet) {
+	repo := f.Repo
 	if repo.Platform == nil || len(repo.Platform.Spec.Rollout.Waves) == 0 {
 		return
 	}
@@ -84,7 +82,7 @@ func writeWaveGroups(w io.Writer, repo *control.Repo) {
 }
 
 // writeRolloutStatus prints the rollout gate's verdict.
-func writeRolloutStatus(w io.Writer, st *rollout.Status) error {
+func writeRolloutStatus(w io.Writer, st *app.RolloutStatus) error {
 	state := "in progress"
 	switch {
 	case st.Halted != nil:

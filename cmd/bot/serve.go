@@ -20,7 +20,6 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/app"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
-	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
 	"github.com/fleetbot-io/fleetbot/internal/webhook/githubapi"
 )
@@ -50,7 +49,7 @@ type serveConfig struct {
 	Concurrency int
 	CheckName   string
 	// Shard is this replica's share of the target repos (docs/scale-out.md).
-	Shard reconcile.Shard
+	Shard app.Shard
 
 	// Status configures the /status pages (off unless Status.Enabled).
 	Status statusPageConfig
@@ -143,7 +142,7 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
 	positiveDurationVar(fs, &f.grace, "shutdown-grace", webhook.DefaultGrace, "how long in-flight jobs may finish on shutdown")
 	minIntVar(fs, &f.workers, "workers", webhook.DefaultWorkers, 1, "jobs worked on at once")
 	minIntVar(fs, &f.queueSize, "queue-size", webhook.DefaultQueueSize, 1, "distinct jobs that may wait; deliveries beyond are refused with 503")
-	minIntVar(fs, &f.concurrency, "concurrency", reconcile.DefaultConcurrency, 1, "target repos one job works on at once")
+	minIntVar(fs, &f.concurrency, "concurrency", app.DefaultConcurrency, 1, "target repos one job works on at once")
 	minInt64Var(fs, &f.maxBody, "max-body", webhook.DefaultMaxBody, 1, "largest webhook body accepted, in bytes (413 beyond)")
 	f.status.register(fs)
 	fs.StringVar(&f.shard, "shard", "", "INDEX/COUNT: reconcile only the target repos this replica owns (replica INDEX of COUNT, e.g. the StatefulSet ordinal); see docs/scale-out.md")
@@ -172,7 +171,7 @@ func (a *frontend) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, er
 	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
 		return serveConfig{}, fmt.Errorf("--control-repo %q: want OWNER/NAME of the control repo on GitHub (or FLEETBOT_CONTROL_REPO)", f.control)
 	}
-	shard, err := reconcile.ParseShard(f.shard)
+	shard, err := app.ParseShard(f.shard)
 	if err != nil {
 		return serveConfig{}, fmt.Errorf("--shard: %w", err)
 	}
@@ -356,7 +355,7 @@ func (r *serveRun) service(ctx context.Context, gh *githubConn, forges *app.Inst
 		Control: src, Renderer: renderer, Verdict: verdict,
 		Forges: forges.Forge, Checks: checks, Concurrency: cfg.Concurrency, Shard: cfg.Shard,
 		Logger: r.log, Metrics: r.metrics, BeforeJob: cfg.BeforeJob,
-		Baselines: reconcile.NewBaselines(baselineFile(cfg), r.log), Salt: version,
+		Baselines: app.NewBaselines(baselineFile(cfg), r.log), Salt: version,
 	})
 }
 

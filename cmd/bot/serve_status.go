@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
-	"github.com/fleetbot-io/fleetbot/internal/status"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
@@ -34,7 +33,7 @@ type statusPageConfig struct {
 	Enabled  bool
 	Token    []byte
 	Insecure bool
-	GroupBy  status.Grouper
+	GroupBy  app.StatusGrouper
 }
 
 // config resolves the flags; it never echoes the token.
@@ -45,7 +44,7 @@ func (f *statusPageFlags) config() (statusPageConfig, error) {
 		}
 		return statusPageConfig{}, nil
 	}
-	group, err := status.ParseGroupBy(f.groupBy)
+	group, err := app.ParseStatusGroupBy(f.groupBy)
 	if err != nil {
 		return statusPageConfig{}, fmt.Errorf("--status-group-by: %w", err)
 	}
@@ -73,20 +72,14 @@ func withStatusPages(cfg serveConfig, next http.Handler, svc *atomic.Pointer[web
 		return next, nil
 	}
 	web := strings.TrimSuffix(app.ResolveGitURL(cfg.App.GitURL, app.ForgeGitHub, cfg.App.GitHub.APIURL), "/")
-	pages, err := status.NewHandler(status.HandlerConfig{
+	pages, err := app.StatusPages(app.StatusPagesConfig{
 		Token: cfg.Status.Token, InsecureNoAuth: cfg.Status.Insecure, GroupBy: cfg.Status.GroupBy,
-		Input: func() status.Input {
-			in := status.Input{RepoURL: func(full string) string { return web + "/" + full }}
-			s := svc.Load()
-			if s == nil {
-				return in
+		RepoURL: func(full string) string { return web + "/" + full },
+		Reports: func() app.Reports {
+			if s := svc.Load(); s != nil {
+				return s.Reports()
 			}
-			reps := s.Reports()
-			in.Control, in.Source = reps.Control, reps.Source
-			for _, r := range reps.Repos {
-				in.Entries = append(in.Entries, status.Entry{Result: r.Result, Source: r.Source, At: r.At, Applied: true})
-			}
-			return in
+			return app.Reports{}
 		},
 	})
 	if err != nil {

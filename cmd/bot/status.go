@@ -8,8 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
-	"github.com/fleetbot-io/fleetbot/internal/reconcile"
-	"github.com/fleetbot-io/fleetbot/internal/status"
 )
 
 // exitBlocked is status's exit code when a repo is blocked on a human (DESIGN: 3).
@@ -57,11 +55,11 @@ func (a *frontend) status(cmd *cobra.Command, f *statusFlags) error {
 	if f.format != formatText && f.format != formatJSON {
 		return fmt.Errorf("--format %q: want text or json", f.format)
 	}
-	sel, err := status.ParseSelector(f.selector)
+	sel, err := app.ParseStatusSelector(f.selector)
 	if err != nil {
 		return fmt.Errorf("--selector: %w", err)
 	}
-	group, err := status.ParseGroupBy(f.groupBy)
+	group, err := app.ParseStatusGroupBy(f.groupBy)
 	if err != nil {
 		return fmt.Errorf("--group-by: %w", err)
 	}
@@ -79,25 +77,20 @@ func (a *frontend) status(cmd *cobra.Command, f *statusFlags) error {
 	}
 	spec := firstNonEmpty(a.forge, app.DefaultLocalForge)
 	owner := fl.Repo.Platform.Spec.Owner
-	forge, closeForge, err := a.openForge(cmd.Context(), spec, owner, true, log)
+	targets, err := a.openTargets(cmd.Context(), spec, owner, true, log)
 	if err != nil {
 		return err
 	}
-	defer closeForge()
-	rep, err := reconcile.Plan(cmd.Context(), forge, fl.Repo, fl.Targets, reconcile.Options{Only: only, Logger: log})
-	if err != nil {
-		return err
-	}
-	now := time.Now()
-	in := status.Input{Control: fl.Repo, Source: rep.Source, Now: now, Rollout: rep.Rollout}
+	defer targets.Close()
+	opts := app.StatusOptions{Only: only, Selector: sel, Blocked: f.blocked, GroupBy: group, Now: time.Now(), Logger: log}
 	if spec == "github" {
 		root := app.ResolveGitURL("", app.ForgeGitHub, a.apiURL())
-		in.RepoURL = func(full string) string { return root + "/" + full }
+		opts.RepoURL = func(full string) string { return root + "/" + full }
 	}
-	for _, r := range rep.Results {
-		in.Entries = append(in.Entries, status.Entry{Result: r, Source: rep.Source, At: now})
+	view, err := targets.Status(cmd.Context(), fl, opts)
+	if err != nil {
+		return err
 	}
-	view := status.Build(in, status.Options{GroupBy: group}).Filtered(status.Filter{Selector: sel, Blocked: f.blocked})
 	if f.format == formatJSON {
 		err = view.WriteJSON(a.stdout)
 	} else {

@@ -21,11 +21,9 @@ import (
 	gh "github.com/google/go-github/v62/github"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
-	"github.com/fleetbot-io/fleetbot/internal/control"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/ghaction"
 	"github.com/fleetbot-io/fleetbot/internal/report"
-	"github.com/fleetbot-io/fleetbot/internal/review"
 )
 
 // Modes of the action (input mode).
@@ -259,15 +257,15 @@ type Result struct {
 	PullRequest int    `json:"pullRequest,omitempty"`
 	// Valid is false when the control (or target) repo has problems; Issues lists them with
 	// paths relative to the repository root.
-	Valid  bool           `json:"valid"`
-	Issues control.Issues `json:"issues,omitempty"`
-	Notes  []string       `json:"notes,omitempty"`
+	Valid  bool       `json:"valid"`
+	Issues app.Issues `json:"issues,omitempty"`
+	Notes  []string   `json:"notes,omitempty"`
 	// Report is the plan or apply against the target repos; Desired the offline plan when
 	// the target repos could not be read.
 	Report  *report.Document `json:"report,omitempty"`
 	Desired *app.DesiredPlan `json:"desired,omitempty"`
 	// Review is check control's verdict on a pull request's change.
-	Review *review.Report `json:"review,omitempty"`
+	Review *app.ReviewReport `json:"review,omitempty"`
 
 	outcome *app.Outcome // the plan or apply Report is the document of
 }
@@ -313,7 +311,7 @@ func (r *actionRun) event() (*ghaction.Event, error) {
 // anything else as an error.
 func (r *actionRun) load(ctx context.Context, res *Result) (*app.Fleet, error) {
 	f, err := r.config().Load(ctx, r.in.controlDir)
-	var issues control.Issues
+	var issues app.Issues
 	switch {
 	case errors.As(err, &issues):
 		res.Issues = append(res.Issues, rebase(issues, r.in.controlRel)...)
@@ -396,7 +394,7 @@ func (r *actionRun) planTargets(ctx context.Context, f *app.Fleet, res *Result) 
 	}
 	defer targets.Close()
 	out, err := targets.Plan(ctx, f, app.RunOptions{AllowRemovals: r.in.allowRemovals, Source: f.Repo.Revision, Logger: r.log})
-	var issues control.Issues
+	var issues app.Issues
 	if errors.As(err, &issues) {
 		// Found against the org (a team that does not exist): nothing was planned.
 		res.Issues = append(res.Issues, rebase(issues, r.in.controlRel)...)
@@ -489,7 +487,7 @@ func (r *actionRun) applyTargets(ctx context.Context, f *app.Fleet, res *Result)
 		opts.Full, opts.Salt = r.env.EventName != ghaction.EventPush, r.opts.Version
 	}
 	out, err := targets.Apply(ctx, f, opts)
-	var issues control.Issues
+	var issues app.Issues
 	if errors.As(err, &issues) {
 		// Found against the org (a team that does not exist): nothing was planned.
 		res.Issues = append(res.Issues, rebase(issues, r.in.controlRel)...)
@@ -702,7 +700,7 @@ func (r *actionRun) finish(res *Result, summary string) error {
 }
 
 // annotate writes one error annotation per issue, on its file and line.
-func (r *actionRun) annotate(issues control.Issues) {
+func (r *actionRun) annotate(issues app.Issues) {
 	for _, i := range issues {
 		msg := i.Message
 		if i.Hint != "" {
@@ -714,8 +712,8 @@ func (r *actionRun) annotate(issues control.Issues) {
 
 // rebase makes issue positions relative to the repository root instead of dir (the control
 // dir relative to GITHUB_WORKSPACE), as annotations need.
-func rebase(issues control.Issues, dir string) control.Issues {
-	out := make(control.Issues, 0, len(issues))
+func rebase(issues app.Issues, dir string) app.Issues {
+	out := make(app.Issues, 0, len(issues))
 	for _, i := range issues {
 		if i.Pos.File != "" && dir != "." && dir != "" {
 			i.Pos.File = path.Join(dir, i.Pos.File)
@@ -798,7 +796,7 @@ func (r *actionRun) footer(b *strings.Builder) {
 	}
 }
 
-func writeIssues(b *strings.Builder, issues control.Issues) {
+func writeIssues(b *strings.Builder, issues app.Issues) {
 	b.WriteString("| file | problem | hint |\n|---|---|---|\n")
 	for _, i := range issues {
 		fmt.Fprintf(b, "| `%s` | %s | %s |\n", i.Pos.String(), mdCell(i.Message), mdCell(i.Hint))
@@ -821,7 +819,7 @@ func short(sha string) string {
 	if sha == "" {
 		return "working tree"
 	}
-	return app.ShortSHA(sha)
+	return report.ShortSHA(sha)
 }
 
 // reviewControl runs check control on the pull request: the change from the base to the
@@ -854,7 +852,7 @@ func (r *actionRun) reviewControl(ctx context.Context, f *app.Fleet, pull *ghact
 	if baseFS, headFS, err = app.SubTrees(repo, r.in.controlDir, baseFS, headFS); err != nil {
 		return err
 	}
-	in := review.Input{Base: baseFS, Head: headFS, BaseRev: baseRev, HeadRev: headRev, Author: login(pull.User)}
+	in := app.ControlChange{Base: baseFS, Head: headFS, BaseRev: baseRev, HeadRev: headRev, Author: login(pull.User)}
 	if r.in.hasFanout() && in.Author != "" {
 		owner := f.Repo.Platform.Spec.Owner
 		c, err := r.config().GitHubClient(ctx, owner, true)
@@ -863,15 +861,15 @@ func (r *actionRun) reviewControl(ctx context.Context, f *app.Fleet, pull *ghact
 		}
 		in.Member = func(slug string) (bool, error) { return c.TeamMember(ctx, owner, slug, in.Author) }
 	}
-	rep, err := review.Review(in, r.config().Renderer())
+	rep, err := r.config().CheckControl(in)
 	if err != nil {
 		return fmt.Errorf("check control: %w", err)
 	}
-	res.Review = rep
-	res.Issues = append(res.Issues, rebase(rep.Issues, r.in.controlRel)...)
-	if rep.Verdict == review.NeedsPlatformAdmin {
+	res.Review = rep.Report()
+	res.Issues = append(res.Issues, rebase(rep.Issues(), r.in.controlRel)...)
+	if rep.NeedsPlatformAdmin() {
 		r.cmds.Annotate(ghaction.Annotation{Level: ghaction.LevelNotice, Title: "fleetbot check control",
-			Message: "this change needs a platform admin's review: " + strings.Join(rep.Reasons, "; ")})
+			Message: "this change needs a platform admin's review: " + strings.Join(rep.Reasons(), "; ")})
 	}
 	return nil
 }
@@ -886,7 +884,7 @@ const (
 // checkTargetRepo is check workspace / check cluster on the checkout at dir: it renders the
 // human-owned kustomizations offline and returns the problems as issues on file and line.
 // A workspace's objects must stay in its namespace, taken to be its name.
-func checkTargetRepo(kind, dir, name string) (control.Issues, error) {
+func checkTargetRepo(kind, dir, name string) (app.Issues, error) {
 	check := app.CheckClusterRepo
 	if kind == kindWorkspace {
 		check = func(dir string) ([]string, []report.Problem, error) { return app.CheckWorkspaceRepo(dir, name, name) }
@@ -895,13 +893,13 @@ func checkTargetRepo(kind, dir, name string) (control.Issues, error) {
 	if err != nil {
 		return nil, err
 	}
-	var issues control.Issues
+	var issues app.Issues
 	switch {
 	case len(entries) == 0 && kind == kindWorkspace:
-		issues.Add(control.Position{File: "clusters"}, "run check-workspace in a workspace repo, or set mode check-cluster",
+		issues.Add(app.Position{File: "clusters"}, "run check-workspace in a workspace repo, or set mode check-cluster",
 			"no clusters/<cluster>/kustomization.yaml: this is not a workspace repo")
 	case len(entries) == 0:
-		issues.Add(control.Position{File: "apps/kustomization.yaml"}, "run check-cluster in a cluster repo, or set mode check-workspace",
+		issues.Add(app.Position{File: "apps/kustomization.yaml"}, "run check-cluster in a cluster repo, or set mode check-workspace",
 			"no apps/kustomization.yaml: this is not a cluster repo")
 	}
 	for _, p := range problems {
@@ -909,7 +907,7 @@ func checkTargetRepo(kind, dir, name string) (control.Issues, error) {
 		if p.Object != "" {
 			msg = p.Object + ": " + msg
 		}
-		issues = append(issues, control.Issue{Pos: control.Position{File: p.File, Line: p.Line}, Message: msg, Hint: p.Hint})
+		issues = append(issues, app.Issue{Pos: app.Position{File: p.File, Line: p.Line}, Message: msg, Hint: p.Hint})
 	}
 	return issues, nil
 }

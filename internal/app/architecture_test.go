@@ -161,23 +161,9 @@ func TestFrontEndFunctionsAreShort(t *testing.T) {
 	}
 }
 
-// frontEndDirect lists, per front end, the fleetbot packages below the application layer it
-// still imports directly (issue 16): the list may only shrink. Everything else a front end
-// imports is the application layer, an adapter, another front end or internal/report.
-var frontEndDirect = map[string][]string{
-	// serve wires the webhook service's seams (shards, baselines) and status builds the
-	// fleet view; dev generate writes synthetic control repos; rollout status and plan print
-	// the rollout gate's verdict and the waves of the loaded control repo.
-	"cmd/bot": {"internal/reconcile", "internal/status", "internal/fleetgen", "internal/rollout", "internal/control"},
-	// plan-json carries check control's report and the control repo's issues as they are.
-	"internal/action": {"internal/review", "internal/control"},
-	// the service's configuration still takes the renderer, forges, shard and baselines.
-	"internal/webhook": {"internal/reconcile", "internal/control", "internal/fanout"},
-}
-
 // TestFrontEndsCallTheApplicationLayer: the rows of the front ends in docs/architecture.md
-// allow only the application layer, adapters, other front ends and internal/report, beyond
-// the packages frontEndDirect still names.
+// allow only the application layer, adapters, other front ends and internal/report (issue
+// 16): a front end reaches every floor below through internal/app.
 func TestFrontEndsCallTheApplicationLayer(t *testing.T) {
 	t.Parallel()
 	floors := readFloors(t)
@@ -186,14 +172,13 @@ func TestFrontEndsCallTheApplicationLayer(t *testing.T) {
 			continue
 		}
 		for _, imp := range row.allowed {
-			switch {
-			case imp == "internal/report", slices.Contains(frontEndDirect[pkg], imp):
-			default:
-				below, ok := floors[imp]
-				if assert.True(t, ok, "docs/architecture.md:%d: %s may import %s, which has no row", row.line, pkg, imp) {
-					assert.Contains(t, []string{"application", "adapter", "front end"}, below.floor,
-						"docs/architecture.md:%d: front end %s may import %s (%s floor): call it through internal/app", row.line, pkg, imp, below.floor)
-				}
+			if imp == "internal/report" {
+				continue // what every front end prints
+			}
+			below, ok := floors[imp]
+			if assert.True(t, ok, "docs/architecture.md:%d: %s may import %s, which has no row", row.line, pkg, imp) {
+				assert.Contains(t, []string{"application", "adapter", "front end"}, below.floor,
+					"docs/architecture.md:%d: front end %s may import %s (%s floor): call it through internal/app", row.line, pkg, imp, below.floor)
 			}
 		}
 	}

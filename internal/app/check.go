@@ -3,7 +3,6 @@ package app
 import (
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/manifest"
-	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
@@ -37,6 +36,3 @@ func checkTargetRepo(kind fanout.Kind, dir, workspace, namespace string) ([]stri
 // ObjectCounts is the repo's rendered objects counted by kind, as one line ("3 Deployment,
 // 1 Namespace").
 func (d DesiredRepo) ObjectCounts() string { return manifest.FormatCounts(d.Objects) }
-
-// ShortSHA is a commit's abbreviated name, as every report prints it.
-func ShortSHA(sha string) string { return pr.ShortSHA(sha) }

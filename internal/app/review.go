@@ -26,6 +26,19 @@ type ControlReview struct {
 	rep *review.Report
 }
 
+// ReviewReport is check control's report as plan-json carries it: the verdict, its reasons,
+// the personas and target repos the change reaches.
+type ReviewReport = review.Report
+
+// Report is the review's report as it is (plan-json's review).
+func (r *ControlReview) Report() *ReviewReport { return r.rep }
+
+// Issues are the errors the change leaves in the control repo, on file and line.
+func (r *ControlReview) Issues() Issues { return r.rep.Issues }
+
+// Reasons say why the change needs a platform admin's review.
+func (r *ControlReview) Reasons() []string { return r.rep.Reasons }
+
 // CheckControl judges a control repo change against the persona rules: who may make it,
 // which target repos it reaches; the renderer is the configuration's.
 func (c Config) CheckControl(ch ControlChange) (*ControlReview, error) {

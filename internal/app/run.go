@@ -112,8 +112,12 @@ func outcome(rep *reconcile.Report) *Outcome {
 // Document is the outcome as the report every output renders.
 func (o *Outcome) Document() *report.Document { return o.rep.Document() }
 
+// RolloutStatus is the rollout gate's verdict: each wave's state, the clusters held and why,
+// a halt.
+type RolloutStatus = rollout.Status
+
 // Rollout is the rollout gate's verdict for the run's revision (nil without waves).
-func (o *Outcome) Rollout() *rollout.Status { return o.rep.Rollout }
+func (o *Outcome) Rollout() *RolloutStatus { return o.rep.Rollout }
 
 // HasIssues is true when the run found control repo errors against the forge.
 func (o *Outcome) HasIssues() bool { return len(o.rep.Issues) > 0 }

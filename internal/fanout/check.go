@@ -2,9 +2,11 @@ package fanout
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -71,7 +73,7 @@ func closeTree(files map[string][]byte, entries []string, needRoot bool) (staged
 	c := &checker{files: files, dirs: map[string]bool{}, visited: map[string]bool{}}
 	// Bounded input: a YAML alias bomb in any file (a few hundred bytes for billions of nodes)
 	// is refused before anything decodes it, here or in kustomize.
-	for _, p := range sortedFiles(files) {
+	for _, p := range slices.Sorted(maps.Keys(files)) {
 		if err := yamlsize.Check(files[p], yamlsize.DefaultMaxNodes); err != nil {
 			c.add(p, 0, err.Error(), "remove the YAML aliases (*name) that expand the file")
 		}

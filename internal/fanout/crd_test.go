@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -108,7 +110,7 @@ func TestManagementObjectsMatchCRDSchemas(t *testing.T) {
 		if tg.Kind != KindManagement {
 			continue
 		}
-		for _, p := range sortedFiles(tg.Files) {
+		for _, p := range slices.Sorted(maps.Keys(tg.Files)) {
 			if !strings.HasSuffix(p, ".yaml") || p == ProvisionDir+"/kustomization.yaml" {
 				continue
 			}

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -264,7 +266,7 @@ func (x *run) buildApp(app *control.App) {
 // inputs such as .env or .properties files) have no nodes, so their lines
 // are counted. It falls back to app.yaml's spec.values.
 func locateRef(app *control.App, ref string) control.Position {
-	for _, p := range sortedFiles(app.Files) {
+	for _, p := range slices.Sorted(maps.Keys(app.Files)) {
 		data := app.Files[p]
 		yamlFile := strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")
 		if !yamlFile {
@@ -332,15 +334,6 @@ func scalarLine(n *kyaml.Node, ref string) int {
 func locateObject(app *control.App, o object) control.Position {
 	file, line := indexDocs(app.Files).locate("", o.kind, o.name, o.namespace, nil, "kustomization.yaml")
 	return control.Position{File: path.Join(app.Dir, file), Line: line}
-}
-
-func sortedFiles(files map[string][]byte) []string {
-	paths := make([]string, 0, len(files))
-	for p := range files {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	return paths
 }
 
 func sortedClusters(cs []*control.Cluster) []*control.Cluster {

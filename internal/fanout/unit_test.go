@@ -1,6 +1,8 @@
 package fanout
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -103,7 +105,7 @@ func TestTombstone(t *testing.T) {
 	t.Parallel()
 	tg := Tombstone("acme", []string{"platform"}, "main", KindWorkspace, "payments", "workspace-payments")
 	assert.True(t, tg.Removed)
-	assert.Equal(t, []string{".github/CODEOWNERS", "README.md"}, sortedFiles(tg.Files))
+	assert.Equal(t, []string{".github/CODEOWNERS", "README.md"}, slices.Sorted(maps.Keys(tg.Files)))
 	assert.Equal(t, string(policy.CODEOWNERS("acme", []policy.Rule{{Pattern: "*", Teams: []string{"platform"}}})), string(tg.Files[CodeownersPath]))
 	assert.Contains(t, string(tg.Files[ReadmePath]), "**payments** was removed")
 	assert.Contains(t, string(tg.Files[ReadmePath]), "`clusters/*/fleetbot/`")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/manifest"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // Plan reads one snapshot of the target repo and decides what to do. It
@@ -135,7 +136,7 @@ func Apply(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Option
 	}
 	if d.Block {
 		msg := fmt.Sprintf("fleetbot found commit %s on `%s` that it did not make, so it stops updating this pull request and will never overwrite that commit.\n\n"+
-			"Merge or close this pull request to let fleetbot propose changes again.", ShortSHA(d.bot.SHA), o.Branch)
+			"Merge or close this pull request to let fleetbot propose changes again.", report.ShortSHA(d.bot.SHA), o.Branch)
 		if err := f.Comment(ctx, owner, repo, d.PR.Number, msg); err != nil {
 			return nil, wrap(fmt.Sprintf("commenting on PR #%d", d.PR.Number), err)
 		}
@@ -146,7 +147,7 @@ func Apply(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Option
 		}
 	}
 	if d.ClosePR {
-		msg := fmt.Sprintf("`%s` already matches what the control repo asks for (tree `%s`), so this pull request is no longer needed: fleetbot closes it", d.defBr, ShortSHA(d.Tree))
+		msg := fmt.Sprintf("`%s` already matches what the control repo asks for (tree `%s`), so this pull request is no longer needed: fleetbot closes it", d.defBr, report.ShortSHA(d.Tree))
 		if d.DeleteBranch {
 			msg += " and deletes `" + o.Branch + "`"
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/manifest"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // TrailerSource is the commit trailer naming the control repo commit a bot
@@ -91,7 +92,7 @@ func CommitMessage(t *fanout.Target, source, tree string) string {
 	if src == "" {
 		src = "unknown"
 	}
-	return fmt.Sprintf("fleetbot: %s from %s\n\n%s: %s\n%s: %s\n", verb, ShortSHA(src), TrailerSource, src, TrailerTree, tree)
+	return fmt.Sprintf("fleetbot: %s from %s\n\n%s: %s\n%s: %s\n", verb, report.ShortSHA(src), TrailerSource, src, TrailerTree, tree)
 }
 
 // trailer returns the value of the last trailer key in a commit message ("" when absent).

@@ -6,12 +6,12 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/gittree"
 	"github.com/fleetbot-io/fleetbot/internal/manifest"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // Action is what fleetbot does (or would do) to one target repo.
@@ -287,7 +287,7 @@ func Decide(s *Snapshot, t *fanout.Target, o Options) (*Decision, error) {
 			}
 		case !ours(s.Bot, m):
 			d.Action, d.Block = ActionBlocked, true
-			d.Reason = fmt.Sprintf("commit %s on %s was not made by fleetbot: PR #%d is left alone", ShortSHA(s.Bot.SHA), o.Branch, p.Number)
+			d.Reason = fmt.Sprintf("commit %s on %s was not made by fleetbot: PR #%d is left alone", report.ShortSHA(s.Bot.SHA), o.Branch, p.Number)
 		case inSync:
 			d.Action, d.ClosePR, d.DeleteBranch = ActionClose, true, true
 			d.Reason = fmt.Sprintf("%s already matches the desired state", d.defBr)
@@ -301,7 +301,7 @@ func Decide(s *Snapshot, t *fanout.Target, o Options) (*Decision, error) {
 		default:
 			d.Action, d.PushBranch, d.UpdatePR = updateAction(t), true, true
 			if firstParent(s.Bot) != s.Base.SHA {
-				d.Reason = fmt.Sprintf("%s moved: rebuild PR #%d on %s", d.defBr, p.Number, ShortSHA(s.Base.SHA))
+				d.Reason = fmt.Sprintf("%s moved: rebuild PR #%d on %s", d.defBr, p.Number, report.ShortSHA(s.Base.SHA))
 			} else {
 				d.Reason = fmt.Sprintf("desired state changed: update PR #%d", p.Number)
 			}
@@ -420,27 +420,4 @@ func sortChanges(cs []Change) {
 
 func blobEntry(c []byte) gittree.Entry {
 	return gittree.Entry{Mode: gittree.ModeFile, Hash: gittree.BlobHash(c)}
-}
-
-// ShortSHA abbreviates a commit SHA as GitHub shows it (7 characters), keeping the
-// "-dirty" of a render of uncommitted edits: the short form must not claim the commit.
-func ShortSHA(sha string) string {
-	return abbreviate(sha, 7)
-}
-
-// abbreviate cuts a SHA to n characters, keeping a "-dirty" suffix.
-func abbreviate(sha string, n int) string {
-	base, dirty := strings.CutSuffix(sha, "-dirty")
-	if len(base) > n {
-		base = base[:n]
-	}
-	if dirty {
-		return base + "-dirty"
-	}
-	return base
-}
-
-// ShortSHA12 abbreviates a SHA to 12 characters (report headers), keeping "-dirty".
-func ShortSHA12(sha string) string {
-	return abbreviate(sha, 12)
 }

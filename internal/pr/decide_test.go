@@ -396,13 +396,3 @@ func TestDiffObjects(t *testing.T) {
 		"ConfigMap": {Changed: 1}, "Secret": {Removed: 1}, "Namespace": {Added: 1},
 	}, sum)
 }
-
-// TestShortSHAKeepsDirty: the short form of a render of uncommitted edits still says so.
-func TestShortSHAKeepsDirty(t *testing.T) {
-	sha := "0123456789abcdef0123456789abcdef01234567"
-	assert.Equal(t, "0123456", ShortSHA(sha))
-	assert.Equal(t, "0123456-dirty", ShortSHA(sha+"-dirty"))
-	assert.Equal(t, "0123456789ab-dirty", ShortSHA12(sha+"-dirty"))
-	assert.Equal(t, "abc", ShortSHA("abc"))
-	assert.Equal(t, "", ShortSHA(""))
-}

@@ -15,6 +15,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/forge/local"
 	"github.com/fleetbot-io/fleetbot/internal/policy"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 const configMap = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m\n  namespace: demo\ndata:\n  a: \"1\"\n"
@@ -246,7 +247,7 @@ func TestHumanCommitBlocksOnce(t *testing.T) {
 	comments, err := f.Comments("acme", "cluster-a", p.Number)
 	require.NoError(t, err)
 	require.Len(t, comments, 1)
-	assert.Contains(t, comments[0], pr.ShortSHA(human.SHA))
+	assert.Contains(t, comments[0], report.ShortSHA(human.SHA))
 
 	d, _ = step(t, f, tg, opts, pr.ActionBlocked)
 	assert.False(t, d.Writes(), "blocked once, silent after")

@@ -18,7 +18,7 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
-	"github.com/fleetbot-io/fleetbot/internal/pr"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // baselineVersion is bumped whenever Baseline changes meaning; a file of another version is
@@ -208,7 +208,7 @@ func (in *Incremental) scope(prev *Baseline, owner, config string, targets []*fa
 		}
 	}
 	slices.Sort(only)
-	return only, fmt.Sprintf("%d of %d target repos changed since %s", len(only), len(targets), pr.ShortSHA12(prev.Source))
+	return only, fmt.Sprintf("%d of %d target repos changed since %s", len(only), len(targets), report.ShortSHA12(prev.Source))
 }
 
 // next is the baseline after a converged run over targets, whose digests are given.

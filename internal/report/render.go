@@ -139,7 +139,7 @@ func (d *Document) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "%d repos: %s", len(d.Repos), d.counts())
 	if d.Source != "" {
-		fmt.Fprintf(w, " (source %s)", short(d.Source))
+		fmt.Fprintf(w, " (source %s)", ShortSHA12(d.Source))
 	}
 	fmt.Fprintln(w)
 	if d.Scope != "" {
@@ -190,7 +190,7 @@ func (d *Document) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString("### fleetbot")
 	if d.Source != "" {
-		fmt.Fprintf(&b, " — source `%s`", short(d.Source))
+		fmt.Fprintf(&b, " — source `%s`", ShortSHA12(d.Source))
 	}
 	if len(d.Errors) > 0 {
 		b.WriteString("\n\n> [!CAUTION]\n> The control repo does not match the org: nothing was planned or written.\n\n")

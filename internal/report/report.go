@@ -305,11 +305,19 @@ func (d *Document) counts() string {
 	return strings.Join(parts, ", ")
 }
 
-// short abbreviates a commit to 12 characters, keeping a "-dirty" suffix (as pr.ShortSHA12).
-func short(sha string) string {
+// ShortSHA abbreviates a commit SHA as GitHub shows it (7 characters), keeping the "-dirty"
+// of a render of uncommitted edits: the short form must not claim the commit. It is the one
+// abbreviation every report, pull request body, comment and log line uses.
+func ShortSHA(sha string) string { return abbreviate(sha, 7) }
+
+// ShortSHA12 abbreviates a SHA to 12 characters (report headers), keeping "-dirty".
+func ShortSHA12(sha string) string { return abbreviate(sha, 12) }
+
+// abbreviate cuts a SHA to n characters, keeping a "-dirty" suffix.
+func abbreviate(sha string, n int) string {
 	base, dirty := strings.CutSuffix(sha, "-dirty")
-	if len(base) > 12 {
-		base = base[:12]
+	if len(base) > n {
+		base = base[:n]
 	}
 	if dirty {
 		return base + "-dirty"

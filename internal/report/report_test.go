@@ -151,3 +151,14 @@ func TestProblemString(t *testing.T) {
 	assert.Equal(t, "platform.yaml: no owner", Problem{File: "platform.yaml", Message: "no owner"}.String())
 	assert.Equal(t, "502 from GitHub", Problem{Message: "502 from GitHub"}.String())
 }
+
+// TestShortSHAKeepsDirty: the short form of a render of uncommitted edits still says so.
+func TestShortSHAKeepsDirty(t *testing.T) {
+	t.Parallel()
+	sha := "0123456789abcdef0123456789abcdef01234567"
+	assert.Equal(t, "0123456", ShortSHA(sha))
+	assert.Equal(t, "0123456-dirty", ShortSHA(sha+"-dirty"))
+	assert.Equal(t, "0123456789ab-dirty", ShortSHA12(sha+"-dirty"))
+	assert.Equal(t, "abc", ShortSHA("abc"))
+	assert.Equal(t, "", ShortSHA(""))
+}

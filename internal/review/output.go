@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/fleetbot-io/fleetbot/internal/pr"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // WriteJSON writes the report as indented JSON.
@@ -121,7 +121,7 @@ func md(s string) string {
 }
 
 func short(s string) string {
-	return orNone(pr.ShortSHA(s))
+	return orNone(report.ShortSHA(s))
 }
 
 func orNone(s string) string {

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fleetbot-io/fleetbot/internal/pr"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // DefaultPageSize is how many rows one page of /status shows.
@@ -75,7 +75,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 		cfg.Now = time.Now
 	}
 	tpl, err := template.New("").Funcs(template.FuncMap{
-		"short":    pr.ShortSHA,
+		"short":    report.ShortSHA,
 		"few":      few,
 		"repoName": repoName,
 		"words":    func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "_", " ")) },

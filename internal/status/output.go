@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
-	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
@@ -46,7 +45,7 @@ func (f *Fleet) Document() *report.Document {
 func (f *Fleet) WriteText(w io.Writer) error {
 	src := "unknown"
 	if f.Source != "" {
-		src = pr.ShortSHA(f.Source)
+		src = report.ShortSHA(f.Source)
 	}
 	fmt.Fprintf(w, "fleetbot status of control revision %s\n\n", src)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -69,7 +68,7 @@ func (f *Fleet) WriteText(w io.Writer) error {
 			wave = dash(r.Wave) + "\t"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Repo, r.Kind, dash(LabelsString(r.Labels)), wave, r.State,
-			dash(pr.ShortSHA(r.Revision)), prCell, age, dash(r.WaitingOn), dash(pr.ShortSHA(r.Merged)), r.Health, dash(strings.Join(r.Drift, ", ")))
+			dash(report.ShortSHA(r.Revision)), prCell, age, dash(r.WaitingOn), dash(report.ShortSHA(r.Merged)), r.Health, dash(strings.Join(r.Drift, ", ")))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -22,6 +22,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 	"github.com/fleetbot-io/fleetbot/internal/rollout"
 )
 
@@ -533,7 +534,7 @@ func summaryLine(r *Repo, res *reconcile.Result) string {
 	case StateInSync:
 		s = "in sync"
 		if r.Merged != "" {
-			s += " at " + pr.ShortSHA(r.Merged)
+			s += " at " + report.ShortSHA(r.Merged)
 		}
 	}
 	if r.Health != HealthUnknown && r.Health != pr.StatusSuccess {

@@ -15,9 +15,10 @@
 //
 // The work itself is the one code path of the CLI: Service loads the
 // control repo at a commit (ControlSource), renders it with a long-lived
-// fanout.Renderer and calls reconcile.Apply (push, resync, drift with
-// reconcile.Options.Only) or reconcile.Plan on a read-only forge (the check
-// run of a control pull request, which never writes to a target repo).
+// app.Renderer and calls the application layer: app.ApplyFleet (push, resync,
+// drift with app.ServiceOptions.Only) or app.PlanFleet on a read-only forge
+// (the check run of a control pull request, which never writes to a target
+// repo).
 //
 //	event                              repo        job
 //	push (default branch)              control     apply

@@ -5,40 +5,27 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fleetbot-io/fleetbot/internal/control"
-	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+	"github.com/fleetbot-io/fleetbot/internal/app"
 )
 
 // Reports is what the service knows of the fleet from its own applies: the newest result of
 // each target repo. Reading it costs no request (the status page is built from it).
-type Reports struct {
-	// Source is the control-repo commit of the newest apply, and Control the control repo
-	// loaded at it (labels); nil before the first apply.
-	Source  string
-	Control *control.Repo
-	// Repos holds one entry per target repo, sorted by repo.
-	Repos []RepoReport
-}
+type Reports = app.Reports
 
 // RepoReport is the result of the newest apply that covered one target repo.
-type RepoReport struct {
-	Result reconcile.Result
-	// Source is the control-repo commit that apply rendered; At is when it finished.
-	Source string
-	At     time.Time
-}
+type RepoReport = app.RepoReport
 
 // reports is the service's retained state behind Reports.
 type reports struct {
 	source  string
-	control *control.Repo
+	control *app.ControlRepo
 	repos   map[string]RepoReport // by lower-case "owner/name"
 }
 
 // keep records the results of an apply at sha. A run over the whole fleet replaces every
 // result (a repo that left the control repo leaves the reports too); a run limited to some repos
 // (a drift or incremental apply) replaces theirs only.
-func (s *Service) keep(sha string, repo *control.Repo, rep *reconcile.Report, full bool) {
+func (s *Service) keep(sha string, repo *app.ControlRepo, rep *app.Report, full bool) {
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -11,10 +11,8 @@ import (
 	"time"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
-	"github.com/fleetbot-io/fleetbot/internal/control"
-	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
-	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // ControlSource reads the control repo from its forge.
@@ -22,7 +20,7 @@ type ControlSource interface {
 	// Head returns the commit at the tip of the default branch.
 	Head(ctx context.Context) (string, error)
 	// Load reads and validates the control repo at commit sha.
-	Load(ctx context.Context, sha string) (*control.Repo, error)
+	Load(ctx context.Context, sha string) (*app.ControlRepo, error)
 	// Tree returns the control repo's files at commit sha.
 	Tree(ctx context.Context, sha string) (fs.FS, error)
 	// PullRequest returns a pull request's base commit and author.
@@ -77,25 +75,25 @@ const (
 
 // Forges returns the forge of the target repos of owner (the platform's
 // spec.owner, known once the control repo is loaded) for mode.
-type Forges func(ctx context.Context, owner string, mode ForgeMode) (reconcile.Forge, error)
+type Forges func(ctx context.Context, owner string, mode ForgeMode) (app.Forge, error)
 
 // ServiceConfig configures a Service. Control, Renderer and Forges are
 // required; Checks is required for check jobs.
 type ServiceConfig struct {
 	Control ControlSource
 	// Renderer is long-lived: it caches kustomize builds between jobs.
-	Renderer *fanout.Renderer
+	Renderer *app.Renderer
 	// Forges opens the forges of target repos.
 	Forges Forges
 	// Checks writes check runs on the control repo.
 	Checks CheckRuns
 	// Verdict, when set, adds "check control" to check runs.
 	Verdict Verdict
-	// Concurrency is reconcile's per-run concurrency (default reconcile's).
+	// Concurrency is the per-run concurrency (default app.DefaultConcurrency).
 	Concurrency int
 	// Shard restricts apply and drift jobs to the target repos this replica owns; check jobs
 	// plan the whole fleet (they write nothing but a check run).
-	Shard reconcile.Shard
+	Shard app.Shard
 	// Logger and Metrics may be nil.
 	Logger  *slog.Logger
 	Metrics *metrics.Metrics
@@ -103,17 +101,17 @@ type ServiceConfig struct {
 	BeforeJob func(ctx context.Context, j Job) error
 	// Baselines keeps what the last converged apply left every repo at, for incremental
 	// pushes; nil keeps it in memory (the first push after a start is then full).
-	Baselines *reconcile.Baselines
+	Baselines *app.Baselines
 	// FullEvery turns a push full when the last full apply is older (default
-	// reconcile.DefaultFullEvery); resync jobs are full anyway.
+	// app.DefaultFullEvery); resync jobs are full anyway.
 	FullEvery time.Duration
 	// Salt is fleetbot's version: a baseline another version recorded is not used.
 	Salt string
 }
 
 // Service executes jobs: it loads the control repo at the right commit,
-// renders it (cached per commit) and runs the one reconcile code path:
-// reconcile.Apply for apply and drift jobs, reconcile.Plan on a read-only
+// renders it (cached per commit) and runs the application's one code path:
+// app.ApplyFleet for apply and drift jobs, app.PlanFleet on a read-only
 // forge for check jobs.
 type Service struct {
 	cfg ServiceConfig
@@ -123,18 +121,17 @@ type Service struct {
 	fleets []*fleetEntry // most recent first
 	// baselines is what the last converged apply left every repo at: a push plans only the
 	// repos whose desired state differs from it.
-	baselines *reconcile.Baselines
+	baselines *app.Baselines
 	// reports keeps the newest result of each target repo (see Reports).
 	reports reports
 }
 
 // fleetEntry is the control repo at one commit, loaded and rendered once.
 type fleetEntry struct {
-	sha     string
-	once    sync.Once
-	repo    *control.Repo
-	targets []*fanout.Target
-	err     error
+	sha   string
+	once  sync.Once
+	fleet *app.Fleet
+	err   error
 }
 
 // fleetCache is how many rendered commits are kept (the default branch and
@@ -152,7 +149,7 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	}
 	b := cfg.Baselines
 	if b == nil {
-		b = reconcile.NewBaselines("", log)
+		b = app.NewBaselines("", log)
 	}
 	return &Service{cfg: cfg, log: log, baselines: b}, nil
 }
@@ -176,7 +173,7 @@ func (s *Service) Execute(ctx context.Context, j Job) error {
 }
 
 // fleet loads and renders the control repo at sha, once per commit.
-func (s *Service) fleet(ctx context.Context, sha string) (*control.Repo, []*fanout.Target, error) {
+func (s *Service) fleet(ctx context.Context, sha string) (*app.Fleet, error) {
 	s.mu.Lock()
 	var e *fleetEntry
 	for _, f := range s.fleets {
@@ -194,16 +191,17 @@ func (s *Service) fleet(ctx context.Context, sha string) (*control.Repo, []*fano
 	}
 	s.mu.Unlock()
 	e.once.Do(func() {
-		e.repo, e.err = s.cfg.Control.Load(ctx, sha)
-		if e.err == nil {
-			e.targets, e.err = s.cfg.Renderer.Render(e.repo)
+		repo, err := s.cfg.Control.Load(ctx, sha)
+		if err == nil {
+			e.fleet, err = app.Render(s.cfg.Renderer, repo)
 		}
+		e.err = err
 	})
 	if e.err != nil && !isInvalid(e.err) {
 		// Reading failed (network, rate limit, cancellation): try again next time.
 		s.forget(e)
 	}
-	return e.repo, e.targets, e.err
+	return e.fleet, e.err
 }
 
 func (s *Service) forget(e *fleetEntry) {
@@ -220,28 +218,28 @@ func (s *Service) forget(e *fleetEntry) {
 // isInvalid reports whether err says the control repo is invalid (a
 // property of the commit, worth caching) rather than unreadable.
 func isInvalid(err error) bool {
-	var is control.Issues
+	var is app.Issues
 	return errors.As(err, &is)
 }
 
 // apply reconciles the fleet at the control repo's head; only, when set,
 // restricts it to those target repos (a drift job). A push job is incremental: it plans only
-// the target repos whose desired state changed since the last converged apply (reconcile's
-// baseline); other apply jobs (resync, installation changes) plan every repo and are the
+// the target repos whose desired state changed since the last converged apply (the
+// baselines); other apply jobs (resync, installation changes) plan every repo and are the
 // safety net.
 func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 	sha, err := s.cfg.Control.Head(ctx)
 	if err != nil {
 		return err
 	}
-	repo, targets, err := s.fleet(ctx, sha)
+	fl, err := s.fleet(ctx, sha)
 	if err != nil {
-		return fmt.Errorf("control repo at %s: %w", app.ShortSHA(sha), err)
+		return fmt.Errorf("control repo at %s: %w", report.ShortSHA(sha), err)
 	}
 	log := s.log.With("delivery", j.Delivery, "kind", j.Kind)
-	opts := reconcile.Options{
+	opts := app.ServiceOptions{
 		Concurrency: s.cfg.Concurrency, Only: only, Shard: s.cfg.Shard, Logger: log,
-		Progress: func(r reconcile.Result) {
+		Progress: func(r app.RepoResult) {
 			s.cfg.Metrics.Reconciled(outcomeOf(r))
 		},
 	}
@@ -249,22 +247,22 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 	if j.Kind == KindDrift {
 		mode = ForgeDrift
 	} else {
-		opts.Incremental = &reconcile.Incremental{Baselines: s.baselines, Full: !j.Incremental, FullEvery: s.cfg.FullEvery, Salt: s.cfg.Salt}
+		opts.Baselines, opts.Full, opts.FullEvery, opts.Salt = s.baselines, !j.Incremental, s.cfg.FullEvery, s.cfg.Salt
 	}
-	forge, err := s.cfg.Forges(ctx, repo.Platform.Spec.Owner, mode)
+	forge, err := s.cfg.Forges(ctx, fl.Owner(), mode)
 	if err != nil {
 		return err
 	}
-	rep, err := reconcile.Apply(ctx, forge, repo, targets, opts)
+	rep, err := app.ApplyFleet(ctx, forge, fl, opts)
 	if rep != nil {
-		s.keep(sha, repo, rep, only == nil && !rep.Incremental)
+		s.keep(sha, fl.Repo, rep, only == nil && !rep.Incremental)
 		changed := 0
 		for _, r := range rep.Results {
 			if r.Changed() {
 				changed++
 			}
 		}
-		log.Info("fleet reconciled", "trigger", j.Repo, "source", app.ShortSHA(sha), "scope", rep.Scope,
+		log.Info("fleet reconciled", "trigger", j.Repo, "source", report.ShortSHA(sha), "scope", rep.Scope,
 			"repos", len(rep.Results), "changed", changed, "failed", len(rep.Failed()), "deferred", len(rep.Deferred()))
 	}
 	return err
@@ -277,11 +275,11 @@ func (s *Service) drift(ctx context.Context, j Job) error {
 	if err != nil {
 		return err
 	}
-	repo, _, err := s.fleet(ctx, sha)
+	fl, err := s.fleet(ctx, sha)
 	if err != nil {
-		return fmt.Errorf("control repo at %s: %w", app.ShortSHA(sha), err)
+		return fmt.Errorf("control repo at %s: %w", report.ShortSHA(sha), err)
 	}
-	if !strings.EqualFold(owner, repo.Platform.Spec.Owner) {
+	if !strings.EqualFold(owner, fl.Owner()) {
 		s.log.Debug("drift on a repo outside the platform owner; ignored", "repo", j.Repo, "delivery", j.Delivery)
 		return nil
 	}
@@ -293,7 +291,7 @@ func (s *Service) drift(ctx context.Context, j Job) error {
 }
 
 // outcomeOf names a result for the reconcile outcome metric.
-func outcomeOf(r reconcile.Result) string {
+func outcomeOf(r app.RepoResult) string {
 	if w := r.Word(); w != "-" {
 		return w
 	}
@@ -320,14 +318,14 @@ func (s *Service) check(ctx context.Context, j Job) error {
 		fctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 	}
-	s.log.Info("check run", "delivery", j.Delivery, "repo", j.Repo, "pr", j.PR, "sha", app.ShortSHA(j.SHA), "conclusion", res.Conclusion)
+	s.log.Info("check run", "delivery", j.Delivery, "repo", j.Repo, "pr", j.PR, "sha", report.ShortSHA(j.SHA), "conclusion", res.Conclusion)
 	return s.cfg.Checks.Finish(fctx, id, res)
 }
 
 // plan computes a check result; every failure becomes its conclusion.
 func (s *Service) plan(ctx context.Context, j Job) CheckResult {
-	repo, targets, err := s.fleet(ctx, j.SHA)
-	var issues control.Issues
+	fl, err := s.fleet(ctx, j.SHA)
+	var issues app.Issues
 	switch {
 	case errors.As(err, &issues):
 		return invalidResult(issues)
@@ -335,12 +333,12 @@ func (s *Service) plan(ctx context.Context, j Job) CheckResult {
 		return CheckResult{Conclusion: ConclusionNeutral, Title: "fleetbot could not read the control repo",
 			Summary: "fleetbot could not read this commit; re-run the check.\n\n```\n" + err.Error() + "\n```\n"}
 	}
-	forge, err := s.cfg.Forges(ctx, repo.Platform.Spec.Owner, ForgePlan)
+	forge, err := s.cfg.Forges(ctx, fl.Owner(), ForgePlan)
 	if err != nil {
 		return CheckResult{Conclusion: ConclusionNeutral, Title: "fleetbot could not reach the target repos",
 			Summary: "```\n" + err.Error() + "\n```\n"}
 	}
-	rep, err := reconcile.Plan(ctx, forge, repo, targets, reconcile.Options{
+	rep, err := app.PlanFleet(ctx, forge, fl, app.ServiceOptions{
 		Concurrency: s.cfg.Concurrency, Logger: s.log.With("delivery", j.Delivery, "kind", j.Kind),
 	})
 	if err != nil {
@@ -353,7 +351,7 @@ func (s *Service) plan(ctx context.Context, j Job) CheckResult {
 	}
 	res := planResult(rep, text.String())
 	if s.cfg.Verdict != nil {
-		v := s.verdict(ctx, j, repo.Platform.Spec.Owner)
+		v := s.verdict(ctx, j, fl.Owner())
 		res.Conclusion = worst(res.Conclusion, v.Conclusion)
 		if v.Verdict != "" {
 			res.Title += "; check control: " + v.Verdict
@@ -403,7 +401,7 @@ func firstOf(a, b string) string {
 // planResult turns a plan report into a check result: failure when the
 // plan is refused, neutral when some repo could not be planned, success
 // otherwise (changes are what a control PR is for).
-func planResult(rep *reconcile.Report, markdown string) CheckResult {
+func planResult(rep *app.Report, markdown string) CheckResult {
 	changed := 0
 	for _, r := range rep.Results {
 		if r.Changed() {
@@ -421,12 +419,12 @@ func planResult(rep *reconcile.Report, markdown string) CheckResult {
 		res.Title += fmt.Sprintf("; %d could not be planned", len(failed))
 	}
 	res.Summary = fmt.Sprintf("Plan of source `%s`: %s. Merging this pull request makes fleetbot open or update one pull request per changed repo; nothing is written before.",
-		app.ShortSHA(rep.Source), res.Title)
+		report.ShortSHA(rep.Source), res.Title)
 	return res
 }
 
 // invalidResult reports a control repo that does not validate.
-func invalidResult(issues control.Issues) CheckResult {
+func invalidResult(issues app.Issues) CheckResult {
 	res := CheckResult{Conclusion: ConclusionFailure,
 		Title:   fmt.Sprintf("invalid control repo: %d problem(s)", len(issues)),
 		Summary: "The control repo does not validate at this commit; nothing would be written anywhere.\n\n```\n" + issues.Error() + "\n```\n"}

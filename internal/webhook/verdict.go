@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
-	"github.com/fleetbot-io/fleetbot/internal/fanout"
 )
 
 // TeamMember reports whether login is an active member of team slug of org.
@@ -16,7 +15,7 @@ type TeamMember func(ctx context.Context, org, slug, login string) (bool, error)
 // is neutral (CODEOWNERS asks for that review), an invalid head is failure.
 type ReviewVerdict struct {
 	// Renderer renders both sides; share the service's long-lived one.
-	Renderer *fanout.Renderer
+	Renderer *app.Renderer
 	// Member looks up the author's teams; nil leaves them unknown.
 	Member TeamMember
 }

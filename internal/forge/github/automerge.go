@@ -10,6 +10,7 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/policy"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // ErrAutoMerge is returned (wrapped) when pullRequests.merge: auto cannot be honoured on a pull
@@ -57,7 +58,7 @@ func (f *Forge) autoMerge(ctx context.Context, owner, repo string, p *gh.PullReq
 	n := p.GetNumber()
 	if got := p.GetHead().GetSHA(); np.HeadSHA == "" || got != np.HeadSHA {
 		return false, fmt.Errorf("%w: pull request #%d of %s: its head is %s, not %s, the commit fleetbot pushed to %s (someone else pushed to the branch): fleetbot neither merges it nor enables auto-merge; review and merge it by hand, or close it and fleetbot opens a new one",
-			ErrAutoMerge, n, full, pr.ShortSHA(got), pr.ShortSHA(np.HeadSHA), np.Head)
+			ErrAutoMerge, n, full, report.ShortSHA(got), report.ShortSHA(np.HeadSHA), np.Head)
 	}
 	r, _, err := f.api.Repositories.Get(ctx, owner, repo)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // protectWithoutReview protects main of acme/adopted without requiring a review: a pull
@@ -78,7 +79,7 @@ func TestAutoMergeHeadNotFleetbots(t *testing.T) {
 	p, err := e.forge(t, false).OpenPR(context.Background(), "acme", "adopted", np)
 	require.ErrorIs(t, err, ghforge.ErrAutoMerge)
 	require.NotNil(t, p)
-	for _, want := range []string{"#1", "acme/adopted", pr.ShortSHA(human), pr.ShortSHA(np.HeadSHA), "someone else pushed", "by hand"} {
+	for _, want := range []string{"#1", "acme/adopted", report.ShortSHA(human), report.ShortSHA(np.HeadSHA), "someone else pushed", "by hand"} {
 		assert.Contains(t, err.Error(), want)
 	}
 	ps := e.srv.Pulls("acme", "adopted")

@@ -16,6 +16,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/gittree"
 	"github.com/fleetbot-io/fleetbot/internal/policy"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // DefaultAccessMaxAge is how long an observed repo access (teams, protection, collaborators)
@@ -519,7 +520,7 @@ func (f *Forge) adoptOpenPR(ctx context.Context, owner, repo string, np pr.NewPR
 	p := ps[0]
 	if !pr.HasMarker(p.GetBody()) && (np.HeadSHA == "" || p.GetHead().GetSHA() != np.HeadSHA) {
 		return nil, fmt.Errorf("pull request #%d (%s, by %s) from %s into %s is not fleetbot's: its body has no fleetbot marker and its head %s is not the commit fleetbot pushed (%s); fleetbot leaves it as it is and opens none: close it (or merge it after review) and the next run opens fleetbot's",
-			p.GetNumber(), p.GetHTMLURL(), p.GetUser().GetLogin(), np.Head, np.Base, pr.ShortSHA(p.GetHead().GetSHA()), pr.ShortSHA(np.HeadSHA))
+			p.GetNumber(), p.GetHTMLURL(), p.GetUser().GetLogin(), np.Head, np.Base, report.ShortSHA(p.GetHead().GetSHA()), report.ShortSHA(np.HeadSHA))
 	}
 	if p.GetTitle() == np.Title && p.GetBody() == np.Body {
 		return p, nil

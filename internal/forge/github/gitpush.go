@@ -23,6 +23,7 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/gittree"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // ContentTransport is how the forge writes a commit and moves its branch.
@@ -266,7 +267,7 @@ func short(h plumbing.Hash) string {
 	if h.IsZero() {
 		return "nothing (absent)"
 	}
-	return pr.ShortSHA(h.String())
+	return report.ShortSHA(h.String())
 }
 
 // isGitRequest reports whether a request is git smart HTTP (info/refs, upload-pack,
@@ -313,7 +314,7 @@ func (f *Forge) pushOrFallBack(ctx context.Context, owner, repo string, e *repoE
 	case errors.Is(perr, errLeaseFailed):
 		st.RefsETag = "" // read the refs again next time
 		f.saveState(owner, repo, st)
-		return false, fmt.Errorf("%w: git push of %s to %s: %w; fleetbot plans the repo again", pr.ErrStale, pr.ShortSHA(lc.hash.String()), full, perr)
+		return false, fmt.Errorf("%w: git push of %s to %s: %w; fleetbot plans the repo again", pr.ErrStale, report.ShortSHA(lc.hash.String()), full, perr)
 	case ctx.Err() != nil:
 		return false, fmt.Errorf("git push of %s to %s: %w", branch, full, ctx.Err())
 	}
@@ -325,7 +326,7 @@ func (f *Forge) pushOrFallBack(ctx context.Context, owner, repo string, e *repoE
 	}
 	if c.SHA != lc.hash.String() {
 		return false, fmt.Errorf("writing %s to %s through the Git Data API after a refused git push (%v): GitHub wrote commit %s instead of %s; the next run writes it again",
-			branch, full, perr, pr.ShortSHA(c.SHA), pr.ShortSHA(lc.hash.String()))
+			branch, full, perr, report.ShortSHA(c.SHA), report.ShortSHA(lc.hash.String()))
 	}
 	return false, nil
 }

@@ -1,0 +1,90 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+	"github.com/fleetbot-io/fleetbot/internal/status"
+)
+
+type (
+	// StatusView is the fleet at a glance: one row per target repo, a summary, groups;
+	// written as text or JSON, and Failed and Blocked say how the command ends.
+	StatusView = status.Fleet
+	// StatusGrouper groups the rows of a status view (by kind, or by one label).
+	StatusGrouper = status.Grouper
+	// StatusSelector is a Kubernetes label selector on the clusters' and workspaces'
+	// labels; nil selects every row.
+	StatusSelector = labels.Selector
+)
+
+// ParseStatusGroupBy reads a --group-by value: "kind" or "label:KEY".
+func ParseStatusGroupBy(s string) (StatusGrouper, error) { return status.ParseGroupBy(s) }
+
+// ParseStatusSelector reads a --selector value ("env=prod,region in (eu,us)"); "" is nil.
+func ParseStatusSelector(s string) (StatusSelector, error) { return status.ParseSelector(s) }
+
+// StatusOptions say what Targets.Status shows.
+type StatusOptions struct {
+	// Only reads and shows only these target repos (names); nil: every repo.
+	Only []string
+	// Selector and Blocked filter the rows; GroupBy groups the summary (default by kind).
+	Selector StatusSelector
+	Blocked  bool
+	GroupBy  StatusGrouper
+	// RepoURL links a repo ("owner/name") to its web page; nil for none.
+	RepoURL func(fullName string) string
+	// Now is the time the view is shown at (pull request ages).
+	Now    time.Time
+	Logger *slog.Logger
+}
+
+// Status plans every target repo of f (read-only; the cost of a no-op plan) and builds the
+// fleet at a glance from the plan.
+func (t *Targets) Status(ctx context.Context, f *Fleet, o StatusOptions) (*StatusView, error) {
+	rep, err := reconcile.Plan(ctx, t.forge, f.Repo, f.Targets, reconcile.Options{Only: o.Only, Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	in := status.Input{Control: f.Repo, Source: rep.Source, Now: o.Now, RepoURL: o.RepoURL, Rollout: rep.Rollout}
+	for _, r := range rep.Results {
+		in.Entries = append(in.Entries, status.Entry{Result: r, Source: rep.Source, At: o.Now})
+	}
+	return status.Build(in, status.Options{GroupBy: o.GroupBy}).Filtered(status.Filter{Selector: o.Selector, Blocked: o.Blocked}), nil
+}
+
+// StatusPagesConfig configures the /status pages of a service.
+type StatusPagesConfig struct {
+	// Token is the bearer token every request must carry; empty needs InsecureNoAuth (an
+	// authenticating proxy guards the pages).
+	Token          []byte
+	InsecureNoAuth bool
+	GroupBy        StatusGrouper
+	// RepoURL links a repo ("owner/name") to its web page.
+	RepoURL func(fullName string) string
+	// Reports returns what the service knows from its own applies; it is called once per
+	// page view and must not call the forge.
+	Reports func() Reports
+}
+
+// StatusPages serves GET /status and GET /status/repo/{name} from a service's retained
+// reports: showing them costs no GitHub request.
+func StatusPages(c StatusPagesConfig) (http.Handler, error) {
+	return status.NewHandler(status.HandlerConfig{
+		Token: c.Token, InsecureNoAuth: c.InsecureNoAuth, GroupBy: c.GroupBy,
+		Input: func() status.Input {
+			in := status.Input{RepoURL: c.RepoURL}
+			reps := c.Reports()
+			in.Control, in.Source = reps.Control, reps.Source
+			for _, r := range reps.Repos {
+				in.Entries = append(in.Entries, status.Entry{Result: r.Result, Source: r.Source, At: r.At, Applied: true})
+			}
+			return in
+		},
+	})
+}

@@ -1,0 +1,182 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/metrics"
+	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+)
+
+// get answers one GET on h: status and body.
+func get(t *testing.T, h http.Handler, path string) (int, string) {
+	t.Helper()
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+	b, err := io.ReadAll(w.Result().Body)
+	require.NoError(t, err)
+	return w.Code, string(b)
+}
+
+// TestServerHealthReadinessAndDeliveries: what a Kubernetes probe and GitHub see while serve
+// starts, runs and stops: alive at once; not ready (with the reason) until GitHub is reached;
+// deliveries refused with 503 (GitHub redelivers) until the dispatcher is set, then verified
+// and queued; not ready again on shutdown; metrics count the refused deliveries.
+func TestServerHealthReadinessAndDeliveries(t *testing.T) {
+	t.Parallel()
+	m := metrics.New()
+	srv := NewServer(m)
+	h := srv.Handler()
+
+	code, body := get(t, h, "/healthz")
+	assert.Equal(t, http.StatusOK, code, "alive while starting")
+	assert.Equal(t, "ok\n", body)
+	code, body = get(t, h, "/readyz")
+	assert.Equal(t, http.StatusServiceUnavailable, code, "not ready before GitHub is reached")
+	assert.Contains(t, body, "GitHub App not reached yet")
+	require.Error(t, srv.Ready())
+
+	push := post{event: "push", delivery: "early", body: pushBody("acme/control", "refs/heads/main", "alice")}
+	code, _ = push.do(t, h)
+	assert.Equal(t, http.StatusServiceUnavailable, code, "a delivery before the service is connected is refused, so GitHub redelivers it")
+
+	srv.SetReady(errors.New("not connected to GitHub: 401 Bad credentials"))
+	code, body = get(t, h, "/readyz")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body, "401 Bad credentials", "readiness says why")
+
+	q := NewQueue(10)
+	d, err := NewDispatcher(DispatcherConfig{Secret: []byte(testSecret), Metrics: m},
+		Handlers(HandlerConfig{Control: "acme/control", Self: "fleetbot[bot]", AppID: 1, Queue: q})...)
+	require.NoError(t, err)
+	srv.SetDispatcher(d)
+	srv.SetReady(nil)
+	code, body = get(t, h, "/readyz")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "ready\n", body)
+	assert.NoError(t, srv.Ready())
+	code, outcome := post{event: "push", delivery: "d1", body: push.body}.do(t, h)
+	assert.Equal(t, http.StatusAccepted, code)
+	assert.Equal(t, metrics.OutcomeQueued, outcome)
+	assert.Equal(t, 1, q.Len())
+	code, _ = post{event: "push", delivery: "d2", body: push.body, signature: sign("wrong", push.body)}.do(t, h)
+	assert.Equal(t, http.StatusUnauthorized, code, "the routes verify signatures too")
+
+	srv.SetReady(errors.New("shutting down"))
+	code, body = get(t, h, "/readyz")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body, "shutting down")
+
+	code, body = get(t, h, "/metrics")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `fleetbot_webhook_deliveries_total{event="push",outcome="not_ready"} 1`)
+	assert.Contains(t, body, `fleetbot_webhook_deliveries_total{event="push",outcome="queued"} 1`)
+}
+
+// TestResyncQueuesAFullApplyAtOnce: the resync loop queues a full apply of the fleet as soon
+// as it starts (the first resync after a restart finds whatever is left to do) and reports
+// readiness once; a full queue does not report readiness and does not block.
+func TestResyncQueuesAFullApplyAtOnce(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+	q := NewQueue(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := 0
+	r := &Resync{Queue: q, Control: "acme/control", Interval: time.Hour, Now: func() time.Time { return at }}
+	r.Run(ctx, func() {
+		ready++
+		cancel() // stop after the first round
+	})
+	assert.Equal(t, 1, ready, "readiness is reported once, when the first resync is queued")
+	require.Equal(t, 1, q.Len())
+	jobs := q.Drain()
+	require.Len(t, jobs, 1)
+	assert.Equal(t, KindApply, jobs[0].Kind)
+	assert.Equal(t, "acme/control", jobs[0].Repo)
+	assert.Equal(t, "resync", jobs[0].Reason)
+	assert.False(t, jobs[0].Incremental, "a resync plans every repo")
+	assert.Equal(t, at, jobs[0].Queued, "queued at the injected clock")
+
+	full := NewQueue(1)
+	_, err := full.Push(Job{Kind: KindCheck, Repo: "acme/control", PR: 1})
+	require.NoError(t, err)
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	called := false
+	(&Resync{Queue: full, Control: "acme/control"}).Run(stopped, func() { called = true })
+	assert.False(t, called, "a resync that could not be queued does not make the service ready")
+	assert.Equal(t, 1, full.Len(), "the waiting job stays")
+}
+
+// TestServiceRefusesBadJobsAndConfigs: a service needs its control source, renderer and
+// forges; an unknown job kind is an error; a job BeforeJob refuses does not run.
+func TestServiceRefusesBadJobsAndConfigs(t *testing.T) {
+	t.Parallel()
+	_, err := NewService(ServiceConfig{Renderer: fanout.NewRenderer(fanout.Options{})})
+	assert.ErrorContains(t, err, "control source, renderer and forges are required")
+
+	ctl := newCountingControl()
+	ctl.push(readControl(t))
+	opened := 0
+	svc, err := NewService(ServiceConfig{Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}),
+		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) {
+			opened++
+			return nil, errors.New("no forge in this test")
+		},
+		BeforeJob: func(_ context.Context, j Job) error {
+			if j.Reason == "refused" {
+				return errors.New("injected fault")
+			}
+			return nil
+		}})
+	require.NoError(t, err)
+	ctx := context.Background()
+	assert.ErrorContains(t, svc.Execute(ctx, Job{Kind: "rebase", Repo: "acme/control"}), `unknown job kind "rebase"`)
+	assert.ErrorContains(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", Reason: "refused"}), "injected fault")
+	assert.Zero(t, opened, "a refused job opens no forge")
+	assert.Empty(t, ctl.loads, "and reads no control repo")
+	assert.ErrorContains(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control"}), "no forge in this test", "a forge error fails the job")
+}
+
+// TestDriftOutsideThePlatformOwnerIsIgnored: an event on a repo of another owner (an App
+// installed on several orgs) is not fleetbot's to reconcile: no forge is opened.
+func TestDriftOutsideThePlatformOwnerIsIgnored(t *testing.T) {
+	t.Parallel()
+	ctl := newCountingControl()
+	ctl.push(readControl(t))
+	opened := 0
+	svc, err := NewService(ServiceConfig{Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}),
+		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) {
+			opened++
+			return nil, errors.New("unused")
+		}})
+	require.NoError(t, err)
+	require.NoError(t, svc.Execute(context.Background(), Job{Kind: KindDrift, Repo: "globex/cluster-edge-1", Reason: "push"}))
+	assert.Zero(t, opened)
+}
+
+// TestApplyOnAnInvalidControlRepoNamesTheCommit: a push of an invalid control repo fails the
+// job with the commit and every problem, and writes nothing.
+func TestApplyOnAnInvalidControlRepoNamesTheCommit(t *testing.T) {
+	t.Parallel()
+	e := newCheckEnv(t, nil, nil)
+	sha := e.ctl.push(edit(t, readControl(t), "clusters/edge-2.yaml", "", newCluster+"spec:\n  bogus: 1\n"))
+	err := e.svc.Execute(context.Background(), Job{Kind: KindApply, Repo: "acme/control", Reason: "push", Incremental: true})
+	require.Error(t, err)
+	assert.True(t, strings.HasPrefix(err.Error(), "control repo at "+sha[:7]+": "), err.Error())
+	assert.Contains(t, err.Error(), "clusters/edge-2.yaml")
+	assert.Empty(t, e.forgeModes(), "no forge opened")
+	assert.Empty(t, forgeState(t, e.dir))
+	err = e.svc.Execute(context.Background(), Job{Kind: KindDrift, Repo: "acme/cluster-edge-1", Reason: "push"})
+	assert.ErrorContains(t, err, "control repo at "+sha[:7], "a drift job on an invalid head fails the same way")
+}
