@@ -200,6 +200,9 @@ func (v *validator) platform(p *Platform) {
 		v.appRef(comp.App, src, path, seen, i, "platform components")
 		v.selector(comp.ClusterSelector, src, path+".clusterSelector")
 		v.entryValues(comp.App, comp.Values, src, path+".values")
+		if comp.Rollout != nil {
+			v.waves(comp.Rollout.Waves, src, path+".rollout.waves")
+		}
 	}
 	v.rollout(s.Rollout, src)
 }
