@@ -112,7 +112,10 @@ type Halt struct {
 // Status is the outcome of Evaluate.
 type Status struct {
 	Revision string
-	Waves    []WaveStatus
+	// Lists names the lists of waves the revision's waves come from (spec.rollout.waves,
+	// a component's own), set by the caller that resolved them.
+	Lists []string
+	Waves []WaveStatus
 	// Admitted are the changed clusters that may have a pull request for the revision now
 	// (new ones to open, and open ones to update in place), sorted.
 	Admitted []string
