@@ -342,6 +342,15 @@ func TestRolloutPaused(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, repo.Paused)
 	assert.Equal(t, "canary slow, investigating", repo.Paused.Reason)
+	require.Len(t, repo.Warnings, 1, "paused without waves: a warning, the pause holds nothing")
+	assert.Equal(t, PausedFile, repo.Warnings[0].Pos.String())
+	assert.Contains(t, repo.Warnings[0].Message, "no waves are declared")
+
+	repo, err = Load(fixture(t, map[string]string{PausedFile: "x\n", "platform.yaml": platformWith(
+		"  rollout:\n    waves:\n      - name: canary\n        clusterSelector: {matchLabels: {env: dev}}\n")}))
+	require.NoError(t, err)
+	assert.NotNil(t, repo.Paused)
+	assert.Empty(t, repo.Warnings)
 
 	repo, err = Load(fixture(t, map[string]string{"rollout/README.md": "notes\n"}))
 	require.NoError(t, err)
