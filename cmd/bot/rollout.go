@@ -66,6 +66,12 @@ request is held and why, and a halt. It never writes.`,
 	}
 	a.registerGitURL(status.Flags())
 
+	root.AddCommand(status, a.rolloutPauseCommand(), a.rolloutResumeCommand())
+	return root
+}
+
+// rolloutPauseCommand is `fleetbot rollout pause` (app.PauseRollout).
+func (a *frontend) rolloutPauseCommand() *cobra.Command {
 	var reason string
 	var noCommit bool
 	pause := &cobra.Command{
@@ -89,6 +95,12 @@ updated in place. rollout status and plan show the pause and its reason.`,
 	}
 	pause.Flags().StringVar(&reason, "reason", "", "why the rollout is paused (the text of rollout/paused, shown by rollout status, plan and every held repo)")
 	pause.Flags().BoolVar(&noCommit, "no-commit", false, "write rollout/paused without committing it")
+	return pause
+}
+
+// rolloutResumeCommand is `fleetbot rollout resume` (app.ResumeRollout).
+func (a *frontend) rolloutResumeCommand() *cobra.Command {
+	var noCommit bool
 	resume := &cobra.Command{
 		Use:   "resume",
 		Short: "Resume the rollout: remove rollout/paused from the control repo and commit that",
@@ -106,8 +118,7 @@ the default branch, the rollout continues where it stopped, from what the forge 
 		},
 	}
 	resume.Flags().BoolVar(&noCommit, "no-commit", false, "remove rollout/paused without committing the removal")
-	root.AddCommand(status, pause, resume)
-	return root
+	return resume
 }
 
 // writePauseResult says what rollout pause or resume did and what is left to do.
