@@ -333,6 +333,10 @@ func TestRolloutPlan(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		assert.Equal(t, both, repo.RolloutPlan([]string{"monitoring", "monitoring"}, true), "deterministic")
 	}
+	// The repo setting "Allow auto-merge" is on wherever some list's wave may merge
+	// automatically: prod-eu-1 through monitoring's eu wave, dev-us-1 through the fleet's dev.
+	assert.True(t, repo.ClusterAutoMerge("prod-eu-1"))
+	assert.True(t, repo.ClusterAutoMerge("dev-us-1"))
 }
 
 // TestRolloutPaused: rollout/paused pauses the rollout, its text the reason; a directory
