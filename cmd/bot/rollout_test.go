@@ -107,6 +107,9 @@ func TestRolloutPauseResumeLocalForge(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, ": in progress\n")
 	assert.Regexp(t, `staging\s+active\s+1\s+1\s+0\s+0\s+-`, out)
+	b, err = os.ReadFile(filepath.Join(forge, "acme", "cluster-staging-eu-1.pulls.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `\"waves\":[\"spec.rollout.waves\"]`, "the pull request records which waves its revision takes")
 }
 
 // TestRolloutComponentWavesPlan: plan lists a component's own waves beside the fleet's, and
