@@ -1,6 +1,9 @@
 package control
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -369,4 +372,28 @@ func TestRolloutPaused(t *testing.T) {
 		require.NotEmpty(t, is, name)
 		assert.Equal(t, PausedFile, is[0].Pos.String(), name)
 	}
+}
+
+// TestRolloutPausedLinkLeavingTheRepo: rollout/paused as a symlink leaving the control repo
+// is refused at the link, naming its target, and nothing is loaded; one to a file inside the
+// repo is read as that file.
+func TestRolloutPausedLinkLeavingTheRepo(t *testing.T) {
+	dir := copyFixture(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "rollout"), 0o755))
+	require.NoError(t, os.Symlink("../../outside/secret", filepath.Join(dir, "rollout", "paused")))
+	repo, err := LoadDir(dir)
+	require.Error(t, err)
+	assert.Nil(t, repo)
+	var is Issues
+	require.True(t, errors.As(err, &is))
+	assert.Equal(t, PausedFile, is[0].Pos.String())
+	assert.Contains(t, is[0].Message, `its target "../../outside/secret" resolves outside it`)
+
+	require.NoError(t, os.Remove(filepath.Join(dir, "rollout", "paused")))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "rollout", "why.txt"), []byte("maintenance window\n"), 0o644))
+	require.NoError(t, os.Symlink("why.txt", filepath.Join(dir, "rollout", "paused")))
+	repo, err = LoadDir(dir)
+	require.NoError(t, err)
+	require.NotNil(t, repo.Paused)
+	assert.Equal(t, "maintenance window", repo.Paused.Reason)
 }
