@@ -15,27 +15,28 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/app"
 )
 
-// rolloutCommand is `fleetbot rollout`: where a rollout in waves stands (read-only).
+// rolloutCommand is `fleetbot rollout`: where a rollout in waves stands (read-only), and
+// pausing and resuming it in the control repo.
 func (a *frontend) rolloutCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "rollout",
-		Short: "Show where the rollout of the control repo's revision stands, wave by wave",
+		Short: "Show where the rollout of the control repo's revision stands, wave by wave; pause or resume it",
 	}
 	status := &cobra.Command{
 		Use:   "status",
 		Short: "Show each rollout wave's state, the clusters held and why (read-only)",
 		Long: `rollout status plans the control repo against --forge, as plan does, and prints
 the rollout gate's verdict for its revision: each wave (done, soaking, active, waiting,
-halted) with its clusters changed, merged and healthy, the clusters whose pull request
-is held and why, and a halt. It never writes.`,
+halted, paused) with its clusters changed, merged and healthy, the clusters whose pull
+request is held and why, and a halt. It never writes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := a.load(cmd.Context())
 			if err != nil {
 				return app.DescribeLoadError(a.control, err)
 			}
-			if len(f.Repo.Platform.Spec.Rollout.Waves) == 0 {
-				fmt.Fprintln(a.stdout, "no rollout waves declared (platform spec.rollout.waves): every change reaches every cluster at once")
+			if !f.Repo.HasRollout() {
+				fmt.Fprintln(a.stdout, "no rollout waves declared (platform spec.rollout.waves, or a component's rollout.waves): every change reaches every cluster at once")
 				return nil
 			}
 			if a.forge == "" {
@@ -61,24 +62,118 @@ is held and why, and a halt. It never writes.`,
 		},
 	}
 	a.registerGitURL(status.Flags())
-	root.AddCommand(status)
+
+	root.AddCommand(status, a.rolloutPauseCommand(), a.rolloutResumeCommand())
 	return root
 }
 
-// writeWaveGroups prints which clusters each declared wave takes (the offline plan).
+// rolloutPauseCommand is `fleetbot rollout pause` (app.PauseRollout).
+func (a *frontend) rolloutPauseCommand() *cobra.Command {
+	var reason string
+	var noCommit bool
+	pause := &cobra.Command{
+		Use:   "pause",
+		Short: "Pause every rollout: write rollout/paused in the control repo and commit it",
+		Long: `rollout pause writes rollout/paused in the control repo (--control) with --reason,
+and commits that one file when --control is in a git work tree (unless --no-commit).
+Once the commit reaches the control repo's default branch, every front end (apply,
+the Action, serve) honours it: no new rollout wave starts, no new pull request opens
+in a cluster repo and fleetbot enables no auto-merge; open pull requests are still
+updated in place. rollout status and plan show the pause and its reason.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			res, err := app.PauseRollout(a.control, reason, !noCommit)
+			if err != nil {
+				return err
+			}
+			writePauseResult(a.stdout, "paused", "written", "the rollout is already paused for that reason", res)
+			return nil
+		},
+	}
+	pause.Flags().StringVar(&reason, "reason", "", "why the rollout is paused (the text of rollout/paused, shown by rollout status, plan and every held repo)")
+	pause.Flags().BoolVar(&noCommit, "no-commit", false, "write rollout/paused without committing it")
+	return pause
+}
+
+// rolloutResumeCommand is `fleetbot rollout resume` (app.ResumeRollout).
+func (a *frontend) rolloutResumeCommand() *cobra.Command {
+	var noCommit bool
+	resume := &cobra.Command{
+		Use:   "resume",
+		Short: "Resume the rollout: remove rollout/paused from the control repo and commit that",
+		Long: `rollout resume removes rollout/paused from the control repo (--control) and commits
+the removal when --control is in a git work tree (unless --no-commit). Once it reaches
+the default branch, the rollout continues where it stopped, from what the forge shows.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			res, err := app.ResumeRollout(a.control, !noCommit)
+			if err != nil {
+				return err
+			}
+			writePauseResult(a.stdout, "resumed", "removed", "the rollout is not paused (no rollout/paused)", res)
+			return nil
+		},
+	}
+	resume.Flags().BoolVar(&noCommit, "no-commit", false, "remove rollout/paused without committing the removal")
+	return resume
+}
+
+// writePauseResult says what rollout pause or resume did and what is left to do.
+func writePauseResult(w io.Writer, done, how, nothing string, res app.PauseResult) {
+	switch {
+	case !res.Changed:
+		fmt.Fprintf(w, "%s: nothing written\n", nothing)
+	case res.Commit != "":
+		fmt.Fprintf(w, "rollout %s: %s %s and committed as %s", done, res.File, how, res.Commit[:min(12, len(res.Commit))])
+		if res.Branch != "" {
+			fmt.Fprintf(w, " on %s", res.Branch)
+		}
+		fmt.Fprintf(w, "; push it to the control repo's default branch (directly or through a pull request): it takes effect with the first run that reads that commit\n")
+	default:
+		fmt.Fprintf(w, "rollout %s: %s %s; commit that and push it to the control repo's default branch: it takes effect with the first run that reads that commit\n", done, res.File, how)
+	}
+}
+
+// writeWaveGroups prints which clusters each declared wave takes (the offline plan): the
+// fleet's waves, each component's own, and a pause.
 func writeWaveGroups(w io.Writer, f *app.Fleet) {
 	repo := f.Repo
-	if repo.Platform == nil || len(repo.Platform.Spec.Rollout.Waves) == 0 {
+	if !repo.HasRollout() {
 		return
 	}
-	fmt.Fprintln(w, "\nrollout waves (a change reaches them in this order; pass --forge for their state):")
-	for i, g := range repo.Waves() {
-		list := strings.Join(g.Clusters, ", ")
-		if list == "" {
-			list = "(no cluster)"
+	list := func(waves []app.PlannedWave) {
+		for i, g := range waves {
+			list := strings.Join(g.Clusters, ", ")
+			if list == "" {
+				list = "(no cluster)"
+			}
+			fmt.Fprintf(w, "  %d. %s: %s\n", i+1, g.Name, list)
 		}
-		fmt.Fprintf(w, "  %d. %s: %s\n", i+1, g.Name, list)
 	}
+	if len(repo.Platform.Spec.Rollout.Waves) > 0 {
+		fmt.Fprintln(w, "\nrollout waves (a change reaches them in this order; pass --forge for their state):")
+		list(repo.RolloutPlan(nil, true).Waves)
+	} else {
+		fmt.Fprintln(w, "\nrollout waves: none fleet-wide (a change to anything but the components below reaches every cluster at once)")
+	}
+	for _, comp := range repo.Platform.Spec.Components {
+		if comp.Rollout == nil {
+			continue
+		}
+		fmt.Fprintf(w, "component %s has its own waves (a change to it alone takes them; with other changes, these then spec.rollout.waves, combined):\n", comp.App)
+		list(repo.RolloutPlan([]string{comp.App}, false).Waves)
+	}
+	if p := repo.Paused; p != nil {
+		fmt.Fprintf(w, "rollout paused (%s)%s: no new wave starts; fleetbot rollout resume continues it\n", app.PausedFile, noteOf(p.Reason))
+	}
+}
+
+// noteOf is ": note", or "" without one.
+func noteOf(note string) string {
+	if note == "" {
+		return ""
+	}
+	return ": " + note
 }
 
 // writeRolloutStatus prints the rollout gate's verdict.
@@ -89,8 +184,16 @@ func writeRolloutStatus(w io.Writer, st *app.RolloutStatus) error {
 		state = "halted"
 	case st.Done:
 		state = "done"
+	case st.Paused:
+		state = "paused"
 	}
 	fmt.Fprintf(w, "rollout of %s: %s\n", sourceLabel(st.Revision), state)
+	if st.Paused {
+		fmt.Fprintf(w, "paused (%s)%s: no new wave starts and fleetbot merges nothing; fleetbot rollout resume continues it\n", app.PausedFile, noteOf(st.PauseNote))
+	}
+	if len(st.Lists) > 1 || (len(st.Lists) == 1 && st.Lists[0] != app.FleetWaves) {
+		fmt.Fprintf(w, "waves of: %s\n", strings.Join(st.Lists, ", then "))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  WAVE\tSTATE\tCLUSTERS\tCHANGED\tMERGED\tHEALTHY\tSOAK UNTIL")
 	for _, ws := range st.Waves {

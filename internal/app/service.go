@@ -36,6 +36,16 @@ type (
 	Report = reconcile.Report
 	// RepoResult is one target repo of a Report.
 	RepoResult = reconcile.Result
+	// PlannedWave is one wave of a rollout plan and the clusters it takes.
+	PlannedWave = control.PlannedWave
+)
+
+// The rollout's names in the control repo, for front ends that print them.
+const (
+	// PausedFile is the control repo file whose presence pauses every rollout.
+	PausedFile = control.PausedFile
+	// FleetWaves names the fleet-wide wave list (platform spec.rollout.waves) in a plan.
+	FleetWaves = control.FleetWaves
 )
 
 // ParseShard reads a --shard value, "INDEX/COUNT" (e.g. "2/5"); "" owns every repo.

@@ -1,12 +1,14 @@
 package control
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/fleetbot-io/fleetbot/internal/yamlsize"
 )
@@ -93,8 +95,54 @@ func (l *loader) run() error {
 	if err := l.loadCatalog(top); err != nil {
 		return err
 	}
+	if err := l.loadPause(top); err != nil {
+		return err
+	}
 	applyDefaults(l.repo)
 	sortRepo(l.repo)
+	return nil
+}
+
+// loadPause reads rollout/paused, which pauses every rollout while it exists: its text (at
+// most MaxPauseBytes of UTF-8) says why. A rollout entry that is not a directory is not
+// fleetbot's and is left alone.
+func (l *loader) loadPause(top map[string]fs.DirEntry) error {
+	dir, ok := top[path.Dir(PausedFile)]
+	if !ok || !dir.IsDir() {
+		return nil
+	}
+	entries, err := fs.ReadDir(l.fsys, path.Dir(PausedFile))
+	if err != nil {
+		return fmt.Errorf("%w: listing %s: %w", ErrUnreadable, path.Dir(PausedFile), err)
+	}
+	for _, e := range entries {
+		if e.Name() != path.Base(PausedFile) {
+			continue
+		}
+		from, ok := l.source(PausedFile, e)
+		if !ok {
+			return nil
+		}
+		if info, err := fs.Stat(l.fsys, from); err == nil && info.Size() > MaxPauseBytes {
+			l.is.Add(Position{File: PausedFile}, "write a line saying why the rollout is paused (fleetbot rollout pause --reason ...)",
+				"%d bytes, more than the %d the pause note may have", info.Size(), MaxPauseBytes)
+			return nil
+		}
+		b, err := l.readFile(from)
+		if err != nil {
+			return err
+		}
+		switch {
+		case len(b) > MaxPauseBytes:
+			l.is.Add(Position{File: PausedFile}, "write a line saying why the rollout is paused (fleetbot rollout pause --reason ...)",
+				"%d bytes, more than the %d the pause note may have", len(b), MaxPauseBytes)
+		case !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0:
+			l.is.Add(Position{File: PausedFile}, "write a line of text saying why the rollout is paused, or remove the file (fleetbot rollout resume)",
+				"not text: the pause note must be UTF-8 text")
+		default:
+			l.repo.Paused = &Pause{Reason: strings.TrimSpace(string(b))}
+		}
+	}
 	return nil
 }
 

@@ -151,6 +151,16 @@ type RolloutSpec struct {
 	// Waves are taken in order. A cluster belongs to the first wave whose clusterSelector
 	// matches it; clusters no wave matches form a last, implicit wave.
 	Waves []Wave `yaml:"waves,omitempty" json:"waves,omitempty"`
+	// HealthTimeout is how long, after a merge, Flux has to report the merge commit healthy
+	// before the rollout halts, as a Go duration such as 30m or 1h (default 30m).
+	HealthTimeout string `yaml:"healthTimeout,omitempty" json:"healthTimeout,omitempty"`
+}
+
+// ComponentRollout overrides spec.rollout.waves for the changes to one platform component.
+type ComponentRollout struct {
+	// Waves are the component's own waves, taken as spec.rollout.waves are. None ({} or
+	// waves: []): a change to the component reaches every cluster at once.
+	Waves []Wave `yaml:"waves,omitempty" json:"waves,omitempty"`
 }
 
 // Wave is one step of a rollout.
@@ -218,6 +228,9 @@ type Component struct {
 	// selector selects every cluster.
 	ClusterSelector *Selector `yaml:"clusterSelector,omitempty" json:"clusterSelector,omitempty"`
 	Values          Values    `yaml:"values,omitempty" json:"values,omitempty"`
+	// Rollout, when set, gives a change to this component its own waves instead of
+	// spec.rollout.waves (see Repo.RolloutPlan for a change touching several).
+	Rollout *ComponentRollout `yaml:"rollout,omitempty" json:"rollout,omitempty"`
 }
 
 // Selector is a Kubernetes label selector.
@@ -326,6 +339,9 @@ type Repo struct {
 	Apps       []*App       // sorted by name
 	// Revision is the control repo commit the objects were read at, when known.
 	Revision string
+	// Paused is set when the control repo holds rollout/paused: no rollout wave starts and
+	// fleetbot merges nothing (see PausedFile).
+	Paused *Pause
 	// Warnings are findings that are legal but almost always a mistake (a component whose
 	// clusterSelector matches no cluster: a typo removes it from every cluster). validate and
 	// plan print them; with --strict they are errors.

@@ -200,6 +200,9 @@ func (v *validator) platform(p *Platform) {
 		v.appRef(comp.App, src, path, seen, i, "platform components")
 		v.selector(comp.ClusterSelector, src, path+".clusterSelector")
 		v.entryValues(comp.App, comp.Values, src, path+".values")
+		if comp.Rollout != nil {
+			v.waves(comp.Rollout.Waves, src, path+".rollout.waves")
+		}
 	}
 	v.rollout(s.Rollout, src)
 }
@@ -708,6 +711,10 @@ func warnings(r *Repo) Issues {
 		return nil
 	}
 	is = append(is, rolloutWarnings(r)...)
+	if r.Paused != nil && !r.HasRollout() {
+		is.Add(Position{File: PausedFile}, "declare spec.rollout.waves (or a component's rollout.waves), or remove the file: fleetbot rollout resume",
+			"the rollout is paused, but no waves are declared: the pause holds nothing back (every change reaches every cluster at once)")
+	}
 	src := r.Platform.Source
 	for i, comp := range r.Platform.Spec.Components {
 		if comp.ClusterSelector == nil {

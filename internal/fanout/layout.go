@@ -158,7 +158,7 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 	if err != nil {
 		x.addOnce(c.Source.At("metadata.name"), "", "cluster %s: rendering Flux objects: %v", name, err)
 	}
-	if len(x.repo.Platform.Spec.Rollout.Waves) > 0 {
+	if x.repo.HasRollout() {
 		// Rollout waves are gated on Flux's health, which Flux reports as commit statuses.
 		flux = append(append(flux, "---\n"...), fluxHealth(x.r.gitURL+"/"+s.owner+"/"+repo)...)
 	}

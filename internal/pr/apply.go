@@ -114,7 +114,7 @@ func Apply(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Option
 		}
 		head = c.SHA
 	}
-	m := marker{Head: head, Base: base.SHA, Tree: d.Tree, Source: o.Source}
+	m := marker{Head: head, Base: base.SHA, Tree: d.Tree, Source: o.Source, Waves: o.Waves}
 	switch {
 	case d.OpenPR:
 		p, err := f.OpenPR(ctx, owner, repo, NewPR{

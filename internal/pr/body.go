@@ -34,6 +34,9 @@ type marker struct {
 	Tree    string `json:"tree,omitempty"`
 	Source  string `json:"source,omitempty"`
 	Blocked bool   `json:"blocked,omitempty"`
+	// Waves are the lists of rollout waves the source revision was rolled out in
+	// (Options.Waves).
+	Waves []string `json:"waves,omitempty"`
 }
 
 const markerPrefix = "<!-- fleetbot:state "
@@ -61,7 +64,7 @@ func HasMarker(body string) bool {
 
 // String renders the marker as the hidden HTML comment of a PR body.
 func (m marker) String() string {
-	b, _ := json.Marshal(m) // a struct of strings and a bool always marshals
+	b, _ := json.Marshal(m) // a struct of strings, a bool and a string list always marshals
 	return markerPrefix + string(b) + " -->"
 }
 

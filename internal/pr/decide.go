@@ -81,6 +81,10 @@ type Options struct {
 	Source string
 	// AutoMerge enables auto-merge on opened PRs.
 	AutoMerge bool
+	// Waves names the lists of rollout waves the source revision rolls out in (a component's
+	// own, spec.rollout.waves), recorded in the body's marker: a merged pull request tells
+	// later runs which waves its revision took once no cluster's change shows it any more.
+	Waves []string
 }
 
 // defaultBranch is the target's default branch: fanout sets it from the resolved Fleet; a

@@ -113,6 +113,8 @@ type RolloutPR struct {
 	// and Tree the desired tree it records.
 	Source string
 	Tree   string
+	// Waves are the lists of rollout waves the body's marker records (Options.Waves).
+	Waves []string
 	// MergedAt and MergeCommit: when and as which commit it was merged (zero while open).
 	MergedAt    time.Time
 	MergeCommit string

@@ -74,6 +74,13 @@ func SourceOf(body string) string {
 	return m.Source
 }
 
+// WavesOf returns the lists of rollout waves a fleetbot pull request body records (see
+// Options.Waves), nil when it records none.
+func WavesOf(body string) []string {
+	m, _ := parseMarker(body)
+	return m.Waves
+}
+
 // TreeOf returns the desired tree a fleetbot pull request body records (the tree its bot
 // commit carries), "" when the body carries none.
 func TreeOf(body string) string {

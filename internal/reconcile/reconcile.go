@@ -146,7 +146,10 @@ type item struct {
 	// autoMerge overrides the run's merge mode for this repo (a rollout wave's merge);
 	// nil: the platform's.
 	autoMerge *bool
-	res       Result
+	// waves are the lists of rollout waves the revision takes, recorded in the pull request
+	// (pr.Options.Waves).
+	waves []string
+	res   Result
 }
 
 // prOptions is the run's pull request options for this item.
@@ -154,6 +157,7 @@ func (it *item) prOptions(o pr.Options) pr.Options {
 	if it.autoMerge != nil {
 		o.AutoMerge = *it.autoMerge
 	}
+	o.Waves = it.waves
 	return o
 }
 
@@ -463,8 +467,9 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 			// The gate reads its pull request in one batch (see gateRollout). In a
 			// sharded full run the owner's scan already holds every repo's heads, so
 			// its plan (content only, no access) costs no request on GitHub; a run
-			// limited by Only does not plan it.
-			if opts.Only == nil {
+			// limited by Only does not plan it, unless a component declares its own
+			// waves: which waves the revision takes depends on every cluster's change.
+			if opts.Only == nil || hasComponentWaves(repo) {
 				if d, err := pr.Plan(ctx, f, it.target, it.prOptions(prOpts)); err == nil {
 					it.decision = d
 				}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -24,21 +26,88 @@ var ErrHeld = errors.New("held by the rollout")
 // those count as a cluster's health.
 const FluxStatusPrefix = "kustomization/"
 
-// hasWaves reports whether the control repo declares a rollout in waves.
+// hasWaves reports whether the control repo declares a rollout in waves (the fleet's, or a
+// component's own).
 func hasWaves(repo *control.Repo) bool {
-	return repo != nil && repo.Platform != nil && len(repo.Platform.Spec.Rollout.Waves) > 0
+	return repo.HasRollout()
 }
 
-// rolloutWaves resolves the control repo's waves for rollout.Evaluate.
-func rolloutWaves(repo *control.Repo) []rollout.Wave {
-	declared := repo.Platform.Spec.Rollout.Waves
-	var out []rollout.Wave
-	for _, g := range repo.Waves() {
-		w := rollout.Wave{Name: g.Name, Clusters: g.Clusters}
-		if g.Index >= 0 {
-			w.MaxParallel, w.Soak = declared[g.Index].MaxParallel, declared[g.Index].SoakDuration()
+// hasComponentWaves reports whether a platform component declares its own waves: then the
+// gate needs every cluster's change to know which waves the revision takes.
+func hasComponentWaves(repo *control.Repo) bool {
+	if repo == nil || repo.Platform == nil {
+		return false
+	}
+	for _, c := range repo.Platform.Spec.Components {
+		if c.Rollout != nil {
+			return true
 		}
-		out = append(out, w)
+	}
+	return false
+}
+
+// revisionPlan is the waves the run's revision takes (control.Repo.RolloutPlan): the
+// components with their own waves that its changes touch, and spec.rollout.waves when they
+// touch anything else. A change is read from each cluster's pending files (the default
+// branch against the desired tree) and, for the clusters that merged it, from the lists their
+// pull request recorded (recorded), so the plan does not change as the rollout progresses. A
+// cluster that could not be planned counts as touching every list.
+func revisionPlan(repo *control.Repo, clusters []*item, recorded [][]string) control.RolloutPlan {
+	own := map[string]bool{}
+	for _, c := range repo.Platform.Spec.Components {
+		if c.Rollout != nil {
+			own[c.App] = true
+		}
+	}
+	touched := map[string]bool{}
+	fleet := false
+	for _, it := range clusters {
+		if it.decision == nil {
+			fleet = true
+			for app := range own {
+				touched[app] = true
+			}
+			continue
+		}
+		for _, f := range it.decision.Files {
+			if app, ok := componentDir(f.Path); ok && own[app] {
+				touched[app] = true
+			} else {
+				fleet = true
+			}
+		}
+	}
+	for _, lists := range recorded {
+		for _, l := range lists {
+			if app, ok := strings.CutPrefix(l, control.ComponentWaves("")); ok && own[app] {
+				touched[app] = true
+			} else if l == control.FleetWaves {
+				fleet = true
+			}
+		}
+	}
+	return repo.RolloutPlan(slices.Sorted(maps.Keys(touched)), fleet)
+}
+
+// componentDir returns the platform component whose directory (platform/<app>/) holds path in
+// a cluster repo.
+func componentDir(path string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, fanout.PlatformDir+"/")
+	if !ok {
+		return "", false
+	}
+	app, _, ok := strings.Cut(rest, "/")
+	if !ok || app == fanout.TenancyDir {
+		return "", false
+	}
+	return app, true
+}
+
+// rolloutWaves resolves a plan's waves for rollout.Evaluate.
+func rolloutWaves(plan control.RolloutPlan) []rollout.Wave {
+	out := make([]rollout.Wave, 0, len(plan.Waves))
+	for _, w := range plan.Waves {
+		out = append(out, rollout.Wave{Name: w.Name, Clusters: w.Clusters, MaxParallel: w.MaxParallel, Soak: w.Soak})
 	}
 	return out
 }
@@ -112,6 +181,7 @@ func gateRollout(ctx context.Context, f Forge, repo *control.Repo, items []*item
 		return nil, fmt.Errorf("reading the rollout state of %d cluster repos: %w", len(names), err)
 	}
 	obs := map[string]rollout.Observed{}
+	var recorded [][]string
 	for _, it := range clusters {
 		var o rollout.Observed
 		if it.decision != nil {
@@ -139,6 +209,9 @@ func gateRollout(ctx context.Context, f Forge, repo *control.Repo, items []*item
 				o.Changed = true
 			}
 			if p.State == pr.StateMerged {
+				if p.Source == opts.Source {
+					recorded = append(recorded, p.Waves)
+				}
 				rp.Merged, rp.MergedAt = true, p.MergedAt
 				rp.Health, rp.HealthAt = health(p.Statuses)
 				if rp.Health == rollout.HealthUnknown && p.Head != "" {
@@ -155,7 +228,27 @@ func gateRollout(ctx context.Context, f Forge, repo *control.Repo, items []*item
 		}
 		obs[it.target.Name] = o
 	}
-	st := rollout.Evaluate(opts.Source, rolloutWaves(repo), obs, opts.Now(), rollout.Options{})
+	plan := revisionPlan(repo, clusters, recorded)
+	ro := rollout.Options{HealthTimeout: repo.HealthTimeout(), Paused: repo.Paused != nil}
+	if repo.Paused != nil {
+		ro.PauseNote = repo.Paused.Reason
+	}
+	st := rollout.Evaluate(opts.Source, rolloutWaves(plan), obs, opts.Now(), ro)
+	st.Lists = plan.Lists
+	// A pull request opened now merges automatically when its wave says so; paused, fleetbot
+	// merges nothing (and enables no auto-merge).
+	byName := make(map[string]*item, len(clusters))
+	for _, it := range clusters {
+		byName[it.target.Name] = it
+	}
+	for _, w := range plan.Waves {
+		auto := w.AutoMerge && repo.Paused == nil
+		for _, c := range w.Clusters {
+			if it, ok := byName[c]; ok {
+				it.autoMerge, it.waves = &auto, plan.Lists
+			}
+		}
+	}
 	hold := func(it *item, why string) {
 		if it.decision == nil || !it.decision.Writes() || it.res.Err != nil {
 			return

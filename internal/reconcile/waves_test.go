@@ -35,9 +35,23 @@ type waveRig struct {
 	ws bool
 	// autoEU sets merge: auto on wave eu (and lets its repos auto-merge).
 	autoEU bool
+	// metal, when set, is the value each cluster's platform/metallb/metallb.yaml renders
+	// (a component directory); metalWaves gives component metallb its own waves.
+	metal      fleet
+	metalWaves []control.Wave
+	// paused pauses the rollout (the control repo's rollout/paused); healthTimeout is
+	// spec.rollout.healthTimeout.
+	paused        *control.Pause
+	healthTimeout string
 }
 
 func newWaveRig(t *testing.T, ws ...bool) *waveRig {
+	t.Helper()
+	return newWaveRigWith(t, func(r *waveRig) { r.ws = len(ws) > 0 && ws[0] })
+}
+
+// newWaveRigWith is newWaveRig with set applied to the rig before it converges on v1.
+func newWaveRigWith(t *testing.T, set func(*waveRig)) *waveRig {
 	t.Helper()
 	fl := fleet{"c01": "v1", "c02": "v1", "c03": "v1", "c04": "v1", "c05": "v1"}
 	// A frozen clock, moved only by AdvanceClock (soaks, timeouts). It starts in the past, so
@@ -48,7 +62,8 @@ func newWaveRig(t *testing.T, ws ...bool) *waveRig {
 	for _, n := range fl.names() {
 		srv.CreateTeam("acme", n+"-admins")
 	}
-	r := &waveRig{t: t, srv: srv, human: srv.Client(), fl: fl, rev: "v1", ws: len(ws) > 0 && ws[0]}
+	r := &waveRig{t: t, srv: srv, human: srv.Client(), fl: fl, rev: "v1"}
+	set(r)
 	r.restart()
 	// Converge on v1 without waves: every repo created, its pull request merged.
 	rep, err := Apply(context.Background(), r.forge, r.control(false), r.targets(), r.opts())
@@ -94,6 +109,15 @@ func (r *waveRig) control(waves bool) *control.Repo {
 		if r.autoEU {
 			repo.Platform.Spec.Rollout.Waves[1].Merge = control.MergeAuto
 		}
+		repo.Platform.Spec.Rollout.HealthTimeout = r.healthTimeout
+		repo.Paused = r.paused
+	}
+	if r.metal != nil {
+		comp := control.Component{App: "metallb", ClusterSelector: &control.Selector{}}
+		if waves && r.metalWaves != nil {
+			comp.Rollout = &control.ComponentRollout{Waves: r.metalWaves}
+		}
+		repo.Platform.Spec.Components = append(repo.Platform.Spec.Components, comp)
 	}
 	return repo
 }
@@ -115,6 +139,9 @@ func (r *waveRig) targets() []*fanout.Target {
 	ts := r.fl.targets()
 	for _, tg := range ts {
 		tg.Access.AllowAutoMerge = r.autoEU && (tg.Name == "c02" || tg.Name == "c03")
+		if r.metal != nil {
+			tg.Files["platform/metallb/metallb.yaml"] = []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: metallb\n  namespace: metallb-system\ndata:\n  value: \"" + r.metal[tg.Name] + "\"\n")
+		}
 	}
 	if r.ws {
 		ts = append(ts, &fanout.Target{

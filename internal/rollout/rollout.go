@@ -74,8 +74,10 @@ type PR struct {
 type Options struct {
 	// HealthTimeout bounds the wait for a healthy status after a merge (0: the default).
 	HealthTimeout time.Duration
-	// Paused stops every new pull request; open ones are still updated.
-	Paused bool
+	// Paused stops every new pull request; open ones are still updated. PauseNote says why
+	// (the held clusters' reason carries it).
+	Paused    bool
+	PauseNote string
 }
 
 // WaveState is where one wave stands.
@@ -87,6 +89,7 @@ const (
 	WaveActive  WaveState = "active"  // pull requests may be open
 	WaveWaiting WaveState = "waiting" // an earlier wave is not done yet
 	WaveHalted  WaveState = "halted"  // a cluster failed or timed out; nothing new starts
+	WavePaused  WaveState = "paused"  // the rollout is paused before this wave's next pull request
 )
 
 // WaveStatus is the progress of one wave.
@@ -109,7 +112,10 @@ type Halt struct {
 // Status is the outcome of Evaluate.
 type Status struct {
 	Revision string
-	Waves    []WaveStatus
+	// Lists names the lists of waves the revision's waves come from (spec.rollout.waves,
+	// a component's own), set by the caller that resolved them.
+	Lists []string
+	Waves []WaveStatus
 	// Admitted are the changed clusters that may have a pull request for the revision now
 	// (new ones to open, and open ones to update in place), sorted.
 	Admitted []string
@@ -117,6 +123,9 @@ type Status struct {
 	Held map[string]string
 	// Halted is set when a failure or timeout stopped the rollout.
 	Halted *Halt
+	// Paused: the rollout is paused (Options.Paused); PauseNote says why.
+	Paused    bool
+	PauseNote string
 	// Done: every wave is done.
 	Done bool
 	// NextCheck is the earliest time the verdict can change by time alone (a soak ending, a
@@ -136,7 +145,11 @@ func Evaluate(revision string, waves []Wave, observed map[string]Observed, now t
 	if opts.HealthTimeout <= 0 {
 		opts.HealthTimeout = DefaultHealthTimeout
 	}
-	st := Status{Revision: revision, Held: map[string]string{}}
+	st := Status{Revision: revision, Held: map[string]string{}, Paused: opts.Paused, PauseNote: opts.PauseNote}
+	paused := "rollout paused"
+	if opts.PauseNote != "" {
+		paused += ": " + opts.PauseNote
+	}
 	admitted := map[string]bool{}
 	blocked := "" // why waves after the current one wait
 	for _, w := range waves {
@@ -197,11 +210,11 @@ func Evaluate(revision string, waves []Wave, observed map[string]Observed, now t
 			}
 			blocked = fmt.Sprintf("wave %s halted", w.Name)
 		case opts.Paused && len(candidates) > 0:
-			ws.State = WaveActive
+			ws.State = WavePaused
 			for _, c := range candidates {
-				st.Held[c] = "rollout paused"
+				st.Held[c] = paused
 			}
-			blocked = "rollout paused"
+			blocked = paused
 		case len(candidates) > 0 || open > 0 || ws.Merged > ws.Healthy:
 			ws.State = WaveActive
 			for _, c := range candidates {

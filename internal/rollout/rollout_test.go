@@ -224,3 +224,43 @@ func TestNoWavesNoChanges(t *testing.T) {
 	assert.True(t, st.Done)
 	assert.Empty(t, st.Admitted)
 }
+
+// TestPausedStopsTheNextWave: paused, a wave that is done does not let the next one start
+// (its clusters held with the pause's note, the wave shown paused), and resuming (the same
+// observations, not paused) starts it.
+func TestPausedStopsTheNextWave(t *testing.T) {
+	f := newFleet()
+	f.open(Evaluate("r1", f.waves, f.obs, t0, Options{}))
+	f.merge("dev-1", t0)
+	f.health("dev-1", HealthSuccess, t0)
+	later := t0.Add(2 * time.Hour) // past the canary's soak
+	st := Evaluate("r1", f.waves, f.obs, later, Options{Paused: true, PauseNote: "investigating"})
+	assert.True(t, st.Paused)
+	assert.Equal(t, "investigating", st.PauseNote)
+	assert.Empty(t, st.Admitted, "no new wave starts")
+	assert.Equal(t, WaveDone, states(st)["canary"])
+	assert.Equal(t, WavePaused, states(st)["eu"])
+	assert.Equal(t, WaveWaiting, states(st)["us"])
+	assert.Equal(t, "rollout paused: investigating", st.Held["eu-1"])
+	assert.Equal(t, "rollout paused: investigating", st.Held["us-1"])
+	assert.False(t, st.Done)
+
+	st = Evaluate("r1", f.waves, f.obs, later, Options{})
+	assert.False(t, st.Paused)
+	assert.Equal(t, []string{"eu-1", "eu-2"}, st.Admitted, "resumed: the next wave starts (maxParallel 2)")
+}
+
+// TestHealthTimeoutDefault: without Options.HealthTimeout a merge has DefaultHealthTimeout
+// (30m) to become healthy; a configured one replaces it, longer or shorter.
+func TestHealthTimeoutDefault(t *testing.T) {
+	f := newFleet()
+	f.open(Evaluate("r1", f.waves, f.obs, t0, Options{}))
+	f.merge("dev-1", t0)
+	st := Evaluate("r1", f.waves, f.obs, t0.Add(DefaultHealthTimeout-time.Second), Options{})
+	assert.Nil(t, st.Halted)
+	assert.Equal(t, t0.Add(DefaultHealthTimeout), st.NextCheck)
+	assert.NotNil(t, Evaluate("r1", f.waves, f.obs, t0.Add(DefaultHealthTimeout), Options{}).Halted)
+	st = Evaluate("r1", f.waves, f.obs, t0.Add(DefaultHealthTimeout), Options{HealthTimeout: 2 * time.Hour})
+	assert.Nil(t, st.Halted, "a longer configured timeout")
+	assert.Equal(t, t0.Add(2*time.Hour), st.NextCheck)
+}

@@ -99,7 +99,7 @@ func (f *Forge) RolloutPRs(ctx context.Context, owner string, repos []string, de
 				if n.IsCrossRepository || !pr.HasMarker(n.Body) {
 					continue // a fork's branch of the same name, or not fleetbot's
 				}
-				p := pr.RolloutPR{Number: n.Number, State: strings.ToLower(n.State), Source: pr.SourceOf(n.Body), Tree: pr.TreeOf(n.Body)}
+				p := pr.RolloutPR{Number: n.Number, State: strings.ToLower(n.State), Source: pr.SourceOf(n.Body), Tree: pr.TreeOf(n.Body), Waves: pr.WavesOf(n.Body)}
 				if n.MergedAt != nil {
 					p.MergedAt = *n.MergedAt
 				}

@@ -86,7 +86,7 @@ func (f *Forge) RolloutPRs(ctx context.Context, owner string, repos []string, de
 			if q.Head != botBranch || q.State == pr.StateClosed || !pr.HasMarker(q.Body) {
 				continue
 			}
-			rp := pr.RolloutPR{Number: q.Number, State: q.State, Source: pr.SourceOf(q.Body), Tree: pr.TreeOf(q.Body)}
+			rp := pr.RolloutPR{Number: q.Number, State: q.State, Source: pr.SourceOf(q.Body), Tree: pr.TreeOf(q.Body), Waves: pr.WavesOf(q.Body)}
 			if q.State == pr.StateMerged {
 				if q.Merged != nil {
 					rp.MergedAt = *q.Merged

@@ -88,7 +88,7 @@ func (c *GitHubControl) Load(ctx context.Context, sha string) (*control.Repo, er
 }
 
 // Tree returns the files control.Load reads (platform.yaml, clusters/,
-// workspaces/, catalog/) at commit sha, in memory, with their symlinks as
+// workspaces/, catalog/, rollout/paused) at commit sha, in memory, with their symlinks as
 // links (their target as content) and the files inside the repo those links
 // point at, so that Load applies the one symlink policy of every reader.
 //
@@ -212,7 +212,8 @@ func relevant(p string) bool {
 	case "clusters", "workspaces", "catalog":
 		return true
 	}
-	return p == "platform.yaml" || p == "platform.yml"
+	// rollout/paused pauses every rollout (fleetbot rollout pause).
+	return p == "platform.yaml" || p == "platform.yml" || p == control.PausedFile
 }
 
 // isSHA reports whether s is a full lowercase hex commit SHA.

@@ -214,6 +214,21 @@ func TestInRepoControlLinkOverTheAPI(t *testing.T) {
 	assert.False(t, isFile)
 }
 
+// TestPausedControlOverTheAPI: serve reads rollout/paused from the control repo's commit as a
+// checkout has it, so `fleetbot rollout pause` pushed to GitHub pauses the service's rollouts.
+func TestPausedControlOverTheAPI(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newGHEnv(t, nil)
+	e.srv.Commit("acme", "control", "main", "rollout: pause", map[string]string{"rollout/paused": "staging alerts\n"})
+	sha, err := e.ctl.Head(ctx)
+	require.NoError(t, err)
+	repo, err := e.ctl.Load(ctx, sha)
+	require.NoError(t, err)
+	require.NotNil(t, repo.Paused, "rollout/paused is read")
+	assert.Equal(t, "staging alerts", repo.Paused.Reason)
+}
+
 // fixedVerdict is a Verdict with a fixed finding, recording what it was asked.
 type fixedVerdict struct {
 	res webhook.VerdictResult

@@ -1,0 +1,191 @@
+package app
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"unicode/utf8"
+
+	"github.com/go-git/go-git/v5"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
+)
+
+// PauseResult is what `fleetbot rollout pause|resume` did to the control repo.
+type PauseResult struct {
+	// File is the pause file, relative to the control repo (control.PausedFile).
+	File string
+	// Changed is false when there was nothing to do (already paused with that reason, or not
+	// paused); nothing was written then.
+	Changed bool
+	// Commit is the commit recording the change, "" when none was made (Changed false, not a
+	// git work tree, or no commit asked for); Branch is the branch it was made on.
+	Commit, Branch string
+}
+
+// PauseRollout records in the control repo at dir that every rollout is paused: it writes
+// control.PausedFile with reason and, when commit is true and dir is in a git work tree,
+// commits that one file. Paused, no new rollout wave starts, no new pull request opens in a
+// cluster repo and fleetbot enables no auto-merge; open pull requests are still updated in
+// place. It takes effect in every front end once the commit reaches the control repo's
+// default branch. Nothing is written when reason is not text or too long, dir is not a
+// control repo, or the commit could not be made safely (other staged changes, no author).
+func PauseRollout(dir, reason string, commit bool) (PauseResult, error) {
+	res := PauseResult{File: control.PausedFile}
+	content := []byte(reason)
+	if len(reason) > 0 {
+		content = append(content, '\n')
+	}
+	switch {
+	case len(content) > control.MaxPauseBytes:
+		return res, fmt.Errorf("--reason is %d bytes, more than the %d %s may have: say why in a line", len(content), control.MaxPauseBytes, control.PausedFile)
+	case !utf8.Valid(content) || bytes.IndexByte(content, 0) >= 0:
+		return res, fmt.Errorf("--reason is not UTF-8 text: say why the rollout is paused in a line of text")
+	}
+	file, err := pauseFile(dir)
+	if err != nil {
+		return res, err
+	}
+	if old, err := os.ReadFile(file); err == nil && bytes.Equal(old, content) {
+		return res, nil // already paused, for that reason
+	}
+	c, err := prepareCommit(dir, commit)
+	if err != nil {
+		return res, err
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return res, fmt.Errorf("pausing the rollout: %w", err)
+	}
+	if err := os.WriteFile(file, content, 0o644); err != nil {
+		return res, fmt.Errorf("pausing the rollout: %w", err)
+	}
+	res.Changed = true
+	msg := "rollout: pause"
+	if reason != "" {
+		msg += "\n\n" + reason
+	}
+	res.Commit, res.Branch, err = c.commit(msg, false)
+	return res, err
+}
+
+// ResumeRollout removes control.PausedFile from the control repo at dir (and commits the
+// removal as PauseRollout commits the pause): the rollout continues where it stopped, from
+// what the forge shows.
+func ResumeRollout(dir string, commit bool) (PauseResult, error) {
+	res := PauseResult{File: control.PausedFile}
+	file, err := pauseFile(dir)
+	if err != nil {
+		return res, err
+	}
+	if _, err := os.Lstat(file); errors.Is(err, fs.ErrNotExist) {
+		return res, nil // not paused
+	}
+	c, err := prepareCommit(dir, commit)
+	if err != nil {
+		return res, err
+	}
+	if c.wt == nil {
+		if err := os.Remove(file); err != nil {
+			return res, fmt.Errorf("resuming the rollout: %w", err)
+		}
+	}
+	res.Changed = true
+	res.Commit, res.Branch, err = c.commit("rollout: resume", true)
+	if err == nil {
+		_ = os.Remove(filepath.Dir(file)) // the rollout directory, when nothing else is in it
+	}
+	return res, err
+}
+
+// pauseFile is the pause file of the control repo at dir, which must hold platform.yaml (a
+// pause written anywhere else would pause nothing).
+func pauseFile(dir string) (string, error) {
+	if _, err := os.Stat(filepath.Join(dir, "platform.yaml")); err != nil {
+		return "", fmt.Errorf("--control %s is not a control repo (no platform.yaml): %w", dir, err)
+	}
+	if info, err := os.Lstat(filepath.Join(dir, path.Dir(control.PausedFile))); err == nil && !info.IsDir() {
+		return "", fmt.Errorf("%s: %s is not a directory: move it away to record a pause there", dir, path.Dir(control.PausedFile))
+	}
+	if info, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(control.PausedFile))); err == nil && !info.Mode().IsRegular() {
+		return "", fmt.Errorf("%s: %s is not a regular file: remove it", dir, control.PausedFile)
+	}
+	return filepath.Join(dir, filepath.FromSlash(control.PausedFile)), nil
+}
+
+// pauseCommit commits the pause file in the control repo's git work tree (wt nil: no commit).
+type pauseCommit struct {
+	repo *git.Repository
+	wt   *git.Worktree
+	path string // the pause file relative to the work tree's root
+	opts *git.CommitOptions
+}
+
+// prepareCommit checks, before anything is written, that the pause file can be committed
+// alone: dir is in a git work tree (else no commit is made), nothing else is staged (a commit
+// would take it along), and git knows who commits (user.name and user.email).
+func prepareCommit(dir string, commit bool) (*pauseCommit, error) {
+	if !commit {
+		return &pauseCommit{}, nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	r, err := OpenClone(abs)
+	if err != nil {
+		return &pauseCommit{}, nil // not in a git work tree: the file alone
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		return nil, fmt.Errorf("--control %s is a bare git repo: pass --no-commit and record the pause in a work tree", dir)
+	}
+	sub, err := DirInClone(r, abs)
+	if err != nil {
+		return nil, err
+	}
+	rel := path.Join(sub, control.PausedFile)
+	st, err := wt.Status()
+	if err != nil {
+		return nil, fmt.Errorf("reading the git status of %s: %w", dir, err)
+	}
+	for p, s := range st {
+		if p != rel && s.Staging != git.Unmodified && s.Staging != git.Untracked {
+			return nil, fmt.Errorf("%s has staged changes (%s, ...): commit or unstage them first, or pass --no-commit and commit %s yourself; nothing was written", dir, p, control.PausedFile)
+		}
+	}
+	opts := &git.CommitOptions{}
+	if err := opts.Validate(r); err != nil {
+		return nil, fmt.Errorf("committing %s in %s: %w (set git config user.name and user.email, or pass --no-commit); nothing was written", control.PausedFile, dir, err)
+	}
+	return &pauseCommit{repo: r, wt: wt, path: rel, opts: opts}, nil
+}
+
+// commit records the pause file's change (removed: its removal) as one commit, returning it
+// and its branch.
+func (c *pauseCommit) commit(msg string, removed bool) (string, string, error) {
+	if c.wt == nil {
+		return "", "", nil
+	}
+	var err error
+	if removed {
+		_, err = c.wt.Remove(c.path)
+	} else {
+		_, err = c.wt.Add(c.path)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("staging %s: %w", c.path, err)
+	}
+	h, err := c.wt.Commit(msg, c.opts)
+	if err != nil {
+		return "", "", fmt.Errorf("committing %s: %w", c.path, err)
+	}
+	branch := ""
+	if head, err := c.repo.Head(); err == nil && head.Name().IsBranch() {
+		branch = head.Name().Short()
+	}
+	return h.String(), branch, nil
+}
