@@ -17,21 +17,32 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// capiChart is a provisioning chart in miniature: it creates the Cluster
-// API Cluster of the release's values, as a real profile chart does (with
-// its infrastructure and control plane objects, left out here).
-var capiChart = map[string]string{
-	"capi-tiny/Chart.yaml": "apiVersion: v2\nname: capi-tiny\nversion: 0.1.0\n",
-	"capi-tiny/templates/cluster.yaml": `apiVersion: cluster.x-k8s.io/v1beta2
-kind: Cluster
-metadata:
-  name: {{ .Values.cluster.name }}
-  labels:
-    kubernetes-version: {{ .Values.kubernetesVersion | quote }}
-spec:
-  clusterNetwork:
-    pods: {cidrBlocks: [192.168.0.0/16]}
-`,
+// capiChartDir is the test provisioning chart (testdata/provision/chart):
+// it creates the Cluster API Cluster of the release's values, as a real
+// profile chart does (with its infrastructure and control plane objects,
+// left out here). internal/fanout validates what it renders against the
+// pinned Cluster API CRD offline.
+const capiChartDir = "../testdata/provision/chart/capi-tiny"
+
+// chartFiles reads the chart in dir as serveHelmRepository wants it: the
+// files by path under the chart's own directory name.
+func chartFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		files[filepath.ToSlash(filepath.Join(filepath.Base(dir), rel))] = string(data)
+		return err
+	})
+	require.NoError(t, err, "reading chart %s", dir)
+	return files
 }
 
 // TestProvisionHelmReleaseCreatesClusterAPIObjects: the HelmRelease and
@@ -58,7 +69,7 @@ func TestProvisionHelmReleaseCreatesClusterAPIObjects(t *testing.T) {
 		_, err := e.kube.resourceFor(ctx, "cluster.x-k8s.io/v1beta2", "Cluster")
 		return err == nil, fmt.Sprint(err), nil
 	}))
-	repoURL := serveHelmRepository(t, capiChart)
+	repoURL := serveHelmRepository(t, chartFiles(t, capiChartDir))
 
 	control := filepath.Join(t.TempDir(), "control")
 	require.NoError(t, os.CopyFS(filepath.Join(control, "catalog"), os.DirFS(filepath.Join("..", "testdata", "provision", "control", "catalog"))))
@@ -125,6 +136,7 @@ subjects:
 	require.NoError(t, err)
 	require.NotNil(t, obj, "the chart's Cluster %s/%s", ns, cluster)
 	assert.Equal(t, "v1.35.4", field(obj, "metadata", "labels", "kubernetes-version"), "the cluster's values reach the chart")
+	assert.Equal(t, "v1.35.4", field(obj, "spec", "topology", "version"))
 	assert.Equal(t, "Helm", field(obj, "metadata", "labels", "app.kubernetes.io/managed-by"))
 	t.Logf("helm-controller installed capi-tiny from %s: Cluster %s/%s", repoURL, ns, cluster)
 }
