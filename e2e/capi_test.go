@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,7 +54,9 @@ func chartFiles(t *testing.T, dir string) map[string]string {
 // helm-controller installs the profile's chart from a Helm repository
 // served on 127.0.0.1, as the management namespace's default
 // ServiceAccount (the lockdown), and the chart's Cluster exists with the
-// cluster's values.
+// cluster's values. The API server refuses a Cluster the pinned CRD's
+// schema refuses (the same schema internal/fanout checks the chart's
+// objects against offline).
 func TestProvisionHelmReleaseCreatesClusterAPIObjects(t *testing.T) {
 	e := env
 	ctx := context.Background()
@@ -138,6 +142,33 @@ subjects:
 	assert.Equal(t, "v1.35.4", field(obj, "metadata", "labels", "kubernetes-version"), "the cluster's values reach the chart")
 	assert.Equal(t, "v1.35.4", field(obj, "spec", "topology", "version"))
 	assert.Equal(t, "Helm", field(obj, "metadata", "labels", "app.kubernetes.io/managed-by"))
+
+	// The API server validates Cluster API objects with the pinned CRD's
+	// schema, as internal/fanout's offline test does: a node pool count as a
+	// string, or a name that is no DNS subdomain, is refused.
+	for what, md := range map[string]map[string]any{
+		"replicas as a string": {"class": "default-worker", "name": "workers", "replicas": "1"},
+		"upper-case name":      {"class": "default-worker", "name": "Workers", "replicas": 1},
+	} {
+		bad := map[string]any{
+			"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+			"metadata": map[string]any{"name": "capi-refused", "namespace": ns},
+			"spec": map[string]any{"topology": map[string]any{
+				"classRef": map[string]any{"name": "tiny"}, "version": "v1.35.4",
+				"workers": map[string]any{"machineDeployments": []any{md}},
+			}},
+		}
+		// A create, as kubectl create does: server-side apply would refuse
+		// the string earlier, building its typed patch (HTTP 500).
+		p, err := e.kube.objectPath(ctx, "cluster.x-k8s.io/v1beta2", "Cluster", ns, "capi-refused")
+		require.NoError(t, err)
+		body, err := json.Marshal(bad)
+		require.NoError(t, err)
+		code, resp, err := e.kube.raw(ctx, "POST", path.Dir(p), body, "application/json", nil)
+		require.NoError(t, err)
+		assert.Equal(t, 422, code, "creating a Cluster with %s: %s", what, resp)
+		assert.Contains(t, string(resp), "spec.topology.workers.machineDeployments[0]", "the refusal names the field: %s", resp)
+	}
 	t.Logf("helm-controller installed capi-tiny from %s: Cluster %s/%s", repoURL, ns, cluster)
 }
 
