@@ -22,6 +22,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
 )
 
 const crdDir = "../../testdata/crds"
@@ -299,4 +301,43 @@ func valueAt(obj map[string]any, path ...string) any {
 		v = m[k]
 	}
 	return v
+}
+
+// TestClusterFluxObjectsMatchCRDSchemas validates every Flux object of every
+// cluster repo's flux/fleetbot.yaml, rendered from the example with a
+// rollout wave (so with the health Provider and Alert), against the
+// openAPIV3Schema of its pinned CRD; the core objects beside them
+// (Namespace, ServiceAccount, RoleBinding) have no CRD.
+func TestClusterFluxObjectsMatchCRDSchemas(t *testing.T) {
+	schemas := crdSchemas(t)
+	repo := loadExample(t)
+	repo.Platform.Spec.Rollout.Waves = []control.Wave{{Name: "all", ClusterSelector: &control.Selector{}}}
+	seen := map[string]int{}
+	for _, tg := range mustRender(t, NewRenderer(Options{}), repo) {
+		if tg.Kind != KindCluster {
+			continue
+		}
+		where := tg.Repo + "/" + FluxPath
+		for i, obj := range documents(t, where, tg.Files[FluxPath]) {
+			api, _ := obj["apiVersion"].(string)
+			kind, _ := obj["kind"].(string)
+			at := fmt.Sprintf("%s document %d (%s %s)", where, i+1, api, kind)
+			if !strings.Contains(api, ".toolkit.fluxcd.io/") {
+				continue
+			}
+			s, ok := schemas[api+"/"+kind]
+			require.True(t, ok, "%s: no pinned CRD serves %s %s", at, api, kind)
+			raw, err := json.Marshal(obj)
+			require.NoError(t, err)
+			inst, err := sjs.UnmarshalJSON(bytes.NewReader(raw))
+			require.NoError(t, err)
+			if err := s.Validate(inst); err != nil {
+				t.Errorf("%s does not match its CRD schema: %v", at, err)
+			}
+			seen[kind]++
+		}
+	}
+	for _, k := range []string{"Kustomization", "GitRepository", "Provider", "Alert"} {
+		require.NotZero(t, seen[k], "the example's cluster repos render at least one %s", k)
+	}
 }
