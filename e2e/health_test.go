@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -152,23 +153,7 @@ func (e *environment) renderRepo(t *testing.T, control, repo string, flags ...st
 	out := filepath.Join(t.TempDir(), "out")
 	code, stdout, stderr := e.fleetbotRun(t, append([]string{"render", "--control", control, "--out", out}, flags...)...)
 	require.Equal(t, 0, code, "fleetbot render:\n%s\n%s", stdout, stderr)
-	files := map[string]string{}
-	root := filepath.Join(out, repo)
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		files[filepath.ToSlash(rel)] = string(data)
-		return err
-	})
-	require.NoError(t, err, "reading the rendered %s", repo)
-	require.NotEmpty(t, files, "fleetbot render wrote %s", repo)
-	return files
+	return readTree(t, filepath.Join(out, repo))
 }
 
 // mapFS is a repo tree (path -> content) as a file system.
@@ -231,4 +216,135 @@ func waitAlertServes(t *testing.T, gh *githubtest.Server, events, repo, namespac
 	})
 	require.NoError(t, err)
 	t.Logf("notification-controller dispatches events of Kustomization %s/%s: %d probe event(s) posted", namespace, name, n)
+}
+
+// TestHubHealthAlertPostsCommitStatus: for a cluster provisioned in hub mode
+// under a rollout in waves, the management repo's Provider and Alert
+// <cluster>-health are applied by the management cluster's Flux (a cluster
+// of the test's own, bootstrapped from the management repo, which lives on
+// the fake GitHub with the cluster repo), and its notification-controller
+// posts the hub Kustomizations' commit statuses on the cluster repo's
+// commit they applied to the new cluster (a further API server). The
+// cluster runs no Flux and its repo's flux/ is never applied: without these
+// the wave gate would wait for a status that never comes. No helm-controller
+// runs: the HelmRelease is not what is tested here.
+func TestHubHealthAlertPostsCommitStatus(t *testing.T) {
+	e := env
+	ctx := context.Background()
+	const (
+		mgmtName    = "hub-health"
+		mgmtRepo    = "mgmt-" + mgmtName
+		cluster     = "edge-health"
+		clusterRepo = "cluster-" + cluster
+		ns          = hubNamespace
+	)
+	gh := githubtest.NewServer(t, githubtest.WithTLS())
+	ca := strings.ReplaceAll(strings.TrimSpace(string(gh.CertPEM())), "\n", "\n    ")
+	workload, workloadURL, workloadPKI := e.startSecondAPIServer(t, cluster)
+	mgmt := e.startFluxCluster(t, mgmtName, clusterFlux{notification: true})
+
+	control := filepath.Join(t.TempDir(), "control")
+	require.NoError(t, os.CopyFS(filepath.Join(control, "catalog"), os.DirFS(filepath.Join("..", "testdata", "provision", "control", "catalog"))))
+	platform := strings.NewReplacer(
+		"- name: "+hubMgmt+"\n", "- name: "+mgmtName+"\n",
+		"owner: "+hubOwner, "owner: "+owner,
+		"secretRef: \"\"", "secretRef: flux-system",
+	).Replace(hubPlatform) + "  rollout:\n    waves:\n      - name: edge\n        clusterSelector: {matchLabels: {env: edge}}\n"
+	writeFile(t, filepath.Join(control, "platform.yaml"), platform)
+	writeFile(t, filepath.Join(control, "clusters", cluster+".yaml"), strings.NewReplacer(
+		"name: "+hubCluster, "name: "+cluster, "managementCluster: "+hubMgmt, "managementCluster: "+mgmtName,
+	).Replace(hubClusterFile))
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := e.fleetbotRun(t, "render", "--control", control, "--out", out, "--github-url", gh.APIURL())
+	require.Equal(t, 0, code, "fleetbot render:\n%s\n%s", stdout, stderr)
+	gh.CreateRepo(owner, mgmtRepo, readTree(t, filepath.Join(out, mgmtRepo)))
+	gh.CreateRepo(owner, clusterRepo, readTree(t, filepath.Join(out, clusterRepo)))
+	clusterHead := gh.Branch(owner, clusterRepo, "main")
+
+	// What the platform admins provide on the management cluster: read
+	// credentials for the bootstrap and the cluster repos, and the health
+	// Provider's Secret in the provision namespace.
+	var secrets strings.Builder
+	for _, n := range []string{"flux-system", ns} {
+		fmt.Fprintf(&secrets, `apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[1]s
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: flux-system
+  namespace: %[1]s
+stringData:
+  username: x-access-token
+  password: %[2]s
+  ca.crt: |
+    %[3]s
+---
+`, n, githubtest.DefaultToken, ca)
+	}
+	fmt.Fprintf(&secrets, `apiVersion: v1
+kind: Secret
+metadata:
+  name: fleetbot-health
+  namespace: %[1]s
+stringData:
+  token: %[2]s
+  ca.crt: |
+    %[3]s
+`, ns, githubtest.DefaultToken, ca)
+	require.NoError(t, mgmt.kube.applyYAML(ctx, []byte(secrets.String()), ""))
+
+	boot := gh.Commit(owner, mgmtRepo, "main", "Add Flux sync manifests",
+		e.fluxBootstrapFiles(t, gh.URL+"/"+owner+"/"+mgmtRepo+".git", "flux-system", true))
+	applyFluxSystem(t, mgmt.kube, mapFS(gh.Files(owner, mgmtRepo, boot)))
+	waitAppliedOn(t, mgmt.kube, "flux-system", "flux-system", boot)
+	waitAppliedOn(t, mgmt.kube, "flux-system", "provision", boot)
+	provider, err := mgmt.kube.get(ctx, "notification.toolkit.fluxcd.io/v1beta3", "Provider", ns, cluster+"-health")
+	require.NoError(t, err)
+	require.True(t, ownedBy("provision")(provider), "Provider %s/%s-health applied from %s: %v", ns, cluster, mgmtRepo, provider)
+	assert.Equal(t, gh.URL+"/"+owner+"/"+clusterRepo, field(provider, "spec", "address"))
+	uid, _ := field(provider, "metadata", "uid").(string)
+	require.NotEmpty(t, uid)
+	uidPrefix := strings.Split(uid, "-")[0]
+	waitAlertServes(t, gh, mgmt.events, clusterRepo, ns, cluster+"-apps", uidPrefix)
+
+	// Cluster API's kubeconfig Secret: the hub Kustomizations apply the
+	// cluster repo to the new cluster and Flux reports each.
+	require.NoError(t, mgmt.kube.apply(ctx, map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": cluster + "-kubeconfig", "namespace": ns},
+		"data":     map[string]any{"value": base64.StdEncoding.EncodeToString(embeddedKubeconfig(t, workloadURL, workloadPKI))},
+	}, nil))
+	for _, k := range []string{cluster + "-platform", cluster + "-apps"} {
+		requestReconcileOn(t, mgmt.kube, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", ns, k)
+		waitAppliedOn(t, mgmt.kube, ns, k, clusterHead)
+		st := waitCommitStatus(t, gh, clusterRepo, clusterHead, "kustomization/"+k+"/"+uidPrefix, "success")
+		assert.Equal(t, "reconciliation succeeded", st.GetDescription(), k)
+	}
+	waitObjectOn(t, workload, "apps/v1", "DaemonSet", "monitoring", "node-exporter", "applied by "+cluster+"-platform", ownedBy(cluster+"-platform"))
+	t.Logf("management cluster %s posted kustomization/{%[2]s-platform,%[2]s-apps}/%[3]s=success on %[4]s/%[5]s@%.12[6]s", mgmtName, cluster, uidPrefix, owner, clusterRepo, clusterHead)
+}
+
+// readTree reads every file under root as path (slash-separated, relative
+// to root) -> content.
+func readTree(t *testing.T, root string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		files[filepath.ToSlash(rel)] = string(data)
+		return err
+	})
+	require.NoError(t, err, "reading %s", root)
+	require.NotEmpty(t, files, "%s holds files", root)
+	return files
 }
