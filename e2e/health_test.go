@@ -215,7 +215,9 @@ func waitAlertServes(t *testing.T, gh *githubtest.Server, events, repo, namespac
 		return false, fmt.Sprintf("probe %d answered %s, %d statuses", n, resp.Status, len(list)), nil
 	})
 	require.NoError(t, err)
-	t.Logf("notification-controller dispatches events of Kustomization %s/%s: %d probe event(s) posted", namespace, name, n)
+	// The count is not the number of probes dropped: the controller posts a
+	// status asynchronously, after answering the probe.
+	t.Logf("notification-controller dispatches events of Kustomization %s/%s: status seen after %d probe event(s)", namespace, name, n)
 }
 
 // TestHubHealthAlertPostsCommitStatus: for a cluster provisioned in hub mode
