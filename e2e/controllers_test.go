@@ -138,26 +138,46 @@ func waitReadyz(p *process, health string) error {
 }
 
 // installFluxCRDs applies the CRDs of the pinned controllers on kube, as
-// flux install does before starting them, and waits until they are served.
+// flux install does before starting them, and waits until the API server
+// serves every version of every kind they define: a controller starting
+// earlier exits, unable to map a kind it watches.
 func (e *environment) installFluxCRDs(kube *kubeClient) error {
 	ctx := context.Background()
 	files, err := filepath.Glob(filepath.Join(e.tools, "crds", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		return fmt.Errorf("no CRDs in %s/crds: rerun scripts/e2e-tools.sh", e.tools)
 	}
+	var served [][2]string // apiVersion, kind
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return err
 		}
+		docs, err := splitYAML(data)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", f, err)
+		}
+		for _, d := range docs {
+			group, _ := field(d, "spec", "group").(string)
+			kind, _ := field(d, "spec", "names", "kind").(string)
+			versions, _ := field(d, "spec", "versions").([]any)
+			for _, v := range versions {
+				m, _ := v.(map[string]any)
+				if name, _ := m["name"].(string); m["served"] == true {
+					served = append(served, [2]string{group + "/" + name, kind})
+				}
+			}
+		}
 		if err := kube.applyYAML(ctx, data, ""); err != nil {
 			return fmt.Errorf("applying %s: %w", f, err)
 		}
 	}
+	if len(served) == 0 {
+		return fmt.Errorf("the CRDs in %s/crds serve no version", e.tools)
+	}
 	return poll(ctx, 60*time.Second, "Flux CRDs established", func() (bool, string, error) {
 		kube.forgetDiscovery()
-		for _, k := range [][2]string{{"source.toolkit.fluxcd.io/v1", "GitRepository"}, {"kustomize.toolkit.fluxcd.io/v1", "Kustomization"},
-			{"helm.toolkit.fluxcd.io/v2", "HelmRelease"}, {"notification.toolkit.fluxcd.io/v1beta3", "Alert"}} {
+		for _, k := range served {
 			if _, err := kube.resourceFor(ctx, k[0], k[1]); err != nil {
 				return false, err.Error(), nil
 			}
