@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,21 +19,32 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// capiChart is a provisioning chart in miniature: it creates the Cluster
-// API Cluster of the release's values, as a real profile chart does (with
-// its infrastructure and control plane objects, left out here).
-var capiChart = map[string]string{
-	"capi-tiny/Chart.yaml": "apiVersion: v2\nname: capi-tiny\nversion: 0.1.0\n",
-	"capi-tiny/templates/cluster.yaml": `apiVersion: cluster.x-k8s.io/v1beta2
-kind: Cluster
-metadata:
-  name: {{ .Values.cluster.name }}
-  labels:
-    kubernetes-version: {{ .Values.kubernetesVersion | quote }}
-spec:
-  clusterNetwork:
-    pods: {cidrBlocks: [192.168.0.0/16]}
-`,
+// capiChartDir is the test provisioning chart (testdata/provision/chart):
+// it creates the Cluster API Cluster of the release's values, as a real
+// profile chart does (with its infrastructure and control plane objects,
+// left out here). internal/fanout validates what it renders against the
+// pinned Cluster API CRD offline.
+const capiChartDir = "../testdata/provision/chart/capi-tiny"
+
+// chartFiles reads the chart in dir as serveHelmRepository wants it: the
+// files by path under the chart's own directory name.
+func chartFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		files[filepath.ToSlash(filepath.Join(filepath.Base(dir), rel))] = string(data)
+		return err
+	})
+	require.NoError(t, err, "reading chart %s", dir)
+	return files
 }
 
 // TestProvisionHelmReleaseCreatesClusterAPIObjects: the HelmRelease and
@@ -41,7 +54,9 @@ spec:
 // helm-controller installs the profile's chart from a Helm repository
 // served on 127.0.0.1, as the management namespace's default
 // ServiceAccount (the lockdown), and the chart's Cluster exists with the
-// cluster's values.
+// cluster's values. The API server refuses a Cluster the pinned CRD's
+// schema refuses (the same schema internal/fanout checks the chart's
+// objects against offline).
 func TestProvisionHelmReleaseCreatesClusterAPIObjects(t *testing.T) {
 	e := env
 	ctx := context.Background()
@@ -58,7 +73,7 @@ func TestProvisionHelmReleaseCreatesClusterAPIObjects(t *testing.T) {
 		_, err := e.kube.resourceFor(ctx, "cluster.x-k8s.io/v1beta2", "Cluster")
 		return err == nil, fmt.Sprint(err), nil
 	}))
-	repoURL := serveHelmRepository(t, capiChart)
+	repoURL := serveHelmRepository(t, chartFiles(t, capiChartDir))
 
 	control := filepath.Join(t.TempDir(), "control")
 	require.NoError(t, os.CopyFS(filepath.Join(control, "catalog"), os.DirFS(filepath.Join("..", "testdata", "provision", "control", "catalog"))))
@@ -125,7 +140,35 @@ subjects:
 	require.NoError(t, err)
 	require.NotNil(t, obj, "the chart's Cluster %s/%s", ns, cluster)
 	assert.Equal(t, "v1.35.4", field(obj, "metadata", "labels", "kubernetes-version"), "the cluster's values reach the chart")
+	assert.Equal(t, "v1.35.4", field(obj, "spec", "topology", "version"))
 	assert.Equal(t, "Helm", field(obj, "metadata", "labels", "app.kubernetes.io/managed-by"))
+
+	// The API server validates Cluster API objects with the pinned CRD's
+	// schema, as internal/fanout's offline test does: a node pool count as a
+	// string, or a name that is no DNS subdomain, is refused.
+	for what, md := range map[string]map[string]any{
+		"replicas as a string": {"class": "default-worker", "name": "workers", "replicas": "1"},
+		"upper-case name":      {"class": "default-worker", "name": "Workers", "replicas": 1},
+	} {
+		bad := map[string]any{
+			"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+			"metadata": map[string]any{"name": "capi-refused", "namespace": ns},
+			"spec": map[string]any{"topology": map[string]any{
+				"classRef": map[string]any{"name": "tiny"}, "version": "v1.35.4",
+				"workers": map[string]any{"machineDeployments": []any{md}},
+			}},
+		}
+		// A create, as kubectl create does: server-side apply would refuse
+		// the string earlier, building its typed patch (HTTP 500).
+		p, err := e.kube.objectPath(ctx, "cluster.x-k8s.io/v1beta2", "Cluster", ns, "capi-refused")
+		require.NoError(t, err)
+		body, err := json.Marshal(bad)
+		require.NoError(t, err)
+		code, resp, err := e.kube.raw(ctx, "POST", path.Dir(p), body, "application/json", nil)
+		require.NoError(t, err)
+		assert.Equal(t, 422, code, "creating a Cluster with %s: %s", what, resp)
+		assert.Contains(t, string(resp), "spec.topology.workers.machineDeployments[0]", "the refusal names the field: %s", resp)
+	}
 	t.Logf("helm-controller installed capi-tiny from %s: Cluster %s/%s", repoURL, ns, cluster)
 }
 

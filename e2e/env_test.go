@@ -145,16 +145,18 @@ func (e *environment) start() error {
 	if err := e.startControllerManager(pki); err != nil {
 		return err
 	}
-	if err := e.installFluxCRDs(); err != nil {
+	if err := e.installFluxCRDs(e.kube); err != nil {
 		return err
 	}
-	if err := e.startNotificationController(); err != nil {
+	site := fluxSite{kubeconfig: e.kubeconfig, lockdown: true}
+	if _, e.eventsURL, err = e.startNotificationController(site); err != nil {
 		return err
 	}
-	if err := e.startFlux(); err != nil {
+	site.events = e.eventsURL
+	if _, err := e.startFlux(site); err != nil {
 		return err
 	}
-	if err := e.startHelmController(); err != nil {
+	if _, err := e.startHelmController(site); err != nil {
 		return err
 	}
 	e.forge = filepath.Join(e.dir, "forge")
@@ -251,19 +253,38 @@ func (e *environment) stop() {
 	e.procs = nil
 	e.mu.Unlock()
 	for i := len(procs) - 1; i >= 0; i-- {
-		p := procs[i]
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second): // teardown grace for a real process, not a test verdict
-			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-			<-p.done
-		}
+		procs[i].terminate()
 	}
 	if !e.keep {
 		_ = os.RemoveAll(e.dir)
 	} else if len(procs) > 0 {
 		fmt.Fprintln(os.Stderr, "e2e: kept", e.dir)
+	}
+}
+
+// terminate ends p by its process group: SIGTERM, then SIGKILL after a
+// grace period. It returns once p has exited; an ended p is left alone.
+func (p *process) terminate() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second): // teardown grace for a real process, not a test verdict
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// stopProcesses ends procs, newest first, before the environment stops: a
+// test's own cluster goes away with the test. They stay listed, so a failed
+// run still prints their logs.
+func stopProcesses(procs ...*process) {
+	for i := len(procs) - 1; i >= 0; i-- {
+		procs[i].terminate()
 	}
 }
 
@@ -406,78 +427,10 @@ func (e *environment) startControllerManager(pki *pki) error {
 	})
 }
 
-// installFluxCRDs applies the CRDs of the pinned controllers, as flux
-// install does before starting them, and waits until they are served.
-func (e *environment) installFluxCRDs() error {
-	ctx := context.Background()
-	files, err := filepath.Glob(filepath.Join(e.tools, "crds", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no CRDs in %s/crds: rerun scripts/e2e-tools.sh", e.tools)
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		if err := e.kube.applyYAML(ctx, data, ""); err != nil {
-			return fmt.Errorf("applying %s: %w", f, err)
-		}
-	}
-	return poll(ctx, 60*time.Second, "Flux CRDs established", func() (bool, string, error) {
-		e.kube.forgetDiscovery()
-		for _, k := range [][2]string{{"source.toolkit.fluxcd.io/v1", "GitRepository"}, {"kustomize.toolkit.fluxcd.io/v1", "Kustomization"},
-			{"helm.toolkit.fluxcd.io/v2", "HelmRelease"}, {"notification.toolkit.fluxcd.io/v1beta3", "Alert"}} {
-			if _, err := e.kube.resourceFor(ctx, k[0], k[1]); err != nil {
-				return false, err.Error(), nil
-			}
-		}
-		return true, "", nil
-	})
-}
-
 // fluxLockdownArgs are the flags the lockdown scaffold fleetbot writes into
 // flux/flux-system/kustomization.yaml adds to kustomize-controller; the
 // bootstrap test checks the Deployment on the cluster carries the same.
 var fluxLockdownArgs = []string{"--no-cross-namespace-refs=true", "--no-remote-bases=true", "--default-service-account=default"}
-
-// startFlux runs source-controller and kustomize-controller out of cluster,
-// with the admin kubeconfig (in cluster they run with cluster-admin too),
-// leader election off and the artifact server on 127.0.0.1.
-func (e *environment) startFlux() error {
-	ports, err := freePorts(1)
-	if err != nil {
-		return err
-	}
-	storage := "127.0.0.1:" + strconv.Itoa(ports[0])
-	if err := os.MkdirAll(e.path("flux-storage"), 0o755); err != nil {
-		return err
-	}
-	envs := []string{"KUBECONFIG=" + e.kubeconfig, "RUNTIME_NAMESPACE=flux-system"}
-	src, err := e.spawn("source-controller", e.bin("source-controller"), []string{
-		"--storage-path=" + e.path("flux-storage"), "--storage-addr=" + storage, "--storage-adv-addr=" + storage,
-		"--metrics-addr=0", "--health-addr=0", "--enable-leader-election=false", "--events-addr=" + e.eventsURL,
-		"--watch-all-namespaces=true", "--log-level=info",
-	}, envs)
-	if err != nil {
-		return err
-	}
-	ks, err := e.spawn("kustomize-controller", e.bin("kustomize-controller"), append([]string{
-		"--metrics-addr=0", "--health-addr=0", "--enable-leader-election=false", "--events-addr=" + e.eventsURL,
-		"--watch-all-namespaces=true", "--log-level=info", "--requeue-dependency=2s",
-	}, fluxLockdownArgs...), envs)
-	if err != nil {
-		return err
-	}
-	return poll(context.Background(), 30*time.Second, "source-controller storage server", func() (bool, string, error) {
-		for _, p := range []*process{src, ks} {
-			if err := p.exited(); err != nil {
-				return false, "", err
-			}
-		}
-		_, err := plainGet("http://" + storage + "/")
-		return err == nil, fmt.Sprint(err), nil
-	})
-}
 
 // startGitServer serves the local forge over smart HTTP with fleetbot dev
 // git-serve, the way a user lets a cluster's Flux read it.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,21 +116,35 @@ func (e *environment) commitControl(t *testing.T, message string) {
 // flux reconcile source git does, instead of waiting for its interval.
 func (e *environment) requestReconcile(t *testing.T, namespace, name string) {
 	t.Helper()
+	requestReconcileOn(t, e.kube, "source.toolkit.fluxcd.io/v1", "GitRepository", namespace, name)
+}
+
+// requestReconcileOn asks the controller of a Flux object on kube to
+// reconcile it now (the reconcile.fluxcd.io/requestedAt annotation, as flux
+// reconcile sets it), instead of waiting for its interval or retry.
+func requestReconcileOn(t *testing.T, kube *kubeClient, apiVersion, kind, namespace, name string) {
+	t.Helper()
 	ctx := context.Background()
-	p, err := e.kube.objectPath(ctx, "source.toolkit.fluxcd.io/v1", "GitRepository", namespace, name)
+	p, err := kube.objectPath(ctx, apiVersion, kind, namespace, name)
 	require.NoError(t, err)
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`, time.Now().Format(time.RFC3339Nano))
-	code, body, err := e.kube.raw(ctx, "PATCH", p, []byte(patch), "application/merge-patch+json", nil)
+	code, body, err := kube.raw(ctx, "PATCH", p, []byte(patch), "application/merge-patch+json", nil)
 	require.NoError(t, err)
-	require.Equal(t, 200, code, "requesting reconcile of GitRepository %s/%s: %s", namespace, name, body)
+	require.Equal(t, 200, code, "requesting reconcile of %s %s/%s: %s", kind, namespace, name, body)
 }
 
 // waitApplied waits until the Kustomization is Ready with the commit sha
 // applied.
 func (e *environment) waitApplied(t *testing.T, namespace, name, sha string) {
 	t.Helper()
+	waitAppliedOn(t, e.kube, namespace, name, sha)
+}
+
+// waitAppliedOn is waitApplied on the API server of kube.
+func waitAppliedOn(t *testing.T, kube *kubeClient, namespace, name, sha string) {
+	t.Helper()
 	err := poll(context.Background(), fluxDeadline, fmt.Sprintf("Kustomization %s/%s Ready at %.12s", namespace, name, sha), func() (bool, string, error) {
-		obj, err := e.kube.get(context.Background(), "kustomize.toolkit.fluxcd.io/v1", "Kustomization", namespace, name)
+		obj, err := kube.get(context.Background(), "kustomize.toolkit.fluxcd.io/v1", "Kustomization", namespace, name)
 		if err != nil || obj == nil {
 			return false, fmt.Sprint("not found ", err), nil
 		}
@@ -167,8 +182,14 @@ func (e *environment) waitRefused(t *testing.T, namespace, name, sha string, wan
 // (nil object: absent).
 func (e *environment) waitObject(t *testing.T, apiVersion, kind, namespace, name string, what string, ok func(map[string]any) bool) {
 	t.Helper()
+	waitObjectOn(t, e.kube, apiVersion, kind, namespace, name, what, ok)
+}
+
+// waitObjectOn is waitObject on the API server of kube.
+func waitObjectOn(t *testing.T, kube *kubeClient, apiVersion, kind, namespace, name string, what string, ok func(map[string]any) bool) {
+	t.Helper()
 	err := poll(context.Background(), fluxDeadline, fmt.Sprintf("%s %s/%s %s", kind, namespace, name, what), func() (bool, string, error) {
-		obj, err := e.kube.get(context.Background(), apiVersion, kind, namespace, name)
+		obj, err := kube.get(context.Background(), apiVersion, kind, namespace, name)
 		if err != nil {
 			return false, err.Error(), nil
 		}
@@ -200,8 +221,29 @@ func (e *environment) bootstrapFlux(t *testing.T, repo string) string {
 	kust := filepath.Join(dir, "flux", "flux-system", "kustomization.yaml")
 	_, err := os.Stat(kust)
 	require.NoError(t, err, "fleetbot scaffolds flux/flux-system/kustomization.yaml; flux bootstrap keeps it")
-	writeFile(t, filepath.Join(dir, "flux", "flux-system", "gotk-components.yaml"), e.gotkComponents(t))
-	writeFile(t, filepath.Join(dir, "flux", "flux-system", "gotk-sync.yaml"), fmt.Sprintf(`# Flux sync manifests, as flux bootstrap writes them
+	for name, content := range e.fluxBootstrapFiles(t, e.gitURL+"/"+owner+"/"+repo+".git", "", false) {
+		writeFile(t, filepath.Join(dir, filepath.FromSlash(name)), content)
+	}
+	sha := push(t, dir, "Add Flux sync manifests")
+	applyFluxSystem(t, e.kube, os.DirFS(dir))
+	return sha
+}
+
+// fluxBootstrapFiles are the files flux bootstrap git --path=flux commits
+// into the repo at url: flux/flux-system/gotk-components.yaml (see
+// gotkComponents), gotk-sync.yaml (GitRepository flux-system on main,
+// reading with the Secret secretRef unless it is "", and Kustomization
+// flux-system on ./flux) and, with kustomization, the kustomization.yaml
+// listing both that flux bootstrap writes into a repo that has none.
+func (e *environment) fluxBootstrapFiles(t *testing.T, url, secretRef string, kustomization bool) map[string]string {
+	t.Helper()
+	secret := ""
+	if secretRef != "" {
+		secret = "\n  secretRef:\n    name: " + secretRef
+	}
+	files := map[string]string{
+		"flux/flux-system/gotk-components.yaml": e.gotkComponents(t),
+		"flux/flux-system/gotk-sync.yaml": fmt.Sprintf(`# Flux sync manifests, as flux bootstrap writes them
 apiVersion: source.toolkit.fluxcd.io/v1
 kind: GitRepository
 metadata:
@@ -210,8 +252,8 @@ metadata:
 spec:
   interval: 1m0s
   ref:
-    branch: main
-  url: %s/%s/%s.git
+    branch: main%s
+  url: %s
 ---
 apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
@@ -225,16 +267,36 @@ spec:
   sourceRef:
     kind: GitRepository
     name: flux-system
-`, e.gitURL, owner, repo))
-	sha := push(t, dir, "Add Flux sync manifests")
+`, secret, url),
+	}
+	if kustomization {
+		files["flux/flux-system/kustomization.yaml"] = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- gotk-components.yaml\n- gotk-sync.yaml\n"
+	}
+	return files
+}
 
+// applyFluxSystem applies kustomize build flux/flux-system of the repo
+// tree repo to kube, as flux bootstrap does once; Flux keeps it from then on.
+func applyFluxSystem(t *testing.T, kube *kubeClient, repo fs.FS) {
+	t.Helper()
+	mem := filesys.MakeFsInMemory()
+	err := fs.WalkDir(repo, "flux/flux-system", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := fs.ReadFile(repo, p)
+		if err != nil {
+			return err
+		}
+		return mem.WriteFile("/"+p, data)
+	})
+	require.NoError(t, err, "reading flux/flux-system")
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(dir, "flux", "flux-system"))
+	res, err := k.Run(mem, "/flux/flux-system")
 	require.NoError(t, err, "kustomize build flux/flux-system")
 	data, err := res.AsYaml()
 	require.NoError(t, err)
-	require.NoError(t, e.kube.applyYAML(context.Background(), data, ""), "applying flux/flux-system")
-	return sha
+	require.NoError(t, kube.applyYAML(context.Background(), data, ""), "applying flux/flux-system")
 }
 
 // gotkComponents stands in for the gotk-components.yaml flux bootstrap

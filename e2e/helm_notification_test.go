@@ -143,7 +143,9 @@ func TestAlertPostsGitHubCommitStatus(t *testing.T) {
 	e.tenantNamespace(t, ns)
 
 	// The Provider and Alert first: an event is matched against the Alerts
-	// that exist when it arrives.
+	// notification-controller's cache holds when it arrives (and dropped
+	// for good if none matches), so the Kustomization comes only once a
+	// probe event has gone through (waitAlertServes).
 	require.NoError(t, e.kube.applyYAML(ctx, []byte(fmt.Sprintf(`apiVersion: v1
 kind: Secret
 metadata:
@@ -183,7 +185,9 @@ spec:
 	require.NoError(t, err)
 	uid, _ := field(provider, "metadata", "uid").(string)
 	require.NotEmpty(t, uid)
-	wantContext := "kustomization/notify/" + strings.Split(uid, "-")[0]
+	uidPrefix := strings.Split(uid, "-")[0]
+	wantContext := "kustomization/notify/" + uidPrefix
+	waitAlertServes(t, gh, e.eventsURL, "notify", ns, "notify", uidPrefix)
 
 	require.NoError(t, e.kube.applyYAML(ctx, []byte(fmt.Sprintf(`apiVersion: v1
 kind: Secret

@@ -183,7 +183,7 @@ subjects:
 // startSecondAPIServer starts another kube-apiserver from the env's binary
 // on the env's etcd under its own prefix, with its own certificates and
 // port, and returns a client for it, its URL and its certificates. It is
-// stopped with the environment.
+// stopped when the test ends.
 func (e *environment) startSecondAPIServer(t *testing.T, name string) (*kubeClient, string, *pki) {
 	t.Helper()
 	p2, err := newPKI(e.path("pki-" + name))
@@ -204,6 +204,7 @@ func (e *environment) startSecondAPIServer(t *testing.T, name string) (*kubeClie
 		"--profiling=false",
 	}, nil)
 	require.NoError(t, err)
+	t.Cleanup(func() { stopProcesses(proc) })
 	url := "https://127.0.0.1:" + strconv.Itoa(port)
 	kube, err := newKubeClient(url, p2)
 	require.NoError(t, err)

@@ -139,7 +139,7 @@ func (x *run) managementTarget(m *control.ManagementCluster) *Target {
 	}
 	t.Files[FluxPath] = flux
 	t.Files[CodeownersPath] = policy.CODEOWNERS(s.owner, []policy.Rule{{Pattern: "*", Teams: s.admins}})
-	t.Files[ReadmePath] = managementReadme(s, m, repo, clusters, x.clusterRepo)
+	t.Files[ReadmePath] = managementReadme(s, m, repo, clusters, x.clusterRepo, len(x.repo.Platform.Spec.Rollout.Waves) > 0)
 	t.Access = policy.ControlRepoAccess(s.admins, s.branch)
 	t.Access.AllowAutoMerge = s.autoMerge
 	return t
@@ -246,7 +246,63 @@ func (x *run) provisionObjects(c *control.Cluster, profile *control.ProvisionPro
 		}
 		return k
 	}
-	return []any{hr, git, hub("platform", "./"+PlatformDir, ""), hub("apps", "./apps", "platform")}
+	objs := []any{hr, git, hub("platform", "./"+PlatformDir, ""), hub("apps", "./apps", "platform")}
+	if len(x.repo.Platform.Spec.Rollout.Waves) > 0 {
+		objs = append(objs, hubHealth(name, git.Spec.URL, om)...)
+	}
+	return objs
+}
+
+// notificationObject is a notification-controller object (Provider, Alert)
+// with a free-form spec: go.mod carries no notification API module.
+type notificationObject struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              map[string]any `json:"spec"`
+}
+
+// notificationAPIVersion is the API of the notification objects fleetbot renders.
+const notificationAPIVersion = "notification.toolkit.fluxcd.io/v1beta3"
+
+// HubHealthName names the Provider and Alert of a hub-mode cluster on its
+// management cluster: <cluster>-health.
+func HubHealthName(cluster string) string { return cluster + "-health" }
+
+// hubHealth renders, for a rollout in waves, the Provider and Alert that make
+// the management cluster's Flux report the health of cluster as commit
+// statuses on its cluster repo (repoURL). In hub mode the cluster runs no
+// Flux of its own and its repo's flux/ is never applied, so the Provider and
+// Alert of flux/fleetbot.yaml never exist: the hub Kustomizations
+// <cluster>-platform and <cluster>-apps apply the cluster repo's commits on
+// the management cluster, whose notification-controller posts
+// "kustomization/<cluster>-platform/<uid prefix>" (and -apps) on them, which
+// the wave gate reads like any cluster's. The Provider reads the Secret
+// HealthSecret of the provision namespace.
+func hubHealth(cluster, repoURL string, om func(string) metav1.ObjectMeta) []any {
+	name := HubHealthName(cluster)
+	return []any{
+		&notificationObject{
+			TypeMeta:   metav1.TypeMeta{APIVersion: notificationAPIVersion, Kind: "Provider"},
+			ObjectMeta: om(name),
+			Spec: map[string]any{
+				"type":      "github",
+				"address":   repoURL,
+				"secretRef": map[string]any{"name": HealthSecret},
+			},
+		},
+		&notificationObject{
+			TypeMeta:   metav1.TypeMeta{APIVersion: notificationAPIVersion, Kind: "Alert"},
+			ObjectMeta: om(name),
+			Spec: map[string]any{
+				"providerRef":   map[string]any{"name": name},
+				"eventSeverity": "info",
+				"eventSources": []any{
+					map[string]any{"kind": kustomizev1.KustomizationKind, "name": cluster + "-platform"},
+					map[string]any{"kind": kustomizev1.KustomizationKind, "name": cluster + "-apps"},
+				},
+			},
+		},
+	}
 }
 
 // KubeconfigSecret is the Secret Cluster API writes with the kubeconfig of
@@ -302,7 +358,7 @@ func scalarValue(s string) any {
 	return s
 }
 
-func managementReadme(s settings, m *control.ManagementCluster, repo string, clusters []*control.Cluster, clusterRepo func(string) string) []byte {
+func managementReadme(s settings, m *control.ManagementCluster, repo string, clusters []*control.Cluster, clusterRepo func(string) string, waves bool) []byte {
 	var b strings.Builder
 	platform := teams(s.owner, s.admins, "platform admins")
 	ns := m.ProvisionNamespace()
@@ -336,7 +392,11 @@ func managementReadme(s settings, m *control.ManagementCluster, repo string, clu
 	}
 	b.WriteString("## Files\n\n")
 	b.WriteString("- `provision/sources/<profile>.yaml`: the pinned chart source (HelmRepository or OCIRepository) of each profile in use.\n")
-	b.WriteString("- `provision/clusters/<cluster>.yaml`: the cluster's HelmRelease (its values: `cluster.name`, `kubernetesVersion`, `region`, `nodePools`, and the profile's further values), the GitRepository of its cluster repo, and the Kustomizations `<cluster>-platform` (path `./platform`) and `<cluster>-apps` (path `./apps`, after `<cluster>-platform`), which apply to the new cluster through `spec.kubeConfig.secretRef` = the Secret `<cluster>-kubeconfig` (key `value`) that Cluster API writes. They fail and are retried every minute until that Secret exists and the cluster answers.\n\n")
+	b.WriteString("- `provision/clusters/<cluster>.yaml`: the cluster's HelmRelease (its values: `cluster.name`, `kubernetesVersion`, `region`, `nodePools`, and the profile's further values), the GitRepository of its cluster repo, and the Kustomizations `<cluster>-platform` (path `./platform`) and `<cluster>-apps` (path `./apps`, after `<cluster>-platform`), which apply to the new cluster through `spec.kubeConfig.secretRef` = the Secret `<cluster>-kubeconfig` (key `value`) that Cluster API writes. They fail and are retried every minute until that Secret exists and the cluster answers.\n")
+	if waves {
+		fmt.Fprintf(&b, "- With the rollout in waves, also the Provider and Alert `<cluster>-health`: the management cluster's Flux posts the hub Kustomizations' health as commit statuses on the cluster repo (the wave gate waits for them), with the Secret `%s` in `%s` that the platform admins create once (key `token`, allowed to write commit statuses on every cluster repo here; and `ca.crt` for a GitHub Enterprise Server with a private CA).\n", HealthSecret, ns)
+	}
+	b.WriteString("\n")
 	b.WriteString("## Removing a cluster\n\n")
 	fmt.Fprintf(&b, "A cluster with deletion policy `Retain` (the default) carries `%s: %s`: when it leaves the control repo, Flux keeps its HelmRelease and Kustomizations, so Cluster API destroys nothing; delete them by hand when the machines are gone. ", PruneAnnotation, PruneDisabled)
 	b.WriteString("Set `spec.provision.deletionPolicy: Delete` in the control repo and merge that pull request here first: only then does removing the cluster delete its HelmRelease, uninstall the chart, and have Cluster API destroy its machines.\n")
@@ -357,7 +417,11 @@ func (x *run) provisionedNote(c *control.Cluster) []byte {
 		pv.ManagementCluster, x.repo.Platform.Spec.Owner, x.repo.ManagementRepo(pv.ManagementCluster), ProvisionClustersDir, name, pv.Profile, pv.Policy())
 	fmt.Fprintf(&b, "The management cluster's Flux applies `platform/` (Kustomization `%s-platform`) and then `apps/` (`%s-apps`) to it through the kubeconfig Secret `%s` (hub mode): no `flux bootstrap` is needed for them. ",
 		name, name, KubeconfigSecret(name))
-	b.WriteString("`flux/fleetbot.yaml` is applied only if Flux is bootstrapped on the cluster itself (then do not also keep the hub Kustomizations: two Flux instances would fight over the same objects).\n")
+	b.WriteString("`flux/fleetbot.yaml` is applied only if Flux is bootstrapped on the cluster itself (then do not also keep the hub Kustomizations: two Flux instances would fight over the same objects).")
+	if len(x.repo.Platform.Spec.Rollout.Waves) > 0 {
+		fmt.Fprintf(&b, " In hub mode the management cluster reports this cluster's health to the rollout (Provider and Alert `%s` beside the hub Kustomizations), not the Provider of `flux/fleetbot.yaml`.", HubHealthName(name))
+	}
+	b.WriteString("\n")
 	return []byte(b.String())
 }
 

@@ -29,6 +29,18 @@ func renderProvisionExample(t *testing.T) []*Target {
 	return targets
 }
 
+// renderProvisionExampleWithWaves renders the provisioning example with one
+// rollout wave of every cluster, which adds the health Provider and Alert.
+func renderProvisionExampleWithWaves(t *testing.T) []*Target {
+	t.Helper()
+	repo, err := control.LoadDir(provisionExampleDir)
+	require.NoError(t, err, "loading %s", provisionExampleDir)
+	repo.Platform.Spec.Rollout.Waves = []control.Wave{{Name: "all", ClusterSelector: &control.Selector{}}}
+	targets, err := NewRenderer(Options{}).Render(repo)
+	require.NoError(t, err)
+	return targets
+}
+
 // TestGoldenManagement compares the management repos rendered from
 // testdata/provision/control with testdata/provision/golden (-update
 // rewrites them), the same way TestGolden does for cluster and workspace repos.
@@ -135,4 +147,50 @@ func TestScalarValueKeepsEveryCharacter(t *testing.T) {
 	} {
 		assert.Equal(t, want, scalarValue(in), "%q", in)
 	}
+}
+
+// TestHubHealthObjectsOnlyWithWaves: with rollout waves, every provisioned
+// cluster's file in its management repo also holds the Provider and Alert
+// <cluster>-health, which make the management cluster's Flux post the hub
+// Kustomizations' commit statuses on the cluster repo (the cluster repo's own
+// flux/, with the Provider of cluster repos, is never applied in hub mode);
+// without waves, neither.
+func TestHubHealthObjectsOnlyWithWaves(t *testing.T) {
+	for _, tg := range renderProvisionExample(t) {
+		for p, data := range tg.Files {
+			assert.NotContains(t, string(data), "kind: Provider", "%s/%s without waves", tg.Repo, p)
+		}
+	}
+	n := 0
+	for _, tg := range renderProvisionExampleWithWaves(t) {
+		if tg.Kind != KindManagement {
+			continue
+		}
+		for _, p := range slices.Sorted(maps.Keys(tg.Files)) {
+			if !strings.HasPrefix(p, ProvisionClustersDir+"/") {
+				continue
+			}
+			cluster := strings.TrimSuffix(strings.TrimPrefix(p, ProvisionClustersDir+"/"), ".yaml")
+			byKind := map[string]map[string]any{}
+			for _, obj := range documents(t, tg.Repo+"/"+p, tg.Files[p]) {
+				byKind[obj["kind"].(string)] = obj
+			}
+			provider, alert, git := byKind["Provider"], byKind["Alert"], byKind["GitRepository"]
+			require.NotNil(t, provider, "%s/%s", tg.Repo, p)
+			require.NotNil(t, alert, "%s/%s", tg.Repo, p)
+			n++
+			assert.Equal(t, HubHealthName(cluster), valueAt(provider, "metadata", "name"))
+			assert.Equal(t, valueAt(git, "metadata", "namespace"), valueAt(provider, "metadata", "namespace"), "beside the hub Kustomizations")
+			assert.Equal(t, "github", valueAt(provider, "spec", "type"))
+			assert.Equal(t, valueAt(git, "spec", "url"), valueAt(provider, "spec", "address"), "the cluster repo the hub Kustomizations apply")
+			assert.Equal(t, DefaultGitURL+"/"+tg.Owner+"/cluster-"+cluster, valueAt(provider, "spec", "address"))
+			assert.Equal(t, HealthSecret, valueAt(provider, "spec", "secretRef", "name"))
+			assert.Equal(t, HubHealthName(cluster), valueAt(alert, "spec", "providerRef", "name"))
+			assert.Equal(t, []any{
+				map[string]any{"kind": "Kustomization", "name": cluster + "-platform"},
+				map[string]any{"kind": "Kustomization", "name": cluster + "-apps"},
+			}, valueAt(alert, "spec", "eventSources"))
+		}
+	}
+	assert.Equal(t, 2, n, "both provisioned clusters of the example")
 }
