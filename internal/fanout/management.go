@@ -139,7 +139,7 @@ func (x *run) managementTarget(m *control.ManagementCluster) *Target {
 	}
 	t.Files[FluxPath] = flux
 	t.Files[CodeownersPath] = policy.CODEOWNERS(s.owner, []policy.Rule{{Pattern: "*", Teams: s.admins}})
-	t.Files[ReadmePath] = managementReadme(s, m, repo, clusters, x.clusterRepo, len(x.repo.Platform.Spec.Rollout.Waves) > 0)
+	t.Files[ReadmePath] = managementReadme(s, m, repo, clusters, x.clusterRepo, x.repo.HasRollout())
 	t.Access = policy.ControlRepoAccess(s.admins, s.branch)
 	t.Access.AllowAutoMerge = s.autoMerge
 	return t
@@ -247,7 +247,7 @@ func (x *run) provisionObjects(c *control.Cluster, profile *control.ProvisionPro
 		return k
 	}
 	objs := []any{hr, git, hub("platform", "./"+PlatformDir, ""), hub("apps", "./apps", "platform")}
-	if len(x.repo.Platform.Spec.Rollout.Waves) > 0 {
+	if x.repo.HasRollout() {
 		objs = append(objs, hubHealth(name, git.Spec.URL, om)...)
 	}
 	return objs
@@ -418,7 +418,7 @@ func (x *run) provisionedNote(c *control.Cluster) []byte {
 	fmt.Fprintf(&b, "The management cluster's Flux applies `platform/` (Kustomization `%s-platform`) and then `apps/` (`%s-apps`) to it through the kubeconfig Secret `%s` (hub mode): no `flux bootstrap` is needed for them. ",
 		name, name, KubeconfigSecret(name))
 	b.WriteString("`flux/fleetbot.yaml` is applied only if Flux is bootstrapped on the cluster itself (then do not also keep the hub Kustomizations: two Flux instances would fight over the same objects).")
-	if len(x.repo.Platform.Spec.Rollout.Waves) > 0 {
+	if x.repo.HasRollout() {
 		fmt.Fprintf(&b, " In hub mode the management cluster reports this cluster's health to the rollout (Provider and Alert `%s` beside the hub Kustomizations), not the Provider of `flux/fleetbot.yaml`.", HubHealthName(name))
 	}
 	b.WriteString("\n")
