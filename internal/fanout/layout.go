@@ -78,31 +78,51 @@ func (x *run) clusterRepo(name string) string { return x.repo.ClusterRepo(name) 
 
 func (x *run) workspaceRepo(name string) string { return x.repo.WorkspaceRepo(name) }
 
-func byApp(deps []control.Deployment) []control.Deployment {
-	out := append([]control.Deployment(nil), deps...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].App.Metadata.Name < out[j].App.Metadata.Name })
-	return out
-}
-
 // newTarget starts the Target of a repo of kind: platform-wide settings,
 // no managed files yet, and the apps/ scaffold both kinds of repo get.
-func newTarget(kind Kind, name, repo string, s settings) *Target {
+func (x *run) newTarget(kind Kind, name, repo string, s settings) *Target {
 	return &Target{
 		Kind: kind, Name: name, Owner: s.owner, Repo: repo,
 		DefaultBranch: s.branch, Visibility: s.visibility,
 		Files:     map[string][]byte{},
-		Scaffolds: map[string][]byte{AppsKustomPath: []byte(emptyKustomization)},
+		Scaffolds: map[string][]byte{AppsKustomPath: x.constant(emptyKustomization)},
 		Reviewers: append([]string(nil), s.admins...),
 	}
 }
 
-// clusterTarget lays out a cluster repo: platform components, the Flux
+// constant returns the bytes of text, one slice per distinct text in a Render: every
+// target gets the same scaffolds, and a copy per target was 12 MB of a 10,000-cluster
+// render (Files and Scaffolds are read-only).
+func (x *run) constant(text string) []byte {
+	if b, ok := x.constants[text]; ok {
+		return b
+	}
+	b := []byte(text)
+	x.constants[text] = b
+	return b
+}
+
+// fleetbotKustomization returns clusters/<cluster>/fleetbot/kustomization.yaml of a workspace
+// repo listing files, one slice per distinct list in a Render (most clusters of a workspace
+// run the same apps).
+func (x *run) fleetbotKustomization(files []string) []byte {
+	key := strings.Join(files, "\n")
+	if b, ok := x.fileLists[key]; ok {
+		return b
+	}
+	b := kustomizationOf(managedHeader, files)
+	x.fileLists[key] = b
+	return b
+}
+
+// clusterTarget lays out a cluster repo: platform components (deps, the
+// cluster's, by app name as control.Deployer.Components lists them), the Flux
 // objects, README and CODEOWNERS, and the apps/ scaffold.
 func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Target {
 	s := x.settings()
 	name := c.Metadata.Name
 	repo := x.clusterRepo(name)
-	t := newTarget(KindCluster, name, repo, s)
+	t := x.newTarget(KindCluster, name, repo, s)
 	// One directory per component, each with its kustomization.yaml and
 	// none at platform/ itself: the retired platform Kustomization, should
 	// it reconcile this revision before it is suspended, then builds what
@@ -116,7 +136,7 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 			selected[d.App.Metadata.Name] = true
 		}
 	}
-	for _, d := range byApp(deps) {
+	for _, d := range deps {
 		if d.Workspace != nil {
 			continue
 		}
@@ -144,7 +164,7 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 	}
 	t.Files[PlatformDir+"/"+TenancyPolicyFile] = tenancy
 	t.Files[PlatformDir+"/"+TenancyDir+"/kustomization.yaml"] = x.componentKustomization(TenancyDir)
-	t.Scaffolds[FluxSystemKustomPath] = []byte(lockdownScaffold)
+	t.Scaffolds[FluxSystemKustomPath] = x.constant(lockdownScaffold)
 
 	ws := x.repo.Workspace(c.Spec.Workspace)
 	in := fluxInput{interval: s.interval, cluster: name, branch: s.branch, secretRef: s.secretRef}
@@ -191,24 +211,21 @@ func (x *run) componentKustomization(dir string) []byte {
 	return b
 }
 
-// workspaceTarget lays out a workspace repo: per cluster of the workspace,
-// the rendered apps under clusters/<cluster>/fleetbot/ and the scaffolds the
-// workspace admins own.
-func (x *run) workspaceTarget(w *control.Workspace, byCluster map[string][]control.Deployment) *Target {
+// workspaceTarget lays out a workspace repo: per cluster of the workspace
+// (members, in name order), the rendered apps under clusters/<cluster>/fleetbot/
+// and the scaffolds the workspace admins own.
+func (x *run) workspaceTarget(w *control.Workspace, members []*control.Cluster, dp *control.Deployer) *Target {
 	s := x.settings()
 	name := w.Metadata.Name
 	repo := x.workspaceRepo(name)
-	t := newTarget(KindWorkspace, name, repo, s)
+	t := x.newTarget(KindWorkspace, name, repo, s)
 	var clusters []string
-	for _, c := range sortedClusters(x.repo.Clusters) {
-		if c.Spec.Workspace != name {
-			continue
-		}
+	for _, c := range members {
 		cn := c.Metadata.Name
 		clusters = append(clusters, cn)
 		dir := ClustersDir + "/" + cn
 		var files []string
-		for _, d := range byApp(byCluster[cn]) {
+		for _, d := range dp.WorkspaceApps(c) {
 			if d.Workspace == nil || d.Workspace.Metadata.Name != name {
 				continue
 			}
@@ -218,8 +235,8 @@ func (x *run) workspaceTarget(w *control.Workspace, byCluster map[string][]contr
 			}
 			files = append(files, file)
 		}
-		t.Files[dir+"/fleetbot/kustomization.yaml"] = kustomizationOf(managedHeader, files)
-		t.Scaffolds[dir+"/kustomization.yaml"] = []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- fleetbot\n- ../../apps\n")
+		t.Files[dir+"/fleetbot/kustomization.yaml"] = x.fleetbotKustomization(files)
+		t.Scaffolds[dir+"/kustomization.yaml"] = x.constant("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- fleetbot\n- ../../apps\n")
 	}
 	t.Files[CodeownersPath] = policy.CODEOWNERS(s.owner, []policy.Rule{
 		{Pattern: "*", Teams: s.admins},
