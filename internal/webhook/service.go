@@ -135,6 +135,17 @@ type fleetEntry struct {
 	repo    *control.Repo
 	targets []*fanout.Target
 	err     error
+	// digests are reconcile.Digests(targets), computed by the first incremental apply of
+	// this commit: hashing every file of a 1,000-cluster fleet on every push job was most of
+	// serve's CPU under a stream of deliveries.
+	digestsOnce sync.Once
+	digests     map[string]string
+}
+
+// sums returns the digests of e's targets, computed once.
+func (e *fleetEntry) sums() map[string]string {
+	e.digestsOnce.Do(func() { e.digests = reconcile.Digests(e.targets) })
+	return e.digests
 }
 
 // fleetCache is how many rendered commits are kept (the default branch and
@@ -177,6 +188,12 @@ func (s *Service) Execute(ctx context.Context, j Job) error {
 
 // fleet loads and renders the control repo at sha, once per commit.
 func (s *Service) fleet(ctx context.Context, sha string) (*control.Repo, []*fanout.Target, error) {
+	e := s.fleetEntry(ctx, sha)
+	return e.repo, e.targets, e.err
+}
+
+// fleetEntry is fleet's cache entry of sha, loaded and rendered.
+func (s *Service) fleetEntry(ctx context.Context, sha string) *fleetEntry {
 	s.mu.Lock()
 	var e *fleetEntry
 	for _, f := range s.fleets {
@@ -203,7 +220,7 @@ func (s *Service) fleet(ctx context.Context, sha string) (*control.Repo, []*fano
 		// Reading failed (network, rate limit, cancellation): try again next time.
 		s.forget(e)
 	}
-	return e.repo, e.targets, e.err
+	return e
 }
 
 func (s *Service) forget(e *fleetEntry) {
@@ -234,7 +251,8 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 	if err != nil {
 		return err
 	}
-	repo, targets, err := s.fleet(ctx, sha)
+	e := s.fleetEntry(ctx, sha)
+	repo, targets, err := e.repo, e.targets, e.err
 	if err != nil {
 		return fmt.Errorf("control repo at %s: %w", app.ShortSHA(sha), err)
 	}
@@ -249,7 +267,8 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 	if j.Kind == KindDrift {
 		mode = ForgeDrift
 	} else {
-		opts.Incremental = &reconcile.Incremental{Baselines: s.baselines, Full: !j.Incremental, FullEvery: s.cfg.FullEvery, Salt: s.cfg.Salt}
+		opts.Incremental = &reconcile.Incremental{Baselines: s.baselines, Full: !j.Incremental, FullEvery: s.cfg.FullEvery, Salt: s.cfg.Salt,
+			Digests: e.sums()}
 	}
 	forge, err := s.cfg.Forges(ctx, repo.Platform.Spec.Owner, mode)
 	if err != nil {
