@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -10,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -68,6 +70,21 @@ type ServeResult struct {
 	Rate, Deliveries int
 	P50, P99, Max    time.Duration
 	Statuses         map[int]int
+	// ServerP50 and ServerP99 are the same deliveries' acknowledgement time as serve measures
+	// it (fleetbot_webhook_ack_seconds: from its handler reading the headers to the answer
+	// written), over the load: the upper bound of the histogram bucket holding the percentile.
+	// The gap to P50 and P99 is what happens outside the handler: connection handling, the
+	// kernel, and waiting for a CPU, in serve and in this process alike.
+	ServerP50, ServerP99 time.Duration
+	// SendLagP99 and SendLagMax are how late the sender started requests against their
+	// schedule: large values mean this process could not keep the rate (its latencies then
+	// count from the late start, not the schedule).
+	SendLagP99, SendLagMax time.Duration
+	// LoadWall is the load's duration, first send to last answer; ServeCPU the CPU time serve
+	// used meanwhile (user + system, /proc) and SenderCPU the CPU time of this process (the
+	// sender, the metrics sampler and the fake GitHub answering serve's jobs): both share
+	// the machine's CPUs, with whatever else runs on it.
+	LoadWall, ServeCPU, SenderCPU time.Duration
 	// QueueMax is the deepest queue seen on /metrics (sampled every 20 ms) of QueueSize.
 	QueueMax, QueueSize int
 	// Jobs counts finished jobs by kind and outcome from /metrics, during the load.
@@ -254,6 +271,10 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 	status := make([]int, n)
 	var failed atomic.Int64
 	var qmax atomic.Int64
+	ackBefore, err := m.ackHistogram()
+	if err != nil {
+		return fail(err)
+	}
 	sampling, stopSampling := context.WithCancel(ctx)
 	var sampler sync.WaitGroup
 	sampler.Add(1)
@@ -269,16 +290,20 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 			}
 		}
 	}()
+	serveCPU0, selfCPU0 := procCPU(cmd.Process.Pid), selfCPU()
+	lag := make([]time.Duration, n)
 	var wg sync.WaitGroup
 	interval := time.Second / time.Duration(o.Rate)
 	t0 := time.Now()
 	for i, ev := range evs {
-		if d := time.Until(t0.Add(time.Duration(i) * interval)); d > 0 {
+		due := t0.Add(time.Duration(i) * interval)
+		if d := time.Until(due); d > 0 {
 			time.Sleep(d)
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			lag[i] = max(0, time.Since(due))
 			code, d, err := send(ev.event, ev.body, fmt.Sprintf("load-%d", i))
 			lat[i], status[i] = d, code
 			if err != nil {
@@ -287,6 +312,12 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 		}()
 	}
 	wg.Wait()
+	res.LoadWall = time.Since(t0)
+	res.ServeCPU, res.SenderCPU = procCPU(cmd.Process.Pid)-serveCPU0, selfCPU()-selfCPU0
+	ackAfter, ackErr := m.ackHistogram()
+	res.ServerP50, res.ServerP99 = ackAfter.sub(ackBefore).quantile(0.50), ackAfter.sub(ackBefore).quantile(0.99)
+	slices.Sort(lag)
+	res.SendLagP99, res.SendLagMax = lag[n*99/100], lag[n-1]
 	if err := m.idle(ctx, exited); err != nil {
 		stopSampling()
 		sampler.Wait()
@@ -294,6 +325,9 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 	}
 	stopSampling()
 	sampler.Wait()
+	if ackErr != nil {
+		return fail(ackErr)
+	}
 	if f := failed.Load(); f > 0 {
 		return fail(fmt.Errorf("%d of %d deliveries failed", f, n))
 	}
@@ -409,6 +443,104 @@ func (m *serveMetrics) value(series string) (float64, error) {
 		return 0, err
 	}
 	return all[series], nil
+}
+
+// histogram is a Prometheus histogram's cumulative bucket counts by upper bound (seconds,
+// +Inf last), sorted by bound.
+type histogram struct {
+	bounds []float64
+	counts []float64
+}
+
+// ackHistogram reads serve's fleetbot_webhook_ack_seconds.
+func (m *serveMetrics) ackHistogram() (histogram, error) {
+	all, err := m.scrape()
+	if err != nil {
+		return histogram{}, err
+	}
+	type bucket struct{ bound, count float64 }
+	var bs []bucket
+	const prefix = `fleetbot_webhook_ack_seconds_bucket{le="`
+	for k, v := range all {
+		le, ok := strings.CutPrefix(k, prefix)
+		if !ok {
+			continue
+		}
+		b, err := strconv.ParseFloat(strings.TrimSuffix(le, `"}`), 64) // "+Inf" parses as +Inf
+		if err != nil {
+			return histogram{}, fmt.Errorf("metrics: bucket %s: %w", k, err)
+		}
+		bs = append(bs, bucket{b, v})
+	}
+	if len(bs) == 0 {
+		return histogram{}, errors.New("metrics: serve has no fleetbot_webhook_ack_seconds histogram")
+	}
+	slices.SortFunc(bs, func(a, b bucket) int { return cmp.Compare(a.bound, b.bound) })
+	var h histogram
+	for _, b := range bs {
+		h.bounds, h.counts = append(h.bounds, b.bound), append(h.counts, b.count)
+	}
+	return h, nil
+}
+
+// sub is the histogram of the observations made between old and h.
+func (h histogram) sub(old histogram) histogram {
+	out := histogram{bounds: h.bounds, counts: slices.Clone(h.counts)}
+	if len(old.counts) == len(h.counts) {
+		for i := range out.counts {
+			out.counts[i] -= old.counts[i]
+		}
+	}
+	return out
+}
+
+// quantile is the upper bound of the bucket holding quantile q (0 when empty; the largest
+// finite bound doubled when q falls in +Inf, to show it is beyond every bucket).
+func (h histogram) quantile(q float64) time.Duration {
+	if len(h.counts) == 0 || h.counts[len(h.counts)-1] == 0 {
+		return 0
+	}
+	rank := q * h.counts[len(h.counts)-1]
+	for i, c := range h.counts {
+		if c >= rank {
+			b := h.bounds[i]
+			if math.IsInf(b, 1) {
+				b = 2 * h.bounds[max(0, i-1)]
+			}
+			return time.Duration(b * float64(time.Second))
+		}
+	}
+	return 0
+}
+
+// procCPU is the user + system CPU time of process pid so far, 0 when unknown (/proc/pid/stat
+// counts clock ticks; Linux's USER_HZ is 100).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * (time.Second / 100)
+}
+
+// selfCPU is this process's user + system CPU time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // jobs returns the finished jobs by "kind outcome".
