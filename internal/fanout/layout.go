@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"bytes"
 	"fmt"
 	"path"
 	"sort"
@@ -188,7 +189,12 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 		{Pattern: "/apps/", Teams: c.Spec.Admins},
 		{Pattern: "/" + FluxSystemKustomPath, Teams: c.Spec.Admins},
 	})
-	t.Files[ReadmePath] = append(clusterReadme(s, c, repo, components, in, x.workspaceRepo), x.provisionedNote(c)...)
+	// Written into the run's scratch buffer and copied out at its size: growing a builder per
+	// cluster was four times the README's bytes in garbage.
+	x.scratch.Reset()
+	clusterReadme(&x.scratch, s, c, repo, components, in, x.workspaceRepo)
+	x.scratch.Write(x.provisionedNote(c))
+	t.Files[ReadmePath] = bytes.Clone(x.scratch.Bytes())
 	t.Access = policy.ClusterRepoAccess(s.admins, c.Spec.Admins, wsAdmins, s.branch)
 	// A rollout wave may set its own merge mode (spec.rollout.waves[].merge).
 	t.Access.AllowAutoMerge = s.autoMerge || x.repo.ClusterAutoMerge(name)
@@ -279,22 +285,21 @@ func labelsText(labels map[string]string) string {
 
 const readmeHeader = "<!-- Managed by fleetbot. Do not edit: changes are overwritten. -->\n"
 
-func clusterReadme(s settings, c *control.Cluster, repo string, components []component, in fluxInput, workspaceRepo func(string) string) []byte {
-	var b strings.Builder
+func clusterReadme(b *bytes.Buffer, s settings, c *control.Cluster, repo string, components []component, in fluxInput, workspaceRepo func(string) string) {
 	name := c.Metadata.Name
 	platform := teams(s.owner, s.admins, "platform admins")
 	clusterAdmins := teams(s.owner, c.Spec.Admins, "platform admins (the cluster has no admin team)")
 	b.WriteString(readmeHeader)
-	fmt.Fprintf(&b, "# %s\n\n", repo)
-	fmt.Fprintf(&b, "The GitOps repo of cluster **%s** (labels: %s). Flux on the cluster applies what lands on `%s`.\n", name, labelsText(c.Metadata.Labels), s.branch)
+	fmt.Fprintf(b, "# %s\n\n", repo)
+	fmt.Fprintf(b, "The GitOps repo of cluster **%s** (labels: %s). Flux on the cluster applies what lands on `%s`.\n", name, labelsText(c.Metadata.Labels), s.branch)
 	b.WriteString("fleetbot writes the managed files from the platform's control repo and proposes every change as a pull request.\n\n")
 	b.WriteString("## Who owns what\n\n")
 	b.WriteString("| path | owner | notes |\n|---|---|---|\n")
-	fmt.Fprintf(&b, "| `README.md`, `.github/CODEOWNERS`, `flux/fleetbot.yaml`, `platform/` | %s | managed by fleetbot: change the control repo instead |\n", platform)
-	fmt.Fprintf(&b, "| `apps/` | %s | cluster admins' own workloads; fleetbot created `apps/kustomization.yaml` once and never changes it |\n", clusterAdmins)
-	fmt.Fprintf(&b, "| `flux/flux-system/kustomization.yaml` | %s | Flux's own kustomization: fleetbot created it once with the multi-tenancy lockdown (below) and never changes it; `flux bootstrap` keeps it |\n", clusterAdmins)
+	fmt.Fprintf(b, "| `README.md`, `.github/CODEOWNERS`, `flux/fleetbot.yaml`, `platform/` | %s | managed by fleetbot: change the control repo instead |\n", platform)
+	fmt.Fprintf(b, "| `apps/` | %s | cluster admins' own workloads; fleetbot created `apps/kustomization.yaml` once and never changes it |\n", clusterAdmins)
+	fmt.Fprintf(b, "| `flux/flux-system/kustomization.yaml` | %s | Flux's own kustomization: fleetbot created it once with the multi-tenancy lockdown (below) and never changes it; `flux bootstrap` keeps it |\n", clusterAdmins)
 	b.WriteString("| `flux/flux-system/` (the rest) | Flux | written by `flux bootstrap`; fleetbot never touches it |\n\n")
-	fmt.Fprintf(&b, "Changes reach `%s` by pull request only, and CODEOWNERS requires the owners' review.\n\n", s.branch)
+	fmt.Fprintf(b, "Changes reach `%s` by pull request only, and CODEOWNERS requires the owners' review.\n\n", s.branch)
 
 	b.WriteString("## Platform components\n\n")
 	if len(components) == 0 {
@@ -311,14 +316,14 @@ func clusterReadme(s settings, c *control.Cluster, repo string, components []com
 				}
 				after = strings.Join(deps, ", ")
 			}
-			fmt.Fprintf(&b, "| %s | `platform/%s/` | `%s` | %s |\n", cp.app, cp.app, componentKustomization(cp.app), after)
+			fmt.Fprintf(b, "| %s | `platform/%s/` | `%s` | %s |\n", cp.app, cp.app, componentKustomization(cp.app), after)
 		}
 		b.WriteString("\n")
 	}
 
 	b.WriteString("## Bootstrap Flux\n\n")
 	b.WriteString("Run once against the cluster (add `--personal` when the owner is a user, not an organisation):\n\n")
-	fmt.Fprintf(&b, "```sh\nflux bootstrap github --owner=%s --repository=%s --branch=%s --path=flux\n```\n\n", s.owner, repo, s.branch)
+	fmt.Fprintf(b, "```sh\nflux bootstrap github --owner=%s --repository=%s --branch=%s --path=flux\n```\n\n", s.owner, repo, s.branch)
 	b.WriteString("Flux then applies `flux/fleetbot.yaml`: one Kustomization `platform-<component>` per component (path `./platform/<component>`), `fleetbot-tenancy` (path `./platform/" + TenancyDir + "`) and `apps` (path `./apps`). ")
 	b.WriteString("`apps` waits for no component: until what it uses exists (a component's CRDs), it fails and is retried every interval. ")
 	b.WriteString("The Kustomization `platform` is suspended on purpose: it applied all of `./platform` before components got their own, and stays suspended with prune off so that nothing it applied is deleted. Never resume it.\n")
@@ -326,21 +331,20 @@ func clusterReadme(s settings, c *control.Cluster, repo string, components []com
 	b.WriteString("\n## Multi-tenancy lockdown\n\n")
 	b.WriteString("`flux/flux-system/kustomization.yaml` patches the Flux controllers as the Flux documentation's multi-tenancy lockdown does: `--no-cross-namespace-refs=true` (kustomize-, helm-, notification- and the image controllers), `--no-remote-bases=true` (kustomize-controller) and `--default-service-account=default` (kustomize- and helm-controller), and runs the `flux-system` Kustomization as `kustomize-controller`. ")
 	b.WriteString("A Kustomization or HelmRelease that names no ServiceAccount then runs with the rights of its namespace's `default` ServiceAccount instead of Flux's own cluster-wide ones.\n\n")
-	fmt.Fprintf(&b, "`platform/%s` adds a ValidatingAdmissionPolicy (Kubernetes 1.30 or later) that denies, in every namespace labelled `%s`, a Flux Kustomization or HelmRelease that does not impersonate the workspace's ServiceAccount, has `spec.kubeConfig` or references another namespace, even where the lockdown flags were removed.\n", TenancyPolicyFile, WorkspaceLabel)
+	fmt.Fprintf(b, "`platform/%s` adds a ValidatingAdmissionPolicy (Kubernetes 1.30 or later) that denies, in every namespace labelled `%s`, a Flux Kustomization or HelmRelease that does not impersonate the workspace's ServiceAccount, has `spec.kubeConfig` or references another namespace, even where the lockdown flags were removed.\n", TenancyPolicyFile, WorkspaceLabel)
 
 	if in.workspace != "" {
 		b.WriteString("\n## Workspace\n\n")
-		fmt.Fprintf(&b, "This cluster belongs to workspace **%s**. Flux reconciles `clusters/%s` of `%s/%s` into namespace `%s`, impersonating the ServiceAccount `%s` (ClusterRole `admin` in that namespace only).\n\n",
+		fmt.Fprintf(b, "This cluster belongs to workspace **%s**. Flux reconciles `clusters/%s` of `%s/%s` into namespace `%s`, impersonating the ServiceAccount `%s` (ClusterRole `admin` in that namespace only).\n\n",
 			in.workspace, name, s.owner, workspaceRepo(in.workspace), in.namespace, in.workspace)
 		if in.secretRef == "" {
-			fmt.Fprintf(&b, "Its GitRepository reads the workspace repo `%s` without credentials (the platform's `flux.secretRef` is empty): the repo must be readable anonymously from the cluster.\n", in.repoURL)
+			fmt.Fprintf(b, "Its GitRepository reads the workspace repo `%s` without credentials (the platform's `flux.secretRef` is empty): the repo must be readable anonymously from the cluster.\n", in.repoURL)
 		} else {
-			fmt.Fprintf(&b, "Its GitRepository reads the workspace repo with the secret `%s` in namespace `%s`; create it once after bootstrap, with a read-only token:\n\n", in.secretRef, in.namespace)
-			fmt.Fprintf(&b, "```sh\nkubectl create namespace %s --dry-run=client -o yaml | kubectl apply -f -\n", in.namespace)
-			fmt.Fprintf(&b, "flux create secret git %s --namespace=%s --url=%s --username=git --password=\"$GITHUB_TOKEN\"\n```\n", in.secretRef, in.namespace, in.repoURL)
+			fmt.Fprintf(b, "Its GitRepository reads the workspace repo with the secret `%s` in namespace `%s`; create it once after bootstrap, with a read-only token:\n\n", in.secretRef, in.namespace)
+			fmt.Fprintf(b, "```sh\nkubectl create namespace %s --dry-run=client -o yaml | kubectl apply -f -\n", in.namespace)
+			fmt.Fprintf(b, "flux create secret git %s --namespace=%s --url=%s --username=git --password=\"$GITHUB_TOKEN\"\n```\n", in.secretRef, in.namespace, in.repoURL)
 		}
 	}
-	return []byte(b.String())
 }
 
 func workspaceReadme(s settings, w *control.Workspace, repo string, clusters []string, clusterRepo func(string) string) []byte {

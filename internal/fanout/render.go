@@ -213,6 +213,8 @@ type run struct {
 	// constants and fileLists share bytes between targets (see constant and
 	// fleetbotKustomization).
 	constants, fileLists map[string][]byte
+	// scratch is a buffer reused for per-target text (see clusterTarget).
+	scratch bytes.Buffer
 }
 
 // addOnce adds an issue unless the same one was added already.
