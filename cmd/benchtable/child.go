@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -24,12 +25,20 @@ type childResult struct {
 // decodes the JSON it prints on stdout into out and returns its resource
 // usage. stderr passes through, so progress shows.
 func runChild(out any, args ...string) (*childResult, error) {
+	return runChildInput(nil, out, args...)
+}
+
+// runChildInput is runChild with in as the child's stdin.
+func runChildInput(in []byte, out any, args ...string) (*childResult, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding own executable: %w", err)
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Stderr = os.Stderr
+	if in != nil {
+		cmd.Stdin = bytes.NewReader(in)
+	}
 	start := time.Now()
 	stdout, err := cmd.Output()
 	if err != nil {

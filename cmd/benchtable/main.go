@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -116,8 +117,18 @@ func run(args []string) error {
 	case "serve":
 		res, err := bench.Serve(context.Background(), bench.ServeOptions{
 			Binary: cfg.fleetbot, Clusters: cfg.serveClusters, Apps: cfg.apps, Rate: cfg.rate,
-			Duration: time.Duration(cfg.webhookSeconds) * time.Second, Work: dir,
+			Duration: time.Duration(cfg.webhookSeconds) * time.Second, Work: dir, Sender: senderChild,
 		})
+		if err != nil {
+			return err
+		}
+		return emit(res)
+	case "sender":
+		var spec bench.LoadSpec
+		if err := json.NewDecoder(os.Stdin).Decode(&spec); err != nil {
+			return fmt.Errorf("sender: reading the load from stdin: %w", err)
+		}
+		res, err := bench.SendLoad(context.Background(), spec)
 		if err != nil {
 			return err
 		}
@@ -164,6 +175,21 @@ func run(args []string) error {
 		cfg.work = tmp
 	}
 	return measure(cfg)
+}
+
+// senderChild sends the webhook load from a process of its own (this program, -child sender):
+// in the serve child it would share a Go scheduler with the fake GitHub answering serve's
+// jobs, and its timestamps would wait behind the fake's goroutines.
+func senderChild(_ context.Context, spec bench.LoadSpec) (*bench.LoadResult, error) {
+	in, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	var res bench.LoadResult
+	if _, err := runChildInput(in, &res, "-child", "sender"); err != nil {
+		return nil, err
+	}
+	return &res, nil
 }
 
 // generate writes the control repo of n clusters under the work directory

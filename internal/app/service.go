@@ -85,12 +85,24 @@ type ServiceOptions struct {
 	Full      bool
 	FullEvery time.Duration
 	Salt      string
+	// Digests, when set, are Digests(f) of the fleet the run applies, computed once by the
+	// caller that keeps the fleet (hashing every file of a large fleet per run is costly).
+	Digests map[string]string
+}
+
+// Digests hashes the desired files of every target repo of f, as an incremental apply
+// compares them with the baselines; a service computes them once per rendered commit.
+func Digests(f *Fleet) map[string]string {
+	if f == nil {
+		return nil
+	}
+	return reconcile.Digests(f.Targets)
 }
 
 func (o ServiceOptions) reconcile() reconcile.Options {
 	opts := reconcile.Options{Concurrency: o.Concurrency, Only: o.Only, Shard: o.Shard, Logger: o.Logger, Progress: o.Progress}
 	if o.Baselines != nil {
-		opts.Incremental = &reconcile.Incremental{Baselines: o.Baselines, Full: o.Full, FullEvery: o.FullEvery, Salt: o.Salt}
+		opts.Incremental = &reconcile.Incremental{Baselines: o.Baselines, Full: o.Full, FullEvery: o.FullEvery, Salt: o.Salt, Digests: o.Digests}
 	}
 	return opts
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -10,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -42,6 +44,34 @@ type ServeOptions struct {
 	Duration time.Duration
 	// Work is a directory for the fake GitHub, serve's state and logs.
 	Work string
+	// Sender sends the load (nil: SendLoad in this process). cmd/benchtable runs it in a
+	// process of its own, so that the sender's timing does not wait behind the fake GitHub's
+	// goroutines in this process's scheduler.
+	Sender func(ctx context.Context, spec LoadSpec) (*LoadResult, error)
+}
+
+// LoadSpec is the open-loop load the sender sends: Deliveries at Rate per second to URL,
+// signed with Secret.
+type LoadSpec struct {
+	URL, Secret string
+	Rate        int
+	Deliveries  []Delivery
+}
+
+// Delivery is one webhook delivery to send.
+type Delivery struct {
+	Event string
+	Body  []byte
+}
+
+// LoadResult is what the sender measured, per delivery in LoadSpec order: the latency from
+// writing the request to reading the response headers, the HTTP status (0 when the request
+// failed), and how late the request started against its schedule. CPU is the sender
+// process's CPU time during the load, Wall the load's duration.
+type LoadResult struct {
+	Latency, Lag []time.Duration
+	Status       []int
+	Wall, CPU    time.Duration
 }
 
 // PushResult is one push of a one-cluster change to the control repo, from the delivery sent
@@ -68,6 +98,22 @@ type ServeResult struct {
 	Rate, Deliveries int
 	P50, P99, Max    time.Duration
 	Statuses         map[int]int
+	// ServerP50 and ServerP99 are the same deliveries' acknowledgement time as serve measures
+	// it (fleetbot_webhook_ack_seconds: from its handler reading the headers to the answer
+	// written), over the load: the upper bound of the histogram bucket holding the percentile.
+	// The gap to P50 and P99 is what happens outside the handler: connection handling, the
+	// kernel, and waiting for a CPU, in serve and in this process alike.
+	ServerP50, ServerP99 time.Duration
+	// SendLagP99 and SendLagMax are how late the sender started requests against their
+	// schedule: large values mean the sender could not keep the rate (its latencies then
+	// count from the late start, not the schedule).
+	SendLagP99, SendLagMax time.Duration
+	// LoadWall is the load's duration, first send to last answer. ServeCPU, SenderCPU and
+	// FakeCPU are the CPU time (user + system) used meanwhile by serve (/proc), by the sender
+	// (its process when ServeOptions.Sender runs one) and by this process (the fake GitHub
+	// answering serve's jobs and the metrics sampler; the sender too when it runs here): all
+	// share the machine's CPUs, with whatever else runs on it.
+	LoadWall, ServeCPU, SenderCPU, FakeCPU time.Duration
 	// QueueMax is the deepest queue seen on /metrics (sampled every 20 ms) of QueueSize.
 	QueueMax, QueueSize int
 	// Jobs counts finished jobs by kind and outcome from /metrics, during the load.
@@ -198,22 +244,7 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 		return nil, errors.New("the generated fleet has fewer than 2 clusters with an address range")
 	}
 	send := func(event string, body []byte, id string) (int, time.Duration, error) {
-		mac := hmac.New(sha256.New, []byte(secret))
-		mac.Write(body)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/webhook", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-GitHub-Event", event)
-		req.Header.Set("X-GitHub-Delivery", id)
-		req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
-		t := time.Now()
-		resp, err := client.Do(req)
-		d := time.Since(t)
-		if err != nil {
-			return 0, d, err
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		_ = resp.Body.Close()
-		return resp.StatusCode, d, nil
+		return sendSigned(ctx, client, base+"/webhook", secret, event, body, id)
 	}
 	for i, file := range metal[:2] {
 		content := strings.Replace(ctl[file], ".0/24", ".0/25", 1)
@@ -250,10 +281,11 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 	}
 	n := int(float64(o.Rate) * o.Duration.Seconds())
 	evs := deliveries(n, names, owner+"/control", rand.New(rand.NewPCG(7, 7)))
-	lat := make([]time.Duration, n)
-	status := make([]int, n)
-	var failed atomic.Int64
 	var qmax atomic.Int64
+	ackBefore, err := m.ackHistogram()
+	if err != nil {
+		return fail(err)
+	}
 	sampling, stopSampling := context.WithCancel(ctx)
 	var sampler sync.WaitGroup
 	sampler.Add(1)
@@ -269,24 +301,30 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 			}
 		}
 	}()
-	var wg sync.WaitGroup
-	interval := time.Second / time.Duration(o.Rate)
-	t0 := time.Now()
-	for i, ev := range evs {
-		if d := time.Until(t0.Add(time.Duration(i) * interval)); d > 0 {
-			time.Sleep(d)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			code, d, err := send(ev.event, ev.body, fmt.Sprintf("load-%d", i))
-			lat[i], status[i] = d, code
-			if err != nil {
-				failed.Add(1)
-			}
-		}()
+	sender := o.Sender
+	if sender == nil {
+		sender = SendLoad
 	}
-	wg.Wait()
+	serveCPU0, selfCPU0 := procCPU(cmd.Process.Pid), selfCPU()
+	load, loadErr := sender(ctx, LoadSpec{URL: base + "/webhook", Secret: secret, Rate: o.Rate, Deliveries: evs})
+	res.ServeCPU, res.FakeCPU = procCPU(cmd.Process.Pid)-serveCPU0, selfCPU()-selfCPU0
+	ackAfter, ackErr := m.ackHistogram()
+	if loadErr == nil {
+		if len(load.Latency) != n || len(load.Lag) != n || len(load.Status) != n {
+			loadErr = fmt.Errorf("the sender answered for %d of %d deliveries", len(load.Latency), n)
+		} else {
+			res.LoadWall, res.SenderCPU = load.Wall, load.CPU
+		}
+	}
+	if loadErr != nil {
+		stopSampling()
+		sampler.Wait()
+		return fail(fmt.Errorf("sending the load: %w", loadErr))
+	}
+	res.ServerP50, res.ServerP99 = ackAfter.sub(ackBefore).quantile(0.50), ackAfter.sub(ackBefore).quantile(0.99)
+	lag := slices.Clone(load.Lag)
+	slices.Sort(lag)
+	res.SendLagP99, res.SendLagMax = lag[n*99/100], lag[n-1]
 	if err := m.idle(ctx, exited); err != nil {
 		stopSampling()
 		sampler.Wait()
@@ -294,8 +332,11 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 	}
 	stopSampling()
 	sampler.Wait()
-	if f := failed.Load(); f > 0 {
-		return fail(fmt.Errorf("%d of %d deliveries failed", f, n))
+	if ackErr != nil {
+		return fail(ackErr)
+	}
+	if failed := n - len(slices.DeleteFunc(slices.Clone(load.Status), func(code int) bool { return code == 0 })); failed > 0 {
+		return fail(fmt.Errorf("%d of %d deliveries failed", failed, n))
 	}
 	jobsAfter, err := m.jobs()
 	if err != nil {
@@ -307,18 +348,78 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 		}
 	}
 	res.QueueMax, res.Deliveries = int(qmax.Load()), n
-	for _, s := range status {
+	for _, s := range load.Status {
 		res.Statuses[s]++
 	}
 	for _, ev := range evs {
-		if bytes.Contains(ev.body, []byte(`"fleetbot[bot]"`)) {
+		if bytes.Contains(ev.Body, []byte(`"fleetbot[bot]"`)) {
 			res.Ignored++
 		}
 	}
+	lat := slices.Clone(load.Latency)
 	slices.Sort(lat)
 	res.P50, res.P99, res.Max = lat[n/2], lat[n*99/100], lat[n-1]
 	res.PeakRSS = vmHWM(cmd.Process.Pid)
 	return res, nil
+}
+
+// SendLoad sends spec's deliveries open-loop, each at its scheduled time in its own goroutine,
+// and measures them.
+func SendLoad(ctx context.Context, spec LoadSpec) (*LoadResult, error) {
+	if spec.Rate <= 0 {
+		return nil, fmt.Errorf("load rate %d: want deliveries per second", spec.Rate)
+	}
+	n := len(spec.Deliveries)
+	res := &LoadResult{Latency: make([]time.Duration, n), Lag: make([]time.Duration, n), Status: make([]int, n)}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}, Timeout: 30 * time.Second}
+	defer client.CloseIdleConnections()
+	cpu0 := selfCPU()
+	var wg sync.WaitGroup
+	interval := time.Second / time.Duration(spec.Rate)
+	t0 := time.Now()
+	for i, ev := range spec.Deliveries {
+		due := t0.Add(time.Duration(i) * interval)
+		if d := time.Until(due); d > 0 {
+			time.Sleep(d)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res.Lag[i] = max(0, time.Since(due))
+			code, d, err := sendSigned(ctx, client, spec.URL, spec.Secret, ev.Event, ev.Body, fmt.Sprintf("load-%d", i))
+			res.Latency[i] = d
+			if err == nil {
+				res.Status[i] = code
+			}
+		}()
+	}
+	wg.Wait()
+	res.Wall, res.CPU = time.Since(t0), selfCPU()-cpu0
+	return res, nil
+}
+
+// sendSigned posts one delivery signed with secret and returns its status and the time from
+// writing the request to reading the response headers.
+func sendSigned(ctx context.Context, client *http.Client, url, secret, event string, body []byte, id string) (int, time.Duration, error) {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", event)
+	req.Header.Set("X-GitHub-Delivery", id)
+	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+	t := time.Now()
+	resp, err := client.Do(req)
+	d := time.Since(t)
+	if err != nil {
+		return 0, d, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode, d, nil
 }
 
 // pushCost classifies the fake's request log of one push.
@@ -411,6 +512,104 @@ func (m *serveMetrics) value(series string) (float64, error) {
 	return all[series], nil
 }
 
+// histogram is a Prometheus histogram's cumulative bucket counts by upper bound (seconds,
+// +Inf last), sorted by bound.
+type histogram struct {
+	bounds []float64
+	counts []float64
+}
+
+// ackHistogram reads serve's fleetbot_webhook_ack_seconds.
+func (m *serveMetrics) ackHistogram() (histogram, error) {
+	all, err := m.scrape()
+	if err != nil {
+		return histogram{}, err
+	}
+	type bucket struct{ bound, count float64 }
+	var bs []bucket
+	const prefix = `fleetbot_webhook_ack_seconds_bucket{le="`
+	for k, v := range all {
+		le, ok := strings.CutPrefix(k, prefix)
+		if !ok {
+			continue
+		}
+		b, err := strconv.ParseFloat(strings.TrimSuffix(le, `"}`), 64) // "+Inf" parses as +Inf
+		if err != nil {
+			return histogram{}, fmt.Errorf("metrics: bucket %s: %w", k, err)
+		}
+		bs = append(bs, bucket{b, v})
+	}
+	if len(bs) == 0 {
+		return histogram{}, errors.New("metrics: serve has no fleetbot_webhook_ack_seconds histogram")
+	}
+	slices.SortFunc(bs, func(a, b bucket) int { return cmp.Compare(a.bound, b.bound) })
+	var h histogram
+	for _, b := range bs {
+		h.bounds, h.counts = append(h.bounds, b.bound), append(h.counts, b.count)
+	}
+	return h, nil
+}
+
+// sub is the histogram of the observations made between old and h.
+func (h histogram) sub(old histogram) histogram {
+	out := histogram{bounds: h.bounds, counts: slices.Clone(h.counts)}
+	if len(old.counts) == len(h.counts) {
+		for i := range out.counts {
+			out.counts[i] -= old.counts[i]
+		}
+	}
+	return out
+}
+
+// quantile is the upper bound of the bucket holding quantile q (0 when empty; the largest
+// finite bound doubled when q falls in +Inf, to show it is beyond every bucket).
+func (h histogram) quantile(q float64) time.Duration {
+	if len(h.counts) == 0 || h.counts[len(h.counts)-1] == 0 {
+		return 0
+	}
+	rank := q * h.counts[len(h.counts)-1]
+	for i, c := range h.counts {
+		if c >= rank {
+			b := h.bounds[i]
+			if math.IsInf(b, 1) {
+				b = 2 * h.bounds[max(0, i-1)]
+			}
+			return time.Duration(b * float64(time.Second))
+		}
+	}
+	return 0
+}
+
+// procCPU is the user + system CPU time of process pid so far, 0 when unknown (/proc/pid/stat
+// counts clock ticks; Linux's USER_HZ is 100).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * (time.Second / 100)
+}
+
+// selfCPU is this process's user + system CPU time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // jobs returns the finished jobs by "kind outcome".
 func (m *serveMetrics) jobs() (map[string]int, error) {
 	all, err := m.scrape()
@@ -460,31 +659,25 @@ func vmHWM(pid int) int64 {
 	return 0
 }
 
-// delivery is one event to send.
-type delivery struct {
-	event string
-	body  []byte
-}
-
 // deliveries returns a realistic stream during a busy fan-out: humans
 // merging fleetbot's PRs (pull_request closed, then a push to the default
 // branch, on target repos), pushes and PR updates on the control repo, and
 // fleetbot's own events echoed back (ignored).
-func deliveries(n int, repos []string, ctl string, rng *rand.Rand) []delivery {
-	out := make([]delivery, n)
+func deliveries(n int, repos []string, ctl string, rng *rand.Rand) []Delivery {
+	out := make([]Delivery, n)
 	for i := range out {
 		target := repos[rng.IntN(len(repos))]
 		switch r := rng.IntN(100); {
 		case r < 40:
-			out[i] = delivery{"pull_request", fmt.Appendf(nil, `{"action":"closed","number":%d,"pull_request":{"number":%d,"merged":true},"repository":{"full_name":%q,"default_branch":"main"},"sender":{"login":"alice"}}`, 1+i%7, 1+i%7, target)}
+			out[i] = Delivery{"pull_request", fmt.Appendf(nil, `{"action":"closed","number":%d,"pull_request":{"number":%d,"merged":true},"repository":{"full_name":%q,"default_branch":"main"},"sender":{"login":"alice"}}`, 1+i%7, 1+i%7, target)}
 		case r < 75:
-			out[i] = delivery{"push", fmt.Appendf(nil, `{"ref":"refs/heads/main","after":"%040x","repository":{"full_name":%q,"default_branch":"main"},"sender":{"login":"alice"}}`, i, target)}
+			out[i] = Delivery{"push", fmt.Appendf(nil, `{"ref":"refs/heads/main","after":"%040x","repository":{"full_name":%q,"default_branch":"main"},"sender":{"login":"alice"}}`, i, target)}
 		case r < 80:
-			out[i] = delivery{"push", fmt.Appendf(nil, `{"ref":"refs/heads/main","after":"%040x","repository":{"full_name":%q,"default_branch":"main"},"sender":{"login":"bob"}}`, i, ctl)}
+			out[i] = Delivery{"push", fmt.Appendf(nil, `{"ref":"refs/heads/main","after":"%040x","repository":{"full_name":%q,"default_branch":"main"},"sender":{"login":"bob"}}`, i, ctl)}
 		case r < 85:
-			out[i] = delivery{"pull_request", fmt.Appendf(nil, `{"action":"synchronize","number":%d,"pull_request":{"number":%d,"head":{"sha":"%040x"},"base":{"sha":"%040x"},"user":{"login":"bob"}},"repository":{"full_name":%q,"default_branch":"main"},"sender":{"login":"bob"}}`, 100+i%3, 100+i%3, i, 1, ctl)}
+			out[i] = Delivery{"pull_request", fmt.Appendf(nil, `{"action":"synchronize","number":%d,"pull_request":{"number":%d,"head":{"sha":"%040x"},"base":{"sha":"%040x"},"user":{"login":"bob"}},"repository":{"full_name":%q,"default_branch":"main"},"sender":{"login":"bob"}}`, 100+i%3, 100+i%3, i, 1, ctl)}
 		default:
-			out[i] = delivery{"pull_request", fmt.Appendf(nil, `{"action":"opened","number":1,"pull_request":{"number":1},"repository":{"full_name":%q,"default_branch":"main"},"sender":{"login":"fleetbot[bot]"}}`, target)}
+			out[i] = Delivery{"pull_request", fmt.Appendf(nil, `{"action":"opened","number":1,"pull_request":{"number":1},"repository":{"full_name":%q,"default_branch":"main"},"sender":{"login":"fleetbot[bot]"}}`, target)}
 		}
 	}
 	return out

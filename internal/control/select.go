@@ -119,10 +119,37 @@ func (r *Repo) deployer() *deployer {
 	return dp
 }
 
+// Deployer lists deployments one cluster at a time, in the order of Deployments, for
+// callers that work cluster by cluster: each deployment carries its own resolved values, so
+// holding the whole list of a 10,000-cluster fleet costs tens of MB that a cluster-by-cluster
+// caller can drop as it goes. Selectors are compiled once, when the Deployer is made. A
+// Deployer is not safe for concurrent use; it reads the Repo as it was when made.
+type Deployer struct{ dp *deployer }
+
+// Deployer returns a Deployer of the repo's deployments.
+func (r *Repo) Deployer() *Deployer { return &Deployer{dp: r.deployer()} }
+
+// Components lists the platform components cluster c runs, by app name: the first part of
+// c's deployments in Deployments.
+func (d *Deployer) Components(c *Cluster) []Deployment {
+	return d.dp.components(c, nil, true)
+}
+
+// WorkspaceApps lists the apps c runs for its workspace, by app name: the rest of c's
+// deployments in Deployments.
+func (d *Deployer) WorkspaceApps(c *Cluster) []Deployment {
+	return d.dp.workspaceApps(c, nil, true)
+}
+
 // cluster appends the deployments of c to out, in Deployments order. With merge false, a
 // deployment's Values are not resolved but are its entry's own values (shared, read-only):
 // enough for the validator, which would otherwise build every map twice.
 func (dp *deployer) cluster(c *Cluster, out []Deployment, merge bool) []Deployment {
+	return dp.workspaceApps(c, dp.components(c, out, merge), merge)
+}
+
+// components appends the platform components of c to out, by app name.
+func (dp *deployer) components(c *Cluster, out []Deployment, merge bool) []Deployment {
 	start := len(out)
 	set := labels.Set(c.Metadata.Labels)
 	for _, e := range dp.comps {
@@ -135,35 +162,42 @@ func (dp *deployer) cluster(c *Cluster, out []Deployment, merge bool) []Deployme
 			Source: e.src,
 		})
 	}
-	if w := dp.workspaces[c.Spec.Workspace]; w != nil && c.Spec.Workspace != "" {
-		entries, ok := dp.entries[w]
-		if !ok {
-			for i, ref := range w.Spec.Apps {
-				a := dp.apps[ref.App]
-				if a == nil || a.Spec.Scope == ScopeCluster {
-					continue
-				}
-				entries = append(entries, entryPlan{app: a, values: ref.Values, src: w.Source.At(fmt.Sprintf("spec.apps.%d", i))})
-			}
-			dp.entries[w] = entries
-		}
-		for _, e := range entries {
-			out = append(out, Deployment{
-				Cluster: c, App: e.app, Workspace: w,
-				Values: dp.values(e, c, merge),
-				Source: e.src,
-			})
-		}
-	}
-	mine := out[start:]
-	sort.SliceStable(mine, func(i, j int) bool {
-		a, b := mine[i], mine[j]
-		if (a.Workspace == nil) != (b.Workspace == nil) {
-			return a.Workspace == nil
-		}
-		return a.App.Metadata.Name < b.App.Metadata.Name
-	})
+	sortByApp(out[start:])
 	return out
+}
+
+// workspaceApps appends the apps of c's workspace to out, by app name.
+func (dp *deployer) workspaceApps(c *Cluster, out []Deployment, merge bool) []Deployment {
+	w := dp.workspaces[c.Spec.Workspace]
+	if w == nil || c.Spec.Workspace == "" {
+		return out
+	}
+	entries, ok := dp.entries[w]
+	if !ok {
+		for i, ref := range w.Spec.Apps {
+			a := dp.apps[ref.App]
+			if a == nil || a.Spec.Scope == ScopeCluster {
+				continue
+			}
+			entries = append(entries, entryPlan{app: a, values: ref.Values, src: w.Source.At(fmt.Sprintf("spec.apps.%d", i))})
+		}
+		dp.entries[w] = entries
+	}
+	start := len(out)
+	for _, e := range entries {
+		out = append(out, Deployment{
+			Cluster: c, App: e.app, Workspace: w,
+			Values: dp.values(e, c, merge),
+			Source: e.src,
+		})
+	}
+	sortByApp(out[start:])
+	return out
+}
+
+// sortByApp sorts deployments by app name, keeping the order of equal names.
+func sortByApp(ds []Deployment) {
+	sort.SliceStable(ds, func(i, j int) bool { return ds[i].App.Metadata.Name < ds[j].App.Metadata.Name })
 }
 
 func (dp *deployer) values(e entryPlan, c *Cluster, merge bool) map[string]string {

@@ -1,10 +1,14 @@
 package control
 
 import (
+	"io/fs"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/fleetgen"
 )
 
 func TestSelectorMatches(t *testing.T) {
@@ -82,6 +86,30 @@ func TestDeployments(t *testing.T) {
 		// The cluster value 3 beats the entry's 2.
 		{"prod-eu-1", "podinfo", "payments", map[string]string{"podinfo_replicas": "3", "podinfo_color": "blue"}, "workspaces/payments.yaml:7"},
 	}, got)
+}
+
+// TestDeployerListsDeployments: cluster by cluster, a Deployer's components then workspace
+// apps are exactly Deployments, in its order, with the same values.
+func TestDeployerListsDeployments(t *testing.T) {
+	t.Parallel()
+	for _, files := range []fs.FS{os.DirFS(validDir), fleetgen.Generate(fleetgen.Options{Clusters: 30, Workspaces: 3, Apps: 8, Seed: 5})} {
+		repo, err := Load(files)
+		require.NoError(t, err)
+		dp := repo.Deployer()
+		var got []Deployment
+		for _, c := range repo.Clusters {
+			comps := dp.Components(c)
+			for _, d := range comps {
+				assert.Nil(t, d.Workspace, "a component has no workspace")
+			}
+			apps := dp.WorkspaceApps(c)
+			for _, d := range apps {
+				assert.NotNil(t, d.Workspace, "a workspace app has its workspace")
+			}
+			got = append(append(got, comps...), apps...)
+		}
+		assert.Equal(t, repo.Deployments(), got)
+	}
 }
 
 func TestValuePrecedence(t *testing.T) {

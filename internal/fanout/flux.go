@@ -276,7 +276,14 @@ func (x *run) flux(in fluxInput, components []component) ([]byte, error) {
 		return out, nil
 	}
 	out = append(out, "---\n"...)
-	return append(out, bytes.Replace(ws, []byte("./clusters/"+clusterPlaceholder+"\n"), []byte("./clusters/"+in.cluster+"\n"), 1)...), nil
+	// The first path of the placeholder cluster becomes this cluster's (bytes.Replace, n = 1,
+	// without its copy of ws per cluster).
+	before, after, found := bytes.Cut(ws, []byte("./clusters/"+clusterPlaceholder+"\n"))
+	if !found {
+		return append(out, ws...), nil
+	}
+	out = append(append(out, before...), "./clusters/"+in.cluster+"\n"...)
+	return append(out, after...), nil
 }
 
 // isDNSLabel reports whether s is a lowercase RFC 1123 label.

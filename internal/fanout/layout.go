@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"bytes"
 	"fmt"
 	"path"
 	"sort"
@@ -78,31 +79,51 @@ func (x *run) clusterRepo(name string) string { return x.repo.ClusterRepo(name) 
 
 func (x *run) workspaceRepo(name string) string { return x.repo.WorkspaceRepo(name) }
 
-func byApp(deps []control.Deployment) []control.Deployment {
-	out := append([]control.Deployment(nil), deps...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].App.Metadata.Name < out[j].App.Metadata.Name })
-	return out
-}
-
 // newTarget starts the Target of a repo of kind: platform-wide settings,
 // no managed files yet, and the apps/ scaffold both kinds of repo get.
-func newTarget(kind Kind, name, repo string, s settings) *Target {
+func (x *run) newTarget(kind Kind, name, repo string, s settings) *Target {
 	return &Target{
 		Kind: kind, Name: name, Owner: s.owner, Repo: repo,
 		DefaultBranch: s.branch, Visibility: s.visibility,
 		Files:     map[string][]byte{},
-		Scaffolds: map[string][]byte{AppsKustomPath: []byte(emptyKustomization)},
+		Scaffolds: map[string][]byte{AppsKustomPath: x.constant(emptyKustomization)},
 		Reviewers: append([]string(nil), s.admins...),
 	}
 }
 
-// clusterTarget lays out a cluster repo: platform components, the Flux
+// constant returns the bytes of text, one slice per distinct text in a Render: every
+// target gets the same scaffolds, and a copy per target was 12 MB of a 10,000-cluster
+// render (Files and Scaffolds are read-only).
+func (x *run) constant(text string) []byte {
+	if b, ok := x.constants[text]; ok {
+		return b
+	}
+	b := []byte(text)
+	x.constants[text] = b
+	return b
+}
+
+// fleetbotKustomization returns clusters/<cluster>/fleetbot/kustomization.yaml of a workspace
+// repo listing files, one slice per distinct list in a Render (most clusters of a workspace
+// run the same apps).
+func (x *run) fleetbotKustomization(files []string) []byte {
+	key := strings.Join(files, "\n")
+	if b, ok := x.fileLists[key]; ok {
+		return b
+	}
+	b := kustomizationOf(managedHeader, files)
+	x.fileLists[key] = b
+	return b
+}
+
+// clusterTarget lays out a cluster repo: platform components (deps, the
+// cluster's, by app name as control.Deployer.Components lists them), the Flux
 // objects, README and CODEOWNERS, and the apps/ scaffold.
 func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Target {
 	s := x.settings()
 	name := c.Metadata.Name
 	repo := x.clusterRepo(name)
-	t := newTarget(KindCluster, name, repo, s)
+	t := x.newTarget(KindCluster, name, repo, s)
 	// One directory per component, each with its kustomization.yaml and
 	// none at platform/ itself: the retired platform Kustomization, should
 	// it reconcile this revision before it is suspended, then builds what
@@ -116,7 +137,7 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 			selected[d.App.Metadata.Name] = true
 		}
 	}
-	for _, d := range byApp(deps) {
+	for _, d := range deps {
 		if d.Workspace != nil {
 			continue
 		}
@@ -144,7 +165,7 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 	}
 	t.Files[PlatformDir+"/"+TenancyPolicyFile] = tenancy
 	t.Files[PlatformDir+"/"+TenancyDir+"/kustomization.yaml"] = x.componentKustomization(TenancyDir)
-	t.Scaffolds[FluxSystemKustomPath] = []byte(lockdownScaffold)
+	t.Scaffolds[FluxSystemKustomPath] = x.constant(lockdownScaffold)
 
 	ws := x.repo.Workspace(c.Spec.Workspace)
 	in := fluxInput{interval: s.interval, cluster: name, branch: s.branch, secretRef: s.secretRef}
@@ -168,7 +189,12 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 		{Pattern: "/apps/", Teams: c.Spec.Admins},
 		{Pattern: "/" + FluxSystemKustomPath, Teams: c.Spec.Admins},
 	})
-	t.Files[ReadmePath] = append(clusterReadme(s, c, repo, components, in, x.workspaceRepo), x.provisionedNote(c)...)
+	// Written into the run's scratch buffer and copied out at its size: growing a builder per
+	// cluster was four times the README's bytes in garbage.
+	x.scratch.Reset()
+	clusterReadme(&x.scratch, s, c, repo, components, in, x.workspaceRepo)
+	x.scratch.Write(x.provisionedNote(c))
+	t.Files[ReadmePath] = bytes.Clone(x.scratch.Bytes())
 	t.Access = policy.ClusterRepoAccess(s.admins, c.Spec.Admins, wsAdmins, s.branch)
 	// A rollout wave may set its own merge mode (spec.rollout.waves[].merge).
 	t.Access.AllowAutoMerge = s.autoMerge || x.repo.ClusterAutoMerge(name)
@@ -191,24 +217,21 @@ func (x *run) componentKustomization(dir string) []byte {
 	return b
 }
 
-// workspaceTarget lays out a workspace repo: per cluster of the workspace,
-// the rendered apps under clusters/<cluster>/fleetbot/ and the scaffolds the
-// workspace admins own.
-func (x *run) workspaceTarget(w *control.Workspace, byCluster map[string][]control.Deployment) *Target {
+// workspaceTarget lays out a workspace repo: per cluster of the workspace
+// (members, in name order), the rendered apps under clusters/<cluster>/fleetbot/
+// and the scaffolds the workspace admins own.
+func (x *run) workspaceTarget(w *control.Workspace, members []*control.Cluster, dp *control.Deployer) *Target {
 	s := x.settings()
 	name := w.Metadata.Name
 	repo := x.workspaceRepo(name)
-	t := newTarget(KindWorkspace, name, repo, s)
+	t := x.newTarget(KindWorkspace, name, repo, s)
 	var clusters []string
-	for _, c := range sortedClusters(x.repo.Clusters) {
-		if c.Spec.Workspace != name {
-			continue
-		}
+	for _, c := range members {
 		cn := c.Metadata.Name
 		clusters = append(clusters, cn)
 		dir := ClustersDir + "/" + cn
 		var files []string
-		for _, d := range byApp(byCluster[cn]) {
+		for _, d := range dp.WorkspaceApps(c) {
 			if d.Workspace == nil || d.Workspace.Metadata.Name != name {
 				continue
 			}
@@ -218,8 +241,8 @@ func (x *run) workspaceTarget(w *control.Workspace, byCluster map[string][]contr
 			}
 			files = append(files, file)
 		}
-		t.Files[dir+"/fleetbot/kustomization.yaml"] = kustomizationOf(managedHeader, files)
-		t.Scaffolds[dir+"/kustomization.yaml"] = []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- fleetbot\n- ../../apps\n")
+		t.Files[dir+"/fleetbot/kustomization.yaml"] = x.fleetbotKustomization(files)
+		t.Scaffolds[dir+"/kustomization.yaml"] = x.constant("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- fleetbot\n- ../../apps\n")
 	}
 	t.Files[CodeownersPath] = policy.CODEOWNERS(s.owner, []policy.Rule{
 		{Pattern: "*", Teams: s.admins},
@@ -262,22 +285,21 @@ func labelsText(labels map[string]string) string {
 
 const readmeHeader = "<!-- Managed by fleetbot. Do not edit: changes are overwritten. -->\n"
 
-func clusterReadme(s settings, c *control.Cluster, repo string, components []component, in fluxInput, workspaceRepo func(string) string) []byte {
-	var b strings.Builder
+func clusterReadme(b *bytes.Buffer, s settings, c *control.Cluster, repo string, components []component, in fluxInput, workspaceRepo func(string) string) {
 	name := c.Metadata.Name
 	platform := teams(s.owner, s.admins, "platform admins")
 	clusterAdmins := teams(s.owner, c.Spec.Admins, "platform admins (the cluster has no admin team)")
 	b.WriteString(readmeHeader)
-	fmt.Fprintf(&b, "# %s\n\n", repo)
-	fmt.Fprintf(&b, "The GitOps repo of cluster **%s** (labels: %s). Flux on the cluster applies what lands on `%s`.\n", name, labelsText(c.Metadata.Labels), s.branch)
+	fmt.Fprintf(b, "# %s\n\n", repo)
+	fmt.Fprintf(b, "The GitOps repo of cluster **%s** (labels: %s). Flux on the cluster applies what lands on `%s`.\n", name, labelsText(c.Metadata.Labels), s.branch)
 	b.WriteString("fleetbot writes the managed files from the platform's control repo and proposes every change as a pull request.\n\n")
 	b.WriteString("## Who owns what\n\n")
 	b.WriteString("| path | owner | notes |\n|---|---|---|\n")
-	fmt.Fprintf(&b, "| `README.md`, `.github/CODEOWNERS`, `flux/fleetbot.yaml`, `platform/` | %s | managed by fleetbot: change the control repo instead |\n", platform)
-	fmt.Fprintf(&b, "| `apps/` | %s | cluster admins' own workloads; fleetbot created `apps/kustomization.yaml` once and never changes it |\n", clusterAdmins)
-	fmt.Fprintf(&b, "| `flux/flux-system/kustomization.yaml` | %s | Flux's own kustomization: fleetbot created it once with the multi-tenancy lockdown (below) and never changes it; `flux bootstrap` keeps it |\n", clusterAdmins)
+	fmt.Fprintf(b, "| `README.md`, `.github/CODEOWNERS`, `flux/fleetbot.yaml`, `platform/` | %s | managed by fleetbot: change the control repo instead |\n", platform)
+	fmt.Fprintf(b, "| `apps/` | %s | cluster admins' own workloads; fleetbot created `apps/kustomization.yaml` once and never changes it |\n", clusterAdmins)
+	fmt.Fprintf(b, "| `flux/flux-system/kustomization.yaml` | %s | Flux's own kustomization: fleetbot created it once with the multi-tenancy lockdown (below) and never changes it; `flux bootstrap` keeps it |\n", clusterAdmins)
 	b.WriteString("| `flux/flux-system/` (the rest) | Flux | written by `flux bootstrap`; fleetbot never touches it |\n\n")
-	fmt.Fprintf(&b, "Changes reach `%s` by pull request only, and CODEOWNERS requires the owners' review.\n\n", s.branch)
+	fmt.Fprintf(b, "Changes reach `%s` by pull request only, and CODEOWNERS requires the owners' review.\n\n", s.branch)
 
 	b.WriteString("## Platform components\n\n")
 	if len(components) == 0 {
@@ -294,14 +316,14 @@ func clusterReadme(s settings, c *control.Cluster, repo string, components []com
 				}
 				after = strings.Join(deps, ", ")
 			}
-			fmt.Fprintf(&b, "| %s | `platform/%s/` | `%s` | %s |\n", cp.app, cp.app, componentKustomization(cp.app), after)
+			fmt.Fprintf(b, "| %s | `platform/%s/` | `%s` | %s |\n", cp.app, cp.app, componentKustomization(cp.app), after)
 		}
 		b.WriteString("\n")
 	}
 
 	b.WriteString("## Bootstrap Flux\n\n")
 	b.WriteString("Run once against the cluster (add `--personal` when the owner is a user, not an organisation):\n\n")
-	fmt.Fprintf(&b, "```sh\nflux bootstrap github --owner=%s --repository=%s --branch=%s --path=flux\n```\n\n", s.owner, repo, s.branch)
+	fmt.Fprintf(b, "```sh\nflux bootstrap github --owner=%s --repository=%s --branch=%s --path=flux\n```\n\n", s.owner, repo, s.branch)
 	b.WriteString("Flux then applies `flux/fleetbot.yaml`: one Kustomization `platform-<component>` per component (path `./platform/<component>`), `fleetbot-tenancy` (path `./platform/" + TenancyDir + "`) and `apps` (path `./apps`). ")
 	b.WriteString("`apps` waits for no component: until what it uses exists (a component's CRDs), it fails and is retried every interval. ")
 	b.WriteString("The Kustomization `platform` is suspended on purpose: it applied all of `./platform` before components got their own, and stays suspended with prune off so that nothing it applied is deleted. Never resume it.\n")
@@ -309,21 +331,20 @@ func clusterReadme(s settings, c *control.Cluster, repo string, components []com
 	b.WriteString("\n## Multi-tenancy lockdown\n\n")
 	b.WriteString("`flux/flux-system/kustomization.yaml` patches the Flux controllers as the Flux documentation's multi-tenancy lockdown does: `--no-cross-namespace-refs=true` (kustomize-, helm-, notification- and the image controllers), `--no-remote-bases=true` (kustomize-controller) and `--default-service-account=default` (kustomize- and helm-controller), and runs the `flux-system` Kustomization as `kustomize-controller`. ")
 	b.WriteString("A Kustomization or HelmRelease that names no ServiceAccount then runs with the rights of its namespace's `default` ServiceAccount instead of Flux's own cluster-wide ones.\n\n")
-	fmt.Fprintf(&b, "`platform/%s` adds a ValidatingAdmissionPolicy (Kubernetes 1.30 or later) that denies, in every namespace labelled `%s`, a Flux Kustomization or HelmRelease that does not impersonate the workspace's ServiceAccount, has `spec.kubeConfig` or references another namespace, even where the lockdown flags were removed.\n", TenancyPolicyFile, WorkspaceLabel)
+	fmt.Fprintf(b, "`platform/%s` adds a ValidatingAdmissionPolicy (Kubernetes 1.30 or later) that denies, in every namespace labelled `%s`, a Flux Kustomization or HelmRelease that does not impersonate the workspace's ServiceAccount, has `spec.kubeConfig` or references another namespace, even where the lockdown flags were removed.\n", TenancyPolicyFile, WorkspaceLabel)
 
 	if in.workspace != "" {
 		b.WriteString("\n## Workspace\n\n")
-		fmt.Fprintf(&b, "This cluster belongs to workspace **%s**. Flux reconciles `clusters/%s` of `%s/%s` into namespace `%s`, impersonating the ServiceAccount `%s` (ClusterRole `admin` in that namespace only).\n\n",
+		fmt.Fprintf(b, "This cluster belongs to workspace **%s**. Flux reconciles `clusters/%s` of `%s/%s` into namespace `%s`, impersonating the ServiceAccount `%s` (ClusterRole `admin` in that namespace only).\n\n",
 			in.workspace, name, s.owner, workspaceRepo(in.workspace), in.namespace, in.workspace)
 		if in.secretRef == "" {
-			fmt.Fprintf(&b, "Its GitRepository reads the workspace repo `%s` without credentials (the platform's `flux.secretRef` is empty): the repo must be readable anonymously from the cluster.\n", in.repoURL)
+			fmt.Fprintf(b, "Its GitRepository reads the workspace repo `%s` without credentials (the platform's `flux.secretRef` is empty): the repo must be readable anonymously from the cluster.\n", in.repoURL)
 		} else {
-			fmt.Fprintf(&b, "Its GitRepository reads the workspace repo with the secret `%s` in namespace `%s`; create it once after bootstrap, with a read-only token:\n\n", in.secretRef, in.namespace)
-			fmt.Fprintf(&b, "```sh\nkubectl create namespace %s --dry-run=client -o yaml | kubectl apply -f -\n", in.namespace)
-			fmt.Fprintf(&b, "flux create secret git %s --namespace=%s --url=%s --username=git --password=\"$GITHUB_TOKEN\"\n```\n", in.secretRef, in.namespace, in.repoURL)
+			fmt.Fprintf(b, "Its GitRepository reads the workspace repo with the secret `%s` in namespace `%s`; create it once after bootstrap, with a read-only token:\n\n", in.secretRef, in.namespace)
+			fmt.Fprintf(b, "```sh\nkubectl create namespace %s --dry-run=client -o yaml | kubectl apply -f -\n", in.namespace)
+			fmt.Fprintf(b, "flux create secret git %s --namespace=%s --url=%s --username=git --password=\"$GITHUB_TOKEN\"\n```\n", in.secretRef, in.namespace, in.repoURL)
 		}
 	}
-	return []byte(b.String())
 }
 
 func workspaceReadme(s settings, w *control.Workspace, repo string, clusters []string, clusterRepo func(string) string) []byte {

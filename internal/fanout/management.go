@@ -83,7 +83,7 @@ func (x *run) managementTargets() []*Target {
 func (x *run) managementTarget(m *control.ManagementCluster) *Target {
 	s := x.settings()
 	repo := x.repo.ManagementRepo(m.Name)
-	t := newTarget(KindManagement, m.Name, repo, s)
+	t := x.newTarget(KindManagement, m.Name, repo, s)
 	t.Scaffolds = map[string][]byte{} // nothing here belongs to anyone but platform admins
 	ns := m.ProvisionNamespace()
 	labels := map[string]string{managedByLabel: "fleetbot"}

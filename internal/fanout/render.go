@@ -122,7 +122,8 @@ func (r *Renderer) RenderContext(ctx context.Context, repo *control.Repo) ([]*Ta
 
 	run := &run{r: r, repo: repo, builds: map[string]*build{}, checked: map[string]string{}, seen: map[string]bool{},
 		fluxWorkspace: map[fluxInput][]byte{}, fluxComponents: map[string][]byte{},
-		componentKustomizations: map[string][]byte{}, plainNS: map[string]bool{}}
+		componentKustomizations: map[string][]byte{}, plainNS: map[string]bool{},
+		constants: map[string][]byte{}, fileLists: map[string][]byte{}}
 	interrupted := func() error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("render interrupted: %w", context.Cause(ctx))
@@ -137,23 +138,25 @@ func (r *Renderer) RenderContext(ctx context.Context, repo *control.Repo) ([]*Ta
 	}
 	r.evict()
 
-	byCluster := map[string][]control.Deployment{}
-	for _, d := range repo.Deployments() {
-		byCluster[d.Cluster.Metadata.Name] = append(byCluster[d.Cluster.Metadata.Name], d)
-	}
-
-	var targets []*Target
-	for _, c := range sortedClusters(repo.Clusters) {
+	// Deployments are listed cluster by cluster and dropped once laid out: each carries its
+	// resolved values, and the whole list of a 10,000-cluster fleet was a quarter of the
+	// render's peak heap.
+	dp := repo.Deployer()
+	clusters := sortedClusters(repo.Clusters)
+	byWorkspace := map[string][]*control.Cluster{}
+	targets := make([]*Target, 0, len(repo.Clusters)+len(repo.Workspaces))
+	for _, c := range clusters {
 		if err := interrupted(); err != nil {
 			return nil, err
 		}
-		targets = append(targets, run.clusterTarget(c, byCluster[c.Metadata.Name]))
+		targets = append(targets, run.clusterTarget(c, dp.Components(c)))
+		byWorkspace[c.Spec.Workspace] = append(byWorkspace[c.Spec.Workspace], c)
 	}
 	for _, w := range sortedWorkspaces(repo.Workspaces) {
 		if err := interrupted(); err != nil {
 			return nil, err
 		}
-		targets = append(targets, run.workspaceTarget(w, byCluster))
+		targets = append(targets, run.workspaceTarget(w, byWorkspace[w.Metadata.Name], dp))
 	}
 	targets = append(targets, run.managementTargets()...)
 	r.evictFiles()
@@ -209,6 +212,11 @@ type run struct {
 	seen map[string]bool
 	// plainNS memoises plainNamespace by namespace.
 	plainNS map[string]bool
+	// constants and fileLists share bytes between targets (see constant and
+	// fleetbotKustomization).
+	constants, fileLists map[string][]byte
+	// scratch is a buffer reused for per-target text (see clusterTarget).
+	scratch bytes.Buffer
 }
 
 // addOnce adds an issue unless the same one was added already.

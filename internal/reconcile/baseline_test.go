@@ -104,6 +104,13 @@ func TestIncrementalApply(t *testing.T) {
 	_, read = run("a new cluster", baselines, nil)
 	assert.Equal(t, []string{"cluster-c11"}, read)
 
+	// A service passes the digests of a render it applies many times: the same scope.
+	fl["c05"] = "v2"
+	_, read = run("precomputed digests", baselines, func(o *Options) { o.Incremental.Digests = Digests(fl.targets()) })
+	assert.Equal(t, []string{"cluster-c05"}, read)
+	_, read = run("precomputed digests, then nothing changed", baselines, func(o *Options) { o.Incremental.Digests = Digests(fl.targets()) })
+	assert.Empty(t, read, "the run with precomputed digests recorded them as its baseline")
+
 	// A restart: a new store on the same file is as warm as the old one.
 	fl["c04"] = "v2"
 	_, read = run("after a restart", NewBaselines(file, log), nil)

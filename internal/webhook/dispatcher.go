@@ -119,22 +119,35 @@ func (d *Dispatcher) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := d.cfg.Now()
 	event := r.Header.Get("X-GitHub-Event")
 	id := r.Header.Get("X-GitHub-Delivery")
-	// Headers are the sender's, authenticated or not: logged only bounded.
-	log := d.log.With("delivery", bounded(id), "event", metrics.EventLabel(event))
-	status, outcome, msg := d.serve(r, start, event, id, log)
+	status, outcome, msg := d.serve(r, start, event, id)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"outcome": outcome, "message": msg})
+	_ = json.NewEncoder(w).Encode(answer{Message: msg, Outcome: outcome})
 	d.cfg.Metrics.Delivery(event, outcome)
 	d.cfg.Metrics.Ack(d.cfg.Now().Sub(start))
 	level := slog.LevelInfo
 	if status >= 400 {
 		level = slog.LevelWarn
 	}
-	log.Log(r.Context(), level, "webhook delivery", "status", status, "outcome", outcome, "message", msg)
+	// Nothing is formatted for a line the level drops (serve logs warnings by default).
+	if d.log.Enabled(r.Context(), level) {
+		d.log.Log(r.Context(), level, "webhook delivery", append(deliveryAttrs(id, event), "status", status, "outcome", outcome, "message", msg)...)
+	}
 }
 
-func (d *Dispatcher) serve(r *http.Request, start time.Time, event, id string, log *slog.Logger) (int, string, string) {
+// answer is the JSON body of every answer (fields in the order a map's keys were encoded).
+type answer struct {
+	Message string `json:"message"`
+	Outcome string `json:"outcome"`
+}
+
+// deliveryAttrs are the log attributes naming a delivery. Headers are the sender's,
+// authenticated or not: logged only bounded.
+func deliveryAttrs(id, event string) []any {
+	return []any{"delivery", bounded(id), "event", metrics.EventLabel(event)}
+}
+
+func (d *Dispatcher) serve(r *http.Request, start time.Time, event, id string) (int, string, string) {
 	if r.Method != http.MethodPost {
 		return http.StatusMethodNotAllowed, metrics.OutcomeBadRequest, "POST only"
 	}
@@ -165,7 +178,7 @@ func (d *Dispatcher) serve(r *http.Request, start time.Time, event, id string, l
 		return http.StatusAccepted, outcome, ""
 	case errors.Is(err, ErrQueueFull):
 		d.seen.forget(id)
-		log.Warn("queue full; delivery refused, the next resync catches up")
+		d.log.Warn("queue full; delivery refused, the next resync catches up", deliveryAttrs(id, event)...)
 		return http.StatusServiceUnavailable, metrics.OutcomeQueueFull, err.Error()
 	case errors.Is(err, ErrBadPayload):
 		return http.StatusBadRequest, metrics.OutcomeBadRequest, err.Error()

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -273,4 +276,28 @@ func TestPoolShutdownCancelsAfterGrace(t *testing.T) {
 	<-started
 	cancel()
 	require.NoError(t, <-stopped, "Run returns after the grace period (a hang is go test -timeout's)")
+}
+
+// BenchmarkDispatcherPush is the ack path of one signed push to a target repo (a drift job,
+// coalesced after the first) with serve's default logger: text, level warn.
+func BenchmarkDispatcherPush(b *testing.B) {
+	q := NewQueue(10)
+	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	d, err := NewDispatcher(DispatcherConfig{Secret: []byte(testSecret), Metrics: metrics.New(), Logger: log},
+		Handlers(HandlerConfig{Control: "acme/control", Self: "fleetbot[bot]", AppID: 1, Queue: q, Logger: log})...)
+	require.NoError(b, err)
+	body := pushBody("acme/cluster-a", "refs/heads/main", "alice")
+	sig := sign(testSecret, body)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		req := httptest.NewRequest(http.MethodPost, "/webhook", strings.NewReader(body))
+		req.Header.Set("X-GitHub-Event", "push")
+		req.Header.Set("X-GitHub-Delivery", strconv.Itoa(i))
+		req.Header.Set(SignatureHeader, sig)
+		w := httptest.NewRecorder()
+		d.ServeHTTP(w, req)
+		if w.Code != http.StatusAccepted {
+			b.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+	}
 }

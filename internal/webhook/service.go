@@ -132,6 +132,17 @@ type fleetEntry struct {
 	once  sync.Once
 	fleet *app.Fleet
 	err   error
+	// digests are app.Digests(fleet), computed by the first incremental apply of this
+	// commit: hashing every file of a 1,000-cluster fleet on every push job was most of
+	// serve's CPU under a stream of deliveries.
+	digestsOnce sync.Once
+	digests     map[string]string
+}
+
+// sums returns the digests of e's targets, computed once.
+func (e *fleetEntry) sums() map[string]string {
+	e.digestsOnce.Do(func() { e.digests = app.Digests(e.fleet) })
+	return e.digests
 }
 
 // fleetCache is how many rendered commits are kept (the default branch and
@@ -174,6 +185,12 @@ func (s *Service) Execute(ctx context.Context, j Job) error {
 
 // fleet loads and renders the control repo at sha, once per commit.
 func (s *Service) fleet(ctx context.Context, sha string) (*app.Fleet, error) {
+	e := s.fleetEntry(ctx, sha)
+	return e.fleet, e.err
+}
+
+// fleetEntry is fleet's cache entry of sha, loaded and rendered.
+func (s *Service) fleetEntry(ctx context.Context, sha string) *fleetEntry {
 	s.mu.Lock()
 	var e *fleetEntry
 	for _, f := range s.fleets {
@@ -201,7 +218,7 @@ func (s *Service) fleet(ctx context.Context, sha string) (*app.Fleet, error) {
 		// Reading failed (network, rate limit, cancellation): try again next time.
 		s.forget(e)
 	}
-	return e.fleet, e.err
+	return e
 }
 
 func (s *Service) forget(e *fleetEntry) {
@@ -232,7 +249,8 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 	if err != nil {
 		return err
 	}
-	fl, err := s.fleet(ctx, sha)
+	e := s.fleetEntry(ctx, sha)
+	fl, err := e.fleet, e.err
 	if err != nil {
 		return fmt.Errorf("control repo at %s: %w", report.ShortSHA(sha), err)
 	}
@@ -248,6 +266,7 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 		mode = ForgeDrift
 	} else {
 		opts.Baselines, opts.Full, opts.FullEvery, opts.Salt = s.baselines, !j.Incremental, s.cfg.FullEvery, s.cfg.Salt
+		opts.Digests = e.sums()
 	}
 	forge, err := s.cfg.Forges(ctx, fl.Owner(), mode)
 	if err != nil {
