@@ -63,6 +63,8 @@ type serveOptions struct {
 	reuse     *serveEnv           // run against this env's fake GitHub instead of a new one
 	status    statusPageConfig    // the /status pages (off by default)
 	cacheDir  string              // the snapshot cache and baseline ("" keeps them in memory)
+	ghOptions []githubtest.Option // more options of a new fake GitHub
+	clock     func(*githubtest.Server) webhook.Clock // serve's clock on the fake GitHub (nil: the wall clock)
 }
 
 // gate holds every job at its start while closed.
@@ -109,7 +111,7 @@ func startServe(t *testing.T, o serveOptions) *serveEnv {
 	if o.reuse != nil {
 		e.gh, e.targets = o.reuse.gh, o.reuse.targets
 	} else {
-		e.newGitHub(o.webhooks)
+		e.newGitHub(o.webhooks, o.ghOptions...)
 	}
 	resync := o.resync
 	if resync == 0 {
@@ -143,6 +145,9 @@ func startServe(t *testing.T, o serveOptions) *serveEnv {
 		},
 		OnReady: func() { close(ready) },
 	}
+	if o.clock != nil {
+		cfg.Clock = o.clock(e.gh)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, cfg, ln) }()
@@ -166,9 +171,9 @@ func startServe(t *testing.T, o serveOptions) *serveEnv {
 
 // newGitHub starts a fake GitHub with the org, the teams and acme/control
 // holding the example control repo.
-func (e *serveEnv) newGitHub(webhooks bool) {
+func (e *serveEnv) newGitHub(webhooks bool, more ...githubtest.Option) {
 	t := e.t
-	var ghOpts []githubtest.Option
+	ghOpts := more
 	if webhooks {
 		ghOpts = append(ghOpts, githubtest.WithWebhook(e.url+"/webhook", serveSecret))
 	}

@@ -264,7 +264,10 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 	if j.Kind == KindDrift {
 		mode = ForgeDrift
 	} else {
-		opts.Incremental = &reconcile.Incremental{Baselines: s.baselines, Full: !j.Incremental, FullEvery: s.cfg.FullEvery, Salt: s.cfg.Salt}
+		// With rollout waves every apply is full: the gate and the rollout's progress weigh
+		// every cluster, which a run planning only the changed repos cannot.
+		waves := len(repo.Platform.Spec.Rollout.Waves) > 0
+		opts.Incremental = &reconcile.Incremental{Baselines: s.baselines, Full: !j.Incremental || waves, FullEvery: s.cfg.FullEvery, Salt: s.cfg.Salt}
 	}
 	forge, err := s.cfg.Forges(ctx, repo.Platform.Spec.Owner, mode)
 	if err != nil {
