@@ -58,12 +58,12 @@ type serveOptions struct {
 	webhooks  bool          // the fake delivers push and pull_request events itself
 	resync    time.Duration // default one hour: only the startup resync
 	maxBody   int64
-	beforeJob func(j webhook.Job) // runs after the gate, inside the job
-	grace     time.Duration       // shutdown grace (default 5s)
-	reuse     *serveEnv           // run against this env's fake GitHub instead of a new one
-	status    statusPageConfig    // the /status pages (off by default)
-	cacheDir  string              // the snapshot cache and baseline ("" keeps them in memory)
-	ghOptions []githubtest.Option // more options of a new fake GitHub
+	beforeJob func(j webhook.Job)                    // runs after the gate, inside the job
+	grace     time.Duration                          // shutdown grace (default 5s)
+	reuse     *serveEnv                              // run against this env's fake GitHub instead of a new one
+	status    statusPageConfig                       // the /status pages (off by default)
+	cacheDir  string                                 // the snapshot cache and baseline ("" keeps them in memory)
+	ghOptions []githubtest.Option                    // more options of a new fake GitHub
 	clock     func(*githubtest.Server) webhook.Clock // serve's clock on the fake GitHub (nil: the wall clock)
 }
 
