@@ -16,16 +16,18 @@ import (
 
 // results is everything one run measured.
 type results struct {
-	cfg        config
-	started    time.Time
-	took       time.Duration
-	loadBefore string
-	loadAfter  string
-	renders    []renderRow
-	github     *bench.GitHubResult
-	githubProc *childResult
-	serve      *bench.ServeResult
-	serveProc  *childResult
+	cfg         config
+	started     time.Time
+	took        time.Duration
+	loadBefore  string
+	loadAfter   string
+	renders     []renderRow
+	github      *bench.GitHubResult
+	githubProc  *childResult
+	serve       *bench.ServeResult
+	serveProc   *childResult
+	rollout     *bench.RolloutResult
+	rolloutProc *childResult
 }
 
 // Targets of issue 9.
@@ -174,6 +176,8 @@ func (r *results) markdown() []byte {
 		p("| 4, 5 | Webhook service | not measured in this run | | |\n")
 	}
 
+	r.rolloutRow(p)
+
 	r.gaps(p)
 
 	p("\n## Machine and run\n\n")
@@ -236,6 +240,10 @@ func (r *results) gaps(p func(string, ...any)) {
 		if fo := g.FanOut; fo.Ratio() > targetFanOut {
 			out = append(out, fmt.Sprintf("- **Fan-out** took %.3f× its minimum (%d refused writes, %d pauses after a 403, %d runs): the client's budget and GitHub's windows disagree; see `forge/github` Budget.", fo.Ratio(), fo.Refused, fo.Pauses, fo.Runs))
 		}
+	}
+	if ro := r.rollout; ro != nil && !rolloutMet(ro) {
+		out = append(out, fmt.Sprintf("- **Rollout wave check** read the rollout state of %s clusters in more than %d requests: the gate's read is one GraphQL query per 100 cluster repos (`forge/github` RolloutPRs); more means the batching regressed.",
+			n(ro.Clusters), gateBudget(ro.Clusters)))
 	}
 	if w := r.serve; w != nil {
 		if w.P99 >= targetAckP99 || float64(w.QueueMax) > targetQueueShare*float64(w.QueueSize) {
@@ -384,6 +392,15 @@ const methodNotes = `## How each row is measured
    second between mutations would take hours): with the default, each write after the first of a push waits up to
    a second, so a push of N writes takes at least N−1 seconds more on GitHub (` + "`--content-transport git`" + ` makes a
    one-cluster update 2 writes instead of 4).
+6. **Rollout in waves.** In its own child, the fake GitHub holds a generated fleet (` + "`fleetgen`" + `, the cluster count in
+   the row), created, merged and converged by fleetbot. The change is declaring five waves in ` + "`platform.yaml`" + `
+   (` + "`bench.RolloutWaves`" + `: canary = dev clusters in eu, the other dev clusters, staging, prod in eu, the other prod
+   clusters; a 10 minute soak after each but the last), which adds Flux's health Provider and Alert to every cluster repo. For each wave:
+   the gate's read alone (` + "`RolloutPRs`" + ` of every cluster repo, with the per-request latency), then one full
+   ` + "`reconcile.Apply`" + ` (the wave check; no latency) that must open exactly the wave's pull requests; a human merges
+   them and a simulated Flux posts a ` + "`kustomization/`" + ` success status on each merge commit; the fake's clock moves
+   past the soak. After the canary, one more check while it soaks (its merged branches already deleted) is the
+   idle figure. Counts come from the fake's request log.
 
 ## Fixed because of these numbers (issue 9)
 
@@ -441,6 +458,43 @@ func routes(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%d× `%s`", m[k], k))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// gateBudget is the most requests one wave check's read of n clusters may take: one GraphQL
+// query per 100 cluster repos (issue 21: "a few requests per wave check").
+func gateBudget(clusters int) int { return (clusters + 99) / 100 }
+
+// rolloutMet says whether every wave check read the rollout state within gateBudget.
+func rolloutMet(ro *bench.RolloutResult) bool {
+	for _, w := range ro.Waves {
+		if w.GateRequests > gateBudget(ro.Clusters) {
+			return false
+		}
+	}
+	return len(ro.Waves) > 0 && ro.Done
+}
+
+// rolloutRow writes the rollout row (issue 21): requests and time per wave check.
+func (r *results) rolloutRow(p func(string, ...any)) {
+	ro := r.rollout
+	if ro == nil {
+		p("| 6 | Rollout in waves | not measured in this run | | |\n")
+		return
+	}
+	var waves, checks []string
+	gateMax, gateWall := 0, time.Duration(0)
+	for _, w := range ro.Waves {
+		waves = append(waves, fmt.Sprintf("%s %s", w.Name, n(w.Clusters)))
+		checks = append(checks, fmt.Sprintf("%s: %s requests (%s writes) in %s", w.Name, n(w.Check.Requests), n(w.Check.Writes), secs(w.Check.Wall)))
+		gateMax = max(gateMax, w.GateRequests)
+		gateWall = max(gateWall, w.GateWall)
+	}
+	p("| 6 | Rollout in waves: a change to %s clusters in five waves (%s) on the fake GitHub; one wave check (a full apply, what `serve` runs on a Flux status, a merge or a soak's end) per wave, each wave then merged and reported healthy | "+
+		"gate read of every cluster's newest fleetbot pull request, merge commit and Flux statuses: **%d requests** per wave check (GraphQL, 100 repos a query), at most **%s** at %s latency per request; "+
+		"whole check, the wave's pull requests included: %s; a check while a wave soaks: %d requests, %d writes, %s; the last check finds the rollout done: %v | "+
+		"≤ %d requests per wave check (\"a few\", batched) | %s |\n",
+		n(ro.Clusters), strings.Join(waves, ", "), gateMax, secs(gateWall), ms(ro.Latency), strings.Join(checks, "; "),
+		ro.Idle.Requests, ro.Idle.Writes, secs(ro.Idle.Wall), ro.Done, gateBudget(ro.Clusters), mark(rolloutMet(ro)))
 }
 
 // renderMet says whether a render row meets its size's targets (issues 9 and 17).
