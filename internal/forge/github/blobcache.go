@@ -3,7 +3,7 @@ package github
 import "sync"
 
 // blobCacheBytes bounds the blob content a forge keeps in memory.
-const blobCacheBytes = 32 << 20
+const blobCacheBytes = 16 << 20
 
 // blobCache keeps the blobs a forge read, by hash. Git objects are content-addressed, so a
 // cached blob is never stale: a plan that reads the old side of a changed manifest (pr.Plan's
