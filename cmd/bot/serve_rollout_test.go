@@ -213,7 +213,8 @@ func (r *rolloutEnv) waitOpen(want ...string) {
 }
 
 // TestServeRolloutAdvancesOnWebhooksAndTheClock drives a three-wave rollout through serve's
-// webhook path: a push declares the waves (the change rolled out), the canary's merge and Flux's
+// webhook path: a control pull request declares the waves (the change rolled out; its plan
+// check run previews them) and is merged, the canary's merge and Flux's
 // status arrive as webhooks and each advances the rollout at once, the soak's end is a wake-up
 // on the (fake) clock, not a resync, and the fleetbot rollout check run on the control commit
 // follows: the current wave, done/total per wave, then done. A later change halts on a failed
@@ -223,7 +224,32 @@ func TestServeRolloutAdvancesOnWebhooksAndTheClock(t *testing.T) {
 	r := startRolloutServe(t)
 	resyncs := r.reason("resync")
 
-	sha := r.gh.Commit("acme", "control", "main", "rollout in waves", rolloutWaves(t))
+	// The waves arrive as a control-repo pull request: its plan check run previews them.
+	ctx := context.Background()
+	_, _, err := r.human.Git.CreateRef(ctx, "acme", "control", &gh.Reference{Ref: gh.String("refs/heads/waves"),
+		Object: &gh.GitObject{SHA: gh.String(r.gh.Branch("acme", "control", "main"))}})
+	require.NoError(t, err)
+	head := r.gh.Commit("acme", "control", "waves", "rollout in waves", rolloutWaves(t))
+	pull, _, err := r.human.PullRequests.Create(ctx, "acme", "control", &gh.NewPullRequest{Title: gh.String("waves"), Head: gh.String("waves"), Base: gh.String("main")})
+	require.NoError(t, err)
+	var plan *gh.CheckRun
+	r.eventually("the plan check run of the control pull request", func() bool {
+		runs, _, err := r.human.Checks.ListCheckRunsForRef(ctx, "acme", "control", head, nil)
+		require.NoError(t, err)
+		for _, cr := range runs.CheckRuns {
+			if cr.GetName() == webhook.DefaultCheckName && cr.GetStatus() == "completed" {
+				plan = cr
+			}
+		}
+		return plan != nil
+	})
+	assert.Contains(t, plan.GetOutput().GetSummary(), "### Rollout in waves")
+	assert.Contains(t, plan.GetOutput().GetSummary(), "| 1 | canary | **active** | 0 / 1 | 1 | 0 | 0 | - |")
+	r.waitOpen()
+
+	merge, _, err := r.human.PullRequests.Merge(ctx, "acme", "control", pull.GetNumber(), "", &gh.PullRequestOptions{MergeMethod: "merge"})
+	require.NoError(t, err)
+	sha := merge.GetSHA()
 	r.waitOpen("cluster-staging-eu-1")
 	cr := r.waitTitle(sha, "wave 1 of 3 (canary): 0 of 1 clusters done")
 	assert.Equal(t, "in_progress", cr.GetStatus())
