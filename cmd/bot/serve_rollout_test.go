@@ -218,7 +218,7 @@ func (r *rolloutEnv) waitOpen(want ...string) {
 // status arrive as webhooks and each advances the rollout at once, the soak's end is a wake-up
 // on the (fake) clock, not a resync, and the fleetbot rollout check run on the control commit
 // follows: the current wave, done/total per wave, then done. A later change halts on a failed
-// status, and the check run says on which cluster and why.
+// status, and the check run says on which cluster and why; a newer one supersedes it.
 func TestServeRolloutAdvancesOnWebhooksAndTheClock(t *testing.T) {
 	t.Parallel()
 	r := startRolloutServe(t)
@@ -310,6 +310,13 @@ func TestServeRolloutAdvancesOnWebhooksAndTheClock(t *testing.T) {
 	assert.Equal(t, "failure", cr.GetConclusion())
 	assert.Contains(t, cr.GetOutput().GetSummary(), "**Halted on edge-1** (wave (rest)): Flux reported a failure")
 	assert.Equal(t, "success", r.rolloutRun(sha).GetConclusion(), "the done rollout of the earlier commit stays done")
+
+	// A newer change supersedes the halted rollout: its check run says so, the new one goes on.
+	sha3 := r.gh.Commit("acme", "control", "main", "edge-1: another range", edge1("10.8.0.0/28"))
+	r.waitOpen("cluster-edge-1")
+	r.waitTitle(sha3, "wave 3 of 3 ((rest)): 1 of 2 clusters done")
+	cr = r.waitTitle(sha2, "superseded by "+sha3[:7])
+	assert.Equal(t, "neutral", cr.GetConclusion())
 }
 
 // TestServeRolloutSurvivesARestart: serve stopped while the canary soaks; a new process (its
