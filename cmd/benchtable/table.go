@@ -399,8 +399,11 @@ const methodNotes = `## How each row is measured
    the gate's read alone (` + "`RolloutPRs`" + ` of every cluster repo, with the per-request latency), then one full
    ` + "`reconcile.Apply`" + ` (the wave check; no latency) that must open exactly the wave's pull requests; a human merges
    them and a simulated Flux posts a ` + "`kustomization/`" + ` success status on each merge commit; the fake's clock moves
-   past the soak. After the canary, one more check while it soaks (its merged branches already deleted) is the
-   idle figure. Counts come from the fake's request log.
+   past the soak. The first check also reads, once, the old side of every held cluster's changed manifests for its
+   pull request body (the forge keeps blobs in memory after: they are content-addressed); each later check also
+   cleans up after the previous wave's merges (its bot branches: 4 requests a repo), as the check a merge webhook
+   triggers in ` + "`serve`" + ` would. After the canary, one more check while it soaks (its merged branches already
+   deleted) is the idle figure. Counts come from the fake's request log.
 
 ## Fixed because of these numbers (issue 9)
 
