@@ -89,10 +89,8 @@ POST /webhook within milliseconds and queues the work:
   on a target repo: pull_request closed, push   reconcile that repo (drift)
     to the default branch, repository, member,
     team, branch_protection_rule
-  with rollout waves: Flux's status or a        apply every target repo (the
-    pull_request closed on a cluster repo of      next wave), and the "fleetbot
-    the rollout, a soak's end                     rollout" check run on the
-                                                  control commit
+  rollout waves: Flux status, pull_request      apply every target repo (next
+    closed on a cluster repo, a soak's end        wave; "fleetbot rollout" check)
 
 Jobs coalesce per target (a burst of pushes is one apply, on the newest
 commit), duplicate deliveries are done once, and a full resync runs every
