@@ -115,12 +115,17 @@ func startRolloutServe(t *testing.T) *rolloutEnv {
 	r := &rolloutEnv{reasons: map[string]int{}}
 	// The fake's clock starts in the past: the client, on wall time, takes every installation
 	// token for expired and fetches a fresh one, so advancing the fake clock expires none.
-	r.serveEnv = startServe(t, serveOptions{webhooks: true,
+	// A long grace: a job still running when the test ends (a late status delivery's apply)
+	// finishes instead of being cut mid-request.
+	r.serveEnv = startServe(t, serveOptions{webhooks: true, grace: time.Minute,
 		clock: func(s *githubtest.Server) webhook.Clock {
 			r.clock = &fakeServeClock{gh: s}
 			return r.clock
 		},
-		ghOptions: []githubtest.Option{githubtest.WithManualClock(), githubtest.WithStartTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))},
+		// No primary rate limit: the test polls the check runs through the API, and the
+		// manual clock never opens a new hourly window on its own.
+		ghOptions: []githubtest.Option{githubtest.WithManualClock(), githubtest.WithStartTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)),
+			githubtest.WithPrimaryLimit(0)},
 		beforeJob: func(j webhook.Job) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
@@ -317,6 +322,7 @@ func TestServeRolloutAdvancesOnWebhooksAndTheClock(t *testing.T) {
 	r.waitTitle(sha3, "wave 3 of 3 ((rest)): 1 of 2 clusters done")
 	cr = r.waitTitle(sha2, "superseded by "+sha3[:7])
 	assert.Equal(t, "neutral", cr.GetConclusion())
+	r.idle()
 }
 
 // TestServeRolloutSurvivesARestart: serve stopped while the canary soaks; a new process (its
@@ -334,7 +340,7 @@ func TestServeRolloutSurvivesARestart(t *testing.T) {
 	r.stop()
 
 	var clock *fakeServeClock
-	second := startServe(t, serveOptions{reuse: r.serveEnv, clock: func(s *githubtest.Server) webhook.Clock {
+	second := startServe(t, serveOptions{reuse: r.serveEnv, grace: time.Minute, clock: func(s *githubtest.Server) webhook.Clock {
 		clock = &fakeServeClock{gh: s}
 		return clock
 	}})
@@ -346,4 +352,5 @@ func TestServeRolloutSurvivesARestart(t *testing.T) {
 	clock.Advance(time.Hour)
 	r.waitOpen("cluster-prod-eu-1")
 	r.waitTitle(sha, "wave 2 of 3 (eu): 0 of 1 clusters done")
+	second.idle()
 }

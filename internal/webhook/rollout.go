@@ -95,6 +95,24 @@ func (w *RolloutWatch) Observe(repos []string, next time.Time) {
 	w.log().Info("rollout wake-up scheduled", "at", next.UTC().Format(time.RFC3339), "in", d)
 }
 
+// Begin marks repos as taking part before a full apply of a control repo with waves runs:
+// a merge or a Flux status that arrives while the apply is still running (its pull requests
+// already open) then queues the apply after it, instead of waiting for a resync. The wake-up
+// is left alone; Observe settles both once the apply has its verdict.
+func (w *RolloutWatch) Begin(repos []string) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.repos == nil {
+		w.repos = make(map[string]bool, len(repos))
+	}
+	for _, r := range repos {
+		w.repos[strings.ToLower(r)] = true
+	}
+}
+
 // Next is when the wake-up is due (zero: none).
 func (w *RolloutWatch) Next() time.Time {
 	if w == nil {
@@ -162,11 +180,7 @@ func (s *Service) rollout(ctx context.Context, sha string, targets []*fanout.Tar
 	p := app.DescribeRollout(rep.Rollout)
 	var repos []string
 	if p.Conclusion != app.ProgressDone {
-		for _, t := range targets {
-			if t.Kind == fanout.KindCluster && !t.Removed {
-				repos = append(repos, t.FullName())
-			}
-		}
+		repos = clusterRepos(targets)
 	}
 	s.cfg.Rollout.Observe(repos, p.NextCheck)
 	if s.cfg.RolloutChecks == nil || p.Changed == 0 {
@@ -186,4 +200,15 @@ func (s *Service) rollout(ctx context.Context, sha string, targets []*fanout.Tar
 	if err := s.cfg.RolloutChecks.Progress(ctx, sha, CheckResult{Conclusion: p.Conclusion, Title: p.Title, Summary: p.Summary}); err != nil {
 		log.Warn("rollout check run not updated", "sha", app.ShortSHA(sha), "err", err)
 	}
+}
+
+// clusterRepos lists the "owner/name" of the cluster repos among targets.
+func clusterRepos(targets []*fanout.Target) []string {
+	var out []string
+	for _, t := range targets {
+		if t.Kind == fanout.KindCluster && !t.Removed {
+			out = append(out, t.FullName())
+		}
+	}
+	return out
 }

@@ -173,9 +173,19 @@ func TestRolloutWatchWakesUpOnTheClock(t *testing.T) {
 	clock.Advance(2 * time.Hour)
 	assert.Zero(t, q.Len())
 
+	// An apply of a control repo with waves begins: its cluster repos count at once (a
+	// merge during the apply queues the next one); the pending wake-up stays.
+	w.Observe(nil, clock.Now().Add(time.Hour))
+	w.Begin([]string{"acme/Cluster-C"})
+	assert.True(t, w.Active("acme/cluster-c"))
+	assert.Equal(t, clock.Now().Add(time.Hour), w.Next())
+	w.Observe(nil, time.Time{})
+	assert.False(t, w.Active("acme/cluster-c"), "the verdict settles it: done")
+
 	// A nil watch watches nothing (serve without it, the CLI).
 	var none *RolloutWatch
 	none.Observe([]string{"acme/cluster-a"}, clock.Now())
+	none.Begin([]string{"acme/cluster-a"})
 	assert.False(t, none.Active("acme/cluster-a"))
 	none.Stop()
 }

@@ -268,6 +268,9 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 		// every cluster, which a run planning only the changed repos cannot.
 		waves := len(repo.Platform.Spec.Rollout.Waves) > 0
 		opts.Incremental = &reconcile.Incremental{Baselines: s.baselines, Full: !j.Incremental || waves, FullEvery: s.cfg.FullEvery, Salt: s.cfg.Salt}
+		if waves {
+			s.cfg.Rollout.Begin(clusterRepos(targets))
+		}
 	}
 	forge, err := s.cfg.Forges(ctx, repo.Platform.Spec.Owner, mode)
 	if err != nil {
