@@ -72,7 +72,7 @@ bin/kustomize-$(KUSTOMIZE_VERSION):
 	mv bin/.kustomize-install/kustomize $@
 
 ## bench: measure render (fleetbot vs the kustomize CLI), incremental plan, GitHub cost, fan-out,
-## and the fleetbot serve binary over HTTP (one-cluster push, acknowledgement latency) at fleet
+## a rollout in five waves (requests per wave check), and the fleetbot serve binary over HTTP (one-cluster push, acknowledgement latency) at fleet
 ## scale and write docs/benchmarks.md, stamped with the commit; refuses a tree with uncommitted
 ## changes (several minutes)
 bench: $(BIN) bin/kustomize-$(KUSTOMIZE_VERSION)

@@ -1,8 +1,9 @@
 // Command benchtable runs fleetbot's scale measurements and writes them as
 // one markdown table (docs/benchmarks.md): full and naive renders of 100,
 // 1,000 and 10,000 generated clusters, an incremental plan, GitHub request
-// cost and fan-out time on the fake GitHub, webhook acknowledgement
-// latency, and serve's /status page over the largest fleet. Each measurement runs in a child process of this program, so its
+// cost and fan-out time on the fake GitHub, a rollout in five waves (requests
+// per wave check), webhook acknowledgement latency, and serve's /status page over the
+// largest fleet. Each measurement runs in a child process of this program, so its
 // peak memory is an honest process peak. "make bench" runs it.
 package main
 
@@ -50,6 +51,8 @@ type config struct {
 	kustomizeSample int
 	// serveClusters sizes the fleet of the serve row; rate its deliveries per second.
 	serveClusters, rate int
+	// rolloutClusters sizes the fleet of the rollout row.
+	rolloutClusters int
 }
 
 func run(args []string) error {
@@ -73,6 +76,7 @@ func run(args []string) error {
 	fs.IntVar(&cfg.kustomizeSample, "kustomize-sample", 5, "clusters built by the kustomize CLI, one process per app")
 	fs.IntVar(&cfg.serveClusters, "serve-clusters", 1000, "clusters of the fleet fleetbot serve runs in the webhook rows")
 	fs.IntVar(&cfg.rate, "rate", 1000, "deliveries per second sent to fleetbot serve")
+	fs.IntVar(&cfg.rolloutClusters, "rollout-clusters", 1000, "clusters of the rollout row (five waves)")
 	fs.BoolVar(&cfg.quick, "quick", false, "smaller run: sizes 100,1000 and 200 repos, for a quick look (the table says so)")
 	fs.StringVar(&child, "child", "", "internal: run one scenario and print its JSON result")
 	fs.StringVar(&dir, "dir", "", "internal: the control repo of a child scenario")
@@ -114,6 +118,15 @@ func run(args []string) error {
 			return err
 		}
 		return emit(res)
+	case "rollout":
+		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		res, err := bench.Rollout(context.Background(), bench.RolloutOptions{
+			Clusters: cfg.rolloutClusters, Apps: cfg.apps, Latency: cfg.latency, Logger: log,
+		})
+		if err != nil {
+			return err
+		}
+		return emit(res)
 	case "serve":
 		res, err := bench.Serve(context.Background(), bench.ServeOptions{
 			Binary: cfg.fleetbot, Clusters: cfg.serveClusters, Apps: cfg.apps, Rate: cfg.rate,
@@ -139,6 +152,7 @@ func run(args []string) error {
 
 	if cfg.quick {
 		sizes, cfg.repos, cfg.sample, cfg.webhookSeconds, cfg.kustomizeSample, cfg.serveClusters = "100,1000", 200, 20, 3, 2, 100
+		cfg.rolloutClusters = 200
 	}
 	if cfg.kustomize == "" {
 		return errors.New("-kustomize: the kustomize CLI of the naive baseline is required (make bench installs a pinned one into bin/)")
@@ -258,6 +272,17 @@ func measure(cfg config) error {
 		return err
 	}
 	r.githubProc = proc
+
+	fmt.Fprintf(os.Stderr, "rollout: %d clusters in five waves on the fake GitHub\n", cfg.rolloutClusters)
+	r.rollout = &bench.RolloutResult{}
+	if r.rolloutProc, err = runChild(r.rollout, "-child", "rollout", "-rollout-clusters", strconv.Itoa(cfg.rolloutClusters),
+		"-apps", strconv.Itoa(cfg.apps), "-latency", cfg.latency.String()); err != nil {
+		return err
+	}
+	for _, w := range r.rollout.Waves {
+		fmt.Fprintf(os.Stderr, "  wave %s: %d clusters; wave check: gate read %d requests in %s, whole check %d requests (%d writes) in %s\n",
+			w.Name, w.Clusters, w.GateRequests, w.GateWall.Round(time.Millisecond), w.Check.Requests, w.Check.Writes, w.Check.Wall.Round(time.Millisecond))
+	}
 
 	fmt.Fprintf(os.Stderr, "serve: the fleetbot binary, %d clusters, %d deliveries/s\n", cfg.serveClusters, cfg.rate)
 	serveDir, err := os.MkdirTemp(cfg.work, "serve-")

@@ -31,8 +31,18 @@ func TestMarkdownMarksTargetsAndExplainsGaps(t *testing.T) {
 		status: &bench.StatusResult{Clusters: 10000, Repos: 10201, Waves: 4, PageSize: 200, Pages: []bench.PageTiming{
 			{Name: "first page", Median: 40 * time.Millisecond, Max: 60 * time.Millisecond, Bytes: 300 << 10},
 			{Name: "detail", Median: 20 * time.Millisecond, Max: 25 * time.Millisecond, Bytes: 8 << 10}}},
+		rollout: &bench.RolloutResult{Clusters: 1000, Latency: 50 * time.Millisecond, Done: true,
+			Waves: []bench.RolloutWave{
+				{Name: "canary", Clusters: 37, Opened: 37, GateRequests: 10, GateWall: 600 * time.Millisecond, Check: bench.Cost{Requests: 170, Writes: 148, Wall: 2 * time.Second}},
+				{Name: "prod", Clusters: 963, Opened: 963, GateRequests: 10, GateWall: 700 * time.Millisecond, Check: bench.Cost{Requests: 3900, Writes: 3852, Wall: 20 * time.Second}},
+			},
+			Idle: bench.Cost{Requests: 22, Wall: 900 * time.Millisecond}},
 	}
 	md := string(r.markdown())
+	assert.Contains(t, md, "| 7 | Rollout in waves: a change to 1,000 clusters in five waves (canary 37, prod 963)")
+	assert.Contains(t, md, "**10 requests** per wave check (GraphQL, 100 repos a query), at most **700 ms** at 50 ms latency per request")
+	assert.Contains(t, md, "canary: 170 requests (148 writes) in 2.00 s; prod: 3,900 requests (3,852 writes) in 20.0 s; a check while a wave soaks: 22 requests, 0 writes, 900 ms")
+	assert.Contains(t, md, `| ≤ 10 requests per wave check ("a few", batched) | met |`)
 	assert.Contains(t, md, "| 1 | Full render, 1,000 clusters × 20 apps")
 	assert.Contains(t, md, "**600 ms**")
 	assert.Contains(t, md, "16,480 builds, **82.4 s** (5.00 ms/build; measured on 100 clusters (1,600 builds), extrapolated linearly) = **137×**")

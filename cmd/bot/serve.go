@@ -59,6 +59,9 @@ type serveConfig struct {
 	BeforeJob func(ctx context.Context, j webhook.Job) error
 	// OnReady is called once the service is ready (tests wait on it).
 	OnReady func()
+	// Clock is the rollout gate's time and schedules its wake-ups (nil: the wall clock;
+	// tests inject a fake one).
+	Clock webhook.Clock
 }
 
 // serveFlags are serve's own flags; each has a FLEETBOT_* variable.
@@ -85,6 +88,8 @@ POST /webhook within milliseconds and queues the work:
   on a target repo: pull_request closed, push   reconcile that repo (drift)
     to the default branch, repository, member,
     team, branch_protection_rule
+  rollout waves: Flux status, pull_request      apply every target repo (next
+    closed on a cluster repo, a soak's end        wave; "fleetbot rollout" check)
 
 Jobs coalesce per target (a burst of pushes is one apply, on the newest
 commit), duplicate deliveries are done once, and a full resync runs every
@@ -243,7 +248,9 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener) error {
 	go func() { httpDone <- hs.Serve(ln) }()
 
 	var wg sync.WaitGroup
-	run := &serveRun{cfg: cfg, log: log, metrics: m, srv: srv, queue: queue}
+	run := &serveRun{cfg: cfg, log: log, metrics: m, srv: srv, queue: queue,
+		rollout: &webhook.RolloutWatch{Queue: queue, Control: cfg.Control, Clock: cfg.Clock, Logger: log}}
+	defer run.rollout.Stop()
 	runErr := run.start(ctx, &wg, &service)
 	if runErr == nil {
 		select {
@@ -274,6 +281,9 @@ type serveRun struct {
 	metrics *metrics.Metrics
 	srv     *webhook.Server
 	queue   *webhook.Queue
+	// rollout remembers the rollout in progress between jobs (its cluster repos, its next
+	// wake-up), from the last full apply.
+	rollout *webhook.RolloutWatch
 }
 
 // start connects to GitHub (retrying until ctx is done), builds the service, publishes it in
@@ -295,7 +305,8 @@ func (r *serveRun) start(ctx context.Context, wg *sync.WaitGroup, service *atomi
 	}
 	service.Store(svc)
 	disp, err := webhook.NewDispatcher(webhook.DispatcherConfig{Secret: cfg.Secret, MaxBody: cfg.MaxBody, Logger: log, Metrics: r.metrics},
-		webhook.Handlers(webhook.HandlerConfig{Control: cfg.Control, Self: gh.self, AppID: cfg.App.GitHub.AppID, Queue: r.queue, Logger: log})...)
+		webhook.Handlers(webhook.HandlerConfig{Control: cfg.Control, Self: gh.self, AppID: cfg.App.GitHub.AppID, Queue: r.queue,
+			Rollout: r.rollout, Logger: log})...)
 	if err != nil {
 		return err
 	}
@@ -353,7 +364,8 @@ func (r *serveRun) service(ctx context.Context, gh *githubConn, forges *app.Inst
 	}}
 	return webhook.NewService(webhook.ServiceConfig{
 		Control: src, Renderer: renderer, Verdict: verdict,
-		Forges: forges.Forge, Checks: checks, Concurrency: cfg.Concurrency, Shard: cfg.Shard,
+		Forges: forges.Forge, Checks: checks, RolloutChecks: checks, Rollout: r.rollout, Clock: cfg.Clock,
+		Concurrency: cfg.Concurrency, Shard: cfg.Shard,
 		Logger: r.log, Metrics: r.metrics, BeforeJob: cfg.BeforeJob,
 		Baselines: app.NewBaselines(baselineFile(cfg), r.log), Salt: version,
 	})

@@ -58,11 +58,13 @@ type serveOptions struct {
 	webhooks  bool          // the fake delivers push and pull_request events itself
 	resync    time.Duration // default one hour: only the startup resync
 	maxBody   int64
-	beforeJob func(j webhook.Job) // runs after the gate, inside the job
-	grace     time.Duration       // shutdown grace (default 5s)
-	reuse     *serveEnv           // run against this env's fake GitHub instead of a new one
-	status    statusPageConfig    // the /status pages (off by default)
-	cacheDir  string              // the snapshot cache and baseline ("" keeps them in memory)
+	beforeJob func(j webhook.Job)                    // runs after the gate, inside the job
+	grace     time.Duration                          // shutdown grace (default 5s)
+	reuse     *serveEnv                              // run against this env's fake GitHub instead of a new one
+	status    statusPageConfig                       // the /status pages (off by default)
+	cacheDir  string                                 // the snapshot cache and baseline ("" keeps them in memory)
+	ghOptions []githubtest.Option                    // more options of a new fake GitHub
+	clock     func(*githubtest.Server) webhook.Clock // serve's clock on the fake GitHub (nil: the wall clock)
 }
 
 // gate holds every job at its start while closed.
@@ -109,7 +111,7 @@ func startServe(t *testing.T, o serveOptions) *serveEnv {
 	if o.reuse != nil {
 		e.gh, e.targets = o.reuse.gh, o.reuse.targets
 	} else {
-		e.newGitHub(o.webhooks)
+		e.newGitHub(o.webhooks, o.ghOptions...)
 	}
 	resync := o.resync
 	if resync == 0 {
@@ -143,6 +145,9 @@ func startServe(t *testing.T, o serveOptions) *serveEnv {
 		},
 		OnReady: func() { close(ready) },
 	}
+	if o.clock != nil {
+		cfg.Clock = o.clock(e.gh)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, cfg, ln) }()
@@ -166,9 +171,9 @@ func startServe(t *testing.T, o serveOptions) *serveEnv {
 
 // newGitHub starts a fake GitHub with the org, the teams and acme/control
 // holding the example control repo.
-func (e *serveEnv) newGitHub(webhooks bool) {
+func (e *serveEnv) newGitHub(webhooks bool, more ...githubtest.Option) {
 	t := e.t
-	var ghOpts []githubtest.Option
+	ghOpts := more
 	if webhooks {
 		ghOpts = append(ghOpts, githubtest.WithWebhook(e.url+"/webhook", serveSecret))
 	}
@@ -745,7 +750,7 @@ func TestAppManifestSubscribesToHandledEvents(t *testing.T) {
 	slices.Sort(events)
 	assert.Equal(t, handled, events)
 	assert.Equal(t, map[string]string{"metadata": "read", "contents": "write", "pull_requests": "write", "checks": "write",
-		"administration": "write", "members": "read"}, manifest.Permissions)
+		"administration": "write", "members": "read", "statuses": "read"}, manifest.Permissions)
 	assert.Equal(t, true, manifest.HookAttributes["active"])
 }
 

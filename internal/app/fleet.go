@@ -23,6 +23,17 @@ type Fleet struct {
 // Owner is the platform owner: the org (or user) owning every target repo.
 func (f *Fleet) Owner() string { return f.Repo.Platform.Spec.Owner }
 
+// ClusterRepos lists the "owner/name" of f's cluster repos (not those being removed).
+func (f *Fleet) ClusterRepos() []string {
+	var out []string
+	for _, t := range f.Targets {
+		if t.Kind == fanout.KindCluster && !t.Removed {
+			out = append(out, t.FullName())
+		}
+	}
+	return out
+}
+
 // Load loads, validates and renders the control repo at dir with c's renderer. Every
 // validation and render problem comes back together as control.Issues; no caller writes
 // anything when err != nil. It stops when ctx is done (SIGINT, SIGTERM): between load,

@@ -42,6 +42,9 @@ type (
 
 // The rollout's names in the control repo, for front ends that print them.
 const (
+	// FluxStatusPrefix starts the context of the commit statuses Flux's notification-controller
+	// posts for a Kustomization: only those count as a cluster's health.
+	FluxStatusPrefix = reconcile.FluxStatusPrefix
 	// PausedFile is the control repo file whose presence pauses every rollout.
 	PausedFile = control.PausedFile
 	// FleetWaves names the fleet-wide wave list (platform spec.rollout.waves) in a plan.
@@ -77,6 +80,9 @@ type ServiceOptions struct {
 	Logger *slog.Logger
 	// Progress, when set, receives each target repo's result as it finishes.
 	Progress func(RepoResult)
+	// Now is the run's clock, which the rollout gate weighs soaks and timeouts by (default
+	// time.Now).
+	Now func() time.Time
 	// Baselines, when set, make an apply incremental: only the target repos whose desired
 	// state changed since the last converged run are planned, unless Full, or the last full
 	// run is older than FullEvery (default DefaultFullEvery). Salt (the version) invalidates
@@ -100,7 +106,7 @@ func Digests(f *Fleet) map[string]string {
 }
 
 func (o ServiceOptions) reconcile() reconcile.Options {
-	opts := reconcile.Options{Concurrency: o.Concurrency, Only: o.Only, Shard: o.Shard, Logger: o.Logger, Progress: o.Progress}
+	opts := reconcile.Options{Concurrency: o.Concurrency, Only: o.Only, Shard: o.Shard, Logger: o.Logger, Progress: o.Progress, Now: o.Now}
 	if o.Baselines != nil {
 		opts.Incremental = &reconcile.Incremental{Baselines: o.Baselines, Full: o.Full, FullEvery: o.FullEvery, Salt: o.Salt, Digests: o.Digests}
 	}

@@ -197,6 +197,7 @@ func (s *Server) handleCreateStatus(w http.ResponseWriter, r *http.Request) {
 	st := &commitStatus{ID: s.st.nextID(), SHA: sha, State: req.State, Context: req.Context,
 		Description: req.Description, TargetURL: req.TargetURL, Creator: principalOf(r).login, CreatedAt: s.clock.Now()}
 	rm.Statuses = append(rm.Statuses, st)
+	s.queueEvent("status", func() any { return s.statusEventLocked(rm, st) })
 	writeJSON(w, http.StatusCreated, s.statusJSON(rm, st))
 }
 
@@ -213,4 +214,16 @@ func (s *Server) handleListStatuses(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writePage(w, r, out)
+}
+
+// statusEventLocked is the status webhook GitHub sends when a commit status is created.
+func (s *Server) statusEventLocked(rm *repoMeta, st *commitStatus) *github.StatusEvent {
+	ev := &github.StatusEvent{
+		ID: github.Int64(st.ID), SHA: github.String(st.SHA), State: github.String(st.State), Context: github.String(st.Context),
+		Description: github.String(st.Description), TargetURL: github.String(st.TargetURL),
+		Name: github.String(rm.fullName()), Repo: s.repoJSON(rm), Sender: s.userJSON(st.Creator),
+		CreatedAt: &github.Timestamp{Time: st.CreatedAt}, UpdatedAt: &github.Timestamp{Time: st.CreatedAt},
+		Installation: s.installationForLocked(rm.Owner),
+	}
+	return ev
 }

@@ -144,7 +144,7 @@
 // GitHub-Hookshot user agent, and POSTs it. PushEvent, PullRequestEvent, InstallationEvent and
 // CheckRunEvent build payloads from the current state as go-github event types. With
 // WithWebhook the server delivers push, pull_request (opened, synchronize, closed, reopened,
-// edited) and installation events itself, asynchronously and in order; Close waits for them.
+// edited), status (a commit status created) and installation events itself, asynchronously and in order; Close waits for them.
 //
 // # Not implemented
 //

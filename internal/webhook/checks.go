@@ -54,6 +54,18 @@ type CheckRuns interface {
 	Finish(ctx context.Context, id int64, r CheckResult) error
 }
 
+// RolloutCheckName is the name of the check run that shows a rollout's progress on the
+// control-repo commit being rolled out (platform spec.rollout.waves).
+const RolloutCheckName = "fleetbot rollout"
+
+// RolloutChecks shows a rollout's progress as a check run on the control-repo commit being
+// rolled out, updated as the rollout advances.
+type RolloutChecks interface {
+	// Progress creates or updates the rollout check run on commit sha: in progress while
+	// r.Conclusion is empty, completed with r.Conclusion otherwise.
+	Progress(ctx context.Context, sha string, r CheckResult) error
+}
+
 // truncationNote ends a truncated check run text.
 const truncationNote = "\n\n… truncated to fit GitHub's check run limit; run `fleetbot plan` for the full plan.\n"
 

@@ -29,6 +29,13 @@
 //	push (default branch),             target      drift (that repo only)
 //	  pull_request closed, repository,
 //	  member, team, branch_protection_rule
+//	status (Flux, kustomization/...),   cluster of  apply (the rollout's next wave)
+//	  pull_request closed               a rollout
+//	a soak ends, a health timeout       -           apply (RolloutWatch's wake-up)
+//
+// With rollout waves, every full apply tells the RolloutWatch which cluster
+// repos take part and when time alone changes the verdict, and updates the
+// "fleetbot rollout" check run on the control commit (RolloutChecks).
 //
 // Events whose sender is fleetbot's own bot account are ignored; other bots'
 // are not.

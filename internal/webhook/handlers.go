@@ -10,6 +10,7 @@ import (
 
 	gh "github.com/google/go-github/v62/github"
 
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
 )
 
@@ -24,19 +25,23 @@ type HandlerConfig struct {
 	AppID int64
 	// Queue receives the jobs.
 	Queue *Queue
+	// Rollout, when set, names the cluster repos of the rollout in progress: a Flux commit
+	// status or a closed pull request there queues a full apply, which advances the rollout.
+	Rollout *RolloutWatch
 	// Logger receives one line per queued or ignored event; nil discards.
 	Logger *slog.Logger
 }
 
 // Handlers returns one handler per event family: push, pull_request,
-// check_run, installation (with installation_repositories) and the drift
-// events of target repos (repository, member, team, branch_protection_rule).
+// check_run, installation (with installation_repositories), the drift
+// events of target repos (repository, member, team, branch_protection_rule)
+// and status (Flux's commit statuses on the cluster repos of a rollout).
 func Handlers(cfg HandlerConfig) []Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	b := &base{cfg: cfg}
-	return []Handler{&PushHandler{b}, &PullRequestHandler{b}, &CheckRunHandler{b}, &InstallationHandler{b}, &DriftHandler{b}}
+	return []Handler{&PushHandler{b}, &PullRequestHandler{b}, &CheckRunHandler{b}, &InstallationHandler{b}, &DriftHandler{b}, &StatusHandler{b}}
 }
 
 // base holds what every handler needs and the decisions they share.
@@ -109,7 +114,8 @@ func (h *PushHandler) Handle(_ context.Context, d Delivery) (string, error) {
 
 // PullRequestHandler: a control-repo pull request opened, synchronized or
 // reopened gets a plan check run; a target repo's pull request closed (merged
-// or not) reconciles that repo.
+// or not) reconciles that repo, or the whole fleet when the repo is a cluster
+// repo of the rollout in progress (a merge may let the rollout go on).
 type PullRequestHandler struct{ *base }
 
 // Handles returns "pull_request".
@@ -136,6 +142,9 @@ func (h *PullRequestHandler) Handle(_ context.Context, d Delivery) (string, erro
 	}
 	if action != "closed" {
 		return h.ignore(d, repo, "pull request "+action)
+	}
+	if h.cfg.Rollout.Active(repo) {
+		return h.queue(d, Job{Kind: KindApply, Repo: h.cfg.Control, Reason: ReasonRolloutMerge})
 	}
 	return h.queue(d, Job{Kind: KindDrift, Repo: repo, Reason: "pull_request.closed"})
 }
@@ -230,4 +239,31 @@ func (h *DriftHandler) Handle(_ context.Context, d Delivery) (string, error) {
 		return h.ignore(d, repo, "the control repo")
 	}
 	return h.queue(d, Job{Kind: KindDrift, Repo: repo, Reason: d.Event + "." + ev.Action})
+}
+
+// StatusHandler: Flux's notification-controller posted a commit status on a cluster repo of
+// the rollout in progress: apply the fleet, so that the rollout gate sees the verdict and the
+// next wave starts (or the rollout halts) now rather than at the next resync. Other statuses
+// (CI jobs, pending ones, repos outside the rollout) are ignored.
+type StatusHandler struct{ *base }
+
+// Handles returns "status".
+func (h *StatusHandler) Handles() []string { return []string{"status"} }
+
+// Handle queues an apply job.
+func (h *StatusHandler) Handle(_ context.Context, d Delivery) (string, error) {
+	var ev gh.StatusEvent
+	if err := decode(d, &ev); err != nil {
+		return "", err
+	}
+	repo := ev.GetRepo().GetFullName()
+	switch {
+	case !strings.HasPrefix(ev.GetContext(), app.FluxStatusPrefix):
+		return h.ignore(d, repo, "not a Flux Kustomization status")
+	case ev.GetState() == "pending":
+		return h.ignore(d, repo, "pending: no verdict yet")
+	case !h.cfg.Rollout.Active(repo):
+		return h.ignore(d, repo, "not a cluster repo of a rollout in progress")
+	}
+	return h.queue(d, Job{Kind: KindApply, Repo: h.cfg.Control, Reason: ReasonRolloutStatus})
 }

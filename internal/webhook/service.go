@@ -87,6 +87,14 @@ type ServiceConfig struct {
 	Forges Forges
 	// Checks writes check runs on the control repo.
 	Checks CheckRuns
+	// RolloutChecks, when set, shows a rollout's progress as a check run on the control-repo
+	// commit being rolled out, updated by every full apply.
+	RolloutChecks RolloutChecks
+	// Rollout, when set, learns from every full apply which cluster repos take part in the
+	// rollout in progress and when its verdict changes by time alone (see RolloutWatch).
+	Rollout *RolloutWatch
+	// Clock is the rollout gate's time (default WallClock).
+	Clock Clock
 	// Verdict, when set, adds "check control" to check runs.
 	Verdict Verdict
 	// Concurrency is the per-run concurrency (default app.DefaultConcurrency).
@@ -124,6 +132,10 @@ type Service struct {
 	baselines *app.Baselines
 	// reports keeps the newest result of each target repo (see Reports).
 	reports reports
+	// rolloutSHA is the control commit whose rollout check run was updated last: a newer
+	// revision's rollout supersedes it unless it was done (rolloutDone).
+	rolloutSHA  string
+	rolloutDone bool
 }
 
 // fleetEntry is the control repo at one commit, loaded and rendered once.
@@ -157,6 +169,9 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = WallClock{}
 	}
 	b := cfg.Baselines
 	if b == nil {
@@ -256,7 +271,7 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 	}
 	log := s.log.With("delivery", j.Delivery, "kind", j.Kind)
 	opts := app.ServiceOptions{
-		Concurrency: s.cfg.Concurrency, Only: only, Shard: s.cfg.Shard, Logger: log,
+		Concurrency: s.cfg.Concurrency, Only: only, Shard: s.cfg.Shard, Logger: log, Now: s.cfg.Clock.Now,
 		Progress: func(r app.RepoResult) {
 			s.cfg.Metrics.Reconciled(outcomeOf(r))
 		},
@@ -265,14 +280,24 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 	if j.Kind == KindDrift {
 		mode = ForgeDrift
 	} else {
-		opts.Baselines, opts.Full, opts.FullEvery, opts.Salt = s.baselines, !j.Incremental, s.cfg.FullEvery, s.cfg.Salt
+		// With rollout waves every apply is full: the gate and the rollout's progress weigh
+		// every cluster, which a run planning only the changed repos cannot.
+		waves := fl.Repo.HasRollout()
+		opts.Baselines, opts.Full, opts.FullEvery, opts.Salt = s.baselines, !j.Incremental || waves, s.cfg.FullEvery, s.cfg.Salt
 		opts.Digests = e.sums()
+		if waves {
+			s.cfg.Rollout.Begin(fl.ClusterRepos())
+		}
 	}
 	forge, err := s.cfg.Forges(ctx, fl.Owner(), mode)
 	if err != nil {
 		return err
 	}
 	rep, err := app.ApplyFleet(ctx, forge, fl, opts)
+	if rep != nil && only == nil && !rep.Incremental && rep.Refused == nil {
+		// Only a full run weighs every cluster: a limited one may hold what a full one admits.
+		s.rollout(ctx, sha, fl, rep, log)
+	}
 	if rep != nil {
 		s.keep(sha, fl.Repo, rep, only == nil && !rep.Incremental)
 		changed := 0
@@ -358,7 +383,7 @@ func (s *Service) plan(ctx context.Context, j Job) CheckResult {
 			Summary: "```\n" + err.Error() + "\n```\n"}
 	}
 	rep, err := app.PlanFleet(ctx, forge, fl, app.ServiceOptions{
-		Concurrency: s.cfg.Concurrency, Logger: s.log.With("delivery", j.Delivery, "kind", j.Kind),
+		Concurrency: s.cfg.Concurrency, Logger: s.log.With("delivery", j.Delivery, "kind", j.Kind), Now: s.cfg.Clock.Now,
 	})
 	if err != nil {
 		return CheckResult{Conclusion: ConclusionNeutral, Title: "fleetbot could not plan",
@@ -369,6 +394,12 @@ func (s *Service) plan(ctx context.Context, j Job) CheckResult {
 		return CheckResult{Conclusion: ConclusionNeutral, Title: "fleetbot could not render the plan", Summary: err.Error()}
 	}
 	res := planResult(rep, text.String())
+	if rep.Rollout != nil {
+		if p := app.DescribeRollout(rep.Rollout); p.Changed > 0 {
+			res.Summary += "\n\n### Rollout in waves\n\nOnce merged, this change reaches the clusters wave by wave (the states are today's; " +
+				"the check run `" + RolloutCheckName + "` on the merge commit follows the rollout).\n\n" + p.Summary
+		}
+	}
 	if s.cfg.Verdict != nil {
 		v := s.verdict(ctx, j, fl.Owner())
 		res.Conclusion = worst(res.Conclusion, v.Conclusion)

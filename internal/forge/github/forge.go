@@ -84,6 +84,9 @@ type Forge struct {
 
 	loginOnce sync.Once
 	login     string
+
+	// blobs are the blobs read so far, by hash (content-addressed: never stale).
+	blobs blobCache
 }
 
 // repoEntry is one repo's cached state behind its own lock.

@@ -422,10 +422,22 @@ func (f *Forge) latestPR(ctx context.Context, owner, repo, defaultBranch, botBra
 	return toPR(ps[0]), nil
 }
 
-// Blob implements pr.Forge.
+// Blob implements pr.Forge. A blob read once is answered from memory afterwards (blobCache).
 //
 // GitHub API docs: https://docs.github.com/rest/git/blobs#get-a-blob
 func (f *Forge) Blob(ctx context.Context, owner, repo, hash string) ([]byte, error) {
+	if data, ok := f.blobs.get(hash); ok {
+		return data, nil
+	}
+	data, err := f.readBlob(ctx, owner, repo, hash)
+	if err == nil {
+		f.blobs.put(hash, data)
+	}
+	return data, err
+}
+
+// readBlob reads one blob from GitHub.
+func (f *Forge) readBlob(ctx context.Context, owner, repo, hash string) ([]byte, error) {
 	b, _, err := f.api.Git.GetBlob(ctx, owner, repo, hash)
 	if IsNotFound(err) {
 		return nil, fmt.Errorf("repo %s/%s: blob %s: %w", owner, repo, hash, pr.ErrNotFound)

@@ -1,0 +1,92 @@
+package githubapi
+
+import (
+	"context"
+	"testing"
+
+	gh "github.com/google/go-github/v62/github"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/githubtest"
+	"github.com/fleetbot-io/fleetbot/internal/webhook"
+)
+
+// TestRolloutCheckRunProgress: the rollout check run is created once per commit and updated in
+// place while in progress; an unchanged verdict writes nothing; a restarted service finds the
+// run by name instead of adding one; a completed run is never reopened: a changed verdict gets
+// a new run, which GitHub shows in its place.
+func TestRolloutCheckRunProgress(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := githubtest.NewServer(t)
+	srv.CreateOrg("acme")
+	srv.CreateRepo("acme", "control", map[string]string{"platform.yaml": "kind: Platform\n"})
+	sha := srv.Branch("acme", "control", "main")
+	checks, err := NewGitHubChecks(srv.Client(), "acme/control", "")
+	require.NoError(t, err)
+	runs := func() []*gh.CheckRun {
+		name := webhook.RolloutCheckName
+		res, _, err := srv.Client().Checks.ListCheckRunsForRef(ctx, "acme", "control", sha, &gh.ListCheckRunsOptions{CheckName: &name})
+		require.NoError(t, err)
+		return res.CheckRuns
+	}
+	writes := func() int {
+		n := 0
+		for _, r := range srv.Requests() {
+			if r.Class != githubtest.Read {
+				n++
+			}
+		}
+		return n
+	}
+
+	wave1 := webhook.CheckResult{Title: "wave 1 of 3 (canary): 0 of 1 clusters done", Summary: "| 1 | canary | **active** | 0 / 1 |"}
+	require.NoError(t, checks.Progress(ctx, sha, wave1))
+	got := runs()
+	require.Len(t, got, 1)
+	assert.Equal(t, webhook.RolloutCheckName, got[0].GetName())
+	assert.Equal(t, "in_progress", got[0].GetStatus())
+	assert.Equal(t, wave1.Title, got[0].GetOutput().GetTitle())
+	assert.Equal(t, wave1.Summary, got[0].GetOutput().GetSummary())
+
+	srv.ResetLog()
+	require.NoError(t, checks.Progress(ctx, sha, wave1))
+	assert.Empty(t, srv.Requests(), "an unchanged verdict (every resync) asks nothing of GitHub")
+
+	// A restarted service: one lookup by name, then the same run updated.
+	restarted, err := NewGitHubChecks(srv.Client(), "acme/control", "")
+	require.NoError(t, err)
+	wave2 := webhook.CheckResult{Title: "wave 2 of 3 (eu): 0 of 1 clusters done", Summary: "| 2 | eu | **active** | 0 / 1 |"}
+	require.NoError(t, restarted.Progress(ctx, sha, wave2))
+	assert.Equal(t, 1, writes(), "one update")
+	got = runs()
+	require.Len(t, got, 1, "the run was found again, not duplicated")
+	assert.Equal(t, wave2.Title, got[0].GetOutput().GetTitle())
+
+	halted := webhook.CheckResult{Conclusion: webhook.ConclusionFailure, Title: "rollout halted on prod-eu-1: Flux reported a failure for the merge of #3",
+		Summary: "**Halted on prod-eu-1** (wave eu)"}
+	require.NoError(t, restarted.Progress(ctx, sha, halted))
+	got = runs()
+	require.Len(t, got, 1)
+	assert.Equal(t, "completed", got[0].GetStatus())
+	assert.Equal(t, "failure", got[0].GetConclusion())
+	assert.Equal(t, halted.Title, got[0].GetOutput().GetTitle())
+
+	// Flux reported healthy after all: the rollout goes on, on a new run.
+	require.NoError(t, restarted.Progress(ctx, sha, wave2))
+	got = runs()
+	require.Len(t, got, 2)
+	newest := got[0]
+	if got[1].GetID() > newest.GetID() {
+		newest = got[1]
+	}
+	assert.Equal(t, "in_progress", newest.GetStatus())
+	assert.Equal(t, wave2.Title, newest.GetOutput().GetTitle())
+
+	// A commit that does not exist is an error naming it; nothing is remembered for it.
+	bad := "0123456789abcdef0123456789abcdef01234567"
+	err = restarted.Progress(ctx, bad, wave1)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "acme/control@"+bad)
+}
