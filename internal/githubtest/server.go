@@ -38,7 +38,9 @@ type Server struct {
 	hs    *httptest.Server
 
 	apiMux *http.ServeMux
-	gitMux *http.ServeMux
+	// restPatterns are the REST routes registered on apiMux ("GET /repos/{owner}/{repo}").
+	restPatterns []string
+	gitMux       *http.ServeMux
 
 	mu     sync.Mutex // guards st, app keys and every git repository on disk
 	st     *state
