@@ -79,6 +79,16 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 			}
 		}
 	}
+	if probe.appKey == nil && probe.appPub == nil {
+		// One App key for every test server of a test binary: generating a 2048-bit RSA
+		// key costs about a CPU-second under -race. A test that needs a key the server does
+		// not know makes its own.
+		key, err := testAppKey()
+		if err != nil {
+			t.Fatalf("starting fake github: %v", err)
+		}
+		opts = append([]Option{WithAppKey(key)}, opts...)
+	}
 	if !probe.noSpec && probe.spec == nil {
 		opt, report := specOption(t)
 		// Registered before Close: cleanups run last-in first-out, so the violations are
