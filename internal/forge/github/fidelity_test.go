@@ -395,9 +395,9 @@ func TestCreateRepoTwice(t *testing.T) {
 }
 
 // TestLostWriteResponses: whichever write of a first apply (of one cluster and one workspace repo
-// of the example) loses its answer after GitHub acted,
-// the next run converges (a new process, same cache) and the one after has nothing to do: one
-// pull request per repo, every repo managed (topics) and protected, no write.
+// of the example) loses its answer after GitHub acted, the next run converges (a new process,
+// same cache) and the one after has nothing to do: one pull request per repo, every repo managed
+// (topics) and protected, no write.
 func TestLostWriteResponses(t *testing.T) {
 	t.Parallel()
 	for _, route := range []string{
