@@ -22,10 +22,11 @@ $(BIN): go.mod go.sum $(shell git ls-files '*.go' 2>/dev/null)
 schemas:
 	scripts/github-schemas.sh
 
-## test: vet, then every test with the race detector
+## test: vet, then every test with the race detector (go test -race -count=1 $(PKGS), from test
+## binaries kept in .cache/test-bin/race/ so only the stale ones are linked again: scripts/test.sh)
 test: schemas
 	$(GO) vet $(PKGS)
-	$(GO) test -race -count=1 $(PKGS)
+	GO=$(GO) PKGS="$(PKGS)" scripts/test.sh
 
 ## e2e: fleetbot on a real API server and real Flux (etcd from Debian's etcd-server;
 ## kube-apiserver, kube-controller-manager and the Flux controllers built once per tool set,

@@ -14,17 +14,18 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
 )
 
-// TestApplyNoopAfterRestartWithAFreshInstallationToken: a converged fleet of 150 clusters (153
+// TestApplyNoopAfterRestartWithAFreshInstallationToken: a converged fleet of 100 clusters (102
 // repos), applied again in full by a new process as the GitHub App (a freshly minted
 // installation token: ETags of the previous token are worthless) on the snapshot cache the
 // previous process left, costs the token, the teams and one GraphQL scan per 100 repos: no
 // request per repo, no write. At 1,000 repos that is 14 requests (target: ≤ 20).
 func TestApplyNoopAfterRestartWithAFreshInstallationToken(t *testing.T) {
 	if testing.Short() {
-		t.Skip("creates 153 repos on the fake GitHub")
+		t.Skip("creates 102 repos on the fake GitHub")
 	}
+	// Past 100 repos, so the scan reads two pages (GitHub's largest page is 100 repos).
 	ctl := filepath.Join(t.TempDir(), "control")
-	require.NoError(t, fleetgen.WriteDir(ctl, fleetgen.Options{Clusters: 150, Apps: 4, Seed: 1}))
+	require.NoError(t, fleetgen.WriteDir(ctl, fleetgen.Options{Clusters: 100, Apps: 4, Seed: 1}))
 	repo, err := control.LoadDir(ctl)
 	require.NoError(t, err)
 	srv := githubtest.NewServer(t)
@@ -38,7 +39,7 @@ func TestApplyNoopAfterRestartWithAFreshInstallationToken(t *testing.T) {
 	cache := t.TempDir()
 	args := []string{"apply", "--control", ctl, "--forge", "github", "--github-cache", cache, "--concurrency", "8",
 		"--content-per-minute", "100000", "--content-per-hour", "1000000", // the fake enforces no content limit here
-		"--mutation-interval", "0"} // nor GitHub's second between mutations: 153 repos' writes would take minutes
+		"--mutation-interval", "0"} // nor GitHub's second between mutations: 102 repos' writes would take minutes
 	code, _, errOut := cli(t, args...)
 	require.Equal(t, 0, code, errOut)
 
@@ -48,13 +49,14 @@ func TestApplyNoopAfterRestartWithAFreshInstallationToken(t *testing.T) {
 	srv.ResetLog()
 	code, out, errOut := cli(t, append(args, "--full")...)
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "\n153 repos: 153 noop\n")
+	const repos = 102 // the 100 clusters and the 2 other target repos fleetgen writes for them
+	assert.Contains(t, out, fmt.Sprintf("\n%d repos: %d noop\n", repos, repos))
 	var routes []string
 	for _, r := range srv.Requests() {
 		routes = append(routes, r.Route)
 	}
-	t.Logf("full no-op of 153 repos, new process, new installation token: %d requests: %s", len(routes), strings.Join(routes, ", "))
-	pages := (153 + 99) / 100
+	t.Logf("full no-op of %d repos, new process, new installation token: %d requests: %s", repos, len(routes), strings.Join(routes, ", "))
+	pages := (repos + 99) / 100
 	// The installation, GET /app and the token (once per process), the teams, the scan.
 	assert.LessOrEqual(t, len(routes), 4+pages, "no request per repo")
 	assert.Equal(t, 0, srv.Counts().Writes-countRoute(routes, mintToken), "no write")

@@ -26,11 +26,15 @@ func TestApplyStopsOnSIGINT(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "fleetbot")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "GOTOOLCHAIN=local")
+	// go install, not go build -o: it links only when the binary it installed before is stale
+	// (go build -o links every time, seconds of CPU). The module's .cache holds it.
+	binDir, err := filepath.Abs(filepath.Join("..", "..", ".cache", "test-bin"))
+	require.NoError(t, err)
+	build := exec.Command("go", "install", ".")
+	build.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOBIN="+binDir)
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
+	bin := filepath.Join(binDir, "bot")
 	gen := exec.Command(bin, "dev", "generate", "--clusters", "400", "--out", filepath.Join(dir, "ctl"))
 	out, err = gen.CombinedOutput()
 	require.NoError(t, err, "%s", out)

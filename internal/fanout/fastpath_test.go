@@ -16,10 +16,24 @@ import (
 // objects, every substitution parsed), and requires the same trees or the same issues.
 func renderBothWays(t *testing.T, repo *control.Repo, what string) {
 	t.Helper()
-	fast, ferr := NewRenderer(Options{}).Render(repo)
-	exact := NewRenderer(Options{})
+	fast, exact := bothWays()
+	renderBothWaysWith(t, fast, exact, repo, what)
+}
+
+// bothWays returns a Renderer with the shortcuts and an exact one.
+func bothWays() (fast, exact *Renderer) {
+	exact = NewRenderer(Options{})
 	exact.exact = true
-	slow, serr := exact.Render(repo)
+	return NewRenderer(Options{}), exact
+}
+
+// renderBothWaysWith is renderBothWays with the two Renderers given: warm ones (their builds
+// cached by a previous render) render what cold ones render (TestWarmRenderReusesFiles), so a
+// test of many values renders each app once per way instead of once per value.
+func renderBothWaysWith(t *testing.T, fastR, exactR *Renderer, repo *control.Repo, what string) {
+	t.Helper()
+	fast, ferr := fastR.Render(repo)
+	slow, serr := exactR.Render(repo)
 	if serr != nil || ferr != nil {
 		require.Error(t, ferr, "%s: the exact render failed, the fast one did not: %v", what, serr)
 		require.Error(t, serr, "%s: the fast render failed, the exact one did not: %v", what, ferr)
@@ -66,6 +80,7 @@ func TestFastPathEqualsExactGenerated(t *testing.T) {
 func TestFastPathEqualsExactNamespaces(t *testing.T) {
 	t.Parallel()
 	rendered := 0
+	fast, exact := bothWays()
 	for _, ns := range []string{"123", "yes", "no", "null", "true", "1e3", "0x1f", "default", "fleetbot-ns-placeholder-5e2a9c0b", "a", "payments-2"} {
 		m := exampleFS(t)
 		ws := string(m["workspaces/payments.yaml"].Data)
@@ -76,7 +91,7 @@ func TestFastPathEqualsExactNamespaces(t *testing.T) {
 			continue // a namespace validation refuses is not rendered at all
 		}
 		rendered++
-		renderBothWays(t, repo, "namespace "+ns)
+		renderBothWaysWith(t, fast, exact, repo, "namespace "+ns)
 	}
 	require.GreaterOrEqual(t, rendered, 8, "most of these namespaces are valid")
 }
@@ -103,14 +118,15 @@ func TestFastPathEqualsExactValues(t *testing.T) {
 	values := []string{"2", "3.5", "0x1F", "1e3", "true", "null", "yes", "a-b", "a/b.c_d", "_x", "10.10.0.0/24",
 		"", " ", "-x", "x-", ".5", "a b", "a:b", "a: b", "a #b", "#", "[a]", "{a: b}", "'q'", "\"q\"", `\`, "a,b",
 		"*a", "&a", "!x", "|", ">", "%", "@x", "`x`", "2\n  k: v", "x\n---\nkind: Secret", "~", "a:"}
+	fast, exact := bothWays()
 	for i, replicas := range values {
 		message := values[(i*7+3)%len(values)]
 		cluster.Spec.Values["podinfo_replicas"] = replicas
 		cluster.Spec.Values["podinfo_message"] = message
-		renderBothWays(t, repo, "replicas "+replicas+", message "+message)
+		renderBothWaysWith(t, fast, exact, repo, "replicas "+replicas+", message "+message)
 		cluster.Spec.Values["podinfo_replicas"] = message
 		cluster.Spec.Values["podinfo_message"] = replicas
-		renderBothWays(t, repo, "replicas "+message+", message "+replicas)
+		renderBothWaysWith(t, fast, exact, repo, "replicas "+message+", message "+replicas)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v4"
@@ -141,6 +142,16 @@ func (s *Server) verifyJWT(raw string) *httpError {
 	}
 	return nil
 }
+
+// testAppKey is the App key of every NewServer of a test binary (unless given another),
+// generated once: read-only afterwards.
+var testAppKey = sync.OnceValues(func() (*rsa.PrivateKey, error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, fmt.Errorf("generating app key: %w", err)
+	}
+	return key, nil
+})
 
 // appPublicKey returns the App's public key, generating a key pair on first use.
 func (s *Server) appPublicKey() (*rsa.PublicKey, error) {

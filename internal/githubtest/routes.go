@@ -113,9 +113,17 @@ func (s *Server) routes() {
 	s.gitMux.HandleFunc("POST /{owner}/{repo}/git-receive-pack", s.handleGit)
 }
 
+// restPatterns are the REST routes the fake serves, as registered by routes.
+func restPatterns() []string {
+	s := &Server{}
+	s.routes()
+	return s.restPatterns
+}
+
 // api registers a REST route ("METHOD /path" without /api/v3) whose handler runs under the lock.
 func (s *Server) api(pattern string, h http.HandlerFunc) {
 	method, path, _ := strings.Cut(pattern, " ")
+	s.restPatterns = append(s.restPatterns, pattern)
 	s.apiMux.HandleFunc(method+" "+apiPrefix+path, s.locked(h))
 }
 

@@ -38,7 +38,9 @@ type Server struct {
 	hs    *httptest.Server
 
 	apiMux *http.ServeMux
-	gitMux *http.ServeMux
+	// restPatterns are the REST routes registered on apiMux ("GET /repos/{owner}/{repo}").
+	restPatterns []string
+	gitMux       *http.ServeMux
 
 	mu     sync.Mutex // guards st, app keys and every git repository on disk
 	st     *state
@@ -76,6 +78,16 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 				opts = append([]Option{WithAppPermissions(perms)}, opts...)
 			}
 		}
+	}
+	if probe.appKey == nil && probe.appPub == nil {
+		// One App key for every test server of a test binary: generating a 2048-bit RSA
+		// key costs about a CPU-second under -race. A test that needs a key the server does
+		// not know makes its own.
+		key, err := testAppKey()
+		if err != nil {
+			t.Fatalf("starting fake github: %v", err)
+		}
+		opts = append([]Option{WithAppKey(key)}, opts...)
 	}
 	if !probe.noSpec && probe.spec == nil {
 		opt, report := specOption(t)

@@ -237,13 +237,16 @@ func bothForges(t *testing.T, teams []string, fn func(t *testing.T, h *accessHar
 type accessRun struct {
 	dir string
 	h   *accessHarness
+	// renderer renders every plan and apply of the run: warm, it rebuilds only the apps an
+	// edit changed (a warm render equals a cold one: fanout's TestWarmRenderReusesFiles).
+	renderer *fanout.Renderer
 }
 
 func (r accessRun) load(t *testing.T) (*control.Repo, []*fanout.Target) {
 	t.Helper()
 	repo, err := control.LoadDir(r.dir)
 	require.NoError(t, err)
-	targets, err := fanout.NewRenderer(fanout.Options{}).Render(repo)
+	targets, err := r.renderer.Render(repo)
 	require.NoError(t, err)
 	return repo, targets
 }
@@ -291,7 +294,7 @@ func drift(r Result) []string {
 func TestAccessConvergesFromDrift(t *testing.T) {
 	t.Parallel()
 	bothForges(t, orgTeams, func(t *testing.T, h *accessHarness) {
-		r := accessRun{dir: controlDir(t), h: h}
+		r := accessRun{dir: controlDir(t), h: h, renderer: fanout.NewRenderer(fanout.Options{})}
 		r.mustApply(t, Options{})
 
 		h.grant(t, "cluster-prod-eu-1", "payments-sre", "admin") // a hand-granted admin
@@ -343,7 +346,7 @@ func TestAccessConvergesFromDrift(t *testing.T) {
 func TestAccessAdditive(t *testing.T) {
 	t.Parallel()
 	bothForges(t, orgTeams, func(t *testing.T, h *accessHarness) {
-		r := accessRun{dir: controlDir(t), h: h}
+		r := accessRun{dir: controlDir(t), h: h, renderer: fanout.NewRenderer(fanout.Options{})}
 		r.mustApply(t, Options{})
 		edit(t, r.dir, "platform.yaml", "  defaultBranch: main\n", "  defaultBranch: main\n  access: {mode: additive}\n")
 
@@ -375,7 +378,7 @@ func TestAccessAdditive(t *testing.T) {
 func TestAccessRemovalGuard(t *testing.T) {
 	t.Parallel()
 	bothForges(t, orgTeams, func(t *testing.T, h *accessHarness) {
-		r := accessRun{dir: controlDir(t), h: h}
+		r := accessRun{dir: controlDir(t), h: h, renderer: fanout.NewRenderer(fanout.Options{})}
 		r.mustApply(t, Options{})
 		for _, team := range []string{"x1", "x2", "x3"} {
 			h.grant(t, "cluster-prod-eu-1", team, "push")
@@ -409,7 +412,7 @@ func TestAccessRemovalGuard(t *testing.T) {
 func TestAccessNeverRemovesPlatformOrBot(t *testing.T) {
 	t.Parallel()
 	bothForges(t, orgTeams, func(t *testing.T, h *accessHarness) {
-		r := accessRun{dir: controlDir(t), h: h}
+		r := accessRun{dir: controlDir(t), h: h, renderer: fanout.NewRenderer(fanout.Options{})}
 		r.mustApply(t, Options{})
 		h.grant(t, "cluster-staging-eu-1", "platform", "pull")
 		h.collaborator(t, "cluster-staging-eu-1", h.self, "admin")
@@ -437,7 +440,7 @@ func TestAccessNeverRemovesPlatformOrBot(t *testing.T) {
 func TestAccessArchivedSkipped(t *testing.T) {
 	t.Parallel()
 	bothForges(t, orgTeams, func(t *testing.T, h *accessHarness) {
-		r := accessRun{dir: controlDir(t), h: h}
+		r := accessRun{dir: controlDir(t), h: h, renderer: fanout.NewRenderer(fanout.Options{})}
 		r.mustApply(t, Options{})
 		h.grant(t, "cluster-edge-1", "intruders", "admin")
 		h.archive(t, "cluster-edge-1")
@@ -472,7 +475,7 @@ func TestAccessMissingTeam(t *testing.T) {
 		}
 	}
 	bothForges(t, teams, func(t *testing.T, h *accessHarness) {
-		r := accessRun{dir: controlDir(t), h: h}
+		r := accessRun{dir: controlDir(t), h: h, renderer: fanout.NewRenderer(fanout.Options{})}
 		h.quiet(t)
 		rep, err := r.plan(t, Options{})
 		var is control.Issues
@@ -493,7 +496,7 @@ func TestAccessMissingTeam(t *testing.T) {
 func TestAccessControlRepo(t *testing.T) {
 	t.Parallel()
 	bothForges(t, orgTeams, func(t *testing.T, h *accessHarness) {
-		r := accessRun{dir: controlDir(t), h: h}
+		r := accessRun{dir: controlDir(t), h: h, renderer: fanout.NewRenderer(fanout.Options{})}
 		edit(t, r.dir, "platform.yaml", "    visibility: private\n", "    visibility: private\n    control: fleet-control\n")
 		h.createRepo(t, "fleet-control")
 		h.humanCommit(t, "fleet-control", map[string]string{"platform.yaml": "x\n"})
@@ -514,7 +517,7 @@ func TestAccessControlRepo(t *testing.T) {
 func TestAccessCodeownersErrors(t *testing.T) {
 	t.Parallel()
 	bothForges(t, orgTeams, func(t *testing.T, h *accessHarness) {
-		r := accessRun{dir: controlDir(t), h: h}
+		r := accessRun{dir: controlDir(t), h: h, renderer: fanout.NewRenderer(fanout.Options{})}
 		rep := r.mustApply(t, Options{})
 		assert.Empty(t, result(t, rep, "cluster-prod-eu-1").CodeownersErrors, "checked once the bootstrap landed: clean")
 		h.grant(t, "cluster-prod-eu-1", "payments-sre", "")

@@ -394,9 +394,10 @@ func TestCreateRepoTwice(t *testing.T) {
 	assert.Empty(t, e.srv.Repo("acme", "cluster-y").Topics, "left as it is")
 }
 
-// TestLostWriteResponses: whichever write of a first apply loses its answer after GitHub acted,
-// the next run converges (a new process, same cache) and the one after has nothing to do: one
-// pull request per repo, every repo managed (topics) and protected, no write.
+// TestLostWriteResponses: whichever write of a first apply (of one cluster and one workspace repo
+// of the example) loses its answer after GitHub acted, the next run converges (a new process,
+// same cache) and the one after has nothing to do: one pull request per repo, every repo managed
+// (topics) and protected, no write.
 func TestLostWriteResponses(t *testing.T) {
 	t.Parallel()
 	for _, route := range []string{
@@ -415,6 +416,7 @@ func TestLostWriteResponses(t *testing.T) {
 		t.Run(route, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
+			e.targets = oneOfEachKind(t, e.targets) // the fault hits one repo; one bystander of the other kind
 			e.srv.Fault(route, githubtest.FaultSpec{LoseResponse: true, Times: 1})
 			_, _ = reconcile.Apply(context.Background(), e.forge(t, false), e.repo, e.targets, reconcile.Options{Source: "c0ffee"})
 			e.srv.ClearFaults()
@@ -442,6 +444,21 @@ func TestLostWriteResponses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// oneOfEachKind returns the first cluster target and the first workspace target.
+func oneOfEachKind(t *testing.T, targets []*fanout.Target) []*fanout.Target {
+	t.Helper()
+	var out []*fanout.Target
+	seen := map[fanout.Kind]bool{}
+	for _, tg := range targets {
+		if !seen[tg.Kind] {
+			seen[tg.Kind] = true
+			out = append(out, tg)
+		}
+	}
+	require.True(t, seen[fanout.KindCluster] && seen[fanout.KindWorkspace], "the example has clusters and workspaces")
+	return out
 }
 
 // setMergeAuto switches the platform to pullRequests.merge: auto and renders the targets again.

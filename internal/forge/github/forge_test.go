@@ -2,10 +2,13 @@ package github_test
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,10 +36,11 @@ type env struct {
 
 func newEnv(t *testing.T, opts ...githubtest.Option) *env {
 	t.Helper()
-	repo, err := control.LoadDir(filepath.Join("..", "..", "..", "testdata", "control"))
+	repo, err := control.LoadDir(exampleControl)
 	require.NoError(t, err)
-	targets, err := fanout.NewRenderer(fanout.Options{}).Render(repo)
+	rendered, err := exampleTargets()
 	require.NoError(t, err)
+	targets := cloneTargets(rendered)
 	srv := githubtest.NewServer(t, opts...)
 	teams := map[string]bool{}
 	for _, tg := range targets {
@@ -50,6 +54,37 @@ func newEnv(t *testing.T, opts ...githubtest.Option) *env {
 	}
 	return &env{srv: srv, repo: repo, targets: targets, cacheDir: t.TempDir(),
 		budget: ghforge.BudgetConfig{PerMinute: 10000, PerHour: 100000, MinInterval: -1}}
+}
+
+// exampleControl is the example control repo of the repository's testdata.
+var exampleControl = filepath.Join("..", "..", "..", "testdata", "control")
+
+// exampleTargets are the example control repo's targets, rendered once per test binary and
+// read-only: each env works on its own copy (cloneTargets).
+var exampleTargets = sync.OnceValues(func() ([]*fanout.Target, error) {
+	repo, err := control.LoadDir(exampleControl)
+	if err != nil {
+		return nil, err
+	}
+	return fanout.NewRenderer(fanout.Options{}).Render(repo)
+})
+
+// cloneTargets copies targets so a test may change them (their file contents are never changed
+// in place, only replaced, as Render's contract says).
+func cloneTargets(in []*fanout.Target) []*fanout.Target {
+	out := make([]*fanout.Target, len(in))
+	for i, tg := range in {
+		c := *tg
+		c.Files, c.Scaffolds = maps.Clone(tg.Files), maps.Clone(tg.Scaffolds)
+		c.Access.Teams, c.Access.Collaborators = maps.Clone(tg.Access.Teams), maps.Clone(tg.Access.Collaborators)
+		if tg.Access.Protection != nil {
+			p := *tg.Access.Protection
+			c.Access.Protection = &p
+		}
+		c.Reviewers = slices.Clone(tg.Reviewers)
+		out[i] = &c
+	}
+	return out
 }
 
 // forge opens a new client and forge, as a new process would (sharing the disk cache).

@@ -11,6 +11,7 @@ import (
 // TestGitURL: the push URL is the repo's web host, never the API host, and never carries
 // credentials.
 func TestGitURL(t *testing.T) {
+	t.Parallel()
 	for api, want := range map[string]string{
 		"":                                  "https://github.com/acme/cluster-a.git",
 		"https://api.github.com/":           "https://github.com/acme/cluster-a.git",
@@ -28,6 +29,7 @@ func TestGitURL(t *testing.T) {
 // TestLeaseRefusal: receive-pack's reasons for a ref that was not at its expected old value
 // are told from other refusals (a protected branch, a hook), which fall back to the API.
 func TestLeaseRefusal(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"failed to update ref", "failed to lock", "stale info", "fetch first", "reference already exists"} {
 		assert.True(t, leaseRefusal(s), s)
 	}
@@ -39,6 +41,7 @@ func TestLeaseRefusal(t *testing.T) {
 // TestGitAuthTransport: a git request's "token X" becomes basic auth x-access-token:X; an
 // API request keeps its header.
 func TestGitAuthTransport(t *testing.T) {
+	t.Parallel()
 	var got []string
 	tr := gitAuthTransport{next: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		got = append(got, r.Header.Get("Authorization"))

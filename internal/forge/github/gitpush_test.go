@@ -131,6 +131,7 @@ func headOf(t *testing.T, e *env, repo, branch string) (sha, tree, msg string, p
 // default branch and the bot branch, for a new repo and an update; the pushes go out as basic
 // auth x-access-token, and a changed repo costs fewer content-creating writes.
 func TestGitPushWritesWhatTheAPIWrites(t *testing.T) {
+	t.Parallel()
 	type result struct {
 		costs              []cost
 		defTree, defMsg    string
@@ -187,6 +188,7 @@ func TestGitPushWritesWhatTheAPIWrites(t *testing.T) {
 // fleetbot's push, leased on the value it read, does not overwrite that commit: Apply fails
 // with pr.ErrStale, and the next plan blocks the pull request as with the Git Data API.
 func TestGitPushLeaseKeepsAHumanPush(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	f, _ := e.transportForge(t, ghforge.ContentTransportGit, nil)
@@ -214,6 +216,7 @@ func TestGitPushLeaseKeepsAHumanPush(t *testing.T) {
 // own lease check passed) and before its push: the server refuses the push on the old value
 // it names, and the human commit stays.
 func TestGitPushLeaseCheckedByTheServer(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	var logs bytes.Buffer
@@ -247,6 +250,7 @@ func TestGitPushLeaseCheckedByTheServer(t *testing.T) {
 // contents:write over git, or a protected branch) is written through the Git Data API as the
 // very same commit, and the log of the refusal holds no token.
 func TestGitPushRefusedFallsBackToTheAPI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var logs bytes.Buffer
 	f, rec := e.transportForge(t, ghforge.ContentTransportGit, &logs)
@@ -273,6 +277,7 @@ func TestGitPushRefusedFallsBackToTheAPI(t *testing.T) {
 // TestGitPushErrorHoldsNoToken: when both the push and the Git Data API are refused, the
 // error says what failed where, and holds no token.
 func TestGitPushErrorHoldsNoToken(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var logs bytes.Buffer
 	f, _ := e.transportForge(t, ghforge.ContentTransportGit, &logs)
@@ -296,6 +301,7 @@ func TestGitPushErrorHoldsNoToken(t *testing.T) {
 // TestGitPushNetworkErrorFallsBack: a push whose connection drops is written through the Git
 // Data API as the same commit.
 func TestGitPushNetworkErrorFallsBack(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var logs bytes.Buffer
 	f, _ := e.transportForge(t, ghforge.ContentTransportGit, &logs)
@@ -320,6 +326,7 @@ func TestGitPushNetworkErrorFallsBack(t *testing.T) {
 }
 
 func TestParseContentTransport(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]ghforge.ContentTransport{"": ghforge.ContentTransportAPI, "api": ghforge.ContentTransportAPI, "GIT": ghforge.ContentTransportGit} {
 		got, err := ghforge.ParseContentTransport(in)
 		require.NoError(t, err)
@@ -336,6 +343,7 @@ func TestParseContentTransport(t *testing.T) {
 // shared by the client and the fake, so the figures are the limits' time, not the machine's:
 // git push needs fewer writes and less time, and neither transport is ever refused.
 func TestGitPushUnderContentLimits(t *testing.T) {
+	t.Parallel()
 	const n = 24
 	type figures struct {
 		createTime, updateTime       time.Duration

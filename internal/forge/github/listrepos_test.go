@@ -48,6 +48,7 @@ func TestListManagedAcrossPages(t *testing.T) {
 // kind, so a management cluster that leaves the control repo is planned as
 // a removal like a cluster or workspace.
 func TestListManagedManagementRepo(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newEnv(t)
 	human := e.srv.Client()

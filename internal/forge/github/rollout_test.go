@@ -20,6 +20,7 @@ import (
 // status per context, and the default branch's head and its statuses when it moved past the
 // merge; a repo that does not exist is absent.
 func TestRolloutPRsInBatchesOf100(t *testing.T) {
+	t.Parallel()
 	srv := githubtest.NewServer(t)
 	srv.CreateOrg("acme")
 	ctx := context.Background()

@@ -2,8 +2,9 @@
 // description (the OpenAPI documents of the npm package @octokit/openapi), so a test can tell
 // when fleetbot sends, or the fake GitHub answers, something GitHub would not.
 //
-// A Description is loaded once from a file (it is large: ~13 MB for api.github.com) and is
-// read-only afterwards, safe for concurrent use. It holds no global state: callers pass it in.
+// A Description is loaded once from a file (it is large: ~13 MB for api.github.com; LoadCompact
+// keeps a compact copy of the operations a test server serves) and is read-only afterwards,
+// safe for concurrent use. It holds no global state: callers pass it in.
 package restspec
 
 import (
@@ -34,9 +35,14 @@ type Description struct {
 
 	doc    *openapi3.T
 	routes map[string][]*route // by HTTP method
+
+	// full is the whole description behind a compact one (LoadCompact), which checks the
+	// exchanges of the operations the compact one has as stubs; nil for a full description.
+	full func() (*Description, error)
 }
 
 type route struct {
+	template string   // e.g. "/repos/{owner}/{repo}"
 	segments []string // path template split at "/", e.g. ["repos", "{owner}", "{repo}"]
 	params   int      // how many segments are parameters (fewer wins: a literal is more specific)
 	r        *routers.Route
@@ -48,6 +54,11 @@ func Load(path string) (*Description, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading GitHub's REST description: %w (run scripts/github-schemas.sh)", err)
 	}
+	return load(path, data)
+}
+
+// load parses and indexes the description data read from path.
+func load(path string, data []byte) (*Description, error) {
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(data)
 	if err != nil {
@@ -55,28 +66,38 @@ func Load(path string) (*Description, error) {
 	}
 	d := &Description{Source: path, doc: doc, routes: map[string][]*route{}}
 	for tmpl, item := range doc.Paths.Map() {
-		segs := strings.Split(strings.Trim(tmpl, "/"), "/")
-		params := 0
-		for _, s := range segs {
-			if isParam(s) {
-				params++
-			}
-		}
 		for method, op := range item.Operations() {
-			d.routes[method] = append(d.routes[method], &route{segments: segs, params: params, r: &routers.Route{
+			d.routes[method] = append(d.routes[method], newRoute(tmpl, &routers.Route{
 				Spec: doc, Path: tmpl, PathItem: item, Method: method, Operation: op,
-			}})
+			}))
 		}
 	}
-	for _, rs := range d.routes {
+	sortRoutes(d.routes)
+	return d, nil
+}
+
+// newRoute indexes one operation's path template.
+func newRoute(tmpl string, r *routers.Route) *route {
+	segs := strings.Split(strings.Trim(tmpl, "/"), "/")
+	params := 0
+	for _, s := range segs {
+		if isParam(s) {
+			params++
+		}
+	}
+	return &route{template: tmpl, segments: segs, params: params, r: r}
+}
+
+// sortRoutes orders each method's routes for Match: literal segments first.
+func sortRoutes(routes map[string][]*route) {
+	for _, rs := range routes {
 		sort.Slice(rs, func(i, j int) bool {
 			if rs[i].params != rs[j].params {
 				return rs[i].params < rs[j].params
 			}
-			return rs[i].r.Path < rs[j].r.Path
+			return rs[i].template < rs[j].template
 		})
 	}
-	return d, nil
 }
 
 func isParam(seg string) bool { return strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") }
@@ -88,25 +109,31 @@ var slashed = map[string]bool{"{ref}": true, "{path}": true, "{basehead}": true}
 // Match finds the operation of a request path (without any /api/v3 prefix, still escaped as
 // sent). A last parameter {ref}, {path} or {basehead} may span several segments.
 func (d *Description) Match(method, escapedPath string) (*routers.Route, map[string]string, bool) {
+	rt, params := matchRoutes(d.routes[method], escapedPath)
+	if rt == nil {
+		return nil, nil, false
+	}
+	return rt.r, params, true
+}
+
+// matchRoutes finds the route of a path among one method's sorted routes, and its parameters.
+func matchRoutes(routes []*route, escapedPath string) (*route, map[string]string) {
 	segs := strings.Split(strings.Trim(escapedPath, "/"), "/")
-	for _, rt := range d.routes[method] {
+	for _, rt := range routes {
 		if params, ok := rt.match(segs, false); ok {
-			return rt.r, params, true
+			return rt, params
 		}
 	}
 	// A greedy last parameter: the longest template wins ({ref} of .../git/ref/{ref} over
 	// {repo} of /repos/{owner}/{repo}).
 	var best *route
 	var bestParams map[string]string
-	for _, rt := range d.routes[method] {
+	for _, rt := range routes {
 		if params, ok := rt.match(segs, true); ok && (best == nil || len(rt.segments) > len(best.segments)) {
 			best, bestParams = rt, params
 		}
 	}
-	if best == nil {
-		return nil, nil, false
-	}
-	return best.r, bestParams, true
+	return best, bestParams
 }
 
 func (rt *route) match(segs []string, greedy bool) (map[string]string, bool) {
@@ -179,6 +206,14 @@ func (d *Description) Check(ctx context.Context, ex Exchange) []Violation {
 	if !ok {
 		return []Violation{{Method: req.Method, Path: req.URL.Path, Side: "request",
 			Detail: "GitHub's REST API has no such operation"}}
+	}
+	if stub(rt.Operation) && d.full != nil {
+		full, err := d.full()
+		if err != nil {
+			return []Violation{{Operation: rt.Operation.OperationID, Method: req.Method, Path: req.URL.Path,
+				Template: rt.Path, Side: "request", Detail: "cannot check: " + err.Error()}}
+		}
+		return full.Check(ctx, ex)
 	}
 	base := Violation{Operation: rt.Operation.OperationID, Method: req.Method, Path: req.URL.Path, Template: rt.Path}
 	opts := &openapi3filter.Options{
