@@ -21,17 +21,17 @@ export PATH bin
 [ "${PIPESTATUS[0]}" -eq 0 ] || exit 1
 
 run_one() { # import path, directory, test binary
-  local log start rc secs
+  local log start rc ms
   log=$(mktemp)
-  start=$(date +%s.%N)
+  start=$(date +%s%N)
   (cd "$2" && "$3" -test.count=1 -test.timeout=10m -test.paniconexit0 >"$log" 2>&1)
   rc=$?
-  secs=$(echo "$(date +%s.%N) - $start" | bc)
+  ms=$((($(date +%s%N) - start) / 1000000))
   [ "$rc" -eq 0 ] && : >"$log" # a passing package prints its summary line only, as go test
   if [ "$rc" -eq 0 ]; then
-    printf 'ok  \t%s\t%.3fs\n' "$1" "$secs" >>"$log"
+    printf 'ok  \t%s\t%d.%03ds\n' "$1" $((ms / 1000)) $((ms % 1000)) >>"$log"
   else
-    printf 'FAIL\t%s\t%.3fs\n' "$1" "$secs" >>"$log"
+    printf 'FAIL\t%s\t%d.%03ds\n' "$1" $((ms / 1000)) $((ms % 1000)) >>"$log"
   fi
   flock "$bin/.output" cat "$log" # one package's output at a time
   rm -f "$log"
