@@ -24,6 +24,8 @@ var ErrQueueFull = errors.New("job queue full")
 // that run to finish. An apply (the whole fleet) and drifts (single repos)
 // never run together, so they do not race on the same repo's pull request,
 // and a waiting apply absorbs the drifts queued behind or before it.
+// NextBatch hands out the drifts waiting for one owner together, so a burst
+// of drifts is a few applies limited to their repos rather than one per repo.
 //
 // Queue is safe for concurrent use. Push never blocks.
 type Queue struct {
