@@ -22,20 +22,7 @@ func (s *Service) drift(ctx context.Context, j Job) error {
 // shard is ignored (nil), as for a single job.
 func (s *Service) ExecuteDrifts(ctx context.Context, jobs []Job) []error {
 	errs := make([]error, len(jobs))
-	var live []int // indexes of the jobs still to reconcile
-	for i, j := range jobs {
-		if j.Kind != KindDrift {
-			errs[i] = fmt.Errorf("drift batch: job %d is a %s job, not a drift", i, j.Kind)
-			continue
-		}
-		if s.cfg.BeforeJob != nil {
-			if err := s.cfg.BeforeJob(ctx, j); err != nil {
-				errs[i] = err
-				continue
-			}
-		}
-		live = append(live, i)
-	}
+	live := s.admitDrifts(ctx, jobs, errs)
 	if len(live) == 0 {
 		return errs
 	}
@@ -54,8 +41,7 @@ func (s *Service) ExecuteDrifts(ctx context.Context, jobs []Job) []error {
 		return fail(fmt.Errorf("control repo at %s: %w", report.ShortSHA(sha), err))
 	}
 	var only []string
-	seen := map[string]bool{}
-	byName := map[string][]int{}
+	byName := map[string][]int{} // the jobs of each repo, by lower-case name
 	for _, i := range live {
 		j := jobs[i]
 		owner, name, _ := strings.Cut(j.Repo, "/")
@@ -68,8 +54,7 @@ func (s *Service) ExecuteDrifts(ctx context.Context, jobs []Job) []error {
 			continue
 		}
 		key := strings.ToLower(name)
-		if !seen[key] {
-			seen[key] = true
+		if byName[key] == nil {
 			only = append(only, name)
 		}
 		byName[key] = append(byName[key], i)
@@ -77,11 +62,36 @@ func (s *Service) ExecuteDrifts(ctx context.Context, jobs []Job) []error {
 	if len(only) == 0 {
 		return errs
 	}
-	lead := jobs[byName[strings.ToLower(only[0])][0]]
-	rep, err := s.applyReport(ctx, lead, only)
-	if err == nil {
-		return errs
+	rep, err := s.applyReport(ctx, jobs[byName[strings.ToLower(only[0])][0]], only)
+	if err != nil {
+		attributeDrifts(errs, byName, len(only), rep, err)
 	}
+	return errs
+}
+
+// admitDrifts returns the indexes of the jobs to reconcile, setting errs of the others: a job
+// that is not a drift, or one the BeforeJob hook fails.
+func (s *Service) admitDrifts(ctx context.Context, jobs []Job, errs []error) (live []int) {
+	for i, j := range jobs {
+		if j.Kind != KindDrift {
+			errs[i] = fmt.Errorf("drift batch: job %d is a %s job, not a drift", i, j.Kind)
+			continue
+		}
+		if s.cfg.BeforeJob != nil {
+			if err := s.cfg.BeforeJob(ctx, j); err != nil {
+				errs[i] = err
+				continue
+			}
+		}
+		live = append(live, i)
+	}
+	return live
+}
+
+// attributeDrifts sets errs of the jobs in byName from a run over repos repos that returned err
+// (and rep, nil when the run did not start): each job gets its own repo's failure, the jobs of
+// repos that converged none; a run that failed as a whole fails every job.
+func attributeDrifts(errs []error, byName map[string][]int, repos int, rep *app.Report, err error) {
 	var failed []app.RepoResult
 	if rep != nil {
 		failed = rep.Failed()
@@ -90,10 +100,10 @@ func (s *Service) ExecuteDrifts(ctx context.Context, jobs []Job) []error {
 	for _, r := range failed {
 		_, name, _ := strings.Cut(r.Repo, "/")
 		for _, i := range byName[strings.ToLower(name)] {
-			perRepo[i] = fmt.Errorf("reconcile failed in a batch of %d drifted repos: %w", len(only), r.Err)
+			perRepo[i] = fmt.Errorf("reconcile failed in a batch of %d drifted repos: %w", repos, r.Err)
 		}
 	}
-	if len(only) == 1 || len(perRepo) == 0 {
+	if repos == 1 || len(perRepo) == 0 {
 		// One repo (the error is the one a lone drift job has always had), or the run failed
 		// as a whole (the org unreadable, the control repo invalid...) or on a repo no job
 		// names: every job failed with it.
@@ -102,11 +112,9 @@ func (s *Service) ExecuteDrifts(ctx context.Context, jobs []Job) []error {
 				errs[i] = err
 			}
 		}
-		return errs
+		return
 	}
-	// Some repos failed: each job gets its own repo's error; the others converged.
 	for i, e := range perRepo {
 		errs[i] = e
 	}
-	return errs
 }
