@@ -9,7 +9,10 @@
 // and coalesces by target: every push to the control repo's default branch
 // is one apply of the fleet, every event on a target repo one drift
 // reconcile of that repo, every control pull request one check. A Pool of
-// workers runs jobs with a fresh context each, recovers panics and shuts
+// workers runs jobs with a fresh context each; a worker taking a drift takes
+// the other drifts of that owner waiting then (Queue.NextBatch, at most
+// MaxDriftBatch) and runs them as one apply limited to their repos
+// (Service.ExecuteDrifts), reporting each job on its own. It recovers panics and shuts
 // down gracefully; Resync queues a full apply periodically, so a missed
 // delivery, a refused one or a crash costs at most one interval.
 //

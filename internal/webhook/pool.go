@@ -30,6 +30,13 @@ type Executor interface {
 	Execute(ctx context.Context, j Job) error
 }
 
+// DriftBatcher is an Executor that does the work of several drift jobs (of one owner, distinct
+// repos) in one run, reporting each job's own error at the same index (nil when its repo
+// converged). A Pool whose Executor is not one runs a batch's jobs one after the other.
+type DriftBatcher interface {
+	ExecuteDrifts(ctx context.Context, jobs []Job) []error
+}
+
 // Pool runs jobs from a Queue on a fixed number of workers. Each job gets a
 // fresh context (not the delivery's, which ends with the HTTP response),
 // with a timeout; a panic fails that job only.
@@ -89,11 +96,11 @@ func (p *Pool) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			for {
-				j, err := p.Queue.Next(ctx)
+				jobs, err := p.Queue.NextBatch(ctx)
 				if err != nil {
 					return
 				}
-				p.run(hard, j)
+				p.runBatch(hard, jobs)
 			}
 		}()
 	}
@@ -120,23 +127,49 @@ func (p *Pool) now() time.Time {
 	return p.Now()
 }
 
-// run executes one job on a fresh context and reports it.
-func (p *Pool) run(parent context.Context, j Job) {
-	timeout := p.JobTimeout
-	if timeout <= 0 {
-		timeout = DefaultJobTimeout
+// runBatch executes jobs (one job, or drift jobs taken together) on a fresh context and
+// reports each job: every delivery is counted and logged as when it ran alone.
+func (p *Pool) runBatch(parent context.Context, jobs []Job) {
+	b, batched := p.Exec.(DriftBatcher)
+	if len(jobs) == 1 || !batched {
+		for _, j := range jobs {
+			p.run(parent, j)
+		}
+		return
 	}
-	ctx, cancel := context.WithTimeout(parent, timeout)
+	for _, j := range jobs {
+		defer p.Queue.Done(j.Key())
+	}
+	ctx, cancel := context.WithTimeout(parent, p.timeout())
 	defer cancel()
-	defer p.Queue.Done(j.Key())
+	start := make([]time.Time, len(jobs))
+	for i, j := range jobs {
+		start[i] = p.started(j)
+	}
+	p.logger().Debug("drift jobs batched into one apply", "jobs", len(jobs))
+	errs := p.executeDrifts(ctx, b, jobs)
+	for i, j := range jobs {
+		p.report(ctx, j, start[i], func() error { return errs[i] })
+	}
+}
 
-	log := p.logger().With("kind", j.Kind, "repo", j.Repo, "delivery", j.Delivery, "reason", j.Reason)
+// started records that j starts now and returns when.
+func (p *Pool) started(j Job) time.Time {
 	start := p.now()
 	wait := start.Sub(j.Queued)
 	p.Metrics.JobStarted(string(j.Kind), wait)
-	log.Info("job started", "waited", wait.Round(time.Millisecond), "coalesced", j.Merged, "sha", j.SHA)
+	p.jobLogger(j).Info("job started", "waited", wait.Round(time.Millisecond), "coalesced", j.Merged, "sha", j.SHA)
+	return start
+}
 
-	err := p.execute(ctx, j)
+func (p *Pool) jobLogger(j Job) *slog.Logger {
+	return p.logger().With("kind", j.Kind, "repo", j.Repo, "delivery", j.Delivery, "reason", j.Reason)
+}
+
+// report runs (or collects) j's outcome and records it.
+func (p *Pool) report(ctx context.Context, j Job, start time.Time, run func() error) {
+	log := p.jobLogger(j)
+	err := run()
 	took := p.now().Sub(start)
 	outcome := "ok"
 	var pe *panicError
@@ -156,6 +189,21 @@ func (p *Pool) run(parent context.Context, j Job) {
 	p.Metrics.JobDone(string(j.Kind), outcome, took)
 }
 
+func (p *Pool) timeout() time.Duration {
+	if p.JobTimeout <= 0 {
+		return DefaultJobTimeout
+	}
+	return p.JobTimeout
+}
+
+// run executes one job on a fresh context, reports it and marks it done.
+func (p *Pool) run(parent context.Context, j Job) {
+	defer p.Queue.Done(j.Key())
+	ctx, cancel := context.WithTimeout(parent, p.timeout())
+	defer cancel()
+	p.report(ctx, j, p.started(j), func() error { return p.execute(ctx, j) })
+}
+
 // panicError carries a recovered panic out of a job.
 type panicError struct {
 	value any
@@ -172,4 +220,27 @@ func (p *Pool) execute(ctx context.Context, j Job) (err error) {
 		}
 	}()
 	return p.Exec.Execute(ctx, j)
+}
+
+// executeDrifts calls the batcher, turning a panic into an error of every job and a result of
+// the wrong length into an error rather than a lost report.
+func (p *Pool) executeDrifts(ctx context.Context, b DriftBatcher, jobs []Job) (errs []error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err := &panicError{value: v, stack: debug.Stack()}
+			errs = make([]error, len(jobs))
+			for i := range errs {
+				errs[i] = err
+			}
+		}
+	}()
+	errs = b.ExecuteDrifts(ctx, jobs)
+	if len(errs) != len(jobs) {
+		err := fmt.Errorf("drift batch: the executor reported %d results for %d jobs", len(errs), len(jobs))
+		errs = make([]error, len(jobs))
+		for i := range errs {
+			errs[i] = err
+		}
+	}
+	return errs
 }

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 )
 
@@ -23,6 +24,8 @@ var ErrQueueFull = errors.New("job queue full")
 // that run to finish. An apply (the whole fleet) and drifts (single repos)
 // never run together, so they do not race on the same repo's pull request,
 // and a waiting apply absorbs the drifts queued behind or before it.
+// NextBatch hands out the drifts waiting for one owner together, so a burst
+// of drifts is a few applies limited to their repos rather than one per repo.
 //
 // Queue is safe for concurrent use. Push never blocks.
 type Queue struct {
@@ -91,15 +94,38 @@ func (q *Queue) absorbDrifts(apply *Job) {
 	q.order = kept
 }
 
+// MaxDriftBatch bounds how many drift jobs NextBatch hands out together: one apply limited to
+// that many repos (a GraphQL page of heads), so a burst of drifts costs one org-level read
+// per hundred repos instead of one per repo.
+const MaxDriftBatch = 100
+
 // Next waits for a runnable job, marks its key running and returns it. The
 // caller must call Done(job.Key()) when finished. It returns ctx's error
 // once ctx is done.
 func (q *Queue) Next(ctx context.Context) (Job, error) {
+	jobs, err := q.next(ctx, 1)
+	if err != nil {
+		return Job{}, err
+	}
+	return jobs[0], nil
+}
+
+// NextBatch is Next, except that a drift job comes with every other runnable drift job waiting
+// for a repo of the same owner (at most MaxDriftBatch in all, oldest first): one apply limited
+// to their repos does the work of all of them. Every job returned has its key running; the
+// caller must call Done for each. Any other job comes alone.
+func (q *Queue) NextBatch(ctx context.Context) ([]Job, error) {
+	return q.next(ctx, MaxDriftBatch)
+}
+
+// next waits for a runnable job and takes it, with up to limit-1 drift jobs of the same owner
+// when it is a drift job.
+func (q *Queue) next(ctx context.Context, limit int) ([]Job, error) {
 	for {
 		// A done ctx wins over a waiting job: a pool shutting down starts nothing new, and the
 		// waiting jobs are handed back (Drain).
 		if err := ctx.Err(); err != nil {
-			return Job{}, err
+			return nil, err
 		}
 		q.mu.Lock()
 		for i, k := range q.order {
@@ -107,23 +133,52 @@ func (q *Queue) Next(ctx context.Context) (Job, error) {
 			if !q.runnable(j) {
 				continue
 			}
-			q.order = append(q.order[:i], q.order[i+1:]...)
-			delete(q.waiting, k)
-			q.running[k] = j.Kind
+			out := []Job{*j}
+			q.take(k)
 			if j.Kind == KindDrift {
-				q.drifts++
+				owner := ownerOf(j.Repo)
+				kept := q.order[:i]
+				for _, k2 := range q.order[i+1:] {
+					d := q.waiting[k2]
+					if len(out) < limit && d.Kind == KindDrift && strings.EqualFold(ownerOf(d.Repo), owner) && q.runnable(d) {
+						out = append(out, *d)
+						q.take(k2)
+						continue
+					}
+					kept = append(kept, k2)
+				}
+				q.order = kept
+			} else {
+				q.order = append(q.order[:i], q.order[i+1:]...)
 			}
 			q.mu.Unlock()
-			return *j, nil
+			return out, nil
 		}
 		changed := q.changed
 		q.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			return Job{}, ctx.Err()
+			return nil, ctx.Err()
 		case <-changed:
 		}
 	}
+}
+
+// take marks the waiting job of key running and forgets it as waiting (the caller removes key
+// from q.order); call with q.mu held.
+func (q *Queue) take(key string) {
+	j := q.waiting[key]
+	delete(q.waiting, key)
+	q.running[key] = j.Kind
+	if j.Kind == KindDrift {
+		q.drifts++
+	}
+}
+
+// ownerOf is the owner of an "owner/name" repo.
+func ownerOf(repo string) string {
+	owner, _, _ := strings.Cut(repo, "/")
+	return owner
 }
 
 // runnable reports whether j may start now.

@@ -260,14 +260,20 @@ func isInvalid(err error) bool {
 // baselines); other apply jobs (resync, installation changes) plan every repo and are the
 // safety net.
 func (s *Service) apply(ctx context.Context, j Job, only []string) error {
+	_, err := s.applyReport(ctx, j, only)
+	return err
+}
+
+// applyReport is apply, returning the run's report too (nil when the run did not start).
+func (s *Service) applyReport(ctx context.Context, j Job, only []string) (*app.Report, error) {
 	sha, err := s.cfg.Control.Head(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	e := s.fleetEntry(ctx, sha)
 	fl, err := e.fleet, e.err
 	if err != nil {
-		return fmt.Errorf("control repo at %s: %w", report.ShortSHA(sha), err)
+		return nil, fmt.Errorf("control repo at %s: %w", report.ShortSHA(sha), err)
 	}
 	log := s.log.With("delivery", j.Delivery, "kind", j.Kind)
 	opts := app.ServiceOptions{
@@ -291,7 +297,7 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 	}
 	forge, err := s.cfg.Forges(ctx, fl.Owner(), mode)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rep, err := app.ApplyFleet(ctx, forge, fl, opts)
 	if rep != nil && only == nil && !rep.Incremental && rep.Refused == nil {
@@ -309,29 +315,7 @@ func (s *Service) apply(ctx context.Context, j Job, only []string) error {
 		log.Info("fleet reconciled", "trigger", j.Repo, "source", report.ShortSHA(sha), "scope", rep.Scope,
 			"repos", len(rep.Results), "changed", changed, "failed", len(rep.Failed()), "deferred", len(rep.Deferred()))
 	}
-	return err
-}
-
-// drift reconciles the one target repo of j.
-func (s *Service) drift(ctx context.Context, j Job) error {
-	owner, name, _ := strings.Cut(j.Repo, "/")
-	sha, err := s.cfg.Control.Head(ctx)
-	if err != nil {
-		return err
-	}
-	fl, err := s.fleet(ctx, sha)
-	if err != nil {
-		return fmt.Errorf("control repo at %s: %w", report.ShortSHA(sha), err)
-	}
-	if !strings.EqualFold(owner, fl.Owner()) {
-		s.log.Debug("drift on a repo outside the platform owner; ignored", "repo", j.Repo, "delivery", j.Delivery)
-		return nil
-	}
-	if !s.cfg.Shard.Owns(name) {
-		s.log.Debug("drift on a repo another shard owns; its resync covers it", "repo", j.Repo, "delivery", j.Delivery)
-		return nil
-	}
-	return s.apply(ctx, j, []string{name})
+	return rep, err
 }
 
 // outcomeOf names a result for the reconcile outcome metric.

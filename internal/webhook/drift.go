@@ -1,0 +1,120 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/report"
+)
+
+// drift reconciles the one target repo of j.
+func (s *Service) drift(ctx context.Context, j Job) error {
+	return s.ExecuteDrifts(ctx, []Job{j})[0]
+}
+
+// ExecuteDrifts reconciles the target repos of drift jobs (of one owner, as Queue.NextBatch
+// hands them out) in one apply limited to those repos: the control head, the org (teams,
+// managed repos) and the rollout state are read once for all of them, not once per job. It
+// returns each job's error at its index: the failure of that job's repo, or the run's when
+// the run as a whole failed. A drift on a repo outside the platform owner or this replica's
+// shard is ignored (nil), as for a single job.
+func (s *Service) ExecuteDrifts(ctx context.Context, jobs []Job) []error {
+	errs := make([]error, len(jobs))
+	live := s.admitDrifts(ctx, jobs, errs)
+	if len(live) == 0 {
+		return errs
+	}
+	fail := func(err error) []error {
+		for _, i := range live {
+			errs[i] = err
+		}
+		return errs
+	}
+	sha, err := s.cfg.Control.Head(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	fl, err := s.fleet(ctx, sha)
+	if err != nil {
+		return fail(fmt.Errorf("control repo at %s: %w", report.ShortSHA(sha), err))
+	}
+	var only []string
+	byName := map[string][]int{} // the jobs of each repo, by lower-case name
+	for _, i := range live {
+		j := jobs[i]
+		owner, name, _ := strings.Cut(j.Repo, "/")
+		if !strings.EqualFold(owner, fl.Owner()) {
+			s.log.Debug("drift on a repo outside the platform owner; ignored", "repo", j.Repo, "delivery", j.Delivery)
+			continue
+		}
+		if !s.cfg.Shard.Owns(name) {
+			s.log.Debug("drift on a repo another shard owns; its resync covers it", "repo", j.Repo, "delivery", j.Delivery)
+			continue
+		}
+		key := strings.ToLower(name)
+		if byName[key] == nil {
+			only = append(only, name)
+		}
+		byName[key] = append(byName[key], i)
+	}
+	if len(only) == 0 {
+		return errs
+	}
+	rep, err := s.applyReport(ctx, jobs[byName[strings.ToLower(only[0])][0]], only)
+	if err != nil {
+		attributeDrifts(errs, byName, len(only), rep, err)
+	}
+	return errs
+}
+
+// admitDrifts returns the indexes of the jobs to reconcile, setting errs of the others: a job
+// that is not a drift, or one the BeforeJob hook fails.
+func (s *Service) admitDrifts(ctx context.Context, jobs []Job, errs []error) (live []int) {
+	for i, j := range jobs {
+		if j.Kind != KindDrift {
+			errs[i] = fmt.Errorf("drift batch: job %d is a %s job, not a drift", i, j.Kind)
+			continue
+		}
+		if s.cfg.BeforeJob != nil {
+			if err := s.cfg.BeforeJob(ctx, j); err != nil {
+				errs[i] = err
+				continue
+			}
+		}
+		live = append(live, i)
+	}
+	return live
+}
+
+// attributeDrifts sets errs of the jobs in byName from a run over repos repos that returned err
+// (and rep, nil when the run did not start): each job gets its own repo's failure, the jobs of
+// repos that converged none; a run that failed as a whole fails every job.
+func attributeDrifts(errs []error, byName map[string][]int, repos int, rep *app.Report, err error) {
+	var failed []app.RepoResult
+	if rep != nil {
+		failed = rep.Failed()
+	}
+	perRepo := make(map[int]error)
+	for _, r := range failed {
+		_, name, _ := strings.Cut(r.Repo, "/")
+		for _, i := range byName[strings.ToLower(name)] {
+			perRepo[i] = fmt.Errorf("reconcile failed in a batch of %d drifted repos: %w", repos, r.Err)
+		}
+	}
+	if repos == 1 || len(perRepo) == 0 {
+		// One repo (the error is the one a lone drift job has always had), or the run failed
+		// as a whole (the org unreadable, the control repo invalid...) or on a repo no job
+		// names: every job failed with it.
+		for _, ix := range byName {
+			for _, i := range ix {
+				errs[i] = err
+			}
+		}
+		return
+	}
+	for i, e := range perRepo {
+		errs[i] = e
+	}
+}
