@@ -127,13 +127,17 @@ func lock(root string, opts Options) (*os.File, error) {
 		how = syscall.LOCK_SH
 	}
 	deadline := time.Now().Add(opts.LockTimeout)
-	for {
+	for waiting := false; ; {
 		err = syscall.Flock(int(lf.Fd()), how|syscall.LOCK_NB)
 		if err == nil {
 			break
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
 			return nil, errors.Join(fmt.Errorf("local forge: locking %s: %w", name, err), lf.Close())
+		}
+		if !waiting && opts.LockTimeout > 0 {
+			waiting = true
+			opts.Logger.Info("waiting for the local forge's lock", "forge", "local:"+root, "holder", strings.TrimSpace(readHolder(lf)), "timeout", opts.LockTimeout)
 		}
 		if time.Now().After(deadline) {
 			holder := readHolder(lf)

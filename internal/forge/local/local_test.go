@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -203,22 +204,37 @@ func TestLockContention(t *testing.T) {
 	assert.Contains(t, err.Error(), "another fleetbot apply holds the lock on "+f1.Root())
 	assert.Contains(t, err.Error(), "pid ")
 
-	// A waiter gets the lock once the holder closes.
-	var wg sync.WaitGroup
+	// A waiter says it waits, and gets the lock once the holder closes.
+	waiting := &signalOnWrite{done: make(chan struct{})}
 	got := make(chan error, 1)
-	wg.Add(1)
 	go func() {
-		defer wg.Done()
-		f2, err := Open(dir, Options{LockTimeout: time.Minute}) // a deadline for a hang, generous under load
+		f2, err := Open(dir, Options{LockTimeout: time.Minute, // a deadline for a hang, generous under load
+			Logger: slog.New(slog.NewTextHandler(waiting, nil))})
 		if err == nil {
 			err = f2.Close()
 		}
 		got <- err
 	}()
-	time.Sleep(100 * time.Millisecond) // lets the waiter start waiting (if it has not, it takes the lock at once: still passes)
+	<-waiting.done // the waiter found the lock held
+	assert.Contains(t, waiting.first, "waiting for the local forge's lock")
+	assert.Contains(t, waiting.first, "pid ")
 	require.NoError(t, f1.Close())
-	wg.Wait()
 	assert.NoError(t, <-got)
+}
+
+// signalOnWrite keeps the first log line written to it and closes done then.
+type signalOnWrite struct {
+	once  sync.Once
+	first string
+	done  chan struct{}
+}
+
+func (w *signalOnWrite) Write(p []byte) (int, error) {
+	w.once.Do(func() {
+		w.first = string(p)
+		close(w.done)
+	})
+	return len(p), nil
 }
 
 func TestLockAcrossProcesses(t *testing.T) {
