@@ -54,7 +54,7 @@ func BuildDesiredPlan(f *Fleet) (DesiredPlan, error) {
 				return p, fmt.Errorf("%s: rendered %s does not parse: %w", t.FullName(), path, err)
 			}
 			objs = append(objs, o...)
-			if app, ok := componentOf(t, path); ok {
+			if app, ok := fanout.ComponentOfPath(path); ok && t.Kind == fanout.KindCluster {
 				components[app] = append(components[app], o...)
 			}
 		}
@@ -77,23 +77,6 @@ func BuildDesiredPlan(f *Fleet) (DesiredPlan, error) {
 		p.Repos = append(p.Repos, d)
 	}
 	return p, nil
-}
-
-// componentOf returns the platform component whose directory
-// (platform/<app>/) holds path in a cluster repo.
-func componentOf(t *fanout.Target, path string) (string, bool) {
-	if t.Kind != fanout.KindCluster {
-		return "", false
-	}
-	rest, ok := strings.CutPrefix(path, fanout.PlatformDir+"/")
-	if !ok {
-		return "", false
-	}
-	app, _, ok := strings.Cut(rest, "/")
-	if !ok || app == fanout.TenancyDir {
-		return "", false
-	}
-	return app, true
 }
 
 // FormatTeams writes a repo's access as "team=role, ..." in team order.

@@ -382,3 +382,17 @@ func checkWorkspaceCommand(name, ns string) string {
 	}
 	return cmd
 }
+
+// ComponentOfPath returns the platform component whose directory (platform/<app>/) holds path
+// in a cluster repo; the tenancy policy's directory is no component.
+func ComponentOfPath(path string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, PlatformDir+"/")
+	if !ok {
+		return "", false
+	}
+	app, _, ok := strings.Cut(rest, "/")
+	if !ok || app == TenancyDir {
+		return "", false
+	}
+	return app, true
+}

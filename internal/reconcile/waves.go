@@ -70,7 +70,7 @@ func revisionPlan(repo *control.Repo, clusters []*item, recorded [][]string) con
 			continue
 		}
 		for _, f := range it.decision.Files {
-			if app, ok := componentDir(f.Path); ok && own[app] {
+			if app, ok := fanout.ComponentOfPath(f.Path); ok && own[app] {
 				touched[app] = true
 			} else {
 				fleet = true
@@ -87,20 +87,6 @@ func revisionPlan(repo *control.Repo, clusters []*item, recorded [][]string) con
 		}
 	}
 	return repo.RolloutPlan(slices.Sorted(maps.Keys(touched)), fleet)
-}
-
-// componentDir returns the platform component whose directory (platform/<app>/) holds path in
-// a cluster repo.
-func componentDir(path string) (string, bool) {
-	rest, ok := strings.CutPrefix(path, fanout.PlatformDir+"/")
-	if !ok {
-		return "", false
-	}
-	app, _, ok := strings.Cut(rest, "/")
-	if !ok || app == fanout.TenancyDir {
-		return "", false
-	}
-	return app, true
 }
 
 // rolloutWaves resolves a plan's waves for rollout.Evaluate.
