@@ -212,21 +212,13 @@ func GitHub(ctx context.Context, o GitHubOptions) (*GitHubResult, error) {
 	// Installation tokens outlive the run: the virtual clock skips hours of
 	// budget waits that the token source (ghinstallation, on real time) never
 	// sees, so it would not know to mint a new one.
-	srv, err := githubtest.New(filepath.Join(dir, "github"), githubtest.WithPrimaryLimit(0), githubtest.WithStartTime(start),
-		githubtest.WithTokenLifetime(1000*time.Hour))
+	srv, stop, err := fakeGitHub(dir, fl.repo, githubtest.WithStartTime(start))
 	if err != nil {
 		return nil, err
 	}
-	srv.DisablePersistence()
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	defer srv.Close()
-	srv.URL = hs.URL
+	defer stop()
 	// Created after the server's clock, so it never reads ahead of it.
 	clock := NewVirtualClock(start, srv.AdvanceClock)
-	for _, ref := range fl.repo.TeamRefs() {
-		srv.CreateTeam(owner, ref.Slug)
-	}
 	cacheDir := filepath.Join(dir, "snapshots")
 
 	// Setup: create, merge and converge every repo, with no limits.
@@ -526,4 +518,26 @@ func measureFanOut(ctx context.Context, srv *githubtest.Server, c *ghforge.Clien
 	b := c.Stats().Budget
 	fo.Waited, fo.Pauses, fo.Refused = b.Waited-budget0.Waited, b.Pauses-budget0.Pauses, b.Refused-budget0.Refused
 	return cost, fo, nil
+}
+
+// fakeGitHub starts the fake GitHub of a measurement under dir/github: in memory, without a
+// primary rate limit, its installation tokens outliving the run (a virtual clock may skip hours
+// the token source never sees), serving HTTP on 127.0.0.1, and holding the teams repo names.
+// stop closes it.
+func fakeGitHub(dir string, repo *control.Repo, opts ...githubtest.Option) (srv *githubtest.Server, stop func(), err error) {
+	opts = append([]githubtest.Option{githubtest.WithPrimaryLimit(0), githubtest.WithTokenLifetime(1000 * time.Hour)}, opts...)
+	srv, err = githubtest.New(filepath.Join(dir, "github"), opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv.DisablePersistence()
+	hs := httptest.NewServer(srv)
+	srv.URL = hs.URL
+	for _, ref := range repo.TeamRefs() {
+		srv.CreateTeam(repo.Platform.Spec.Owner, ref.Slug)
+	}
+	return srv, func() {
+		srv.Close()
+		hs.Close()
+	}, nil
 }

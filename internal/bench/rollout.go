@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,19 +106,11 @@ func Rollout(ctx context.Context, o RolloutOptions) (*RolloutResult, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	srv, err := githubtest.New(filepath.Join(dir, "github"), githubtest.WithPrimaryLimit(0),
-		githubtest.WithStartTime(time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)), githubtest.WithTokenLifetime(1000*time.Hour))
+	srv, stop, err := fakeGitHub(dir, fl.repo, githubtest.WithStartTime(time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)))
 	if err != nil {
 		return nil, err
 	}
-	srv.DisablePersistence()
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	defer srv.Close()
-	srv.URL = hs.URL
-	for _, ref := range fl.repo.TeamRefs() {
-		srv.CreateTeam(owner, ref.Slug)
-	}
+	defer stop()
 	c, err := ghforge.New(ctx, ghforge.Config{APIURL: srv.APIURL(), Token: githubtest.DefaultToken,
 		Budget: ghforge.BudgetConfig{PerMinute: 1 << 30, PerHour: 1 << 30, MinInterval: -1}})
 	if err != nil {

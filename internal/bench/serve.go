@@ -14,7 +14,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,19 +138,12 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 		return nil, err
 	}
 	res := &ServeResult{Clusters: o.Clusters, Repos: len(targets), Rate: o.Rate, QueueSize: webhook.DefaultQueueSize, Statuses: map[int]int{}, Jobs: map[string]int{}}
-	srv, err := githubtest.New(filepath.Join(o.Work, "github"), githubtest.WithPrimaryLimit(0), githubtest.WithTokenLifetime(1000*time.Hour))
+	srv, stop, err := fakeGitHub(o.Work, repo)
 	if err != nil {
 		return nil, err
 	}
-	srv.DisablePersistence()
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	defer srv.Close()
-	srv.URL = hs.URL
+	defer stop()
 	owner := repo.Platform.Spec.Owner
-	for _, ref := range repo.TeamRefs() {
-		srv.CreateTeam(owner, ref.Slug)
-	}
 	ctl := map[string]string{}
 	for p, f := range files {
 		ctl[p] = string(f.Data)
