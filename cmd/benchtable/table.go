@@ -411,9 +411,14 @@ const methodNotes = `## How each row is measured
    creates and converges every repo (no content budget for this setup). Deliveries are then sent over HTTP by a
    sender process of its own (so that its timing does not queue behind the fake GitHub's goroutines),
    open-loop (each at its scheduled time, in its own goroutine), HMAC-signed, in a mix seen during a busy fan-out
-   and spread over the real target repos: 40 % pull requests closed by humans, 35 % pushes to target default
-   branches (both drift jobs: real reconciles of that repo against the fake), 5 % pushes to the control repo, 5 %
-   control pull request updates (check jobs), 15 % fleetbot's own events. Latency is from sending the request to
+   and spread over the real target repos: 40 % pull requests closed by humans, 30 % pushes to target default
+   branches (both drift jobs: real reconciles of that repo against the fake), 13.5 % Flux commit statuses on
+   target repos (no rollout in progress: ignored), 16.3 % fleetbot's own events (ignored), and 0.1 % each pushes
+   to the control repo (apply jobs) and updates of a control pull request (check jobs). The control deliveries
+   name real commits made before the load (each changes one cluster), so their jobs do real work: 0.1 % is one
+   a second, far above a platform team's pace; earlier runs sent 5 % each with made-up commits, and every
+   check job failed on the unknown commit. The fake GitHub keeps its repositories on /dev/shm when it has
+   2 GiB free: it stands in for a service on other machines. Latency is from sending the request to
    reading the response headers; the queue depth is sampled from serve's ` + "`/metrics`" + ` every 20 ms. The sender, the
    fake GitHub and serve share the machine's CPUs (three processes). The same deliveries are also timed by serve itself: its
    ` + "`fleetbot_webhook_ack_seconds`" + ` histogram, read before and after the load, gives the time from its handler

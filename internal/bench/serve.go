@@ -30,6 +30,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/fleetgen"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
+	gh "github.com/google/go-github/v62/github"
 )
 
 // ServeOptions shape the measurement of the real `fleetbot serve` binary.
@@ -272,7 +273,18 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 		return fail(err)
 	}
 	n := int(float64(o.Rate) * o.Duration.Seconds())
-	evs := deliveries(n, names, owner+"/control", rand.New(rand.NewPCG(7, 7)))
+	// The control repo's commits the load names: a pull request with its heads, then pushes to
+	// main, each changing one more cluster's address range (a few more than the load is
+	// expected to name; beyond them a delivery names the newest again).
+	want := n*loadControlPerMille/1000*3/2 + 2
+	if len(metal) < 2+2*want {
+		return nil, fmt.Errorf("the generated fleet has %d clusters with an address range, the load needs %d", len(metal), 2+2*want)
+	}
+	ctlEvents, err := controlCommits(ctx, srv, owner, ctl, metal[2:], want)
+	if err != nil {
+		return fail(err)
+	}
+	evs := deliveries(n, names, ctlEvents, rand.New(rand.NewPCG(7, 7)))
 	var qmax atomic.Int64
 	ackBefore, err := m.ackHistogram()
 	if err != nil {
@@ -651,23 +663,111 @@ func vmHWM(pid int) int64 {
 	return 0
 }
 
-// deliveries returns a realistic stream during a busy fan-out: humans
-// merging fleetbot's PRs (pull_request closed, then a push to the default
-// branch, on target repos), pushes and PR updates on the control repo, and
-// fleetbot's own events echoed back (ignored).
-func deliveries(n int, repos []string, ctl string, rng *rand.Rand) []Delivery {
+// controlCommits makes the control repo's commits of the load: a branch bench-pr off main with
+// want commits and its pull request, then want commits on main, each changing one cluster of
+// files (ctl holds the current contents).
+func controlCommits(ctx context.Context, srv *githubtest.Server, owner string, ctl map[string]string, files []string, want int) (*controlEvents, error) {
+	ev := &controlEvents{Repo: owner + "/control", Author: githubtest.DefaultUser, Base: srv.Branch(owner, "control", "main")}
+	client := srv.Client()
+	if _, _, err := client.Git.CreateRef(ctx, owner, "control", &gh.Reference{
+		Ref: gh.String("refs/heads/bench-pr"), Object: &gh.GitObject{SHA: gh.String(ev.Base)},
+	}); err != nil {
+		return nil, fmt.Errorf("creating the pull request's branch: %w", err)
+	}
+	change := func(branch, file string) string {
+		content := strings.Replace(ctl[file], ".0/24", ".0/25", 1)
+		if branch == "main" {
+			ctl[file] = content
+		}
+		return srv.Commit(owner, "control", branch, "bench: "+file, map[string]string{file: content})
+	}
+	for _, file := range files[:want] {
+		ev.Heads = append(ev.Heads, change("bench-pr", file))
+	}
+	pr, _, err := client.PullRequests.Create(ctx, owner, "control", &gh.NewPullRequest{
+		Title: gh.String("bench: address ranges"), Head: gh.String("bench-pr"), Base: gh.String("main"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("opening the pull request: %w", err)
+	}
+	ev.PR = pr.GetNumber()
+	ev.Before = ev.Base
+	for _, file := range files[want : 2*want] {
+		ev.Pushes = append(ev.Pushes, change("main", file))
+	}
+	return ev, nil
+}
+
+// controlEvents are the control repo's real commits the load's control deliveries name: pushes
+// to the default branch (Pushes, oldest first) and updates of one pull request (PR, its base
+// and its successive heads). Every SHA exists on the fake GitHub, so each delivery's job does
+// the work it would do for GitHub's event (an apply of the pushed head, a check of the pushed
+// pull request head) instead of failing on an unknown commit.
+type controlEvents struct {
+	Repo string
+	// Before is the default branch's head before Pushes; Pushes are its later commits.
+	Before string
+	Pushes []string
+	// PR is the pull request's number, Author its author, Base its base commit and Heads its
+	// head commits, oldest first.
+	PR           int
+	Author, Base string
+	Heads        []string
+
+	pushN, prN int
+}
+
+// push returns the next control push's body (the newest commit again once they are used up,
+// as a redelivery).
+func (c *controlEvents) push() []byte {
+	i := min(c.pushN, len(c.Pushes)-1)
+	before := c.Before
+	if i > 0 {
+		before = c.Pushes[i-1]
+	}
+	c.pushN++
+	return fmt.Appendf(nil, `{"ref":"refs/heads/main","before":%q,"after":%q,"repository":{"full_name":%q,"default_branch":"main"},"sender":{"login":"bob"}}`, before, c.Pushes[i], c.Repo)
+}
+
+// synchronize returns the next pull request update's body.
+func (c *controlEvents) synchronize() []byte {
+	i := min(c.prN, len(c.Heads)-1)
+	c.prN++
+	return fmt.Appendf(nil, `{"action":"synchronize","number":%d,"pull_request":{"number":%d,"head":{"sha":%q,"ref":"bench-pr"},"base":{"sha":%q,"ref":"main"},"user":{"login":%q}},"repository":{"full_name":%q,"default_branch":"main"},"sender":{"login":%q}}`,
+		c.PR, c.PR, c.Heads[i], c.Base, c.Author, c.Repo, c.Author)
+}
+
+// Shares of the load, per mille: at 1,000 deliveries a second the stream is a fan-out in
+// progress, so nearly all of it is about target repos (humans merging fleetbot's pull requests,
+// pushes, Flux reporting health, fleetbot's own events echoed back); the control repo changes at
+// human speed. loadControlPerMille of each kind is still one a second, far above what a platform
+// team pushes.
+const (
+	loadMergedPerMille  = 400 // pull_request closed (merged) on a target repo: drift
+	loadPushPerMille    = 300 // push to a target repo's default branch: drift
+	loadStatusPerMille  = 135 // Flux commit status on a target repo: no rollout in progress, ignored
+	loadControlPerMille = 1   // each of: a push to the control repo, a control pull request update
+	// the rest, 163: fleetbot's own events (ignored)
+)
+
+// deliveries returns a realistic stream during a busy fan-out (see the shares above). The
+// target-repo deliveries name random commits (a drift job reads the repo's state whatever the
+// event says); the control repo's name real ones (ctl).
+func deliveries(n int, repos []string, ctl *controlEvents, rng *rand.Rand) []Delivery {
 	out := make([]Delivery, n)
 	for i := range out {
 		target := repos[rng.IntN(len(repos))]
-		switch r := rng.IntN(100); {
-		case r < 40:
+		switch r := rng.IntN(1000); {
+		case r < loadMergedPerMille:
 			out[i] = Delivery{"pull_request", fmt.Appendf(nil, `{"action":"closed","number":%d,"pull_request":{"number":%d,"merged":true},"repository":{"full_name":%q,"default_branch":"main"},"sender":{"login":"alice"}}`, 1+i%7, 1+i%7, target)}
-		case r < 75:
+		case r < loadMergedPerMille+loadPushPerMille:
 			out[i] = Delivery{"push", fmt.Appendf(nil, `{"ref":"refs/heads/main","after":"%040x","repository":{"full_name":%q,"default_branch":"main"},"sender":{"login":"alice"}}`, i, target)}
-		case r < 80:
-			out[i] = Delivery{"push", fmt.Appendf(nil, `{"ref":"refs/heads/main","after":"%040x","repository":{"full_name":%q,"default_branch":"main"},"sender":{"login":"bob"}}`, i, ctl)}
-		case r < 85:
-			out[i] = Delivery{"pull_request", fmt.Appendf(nil, `{"action":"synchronize","number":%d,"pull_request":{"number":%d,"head":{"sha":"%040x"},"base":{"sha":"%040x"},"user":{"login":"bob"}},"repository":{"full_name":%q,"default_branch":"main"},"sender":{"login":"bob"}}`, 100+i%3, 100+i%3, i, 1, ctl)}
+		case r < loadMergedPerMille+loadPushPerMille+loadStatusPerMille:
+			out[i] = Delivery{"status", fmt.Appendf(nil, `{"sha":"%040x","state":"success","context":"kustomization/flux-system/apps","description":"ReconciliationSucceeded","repository":{"full_name":%q,"default_branch":"main"},"sender":{"login":"flux-bot"}}`, i, target)}
+		case r < loadMergedPerMille+loadPushPerMille+loadStatusPerMille+loadControlPerMille:
+			out[i] = Delivery{"push", ctl.push()}
+		case r < loadMergedPerMille+loadPushPerMille+loadStatusPerMille+2*loadControlPerMille:
+			out[i] = Delivery{"pull_request", ctl.synchronize()}
 		default:
 			out[i] = Delivery{"pull_request", fmt.Appendf(nil, `{"action":"opened","number":1,"pull_request":{"number":1},"repository":{"full_name":%q,"default_branch":"main"},"sender":{"login":"fleetbot[bot]"}}`, target)}
 		}
