@@ -62,7 +62,12 @@ func (s *Service) ExecuteDrifts(ctx context.Context, jobs []Job) []error {
 	if len(only) == 0 {
 		return errs
 	}
-	rep, err := s.applyReport(ctx, jobs[byName[strings.ToLower(only[0])][0]], only)
+	// One run for the batch: it reads access afresh when any of its events may have changed it.
+	run := jobs[byName[strings.ToLower(only[0])][0]]
+	for _, i := range live {
+		run.Access = run.Access || jobs[i].Access
+	}
+	rep, err := s.applyReport(ctx, run, only, sha)
 	if err != nil {
 		attributeDrifts(errs, byName, len(only), rep, err)
 	}

@@ -404,3 +404,68 @@ func TestShardedServiceDriftBatch(t *testing.T) {
 	}
 	assert.Equal(t, own, fg.take())
 }
+
+// TestDriftReadsAccessAfreshOnlyForAccessEvents: a drift for a content event (a push, a merged
+// pull request) runs on the apply forge, which trusts the access it observed recently (those
+// events cannot change teams, collaborators or protection); a drift for an access event
+// (repository, member, team, branch_protection_rule) runs on the drift forge, which reads them
+// afresh, and so does a batch or a coalesced job holding one.
+func TestDriftReadsAccessAfreshOnlyForAccessEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := func() time.Time { return time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC) }
+	f, err := local.Open(t.TempDir(), local.Options{Now: clock})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	fg := &orgCounter{snapshotCounter: &snapshotCounter{Forge: f, snaps: map[string]int{}}}
+	ctl := &memControl{commits: map[string]fs.FS{}}
+	sha := ctl.push(readControl(t))
+	var modes []ForgeMode
+	var heads int
+	svc, err := NewService(ServiceConfig{
+		Control: &headCounter{memControl: ctl, n: &heads}, Renderer: fanout.NewRenderer(fanout.Options{}),
+		Forges: func(_ context.Context, _ string, m ForgeMode) (reconcile.Forge, error) {
+			modes = append(modes, m)
+			return fg, nil
+		},
+	})
+	require.NoError(t, err)
+	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}))
+	all := fg.take()
+	require.GreaterOrEqual(t, len(all), 2)
+	modes, heads = nil, 0
+
+	push := Job{Kind: KindDrift, Repo: "acme/" + all[0], Reason: "push"}
+	merged := Job{Kind: KindDrift, Repo: "acme/" + all[1], Reason: "pull_request.closed"}
+	member := Job{Kind: KindDrift, Repo: "acme/" + all[1], Reason: "member.added", Access: true}
+
+	require.NoError(t, svc.Execute(ctx, push))
+	assert.Equal(t, []ForgeMode{ForgeApply}, modes, "a push cannot change access: the apply forge's observation stands")
+	assert.Equal(t, 1, heads, "one read of the control head per drift")
+	modes, heads = nil, 0
+	require.Equal(t, []error{nil, nil}, svc.ExecuteDrifts(ctx, []Job{push, merged}))
+	assert.Equal(t, []ForgeMode{ForgeApply}, modes)
+	assert.Equal(t, 1, heads, "one read of the control head per batch")
+	modes = nil
+	require.NoError(t, svc.Execute(ctx, member))
+	assert.Equal(t, []ForgeMode{ForgeDrift}, modes, "a collaborator added: read access afresh")
+	modes = nil
+	require.Equal(t, []error{nil, nil}, svc.ExecuteDrifts(ctx, []Job{push, member}))
+	assert.Equal(t, []ForgeMode{ForgeDrift}, modes, "a batch with one access event reads access afresh")
+
+	// Coalescing keeps the need: an access event followed by a push on the same repo.
+	assert.True(t, member.merge(Job{Kind: KindDrift, Repo: member.Repo, Reason: "push"}).Access)
+	assert.True(t, (Job{Kind: KindDrift, Repo: member.Repo, Reason: "push"}).merge(member).Access)
+	assert.False(t, push.merge(push).Access)
+}
+
+// headCounter counts the control head reads.
+type headCounter struct {
+	*memControl
+	n *int
+}
+
+func (h *headCounter) Head(ctx context.Context) (string, error) {
+	*h.n++
+	return h.memControl.Head(ctx)
+}

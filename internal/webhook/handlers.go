@@ -238,7 +238,7 @@ func (h *DriftHandler) Handle(_ context.Context, d Delivery) (string, error) {
 	case h.isControl(repo):
 		return h.ignore(d, repo, "the control repo")
 	}
-	return h.queue(d, Job{Kind: KindDrift, Repo: repo, Reason: d.Event + "." + ev.Action})
+	return h.queue(d, Job{Kind: KindDrift, Repo: repo, Reason: d.Event + "." + ev.Action, Access: true})
 }
 
 // StatusHandler: Flux's notification-controller posted a commit status on a cluster repo of

@@ -42,6 +42,12 @@ type Job struct {
 	Base, Author string
 	// Reason says what caused the job: "push", "resync", "pull_request.closed"...
 	Reason string
+	// Access says the event may have changed the target repo's access settings (teams,
+	// collaborators, branch protection, repo settings: the repository, member, team and
+	// branch_protection_rule events), so a drift reads them afresh. A drift for a content event
+	// (a push, a merged pull request) trusts the access it last observed, as an apply does
+	// (for up to an hour): those events cannot change it.
+	Access bool
 	// Incremental lets an apply plan only the target repos whose desired state changed since
 	// the last converged render (a push to the control repo); a job coalesced with a full one
 	// (a resync, an installation change) is full.
@@ -75,6 +81,7 @@ func (j Job) Key() string {
 func (j Job) merge(newer Job) Job {
 	newer.Queued = earliest(j.Queued, newer.Queued)
 	newer.Incremental = j.Incremental && newer.Incremental
+	newer.Access = j.Access || newer.Access
 	newer.Merged = j.Merged + newer.Merged + 1
 	if newer.SHA == "" {
 		newer.SHA = j.SHA

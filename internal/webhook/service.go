@@ -66,7 +66,8 @@ const (
 	// resync jobs).
 	ForgeApply = app.ForgeApply
 	// ForgeDrift writes and reads access settings afresh: the event says
-	// they changed (drift jobs).
+	// they changed (drift jobs for access events; a content drift uses
+	// ForgeApply).
 	ForgeDrift = app.ForgeDrift
 	// ForgePlan refuses every write: check jobs plan on it, so a control
 	// pull request can never write to a target repo.
@@ -260,15 +261,18 @@ func isInvalid(err error) bool {
 // baselines); other apply jobs (resync, installation changes) plan every repo and are the
 // safety net.
 func (s *Service) apply(ctx context.Context, j Job, only []string) error {
-	_, err := s.applyReport(ctx, j, only)
+	_, err := s.applyReport(ctx, j, only, "")
 	return err
 }
 
-// applyReport is apply, returning the run's report too (nil when the run did not start).
-func (s *Service) applyReport(ctx context.Context, j Job, only []string) (*app.Report, error) {
-	sha, err := s.cfg.Control.Head(ctx)
-	if err != nil {
-		return nil, err
+// applyReport is apply, returning the run's report too (nil when the run did not start). It
+// applies the control repo at sha, or at its head read now when sha is "".
+func (s *Service) applyReport(ctx context.Context, j Job, only []string, sha string) (*app.Report, error) {
+	if sha == "" {
+		var err error
+		if sha, err = s.cfg.Control.Head(ctx); err != nil {
+			return nil, err
+		}
 	}
 	e := s.fleetEntry(ctx, sha)
 	fl, err := e.fleet, e.err
@@ -284,7 +288,9 @@ func (s *Service) applyReport(ctx context.Context, j Job, only []string) (*app.R
 	}
 	mode := ForgeApply
 	if j.Kind == KindDrift {
-		mode = ForgeDrift
+		if j.Access {
+			mode = ForgeDrift
+		}
 	} else {
 		// With rollout waves every apply is full: the gate and the rollout's progress weigh
 		// every cluster, which a run planning only the changed repos cannot.
