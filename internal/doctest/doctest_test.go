@@ -291,7 +291,8 @@ func TestDocumentedCommandsRun(t *testing.T) {
 			// The documented commands write fleetbot's GitHub snapshot cache under the user cache
 			// dir: a scratch one here, with Go's build cache kept where it is (a cold one would
 			// rebuild everything).
-			cmd.Env = append(append([]string(nil), env...), "XDG_CACHE_HOME="+t.TempDir())
+			// TMPDIR: the directories the documents make with mktemp go with the test.
+			cmd.Env = append(append([]string(nil), env...), "XDG_CACHE_HOME="+t.TempDir(), "TMPDIR="+t.TempDir())
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 			out, err := cmd.CombinedOutput()
@@ -317,8 +318,11 @@ func TestDocumentedCommandsRun(t *testing.T) {
 }
 
 // docGoFlags are the go command's flags for the documented commands: no VCS stamping (the
-// copies are not git checkouts) and -trimpath (see TestDocumentedCommandsRun).
-const docGoFlags = "-buildvcs=false -trimpath"
+// copies are not git checkouts), -trimpath (see TestDocumentedCommandsRun) and, as the release
+// image and the Action build, no symbol table or DWARF (-s): a link of cmd/bot takes ~1.0 CPU-s
+// instead of ~1.7, and the documents link five binaries. A -ldflags of a documented command
+// (make demo's) replaces this one.
+const docGoFlags = "-buildvcs=false -trimpath -ldflags=-s"
 
 func tail(b []byte, n int) string {
 	if len(b) > n {
