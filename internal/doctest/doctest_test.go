@@ -255,9 +255,12 @@ func TestDocumentedCommandsRun(t *testing.T) {
 	// Go's build cache keys, so every copy reuses one compilation of fleetbot's packages (and
 	// one cached binary per `go run`) instead of compiling them again per copy; warming the
 	// cache here, once, keeps the parallel documents from compiling the same packages at once.
+	// CGO_ENABLED=0, as the release image builds (Dockerfile): kustomize imports package plugin,
+	// which with cgo makes every link of cmd/bot an external one (gcc and ld: ~3.3 CPU-s per
+	// `go build -o` instead of ~1.7, and the documents link five binaries).
 	gocache, err := exec.Command("go", "env", "GOCACHE").Output()
 	require.NoError(t, err)
-	env := append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS="+docGoFlags,
+	env := append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS="+docGoFlags, "CGO_ENABLED=0",
 		"GOCACHE="+strings.TrimSpace(string(gocache)))
 	// `go run`, as the documents do: its executables are cached too (a `go build -o` links
 	// again every time, seconds of CPU per binary).
@@ -288,7 +291,8 @@ func TestDocumentedCommandsRun(t *testing.T) {
 			// The documented commands write fleetbot's GitHub snapshot cache under the user cache
 			// dir: a scratch one here, with Go's build cache kept where it is (a cold one would
 			// rebuild everything).
-			cmd.Env = append(append([]string(nil), env...), "XDG_CACHE_HOME="+t.TempDir())
+			// TMPDIR: the directories the documents make with mktemp go with the test.
+			cmd.Env = append(append([]string(nil), env...), "XDG_CACHE_HOME="+t.TempDir(), "TMPDIR="+t.TempDir())
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 			out, err := cmd.CombinedOutput()
@@ -314,8 +318,11 @@ func TestDocumentedCommandsRun(t *testing.T) {
 }
 
 // docGoFlags are the go command's flags for the documented commands: no VCS stamping (the
-// copies are not git checkouts) and -trimpath (see TestDocumentedCommandsRun).
-const docGoFlags = "-buildvcs=false -trimpath"
+// copies are not git checkouts), -trimpath (see TestDocumentedCommandsRun) and, as the release
+// image and the Action build, no symbol table or DWARF (-s): a link of cmd/bot takes ~1.0 CPU-s
+// instead of ~1.7, and the documents link five binaries. A -ldflags of a documented command
+// (make demo's) replaces this one.
+const docGoFlags = "-buildvcs=false -trimpath -ldflags=-s"
 
 func tail(b []byte, n int) string {
 	if len(b) > n {

@@ -1,7 +1,10 @@
 package fanout
 
 import (
+	"errors"
+	"maps"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,14 +13,28 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/control"
 )
 
-// workspaceRepo renders the example control repo and returns the files of
-// workspace-payments as its admins would see them after the first merge.
+// workspaceRepo returns the files of workspace-payments, rendered from the example control
+// repo, as its admins would see them after the first merge: a map of the test's own over the
+// bytes of one render shared by the package's tests (the tests replace files, never edit
+// their bytes), instead of a render of the whole example per call.
 func workspaceRepo(t *testing.T) map[string][]byte {
 	t.Helper()
+	shared, err := paymentsFiles()
+	require.NoError(t, err)
+	return maps.Clone(shared)
+}
+
+// paymentsFiles renders the example control repo once and returns workspace-payments' files
+// (managed and scaffolds).
+var paymentsFiles = sync.OnceValues(func() (map[string][]byte, error) {
 	repo, err := control.LoadDir(filepath.Join("..", "..", "testdata", "control"))
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	targets, err := NewRenderer(Options{}).Render(repo)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	for _, tg := range targets {
 		if tg.Repo == "workspace-payments" {
 			files := map[string][]byte{}
@@ -27,12 +44,11 @@ func workspaceRepo(t *testing.T) map[string][]byte {
 			for p, b := range tg.Scaffolds {
 				files[p] = b
 			}
-			return files
+			return files, nil
 		}
 	}
-	t.Fatal("no workspace-payments target")
-	return nil
-}
+	return nil, errors.New("the example control repo renders no workspace-payments target")
+})
 
 var paymentsCheck = RepoCheck{Entries: []string{"clusters/prod-eu-1", "clusters/prod-us-1"}, Namespace: "payments", ServiceAccount: "payments"}
 

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	gotemplate "text/template"
 
@@ -40,39 +41,63 @@ var crdFiles = []string{"*.yaml", "cluster-api/*.yaml"}
 // accepts no other field, as the API server's pruning would drop them).
 func crdSchemas(t *testing.T) map[string]*sjs.Schema {
 	t.Helper()
+	schemas, err := compiledCRDSchemas()
+	require.NoError(t, err)
+	return schemas
+}
+
+// compiledCRDSchemas compiles the pinned CRDs once for the package's tests (a compiled
+// schema is read-only: validating with it from parallel tests is safe).
+var compiledCRDSchemas = sync.OnceValues(func() (map[string]*sjs.Schema, error) {
 	var files []string
 	for _, pattern := range crdFiles {
 		matched, err := filepath.Glob(filepath.Join(crdDir, pattern))
-		require.NoError(t, err)
-		require.NotEmpty(t, matched, "no pinned CRD matches %s/%s", crdDir, pattern)
+		if err != nil {
+			return nil, err
+		}
+		if len(matched) == 0 {
+			return nil, fmt.Errorf("no pinned CRD matches %s/%s", crdDir, pattern)
+		}
 		files = append(files, matched...)
 	}
 	c := sjs.NewCompiler()
 	out := map[string]*sjs.Schema{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
-		require.NoError(t, err)
+		if err != nil {
+			return nil, err
+		}
 		var crd apiextensionsv1.CustomResourceDefinition
-		require.NoError(t, sigsyaml.UnmarshalStrict(data, &crd), f)
+		if err := sigsyaml.UnmarshalStrict(data, &crd); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
 		for _, v := range crd.Spec.Versions {
 			if !v.Served || v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
 				continue
 			}
 			raw, err := json.Marshal(v.Schema.OpenAPIV3Schema)
-			require.NoError(t, err)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
 			var doc any
-			require.NoError(t, json.Unmarshal(raw, &doc))
+			if err := json.Unmarshal(raw, &doc); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
 			strict(doc)
 			key := crd.Spec.Group + "/" + v.Name + "/" + crd.Spec.Names.Kind
 			url := "file:///crds/" + strings.ReplaceAll(key, "/", "_") + ".json"
-			require.NoError(t, c.AddResource(url, doc), key)
+			if err := c.AddResource(url, doc); err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", f, key, err)
+			}
 			s, err := c.Compile(url)
-			require.NoError(t, err, key)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", f, key, err)
+			}
 			out[key] = s
 		}
 	}
-	return out
-}
+	return out, nil
+})
 
 func strict(n any) {
 	m, ok := n.(map[string]any)
@@ -119,6 +144,7 @@ func documents(t *testing.T, name string, data []byte) []map[string]any {
 // openAPIV3Schema of its pinned CRD, and decodes it strictly as its Flux (or
 // core) Go API type where go.mod has one.
 func TestManagementObjectsMatchCRDSchemas(t *testing.T) {
+	t.Parallel()
 	schemas := crdSchemas(t)
 	seen := map[string]int{}
 	for _, tg := range append(renderProvisionExample(t), renderProvisionExampleWithWaves(t)...) {
@@ -186,6 +212,7 @@ func TestManagementObjectsMatchCRDSchemas(t *testing.T) {
 // unknown field, a wrong type and a missing or malformed required field are
 // refused, by Flux's CRDs and by Cluster API's.
 func TestCRDSchemasCatchMistakes(t *testing.T) {
+	t.Parallel()
 	schemas := crdSchemas(t)
 	s := schemas["helm.toolkit.fluxcd.io/v2/HelmRelease"]
 	require.NotNil(t, s)
@@ -254,6 +281,7 @@ func renderChart(t *testing.T, dir, release, namespace string, values map[string
 // the pinned Cluster API CRD: the values fleetbot writes (names, versions,
 // node pool counts as integers) make objects the API server accepts.
 func TestProvisionChartMatchesClusterAPISchema(t *testing.T) {
+	t.Parallel()
 	schemas := crdSchemas(t)
 	clusters := 0
 	for _, tg := range renderProvisionExample(t) {
@@ -317,6 +345,7 @@ func valueAt(obj map[string]any, path ...string) any {
 // openAPIV3Schema of its pinned CRD; the core objects beside them
 // (Namespace, ServiceAccount, RoleBinding) have no CRD.
 func TestClusterFluxObjectsMatchCRDSchemas(t *testing.T) {
+	t.Parallel()
 	schemas := crdSchemas(t)
 	repo := loadExample(t)
 	repo.Platform.Spec.Rollout.Waves = []control.Wave{{Name: "all", ClusterSelector: &control.Selector{}}}

@@ -51,13 +51,12 @@ func TestFastPathEqualsExactGenerated(t *testing.T) {
 	for _, o := range []fleetgen.Options{{Clusters: 120, Apps: 20, Seed: 1}, {Clusters: 30, Workspaces: 7, Apps: 9, Seed: 3}} {
 		repo, err := control.Load(fleetgen.Generate(o))
 		require.NoError(t, err)
-		renderBothWays(t, repo, "generated fleet")
+		fast, exact := bothWays()
+		renderBothWaysWith(t, fast, exact, repo, "generated fleet")
 
 		// The shortcuts are taken: namespaces relaid out, documents found inert.
-		r := NewRenderer(Options{})
-		mustRender(t, r, repo)
 		relaid, inert := 0, 0
-		for _, b := range r.cache {
+		for _, b := range fast.cache {
 			for ns, v := range b.variants {
 				if v.nsTo == ns && ns != "" {
 					relaid++

@@ -16,6 +16,7 @@ import (
 // flux-system's Kustomizations that make Flux post the commit statuses the waves wait for;
 // without waves nothing is added (the goldens prove the rest is unchanged).
 func TestHealthObjectsOnlyWithWaves(t *testing.T) {
+	t.Parallel()
 	repo := loadExample(t)
 	for _, tg := range mustRender(t, NewRenderer(Options{}), repo) {
 		assert.NotContains(t, string(tg.Files[FluxPath]), "kind: Provider", tg.Repo)

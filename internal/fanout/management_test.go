@@ -1,11 +1,13 @@
 package fanout
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,32 +21,49 @@ const (
 	provisionGoldenDir  = "../../testdata/provision/golden"
 )
 
-// renderProvisionExample renders the provisioning example control repo.
+// renderProvisionExample returns the targets of the provisioning example control repo:
+// a slice of the test's own over one render shared by the package's tests (which only read
+// the targets).
 func renderProvisionExample(t *testing.T) []*Target {
 	t.Helper()
-	repo, err := control.LoadDir(provisionExampleDir)
-	require.NoError(t, err, "loading %s", provisionExampleDir)
-	targets, err := NewRenderer(Options{}).Render(repo)
+	targets, err := provisionExample()
 	require.NoError(t, err)
-	return targets
+	return slices.Clone(targets)
 }
 
-// renderProvisionExampleWithWaves renders the provisioning example with one
-// rollout wave of every cluster, which adds the health Provider and Alert.
+// renderProvisionExampleWithWaves is renderProvisionExample with one rollout wave of every
+// cluster, which adds the health Provider and Alert.
 func renderProvisionExampleWithWaves(t *testing.T) []*Target {
 	t.Helper()
-	repo, err := control.LoadDir(provisionExampleDir)
-	require.NoError(t, err, "loading %s", provisionExampleDir)
-	repo.Platform.Spec.Rollout.Waves = []control.Wave{{Name: "all", ClusterSelector: &control.Selector{}}}
-	targets, err := NewRenderer(Options{}).Render(repo)
+	targets, err := provisionExampleWithWaves()
 	require.NoError(t, err)
-	return targets
+	return slices.Clone(targets)
+}
+
+// provisionExample and provisionExampleWithWaves render the provisioning example once.
+var (
+	provisionExample          = sync.OnceValues(func() ([]*Target, error) { return renderProvision(nil) })
+	provisionExampleWithWaves = sync.OnceValues(func() ([]*Target, error) {
+		return renderProvision([]control.Wave{{Name: "all", ClusterSelector: &control.Selector{}}})
+	})
+)
+
+func renderProvision(waves []control.Wave) ([]*Target, error) {
+	repo, err := control.LoadDir(provisionExampleDir)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %w", provisionExampleDir, err)
+	}
+	if waves != nil {
+		repo.Platform.Spec.Rollout.Waves = waves
+	}
+	return NewRenderer(Options{}).Render(repo)
 }
 
 // TestGoldenManagement compares the management repos rendered from
 // testdata/provision/control with testdata/provision/golden (-update
 // rewrites them), the same way TestGolden does for cluster and workspace repos.
 func TestGoldenManagement(t *testing.T) {
+	t.Parallel()
 	var mgmt []*Target
 	for _, tg := range renderProvisionExample(t) {
 		if tg.Kind == KindManagement {
@@ -81,6 +100,7 @@ func TestGoldenManagement(t *testing.T) {
 }
 
 func TestManagementRepoPersonasAndPaths(t *testing.T) {
+	t.Parallel()
 	var hub *Target
 	for _, tg := range renderProvisionExample(t) {
 		if tg.Repo == "mgmt-hub-eu" {
@@ -112,6 +132,7 @@ func rolesOf(t *Target) map[string]string {
 }
 
 func TestProvisionRetainOrphansDeleteDoesNot(t *testing.T) {
+	t.Parallel()
 	files := map[string]string{}
 	for _, tg := range renderProvisionExample(t) {
 		for p, d := range tg.Files {
@@ -129,6 +150,7 @@ func TestProvisionRetainOrphansDeleteDoesNot(t *testing.T) {
 }
 
 func TestProvisionedClusterReadme(t *testing.T) {
+	t.Parallel()
 	readmes := map[string]string{}
 	for _, tg := range renderProvisionExample(t) {
 		readmes[tg.Repo] = string(tg.Files[ReadmePath])
@@ -141,6 +163,7 @@ func TestProvisionedClusterReadme(t *testing.T) {
 }
 
 func TestScalarValueKeepsEveryCharacter(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]any{
 		"true": true, "false": false, "100": int64(100), "0": int64(0),
 		"012345678901": "012345678901", "-1": int64(-1), "+1": "+1", "1.50": "1.50", "1e3": "1e3", "yes": "yes", "": "",
@@ -156,6 +179,7 @@ func TestScalarValueKeepsEveryCharacter(t *testing.T) {
 // flux/, with the Provider of cluster repos, is never applied in hub mode);
 // without waves, neither.
 func TestHubHealthObjectsOnlyWithWaves(t *testing.T) {
+	t.Parallel()
 	for _, tg := range renderProvisionExample(t) {
 		for p, data := range tg.Files {
 			assert.NotContains(t, string(data), "kind: Provider", "%s/%s without waves", tg.Repo, p)

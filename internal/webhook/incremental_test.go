@@ -227,6 +227,9 @@ func TestIncrementalApplyMatchesFull(t *testing.T) {
 	full := open(fullDir)
 	ctl := &memControl{commits: map[string]fs.FS{}}
 	renderer := fanout.NewRenderer(fanout.Options{})
+	// The full runs' renderer: a Renderer of their own, kept warm across the steps (a warm
+	// render is a cold one's bytes: fanout's TestWarmRenderReusesFiles).
+	fullRenderer := fanout.NewRenderer(fanout.Options{})
 	svc, err := NewService(ServiceConfig{
 		Control: ctl, Renderer: renderer,
 		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return incr, nil },
@@ -240,7 +243,7 @@ func TestIncrementalApplyMatchesFull(t *testing.T) {
 		read := incr.take()
 		repo, err := ctl.Load(ctx, sha)
 		require.NoError(t, err, name)
-		targets, err := fanout.NewRenderer(fanout.Options{}).Render(repo)
+		targets, err := fullRenderer.Render(repo)
 		require.NoError(t, err, name)
 		_, err = reconcile.Apply(ctx, full, repo, targets, reconcile.Options{})
 		require.NoError(t, err, name)
