@@ -45,7 +45,7 @@ func (s *Server) handleGit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	dir := s.gitDir(rm)
-	g, err := openGit(dir)
+	g, err := openGit(dir, s.loose)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -85,7 +85,7 @@ func (s *Server) handleGit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	g, err = openGit(dir)
+	g, err = openGit(dir, s.loose)
 	if err != nil {
 		s.cfg.logger.Error("reopening repository after push", "repo", rm.fullName(), "err", err)
 		return
@@ -123,7 +123,7 @@ func (s *Server) gitDir(rm *repoMeta) string {
 
 // openRepoGit opens a repository's git storage.
 func (s *Server) openRepoGit(rm *repoMeta) (*gitRepo, error) {
-	g, err := openGit(s.gitDir(rm))
+	g, err := openGit(s.gitDir(rm), s.loose)
 	if err != nil {
 		return nil, fmt.Errorf("fake github: %w", err)
 	}

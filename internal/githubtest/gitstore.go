@@ -6,21 +6,30 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/fleetbot-io/fleetbot/internal/gitloose"
 )
 
 // gitRepo is one bare repository on disk, opened with go-git for the REST side. It is opened
 // afresh per request (under Server.mu) so objects pushed by git http-backend are always visible.
+// New objects are written by the server's loose-object writer (one zlib compressor for all,
+// where go-git's storage allocates one per object).
 type gitRepo struct {
-	repo *git.Repository
-	st   storer.Storer
+	dir   string
+	st    storer.Storer
+	loose *gitloose.Writer
 }
 
 // initBare creates an empty bare repository whose HEAD points at defaultBranch.
@@ -35,12 +44,35 @@ func initBare(dir, defaultBranch string) error {
 	return nil
 }
 
-func openGit(dir string) (*gitRepo, error) {
-	r, err := git.PlainOpen(dir)
-	if err != nil {
+// openGit opens the bare repository dir; loose writes its new objects and is used under
+// Server.mu only.
+func openGit(dir string, loose *gitloose.Writer) (*gitRepo, error) {
+	if fi, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil || fi.IsDir() {
+		if err == nil {
+			err = git.ErrRepositoryNotExists
+		}
 		return nil, fmt.Errorf("opening repository %s: %w", dir, err)
 	}
-	return &gitRepo{repo: r, st: r.Storer}, nil
+	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault())
+	return &gitRepo{dir: dir, st: st, loose: loose}, nil
+}
+
+// store writes an object (a blob's content, an encoded tree or commit) as a loose object.
+func (g *gitRepo) store(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+	h, err := g.loose.Write(filepath.Join(g.dir, "objects"), t, data)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("storing %s: %w", t, err)
+	}
+	return h, nil
+}
+
+// storeEncoded writes an object encoded by go-git (a tree, a commit).
+func (g *gitRepo) storeEncoded(o plumbing.EncodedObject) (plumbing.Hash, error) {
+	h, err := g.loose.WriteObject(filepath.Join(g.dir, "objects"), o)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("storing %s: %w", o.Type(), err)
+	}
+	return h, nil
 }
 
 // setHead points HEAD at a branch (the repository's default branch).
@@ -125,23 +157,7 @@ func (g *gitRepo) objectType(h plumbing.Hash) (plumbing.ObjectType, bool) {
 }
 
 func (g *gitRepo) writeBlob(data []byte) (plumbing.Hash, error) {
-	o := g.st.NewEncodedObject()
-	o.SetType(plumbing.BlobObject)
-	w, err := o.Writer()
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("writing blob: %w", err)
-	}
-	if _, err := w.Write(data); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("writing blob: %w", err)
-	}
-	if err := w.Close(); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("writing blob: %w", err)
-	}
-	h, err := g.st.SetEncodedObject(o)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("storing blob: %w", err)
-	}
-	return h, nil
+	return g.store(plumbing.BlobObject, data)
 }
 
 func (g *gitRepo) blob(h plumbing.Hash) ([]byte, error) {
@@ -277,27 +293,19 @@ func (g *gitRepo) buildTree(flat map[string]flatEntry) (plumbing.Hash, error) {
 		t.Entries = append(t.Entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
 	}
 	sort.Sort(object.TreeEntrySorter(t.Entries))
-	o := g.st.NewEncodedObject()
+	o := &plumbing.MemoryObject{}
 	if err := t.Encode(o); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("encoding tree: %w", err)
 	}
-	h, err := g.st.SetEncodedObject(o)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("storing tree: %w", err)
-	}
-	return h, nil
+	return g.storeEncoded(o)
 }
 
 func (g *gitRepo) writeCommit(c *object.Commit) (plumbing.Hash, error) {
-	o := g.st.NewEncodedObject()
+	o := &plumbing.MemoryObject{}
 	if err := c.Encode(o); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("encoding commit: %w", err)
 	}
-	h, err := g.st.SetEncodedObject(o)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("storing commit: %w", err)
-	}
-	return h, nil
+	return g.storeEncoded(o)
 }
 
 // isAncestor reports whether a is b or an ancestor of b.

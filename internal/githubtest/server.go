@@ -19,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fleetbot-io/fleetbot/internal/gitloose"
 )
 
 const apiPrefix = "/api/v3"
@@ -46,6 +48,7 @@ type Server struct {
 	st     *state
 	events []pendingEvent
 	sizes  map[string]sizeEntry // repo sizes by git dir, see repoSizeLocked
+	loose  *gitloose.Writer     // writes every repository's new git objects
 
 	ctlMu    sync.Mutex // guards the request log, faults, limit buckets, in-flight count
 	reqlog   []Request
@@ -135,6 +138,7 @@ func New(dir string, opts ...Option) (*Server, error) {
 		save:     true,
 		st:       st,
 		buckets:  map[string]*bucket{},
+		loose:    gitloose.NewWriter(),
 		closeCtx: ctx,
 		cancel:   cancel,
 	}
