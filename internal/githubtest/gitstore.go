@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -22,14 +23,18 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/gitloose"
 )
 
-// gitRepo is one bare repository on disk, opened with go-git for the REST side. It is opened
-// afresh per request (under Server.mu) so objects pushed by git http-backend are always visible.
-// New objects are written by the server's loose-object writer (one zlib compressor for all,
-// where go-git's storage allocates one per object).
+// gitRepo is one bare repository on disk, opened with go-git for the REST side and used under
+// Server.mu only. The server keeps it open between requests (its object cache and reference
+// copy stay warm) and drops it whenever git http-backend has run on the repository, so that
+// objects and references pushed are always seen. New objects are written by the server's
+// loose-object writer (one zlib compressor for all, where go-git's storage allocates one per
+// object).
 type gitRepo struct {
 	dir   string
 	st    storer.Storer
 	loose *gitloose.Writer
+	// refCache is every hash reference (full name -> hash) once read, see loadRefs.
+	refCache map[string]plumbing.Hash
 }
 
 // initBare creates an empty bare repository whose HEAD points at defaultBranch.
@@ -44,6 +49,9 @@ func initBare(dir, defaultBranch string) error {
 	return nil
 }
 
+// repoObjectCache bounds the decoded objects (mostly trees and commits) kept per open repository.
+const repoObjectCache = 1 * cache.MiByte
+
 // openGit opens the bare repository dir; loose writes its new objects and is used under
 // Server.mu only.
 func openGit(dir string, loose *gitloose.Writer) (*gitRepo, error) {
@@ -53,7 +61,8 @@ func openGit(dir string, loose *gitloose.Writer) (*gitRepo, error) {
 		}
 		return nil, fmt.Errorf("opening repository %s: %w", dir, err)
 	}
-	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault())
+	// A small object cache: the server keeps every repository it has served open.
+	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(repoObjectCache))
 	return &gitRepo{dir: dir, st: st, loose: loose}, nil
 }
 
@@ -81,27 +90,13 @@ func (g *gitRepo) setHead(branch string) error {
 	return g.st.SetReference(ref)
 }
 
-// branches returns branch name -> commit hash.
-func (g *gitRepo) branches() (map[string]plumbing.Hash, error) {
-	iter, err := g.st.IterReferences()
-	if err != nil {
-		return nil, fmt.Errorf("listing references: %w", err)
+// loadRefs reads every hash reference once per opening: the REST side changes references
+// only through setRef and deleteRef, which keep the copy current, and a push through git
+// http-backend drops the whole opened repository (see Server.openRepoGit).
+func (g *gitRepo) loadRefs() (map[string]plumbing.Hash, error) {
+	if g.refCache != nil {
+		return g.refCache, nil
 	}
-	out := map[string]plumbing.Hash{}
-	err = iter.ForEach(func(ref *plumbing.Reference) error {
-		if ref.Type() == plumbing.HashReference && ref.Name().IsBranch() {
-			out[ref.Name().Short()] = ref.Hash()
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("listing references: %w", err)
-	}
-	return out, nil
-}
-
-// refs returns every hash reference (full name -> hash).
-func (g *gitRepo) refs() (map[string]plumbing.Hash, error) {
 	iter, err := g.st.IterReferences()
 	if err != nil {
 		return nil, fmt.Errorf("listing references: %w", err)
@@ -113,21 +108,58 @@ func (g *gitRepo) refs() (map[string]plumbing.Hash, error) {
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, fmt.Errorf("listing references: %w", err)
+	}
+	g.refCache = out
+	return out, nil
+}
+
+// branches returns branch name -> commit hash.
+func (g *gitRepo) branches() (map[string]plumbing.Hash, error) {
+	refs, err := g.loadRefs()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]plumbing.Hash{}
+	for name, h := range refs {
+		if n := plumbing.ReferenceName(name); n.IsBranch() {
+			out[n.Short()] = h
+		}
+	}
+	return out, nil
+}
+
+// refs returns every hash reference (full name -> hash).
+func (g *gitRepo) refs() (map[string]plumbing.Hash, error) {
+	refs, err := g.loadRefs()
+	if err != nil {
+		return nil, err
+	}
+	return maps.Clone(refs), nil
 }
 
 func (g *gitRepo) empty() bool {
-	b, err := g.branches()
-	return err != nil || len(b) == 0
+	refs, err := g.loadRefs()
+	if err != nil {
+		return true
+	}
+	for name := range refs {
+		if plumbing.ReferenceName(name).IsBranch() {
+			return false
+		}
+	}
+	return true
 }
 
 // ref returns the hash of a full reference name.
 func (g *gitRepo) ref(name string) (plumbing.Hash, bool) {
-	ref, err := g.st.Reference(plumbing.ReferenceName(name))
-	if err != nil || ref.Type() != plumbing.HashReference {
+	refs, err := g.loadRefs()
+	if err != nil {
 		return plumbing.ZeroHash, false
 	}
-	return ref.Hash(), true
+	h, ok := refs[name]
+	return h, ok
 }
 
 func (g *gitRepo) branch(name string) (plumbing.Hash, bool) {
@@ -136,14 +168,22 @@ func (g *gitRepo) branch(name string) (plumbing.Hash, bool) {
 
 func (g *gitRepo) setRef(name string, h plumbing.Hash) error {
 	if err := g.st.SetReference(plumbing.NewHashReference(plumbing.ReferenceName(name), h)); err != nil {
+		g.refCache = nil // the file may or may not have been written: read it again
 		return fmt.Errorf("setting %s: %w", name, err)
+	}
+	if g.refCache != nil {
+		g.refCache[name] = h
 	}
 	return nil
 }
 
 func (g *gitRepo) deleteRef(name string) error {
 	if err := g.st.RemoveReference(plumbing.ReferenceName(name)); err != nil {
+		g.refCache = nil
 		return fmt.Errorf("deleting %s: %w", name, err)
+	}
+	if g.refCache != nil {
+		delete(g.refCache, name)
 	}
 	return nil
 }

@@ -49,6 +49,7 @@ type Server struct {
 	events []pendingEvent
 	sizes  map[string]sizeEntry // repo sizes by git dir, see repoSizeLocked
 	loose  *gitloose.Writer     // writes every repository's new git objects
+	gits   map[string]*gitRepo  // repositories opened by the REST side, by git dir
 
 	ctlMu    sync.Mutex // guards the request log, faults, limit buckets, in-flight count
 	reqlog   []Request
