@@ -94,3 +94,29 @@ func (w *Writer) WriteObject(objectsDir string, o plumbing.EncodedObject) (plumb
 	}
 	return w.Write(objectsDir, o.Type(), data)
 }
+
+// Pool keeps Writers for reuse by concurrent callers: sync.Pool would drop them at every
+// garbage collection (and, under the race detector, at random), which is the cost a Writer
+// exists to avoid.
+type Pool struct{ free chan *Writer }
+
+// NewPool returns a Pool keeping up to n idle Writers.
+func NewPool(n int) *Pool { return &Pool{free: make(chan *Writer, n)} }
+
+// Get returns an idle Writer, or a new one.
+func (p *Pool) Get() *Writer {
+	select {
+	case w := <-p.free:
+		return w
+	default:
+		return NewWriter()
+	}
+}
+
+// Put returns a Writer for reuse; it is dropped when the pool is full.
+func (p *Pool) Put(w *Writer) {
+	select {
+	case p.free <- w:
+	default:
+	}
+}

@@ -95,3 +95,14 @@ func TestMissingObjectsDir(t *testing.T) {
 	_, statErr := os.Stat(filepath.Join(root, "absent"))
 	assert.True(t, os.IsNotExist(statErr))
 }
+
+// TestPoolReuses hands back the Writer it was given, and a new one when it is empty.
+func TestPoolReuses(t *testing.T) {
+	p := gitloose.NewPool(1)
+	w := p.Get()
+	require.NotNil(t, w)
+	p.Put(w)
+	p.Put(gitloose.NewWriter()) // full: dropped
+	assert.Same(t, w, p.Get())
+	assert.NotSame(t, w, p.Get(), "empty pool: a new writer")
+}

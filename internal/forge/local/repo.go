@@ -292,8 +292,9 @@ func (f *Forge) Commit(ctx context.Context, owner, repo string, nc pr.NewCommit)
 	if err != nil {
 		return pr.Commit{}, err
 	}
-	// One compressor for every object of the commit (go-git's storage takes one per object).
-	lw := looseWriter{s: s, w: gitloose.NewWriter(), objects: filepath.Join(p.git, "objects")}
+	// One compressor for every object (go-git's storage takes a fresh one per object).
+	lw := looseWriter{s: s, w: f.writers.Get(), objects: filepath.Join(p.git, "objects")}
+	defer f.writers.Put(lw.w)
 	l := gittree.Listing{}
 	if nc.BaseTree != "" && nc.BaseTree != gittree.EmptyTree {
 		if l, err = listing(s, plumbing.NewHash(nc.BaseTree)); err != nil {
