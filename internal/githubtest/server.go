@@ -2,6 +2,7 @@ package githubtest
 
 import (
 	"bytes"
+	"compress/zlib"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -131,6 +132,11 @@ func New(dir string, opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The fake's repositories are scratch: objects stored uncompressed cost no deflate CPU.
+	loose, err := gitloose.NewWriterLevel(zlib.NoCompression)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg:      cfg,
@@ -139,7 +145,7 @@ func New(dir string, opts ...Option) (*Server, error) {
 		save:     true,
 		st:       st,
 		buckets:  map[string]*bucket{},
-		loose:    gitloose.NewWriter(),
+		loose:    loose,
 		closeCtx: ctx,
 		cancel:   cancel,
 	}

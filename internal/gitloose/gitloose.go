@@ -29,8 +29,19 @@ type Writer struct {
 // NewWriter returns a Writer with its compressor. Objects are compressed at zlib's best
 // speed; git reads any level.
 func NewWriter() *Writer {
-	zw, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed) // cannot fail: the level is valid
-	return &Writer{zw: zw}
+	w, _ := NewWriterLevel(zlib.BestSpeed) // cannot fail: the level is valid
+	return w
+}
+
+// NewWriterLevel returns a Writer compressing at a zlib level: zlib.NoCompression stores
+// objects as they are (still valid zlib streams, which git reads), for scratch repositories
+// where CPU matters more than disk.
+func NewWriterLevel(level int) (*Writer, error) {
+	zw, err := zlib.NewWriterLevel(nil, level)
+	if err != nil {
+		return nil, fmt.Errorf("git object writer: %w", err)
+	}
+	return &Writer{zw: zw}, nil
 }
 
 // Write stores an object of type t with content data in the objects directory of a git

@@ -1,6 +1,7 @@
 package gitloose_test
 
 import (
+	"compress/zlib"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,10 +38,23 @@ func TestObjectsReadByGit(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
+	stored, err := gitloose.NewWriterLevel(zlib.NoCompression)
+	require.NoError(t, err)
+	for name, w := range map[string]*gitloose.Writer{"best speed": gitloose.NewWriter(), "stored": stored} {
+		t.Run(name, func(t *testing.T) { checkReadByGit(t, w) })
+	}
+}
+
+func TestBadLevel(t *testing.T) {
+	_, err := gitloose.NewWriterLevel(42)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "git object writer")
+}
+
+func checkReadByGit(t *testing.T, w *gitloose.Writer) {
 	repo := filepath.Join(t.TempDir(), "r.git")
 	git(t, filepath.Dir(repo), "init", "-q", "--bare", repo)
 	objects := filepath.Join(repo, "objects")
-	w := gitloose.NewWriter()
 
 	blob, err := w.Write(objects, plumbing.BlobObject, []byte("hello\n"))
 	require.NoError(t, err)
