@@ -30,9 +30,10 @@ import (
 // loose-object writer (one zlib compressor for all, where go-git's storage allocates one per
 // object).
 type gitRepo struct {
-	dir   string
-	st    storer.Storer
-	loose *gitloose.Writer
+	dir     string
+	st      storer.Storer
+	objects cache.Object // the objects st has read or the REST side has written
+	loose   *gitloose.Writer
 	// refCache is every hash reference (full name -> hash) once read, see loadRefs.
 	refCache map[string]plumbing.Hash
 }
@@ -50,7 +51,7 @@ func initBare(dir, defaultBranch string) error {
 }
 
 // repoObjectCache bounds the decoded objects (mostly trees and commits) kept per open repository.
-const repoObjectCache = 1 * cache.MiByte
+const repoObjectCache = 4 * cache.MiByte
 
 // openGit opens the bare repository dir; loose writes its new objects and is used under
 // Server.mu only.
@@ -62,25 +63,72 @@ func openGit(dir string, loose *gitloose.Writer) (*gitRepo, error) {
 		return nil, fmt.Errorf("opening repository %s: %w", dir, err)
 	}
 	// A small object cache: the server keeps every repository it has served open.
-	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(repoObjectCache))
-	return &gitRepo{dir: dir, st: st, loose: loose}, nil
+	objects := cache.NewObjectLRU(repoObjectCache)
+	st := &cachedStorer{Storer: filesystem.NewStorage(osfs.New(dir), objects), cache: objects}
+	return &gitRepo{dir: dir, st: st, objects: objects, loose: loose}, nil
+}
+
+// cachedStorer answers object reads from the object cache before going to disk: go-git's
+// filesystem storage opens a loose object's file before it looks in that same cache. Objects
+// never change, and the fake deletes none (git http-backend, which could repack, drops the
+// whole gitRepo).
+type cachedStorer struct {
+	storer.Storer
+	cache cache.Object
+}
+
+func (c *cachedStorer) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	if o, ok := c.cache.Get(h); ok {
+		if t != plumbing.AnyObject && o.Type() != t {
+			return nil, plumbing.ErrObjectNotFound
+		}
+		return o, nil
+	}
+	o, err := c.Storer.EncodedObject(t, h)
+	if err != nil {
+		return nil, err
+	}
+	c.cache.Put(o)
+	return o, nil
+}
+
+func (c *cachedStorer) HasEncodedObject(h plumbing.Hash) error {
+	if _, ok := c.cache.Get(h); ok {
+		return nil
+	}
+	return c.Storer.HasEncodedObject(h)
+}
+
+func (c *cachedStorer) EncodedObjectSize(h plumbing.Hash) (int64, error) {
+	if o, ok := c.cache.Get(h); ok {
+		return o.Size(), nil
+	}
+	return c.Storer.EncodedObjectSize(h)
 }
 
 // store writes an object (a blob's content, an encoded tree or commit) as a loose object.
+// The request that writes an object usually reads it back (a new tree's listing, a new
+// commit's JSON): it goes to the cache as well.
 func (g *gitRepo) store(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 	h, err := g.loose.Write(filepath.Join(g.dir, "objects"), t, data)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("storing %s: %w", t, err)
 	}
+	o := &plumbing.MemoryObject{}
+	o.SetType(t)
+	if _, err := o.Write(data); err == nil {
+		g.objects.Put(o)
+	}
 	return h, nil
 }
 
-// storeEncoded writes an object encoded by go-git (a tree, a commit).
-func (g *gitRepo) storeEncoded(o plumbing.EncodedObject) (plumbing.Hash, error) {
+// storeEncoded writes an object encoded by go-git (a tree, a commit) into a MemoryObject.
+func (g *gitRepo) storeEncoded(o *plumbing.MemoryObject) (plumbing.Hash, error) {
 	h, err := g.loose.WriteObject(filepath.Join(g.dir, "objects"), o)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("storing %s: %w", o.Type(), err)
 	}
+	g.objects.Put(o)
 	return h, nil
 }
 
