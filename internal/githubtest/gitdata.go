@@ -145,8 +145,8 @@ func (s *Server) treeJSON(rm *repoMeta, g *gitRepo, h plumbing.Hash, recursive b
 				te.URL = github.String(api + "/git/trees/" + e.Hash.String())
 			case filemode.Submodule:
 			default:
-				if o, err := g.st.EncodedObject(plumbing.AnyObject, e.Hash); err == nil {
-					te.Size = github.Int(int(o.Size()))
+				if size, err := g.st.EncodedObjectSize(e.Hash); err == nil {
+					te.Size = github.Int(int(size))
 				}
 				te.URL = github.String(api + "/git/blobs/" + e.Hash.String())
 			}

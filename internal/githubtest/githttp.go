@@ -45,7 +45,7 @@ func (s *Server) handleGit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	dir := s.gitDir(rm)
-	g, err := openGit(dir)
+	g, err := s.openRepoGit(rm)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -81,11 +81,13 @@ func (s *Server) handleGit(w http.ResponseWriter, r *http.Request) {
 		Stderr:     &slogWriter{log: s.cfg.logger.With("repo", rm.fullName())},
 	}
 	h.ServeHTTP(w, r2)
+	// git may have written objects, references and packs the open storage does not know.
+	delete(s.gits, dir)
 	if !push || r.Method != http.MethodPost {
 		return
 	}
 
-	g, err = openGit(dir)
+	g, err = s.openRepoGit(rm) // the one copy later requests use too
 	if err != nil {
 		s.cfg.logger.Error("reopening repository after push", "repo", rm.fullName(), "err", err)
 		return
@@ -121,12 +123,21 @@ func (s *Server) gitDir(rm *repoMeta) string {
 	return filepath.Join(s.dir, "repos", rm.Owner, rm.Name+".git")
 }
 
-// openRepoGit opens a repository's git storage.
+// openRepoGit returns a repository's git storage, opened once and kept until git
+// http-backend runs on it (see handleGit). Callers hold s.mu.
 func (s *Server) openRepoGit(rm *repoMeta) (*gitRepo, error) {
-	g, err := openGit(s.gitDir(rm))
+	dir := s.gitDir(rm)
+	if g := s.gits[dir]; g != nil {
+		return g, nil
+	}
+	g, err := openGit(dir, s.loose)
 	if err != nil {
 		return nil, fmt.Errorf("fake github: %w", err)
 	}
+	if s.gits == nil {
+		s.gits = map[string]*gitRepo{}
+	}
+	s.gits[dir] = g
 	return g, nil
 }
 

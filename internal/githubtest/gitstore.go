@@ -4,43 +4,145 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/fleetbot-io/fleetbot/internal/gitloose"
 )
 
-// gitRepo is one bare repository on disk, opened with go-git for the REST side. It is opened
-// afresh per request (under Server.mu) so objects pushed by git http-backend are always visible.
+// gitRepo is one bare repository on disk, opened with go-git for the REST side and used under
+// Server.mu only. The server keeps it open between requests (its object cache and reference
+// copy stay warm) and drops it whenever git http-backend has run on the repository, so that
+// objects and references pushed are always seen. New objects are written by the server's
+// loose-object writer (one zlib compressor for all, where go-git's storage allocates one per
+// object).
 type gitRepo struct {
-	repo *git.Repository
-	st   storer.Storer
+	dir     string
+	st      storer.Storer
+	objects cache.Object // the objects st has read or the REST side has written
+	loose   *gitloose.Writer
+	// refCache is every hash reference (full name -> hash) once read, see loadRefs.
+	refCache map[string]plumbing.Hash
 }
 
-// initBare creates an empty bare repository whose HEAD points at defaultBranch.
+// initBare creates an empty bare repository whose HEAD points at defaultBranch: what
+// git init --bare writes that git and go-git need (go-git's PlainInit, through its
+// symlink-resolving file system, cost a few percent of the fake's CPU in tests that create
+// repos by the hundred).
 func initBare(dir, defaultBranch string) error {
-	_, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{
-		Bare:        true,
-		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName(defaultBranch)},
-	})
-	if err != nil {
-		return fmt.Errorf("creating bare repository %s: %w", dir, err)
+	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err == nil {
+		return fmt.Errorf("creating bare repository %s: %w", dir, git.ErrRepositoryAlreadyExists)
+	}
+	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return fmt.Errorf("creating bare repository %s: %w", dir, err)
+		}
+	}
+	files := []struct{ name, content string }{
+		{"config", "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = true\n"},
+		{"HEAD", "ref: " + plumbing.NewBranchReferenceName(defaultBranch).String() + "\n"},
+	}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f.name), []byte(f.content), 0o644); err != nil {
+			return fmt.Errorf("creating bare repository %s: %w", dir, err)
+		}
 	}
 	return nil
 }
 
-func openGit(dir string) (*gitRepo, error) {
-	r, err := git.PlainOpen(dir)
-	if err != nil {
+// repoObjectCache bounds the decoded objects (mostly trees and commits) kept per open repository.
+const repoObjectCache = 4 * cache.MiByte
+
+// openGit opens the bare repository dir; loose writes its new objects and is used under
+// Server.mu only.
+func openGit(dir string, loose *gitloose.Writer) (*gitRepo, error) {
+	if fi, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil || fi.IsDir() {
+		if err == nil {
+			err = git.ErrRepositoryNotExists
+		}
 		return nil, fmt.Errorf("opening repository %s: %w", dir, err)
 	}
-	return &gitRepo{repo: r, st: r.Storer}, nil
+	// A small object cache: the server keeps every repository it has served open.
+	objects := cache.NewObjectLRU(repoObjectCache)
+	st := &cachedStorer{Storer: filesystem.NewStorage(osfs.New(dir), objects), cache: objects}
+	return &gitRepo{dir: dir, st: st, objects: objects, loose: loose}, nil
+}
+
+// cachedStorer answers object reads from the object cache before going to disk: go-git's
+// filesystem storage opens a loose object's file before it looks in that same cache. Objects
+// never change, and the fake deletes none (git http-backend, which could repack, drops the
+// whole gitRepo).
+type cachedStorer struct {
+	storer.Storer
+	cache cache.Object
+}
+
+func (c *cachedStorer) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	if o, ok := c.cache.Get(h); ok {
+		if t != plumbing.AnyObject && o.Type() != t {
+			return nil, plumbing.ErrObjectNotFound
+		}
+		return o, nil
+	}
+	o, err := c.Storer.EncodedObject(t, h)
+	if err != nil {
+		return nil, err
+	}
+	c.cache.Put(o)
+	return o, nil
+}
+
+func (c *cachedStorer) HasEncodedObject(h plumbing.Hash) error {
+	if _, ok := c.cache.Get(h); ok {
+		return nil
+	}
+	return c.Storer.HasEncodedObject(h)
+}
+
+func (c *cachedStorer) EncodedObjectSize(h plumbing.Hash) (int64, error) {
+	if o, ok := c.cache.Get(h); ok {
+		return o.Size(), nil
+	}
+	return c.Storer.EncodedObjectSize(h)
+}
+
+// store writes an object (a blob's content, an encoded tree or commit) as a loose object.
+// The request that writes an object usually reads it back (a new tree's listing, a new
+// commit's JSON): it goes to the cache as well.
+func (g *gitRepo) store(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+	h, err := g.loose.Write(filepath.Join(g.dir, "objects"), t, data)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("storing %s: %w", t, err)
+	}
+	o := &plumbing.MemoryObject{}
+	o.SetType(t)
+	if _, err := o.Write(data); err == nil {
+		g.objects.Put(o)
+	}
+	return h, nil
+}
+
+// storeEncoded writes an object encoded by go-git (a tree, a commit) into a MemoryObject.
+func (g *gitRepo) storeEncoded(o *plumbing.MemoryObject) (plumbing.Hash, error) {
+	h, err := g.loose.WriteObject(filepath.Join(g.dir, "objects"), o)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("storing %s: %w", o.Type(), err)
+	}
+	g.objects.Put(o)
+	return h, nil
 }
 
 // setHead points HEAD at a branch (the repository's default branch).
@@ -49,27 +151,13 @@ func (g *gitRepo) setHead(branch string) error {
 	return g.st.SetReference(ref)
 }
 
-// branches returns branch name -> commit hash.
-func (g *gitRepo) branches() (map[string]plumbing.Hash, error) {
-	iter, err := g.st.IterReferences()
-	if err != nil {
-		return nil, fmt.Errorf("listing references: %w", err)
+// loadRefs reads every hash reference once per opening: the REST side changes references
+// only through setRef and deleteRef, which keep the copy current, and a push through git
+// http-backend drops the whole opened repository (see Server.openRepoGit).
+func (g *gitRepo) loadRefs() (map[string]plumbing.Hash, error) {
+	if g.refCache != nil {
+		return g.refCache, nil
 	}
-	out := map[string]plumbing.Hash{}
-	err = iter.ForEach(func(ref *plumbing.Reference) error {
-		if ref.Type() == plumbing.HashReference && ref.Name().IsBranch() {
-			out[ref.Name().Short()] = ref.Hash()
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("listing references: %w", err)
-	}
-	return out, nil
-}
-
-// refs returns every hash reference (full name -> hash).
-func (g *gitRepo) refs() (map[string]plumbing.Hash, error) {
 	iter, err := g.st.IterReferences()
 	if err != nil {
 		return nil, fmt.Errorf("listing references: %w", err)
@@ -81,21 +169,58 @@ func (g *gitRepo) refs() (map[string]plumbing.Hash, error) {
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, fmt.Errorf("listing references: %w", err)
+	}
+	g.refCache = out
+	return out, nil
+}
+
+// branches returns branch name -> commit hash.
+func (g *gitRepo) branches() (map[string]plumbing.Hash, error) {
+	refs, err := g.loadRefs()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]plumbing.Hash{}
+	for name, h := range refs {
+		if n := plumbing.ReferenceName(name); n.IsBranch() {
+			out[n.Short()] = h
+		}
+	}
+	return out, nil
+}
+
+// refs returns every hash reference (full name -> hash).
+func (g *gitRepo) refs() (map[string]plumbing.Hash, error) {
+	refs, err := g.loadRefs()
+	if err != nil {
+		return nil, err
+	}
+	return maps.Clone(refs), nil
 }
 
 func (g *gitRepo) empty() bool {
-	b, err := g.branches()
-	return err != nil || len(b) == 0
+	refs, err := g.loadRefs()
+	if err != nil {
+		return true
+	}
+	for name := range refs {
+		if plumbing.ReferenceName(name).IsBranch() {
+			return false
+		}
+	}
+	return true
 }
 
 // ref returns the hash of a full reference name.
 func (g *gitRepo) ref(name string) (plumbing.Hash, bool) {
-	ref, err := g.st.Reference(plumbing.ReferenceName(name))
-	if err != nil || ref.Type() != plumbing.HashReference {
+	refs, err := g.loadRefs()
+	if err != nil {
 		return plumbing.ZeroHash, false
 	}
-	return ref.Hash(), true
+	h, ok := refs[name]
+	return h, ok
 }
 
 func (g *gitRepo) branch(name string) (plumbing.Hash, bool) {
@@ -104,14 +229,22 @@ func (g *gitRepo) branch(name string) (plumbing.Hash, bool) {
 
 func (g *gitRepo) setRef(name string, h plumbing.Hash) error {
 	if err := g.st.SetReference(plumbing.NewHashReference(plumbing.ReferenceName(name), h)); err != nil {
+		g.refCache = nil // the file may or may not have been written: read it again
 		return fmt.Errorf("setting %s: %w", name, err)
+	}
+	if g.refCache != nil {
+		g.refCache[name] = h
 	}
 	return nil
 }
 
 func (g *gitRepo) deleteRef(name string) error {
 	if err := g.st.RemoveReference(plumbing.ReferenceName(name)); err != nil {
+		g.refCache = nil
 		return fmt.Errorf("deleting %s: %w", name, err)
+	}
+	if g.refCache != nil {
+		delete(g.refCache, name)
 	}
 	return nil
 }
@@ -125,23 +258,7 @@ func (g *gitRepo) objectType(h plumbing.Hash) (plumbing.ObjectType, bool) {
 }
 
 func (g *gitRepo) writeBlob(data []byte) (plumbing.Hash, error) {
-	o := g.st.NewEncodedObject()
-	o.SetType(plumbing.BlobObject)
-	w, err := o.Writer()
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("writing blob: %w", err)
-	}
-	if _, err := w.Write(data); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("writing blob: %w", err)
-	}
-	if err := w.Close(); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("writing blob: %w", err)
-	}
-	h, err := g.st.SetEncodedObject(o)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("storing blob: %w", err)
-	}
-	return h, nil
+	return g.store(plumbing.BlobObject, data)
 }
 
 func (g *gitRepo) blob(h plumbing.Hash) ([]byte, error) {
@@ -277,27 +394,19 @@ func (g *gitRepo) buildTree(flat map[string]flatEntry) (plumbing.Hash, error) {
 		t.Entries = append(t.Entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
 	}
 	sort.Sort(object.TreeEntrySorter(t.Entries))
-	o := g.st.NewEncodedObject()
+	o := &plumbing.MemoryObject{}
 	if err := t.Encode(o); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("encoding tree: %w", err)
 	}
-	h, err := g.st.SetEncodedObject(o)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("storing tree: %w", err)
-	}
-	return h, nil
+	return g.storeEncoded(o)
 }
 
 func (g *gitRepo) writeCommit(c *object.Commit) (plumbing.Hash, error) {
-	o := g.st.NewEncodedObject()
+	o := &plumbing.MemoryObject{}
 	if err := c.Encode(o); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("encoding commit: %w", err)
 	}
-	h, err := g.st.SetEncodedObject(o)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("storing commit: %w", err)
-	}
-	return h, nil
+	return g.storeEncoded(o)
 }
 
 // isAncestor reports whether a is b or an ancestor of b.

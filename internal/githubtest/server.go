@@ -2,6 +2,7 @@ package githubtest
 
 import (
 	"bytes"
+	"compress/zlib"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -19,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fleetbot-io/fleetbot/internal/gitloose"
 )
 
 const apiPrefix = "/api/v3"
@@ -46,6 +49,8 @@ type Server struct {
 	st     *state
 	events []pendingEvent
 	sizes  map[string]sizeEntry // repo sizes by git dir, see repoSizeLocked
+	loose  *gitloose.Writer     // writes every repository's new git objects
+	gits   map[string]*gitRepo  // repositories opened by the REST side, by git dir
 
 	ctlMu    sync.Mutex // guards the request log, faults, limit buckets, in-flight count
 	reqlog   []Request
@@ -127,6 +132,11 @@ func New(dir string, opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The fake's repositories are scratch: objects stored uncompressed cost no deflate CPU.
+	loose, err := gitloose.NewWriterLevel(zlib.NoCompression)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg:      cfg,
@@ -135,6 +145,7 @@ func New(dir string, opts ...Option) (*Server, error) {
 		save:     true,
 		st:       st,
 		buckets:  map[string]*bucket{},
+		loose:    loose,
 		closeCtx: ctx,
 		cancel:   cancel,
 	}

@@ -23,6 +23,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/fleetbot-io/fleetbot/internal/gitloose"
 )
 
 // Default settings of Options.
@@ -68,7 +70,13 @@ type Forge struct {
 
 	mu    sync.Mutex
 	repos map[string]*sync.Mutex
+	// writers write new git objects: each keeps its zlib compressor from commit to commit.
+	writers *gitloose.Pool
 }
+
+// looseWriters is how many object writers (each with a zlib compressor of ~1 MB) the forge
+// keeps between commits: as many as repos are committed to at once in a typical apply.
+const looseWriters = 4
 
 // Open opens (creating it if needed) the local forge rooted at path and
 // takes its lock. Close releases it.
@@ -93,7 +101,8 @@ func Open(path string, opts Options) (*Forge, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Forge{root: root, opts: opts, log: opts.Logger.With("forge", "local:"+root), lock: lf, repos: map[string]*sync.Mutex{}}, nil
+	return &Forge{root: root, opts: opts, log: opts.Logger.With("forge", "local:"+root), lock: lf, repos: map[string]*sync.Mutex{},
+		writers: gitloose.NewPool(looseWriters)}, nil
 }
 
 // Root is the absolute directory of the forge.

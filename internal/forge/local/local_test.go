@@ -274,3 +274,52 @@ func TestCapabilities(t *testing.T) {
 	assert.Nil(t, caps.WriteGate)
 	assert.Nil(t, caps.Protection)
 }
+
+// TestConcurrentCommits commits to several repos at once (the forge's object writers are
+// shared between them) and has git check every repo.
+func TestConcurrentCommits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	f := open(t, dir)
+	repos := []string{"a", "b", "c", "d", "e", "f"}
+	for _, r := range repos {
+		require.NoError(t, f.CreateRepo(ctx, pr.RepoSpec{Owner: "acme", Repo: r, Kind: "cluster", Name: r, DefaultBranch: "main"}))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(repos))
+	for _, r := range repos {
+		wg.Go(func() {
+			parent, tree := "", ""
+			for i := range 3 {
+				c, err := f.Commit(ctx, "acme", r, pr.NewCommit{Parent: parent, BaseTree: tree, Message: "commit\n",
+					Changes: []pr.Change{{Path: "dir/" + r + ".yaml", Content: []byte(strings.Repeat(r, i+1) + "\n")}}})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if err := f.SetBranch(ctx, "acme", r, "main", c.SHA, false); err != nil {
+					errs <- err
+					return
+				}
+				parent, tree = c.SHA, c.Tree
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		return
+	}
+	for _, r := range repos {
+		gitDir := filepath.Join(dir, "acme", r+".git")
+		out, err := exec.Command("git", "--git-dir", gitDir, "fsck", "--strict", "--no-dangling").CombinedOutput()
+		require.NoError(t, err, "git fsck %s: %s", r, out)
+		out, err = exec.Command("git", "--git-dir", gitDir, "show", "main:dir/"+r+".yaml").CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		assert.Equal(t, strings.Repeat(r, 3)+"\n", string(out), "repo %s", r)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
+	"github.com/fleetbot-io/fleetbot/internal/gitloose"
 	"github.com/fleetbot-io/fleetbot/internal/gittree"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 )
@@ -291,6 +292,9 @@ func (f *Forge) Commit(ctx context.Context, owner, repo string, nc pr.NewCommit)
 	if err != nil {
 		return pr.Commit{}, err
 	}
+	// One compressor for every object (go-git's storage takes a fresh one per object).
+	lw := looseWriter{s: s, w: f.writers.Get(), objects: filepath.Join(p.git, "objects")}
+	defer f.writers.Put(lw.w)
 	l := gittree.Listing{}
 	if nc.BaseTree != "" && nc.BaseTree != gittree.EmptyTree {
 		if l, err = listing(s, plumbing.NewHash(nc.BaseTree)); err != nil {
@@ -302,7 +306,7 @@ func (f *Forge) Commit(ctx context.Context, owner, repo string, nc pr.NewCommit)
 			delete(l, c.Path)
 			continue
 		}
-		h, err := storeObject(s, plumbing.BlobObject, c.Content)
+		h, err := lw.store(plumbing.BlobObject, c.Content)
 		if err != nil {
 			return pr.Commit{}, fmt.Errorf("repo %s: writing %s: %w", p.full, c.Path, err)
 		}
@@ -317,7 +321,7 @@ func (f *Forge) Commit(ctx context.Context, owner, repo string, nc pr.NewCommit)
 		return pr.Commit{}, fmt.Errorf("repo %s: %w", p.full, err)
 	}
 	for _, t := range trees {
-		h, err := storeObject(s, plumbing.TreeObject, t.Data)
+		h, err := lw.store(plumbing.TreeObject, t.Data)
 		if err != nil {
 			return pr.Commit{}, fmt.Errorf("repo %s: writing tree: %w", p.full, err)
 		}
@@ -336,11 +340,11 @@ func (f *Forge) Commit(ctx context.Context, owner, repo string, nc pr.NewCommit)
 		}
 		c.ParentHashes = []plumbing.Hash{ph}
 	}
-	obj := s.NewEncodedObject()
+	obj := &plumbing.MemoryObject{}
 	if err := c.Encode(obj); err != nil {
 		return pr.Commit{}, fmt.Errorf("repo %s: encoding commit: %w", p.full, err)
 	}
-	h, err := s.SetEncodedObject(obj)
+	h, err := lw.w.WriteObject(lw.objects, obj)
 	if err != nil {
 		return pr.Commit{}, fmt.Errorf("repo %s: writing commit: %w", p.full, err)
 	}
@@ -348,26 +352,20 @@ func (f *Forge) Commit(ctx context.Context, owner, repo string, nc pr.NewCommit)
 	return *toCommit(c), nil
 }
 
-func storeObject(s *filesystem.Storage, t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+// looseWriter stores a commit's objects in a repo as loose objects, skipping those it
+// already has (loose or packed).
+type looseWriter struct {
+	s       *filesystem.Storage
+	w       *gitloose.Writer
+	objects string // the repo's objects directory
+}
+
+func (lw looseWriter) store(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 	h := plumbing.ComputeHash(t, data)
-	if err := s.HasEncodedObject(h); err == nil {
+	if err := lw.s.HasEncodedObject(h); err == nil {
 		return h, nil
 	}
-	obj := s.NewEncodedObject()
-	obj.SetType(t)
-	obj.SetSize(int64(len(data)))
-	w, err := obj.Writer()
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if _, err := w.Write(data); err != nil {
-		w.Close()
-		return plumbing.ZeroHash, err
-	}
-	if err := w.Close(); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return s.SetEncodedObject(obj)
+	return lw.w.Write(lw.objects, t, data)
 }
 
 // ErrNotFastForward is returned by SetBranch without force when the move
