@@ -21,6 +21,9 @@
 // at /{owner}/{repo}.git by the git binary's http-backend over the same bare repositories the
 // REST side reads with go-git, under the same lock: a commit made through the Git Data API is
 // clonable, and a push is visible through REST (and merges or closes pull requests as on GitHub).
+// The REST side keeps each repository open between requests (object cache, reference copy)
+// and writes new objects as loose files at once (uncompressed, through internal/gitloose); a
+// git request drops the opened repository so that what git wrote is read afresh.
 // WithTLS serves HTTPS instead, for a client that is to be given the server's certificate as
 // its CA (CertPEM), as Flux's notification-controller and source-controller are in make e2e.
 //
