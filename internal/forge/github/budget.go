@@ -292,6 +292,7 @@ func NewBudgetTransport(next http.RoundTripper, b *Budget) *BudgetTransport {
 // RoundTrip implements http.RoundTripper. The mutation slot is released when the response
 // headers arrive: GitHub has finished the write by then.
 func (t *BudgetTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = classified(req)
 	k := kindOf(req)
 	if k == kindRead {
 		if err := t.budget.waitPause(req); err != nil {

@@ -93,6 +93,7 @@ func NewCountingTransport(next http.RoundTripper, c *Counters) *CountingTranspor
 
 // RoundTrip implements http.RoundTripper.
 func (t *CountingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = classified(req)
 	k := kindOf(req)
 	resp, err := t.next.RoundTrip(req)
 	t.counters.record(k, resp, err)

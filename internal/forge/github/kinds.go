@@ -1,6 +1,7 @@
 package github
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -60,9 +61,40 @@ func isReadRequest(req *http.Request) bool {
 	if isRead(req.Method) {
 		return true
 	}
-	if req.Method != http.MethodPost || !strings.HasSuffix(req.URL.Path, "/graphql") || req.GetBody == nil {
+	if !isGraphQL(req) {
 		return false
 	}
+	if read, ok := req.Context().Value(readKey{}).(bool); ok {
+		return read
+	}
+	return isReadQuery(req)
+}
+
+// isGraphQL reports whether req is a GraphQL request with a body that can be read again.
+func isGraphQL(req *http.Request) bool {
+	return req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/graphql") && req.GetBody != nil
+}
+
+// readKey is the context key under which classified records whether a GraphQL request only
+// reads.
+type readKey struct{}
+
+// classified returns req with its GraphQL body classified once (a read query or not), so that
+// the transports below do not decode and parse it again (four of them ask). Other requests are
+// returned as they are: their method says.
+func classified(req *http.Request) *http.Request {
+	if !isGraphQL(req) {
+		return req
+	}
+	if _, ok := req.Context().Value(readKey{}).(bool); ok {
+		return req
+	}
+	return req.WithContext(context.WithValue(req.Context(), readKey{}, isReadQuery(req)))
+}
+
+// isReadQuery decodes a GraphQL request's body and reports whether every operation in it is a
+// query.
+func isReadQuery(req *http.Request) bool {
 	body, err := req.GetBody()
 	if err != nil {
 		return false

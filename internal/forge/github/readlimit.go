@@ -28,6 +28,7 @@ func NewReadLimitTransport(next http.RoundTripper, n int) *ReadLimitTransport {
 // RoundTrip implements http.RoundTripper. The slot is held until the response headers arrive;
 // GitHub's JSON bodies are small and read right after.
 func (t *ReadLimitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = classified(req)
 	if !isReadRequest(req) {
 		return t.next.RoundTrip(req)
 	}

@@ -20,6 +20,7 @@ func NewReadOnlyTransport(next http.RoundTripper) *ReadOnlyTransport {
 
 // RoundTrip implements http.RoundTripper.
 func (t *ReadOnlyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = classified(req)
 	if isReadRequest(req) {
 		return t.next.RoundTrip(req)
 	}

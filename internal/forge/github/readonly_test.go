@@ -83,3 +83,51 @@ func TestReadOnlyTransportGraphQL(t *testing.T) {
 	}
 	assert.Equal(t, int32(1), reached.Load(), "only the query reached the server")
 }
+
+// TestGraphQLBodyClassifiedOnce: the transports of a client (read-only, retry, write budget,
+// read limit, counting) each ask whether a GraphQL request only reads; its body is decoded and
+// parsed once for all of them, and the answer is still right for a query and a mutation.
+func TestGraphQLBodyClassifiedOnce(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"data":{}}`))
+	})
+	counters := NewCounters()
+	chain := func(readOnly bool) http.RoundTripper {
+		var rt http.RoundTripper = NewCountingTransport(http.DefaultTransport, counters)
+		rt = NewReadLimitTransport(rt, 2)
+		rt = NewBudgetTransport(rt, NewBudget(BudgetConfig{MinInterval: -1}))
+		rt = NewRetryTransport(rt, RetryConfig{})
+		if readOnly {
+			rt = NewReadOnlyTransport(rt)
+		}
+		return rt
+	}
+	post := func(rt http.RoundTripper, doc string) (int, error) {
+		body := `{"query":` + strconv.Quote(doc) + `}`
+		req, err := http.NewRequest(http.MethodPost, s.URL+apiPrefix+"/graphql", stringsReader(body))
+		require.NoError(t, err)
+		var reads atomic.Int32
+		req.GetBody = func() (io.ReadCloser, error) {
+			reads.Add(1)
+			return io.NopCloser(stringsReader(body)), nil
+		}
+		resp, err := rt.RoundTrip(req)
+		if resp != nil {
+			_ = resp.Body.Close()
+		}
+		return int(reads.Load()), err
+	}
+	reads, err := post(chain(true), `query { viewer { login } }`)
+	require.NoError(t, err)
+	assert.Equal(t, 1, reads, "one decode for five transports")
+	reads, err = post(chain(false), `mutation($id: ID!) { enablePullRequestAutoMerge(input: {pullRequestId: $id}) { clientMutationId } }`)
+	require.NoError(t, err)
+	assert.Equal(t, 1, reads)
+	_, err = post(chain(true), `mutation($id: ID!) { enablePullRequestAutoMerge(input: {pullRequestId: $id}) { clientMutationId } }`)
+	assert.ErrorIs(t, err, ErrReadOnly)
+	st := counters.Stats()
+	assert.Equal(t, int64(1), st.Reads, "the query counted as a read")
+	assert.Equal(t, int64(1), st.Writes, "the mutation as a write")
+}

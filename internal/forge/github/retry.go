@@ -75,6 +75,7 @@ func NewRetryTransport(next http.RoundTripper, cfg RetryConfig) *RetryTransport 
 
 // RoundTrip implements http.RoundTripper.
 func (t *RetryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = classified(req)
 	ctx := req.Context()
 	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 	failures, limitWaits, blind := 0, 0, 0
