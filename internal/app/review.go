@@ -19,6 +19,9 @@ type ControlChange struct {
 	// team (nil: unknown, so nothing is allowed on the strength of the author's teams).
 	Author string
 	Member func(slug string) (bool, error)
+	// BaseFleet and HeadFleet are Base and Head already loaded and rendered (valid), when the
+	// caller has them; nil: the review loads and renders that side.
+	BaseFleet, HeadFleet *Fleet
 }
 
 // ControlReview is check control's verdict on a change.
@@ -47,7 +50,8 @@ func (c Config) CheckControl(ch ControlChange) (*ControlReview, error) {
 
 // CheckControlWith is CheckControl with the caller's renderer (a service's long-lived one).
 func CheckControlWith(r *fanout.Renderer, ch ControlChange) (*ControlReview, error) {
-	in := review.Input{Base: ch.Base, Head: ch.Head, BaseRev: ch.BaseRev, HeadRev: ch.HeadRev, Author: ch.Author, Member: ch.Member}
+	in := review.Input{Base: ch.Base, Head: ch.Head, BaseRev: ch.BaseRev, HeadRev: ch.HeadRev, Author: ch.Author, Member: ch.Member,
+		BaseLoaded: ch.BaseFleet.loaded(), HeadLoaded: ch.HeadFleet.loaded()}
 	rep, err := review.Review(in, r)
 	if err != nil {
 		return nil, err
@@ -80,3 +84,11 @@ func (r *ControlReview) Document() *report.Document {
 // WriteText and WriteMarkdown write the review for a terminal and for a PR comment.
 func (r *ControlReview) WriteText(w io.Writer) error     { return r.rep.WriteText(w) }
 func (r *ControlReview) WriteMarkdown(w io.Writer) error { return r.rep.WriteMarkdown(w) }
+
+// loaded is f as the review takes it (nil for nil).
+func (f *Fleet) loaded() *review.Loaded {
+	if f == nil {
+		return nil
+	}
+	return &review.Loaded{Repo: f.Repo, Targets: f.Targets}
+}

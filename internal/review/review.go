@@ -61,6 +61,29 @@ type Input struct {
 	// means membership is unknown: nothing the author does is then allowed
 	// on the strength of their teams.
 	Member func(slug string) (bool, error)
+	// BaseLoaded and HeadLoaded are Base and Head already loaded (valid) and rendered, when
+	// the caller has them (serve keeps the commits it rendered); nil: Review loads and renders
+	// that side itself.
+	BaseLoaded, HeadLoaded *Loaded
+}
+
+// Loaded is a control repo tree loaded and rendered: what Review would make of it.
+type Loaded struct {
+	Repo    *control.Repo
+	Targets []*fanout.Target
+}
+
+// load returns l's repo and targets, or loads and renders tree when l is nil.
+func load(l *Loaded, tree fs.FS, r Renderer) (*control.Repo, []*fanout.Target, error) {
+	if l != nil {
+		return l.Repo, l.Targets, nil
+	}
+	repo, err := control.Load(tree)
+	if err != nil {
+		return repo, nil, err
+	}
+	targets, err := r.Render(repo)
+	return repo, targets, err
 }
 
 // Renderer renders a loaded control repo to its target repos
@@ -129,11 +152,7 @@ func (r *Report) Valid() bool { return len(r.Issues) == 0 }
 // all (control.ErrUnreadable); an invalid head is a Report with Issues.
 func Review(in Input, r Renderer) (*Report, error) {
 	rep := &Report{Base: in.BaseRev, Head: in.HeadRev, Author: in.Author, Files: []FileChange{}, Targets: []TargetChange{}, Personas: []string{}}
-	head, err := control.Load(in.Head)
-	var headTargets []*fanout.Target
-	if err == nil {
-		headTargets, err = r.Render(head)
-	}
+	head, headTargets, err := load(in.HeadLoaded, in.Head, r)
 	if err != nil {
 		var is control.Issues
 		if !errors.As(err, &is) {
@@ -141,11 +160,7 @@ func Review(in Input, r Renderer) (*Report, error) {
 		}
 		rep.Issues = is
 	}
-	base, err := control.Load(in.Base)
-	var baseTargets []*fanout.Target
-	if err == nil {
-		baseTargets, err = r.Render(base)
-	}
+	base, baseTargets, err := load(in.BaseLoaded, in.Base, r)
 	if err != nil {
 		var is control.Issues
 		if !errors.As(err, &is) {

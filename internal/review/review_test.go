@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 )
 
@@ -195,4 +196,50 @@ func TestRetargetedLinkIsAChange(t *testing.T) {
 	require.Len(t, rep.Files, 1)
 	assert.Equal(t, "clusters/prod-eu-1.yaml", rep.Files[0].Path)
 	assert.False(t, rep.Files[0].Allowed)
+}
+
+// countingRenderer counts renders.
+type countingRenderer struct {
+	r *fanout.Renderer
+	n int
+}
+
+func (c *countingRenderer) Render(repo *control.Repo) ([]*fanout.Target, error) {
+	c.n++
+	return c.r.Render(repo)
+}
+
+// TestReviewOfLoadedSides: a caller that already loaded and rendered both sides (serve keeps
+// the commits it rendered) gets the same report without Review rendering anything again; an
+// invalid head is still loaded by Review, for its problems.
+func TestReviewOfLoadedSides(t *testing.T) {
+	t.Parallel()
+	base := example(t)
+	head := change(t, base, "clusters/prod-eu-1.yaml", "monitoring_retention: 30d", "monitoring_retention: 90d")
+	in := Input{Base: base, Head: head, BaseRev: "base", HeadRev: "head", Author: "bob", Member: memberOf("payments-devs")}
+	fresh := &countingRenderer{r: fanout.NewRenderer(fanout.Options{})}
+	want, err := Review(in, fresh)
+	require.NoError(t, err)
+	assert.Equal(t, 2, fresh.n, "both sides rendered")
+
+	loaded := func(tree fs.FS) *Loaded {
+		repo, err := control.Load(tree)
+		require.NoError(t, err)
+		targets, err := fanout.NewRenderer(fanout.Options{}).Render(repo)
+		require.NoError(t, err)
+		return &Loaded{Repo: repo, Targets: targets}
+	}
+	in.BaseLoaded, in.HeadLoaded = loaded(base), loaded(head)
+	reuse := &countingRenderer{r: fanout.NewRenderer(fanout.Options{})}
+	got, err := Review(in, reuse)
+	require.NoError(t, err)
+	assert.Zero(t, reuse.n, "nothing rendered again")
+	assert.Equal(t, want, got)
+
+	bad := change(t, base, "clusters/prod-eu-1.yaml", "workspace: payments", "workspace: paymnts")
+	in = Input{Base: base, Head: bad, BaseRev: "base", HeadRev: "head", Author: "bob", BaseLoaded: loaded(base)}
+	rep, err := Review(in, reuse)
+	require.NoError(t, err)
+	assert.Equal(t, Invalid, rep.Verdict)
+	assert.NotEmpty(t, rep.Issues)
 }

@@ -45,6 +45,10 @@ type VerdictInput struct {
 	Owner string
 	// Author is the pull request author's login ("" when unknown).
 	Author string
+	// BaseFleet and HeadFleet are Base and Head as serve already loaded and rendered them
+	// (nil when it has not, or they do not validate): the verdict then does not load and
+	// render them again.
+	BaseFleet, HeadFleet *app.Fleet
 }
 
 // VerdictResult is a Verdict's finding.
@@ -424,7 +428,16 @@ func (s *Service) verdict(ctx context.Context, j Job, owner string) VerdictResul
 	if err != nil {
 		return failed(err)
 	}
-	v, err := s.cfg.Verdict.CheckControl(ctx, VerdictInput{Base: base, Head: head, BaseSHA: j.Base, HeadSHA: j.SHA, Owner: owner, Author: j.Author})
+	// The head was loaded and rendered for the plan; the base is usually a default-branch
+	// commit serve applied. Both come from the commits kept (loaded now if not).
+	in := VerdictInput{Base: base, Head: head, BaseSHA: j.Base, HeadSHA: j.SHA, Owner: owner, Author: j.Author}
+	if e := s.fleetEntry(ctx, j.SHA); e.err == nil {
+		in.HeadFleet = e.fleet
+	}
+	if e := s.fleetEntry(ctx, j.Base); e.err == nil {
+		in.BaseFleet = e.fleet
+	}
+	v, err := s.cfg.Verdict.CheckControl(ctx, in)
 	if err != nil {
 		return failed(err)
 	}

@@ -22,7 +22,8 @@ type ReviewVerdict struct {
 
 // CheckControl reviews the change.
 func (v *ReviewVerdict) CheckControl(ctx context.Context, in VerdictInput) (VerdictResult, error) {
-	ri := app.ControlChange{Base: in.Base, Head: in.Head, BaseRev: in.BaseSHA, HeadRev: in.HeadSHA, Author: in.Author}
+	ri := app.ControlChange{Base: in.Base, Head: in.Head, BaseRev: in.BaseSHA, HeadRev: in.HeadSHA, Author: in.Author,
+		BaseFleet: in.BaseFleet, HeadFleet: in.HeadFleet}
 	if v.Member != nil && in.Author != "" && in.Owner != "" {
 		ri.Member = func(slug string) (bool, error) { return v.Member(ctx, in.Owner, slug, in.Author) }
 	}
