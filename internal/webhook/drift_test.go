@@ -276,13 +276,8 @@ func (f *orgCounter) takeOrg() (org, list int) {
 func TestServiceDriftBatchIsOneApply(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := func() time.Time { return time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC) }
-	f, err := local.Open(t.TempDir(), local.Options{Now: clock})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = f.Close() })
-	fg := &orgCounter{snapshotCounter: &snapshotCounter{Forge: f, snaps: map[string]int{}}}
-	ctl := &memControl{commits: map[string]fs.FS{}}
-	sha := ctl.push(readControl(t))
+	snaps, ctl, sha := localFleet(t)
+	fg := &orgCounter{snapshotCounter: snaps}
 	var heads int
 	var failRepo string
 	svc, err := NewService(ServiceConfig{
@@ -369,13 +364,7 @@ func TestServiceDriftBatchIsOneApply(t *testing.T) {
 func TestShardedServiceDriftBatch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := func() time.Time { return time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC) }
-	f, err := local.Open(t.TempDir(), local.Options{Now: clock})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = f.Close() })
-	fg := &snapshotCounter{Forge: f, snaps: map[string]int{}}
-	ctl := &memControl{commits: map[string]fs.FS{}}
-	sha := ctl.push(readControl(t))
+	fg, ctl, sha := localFleet(t)
 	full, err := NewService(ServiceConfig{
 		Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}),
 		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return fg, nil },
@@ -413,13 +402,8 @@ func TestShardedServiceDriftBatch(t *testing.T) {
 func TestDriftReadsAccessAfreshOnlyForAccessEvents(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := func() time.Time { return time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC) }
-	f, err := local.Open(t.TempDir(), local.Options{Now: clock})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = f.Close() })
-	fg := &orgCounter{snapshotCounter: &snapshotCounter{Forge: f, snaps: map[string]int{}}}
-	ctl := &memControl{commits: map[string]fs.FS{}}
-	sha := ctl.push(readControl(t))
+	snaps, ctl, sha := localFleet(t)
+	fg := &orgCounter{snapshotCounter: snaps}
 	var modes []ForgeMode
 	var heads int
 	svc, err := NewService(ServiceConfig{
@@ -468,4 +452,16 @@ type headCounter struct {
 func (h *headCounter) Head(ctx context.Context) (string, error) {
 	*h.n++
 	return h.memControl.Head(ctx)
+}
+
+// localFleet is a local forge on a fixed clock, counting snapshots, and the example control
+// repo pushed to an in-memory control source at sha.
+func localFleet(t *testing.T) (*snapshotCounter, *memControl, string) {
+	t.Helper()
+	clock := func() time.Time { return time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC) }
+	f, err := local.Open(t.TempDir(), local.Options{Now: clock})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	ctl := &memControl{commits: map[string]fs.FS{}}
+	return &snapshotCounter{Forge: f, snaps: map[string]int{}}, ctl, ctl.push(readControl(t))
 }

@@ -304,13 +304,7 @@ func TestCoalescedApplyIsFullIfEitherIs(t *testing.T) {
 func TestShardedServiceAppliesItsOwnRepos(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := func() time.Time { return time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC) }
-	f, err := local.Open(t.TempDir(), local.Options{Now: clock})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = f.Close() })
-	forge := &snapshotCounter{Forge: f, snaps: map[string]int{}}
-	ctl := &memControl{commits: map[string]fs.FS{}}
-	sha := ctl.push(readControl(t))
+	forge, ctl, sha := localFleet(t)
 	var all []string
 	var svcs []*Service
 	for i := range 2 {
