@@ -48,11 +48,17 @@ var kustomizationFiles = [...]string{"kustomization.yaml", "kustomization.yml", 
 // looping or naming a directory is an issue naming the link and its target. fsys must
 // implement fs.ReadLinkFS to read links (os.DirFS, os.Root.FS and fstest.MapFS do).
 func Load(fsys fs.FS) (*Repo, error) {
-	return load(fsys)
+	return load(fsys, nil)
 }
 
-func load(fsys fs.FS) (*Repo, error) {
-	l := &loader{fsys: fsys, repo: &Repo{}}
+// LoadCached is Load, taking the clusters whose file (name and content) it decoded before from
+// cache (see Cache); a nil cache is Load.
+func LoadCached(fsys fs.FS, cache *Cache) (*Repo, error) {
+	return load(fsys, cache)
+}
+
+func load(fsys fs.FS, cache *Cache) (*Repo, error) {
+	l := &loader{fsys: fsys, repo: &Repo{}, cache: cache}
 	if err := l.run(); err != nil {
 		return nil, err
 	}
@@ -65,9 +71,10 @@ func load(fsys fs.FS) (*Repo, error) {
 }
 
 type loader struct {
-	fsys fs.FS
-	repo *Repo
-	is   Issues
+	fsys  fs.FS
+	repo  *Repo
+	cache *Cache
+	is    Issues
 	// files and bytes count what was read, for the bounds.
 	files, bytes int
 	// platform is where the Platform was found, for "second Platform" issues.
@@ -150,6 +157,29 @@ func (l *loader) loadPause(top map[string]fs.DirEntry) error {
 // YAML file whose aliases expand past yamlsize.DefaultMaxNodes, or a repo past MaxFiles or
 // MaxTotalBytes is refused (ErrTooLarge, naming the file), before any decoder sees it.
 func (l *loader) readFile(name string) ([]byte, error) {
+	b, err := l.readBounded(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkYAMLSize(name, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// checkYAMLSize refuses a YAML input with too many nodes (aliases expanded) before it is decoded.
+func checkYAMLSize(name string, b []byte) error {
+	if isYAMLInput(name) {
+		if err := yamlsize.Check(b, yamlsize.DefaultMaxNodes); err != nil {
+			return tooLarge(name, err.Error())
+		}
+	}
+	return nil
+}
+
+// readBounded reads a file, counting it against the bounds on file size, file count and total
+// size.
+func (l *loader) readBounded(name string) ([]byte, error) {
 	if info, err := fs.Stat(l.fsys, name); err == nil && info.Size() > MaxFileBytes {
 		return nil, tooLarge(name, fmt.Sprintf("%d bytes, more than the %d a file may have", info.Size(), MaxFileBytes))
 	}
@@ -166,11 +196,6 @@ func (l *loader) readFile(name string) ([]byte, error) {
 		return nil, tooLarge(name, fmt.Sprintf("the control repo has more than %d files", MaxFiles))
 	case l.bytes > MaxTotalBytes:
 		return nil, tooLarge(name, fmt.Sprintf("the control repo holds more than %d bytes", MaxTotalBytes))
-	}
-	if isYAMLInput(name) {
-		if err := yamlsize.Check(b, yamlsize.DefaultMaxNodes); err != nil {
-			return nil, tooLarge(name, err.Error())
-		}
 	}
 	return b, nil
 }
@@ -340,17 +365,14 @@ func (l *loader) loadObjects(top map[string]fs.DirEntry, dir, kind string) error
 				"%s is not read", name)
 			return nil
 		}
+		if kind == KindCluster {
+			return l.loadCluster(name, e, dir)
+		}
 		d, err := l.object(name, e, kind, dir)
 		if d == nil {
 			return err
 		}
 		switch kind {
-		case KindCluster:
-			var c Cluster
-			if d.decode(&c, &l.is) {
-				c.Source = d.src
-				l.repo.Clusters = append(l.repo.Clusters, &c)
-			}
 		case KindWorkspace:
 			var w Workspace
 			if d.decode(&w, &l.is) {
@@ -360,6 +382,40 @@ func (l *loader) loadObjects(top map[string]fs.DirEntry, dir, kind string) error
 		}
 		return nil
 	})
+}
+
+// loadCluster loads the Cluster of file name in dir, from the cache when the same file (name
+// and content) was decoded before without a problem.
+func (l *loader) loadCluster(name string, e fs.DirEntry, dir string) error {
+	from, ok := l.source(name, e)
+	if !ok {
+		return nil
+	}
+	data, err := l.readBounded(from)
+	if err != nil {
+		return err
+	}
+	if c := l.cache.cluster(name, data); c != nil {
+		l.repo.Clusters = append(l.repo.Clusters, c)
+		return nil
+	}
+	if err := checkYAMLSize(from, data); err != nil {
+		return err
+	}
+	problems := len(l.is)
+	d := parseDocument(name, data, &l.is)
+	if d == nil || !l.placed(d, KindCluster, dir) {
+		return nil
+	}
+	var c Cluster
+	if d.decode(&c, &l.is) {
+		c.Source = d.src
+		l.repo.Clusters = append(l.repo.Clusters, &c)
+		if len(l.is) == problems {
+			l.cache.put(name, data, &c)
+		}
+	}
+	return nil
 }
 
 // loadCatalog loads catalog/<app>/app.yaml and every other file of each app

@@ -18,5 +18,5 @@ func LoadDir(dir string) (*Repo, error) {
 		return nil, errUnreadable("opening control repo "+dir, err)
 	}
 	defer root.Close()
-	return load(root.FS())
+	return load(root.FS(), nil)
 }

@@ -35,6 +35,9 @@ type GitHubControl struct {
 	mu    sync.Mutex
 	blobs map[string]cachedBlob
 	gen   int
+	// decoded are the clusters of earlier loads, so that a commit that changes a few cluster
+	// files decodes those only (control.LoadCached).
+	decoded *control.Cache
 }
 
 type cachedBlob struct {
@@ -52,7 +55,7 @@ func NewGitHubControl(api *gh.Client, fullName string) (*GitHubControl, error) {
 	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
 		return nil, fmt.Errorf("control repo %q: want owner/name", fullName)
 	}
-	return &GitHubControl{api: api, owner: owner, name: name, blobs: map[string]cachedBlob{}}, nil
+	return &GitHubControl{api: api, owner: owner, name: name, blobs: map[string]cachedBlob{}, decoded: control.NewCache(control.DefaultCacheBytes)}, nil
 }
 
 // Head returns the commit at the tip of the control repo's default branch.
@@ -71,7 +74,8 @@ func (c *GitHubControl) Head(ctx context.Context) (string, error) {
 	return ref.GetObject().GetSHA(), nil
 }
 
-// Load reads and validates the control repo at commit sha (control.Load):
+// Load reads and validates the control repo at commit sha (control.LoadCached: the cluster
+// files it decoded for an earlier commit are not decoded again):
 // control.Issues when it is invalid, an error wrapping control.ErrUnreadable
 // when it cannot be read. The returned Repo's Revision is sha.
 func (c *GitHubControl) Load(ctx context.Context, sha string) (*control.Repo, error) {
@@ -79,7 +83,7 @@ func (c *GitHubControl) Load(ctx context.Context, sha string) (*control.Repo, er
 	if err != nil {
 		return nil, err
 	}
-	repo, err := control.Load(files)
+	repo, err := control.LoadCached(files, c.decoded)
 	if err != nil {
 		return nil, err
 	}
