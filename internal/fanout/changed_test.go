@@ -100,7 +100,7 @@ func TestDigestAgreesWithChanged(t *testing.T) {
 		assert.Equal(t, slices.Contains(changed, tg.Repo), Digest(tg) != digests[tg.Repo], "%s", tg.Repo)
 	}
 	// Every field counts, not only files.
-	one := *next[0]
+	one := next[0]
 	for name, mutate := range map[string]func(*Target){
 		"reviewers":  func(x *Target) { x.Reviewers = append(slices.Clone(x.Reviewers), "someone") },
 		"visibility": func(x *Target) { x.Visibility = "public" },
@@ -109,11 +109,11 @@ func TestDigestAgreesWithChanged(t *testing.T) {
 		"scaffold":   func(x *Target) { x.Scaffolds = map[string][]byte{"a": []byte("b")} },
 		"file moved": func(x *Target) { x.Files = map[string][]byte{"ab": nil} },
 	} {
-		c := one
-		mutate(&c)
-		assert.NotEqual(t, Digest(&one), Digest(&c), name)
+		c := one.Clone()
+		mutate(c)
+		assert.NotEqual(t, Digest(one), Digest(c), name)
 	}
-	a, b := one, one
+	a, b := one.Clone(), one.Clone()
 	a.Files, b.Files = map[string][]byte{"ab": []byte("c")}, map[string][]byte{"a": []byte("bc")}
-	assert.NotEqual(t, Digest(&a), Digest(&b), "path and content boundaries are kept apart")
+	assert.NotEqual(t, Digest(a), Digest(b), "path and content boundaries are kept apart")
 }

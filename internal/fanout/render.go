@@ -19,6 +19,7 @@ import (
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
+	"github.com/fleetbot-io/fleetbot/internal/gittree"
 )
 
 // DefaultGitURL is the base of the repo URLs written into Flux GitRepository
@@ -60,6 +61,10 @@ type Renderer struct {
 	cache      map[string]*build
 	generation int
 	stats      Stats
+	// hashes caches the git hashes of what the renderer's targets hold, across renders: a
+	// service plans every target of each new render, and nearly all its files are the last
+	// render's (Target.BlobHashes, Target.Hasher).
+	hashes *gittree.Cache
 	// exact turns off the shortcuts that avoid re-serialising and re-parsing (relayout, inert
 	// values), so tests can compare both ways.
 	exact bool
@@ -71,6 +76,7 @@ func NewRenderer(opts Options) *Renderer {
 		gitURL: strings.TrimSuffix(opts.GitURL, "/"),
 		log:    opts.Logger,
 		cache:  map[string]*build{},
+		hashes: gittree.NewCache(gittree.DefaultCacheBytes),
 	}
 	if r.gitURL == "" {
 		r.gitURL = DefaultGitURL
@@ -159,6 +165,9 @@ func (r *Renderer) RenderContext(ctx context.Context, repo *control.Repo) ([]*Ta
 		targets = append(targets, run.workspaceTarget(w, byWorkspace[w.Metadata.Name], dp))
 	}
 	targets = append(targets, run.managementTargets()...)
+	for _, t := range targets {
+		t.hasher = r.hashes
+	}
 	r.evictFiles()
 	if err := run.issues.Err(); err != nil {
 		return nil, err

@@ -6,9 +6,13 @@
 package fanout
 
 import (
+	"maps"
 	"path"
+	"slices"
 	"strings"
+	"sync"
 
+	"github.com/fleetbot-io/fleetbot/internal/gittree"
 	"github.com/fleetbot-io/fleetbot/internal/policy"
 )
 
@@ -44,6 +48,63 @@ type Target struct {
 	// Removed is true when the cluster or workspace left the control repo:
 	// Files then hold only what stays (README, CODEOWNERS).
 	Removed bool `json:"removed,omitempty"`
+
+	// hashes caches the blob hashes BlobHashes computed, by path, with the content each was
+	// computed of.
+	hashMu sync.Mutex
+	hashes map[string]hashed
+	// hasher is the hash cache of the Renderer that rendered the target (nil: none).
+	hasher *gittree.Cache
+}
+
+// Hasher returns the git hash cache of the Renderer that rendered t, shared by every target
+// it rendered; nil (which computes every hash) for a target built otherwise.
+func (t *Target) Hasher() *gittree.Cache { return t.hasher }
+
+// hashed is a blob hash and the content it is the hash of.
+type hashed struct {
+	data []byte
+	hash string
+}
+
+// same reports whether a and b are the same slice: content is replaced, never changed in place
+// (Render's contract), so the same slice holds the same bytes. The cache holds on to the
+// slice it hashed, so its array cannot be freed and reused for other content meanwhile.
+func same(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// BlobHashes returns the git blob hash of every file and scaffold of t, by path. Each file is
+// hashed once for as long as its content stays the same slice: a service plans the same
+// rendered target on every event of its repo, and hashing its files was the larger part of
+// each plan. It is safe for concurrent use.
+func (t *Target) BlobHashes() map[string]string {
+	t.hashMu.Lock()
+	defer t.hashMu.Unlock()
+	if t.hashes == nil {
+		t.hashes = make(map[string]hashed, len(t.Files)+len(t.Scaffolds))
+	}
+	out := make(map[string]string, len(t.Files)+len(t.Scaffolds))
+	for _, files := range []map[string][]byte{t.Scaffolds, t.Files} {
+		for p, c := range files {
+			h, ok := t.hashes[p]
+			if !ok || !same(h.data, c) {
+				h = hashed{data: c, hash: t.hasher.BlobHash(c)}
+				t.hashes[p] = h
+			}
+			out[p] = h.hash
+		}
+	}
+	return out
+}
+
+// Clone returns a deep copy of t that may be changed (its hashes are computed afresh). A
+// Target is never copied by value: its computed hashes would go with it.
+func (t *Target) Clone() *Target {
+	c := &Target{Kind: t.Kind, Name: t.Name, Owner: t.Owner, Repo: t.Repo, DefaultBranch: t.DefaultBranch,
+		Visibility: t.Visibility, Files: maps.Clone(t.Files), Scaffolds: maps.Clone(t.Scaffolds),
+		Access: t.Access.Clone(), Reviewers: slices.Clone(t.Reviewers), Removed: t.Removed, hasher: t.hasher}
+	return c
 }
 
 // FullName is "owner/repo".

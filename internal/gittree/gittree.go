@@ -85,23 +85,34 @@ func Hash(l Listing) (string, error) {
 // Trees encodes every tree object of the listing, children before parents,
 // and returns the root tree hash. An empty listing is the empty tree.
 func Trees(l Listing) (string, []Object, error) {
+	root, err := build(l)
+	if err != nil {
+		return "", nil, err
+	}
+	var objs []Object
+	h := root.encode(func(data []byte) string { return plumbing.ComputeHash(plumbing.TreeObject, data).String() }, &objs)
+	return h, objs, nil
+}
+
+// build checks the listing and arranges it in directories.
+func build(l Listing) (*dir, error) {
 	root := &dir{children: map[string]*dir{}, files: map[string]Entry{}}
 	for _, p := range l.Paths() {
 		if err := validPath(p); err != nil {
-			return "", nil, err
+			return nil, err
 		}
 		e := l[p]
 		if e.Mode == ModeDir || e.Mode == 0 {
-			return "", nil, fmt.Errorf("tree entry %q: invalid mode %o", p, e.Mode)
+			return nil, fmt.Errorf("tree entry %q: invalid mode %o", p, e.Mode)
 		}
 		if _, err := hex.DecodeString(e.Hash); err != nil || len(e.Hash) != 40 {
-			return "", nil, fmt.Errorf("tree entry %q: invalid hash %q", p, e.Hash)
+			return nil, fmt.Errorf("tree entry %q: invalid hash %q", p, e.Hash)
 		}
 		parts := strings.Split(p, "/")
 		d := root
 		for i, name := range parts[:len(parts)-1] {
 			if _, ok := d.files[name]; ok {
-				return "", nil, fmt.Errorf("path conflict: %q is a file and also a directory of %q", strings.Join(parts[:i+1], "/"), p)
+				return nil, fmt.Errorf("path conflict: %q is a file and also a directory of %q", strings.Join(parts[:i+1], "/"), p)
 			}
 			c, ok := d.children[name]
 			if !ok {
@@ -112,13 +123,11 @@ func Trees(l Listing) (string, []Object, error) {
 		}
 		name := parts[len(parts)-1]
 		if _, ok := d.children[name]; ok {
-			return "", nil, fmt.Errorf("path conflict: %q is a directory and also a file", p)
+			return nil, fmt.Errorf("path conflict: %q is a directory and also a file", p)
 		}
 		d.files[name] = e
 	}
-	var objs []Object
-	h := root.encode(&objs)
-	return h, objs, nil
+	return root, nil
 }
 
 func validPath(p string) error {
@@ -154,10 +163,12 @@ func (e treeEntry) sortKey() string {
 	return e.name
 }
 
-func (d *dir) encode(objs *[]Object) string {
+// encode encodes d's tree object, its subdirectories' first, hashes each with hash and
+// appends them to objs (when not nil); it returns d's hash.
+func (d *dir) encode(hash func(data []byte) string, objs *[]Object) string {
 	entries := make([]treeEntry, 0, len(d.children)+len(d.files))
 	for name, c := range d.children {
-		entries = append(entries, treeEntry{name: name, mode: ModeDir, hash: c.encode(objs)})
+		entries = append(entries, treeEntry{name: name, mode: ModeDir, hash: c.encode(hash, objs)})
 	}
 	for name, f := range d.files {
 		entries = append(entries, treeEntry{name: name, mode: f.Mode, hash: f.Hash})
@@ -173,7 +184,9 @@ func (d *dir) encode(objs *[]Object) string {
 		buf.Write(raw)
 	}
 	data := buf.Bytes()
-	h := plumbing.ComputeHash(plumbing.TreeObject, data).String()
-	*objs = append(*objs, Object{Hash: h, Data: data})
+	h := hash(data)
+	if objs != nil {
+		*objs = append(*objs, Object{Hash: h, Data: data})
+	}
 	return h
 }

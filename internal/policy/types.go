@@ -5,6 +5,8 @@
 // desired one.
 package policy
 
+import "maps"
+
 // Role is a GitHub repository role granted to a team.
 type Role string
 
@@ -45,4 +47,15 @@ type Access struct {
 	// be protected at all (GitHub: a private repository of an organization on the free plan).
 	// Diff then plans no protection, and the reconcile reports it as a warning.
 	ProtectionUnavailable string `json:"protectionUnavailable,omitempty"`
+}
+
+// Clone returns a deep copy of a.
+func (a Access) Clone() Access {
+	c := a
+	c.Teams, c.Collaborators = maps.Clone(a.Teams), maps.Clone(a.Collaborators)
+	if a.Protection != nil {
+		p := *a.Protection
+		c.Protection = &p
+	}
+	return c
 }

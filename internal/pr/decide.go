@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
@@ -193,10 +194,14 @@ func (d *Decision) Counts() (added, changed, removed int) {
 // branch. Equal tree hashes mean nothing to do.
 func Decide(s *Snapshot, t *fanout.Target, o Options) (*Decision, error) {
 	o = o.withDefaults()
+	var m marker
+	if s != nil && s.PR != nil {
+		m, _ = parseMarker(s.PR.Body)
+	}
 	d := &Decision{
 		Owner: t.Owner, Repo: t.Repo, Kind: t.Kind, Name: t.Name,
 		removed: t.Removed, branch: o.Branch, defBr: defaultBranch(t),
-		Observed: observe(s),
+		Observed: observe(s, m),
 		labels:   len(o.Labels) > 0, autoMerge: o.AutoMerge, grants: len(t.Access.Teams),
 	}
 	if t.Access.Protection != nil {
@@ -227,19 +232,20 @@ func Decide(s *Snapshot, t *fanout.Target, o Options) (*Decision, error) {
 			d.Reason = "empty repo: bootstrap the default branch"
 		}
 		boot := gittree.Listing{}
+		hashes := t.BlobHashes()
 		for _, p := range []string{"README.md", ".github/CODEOWNERS"} {
 			if c, ok := t.Files[p]; ok {
-				boot[p] = blobEntry(c)
+				boot[p] = fileEntry(hashes[p])
 				d.Bootstrap = append(d.Bootstrap, Change{Path: p, Mode: gittree.ModeFile, Content: c})
 			}
 		}
 		for _, p := range slices.Sorted(maps.Keys(t.Scaffolds)) {
-			boot[p] = blobEntry(t.Scaffolds[p])
+			boot[p] = fileEntry(hashes[p])
 			d.Bootstrap = append(d.Bootstrap, Change{Path: p, Mode: gittree.ModeFile, Content: t.Scaffolds[p]})
 		}
 		sortChanges(d.Bootstrap)
 		desired := desiredListing(boot, t)
-		tree, err := gittree.Hash(desired)
+		tree, err := t.Hasher().Hash(desired)
 		if err != nil {
 			return nil, fmt.Errorf("%s: desired tree: %w", t.FullName(), err)
 		}
@@ -258,13 +264,16 @@ func Decide(s *Snapshot, t *fanout.Target, o Options) (*Decision, error) {
 		d.Base = s.Base.SHA
 	}
 
-	desired := desiredListing(base, t)
-	tree, err := gittree.Hash(desired)
+	tree, err := desiredTree(base, s.Base.Tree, t)
 	if err != nil {
 		return nil, fmt.Errorf("%s: desired tree: %w", t.FullName(), err)
 	}
 	d.Tree = tree
-	d.Files, d.Changes = diff(base, desired, t)
+	if tree != s.Base.Tree {
+		// Equal trees have no difference to list: a repo in sync (most of them, on most
+		// runs) skips building the listing again.
+		d.Files, d.Changes = diff(base, desiredListing(base, t), t)
+	}
 	d.prFiles = d.Files
 	d.bot = s.Bot
 	inSync := tree == s.Base.Tree
@@ -275,7 +284,6 @@ func Decide(s *Snapshot, t *fanout.Target, o Options) (*Decision, error) {
 
 	if p := s.PR; p != nil && p.State == StateOpen {
 		d.PR = p
-		m, _ := parseMarker(p.Body)
 		d.marker = m
 		switch {
 		case m.Blocked:
@@ -367,19 +375,54 @@ func firstParent(c *Commit) string {
 	return c.Parents[0]
 }
 
-func desiredListing(base gittree.Listing, t *fanout.Target) gittree.Listing {
-	desired := base.Clone()
-	for p := range desired {
-		if t.Kind.Managed(p) {
-			delete(desired, p)
+// desiredTree is the hash of desiredListing(base, t), base being the listing of the tree
+// baseTree. It is remembered in the target's hash cache under baseTree and the target's kind,
+// files and scaffolds (everything the listing depends on): a service plans each repo on every
+// event of it, against the same default branch almost every time.
+func desiredTree(base gittree.Listing, baseTree string, t *fanout.Target) (string, error) {
+	compute := func() (string, error) { return t.Hasher().Hash(desiredListing(base, t)) }
+	if baseTree == "" || t.Hasher() == nil {
+		return compute()
+	}
+	return t.Hasher().Memo(desiredKey(baseTree, t), compute)
+}
+
+// desiredKey names the desired tree of t on the base tree baseTree: the base, t's kind (which
+// paths it manages), and the path and blob hash of every file and scaffold.
+func desiredKey(baseTree string, t *fanout.Target) string {
+	hashes := t.BlobHashes()
+	var b strings.Builder
+	b.Grow(64 + len(hashes)*80)
+	b.WriteString("desired\x00")
+	b.WriteString(baseTree)
+	b.WriteByte(0)
+	b.WriteString(string(t.Kind))
+	for _, files := range []map[string][]byte{t.Files, t.Scaffolds} {
+		b.WriteString("\x00\x00")
+		for _, p := range slices.Sorted(maps.Keys(files)) {
+			b.WriteString(p)
+			b.WriteByte(0)
+			b.WriteString(hashes[p])
+			b.WriteByte(0)
 		}
 	}
-	for p, c := range t.Files {
-		desired[p] = blobEntry(c)
+	return b.String()
+}
+
+func desiredListing(base gittree.Listing, t *fanout.Target) gittree.Listing {
+	desired := make(gittree.Listing, len(base)+len(t.Files))
+	for p, e := range base {
+		if !t.Kind.Managed(p) {
+			desired[p] = e
+		}
 	}
-	for p, c := range t.Scaffolds {
+	hashes := t.BlobHashes()
+	for p := range t.Files {
+		desired[p] = fileEntry(hashes[p])
+	}
+	for p := range t.Scaffolds {
 		if _, ok := base[p]; !ok {
-			desired[p] = blobEntry(c)
+			desired[p] = fileEntry(hashes[p])
 		}
 	}
 	return desired
@@ -422,6 +465,7 @@ func sortChanges(cs []Change) {
 	sort.Slice(cs, func(a, b int) bool { return cs[a].Path < cs[b].Path })
 }
 
-func blobEntry(c []byte) gittree.Entry {
-	return gittree.Entry{Mode: gittree.ModeFile, Hash: gittree.BlobHash(c)}
+// fileEntry is the tree entry of a regular file with blob hash h.
+func fileEntry(h string) gittree.Entry {
+	return gittree.Entry{Mode: gittree.ModeFile, Hash: h}
 }

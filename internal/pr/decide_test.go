@@ -1,6 +1,7 @@
 package pr
 
 import (
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -73,7 +74,7 @@ func snapshot(t *testing.T, files map[string]string) *Snapshot {
 	return &Snapshot{Exists: true, Base: &Commit{SHA: baseSHA, Tree: hashOf(t, l)}, Files: l}
 }
 
-func desiredTree(t *testing.T) string {
+func syncedTree(t *testing.T) string {
 	return hashOf(t, listingOf(synced()))
 }
 
@@ -139,7 +140,7 @@ func TestDecide(t *testing.T) {
 			name: "open PR already carries the desired tree: noop",
 			snap: func(t *testing.T) *Snapshot {
 				s := snapshot(t, stale)
-				s.Bot = &Commit{SHA: botSHA, Tree: desiredTree(t), Parents: []string{baseSHA}}
+				s.Bot = &Commit{SHA: botSHA, Tree: syncedTree(t), Parents: []string{baseSHA}}
 				s.PR = openPR(marker{Head: botSHA, Base: baseSHA})
 				return s
 			},
@@ -160,7 +161,7 @@ func TestDecide(t *testing.T) {
 			name: "base moved: rebuild",
 			snap: func(t *testing.T) *Snapshot {
 				s := snapshot(t, stale)
-				s.Bot = &Commit{SHA: botSHA, Tree: desiredTree(t), Parents: []string{base2SHA}}
+				s.Bot = &Commit{SHA: botSHA, Tree: syncedTree(t), Parents: []string{base2SHA}}
 				s.PR = openPR(marker{Head: botSHA, Base: base2SHA})
 				return s
 			},
@@ -223,8 +224,8 @@ func TestDecide(t *testing.T) {
 			name: "interrupted run: bot commit not yet in the marker is still ours",
 			snap: func(t *testing.T) *Snapshot {
 				s := snapshot(t, stale)
-				s.Bot = &Commit{SHA: botSHA, Tree: desiredTree(t), Parents: []string{baseSHA},
-					Message: "fleetbot: sync from abc\n\nFleetbot-Source: abc\nFleetbot-Tree: " + desiredTree(t) + "\n"}
+				s.Bot = &Commit{SHA: botSHA, Tree: syncedTree(t), Parents: []string{baseSHA},
+					Message: "fleetbot: sync from abc\n\nFleetbot-Source: abc\nFleetbot-Tree: " + syncedTree(t) + "\n"}
 				s.PR = openPR(marker{Head: humanSHA, Base: baseSHA})
 				return s
 			},
@@ -235,7 +236,7 @@ func TestDecide(t *testing.T) {
 			snap: func(t *testing.T) *Snapshot {
 				s := snapshot(t, stale)
 				s.Bot = &Commit{SHA: humanSHA, Tree: gittree.EmptyTree, Parents: []string{baseSHA},
-					Message: "fleetbot: sync from abc\n\nFleetbot-Source: abc\nFleetbot-Tree: " + desiredTree(t) + "\n"}
+					Message: "fleetbot: sync from abc\n\nFleetbot-Source: abc\nFleetbot-Tree: " + syncedTree(t) + "\n"}
 				s.PR = openPR(marker{Head: botSHA, Base: baseSHA})
 				return s
 			},
@@ -245,7 +246,7 @@ func TestDecide(t *testing.T) {
 			name: "a commit with fleetbot's source trailer but no tree trailer is not ours",
 			snap: func(t *testing.T) *Snapshot {
 				s := snapshot(t, stale)
-				s.Bot = &Commit{SHA: humanSHA, Tree: desiredTree(t), Parents: []string{baseSHA},
+				s.Bot = &Commit{SHA: humanSHA, Tree: syncedTree(t), Parents: []string{baseSHA},
 					Message: "fleetbot: sync from abc\n\nFleetbot-Source: abc\n"}
 				s.PR = openPR(marker{Head: botSHA, Base: baseSHA})
 				return s
@@ -256,7 +257,7 @@ func TestDecide(t *testing.T) {
 			name: "merged by hand: record it and delete the merged branch",
 			snap: func(t *testing.T) *Snapshot {
 				s := snapshot(t, synced())
-				s.Bot = &Commit{SHA: botSHA, Tree: desiredTree(t), Parents: []string{baseSHA}}
+				s.Bot = &Commit{SHA: botSHA, Tree: syncedTree(t), Parents: []string{baseSHA}}
 				s.PR = &PullRequest{Number: 7, State: StateMerged, Inferred: true, HeadSHA: botSHA, Head: "fleetbot/sync", Base: "main"}
 				return s
 			},
@@ -341,7 +342,7 @@ func TestDecideBootstrapHoldsOnlyReadmeCodeownersScaffolds(t *testing.T) {
 		paths = append(paths, c.Path)
 	}
 	assert.Equal(t, []string{"flux/fleetbot.yaml", "platform/m.yaml"}, paths, "rendered manifests arrive through the PR")
-	assert.Equal(t, desiredTree(t), d.Tree)
+	assert.Equal(t, syncedTree(t), d.Tree)
 }
 
 func TestDecideErrors(t *testing.T) {
@@ -376,6 +377,10 @@ func TestMarkerRoundTrip(t *testing.T) {
 }
 
 func countMarkers(s string) int { return len(markerRE.FindAllStringIndex(s, -1)) }
+
+// markerRE is the marker's definition as a regular expression: findMarker must find what it
+// finds (FuzzMarker).
+var markerRE = regexp.MustCompile(`<!-- fleetbot:state (\{[^\n]*?\}) -->`)
 
 func TestDiffObjects(t *testing.T) {
 	files := []FileChange{

@@ -36,8 +36,9 @@ type ObservedPR struct {
 	Blocked bool `json:"blocked,omitempty"`
 }
 
-// observe reads the status facts out of a snapshot.
-func observe(s *Snapshot) Observed {
+// observe reads the status facts out of a snapshot; m is the marker of its pull request's body
+// (parseMarker), read once by the caller.
+func observe(s *Snapshot, m marker) Observed {
 	var o Observed
 	if s == nil {
 		return o
@@ -50,7 +51,6 @@ func observe(s *Snapshot) Observed {
 		o.Merged = s.Merged
 	}
 	if p := s.PR; p != nil {
-		m, _ := parseMarker(p.Body)
 		switch p.State {
 		case StateMerged:
 			if m.Source != "" {

@@ -2,10 +2,8 @@ package github_test
 
 import (
 	"context"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -74,15 +72,7 @@ var exampleTargets = sync.OnceValues(func() ([]*fanout.Target, error) {
 func cloneTargets(in []*fanout.Target) []*fanout.Target {
 	out := make([]*fanout.Target, len(in))
 	for i, tg := range in {
-		c := *tg
-		c.Files, c.Scaffolds = maps.Clone(tg.Files), maps.Clone(tg.Scaffolds)
-		c.Access.Teams, c.Access.Collaborators = maps.Clone(tg.Access.Teams), maps.Clone(tg.Access.Collaborators)
-		if tg.Access.Protection != nil {
-			p := *tg.Access.Protection
-			c.Access.Protection = &p
-		}
-		c.Reviewers = slices.Clone(tg.Reviewers)
-		out[i] = &c
+		out[i] = tg.Clone()
 	}
 	return out
 }
