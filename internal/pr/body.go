@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -41,15 +40,38 @@ type marker struct {
 
 const markerPrefix = "<!-- fleetbot:state "
 
-var markerRE = regexp.MustCompile(`<!-- fleetbot:state (\{[^\n]*?\}) -->`)
+// findMarker locates the first marker of body: the comment spans body[start:end], its JSON
+// object body[start+len(markerPrefix):jsonEnd]. A marker is the prefix, a JSON object on the
+// same line and " -->" right after its first closing brace that is followed by " -->" (the
+// regular expression `<!-- fleetbot:state (\{[^\n]*?\}) -->`, without its cost: every plan
+// of every repo reads the marker of its pull request).
+func findMarker(body string) (start, jsonEnd, end int, ok bool) {
+	const suffix = "} -->"
+	for from := 0; ; {
+		i := strings.Index(body[from:], markerPrefix)
+		if i < 0 {
+			return 0, 0, 0, false
+		}
+		start = from + i
+		rest := body[start+len(markerPrefix):]
+		if strings.HasPrefix(rest, "{") {
+			line, _, _ := strings.Cut(rest, "\n")
+			if j := strings.Index(line, suffix); j >= 0 {
+				jsonEnd = start + len(markerPrefix) + j + 1
+				return start, jsonEnd, jsonEnd + len(suffix) - 1, true
+			}
+		}
+		from = start + 1
+	}
+}
 
 func parseMarker(body string) (marker, bool) {
 	var m marker
-	sm := markerRE.FindStringSubmatch(body)
-	if sm == nil {
+	start, jsonEnd, _, ok := findMarker(body)
+	if !ok {
 		return m, false
 	}
-	if err := json.Unmarshal([]byte(sm[1]), &m); err != nil {
+	if err := json.Unmarshal([]byte(body[start+len(markerPrefix):jsonEnd]), &m); err != nil {
 		return marker{}, false
 	}
 	return m, true
@@ -70,8 +92,8 @@ func (m marker) String() string {
 
 // withMarker replaces (or appends) the marker of body.
 func withMarker(body string, m marker) string {
-	if loc := markerRE.FindStringIndex(body); loc != nil {
-		return body[:loc[0]] + m.String() + body[loc[1]:]
+	if start, _, end, ok := findMarker(body); ok {
+		return body[:start] + m.String() + body[end:]
 	}
 	return strings.TrimRight(body, "\n") + "\n\n" + m.String() + "\n"
 }
