@@ -86,11 +86,24 @@ func (s *Installations) Client(ctx context.Context, owner string, readOnly bool)
 	return c, nil
 }
 
-// Forge returns the forge of the target repos of owner for mode: apply and drift forges
-// share the write client (its ETag cache and write budget); the drift forge re-reads access
-// settings on every run, since its events say they changed. Only the apply forge keeps its
-// snapshots on disk: two forges must not share cache files.
+// Forge returns the forge of the target repos of owner for mode. The apply forge (its
+// snapshots on disk with a cache directory) is the one that knows the repos; the drift and
+// plan forges are views of it (ghforge.Forge.View) that share that knowledge: the drift forge
+// writes through the same client (its ETag cache and write budget) and re-reads access
+// settings on every run, since its events say they changed; the plan forge reads through a
+// read-only client. A check's plan after a start therefore costs what an apply costs (one
+// GraphQL read per 100 repos), not a full read of every repo.
 func (s *Installations) Forge(ctx context.Context, owner string, mode ForgeMode) (reconcile.Forge, error) {
+	apply, err := s.forge(ctx, owner, ForgeApply)
+	if err != nil || mode == ForgeApply {
+		return apply, err
+	}
+	return s.forge(ctx, owner, mode)
+}
+
+// forge returns (opening it once) the forge of owner for mode; the apply forge must be open
+// before the others.
+func (s *Installations) forge(ctx context.Context, owner string, mode ForgeMode) (*ghforge.Forge, error) {
 	c, err := s.Client(ctx, owner, mode == ForgePlan)
 	if err != nil {
 		return nil, err
@@ -101,14 +114,15 @@ func (s *Installations) Forge(ctx context.Context, owner string, mode ForgeMode)
 	if f, ok := s.forges[key]; ok {
 		return f, nil
 	}
-	opts := ghforge.ForgeOptions{Login: s.self, Logger: s.cfg.Logger, ContentTransport: s.cfg.ContentTransport}
+	var f *ghforge.Forge
 	switch mode {
 	case ForgeApply:
-		opts.CacheDir = s.cfg.CacheDir
+		f = ghforge.NewForge(c, ghforge.ForgeOptions{Login: s.self, Logger: s.cfg.Logger, ContentTransport: s.cfg.ContentTransport, CacheDir: s.cfg.CacheDir})
 	case ForgeDrift:
-		opts.AccessMaxAge = -1
+		f = s.forges[fmt.Sprintf("%s/%d", strings.ToLower(owner), ForgeApply)].View(c, ghforge.ViewOptions{AccessMaxAge: -1})
+	default:
+		f = s.forges[fmt.Sprintf("%s/%d", strings.ToLower(owner), ForgeApply)].View(c, ghforge.ViewOptions{})
 	}
-	f := ghforge.NewForge(c, opts)
 	s.forges[key] = f
 	return f, nil
 }

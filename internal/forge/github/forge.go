@@ -77,10 +77,17 @@ type Forge struct {
 	log    *slog.Logger
 	budget WriteBudget
 
+	// known is what the forge knows of the repos, shared with its views (see View).
+	*known
+}
+
+// known is a forge's knowledge of the repos it read and wrote: every repo's cached state
+// (snapshot, access, scan hint), the blobs read, fleetbot's login. A forge and its views
+// share one, so that a check's read-only plan or a drift's fresh read of access starts from
+// what the service's applies already know instead of reading every repo again.
+type known struct {
 	mu    sync.Mutex
 	repos map[string]*repoEntry
-	// scanGen numbers the scans; only hints of the latest one are used.
-	scanGen uint64
 
 	loginOnce sync.Once
 	login     string
@@ -138,7 +145,30 @@ func NewForge(c *Client, opts ForgeOptions) *Forge {
 	if budget == nil {
 		budget = c.Budget()
 	}
-	return &Forge{c: c, api: c.API(), opts: opts, log: log.With("forge", "github"), budget: budget, repos: map[string]*repoEntry{}, login: opts.Login}
+	return &Forge{c: c, api: c.API(), opts: opts, log: log.With("forge", "github"), budget: budget,
+		known: &known{repos: map[string]*repoEntry{}, login: opts.Login}}
+}
+
+// ViewOptions tune a view of a forge (see View).
+type ViewOptions struct {
+	// AccessMaxAge is how long the view reuses an observed access (0: the forge's; negative:
+	// always read, for drift events that say access changed).
+	AccessMaxAge time.Duration
+}
+
+// View returns a forge that sends its requests through c (another client of the same
+// installation: a read-only one for plans) and shares f's knowledge of the repos: snapshots
+// (on disk too, when f keeps them there), scan hints, observed access and blobs. A service
+// plans control pull requests and reconciles drift on views of its apply forge: their first
+// run after a start costs what an apply's would, not a full read of every repo. Calls on one
+// repo are serialised across f and its views.
+func (f *Forge) View(c *Client, o ViewOptions) *Forge {
+	opts := f.opts
+	opts.Budget = nil
+	if o.AccessMaxAge != 0 {
+		opts.AccessMaxAge = o.AccessMaxAge
+	}
+	return &Forge{c: c, api: c.API(), opts: opts, log: f.log, budget: c.Budget(), known: f.known}
 }
 
 // Client returns the client the forge writes through, for its statistics.

@@ -1,6 +1,7 @@
 package github
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -97,11 +98,20 @@ type scanRepo struct {
 	} `json:"pullRequests"`
 }
 
-// headHint is what a scan saw of one repo, for the Snapshot right after it.
+// hintMaxAge is how long what a scan saw of a repo may answer the repo's next Snapshot. A
+// run plans its repos right after its scan; a hint no Snapshot took (a repo the run did not
+// plan) must not answer one much later, when the repo may have moved since.
+const hintMaxAge = 10 * time.Minute
+
+// headHint is what a scan saw of one repo, for the Snapshots after it. It answers them only
+// while the repo's cached state is the one it was recorded beside (or last answered with): once
+// the forge learns anything newer of the repo (its own write, a pull request found closed, a
+// read), the scan is older than the state and the next Snapshot reads the repo.
 type headHint struct {
-	gen      uint64
-	base     string // default branch head, "" when missing
-	bot      string // bot branch head, "" when missing
+	at       time.Time // when the scan read it (the forge's clock)
+	seen     stateMark // the cached state it is valid beside
+	base     string    // default branch head, "" when missing
+	bot      string    // bot branch head, "" when missing
 	pr       *pr.PullRequest
 	prKnown  bool // false when only fork PRs came back: look the PR up as usual
 	branches [2]string
@@ -155,10 +165,7 @@ func (f *Forge) Scan(ctx context.Context, owner, defaultBranch, botBranch string
 	if err != nil {
 		return o, nil, err
 	}
-	f.mu.Lock()
-	f.scanGen++
-	gen := f.scanGen
-	f.mu.Unlock()
+	at := f.opts.Now()
 	listed := make([]*gh.Repository, 0, len(repos))
 	for _, r := range repos {
 		if r.IsArchived {
@@ -169,7 +176,7 @@ func (f *Forge) Scan(ctx context.Context, owner, defaultBranch, botBranch string
 			gr.Topics = append(gr.Topics, t.Topic.Name)
 		}
 		listed = append(listed, gr)
-		f.hint(owner, r, defaultBranch, botBranch, gen)
+		f.hint(owner, r, defaultBranch, botBranch, at)
 	}
 	if only != nil {
 		return o, nil, nil
@@ -177,9 +184,11 @@ func (f *Forge) Scan(ctx context.Context, owner, defaultBranch, botBranch string
 	return o, managed(listed), nil
 }
 
-// hint records what the scan saw of one repo for its next Snapshot.
-func (f *Forge) hint(owner string, r scanRepo, defaultBranch, botBranch string, gen uint64) {
-	h := &headHint{gen: gen, branches: [2]string{defaultBranch, botBranch}}
+// hint records what the scan saw of one repo for its next Snapshot, replacing what an earlier
+// scan saw: the newest scan of a repo is the one its next Snapshot may use, whichever run made
+// it (runs over other repos may scan meanwhile).
+func (f *Forge) hint(owner string, r scanRepo, defaultBranch, botBranch string, at time.Time) {
+	h := &headHint{at: at, branches: [2]string{defaultBranch, botBranch}}
 	if r.Base != nil {
 		h.base = r.Base.Target.OID
 	}
@@ -206,22 +215,40 @@ func (f *Forge) hint(owner string, r scanRepo, defaultBranch, botBranch string, 
 		h.prKnown = false // three fork PRs: ours may be older
 	}
 	e, unlock := f.entry(owner, r.Name)
+	h.seen = markOf(e.st)
 	e.hint = h
 	e.autoMergeSeen = r.AutoMergeAllowed
 	unlock()
 }
 
-// takeHint returns and clears a repo's hint from the latest scan for these branches.
-func (f *Forge) takeHint(e *repoEntry, defaultBranch, botBranch string) *headHint {
+// hintFor returns a repo's hint from its latest scan for these branches; nil when there is
+// none, it is older than hintMaxAge, or the forge learned something of the repo since. The
+// hint stays: every run that plans the repo before anything changes may use it (two runs
+// scanning and planning at once, a check's plan beside a drift's, both answer from it).
+func (f *Forge) hintFor(e *repoEntry, defaultBranch, botBranch string) *headHint {
 	h := e.hint
-	e.hint = nil
-	f.mu.Lock()
-	gen := f.scanGen
-	f.mu.Unlock()
-	if h == nil || h.gen != gen || h.branches != [2]string{defaultBranch, botBranch} {
+	if h == nil || h.branches != [2]string{defaultBranch, botBranch} || f.opts.Now().Sub(h.at) > hintMaxAge || h.seen != markOf(e.st) {
 		return nil
 	}
 	return h
+}
+
+// stateMark identifies a cached repo state: every change of what Snapshot answers replaces one
+// of these pointers or flags (the state, its heads, its pull request) or the refs' ETag.
+type stateMark struct {
+	st            *repoState
+	base, bot     *pr.Commit
+	pr            *pr.PullRequest
+	prRead, empty bool
+	etag          string
+	branches      int
+}
+
+func markOf(st *repoState) stateMark {
+	if st == nil {
+		return stateMark{}
+	}
+	return stateMark{st: st, base: st.Base, bot: st.Bot, pr: st.PR, prRead: st.PRRead, empty: st.Empty, etag: st.RefsETag, branches: len(st.Branches)}
 }
 
 // unchanged reports whether a hint shows the cached state still current: both branch heads
@@ -308,26 +335,35 @@ func (f *Forge) graphQL(ctx context.Context, query string, vars map[string]any, 
 	if err != nil {
 		return err
 	}
-	var out struct {
-		Data   json.RawMessage `json:"data"`
+	// The answer is decoded once, straight into data: the scan's answers are the largest
+	// fleetbot reads (100 repos a page, pull request bodies included), and decoding them
+	// twice (the envelope, then its data) was a tenth of a busy service's CPU.
+	var raw bytes.Buffer
+	if _, err := f.api.Do(ctx, req, &raw); err != nil {
+		return err
+	}
+	out := struct {
+		Data   any `json:"data"`
 		Errors []struct {
 			Type    string `json:"type"`
 			Message string `json:"message"`
 			Path    []any  `json:"path"`
 		} `json:"errors"`
-	}
-	if _, err := f.api.Do(ctx, req, &out); err != nil {
-		return err
+	}{Data: data}
+	if err := json.Unmarshal(raw.Bytes(), &out); err != nil {
+		return fmt.Errorf("GraphQL: decoding the answer: %w", err)
 	}
 	for _, e := range out.Errors {
 		if !slices.Contains(tolerate, e.Type) {
 			return fmt.Errorf("GraphQL: %s (at %v)", e.Message, e.Path)
 		}
 	}
-	if len(out.Data) == 0 {
+	// A null data (a JSON null sets the field to nil) answers nothing. GraphQL leaves data out
+	// only with an error raised before execution, never one of the tolerated field errors.
+	if out.Data == nil {
 		return fmt.Errorf("GraphQL: no data in the answer")
 	}
-	return json.Unmarshal(out.Data, data)
+	return nil
 }
 
 // graphQLURL is the GraphQL endpoint beside a REST base URL: api.github.com/graphql, or

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	gh "github.com/google/go-github/v62/github"
 	"github.com/stretchr/testify/assert"
@@ -103,4 +104,60 @@ func TestScanQueriesAreGitHubs(t *testing.T) {
 	for name, q := range ghforge.ScanQueries(3) {
 		assert.Empty(t, githubtest.ValidateGraphQL(schema, q), name)
 	}
+}
+
+// TestScanHintServesEveryRunUntilTheRepoChanges: two runs that scan and plan the same repo at
+// once (a check's plan on a read-only view beside a drift reconcile on the forge) both answer
+// their snapshots from the newest scan, whichever run made it; once the forge learns something
+// newer of the repo (its own write) or the scan is too old, the snapshot reads the repo again.
+func TestScanHintServesEveryRunUntilTheRepoChanges(t *testing.T) {
+	t.Parallel()
+	srv := githubtest.NewServer(t)
+	srv.CreateOrg("acme")
+	ctx := context.Background()
+	srv.CreateRepo("acme", "cluster-a", nil)
+	srv.Commit("acme", "cluster-a", "main", "init", map[string]string{"README.md": "x"})
+	srv.Commit("acme", "cluster-a", "fleetbot/sync", "change", map[string]string{"README.md": "y"})
+	p, _, err := srv.Client().PullRequests.Create(ctx, "acme", "cluster-a", &gh.NewPullRequest{
+		Title: gh.String("sync"), Head: gh.String("fleetbot/sync"), Base: gh.String("main"), Body: gh.String("first")})
+	require.NoError(t, err)
+
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	f := ghforge.NewForge(newTokenClient(t, srv), ghforge.ForgeOptions{Now: clock})
+	ro, err := ghforge.New(ctx, ghforge.Config{APIURL: srv.APIURL(), Token: githubtest.DefaultToken, ReadOnly: true})
+	require.NoError(t, err)
+	view := f.View(ro, ghforge.ViewOptions{})
+	only := []string{"cluster-a"}
+	first, err := f.Snapshot(ctx, "acme", "cluster-a", "main", "fleetbot/sync") // the forge learns the repo
+	require.NoError(t, err)
+
+	_, _, err = f.Scan(ctx, "acme", "main", "fleetbot/sync", only)
+	require.NoError(t, err)
+	_, _, err = view.Scan(ctx, "acme", "main", "fleetbot/sync", only)
+	require.NoError(t, err)
+	srv.ResetLog()
+	for i, fg := range []*ghforge.Forge{f, view, f} {
+		s, err := fg.Snapshot(ctx, "acme", "cluster-a", "main", "fleetbot/sync")
+		require.NoError(t, err)
+		assert.Equal(t, first.Bot.SHA, s.Bot.SHA)
+		assert.Empty(t, srv.Requests(), "snapshot %d: the newest scan answers every run", i)
+	}
+
+	// fleetbot edits its pull request: the scan no longer describes what the forge knows.
+	require.NoError(t, f.UpdatePR(ctx, "acme", "cluster-a", p.GetNumber(), "sync", "second"))
+	srv.ResetLog()
+	s, err := view.Snapshot(ctx, "acme", "cluster-a", "main", "fleetbot/sync")
+	require.NoError(t, err)
+	assert.Equal(t, "second", s.PR.Body, "the view sees the forge's own write")
+	assert.NotEmpty(t, srv.Requests(), "after a write the snapshot reads the repo")
+
+	// A scan older than ten minutes answers nothing.
+	_, _, err = f.Scan(ctx, "acme", "main", "fleetbot/sync", only)
+	require.NoError(t, err)
+	now = now.Add(11 * time.Minute)
+	srv.ResetLog()
+	_, err = f.Snapshot(ctx, "acme", "cluster-a", "main", "fleetbot/sync")
+	require.NoError(t, err)
+	assert.NotEmpty(t, srv.Requests(), "a stale scan is not used")
 }

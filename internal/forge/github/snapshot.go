@@ -144,7 +144,7 @@ func (f *Forge) Snapshot(ctx context.Context, owner, repo, defaultBranch, botBra
 	if st != nil && (st.DefaultBranch != defaultBranch || st.BotBranch != botBranch) {
 		st = nil // read for other branches: start over
 	}
-	h := f.takeHint(e, defaultBranch, botBranch)
+	h := f.hintFor(e, defaultBranch, botBranch)
 	if h != nil && h.unchanged(st) {
 		// The scan just read both heads and the newest pull request: nothing to ask.
 		e.fresh = true
@@ -152,6 +152,7 @@ func (f *Forge) Snapshot(ctx context.Context, owner, repo, defaultBranch, botBra
 			st.PR = h.pr
 			f.saveState(owner, repo, st)
 		}
+		h.seen = markOf(st) // the state now holds what the hint saw
 		s := st.snapshot()
 		h.decorate(s)
 		return s, nil
