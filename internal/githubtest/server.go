@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/fleetbot-io/fleetbot/internal/gitloose"
 )
 
@@ -39,6 +41,8 @@ type Server struct {
 	dir   string // state directory: repos/ (bare git) and state.json
 	save  bool   // persist state.json after writes
 	hs    *httptest.Server
+	// queries are the GraphQL documents parsed so far (parseGraphQL).
+	queries *lru.Cache[string, parsedQuery]
 
 	apiMux *http.ServeMux
 	// restPatterns are the REST routes registered on apiMux ("GET /repos/{owner}/{repo}").
@@ -138,7 +142,9 @@ func New(dir string, opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	queries, _ := lru.New[string, parsedQuery](queryCacheSize) // fails only for a size <= 0
 	s := &Server{
+		queries:  queries,
 		cfg:      cfg,
 		clock:    newClock(cfg.start, cfg.timeScale, cfg.manualClock),
 		dir:      dir,
@@ -198,7 +204,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxGraphQLBody))
 		_ = r.Body.Close()
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if err == nil && isGraphQLQuery(body) {
+		if err == nil && s.isGraphQLQuery(body) {
 			entry.Class = Read
 		}
 	}
