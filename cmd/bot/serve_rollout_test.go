@@ -107,7 +107,7 @@ type rolloutEnv struct {
 	clock   *fakeServeClock
 	human   *gh.Client
 	mu      sync.Mutex
-	reasons map[string]int // jobs run, by reason
+	reasons map[string]int // apply jobs run, by reason
 }
 
 func startRolloutServe(t *testing.T) *rolloutEnv {
@@ -129,7 +129,9 @@ func startRolloutServe(t *testing.T) *rolloutEnv {
 		beforeJob: func(j webhook.Job) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			r.reasons[j.Reason]++
+			if j.Kind == webhook.KindApply { // a drift job's reason can read the same ("pull_request.closed")
+				r.reasons[j.Reason]++
+			}
 		}})
 	r.human = r.gh.Client()
 	r.waitMetric(appliedOK, 1)
@@ -141,6 +143,7 @@ func startRolloutServe(t *testing.T) *rolloutEnv {
 	return r
 }
 
+// reason is how many apply jobs with this reason started.
 func (r *rolloutEnv) reason(why string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -264,8 +267,9 @@ func TestServeRolloutAdvancesOnWebhooksAndTheClock(t *testing.T) {
 	assert.Contains(t, summary, "| 3 | (rest) | waiting | 0 / 2 | 2 | 0 | 0 | - |")
 
 	// The canary merges: a pull_request webhook, a full apply; nothing opens yet (no health).
+	merges := r.reason(webhook.ReasonRolloutMerge)
 	merged := r.mergeOpen("cluster-staging-eu-1")
-	r.eventually("the merge to be applied", func() bool { return r.reason(webhook.ReasonRolloutMerge) >= 1 })
+	r.eventually("the merge to be applied", func() bool { return r.reason(webhook.ReasonRolloutMerge) > merges })
 	r.idle()
 	r.waitOpen()
 	assert.Contains(t, r.rolloutRun(sha).GetOutput().GetSummary(), "| 1 | canary | **active** | 0 / 1 | 1 | 1 | 0 | - |")
