@@ -125,3 +125,27 @@ func (d *positiveDurationValue) Set(s string) error {
 	*d.p = v
 	return nil
 }
+
+// delayValue is a duration flag that may be 0 (no delay) but not negative.
+type delayValue struct{ p *time.Duration }
+
+// delayVar defines a duration flag that must be 0 or more.
+func delayVar(fs *pflag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {
+	*p = def
+	fs.Var(&delayValue{p: p}, name, usage)
+}
+
+func (d *delayValue) String() string { return d.p.String() }
+func (d *delayValue) Type() string   { return "duration" }
+
+func (d *delayValue) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration such as 100ms or 1s (0: none)")
+	}
+	if v < 0 {
+		return fmt.Errorf("want 0s or more")
+	}
+	*d.p = v
+	return nil
+}

@@ -317,6 +317,8 @@ func TestInvalidFlagValuesAreRefused(t *testing.T) {
 		{[]string{"serve", "--resync-interval", "0"}, `invalid argument "0" for "--resync-interval" flag: want more than 0s`},
 		{[]string{"serve", "--shutdown-grace", "-1s"}, `want more than 0s`},
 		{[]string{"serve", "--max-body", "0"}, `invalid argument "0" for "--max-body" flag: want at least 1`},
+		{[]string{"serve", "--drift-delay", "-1s"}, `invalid argument "-1s" for "--drift-delay" flag: want 0s or more`},
+		{[]string{"serve", "--drift-delay", "later"}, `want a duration such as 100ms or 1s (0: none)`},
 	} {
 		code, _, stderr := cli(t, c.args...)
 		assert.Equal(t, 1, code, "%v", c.args)

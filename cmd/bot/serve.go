@@ -41,7 +41,9 @@ type serveConfig struct {
 	// Git URL and snapshot cache, the same as the CLI's and the Action's for the same host.
 	App app.Config
 
-	Resync      time.Duration
+	Resync time.Duration
+	// DriftDelay is how long a drift job waits for others to batch with (webhook.QueueConfig).
+	DriftDelay  time.Duration
 	Workers     int
 	QueueSize   int
 	MaxBody     int64
@@ -67,7 +69,7 @@ type serveConfig struct {
 // serveFlags are serve's own flags; each has a FLEETBOT_* variable.
 type serveFlags struct {
 	listen, control, secretFile, gitURL, checkName, shard, listenFile string
-	resync, grace                                                     time.Duration
+	resync, grace, driftDelay                                         time.Duration
 	workers, queueSize, concurrency                                   int
 	maxBody                                                           int64
 	status                                                            statusPageFlags
@@ -106,7 +108,7 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := flagsFromEnv(cmd.Flags(), "listen", "listen-file", "control-repo", "webhook-secret-file", "git-url", "check-name",
-				"resync-interval", "shutdown-grace", "workers", "queue-size", "concurrency", "max-body", "log-level", "shard",
+				"resync-interval", "shutdown-grace", "drift-delay", "workers", "queue-size", "concurrency", "max-body", "log-level", "shard",
 				"status", "status-token-file", "status-insecure-no-auth", "status-group-by"); err != nil {
 				return err
 			}
@@ -136,7 +138,12 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
 			return serve(cmd.Context(), cfg, ln)
 		},
 	}
-	fs := cmd.Flags()
+	f.register(cmd.Flags())
+	return cmd
+}
+
+// register defines serve's own flags on fs.
+func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.listen, "listen", DefaultListen, "address to serve /webhook, /healthz, /readyz and /metrics on")
 	fs.StringVar(&f.listenFile, "listen-file", "", "once listening, write the address (HOST:PORT) to this file; with --listen 127.0.0.1:0 the port is a free one")
 	fs.StringVar(&f.control, "control-repo", "", "the control repo on GitHub, OWNER/NAME")
@@ -145,13 +152,13 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
 	fs.StringVar(&f.checkName, "check-name", webhook.DefaultCheckName, "name of the check run on control-repo pull requests")
 	positiveDurationVar(fs, &f.resync, "resync-interval", webhook.DefaultResyncInterval, "how often to reconcile every target repo without a webhook")
 	positiveDurationVar(fs, &f.grace, "shutdown-grace", webhook.DefaultGrace, "how long in-flight jobs may finish on shutdown")
+	delayVar(fs, &f.driftDelay, "drift-delay", webhook.DefaultDriftDelay, "how long a drift reconcile waits after its first event for the drifts of other repos to join its batch (one GraphQL read per 100 repos instead of requests per repo); 0 starts each at once")
 	minIntVar(fs, &f.workers, "workers", webhook.DefaultWorkers, 1, "jobs worked on at once")
 	minIntVar(fs, &f.queueSize, "queue-size", webhook.DefaultQueueSize, 1, "distinct jobs that may wait; deliveries beyond are refused with 503")
 	minIntVar(fs, &f.concurrency, "concurrency", app.DefaultConcurrency, 1, "target repos one job works on at once")
 	minInt64Var(fs, &f.maxBody, "max-body", webhook.DefaultMaxBody, 1, "largest webhook body accepted, in bytes (413 beyond)")
 	f.status.register(fs)
 	fs.StringVar(&f.shard, "shard", "", "INDEX/COUNT: reconcile only the target repos this replica owns (replica INDEX of COUNT, e.g. the StatefulSet ordinal); see docs/scale-out.md")
-	return cmd
 }
 
 // flagsFromEnv sets every named flag that was not given on the command
@@ -219,7 +226,7 @@ func (a *frontend) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, er
 	}
 	return serveConfig{
 		Status:  status,
-		Control: f.control, Secret: secret, App: acfg, Resync: f.resync, Workers: f.workers, QueueSize: f.queueSize, MaxBody: f.maxBody,
+		Control: f.control, Secret: secret, App: acfg, Resync: f.resync, DriftDelay: f.driftDelay, Workers: f.workers, QueueSize: f.queueSize, MaxBody: f.maxBody,
 		Grace: f.grace, Concurrency: f.concurrency, CheckName: f.checkName, Shard: shard, Logger: log,
 	}, nil
 }
@@ -234,7 +241,7 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener) error {
 	}
 	m := metrics.New()
 	srv := webhook.NewServer(m)
-	queue := webhook.NewQueue(cfg.QueueSize)
+	queue := webhook.NewQueueWith(webhook.QueueConfig{Capacity: cfg.QueueSize, DriftDelay: cfg.DriftDelay, Clock: cfg.Clock})
 	if err := m.QueueDepth(queue.Len, queue.Running); err != nil {
 		return err
 	}

@@ -94,6 +94,9 @@ type ServiceOptions struct {
 	// Digests, when set, are Digests(f) of the fleet the run applies, computed once by the
 	// caller that keeps the fleet (hashing every file of a large fleet per run is costly).
 	Digests map[string]string
+	// Claim, when set, is called by ApplyFleet once it knows the target repos it plans (only;
+	// nil: every repo), before it touches them (see reconcile.Options.Claim).
+	Claim func(ctx context.Context, only []string) error
 }
 
 // Digests hashes the desired files of every target repo of f, as an incremental apply
@@ -106,7 +109,7 @@ func Digests(f *Fleet) map[string]string {
 }
 
 func (o ServiceOptions) reconcile() reconcile.Options {
-	opts := reconcile.Options{Concurrency: o.Concurrency, Only: o.Only, Shard: o.Shard, Logger: o.Logger, Progress: o.Progress, Now: o.Now}
+	opts := reconcile.Options{Concurrency: o.Concurrency, Only: o.Only, Shard: o.Shard, Logger: o.Logger, Progress: o.Progress, Now: o.Now, Claim: o.Claim}
 	if o.Baselines != nil {
 		opts.Incremental = &reconcile.Incremental{Baselines: o.Baselines, Full: o.Full, FullEvery: o.FullEvery, Salt: o.Salt, Digests: o.Digests}
 	}

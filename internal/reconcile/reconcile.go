@@ -99,6 +99,10 @@ type Options struct {
 	// desired state changed since the last converged run (nil: every run is
 	// full). Ignored when Only is set.
 	Incremental *Incremental
+	// Claim, when set, is called by Apply once it knows which target repos it plans (only, by
+	// name; nil when it plans every repo) and before it reads or writes any of them: a service
+	// keeps its other jobs off them then. An error stops the run before anything is written.
+	Claim func(ctx context.Context, only []string) error
 }
 
 func (o Options) withDefaults(repo *control.Repo) Options {
@@ -204,6 +208,11 @@ func Apply(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.T
 }
 
 func applyAll(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Target, opts Options) (*Report, error) {
+	if opts.Claim != nil {
+		if err := opts.Claim(ctx, opts.Only); err != nil {
+			return nil, fmt.Errorf("claiming the target repos of the run: %w", err)
+		}
+	}
 	items, rep, err := plan(ctx, f, repo, targets, opts)
 	if err != nil {
 		return rep, err

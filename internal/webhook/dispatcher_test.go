@@ -110,10 +110,10 @@ func TestDispatcherQueueFullIs503AndRedeliverable(t *testing.T) {
 	t.Parallel()
 	q := NewQueue(1)
 	d := newTestDispatcher(t, q, 0)
-	_, _ = post{event: "push", delivery: "a", body: pushBody("acme/control", "refs/heads/main", "alice")}.do(t, d)
+	_, _ = post{event: "installation", delivery: "a", body: `{"action":"created","installation":{"account":{"login":"acme"}}}`}.do(t, d)
 	drift := pushBody("acme/cluster-a", "refs/heads/main", "alice")
 	code, outcome := post{event: "push", delivery: "b", body: drift}.do(t, d)
-	assert.Equal(t, http.StatusAccepted, code, "a drift behind a waiting apply is covered by it")
+	assert.Equal(t, http.StatusAccepted, code, "a drift behind a waiting full apply is covered by it")
 	assert.Equal(t, metrics.OutcomeCoalesced, outcome)
 
 	j := next(t, q) // the apply runs; drifts now queue on their own

@@ -92,7 +92,8 @@ func TestQueueBatchesWaitingDriftsOfOneOwner(t *testing.T) {
 }
 
 // TestQueueApplyStillWinsOverDriftBatches: a waiting apply absorbs drifts (none is left to
-// batch), and an apply pushed behind a running batch waits until every drift of it is done.
+// batch), and an apply pushed behind a running batch enters its exclusive phase only once every
+// drift of it is done.
 func TestQueueApplyStillWinsOverDriftBatches(t *testing.T) {
 	t.Parallel()
 	q := NewQueue(10)
@@ -113,12 +114,19 @@ func TestQueueApplyStillWinsOverDriftBatches(t *testing.T) {
 	batch := nextBatch(t, q)
 	require.Len(t, batch, 3)
 	_, _ = q.Push(Job{Kind: KindApply, Repo: "acme/control"})
+	assert.Equal(t, KindApply, next(t, q).Kind, "it starts (reading the control repo) beside the batch")
+	entered := make(chan error, 1)
+	go func() { entered <- q.Exclusive(context.Background()) }()
 	for _, j := range batch[:2] {
 		q.Done(j.Key())
 	}
-	noNext(t, q)
+	select {
+	case err := <-entered:
+		t.Fatalf("the exclusive phase began while a drift of the batch ran (%v)", err)
+	default:
+	}
 	q.Done(batch[2].Key())
-	assert.Equal(t, KindApply, next(t, q).Kind)
+	require.NoError(t, <-entered)
 }
 
 // batchExec records the batches it is given and fails the repos named in fail.
@@ -464,4 +472,76 @@ func localFleet(t *testing.T) (*snapshotCounter, *memControl, string) {
 	t.Cleanup(func() { _ = f.Close() })
 	ctl := &memControl{commits: map[string]fs.FS{}}
 	return &snapshotCounter{Forge: f, snaps: map[string]int{}}, ctl, ctl.push(readControl(t))
+}
+
+// phasedExec holds each drift until release is closed, and records for an apply when Execute
+// was called and when it wrote; prepares says whether it enters the exclusive phase itself.
+type phasedExec struct {
+	prepares         bool
+	driftStarted     chan struct{}
+	release          chan struct{}
+	applyCalled      chan struct{}
+	mu               sync.Mutex
+	driftsDone       int
+	wroteAfterDrifts bool
+}
+
+func (e *phasedExec) PreparesApplies() bool { return e.prepares }
+
+func (e *phasedExec) Execute(ctx context.Context, j Job) error {
+	if j.Kind == KindDrift {
+		e.driftStarted <- struct{}{}
+		<-e.release
+		e.mu.Lock()
+		e.driftsDone++
+		e.mu.Unlock()
+		return nil
+	}
+	close(e.applyCalled)
+	if err := Exclusive(ctx); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.wroteAfterDrifts = e.driftsDone == 1
+	e.mu.Unlock()
+	return nil
+}
+
+// TestPoolApplyPhases: an executor that prepares its applies is called while a drift runs and
+// writes only after it (Exclusive); for any other executor the Pool itself waits for the drift
+// before calling it.
+func TestPoolApplyPhases(t *testing.T) {
+	t.Parallel()
+	for _, prepares := range []bool{true, false} {
+		t.Run(fmt.Sprintf("prepares=%v", prepares), func(t *testing.T) {
+			t.Parallel()
+			q := NewQueue(10)
+			exec := &phasedExec{prepares: prepares, driftStarted: make(chan struct{}, 1), release: make(chan struct{}),
+				applyCalled: make(chan struct{})}
+			p := &Pool{Queue: q, Workers: 2, Exec: exec}
+			ctx, cancel := context.WithCancel(context.Background())
+			stopped := make(chan error)
+			go func() { stopped <- p.Run(ctx) }()
+			_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/a"})
+			<-exec.driftStarted
+			_, _ = q.Push(Job{Kind: KindApply, Repo: "acme/control", Incremental: true})
+			if prepares {
+				<-exec.applyCalled // called while the drift still runs
+			} else {
+				select {
+				case <-exec.applyCalled:
+					t.Fatal("the apply was executed while a drift ran")
+				default:
+				}
+			}
+			close(exec.release)
+			<-exec.applyCalled
+			require.Eventually(t, func() bool { return q.Running() == 0 && q.Len() == 0 }, 10*time.Second, time.Millisecond)
+			cancel()
+			require.NoError(t, <-stopped)
+			exec.mu.Lock()
+			defer exec.mu.Unlock()
+			assert.True(t, exec.wroteAfterDrifts, "the apply wrote after the drift was done")
+		})
+	}
 }

@@ -334,3 +334,46 @@ func TestShardedServiceAppliesItsOwnRepos(t *testing.T) {
 		assert.Equal(t, []string{r}, forge.take(), "replica %d reconciles %s", owner, r)
 	}
 }
+
+// TestServiceClaimsWhatItApplies: an apply job claims, before it touches a target repo, every
+// repo for a full run and only the changed ones for a push; a drift job claims nothing (its
+// repos are its keys in the queue).
+func TestServiceClaimsWhatItApplies(t *testing.T) {
+	t.Parallel()
+	forge, ctl, sha := localFleet(t)
+	svc, err := NewService(ServiceConfig{
+		Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}),
+		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return forge, nil },
+	})
+	require.NoError(t, err)
+	var claims []string
+	ctx := context.WithValue(context.Background(), claimKey{}, func(_ context.Context, repos []string, all bool) error {
+		if len(forge.take()) > 0 {
+			t.Error("a target repo was read before the claim")
+		}
+		if all {
+			claims = append(claims, "all")
+		} else {
+			claims = append(claims, strings.Join(repos, ","))
+		}
+		return nil
+	})
+	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}))
+	assert.Equal(t, []string{"all"}, claims, "a resync claims every repo")
+	forge.take()
+
+	head := ctl.push(edit(t, readControl(t), "clusters/edge-1.yaml", "192.168.50.0/28", "192.168.51.0/28"))
+	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: head, Reason: "push", Incremental: true}))
+	assert.Equal(t, []string{"all", "cluster-edge-1"}, claims, "a push claims the repos it changed")
+
+	require.NoError(t, svc.Execute(ctx, Job{Kind: KindDrift, Repo: "acme/cluster-prod-eu-1", Reason: "push"}))
+	assert.Len(t, claims, 2, "a drift claims nothing")
+
+	refused := context.WithValue(context.Background(), claimKey{}, func(context.Context, []string, bool) error {
+		return context.Canceled
+	})
+	forge.take()
+	err = svc.Execute(refused, Job{Kind: KindApply, Repo: "acme/control", SHA: head, Reason: "resync"})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Empty(t, forge.take(), "no claim, no repo touched")
+}

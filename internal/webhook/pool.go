@@ -30,6 +30,38 @@ type Executor interface {
 	Execute(ctx context.Context, j Job) error
 }
 
+// ApplyPreparer is an Executor that claims the target repos of its apply jobs itself, with
+// Claim or Exclusive, once it knows them and has done the work that touches no target repo
+// (reading and rendering the control repo), so that drifts run meanwhile and beside it. For
+// other Executors the Pool claims every repo before Execute.
+type ApplyPreparer interface {
+	Executor
+	// PreparesApplies reports that Execute claims what an apply job writes before it writes.
+	PreparesApplies() bool
+}
+
+// claimKey is the context key of an apply job's way to claim target repos.
+type claimKey struct{}
+
+// Claim claims target repos (names without owner) for the apply job run with ctx
+// (Queue.Claim): it returns once no drift of them runs, and no drift of them starts until the
+// job is done. An ApplyPreparer calls it (or Exclusive) before its apply job writes to them.
+// Outside an apply job of a Pool it does nothing.
+func Claim(ctx context.Context, repos []string) error {
+	if claim, ok := ctx.Value(claimKey{}).(func(context.Context, []string, bool) error); ok {
+		return claim(ctx, repos, false)
+	}
+	return nil
+}
+
+// Exclusive claims every target repo for the apply job run with ctx (see Claim).
+func Exclusive(ctx context.Context) error {
+	if claim, ok := ctx.Value(claimKey{}).(func(context.Context, []string, bool) error); ok {
+		return claim(ctx, nil, true)
+	}
+	return nil
+}
+
 // DriftBatcher is an Executor that does the work of several drift jobs (of one owner, distinct
 // repos) in one run, reporting each job's own error at the same index (nil when its repo
 // converged). A Pool whose Executor is not one runs a batch's jobs one after the other.
@@ -212,13 +244,23 @@ type panicError struct {
 
 func (e *panicError) Error() string { return fmt.Sprintf("panic: %v", e.value) }
 
-// execute calls the executor, turning a panic into an error.
+// execute calls the executor, turning a panic into an error. An apply job gets its way to
+// claim target repos in ctx (Claim, Exclusive), or claims them all first when the executor
+// does not prepare its applies.
 func (p *Pool) execute(ctx context.Context, j Job) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = &panicError{value: v, stack: debug.Stack()}
 		}
 	}()
+	if j.Kind == KindApply {
+		ctx = context.WithValue(ctx, claimKey{}, p.Queue.Claim)
+		if ap, ok := p.Exec.(ApplyPreparer); !ok || !ap.PreparesApplies() {
+			if err := p.Queue.Exclusive(ctx); err != nil {
+				return err
+			}
+		}
+	}
 	return p.Exec.Execute(ctx, j)
 }
 

@@ -5,12 +5,17 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"time"
 )
 
 // DefaultQueueSize is how many distinct jobs may wait at once by default.
 // Coalescing keeps one job per target repo, so this is roughly the number
 // of repos that can drift in one burst before deliveries are refused.
 const DefaultQueueSize = 1000
+
+// DefaultDriftDelay is how long serve holds a drift job by default so that the drifts of
+// other repos arriving meanwhile join its batch (QueueConfig.DriftDelay).
+const DefaultDriftDelay = 100 * time.Millisecond
 
 // ErrQueueFull is returned by Push when the queue holds its capacity of
 // distinct jobs. The delivery is refused (503) rather than blocking the
@@ -21,30 +26,73 @@ var ErrQueueFull = errors.New("job queue full")
 // key is already waiting is merged into it instead of queued again, so ten
 // pushes in a burst are one apply and ten drifts of one repo one reconcile.
 // A key never runs twice at once: a job pushed while its key runs waits for
-// that run to finish. An apply (the whole fleet) and drifts (single repos)
-// never run together, so they do not race on the same repo's pull request,
-// and a waiting apply absorbs the drifts queued behind or before it.
+// that run to finish. An apply writes only to the target repos it has claimed
+// (Claim: the ones an incremental apply plans, or every repo): a claim waits for
+// the running drifts of those repos to end, and no drift of them starts until the
+// apply is done, so that the two never race on one repo's pull request. Before
+// its claim, while the apply reads and renders the control repo, and beside it on
+// the other repos, drifts go on. A waiting full apply (a resync, an installation
+// change) absorbs the drifts queued behind or before it, which an incremental one
+// (a push to the control repo) does not cover.
 // NextBatch hands out the drifts waiting for one owner together, so a burst
-// of drifts is a few applies limited to their repos rather than one per repo.
+// of drifts is a few applies limited to their repos rather than one per repo;
+// with a DriftDelay, a drift waits that long after its first delivery so that
+// the drifts of other repos arriving meanwhile join its batch.
 //
 // Queue is safe for concurrent use. Push never blocks.
 type Queue struct {
 	mu       sync.Mutex
 	capacity int
-	order    []string        // waiting keys, oldest first
-	waiting  map[string]*Job // by key
-	running  map[string]Kind // by key
-	drifts   int             // running drift jobs
-	changed  chan struct{}   // closed (and replaced) when a job may have become runnable
+	delay    time.Duration
+	clock    Clock
+	order    []string             // waiting keys, oldest first
+	waiting  map[string]*Job      // by key
+	due      map[string]time.Time // when a waiting drift may start (with a delay)
+	running  map[string]Kind      // by key
+	drifts   int                  // running drift jobs
+	// claim is what the running apply has claimed (all, or the repos by lower-case name), and
+	// want what it waits to claim while drifts of it run: no drift of either starts.
+	claim, want repoSet
+	waitingD    int           // waiting drift jobs
+	changed     chan struct{} // closed (and replaced) when a job may have become runnable
+	// timerAt is when the wake-up for the next due drift fires (zero: none armed); timerGen
+	// tells the armed timer from a stale one, stopTimer cancels it.
+	timerAt   time.Time
+	timerGen  int
+	stopTimer func() bool
+}
+
+// QueueConfig configures a Queue.
+type QueueConfig struct {
+	// Capacity is how many distinct jobs may wait (DefaultQueueSize if <= 0).
+	Capacity int
+	// DriftDelay is how long a drift job waits after its first delivery before it may start
+	// (0: at once). A burst of events on many target repos then becomes a few batched runs of
+	// up to MaxDriftBatch repos, each one GraphQL read of their heads, instead of one run
+	// (and its requests to GitHub) per repo; the events of one change (a merge's
+	// pull_request and push) coalesce into one job. Once MaxDriftBatch drifts wait, they
+	// start without waiting out the delay.
+	DriftDelay time.Duration
+	// Clock times DriftDelay (default WallClock).
+	Clock Clock
 }
 
 // NewQueue returns a Queue holding at most capacity waiting jobs
-// (DefaultQueueSize if capacity <= 0).
+// (DefaultQueueSize if capacity <= 0), whose drift jobs start at once.
 func NewQueue(capacity int) *Queue {
-	if capacity <= 0 {
-		capacity = DefaultQueueSize
+	return NewQueueWith(QueueConfig{Capacity: capacity})
+}
+
+// NewQueueWith returns a Queue configured by cfg.
+func NewQueueWith(cfg QueueConfig) *Queue {
+	if cfg.Capacity <= 0 {
+		cfg.Capacity = DefaultQueueSize
 	}
-	return &Queue{capacity: capacity, waiting: map[string]*Job{}, running: map[string]Kind{}, changed: make(chan struct{})}
+	if cfg.Clock == nil {
+		cfg.Clock = WallClock{}
+	}
+	return &Queue{capacity: cfg.Capacity, delay: max(0, cfg.DriftDelay), clock: cfg.Clock,
+		waiting: map[string]*Job{}, due: map[string]time.Time{}, running: map[string]Kind{}, changed: make(chan struct{})}
 }
 
 // Push queues j, or merges it into the waiting job with the same key (or
@@ -56,17 +104,20 @@ func (q *Queue) Push(j Job) (coalesced bool, err error) {
 	key := j.Key()
 	if old, ok := q.waiting[key]; ok {
 		*old = old.merge(j)
+		if old.Kind == KindApply && !old.Incremental {
+			q.absorbDrifts(old)
+		}
 		q.signal()
 		return true, nil
 	}
 	if j.Kind == KindDrift {
-		if apply, ok := q.waiting[string(KindApply)]; ok {
+		if apply, ok := q.waiting[string(KindApply)]; ok && !apply.Incremental {
 			apply.Merged++
 			apply.Queued = earliest(apply.Queued, j.Queued)
 			return true, nil
 		}
 	}
-	if j.Kind == KindApply {
+	if j.Kind == KindApply && !j.Incremental {
 		q.absorbDrifts(&j)
 	}
 	if len(q.order) >= q.capacity {
@@ -74,11 +125,19 @@ func (q *Queue) Push(j Job) (coalesced bool, err error) {
 	}
 	q.waiting[key] = &j
 	q.order = append(q.order, key)
+	if j.Kind == KindDrift {
+		q.waitingD++
+		if q.delay > 0 {
+			q.due[key] = q.clock.Now().Add(q.delay)
+		}
+	}
 	q.signal()
 	return false, nil
 }
 
-// absorbDrifts drops the waiting drift jobs into apply, which covers them.
+// absorbDrifts drops the waiting drift jobs into apply, a full one, which covers them. An
+// incremental apply (a push to the control repo) plans only the repos whose desired state
+// changed: the drifts wait for it instead, and run after it.
 func (q *Queue) absorbDrifts(apply *Job) {
 	kept := q.order[:0]
 	for _, k := range q.order {
@@ -89,7 +148,7 @@ func (q *Queue) absorbDrifts(apply *Job) {
 		}
 		apply.Merged += w.Merged + 1
 		apply.Queued = earliest(apply.Queued, w.Queued)
-		delete(q.waiting, k)
+		q.forgetWaiting(k)
 	}
 	q.order = kept
 }
@@ -128,9 +187,17 @@ func (q *Queue) next(ctx context.Context, limit int) ([]Job, error) {
 			return nil, err
 		}
 		q.mu.Lock()
+		now := q.clock.Now()
+		var wake time.Time // the earliest due time of a drift held by the delay
 		for i, k := range q.order {
 			j := q.waiting[k]
 			if !q.runnable(j) {
+				continue
+			}
+			if at, held := q.held(k, now); held {
+				if wake.IsZero() || at.Before(wake) {
+					wake = at
+				}
 				continue
 			}
 			out := []Job{*j}
@@ -154,6 +221,9 @@ func (q *Queue) next(ctx context.Context, limit int) ([]Job, error) {
 			q.mu.Unlock()
 			return out, nil
 		}
+		if !wake.IsZero() {
+			q.arm(now, wake)
+		}
 		changed := q.changed
 		q.mu.Unlock()
 		select {
@@ -164,11 +234,53 @@ func (q *Queue) next(ctx context.Context, limit int) ([]Job, error) {
 	}
 }
 
+// held reports whether the waiting drift of key is held by the delay at now, and until when;
+// call with q.mu held. A full batch's worth of waiting drifts is not held.
+func (q *Queue) held(key string, now time.Time) (time.Time, bool) {
+	at, ok := q.due[key]
+	if !ok || !now.Before(at) || q.waitingD >= MaxDriftBatch {
+		return time.Time{}, false
+	}
+	return at, true
+}
+
+// arm makes sure a wake-up fires by at, when the first held drift becomes due; call with
+// q.mu held.
+func (q *Queue) arm(now, at time.Time) {
+	if !q.timerAt.IsZero() && !q.timerAt.After(at) {
+		return // one fires by then already
+	}
+	if q.stopTimer != nil {
+		q.stopTimer()
+	}
+	q.timerGen++
+	gen := q.timerGen
+	q.timerAt = at
+	q.stopTimer = q.clock.AfterFunc(at.Sub(now), func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		if q.timerGen == gen {
+			q.timerAt, q.stopTimer = time.Time{}, nil
+		}
+		q.signal()
+	})
+}
+
+// forgetWaiting forgets the waiting job of key (the caller removes key from q.order); call
+// with q.mu held.
+func (q *Queue) forgetWaiting(key string) {
+	if j := q.waiting[key]; j != nil && j.Kind == KindDrift {
+		q.waitingD--
+	}
+	delete(q.waiting, key)
+	delete(q.due, key)
+}
+
 // take marks the waiting job of key running and forgets it as waiting (the caller removes key
 // from q.order); call with q.mu held.
 func (q *Queue) take(key string) {
 	j := q.waiting[key]
-	delete(q.waiting, key)
+	q.forgetWaiting(key)
 	q.running[key] = j.Kind
 	if j.Kind == KindDrift {
 		q.drifts++
@@ -186,22 +298,97 @@ func (q *Queue) runnable(j *Job) bool {
 	if _, busy := q.running[j.Key()]; busy {
 		return false
 	}
-	switch j.Kind {
-	case KindApply:
-		return q.drifts == 0
-	case KindDrift:
-		_, applying := q.running[string(KindApply)]
-		return !applying
+	if j.Kind == KindDrift {
+		// Not on a repo the running apply claimed, nor on one it waits to claim: it gets
+		// them once their running drifts are done, instead of waiting behind a stream of
+		// drift batches that never leaves none running.
+		name := repoName(j.Repo)
+		return !q.claim.has(name) && !q.want.has(name)
 	}
 	return true
+}
+
+// repoSet is a set of target repos by lower-case name (without owner), or every repo.
+type repoSet struct {
+	all   bool
+	names map[string]bool
+}
+
+func (s repoSet) has(name string) bool { return s.all || s.names[name] }
+
+func (s repoSet) empty() bool { return !s.all && len(s.names) == 0 }
+
+// repoName is the lower-case name of an "owner/name" repo.
+func repoName(repo string) string {
+	_, name, _ := strings.Cut(repo, "/")
+	return strings.ToLower(name)
+}
+
+// Claim claims target repos (names without owner) for the running apply, or every repo when
+// all is set: it waits until no drift of them runs, and keeps drifts of them from starting
+// until the apply is Done; drifts of other repos go on. A second claim of the same apply adds
+// to the first. It returns ctx's error when ctx ends first (the apply then writes nothing), or
+// an error when no apply runs.
+func (q *Queue) Claim(ctx context.Context, repos []string, all bool) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, ok := q.running[string(KindApply)]; !ok {
+		return errors.New("job queue: no apply is running to claim target repos")
+	}
+	want := repoSet{all: all || q.claim.all, names: map[string]bool{}}
+	for n := range q.claim.names {
+		want.names[n] = true
+	}
+	for _, r := range repos {
+		want.names[strings.ToLower(r)] = true
+	}
+	q.want = want
+	for q.driftsOn(want) {
+		changed := q.changed
+		q.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			q.mu.Lock()
+			q.want = repoSet{}
+			q.signal()
+			return ctx.Err()
+		case <-changed:
+		}
+		q.mu.Lock()
+	}
+	q.claim, q.want = want, repoSet{}
+	q.signal()
+	return nil
+}
+
+// Exclusive claims every target repo for the running apply (Claim).
+func (q *Queue) Exclusive(ctx context.Context) error { return q.Claim(ctx, nil, true) }
+
+// driftsOn reports whether a drift of a repo of s runs; call with q.mu held.
+func (q *Queue) driftsOn(s repoSet) bool {
+	if s.empty() {
+		return false
+	}
+	if s.all {
+		return q.drifts > 0
+	}
+	for key, kind := range q.running {
+		if kind == KindDrift && s.names[repoName(strings.TrimPrefix(key, string(KindDrift)+":"))] {
+			return true
+		}
+	}
+	return false
 }
 
 // Done marks key finished, letting a job waiting on it run.
 func (q *Queue) Done(key string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.running[key] == KindDrift {
+	switch q.running[key] {
+	case KindDrift:
 		q.drifts--
+	case KindApply:
+		q.claim, q.want = repoSet{}, repoSet{}
 	}
 	delete(q.running, key)
 	q.signal()
@@ -237,6 +424,11 @@ func (q *Queue) Drain() []Job {
 	for _, k := range q.order {
 		out = append(out, *q.waiting[k])
 	}
-	q.order, q.waiting = nil, map[string]*Job{}
+	q.order, q.waiting, q.due, q.waitingD = nil, map[string]*Job{}, map[string]time.Time{}, 0
+	if q.stopTimer != nil {
+		q.stopTimer()
+		q.timerAt, q.stopTimer = time.Time{}, nil
+		q.timerGen++
+	}
 	return out
 }

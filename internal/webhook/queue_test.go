@@ -97,19 +97,166 @@ func TestQueueApplyAndDriftsExclude(t *testing.T) {
 	assert.True(t, c, "a drift behind a waiting apply is covered by it")
 	_, _ = q.Push(Job{Kind: KindCheck, Repo: "acme/control", PR: 1})
 
-	j := next(t, q)
-	assert.Equal(t, KindCheck, j.Kind, "checks run beside drifts; the apply waits for them")
-	noNext(t, q)
-	q.Done(d.Key())
+	// The apply starts beside the running drift: it reads and renders the control repo first.
 	a := next(t, q)
 	assert.Equal(t, KindApply, a.Kind)
 	assert.Equal(t, 2, a.Merged)
 	assert.Equal(t, t0, a.Queued, "the earliest absorbed delivery")
+	// Its exclusive phase waits for the running drift; no drift starts meanwhile.
+	entered := make(chan error, 1)
+	go func() { entered <- q.Exclusive(context.Background()) }()
+	assert.Equal(t, KindCheck, next(t, q).Kind, "checks run beside everything")
+	require.Eventually(t, func() bool { q.mu.Lock(); defer q.mu.Unlock(); return !q.want.empty() }, 10*time.Second, time.Millisecond)
+	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/e"})
+	noNext(t, q)
+	select {
+	case err := <-entered:
+		t.Fatalf("the exclusive phase began while a drift ran (%v)", err)
+	default:
+	}
+	q.Done(d.Key())
+	require.NoError(t, <-entered)
+	noNext(t, q) // no drift during the exclusive phase
+	q.Done(a.Key())
+	assert.Equal(t, "acme/e", next(t, q).Repo)
+}
 
+// TestQueueDriftsRunWhileAnApplyPrepares: until an apply enters its exclusive phase, drifts
+// start; an apply whose exclusive phase is cancelled lets them start again.
+func TestQueueDriftsRunWhileAnApplyPrepares(t *testing.T) {
+	t.Parallel()
+	q := NewQueue(10)
+	_, _ = q.Push(Job{Kind: KindApply, Repo: "acme/control", Incremental: true})
+	a := next(t, q)
 	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/a"})
+	d := next(t, q)
+	assert.Equal(t, "acme/a", d.Repo, "a drift runs while the apply prepares")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	entered := make(chan error, 1)
+	go func() { entered <- q.Exclusive(ctx) }()
+	require.Eventually(t, func() bool { q.mu.Lock(); defer q.mu.Unlock(); return !q.want.empty() }, 10*time.Second, time.Millisecond)
+	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/b"})
+	noNext(t, q)
+	cancel()
+	require.ErrorIs(t, <-entered, context.Canceled)
+	assert.Equal(t, "acme/b", next(t, q).Repo, "the apply gave up its exclusive phase")
+	q.Done(a.Key())
+	assert.Error(t, q.Exclusive(context.Background()), "no apply runs")
+}
+
+// A push to the control repo is an incremental apply: it plans only the repos whose desired
+// state changed, so it must not swallow the drifts waiting (they would be lost until the next
+// full resync). They run beside it, or after its exclusive phase; a full apply still absorbs
+// them.
+func TestQueueIncrementalApplyDoesNotCoverDrifts(t *testing.T) {
+	t.Parallel()
+	q := NewQueue(10)
+	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/a"})
+	c, _ := q.Push(Job{Kind: KindApply, Repo: "acme/control", Reason: "push", Incremental: true})
+	assert.False(t, c)
+	c, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/b"})
+	assert.False(t, c, "a drift behind an incremental apply is queued on its own")
+	assert.Equal(t, 3, q.Len(), "the incremental apply absorbed no drift")
+
+	a := next(t, q)
+	assert.Equal(t, KindDrift, a.Kind, "the oldest runnable job first")
+	q.Done(a.Key())
+	a = next(t, q)
+	assert.Equal(t, KindApply, a.Kind)
+	require.NoError(t, q.Exclusive(context.Background()))
 	noNext(t, q)
 	q.Done(a.Key())
-	assert.Equal(t, KindDrift, next(t, q).Kind)
+	assert.Equal(t, "acme/b", next(t, q).Repo, "the drift runs after the apply")
+
+	// A resync coalescing into a waiting push makes it full: it covers the drifts then.
+	_, _ = q.Push(Job{Kind: KindApply, Repo: "acme/control", Reason: "push", Incremental: true})
+	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/c"})
+	c, _ = q.Push(Job{Kind: KindApply, Repo: "acme/control", Reason: "resync"})
+	assert.True(t, c)
+	assert.Equal(t, 1, q.Len(), "the apply, now full, absorbed the drift")
+	full := next(t, q)
+	assert.False(t, full.Incremental)
+	assert.Equal(t, 2, full.Merged)
+}
+
+// With a DriftDelay, a drift waits that long after its first delivery, and the drifts that
+// arrive meanwhile run in its batch: a burst over many repos is a few batched runs.
+func TestQueueDriftDelayGathersABatch(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{now: t0}
+	q := NewQueueWith(QueueConfig{Capacity: 500, DriftDelay: 100 * time.Millisecond, Clock: clock})
+	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/a"})
+	noNext(t, q)
+	clock.Advance(60 * time.Millisecond)
+	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/b"})
+	_, _ = q.Push(Job{Kind: KindCheck, Repo: "acme/control", PR: 3})
+	assert.Equal(t, KindCheck, next(t, q).Kind, "other jobs are not held behind a waiting drift")
+	noNext(t, q)
+	c, _ := q.Push(Job{Kind: KindDrift, Repo: "acme/a", Reason: "again"})
+	assert.True(t, c, "a second event on a waiting repo coalesces")
+
+	clock.Advance(40 * time.Millisecond) // acme/a is due: acme/b, not yet, comes along
+	jobs, err := q.NextBatch(context.Background())
+	require.NoError(t, err)
+	require.Len(t, jobs, 2)
+	assert.Equal(t, "acme/a", jobs[0].Repo)
+	assert.Equal(t, 1, jobs[0].Merged)
+	assert.Equal(t, "acme/b", jobs[1].Repo)
+	for _, j := range jobs {
+		q.Done(j.Key())
+	}
+
+	// A drift pushed while its repo runs waits its own delay once the run is done.
+	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/c"})
+	noNext(t, q)
+	clock.Advance(100 * time.Millisecond)
+	assert.Equal(t, "acme/c", next(t, q).Repo)
+
+	// A full batch does not wait.
+	for i := range MaxDriftBatch {
+		_, err := q.Push(Job{Kind: KindDrift, Repo: fmt.Sprintf("acme/r%d", i)})
+		require.NoError(t, err)
+	}
+	jobs, err = q.NextBatch(context.Background())
+	require.NoError(t, err)
+	assert.Len(t, jobs, MaxDriftBatch, "100 waiting drifts start without the delay")
+}
+
+// A worker waiting for a held drift is woken when the delay ends (the queue arms the clock),
+// not only by the next push.
+func TestQueueDriftDelayWakesTheWorker(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{now: t0}
+	q := NewQueueWith(QueueConfig{DriftDelay: time.Second, Clock: clock})
+	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/a"})
+	got := make(chan Job, 1)
+	go func() {
+		j, err := q.Next(context.Background())
+		if err == nil {
+			got <- j
+		}
+	}()
+	// The worker arms a wake-up for the due time; once it is armed, moving the clock past it
+	// must hand the worker the job.
+	require.Eventually(t, func() bool { return len(clock.pending()) == 1 }, 10*time.Second, time.Millisecond)
+	select {
+	case j := <-got:
+		t.Fatalf("drift %s started before its delay", j.Repo)
+	default:
+	}
+	clock.Advance(time.Second)
+	select {
+	case j := <-got:
+		assert.Equal(t, "acme/a", j.Repo)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker was not woken when the drift's delay ended")
+	}
+	q.Done("drift:acme/a")
+	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/b"})
+	noNext(t, q)
+	require.Len(t, q.Drain(), 1)
+	assert.Empty(t, clock.pending(), "Drain stops the wake-up")
 }
 
 func TestQueueDrain(t *testing.T) {
@@ -153,4 +300,41 @@ func BenchmarkQueueBurst(b *testing.B) {
 			q.Done(j.Key())
 		}
 	}
+}
+
+// TestQueueClaimHoldsOnlyTheAppliedRepos: an incremental apply claims the repos it plans: a
+// claim waits for the running drift of one of them, keeps new drifts of them waiting, and lets
+// drifts of every other repo start meanwhile; a later claim of all (a full run) holds them all.
+func TestQueueClaimHoldsOnlyTheAppliedRepos(t *testing.T) {
+	t.Parallel()
+	q := NewQueue(10)
+	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/a"})
+	d := next(t, q)
+	_, _ = q.Push(Job{Kind: KindApply, Repo: "acme/control", Incremental: true})
+	a := next(t, q)
+
+	claimed := make(chan error, 1)
+	go func() { claimed <- q.Claim(context.Background(), []string{"A", "c"}, false) }()
+	require.Eventually(t, func() bool { q.mu.Lock(); defer q.mu.Unlock(); return !q.want.empty() }, 10*time.Second, time.Millisecond)
+	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/b"})
+	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/c"})
+	b := next(t, q)
+	assert.Equal(t, "acme/b", b.Repo, "a repo the apply does not claim drifts on")
+	noNext(t, q) // acme/c waits for the apply
+	select {
+	case err := <-claimed:
+		t.Fatalf("claimed acme/a while its drift ran (%v)", err)
+	default:
+	}
+	q.Done(d.Key())
+	require.NoError(t, <-claimed)
+	q.Done(b.Key())
+
+	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/b"})
+	require.NoError(t, q.Exclusive(context.Background()), "no drift runs: every repo at once")
+	noNext(t, q)
+	q.Done(a.Key())
+	jobs, err := q.NextBatch(context.Background())
+	require.NoError(t, err)
+	assert.Len(t, jobs, 2, "acme/c and acme/b, once the apply is done")
 }

@@ -185,6 +185,10 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	return &Service{cfg: cfg, log: log, baselines: b}, nil
 }
 
+// PreparesApplies implements ApplyPreparer: an apply job reads and renders the control repo
+// while drifts run, and claims the target repos it plans (Claim, Exclusive) only then.
+func (s *Service) PreparesApplies() bool { return true }
+
 // Execute runs one job.
 func (s *Service) Execute(ctx context.Context, j Job) error {
 	if s.cfg.BeforeJob != nil {
@@ -308,6 +312,17 @@ func (s *Service) applyReport(ctx context.Context, j Job, only []string, sha str
 	forge, err := s.cfg.Forges(ctx, fl.Owner(), mode)
 	if err != nil {
 		return nil, err
+	}
+	if j.Kind == KindApply {
+		// The control repo is read and rendered; once the run knows its target repos (every
+		// one, or the ones an incremental push changed), it claims them: the drifts of other
+		// workers keep off them meanwhile, and go on elsewhere.
+		opts.Claim = func(ctx context.Context, only []string) error {
+			if only == nil {
+				return Exclusive(ctx)
+			}
+			return Claim(ctx, only)
+		}
 	}
 	rep, err := app.ApplyFleet(ctx, forge, fl, opts)
 	if rep != nil && only == nil && !rep.Incremental && rep.Refused == nil {
