@@ -11,6 +11,7 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fleetgen"
+	"github.com/fleetbot-io/fleetbot/internal/gittree"
 )
 
 func TestChanged(t *testing.T) {
@@ -116,4 +117,30 @@ func TestDigestAgreesWithChanged(t *testing.T) {
 	a, b := one.Clone(), one.Clone()
 	a.Files, b.Files = map[string][]byte{"ab": []byte("c")}, map[string][]byte{"a": []byte("bc")}
 	assert.NotEqual(t, Digest(a), Digest(b), "path and content boundaries are kept apart")
+}
+
+// TestTargetHashesFollowItsFiles: BlobHashes and ContentKey answer for the files as they are:
+// a file replaced, added or removed is hashed (and named) afresh; two targets with the same
+// content have the same key, and a file moved between Files and Scaffolds changes it.
+func TestTargetHashesFollowItsFiles(t *testing.T) {
+	t.Parallel()
+	a := &Target{Kind: KindCluster, Files: map[string][]byte{"README.md": []byte("a\n"), "platform/x.yaml": []byte("kind: X\n")},
+		Scaffolds: map[string][]byte{"apps/kustomization.yaml": []byte("resources: []\n")}}
+	b := a.Clone()
+	assert.Equal(t, a.ContentKey(), b.ContentKey())
+	assert.Equal(t, gittree.BlobHash([]byte("kind: X\n")), a.BlobHashes()["platform/x.yaml"])
+
+	key := a.ContentKey()
+	a.Files["platform/x.yaml"] = []byte("kind: Y\n")
+	assert.Equal(t, gittree.BlobHash([]byte("kind: Y\n")), a.BlobHashes()["platform/x.yaml"], "a replaced file is hashed again")
+	assert.NotEqual(t, key, a.ContentKey())
+	a.Files["platform/y.yaml"] = []byte("kind: Z\n")
+	assert.Len(t, a.BlobHashes(), 4, "an added file")
+	delete(a.Files, "platform/y.yaml")
+	delete(a.Files, "platform/x.yaml")
+	assert.Len(t, a.BlobHashes(), 2, "removed files")
+
+	c := b.Clone()
+	c.Scaffolds["README.md"], c.Files = c.Files["README.md"], map[string][]byte{"platform/x.yaml": c.Files["platform/x.yaml"]}
+	assert.NotEqual(t, b.ContentKey(), c.ContentKey(), "a file is not a scaffold")
 }

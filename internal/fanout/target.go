@@ -50,9 +50,12 @@ type Target struct {
 	Removed bool `json:"removed,omitempty"`
 
 	// hashes caches the blob hashes BlobHashes computed, by path, with the content each was
-	// computed of.
+	// computed of; sums and key are BlobHashes' and ContentKey's answers while every file is
+	// still the content they were computed of.
 	hashMu sync.Mutex
 	hashes map[string]hashed
+	sums   map[string]string
+	key    string
 	// hasher is the hash cache of the Renderer that rendered the target (nil: none).
 	hasher *gittree.Cache
 }
@@ -74,17 +77,48 @@ func same(a, b []byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
-// BlobHashes returns the git blob hash of every file and scaffold of t, by path. Each file is
-// hashed once for as long as its content stays the same slice: a service plans the same
-// rendered target on every event of its repo, and hashing its files was the larger part of
-// each plan. It is safe for concurrent use.
+// BlobHashes returns the git blob hash of every file and scaffold of t, by path; the map is
+// shared: do not change it. Each file is hashed once for as long as its content stays the
+// same slice: a service plans the same rendered target on every event of its repo, and hashing
+// its files was the larger part of each plan. It is safe for concurrent use.
 func (t *Target) BlobHashes() map[string]string {
 	t.hashMu.Lock()
 	defer t.hashMu.Unlock()
+	t.refresh()
+	return t.sums
+}
+
+// ContentKey names t's files and scaffolds: their paths and blob hashes, files apart from
+// scaffolds. Two targets with the same key hold the same content at the same paths.
+func (t *Target) ContentKey() string {
+	t.hashMu.Lock()
+	defer t.hashMu.Unlock()
+	t.refresh()
+	if t.key == "" {
+		var b strings.Builder
+		for _, files := range []map[string][]byte{t.Files, t.Scaffolds} {
+			b.WriteString("\x00\x00")
+			for _, p := range slices.Sorted(maps.Keys(files)) {
+				b.WriteString(p)
+				b.WriteByte(0)
+				b.WriteString(t.sums[p])
+				b.WriteByte(0)
+			}
+		}
+		t.key = b.String()
+	}
+	return t.key
+}
+
+// refresh brings sums up to date with the files, hashing what changed; call with t.hashMu held.
+func (t *Target) refresh() {
+	if t.fresh() {
+		return
+	}
 	if t.hashes == nil {
 		t.hashes = make(map[string]hashed, len(t.Files)+len(t.Scaffolds))
 	}
-	out := make(map[string]string, len(t.Files)+len(t.Scaffolds))
+	sums := make(map[string]string, len(t.Files)+len(t.Scaffolds))
 	for _, files := range []map[string][]byte{t.Scaffolds, t.Files} {
 		for p, c := range files {
 			h, ok := t.hashes[p]
@@ -92,10 +126,30 @@ func (t *Target) BlobHashes() map[string]string {
 				h = hashed{data: c, hash: t.hasher.BlobHash(c)}
 				t.hashes[p] = h
 			}
-			out[p] = h.hash
+			sums[p] = h.hash
 		}
 	}
-	return out
+	t.sums, t.key = sums, ""
+}
+
+// fresh reports whether sums answers for the files as they are: the same paths, each the same
+// slice it was hashed from; call with t.hashMu held.
+func (t *Target) fresh() bool {
+	if t.sums == nil || len(t.sums) != len(t.Files)+len(t.Scaffolds) {
+		return false
+	}
+	for _, files := range []map[string][]byte{t.Files, t.Scaffolds} {
+		for p, c := range files {
+			h, ok := t.hashes[p]
+			if !ok || !same(h.data, c) {
+				return false
+			}
+			if _, ok := t.sums[p]; !ok {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Clone returns a deep copy of t that may be changed (its hashes are computed afresh). A

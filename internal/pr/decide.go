@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
@@ -388,25 +387,9 @@ func desiredTree(base gittree.Listing, baseTree string, t *fanout.Target) (strin
 }
 
 // desiredKey names the desired tree of t on the base tree baseTree: the base, t's kind (which
-// paths it manages), and the path and blob hash of every file and scaffold.
+// paths it manages), and the path and blob hash of every file and scaffold (Target.ContentKey).
 func desiredKey(baseTree string, t *fanout.Target) string {
-	hashes := t.BlobHashes()
-	var b strings.Builder
-	b.Grow(64 + len(hashes)*80)
-	b.WriteString("desired\x00")
-	b.WriteString(baseTree)
-	b.WriteByte(0)
-	b.WriteString(string(t.Kind))
-	for _, files := range []map[string][]byte{t.Files, t.Scaffolds} {
-		b.WriteString("\x00\x00")
-		for _, p := range slices.Sorted(maps.Keys(files)) {
-			b.WriteString(p)
-			b.WriteByte(0)
-			b.WriteString(hashes[p])
-			b.WriteByte(0)
-		}
-	}
-	return b.String()
+	return "desired\x00" + baseTree + "\x00" + string(t.Kind) + t.ContentKey()
 }
 
 func desiredListing(base gittree.Listing, t *fanout.Target) gittree.Listing {
