@@ -73,8 +73,9 @@ type Stats struct {
 // New builds a Client. With App auth it looks up the installation for cfg.Owner (one request,
 // made as the app, which works in read-only mode too); otherwise it makes no request.
 //
-// The transport chain, from the caller inwards: read-only guard (if ReadOnly), ETag cache,
-// retry, write budget, read concurrency, authentication, request counters, network.
+// The transport chain, from the caller inwards: GraphQL classification, read-only guard (if
+// ReadOnly), ETag cache, retry, write budget, read concurrency, authentication, request
+// counters, network.
 func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err := checkAPIURL(cfg.APIURL); err != nil {
 		return nil, err
@@ -135,6 +136,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.ReadOnly {
 		rt = NewReadOnlyTransport(rt)
 	}
+	rt = NewClassifyTransport(rt)
 	api, err := newAPIClient(rt, cfg.APIURL, cfg.UserAgent)
 	if err != nil {
 		return nil, err

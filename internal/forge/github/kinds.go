@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/parser"
 )
@@ -92,21 +93,71 @@ func classified(req *http.Request) *http.Request {
 	return req.WithContext(context.WithValue(req.Context(), readKey{}, isReadQuery(req)))
 }
 
+// ClassifyTransport classifies each GraphQL request once, at the top of a client's chain, for
+// the transports below (read-only guard, retry, budget, read limit, counters), remembering the
+// verdict for each query text it parsed: fleetbot sends the same few queries over and over,
+// and parsing a 100-repository scan on every request showed in a busy service's profile. The
+// verdict is a function of the text alone, so the cache is exact. It is safe for concurrent use.
+type ClassifyTransport struct {
+	next    http.RoundTripper
+	queries *lru.Cache[string, bool]
+}
+
+// classifyCacheSize is how many query texts a ClassifyTransport remembers.
+const classifyCacheSize = 256
+
+// NewClassifyTransport returns a ClassifyTransport sending through next.
+func NewClassifyTransport(next http.RoundTripper) *ClassifyTransport {
+	queries, _ := lru.New[string, bool](classifyCacheSize) // fails only for a size <= 0
+	return &ClassifyTransport{next: next, queries: queries}
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *ClassifyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !isGraphQL(req) {
+		return t.next.RoundTrip(req)
+	}
+	if _, ok := req.Context().Value(readKey{}).(bool); ok {
+		return t.next.RoundTrip(req)
+	}
+	query, ok := graphQLQuery(req)
+	read := false
+	if ok {
+		var known bool
+		if read, known = t.queries.Get(query); !known {
+			read = isReadDocument(query)
+			t.queries.Add(query, read)
+		}
+	}
+	return t.next.RoundTrip(req.WithContext(context.WithValue(req.Context(), readKey{}, read)))
+}
+
 // isReadQuery decodes a GraphQL request's body and reports whether every operation in it is a
 // query.
 func isReadQuery(req *http.Request) bool {
+	query, ok := graphQLQuery(req)
+	return ok && isReadDocument(query)
+}
+
+// graphQLQuery decodes the query text of a GraphQL request's body.
+func graphQLQuery(req *http.Request) (string, bool) {
 	body, err := req.GetBody()
 	if err != nil {
-		return false
+		return "", false
 	}
 	defer body.Close()
 	var gq struct {
 		Query string `json:"query"`
 	}
 	if err := json.NewDecoder(io.LimitReader(body, 1<<20)).Decode(&gq); err != nil {
-		return false
+		return "", false
 	}
-	doc, err := parser.ParseQuery(&ast.Source{Input: gq.Query})
+	return gq.Query, true
+}
+
+// isReadDocument reports whether every operation of a GraphQL document is a query.
+func isReadDocument(query string) bool {
+	doc, err := parser.ParseQuery(&ast.Source{Input: query})
 	if err != nil || len(doc.Operations) == 0 {
 		return false
 	}

@@ -130,4 +130,19 @@ func TestGraphQLBodyClassifiedOnce(t *testing.T) {
 	st := counters.Stats()
 	assert.Equal(t, int64(1), st.Reads, "the query counted as a read")
 	assert.Equal(t, int64(1), st.Writes, "the mutation as a write")
+
+	// On top of a client's chain, ClassifyTransport parses each query text once, and its
+	// remembered verdict is the parsed one: a mutation sent again is still refused read-only.
+	ct := NewClassifyTransport(chain(true))
+	mutation := `mutation($id: ID!) { enablePullRequestAutoMerge(input: {pullRequestId: $id}) { clientMutationId } }`
+	for range 2 {
+		_, err = post(ct, `query { viewer { login } }`)
+		require.NoError(t, err)
+		_, err = post(ct, mutation)
+		assert.ErrorIs(t, err, ErrReadOnly)
+	}
+	assert.Equal(t, 2, ct.queries.Len(), "two texts, parsed once each")
+	st = counters.Stats()
+	assert.Equal(t, int64(3), st.Reads, "two more reads")
+	assert.Equal(t, int64(1), st.Writes, "no write passed the read-only guard")
 }
