@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -30,11 +31,21 @@ func runChild(out any, args ...string) (*childResult, error) {
 
 // runChildInput is runChild with in as the child's stdin.
 func runChildInput(in []byte, out any, args ...string) (*childResult, error) {
+	return runChildNice(in, out, 0, args...)
+}
+
+// runChildNice is runChildInput with the child at scheduling niceness nice (0: this process's;
+// negative raises its priority, which needs root), through nice(1) so that every thread of the
+// child has it from the start.
+func runChildNice(in []byte, out any, nice int, args ...string) (*childResult, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding own executable: %w", err)
 	}
 	cmd := exec.Command(self, args...)
+	if nice != 0 {
+		cmd = exec.Command("nice", append([]string{"-n", strconv.Itoa(nice), self}, args...)...)
+	}
 	cmd.Stderr = os.Stderr
 	if in != nil {
 		cmd.Stdin = bytes.NewReader(in)

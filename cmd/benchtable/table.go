@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -176,10 +177,10 @@ func (r *results) markdown() []byte {
 		p("| 4 | `fleetbot serve` (the binary, over HTTP): acknowledgement latency at %s signed deliveries/s for %d s, %s repos | p50 **%s**, p99 **%s** (max %s); answers: %s; deepest queue **%d** of %d (%.0f %%) | p99 < 5 ms, queue ≤ 10 %% | %s |\n",
 			n(w.Rate), w.Deliveries/max(1, w.Rate), n(w.Repos), ms(w.P50), ms(w.P99), ms(w.Max), statuses(w.Statuses), w.QueueMax, w.QueueSize,
 			100*float64(w.QueueMax)/float64(max(1, w.QueueSize)), mark(w.P99 < targetAckP99 && float64(w.QueueMax) <= targetQueueShare*float64(w.QueueSize)))
-		p("| 4 | … where the time went | serve's own ack time (its `fleetbot_webhook_ack_seconds`, handler start to answer written; bucket bounds): p50 ≤ **%s**, p99 ≤ **%s**; the rest of the client's figure is outside the handler (connections, the kernel, waiting for a CPU). CPU during the %s of load: serve %s, the sender (a process of its own) %s, the fake GitHub answering serve's jobs %s, of %d CPUs' %s; the sender started its requests up to %s late (p99 %s) | | |\n",
-			ms(w.ServerP50), ms(w.ServerP99), secs(w.LoadWall), secs(w.ServeCPU), secs(w.SenderCPU), secs(w.FakeCPU), runtime.NumCPU(), secs(time.Duration(runtime.NumCPU())*w.LoadWall), ms(w.SendLagMax), ms(w.SendLagP99))
-		p("| 4 | … what the deliveries became | %s deliveries → %s; %d were fleetbot's own events (ignored). serve's peak RSS %s, startup resync of the fleet %s | | |\n",
-			n(w.Deliveries), serveJobs(w.Jobs), w.Ignored, mib(w.PeakRSS), secs(w.Startup))
+		p("| 4 | … where the time went | serve's own ack time (its `fleetbot_webhook_ack_seconds`, handler start to answer written; bucket bounds): p50 ≤ **%s**, p99 ≤ **%s**; the rest of the client's figure is outside the handler (connections, the kernel, waiting for a CPU). CPU during the %s of load: serve %s, the sender (a process of its own, %s) %s, the fake GitHub answering serve's jobs %s, of %d CPUs' %s; the sender started its requests up to %s late (p99 %s) | | |\n",
+			ms(w.ServerP50), ms(w.ServerP99), secs(w.LoadWall), secs(w.ServeCPU), senderPriority(w.SenderNice), secs(w.SenderCPU), secs(w.FakeCPU), runtime.NumCPU(), secs(time.Duration(runtime.NumCPU())*w.LoadWall), ms(w.SendLagMax), ms(w.SendLagP99))
+		p("| 4 | … what the deliveries became | %s deliveries → %s; %d were fleetbot's own events (ignored). Requests serve's jobs sent to GitHub meanwhile: %s (%s). serve's peak RSS %s, startup resync of the fleet %s | | |\n",
+			n(w.Deliveries), serveJobs(w.Jobs), w.Ignored, n(loadRequests(w.LoadRequests)), topRoutes(w.LoadRequests, 4), mib(w.PeakRSS), secs(w.Startup))
 	} else {
 		p("| 4, 5 | Webhook service | not measured in this run | | |\n")
 	}
@@ -289,6 +290,42 @@ func (r *results) gaps(p func(string, ...any)) {
 		return
 	}
 	p("\n## Targets not met, and the plan\n\n%s\n", strings.Join(out, "\n"))
+}
+
+// senderPriority says how the sender was scheduled.
+func senderPriority(nice int) string {
+	if nice == 0 {
+		return "at the default priority"
+	}
+	return fmt.Sprintf("at niceness %d", nice)
+}
+
+// loadRequests sums requests by route.
+func loadRequests(byRoute map[string]int) int {
+	total := 0
+	for _, c := range byRoute {
+		total += c
+	}
+	return total
+}
+
+// topRoutes names the k routes with the most requests, with their counts, most first.
+func topRoutes(byRoute map[string]int, k int) string {
+	routes := make([]string, 0, len(byRoute))
+	for r := range byRoute {
+		routes = append(routes, r)
+	}
+	slices.SortFunc(routes, func(a, b string) int { return cmp.Or(cmp.Compare(byRoute[b], byRoute[a]), cmp.Compare(a, b)) })
+	var parts []string
+	rest := loadRequests(byRoute)
+	for _, r := range routes[:min(k, len(routes))] {
+		parts = append(parts, fmt.Sprintf("%s `%s`", n(byRoute[r]), r))
+		rest -= byRoute[r]
+	}
+	if rest > 0 {
+		parts = append(parts, fmt.Sprintf("%s others", n(rest)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // serveJobs lists finished jobs by "kind outcome", as serve's metrics count them.
@@ -410,7 +447,9 @@ const methodNotes = `## How each row is measured
    over loopback HTTP, holding a generated control repo (the cluster count is in the row). serve's startup resync
    creates and converges every repo (no content budget for this setup). Deliveries are then sent over HTTP by a
    sender process of its own (so that its timing does not queue behind the fake GitHub's goroutines),
-   open-loop (each at its scheduled time, in its own goroutine), HMAC-signed, in a mix seen during a busy fan-out
+   open-loop (each at its scheduled time, in its own goroutine; every request built and signed before the load, as
+   GitHub signs a delivery before sending it, and written as bytes on a kept-alive connection, a new one when all
+   are busy), HMAC-signed, in a mix seen during a busy fan-out
    and spread over the real target repos: 40 % pull requests closed by humans, 30 % pushes to target default
    branches (both drift jobs: real reconciles of that repo against the fake), 13.5 % Flux commit statuses on
    target repos (no rollout in progress: ignored), 16.3 % fleetbot's own events (ignored), and 0.1 % each pushes
@@ -419,8 +458,12 @@ const methodNotes = `## How each row is measured
    a second, far above a platform team's pace; earlier runs sent 5 % each with made-up commits, and every
    check job failed on the unknown commit. The fake GitHub keeps its repositories on /dev/shm when it has
    2 GiB free: it stands in for a service on other machines. Latency is from sending the request to
-   reading the response headers; the queue depth is sampled from serve's ` + "`/metrics`" + ` every 20 ms. The sender, the
-   fake GitHub and serve share the machine's CPUs (three processes). The same deliveries are also timed by serve itself: its
+   reading the response headers; the queue depth is sampled from serve's ` + "`/metrics`" + ` every 20 ms (each scrape
+   costs serve a few milliseconds of CPU; Prometheus scrapes every 15 to 30 s). The sender, the
+   fake GitHub and serve share the machine's CPUs (three processes); the sender stands in for GitHub's delivery
+   workers, which do not share serve's CPUs, and runs at niceness -10 when the bench runs as root (the row says), so
+   that its own wake-ups are not counted as serve's latency. The requests serve's jobs send to the fake GitHub
+   from the first delivery until every job finished are counted by route. The same deliveries are also timed by serve itself: its
    ` + "`fleetbot_webhook_ack_seconds`" + ` histogram, read before and after the load, gives the time from its handler
    starting to the answer written (as the upper bound of the bucket holding the percentile); the difference to the
    sender's figure is spent outside the handler. The CPU time serve (` + "`/proc`" + `), the sender and the fake's process (` + "`getrusage`" + `)

@@ -26,7 +26,8 @@ func TestMarkdownMarksTargetsAndExplainsGaps(t *testing.T) {
 			FanOut:      bench.FanOut{Repos: 1000, Runs: 8, Elapsed: 7*time.Hour + 6*time.Minute, ContentWrites: 4000, Minimum: 7*time.Hour + 6*time.Minute},
 		},
 		serve: &bench.ServeResult{Repos: 1020, Rate: 1000, Deliveries: 10000, P50: time.Millisecond, P99: 3 * time.Millisecond, Statuses: map[int]int{202: 10000},
-			QueueMax: 10, QueueSize: 1000, Jobs: map[string]int{"apply ok": 3},
+			QueueMax: 10, QueueSize: 1000, Jobs: map[string]int{"apply ok": 3}, SenderNice: -10,
+			LoadRequests: map[string]int{"POST /api/graphql": 120, "GET /orgs/{org}/teams": 80, "GET /repos/{owner}/{repo}": 80, "PATCH /repos/{owner}/{repo}/pulls/{number}": 3, "POST /repos/{owner}/{repo}/git/trees": 3, "GET /repos/{owner}/{repo}/git/ref/{ref...}": 80},
 			Push: bench.PushResult{Wall: 150 * time.Millisecond, Touched: []string{"cluster-a"}, TargetWrites: 4, OrgReads: 2, ControlReads: 4}},
 		status: &bench.StatusResult{Clusters: 10000, Repos: 10201, Waves: 4, PageSize: 200, Pages: []bench.PageTiming{
 			{Name: "first page", Median: 40 * time.Millisecond, Max: 60 * time.Millisecond, Bytes: 300 << 10},
@@ -53,6 +54,8 @@ func TestMarkdownMarksTargetsAndExplainsGaps(t *testing.T) {
 	assert.Contains(t, md, "one `kustomize build` process per cluster × app (v5.8.2) | 16,480 builds, **824 s** (50 ms/build; measured on 5 clusters, 80 builds, extrapolated linearly) = **1373×**")
 	assert.Contains(t, md, "| **150 ms**; target repos touched: 1 (cluster-a); requests: 0 target reads, 4 target writes, 2 org-level reads, 4 control-repo reads | ≤ 0.2 s, reads ≤ touched + 2 | met |")
 	assert.Contains(t, md, "p50 **1.00 ms**, p99 **3.00 ms** (max 0.00 ms); answers: 10,000 × 202; deepest queue **10** of 1000 (1 %) | p99 < 5 ms, queue ≤ 10 % | met |")
+	assert.Contains(t, md, "Requests serve's jobs sent to GitHub meanwhile: 366 (120 `POST /api/graphql`, 80 `GET /orgs/{org}/teams`, 80 `GET /repos/{owner}/{repo}`, 80 `GET /repos/{owner}/{repo}/git/ref/{ref...}`, 6 others)")
+	assert.Contains(t, md, "the sender (a process of its own, at niceness -10)")
 	assert.Contains(t, md, "## Targets not met, and the plan")
 	assert.Contains(t, md, "**Incremental plan: 1.30 s, target 1 s.**")
 	assert.Contains(t, md, "| ≤ 0.3 s (issue 17); < 10 s, < 1 GiB on 2 cores (issue 9) | **not met** |", "a 600 ms render of 1,000 clusters")

@@ -13,7 +13,9 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,6 +50,8 @@ type ServeOptions struct {
 	// process of its own, so that the sender's timing does not wait behind the fake GitHub's
 	// goroutines in this process's scheduler.
 	Sender func(ctx context.Context, spec LoadSpec) (*LoadResult, error)
+	// LogLevel is serve's --log-level (default warn; its log is serve.log in Work).
+	LogLevel string
 }
 
 // LoadSpec is the open-loop load the sender sends: Deliveries at Rate per second to URL,
@@ -72,6 +76,9 @@ type LoadResult struct {
 	Latency, Lag []time.Duration
 	Status       []int
 	Wall, CPU    time.Duration
+	// Nice is the sender's scheduling niceness (0: the machine's default; negative: raised,
+	// see cmd/benchtable).
+	Nice int
 }
 
 // PushResult is one push of a one-cluster change to the control repo, from the delivery sent
@@ -114,6 +121,8 @@ type ServeResult struct {
 	// answering serve's jobs and the metrics sampler; the sender too when it runs here): all
 	// share the machine's CPUs, with whatever else runs on it.
 	LoadWall, ServeCPU, SenderCPU, FakeCPU time.Duration
+	// SenderNice is the sender's scheduling niceness (LoadResult.Nice).
+	SenderNice int
 	// QueueMax is the deepest queue seen on /metrics (sampled every 20 ms) of QueueSize.
 	QueueMax, QueueSize int
 	// Jobs counts finished jobs by kind and outcome from /metrics, during the load.
@@ -122,6 +131,9 @@ type ServeResult struct {
 	Ignored int
 	// PeakRSS is serve's VmHWM at the end.
 	PeakRSS int64
+	// LoadRequests counts the requests serve's jobs made to the fake GitHub from the first
+	// delivery of the load until every job finished, by route ("POST /graphql", ...).
+	LoadRequests map[string]int
 }
 
 // Serve runs the real fleetbot binary as `fleetbot serve` against a fake GitHub (in this
@@ -168,7 +180,7 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 	start := time.Now()
 	cmd := exec.CommandContext(ctx, o.Binary, "serve", "--control-repo", owner+"/control", "--webhook-secret-file", secretFile,
 		"--listen", "127.0.0.1:0", "--listen-file", listenFile, "--github-cache", filepath.Join(o.Work, "cache"),
-		"--git-url", srv.URL, "--resync-interval", "24h", "--log-level", "warn",
+		"--git-url", srv.URL, "--resync-interval", "24h", "--log-level", cmp.Or(o.LogLevel, "warn"),
 		// The startup resync creates every repo: no content budget for the setup, and no second
 		// between mutations (GitHub's guidance, serve's default): 1,000 new repos at ~14 writes
 		// each would take about 4 hours. The one-cluster push is measured the same way; the
@@ -309,6 +321,7 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 	if sender == nil {
 		sender = SendLoad
 	}
+	srv.ResetLog()
 	serveCPU0, selfCPU0 := procCPU(cmd.Process.Pid), selfCPU()
 	load, loadErr := sender(ctx, LoadSpec{URL: base + "/webhook", Secret: secret, Rate: o.Rate, Deliveries: evs})
 	res.ServeCPU, res.FakeCPU = procCPU(cmd.Process.Pid)-serveCPU0, selfCPU()-selfCPU0
@@ -317,7 +330,7 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 		if len(load.Latency) != n || len(load.Lag) != n || len(load.Status) != n {
 			loadErr = fmt.Errorf("the sender answered for %d of %d deliveries", len(load.Latency), n)
 		} else {
-			res.LoadWall, res.SenderCPU = load.Wall, load.CPU
+			res.LoadWall, res.SenderCPU, res.SenderNice = load.Wall, load.CPU, load.Nice
 		}
 	}
 	if loadErr != nil {
@@ -341,6 +354,10 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 	}
 	if failed := n - len(slices.DeleteFunc(slices.Clone(load.Status), func(code int) bool { return code == 0 })); failed > 0 {
 		return fail(fmt.Errorf("%d of %d deliveries failed", failed, n))
+	}
+	res.LoadRequests = map[string]int{}
+	for _, r := range srv.Requests() {
+		res.LoadRequests[cmp.Or(r.Route, r.Method+" "+r.Path)]++
 	}
 	jobsAfter, err := m.jobs()
 	if err != nil {
@@ -368,29 +385,44 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 }
 
 // SendLoad sends spec's deliveries open-loop, each at its scheduled time in its own goroutine,
-// and measures them.
+// and measures them. It is a lean HTTP/1.1 client, as a load generator (wrk) is: every request
+// is built and signed before the load (GitHub signs a delivery before sending it), sent as
+// bytes on a kept-alive connection (a new one when all are busy) and its answer read with
+// http.ReadResponse; net/http's client cost the sender a quarter of a CPU at 1,000 deliveries
+// a second, on the CPUs serve needs.
 func SendLoad(ctx context.Context, spec LoadSpec) (*LoadResult, error) {
 	if spec.Rate <= 0 {
 		return nil, fmt.Errorf("load rate %d: want deliveries per second", spec.Rate)
 	}
+	u, err := url.Parse(spec.URL)
+	if err != nil {
+		return nil, fmt.Errorf("load URL %q: %w", spec.URL, err)
+	}
 	n := len(spec.Deliveries)
+	reqs := make([][]byte, n)
+	for i, ev := range spec.Deliveries {
+		reqs[i] = signedRequest(u, spec.Secret, ev.Event, ev.Body, fmt.Sprintf("load-%d", i))
+	}
 	res := &LoadResult{Latency: make([]time.Duration, n), Lag: make([]time.Duration, n), Status: make([]int, n)}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}, Timeout: 30 * time.Second}
-	defer client.CloseIdleConnections()
+	conns := &connPool{addr: u.Host}
+	defer conns.close()
 	cpu0 := selfCPU()
 	var wg sync.WaitGroup
 	interval := time.Second / time.Duration(spec.Rate)
 	t0 := time.Now()
-	for i, ev := range spec.Deliveries {
+	for i := range reqs {
 		due := t0.Add(time.Duration(i) * interval)
 		if d := time.Until(due); d > 0 {
 			time.Sleep(d)
+		}
+		if ctx.Err() != nil {
+			break
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			res.Lag[i] = max(0, time.Since(due))
-			code, d, err := sendSigned(ctx, client, spec.URL, spec.Secret, ev.Event, ev.Body, fmt.Sprintf("load-%d", i))
+			code, d, err := conns.roundTrip(reqs[i])
 			res.Latency[i] = d
 			if err == nil {
 				res.Status[i] = code
@@ -399,7 +431,94 @@ func SendLoad(ctx context.Context, spec LoadSpec) (*LoadResult, error) {
 	}
 	wg.Wait()
 	res.Wall, res.CPU = time.Since(t0), selfCPU()-cpu0
-	return res, nil
+	return res, ctx.Err()
+}
+
+// signedRequest is the bytes of one delivery's HTTP/1.1 request to u, signed with secret.
+func signedRequest(u *url.URL, secret, event string, body []byte, id string) []byte {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nX-GitHub-Event: %s\r\n"+
+		"X-GitHub-Delivery: %s\r\nX-Hub-Signature-256: sha256=%s\r\nContent-Length: %d\r\n\r\n",
+		u.RequestURI(), u.Host, event, id, hex.EncodeToString(mac.Sum(nil)), len(body))
+	b.Write(body)
+	return b.Bytes()
+}
+
+// connPool keeps the sender's idle keep-alive connections.
+type connPool struct {
+	addr string
+	mu   sync.Mutex
+	idle []*loadConn
+	all  []*loadConn
+}
+
+type loadConn struct {
+	c net.Conn
+	r *bufio.Reader
+}
+
+// roundTrip writes req on an idle connection (a new one if none is idle) and reads the answer;
+// the time is from writing the request to reading the response headers.
+func (p *connPool) roundTrip(req []byte) (int, time.Duration, error) {
+	c, err := p.get()
+	if err != nil {
+		return 0, 0, err
+	}
+	t := time.Now()
+	if _, err := c.c.Write(req); err != nil {
+		_ = c.c.Close()
+		return 0, time.Since(t), err
+	}
+	resp, err := http.ReadResponse(c.r, nil)
+	d := time.Since(t)
+	if err != nil {
+		_ = c.c.Close()
+		return 0, d, err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if err != nil || resp.Close {
+		_ = c.c.Close()
+	} else {
+		p.put(c)
+	}
+	return resp.StatusCode, d, nil
+}
+
+func (p *connPool) get() (*loadConn, error) {
+	p.mu.Lock()
+	if k := len(p.idle); k > 0 {
+		c := p.idle[k-1]
+		p.idle = p.idle[:k-1]
+		p.mu.Unlock()
+		return c, nil
+	}
+	p.mu.Unlock()
+	nc, err := net.Dial("tcp", p.addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &loadConn{c: nc, r: bufio.NewReader(nc)}
+	p.mu.Lock()
+	p.all = append(p.all, c)
+	p.mu.Unlock()
+	return c, nil
+}
+
+func (p *connPool) put(c *loadConn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.idle = append(p.idle, c)
+}
+
+func (p *connPool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.all {
+		_ = c.c.Close()
+	}
 }
 
 // sendSigned posts one delivery signed with secret and returns its status and the time from
