@@ -276,7 +276,13 @@ func (r *results) gaps(p func(string, ...any)) {
 	}
 	if w := r.serve; w != nil {
 		if w.P99 >= targetAckP99 || float64(w.QueueMax) > targetQueueShare*float64(w.QueueSize) {
-			out = append(out, fmt.Sprintf("- **Webhook under load**: p99 %s as the sender saw it, ≤ %s in serve's handler (row 4, where the time went), deepest queue %d of %d. The sender, the fake GitHub answering serve's jobs and serve itself share this machine's CPUs (see the load average and the CPU each used): time outside the handler is mostly waiting for a CPU. A deep queue means the workers (4 by default) reconcile target repos more slowly than drift events arrive: raise --workers, or shard (docs/scale-out.md).", ms(w.P99), ms(w.ServerP99), w.QueueMax, w.QueueSize))
+			out = append(out, fmt.Sprintf("- **Webhook under load**: p99 %s as the sender saw it, ≤ %s in serve's handler (row 4, where the time went), deepest queue %d of %d. "+
+				"The sender, the fake GitHub answering serve's jobs and serve itself share this machine's CPUs (see the CPU each used): time outside the handler is waiting for a CPU. "+
+				"Two layers: the machine is mostly busy, and inside serve every P runs job goroutines, so a delivery's connection is noticed by the Go runtime's network poller only when a P runs out of work or sysmon polls (every 10 ms), then waits for a P. "+
+				"More Ps than CPUs (GOMAXPROCS) would hide the second layer and is not used: in a container with a CPU limit it gets the cgroup throttled. "+
+				"The fake GitHub and the sender use a third of the CPU here; in production they do not share serve's CPUs. "+
+				"Next steps: acknowledge deliveries in a process of their own with the queue (workers pulling jobs from it at a lower priority), or measure on a machine where GitHub's side has CPUs of its own. "+
+				"A deep queue means the workers (4 by default) reconcile target repos more slowly than drift events arrive: raise --workers, or shard (docs/scale-out.md).", ms(w.P99), ms(w.ServerP99), w.QueueMax, w.QueueSize))
 		}
 		if pu := w.Push; pu.Wall > targetPush || pu.TargetReads+pu.OrgReads > len(pu.Touched)+2 {
 			out = append(out, fmt.Sprintf("- **One-cluster push** took %s with %d target and %d org-level reads for %d touched repos. The job loads the control repo at the new head (%d requests, the changed blobs only), renders it with the warm renderer, plans the changed repos only against the baseline, and writes one commit and updates the PR; the rest is the service's queue and the fake GitHub on the same CPUs.", secs(pu.Wall), pu.TargetReads, pu.OrgReads, len(pu.Touched), pu.ControlReads))
