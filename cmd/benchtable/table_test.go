@@ -28,7 +28,7 @@ func TestMarkdownMarksTargetsAndExplainsGaps(t *testing.T) {
 		serve: &bench.ServeResult{Repos: 1020, Rate: 1000, Deliveries: 10000, P50: time.Millisecond, P99: 3 * time.Millisecond, Statuses: map[int]int{202: 10000},
 			QueueMax: 10, QueueSize: 1000, Jobs: map[string]int{"apply ok": 3}, SenderNice: -10,
 			LoadRequests: map[string]int{"POST /api/graphql": 120, "GET /orgs/{org}/teams": 80, "GET /repos/{owner}/{repo}": 80, "PATCH /repos/{owner}/{repo}/pulls/{number}": 3, "POST /repos/{owner}/{repo}/git/trees": 3, "GET /repos/{owner}/{repo}/git/ref/{ref...}": 80},
-			Push: bench.PushResult{Wall: 150 * time.Millisecond, Touched: []string{"cluster-a"}, TargetWrites: 4, OrgReads: 2, ControlReads: 4}},
+			Push:         bench.PushResult{Wall: 150 * time.Millisecond, Touched: []string{"cluster-a"}, TargetWrites: 4, OrgReads: 2, ControlReads: 4}},
 		status: &bench.StatusResult{Clusters: 10000, Repos: 10201, Waves: 4, PageSize: 200, Pages: []bench.PageTiming{
 			{Name: "first page", Median: 40 * time.Millisecond, Max: 60 * time.Millisecond, Bytes: 300 << 10},
 			{Name: "detail", Median: 20 * time.Millisecond, Max: 25 * time.Millisecond, Bytes: 8 << 10}}},

@@ -101,50 +101,39 @@ func (m *minInt64Value) Set(s string) error {
 	return nil
 }
 
-// positiveDurationValue is a duration flag that must be more than zero: a zero or negative
-// value used to fall back to the default silently.
-type positiveDurationValue struct{ p *time.Duration }
+// durationValue is a duration flag with a lower bound: more than zero (a zero or negative value
+// used to fall back to the default silently), or, for a delay, zero or more.
+type durationValue struct {
+	p         *time.Duration
+	allowZero bool
+}
 
 // positiveDurationVar defines a duration flag that must be more than zero.
 func positiveDurationVar(fs *pflag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {
 	*p = def
-	fs.Var(&positiveDurationValue{p: p}, name, usage)
+	fs.Var(&durationValue{p: p}, name, usage)
 }
 
-func (d *positiveDurationValue) String() string { return d.p.String() }
-func (d *positiveDurationValue) Type() string   { return "duration" }
-
-func (d *positiveDurationValue) Set(s string) error {
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("want a duration such as 90s, 10m or 1h")
-	}
-	if v <= 0 {
-		return fmt.Errorf("want more than 0s")
-	}
-	*d.p = v
-	return nil
-}
-
-// delayValue is a duration flag that may be 0 (no delay) but not negative.
-type delayValue struct{ p *time.Duration }
-
-// delayVar defines a duration flag that must be 0 or more.
+// delayVar defines a duration flag that must be 0 (no delay) or more.
 func delayVar(fs *pflag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {
 	*p = def
-	fs.Var(&delayValue{p: p}, name, usage)
+	fs.Var(&durationValue{p: p, allowZero: true}, name, usage)
 }
 
-func (d *delayValue) String() string { return d.p.String() }
-func (d *delayValue) Type() string   { return "duration" }
+func (d *durationValue) String() string { return d.p.String() }
+func (d *durationValue) Type() string   { return "duration" }
 
-func (d *delayValue) Set(s string) error {
+func (d *durationValue) Set(s string) error {
 	v, err := time.ParseDuration(s)
-	if err != nil {
+	switch {
+	case err != nil && d.allowZero:
 		return fmt.Errorf("want a duration such as 100ms or 1s (0: none)")
-	}
-	if v < 0 {
+	case err != nil:
+		return fmt.Errorf("want a duration such as 90s, 10m or 1h")
+	case d.allowZero && v < 0:
 		return fmt.Errorf("want 0s or more")
+	case !d.allowZero && v <= 0:
+		return fmt.Errorf("want more than 0s")
 	}
 	*d.p = v
 	return nil
