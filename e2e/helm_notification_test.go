@@ -97,19 +97,19 @@ spec:
     greeting: from-helmrelease
 `, url)), ns))
 
-	err := poll(ctx, fluxDeadline, "HelmRelease "+ns+"/tiny Ready", func() (bool, string, error) {
+	// Wait for Ready and the release history together: a CI run once read status.history empty
+	// right after it had seen Ready (helm-controller patches a release's status more than once).
+	var history []any
+	err := poll(ctx, fluxDeadline, "HelmRelease "+ns+"/tiny Ready with its release history", func() (bool, string, error) {
 		obj, err := e.kube.get(ctx, "helm.toolkit.fluxcd.io/v2", "HelmRelease", ns, "tiny")
 		if err != nil || obj == nil {
 			return false, fmt.Sprint("not found ", err), nil
 		}
 		st, reason, msg := condition(obj, "Ready")
-		return st == "True", fmt.Sprintf("Ready=%s %s: %s", st, reason, msg), nil
+		history, _ = field(obj, "status", "history").([]any)
+		return st == "True" && len(history) > 0, fmt.Sprintf("Ready=%s %s: %s; %d release(s) in status.history", st, reason, msg, len(history)), nil
 	})
 	require.NoError(t, err)
-	hr, err := e.kube.get(ctx, "helm.toolkit.fluxcd.io/v2", "HelmRelease", ns, "tiny")
-	require.NoError(t, err)
-	history, _ := field(hr, "status", "history").([]any)
-	require.NotEmpty(t, history, "status.history of the installed release")
 	snap, _ := history[0].(map[string]any)
 	// reconcileStrategy Revision: the chart's version carries the commit.
 	assert.Equal(t, "0.1.0+"+sha[:12], snap["chartVersion"])
