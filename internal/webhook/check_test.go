@@ -397,3 +397,29 @@ func TestReviewVerdictConclusions(t *testing.T) {
 	res = check(edit(t, files, "clusters/edge-2.yaml", "", newCluster+"spec:\n  bogus: 1\n"), "sam")
 	assert.Equal(t, ConclusionFailure, res.Conclusion, "an invalid head")
 }
+
+// TestFleetCacheKeepsWhatJobsUse: the rendered commits are kept least recently used first, so
+// the default branch's head, read by every drift job, is rendered once while more pull request
+// heads than the cache holds come and go.
+func TestFleetCacheKeepsWhatJobsUse(t *testing.T) {
+	t.Parallel()
+	e := newCheckEnv(t, nil, nil)
+	ctx := context.Background()
+	main := e.ctl.push(readControl(t))
+	var heads []string
+	for i := range 2 * fleetCache {
+		heads = append(heads, e.ctl.push(edit(t, readControl(t), fmt.Sprintf("notes/pr-%d.md", i), "", "a pull request's file\n")))
+	}
+	for _, h := range heads {
+		_, err := e.svc.fleet(ctx, main) // a drift job
+		require.NoError(t, err)
+		_, err = e.svc.fleet(ctx, h) // a check of a new pull request head
+		require.NoError(t, err)
+	}
+	e.ctl.mu.Lock()
+	defer e.ctl.mu.Unlock()
+	assert.Equal(t, 1, e.ctl.loads[main], "the default branch's head stays cached")
+	for _, h := range heads {
+		assert.Equal(t, 1, e.ctl.loads[h])
+	}
+}

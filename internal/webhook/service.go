@@ -131,7 +131,7 @@ type Service struct {
 	log *slog.Logger
 
 	mu     sync.Mutex
-	fleets []*fleetEntry // most recent first
+	fleets []*fleetEntry // most recently used first
 	// baselines is what the last converged apply left every repo at: a push plans only the
 	// repos whose desired state differs from it.
 	baselines *app.Baselines
@@ -217,9 +217,13 @@ func (s *Service) fleet(ctx context.Context, sha string) (*app.Fleet, error) {
 func (s *Service) fleetEntry(ctx context.Context, sha string) *fleetEntry {
 	s.mu.Lock()
 	var e *fleetEntry
-	for _, f := range s.fleets {
+	for i, f := range s.fleets {
 		if f.sha == sha {
+			// Least recently used goes first: the default branch's head, read by every drift
+			// job, stays while pull request heads come and go.
 			e = f
+			copy(s.fleets[1:i+1], s.fleets[:i])
+			s.fleets[0] = e
 			break
 		}
 	}
