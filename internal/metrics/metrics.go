@@ -45,7 +45,20 @@ const (
 	OutcomeBadRequest = "bad_request"
 	// OutcomeQueueFull: the queue was full (503); the next resync catches up.
 	OutcomeQueueFull = "queue_full"
+	// OutcomeNotReady: the service was not connected to GitHub yet (503).
+	OutcomeNotReady = "not_ready"
 )
+
+// Outcome bounds an outcome reported by another process (serve's front, --job-process) to the
+// outcomes above; anything else is "other".
+func Outcome(o string) string {
+	switch o {
+	case OutcomeQueued, OutcomeCoalesced, OutcomeIgnored, OutcomeUnhandled, OutcomeDuplicate, OutcomeBadSignature,
+		OutcomeTooLarge, OutcomeBusy, OutcomeBadRequest, OutcomeQueueFull, OutcomeNotReady, "error":
+		return o
+	}
+	return "other"
+}
 
 // Metrics are the service's collectors on their own registry.
 type Metrics struct {
@@ -53,6 +66,7 @@ type Metrics struct {
 
 	deliveries *prometheus.CounterVec
 	ack        prometheus.Histogram
+	front      prometheus.Gauge
 	jobWait    *prometheus.HistogramVec
 	jobRun     *prometheus.HistogramVec
 	reconciles *prometheus.CounterVec
@@ -68,12 +82,16 @@ func New() *Metrics {
 		registry: prometheus.NewRegistry(),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Subsystem: "webhook", Name: "deliveries_total",
-			Help: "Webhook deliveries received, by X-GitHub-Event (the events fleetbot subscribes to, else other) and outcome (queued, coalesced, ignored, unhandled, duplicate, bad_signature, too_large, bad_request, queue_full, busy).",
+			Help: "Webhook deliveries received, by X-GitHub-Event (the events fleetbot subscribes to, else other) and outcome (queued, coalesced, ignored, unhandled, duplicate, bad_signature, too_large, bad_request, queue_full, busy, not_ready).",
 		}, []string{"event", "outcome"}),
 		ack: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: Namespace, Subsystem: "webhook", Name: "ack_seconds",
 			Help:    "Time from reading a delivery's headers to answering it.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .5},
+		}),
+		front: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: Namespace, Subsystem: "webhook", Name: "front_buffered",
+			Help: "Deliveries acknowledged by serve's front and not yet handed to its job process (--job-process; 0 without it), as of the front's last batch.",
 		}),
 		jobWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: Namespace, Subsystem: "job", Name: "wait_seconds",
@@ -93,7 +111,7 @@ func New() *Metrics {
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.deliveries, m.ack, m.jobWait, m.jobRun, m.reconciles,
+		m.deliveries, m.ack, m.front, m.jobWait, m.jobRun, m.reconciles,
 		newGitHubCollector(m),
 	)
 	return m
@@ -121,10 +139,11 @@ func (m *Metrics) Delivery(event, outcome string) {
 }
 
 // EventLabel bounds an X-GitHub-Event value to a fixed set: the events fleetbot subscribes to
-// (app.yml), "ping", "none" for an empty one, and "other".
+// (app.yml), "ping", "none" for an empty one, and "other". A label passes through unchanged
+// (serve's front reports its refusals to the job process by label).
 func EventLabel(event string) string {
 	switch event {
-	case "":
+	case "", "none":
 		return "none"
 	case "push", "pull_request", "check_run", "check_suite", "installation", "installation_repositories",
 		"repository", "member", "membership", "team", "team_add", "branch_protection_rule", "ping":
@@ -139,6 +158,14 @@ func (m *Metrics) Ack(d time.Duration) {
 		return
 	}
 	m.ack.Observe(d.Seconds())
+}
+
+// FrontBuffered records how many deliveries serve's front holds for the job process.
+func (m *Metrics) FrontBuffered(n int) {
+	if m == nil {
+		return
+	}
+	m.front.Set(float64(n))
 }
 
 // JobStarted records how long a job of kind waited in the queue.

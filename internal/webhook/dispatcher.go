@@ -154,10 +154,20 @@ func (d *Dispatcher) serve(r *http.Request, start time.Time, event, id string) (
 	if r.ContentLength > d.cfg.MaxBody {
 		return http.StatusRequestEntityTooLarge, metrics.OutcomeTooLarge, fmt.Sprintf("body over %d bytes", d.cfg.MaxBody)
 	}
-	body, status, outcome, msg := d.readVerified(r)
+	body, status, outcome, msg := readVerified(r, d.cfg.Secret, d.cfg.MaxBody, d.unverified)
 	if status != 0 {
 		return status, outcome, msg
 	}
+	status, outcome, msg = d.dispatch(r.Context(), start, event, id, body)
+	if outcome == metrics.OutcomeQueueFull {
+		d.log.Warn("queue full; delivery refused, the next resync catches up", deliveryAttrs(id, event)...)
+	}
+	return status, outcome, msg
+}
+
+// dispatch routes one verified delivery to its handler: the part of an answer that needs the
+// queue, shared by POST /webhook and the batches of serve's front.
+func (d *Dispatcher) dispatch(ctx context.Context, start time.Time, event, id string, body []byte) (int, string, string) {
 	if event == "" {
 		return http.StatusBadRequest, metrics.OutcomeBadRequest, "no X-GitHub-Event header"
 	}
@@ -172,13 +182,12 @@ func (d *Dispatcher) serve(r *http.Request, start time.Time, event, id string) (
 		return http.StatusOK, metrics.OutcomeDuplicate, "delivery already received"
 	}
 	// The job outlives the request: handlers queue with their own context.
-	outcome, err := h.Handle(context.WithoutCancel(r.Context()), Delivery{ID: id, Event: event, Payload: body, Received: start})
+	outcome, err := h.Handle(context.WithoutCancel(ctx), Delivery{ID: id, Event: event, Payload: body, Received: start})
 	switch {
 	case err == nil:
 		return http.StatusAccepted, outcome, ""
 	case errors.Is(err, ErrQueueFull):
 		d.seen.forget(id)
-		d.log.Warn("queue full; delivery refused, the next resync catches up", deliveryAttrs(id, event)...)
 		return http.StatusServiceUnavailable, metrics.OutcomeQueueFull, err.Error()
 	case errors.Is(err, ErrBadPayload):
 		return http.StatusBadRequest, metrics.OutcomeBadRequest, err.Error()
@@ -188,23 +197,24 @@ func (d *Dispatcher) serve(r *http.Request, start time.Time, event, id string) (
 	}
 }
 
-// readVerified reads the body and checks its signature, holding one of MaxUnverified slots
-// meanwhile (503 when none is free): a non-zero status is the refusal.
-func (d *Dispatcher) readVerified(r *http.Request) (body []byte, status int, outcome, msg string) {
+// readVerified reads the body (at most maxBody bytes) and checks its signature against
+// secret, holding one of the unverified slots meanwhile (503 when none is free): a non-zero
+// status is the refusal.
+func readVerified(r *http.Request, secret []byte, maxBody int64, unverified chan struct{}) (body []byte, status int, outcome, msg string) {
 	select {
-	case d.unverified <- struct{}{}:
-		defer func() { <-d.unverified }()
+	case unverified <- struct{}{}:
+		defer func() { <-unverified }()
 	default:
 		return nil, http.StatusServiceUnavailable, metrics.OutcomeBusy, "too many deliveries at once; retry"
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, d.cfg.MaxBody+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	switch {
 	case err != nil:
 		return nil, http.StatusBadRequest, metrics.OutcomeBadRequest, "reading the body failed"
-	case int64(len(body)) > d.cfg.MaxBody:
-		return nil, http.StatusRequestEntityTooLarge, metrics.OutcomeTooLarge, fmt.Sprintf("body over %d bytes", d.cfg.MaxBody)
+	case int64(len(body)) > maxBody:
+		return nil, http.StatusRequestEntityTooLarge, metrics.OutcomeTooLarge, fmt.Sprintf("body over %d bytes", maxBody)
 	}
-	if err := VerifySignature(d.cfg.Secret, body, r.Header.Get(SignatureHeader)); err != nil {
+	if err := VerifySignature(secret, body, r.Header.Get(SignatureHeader)); err != nil {
 		return nil, http.StatusUnauthorized, metrics.OutcomeBadSignature, err.Error()
 	}
 	return body, 0, "", ""

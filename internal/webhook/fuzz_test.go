@@ -2,6 +2,8 @@ package webhook
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -83,6 +85,103 @@ func FuzzWebhookPayload(f *testing.F) {
 						t.Fatalf("event label %q is not in the fixed set", l.GetValue())
 					}
 				}
+			}
+		}
+	})
+}
+
+// FuzzFrontBatch posts any body to the job process's batch endpoint (serve --job-process),
+// signed with the batch key or not. Invariants: no panic; without the batch signature the
+// answer is 401 and nothing is queued or counted; a signed batch is answered 200 with one
+// answer per delivery, or 400, never 500; a delivery whose own GitHub signature is wrong is
+// 401 and queues nothing; the metrics' labels stay in their fixed sets.
+func FuzzFrontBatch(f *testing.F) {
+	good := driftBody("acme/cluster-a", 1)
+	for _, s := range []struct {
+		batch  string
+		signed bool
+	}{
+		{fmt.Sprintf(`{"deliveries":[{"id":"a","event":"pull_request","signature":%q,"body":%q,"ack_nanos":1000}],"buffered":3}`, sign(testSecret, good), base64(good)), true},
+		{fmt.Sprintf(`{"deliveries":[{"id":"a","event":"pull_request","signature":%q,"body":%q}]}`, sign("wrong", good), base64(good)), true},
+		{`{"refused":[{"event":"push","outcome":"bad_signature","ack_nanos":-5},{"event":"evil\nlabel","outcome":"made-up","ack_nanos":9223372036854775807}]}`, true},
+		{`{"deliveries":[{"body":"!!"}]}`, true},
+		{`{"deliveries":null,"buffered":-1}`, true},
+		{good, false},
+	} {
+		f.Add([]byte(s.batch), s.signed)
+	}
+	key := BatchKey([]byte(testSecret))
+	outcomes := map[string]bool{"other": true, "error": true, metrics.OutcomeQueued: true, metrics.OutcomeCoalesced: true, metrics.OutcomeIgnored: true,
+		metrics.OutcomeUnhandled: true, metrics.OutcomeDuplicate: true, metrics.OutcomeBadSignature: true, metrics.OutcomeTooLarge: true,
+		metrics.OutcomeBusy: true, metrics.OutcomeBadRequest: true, metrics.OutcomeQueueFull: true, metrics.OutcomeNotReady: true}
+	f.Fuzz(func(t *testing.T, body []byte, signed bool) {
+		m := metrics.New()
+		q := NewQueue(100)
+		d, err := NewDispatcher(DispatcherConfig{Secret: []byte(testSecret), MaxBody: 1 << 20, Metrics: m},
+			Handlers(HandlerConfig{Control: "acme/control", Self: "fleetbot[bot]", AppID: 1, Queue: q})...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := NewServer(m)
+		srv.AcceptBatches()
+		srv.SetDispatcher(d)
+		req := httptest.NewRequest(http.MethodPost, BatchPath, bytes.NewReader(body))
+		if signed {
+			req.Header.Set(BatchSignatureHeader, signBatch(key, body))
+		}
+		w := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(w, req)
+		fams, err := m.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		counted := 0.0
+		for _, fam := range fams {
+			if fam.GetName() != "fleetbot_webhook_deliveries_total" {
+				continue
+			}
+			for _, mm := range fam.GetMetric() {
+				counted += mm.GetCounter().GetValue()
+				for _, l := range mm.GetLabel() {
+					if l.GetName() == "outcome" && !outcomes[l.GetValue()] {
+						t.Fatalf("outcome label %q", l.GetValue())
+					}
+					if l.GetName() == "event" && l.GetValue() != metrics.EventLabel(l.GetValue()) {
+						t.Fatalf("event label %q", l.GetValue())
+					}
+				}
+			}
+		}
+		if !signed {
+			if w.Code != http.StatusUnauthorized || q.Len() != 0 || counted != 0 {
+				t.Fatalf("unsigned batch: %d, %d queued, %v counted", w.Code, q.Len(), counted)
+			}
+			return
+		}
+		switch w.Code {
+		case http.StatusBadRequest:
+			if q.Len() != 0 {
+				t.Fatalf("a refused batch queued %d", q.Len())
+			}
+			return
+		case http.StatusOK:
+		default:
+			t.Fatalf("signed batch: status %d", w.Code)
+		}
+		var b Batch
+		if err := json.Unmarshal(body, &b); err != nil {
+			t.Fatalf("accepted a batch that does not decode: %v", err)
+		}
+		var answers []BatchAnswer
+		if err := json.Unmarshal(w.Body.Bytes(), &answers); err != nil || len(answers) != len(b.Deliveries) {
+			t.Fatalf("answers %s for %d deliveries", w.Body.Bytes(), len(b.Deliveries))
+		}
+		for i, a := range answers {
+			if a.Status == http.StatusInternalServerError {
+				t.Fatalf("delivery %d: 500", i)
+			}
+			if VerifySignature([]byte(testSecret), b.Deliveries[i].Body, b.Deliveries[i].Signature) != nil && a.Status != http.StatusUnauthorized {
+				t.Fatalf("delivery %d with a wrong signature answered %d", i, a.Status)
 			}
 		}
 	})

@@ -29,6 +29,8 @@ type Server struct {
 	metrics    *metrics.Metrics
 	dispatcher atomic.Pointer[Dispatcher]
 	notReady   atomic.Pointer[error] // nil: ready
+	// batches: the job process of serve --job-process, which also takes the front's batches.
+	batches bool
 }
 
 // NewServer returns a Server that is not ready and refuses deliveries until
@@ -39,6 +41,10 @@ func NewServer(m *metrics.Metrics) *Server {
 	s.notReady.Store(&err)
 	return s
 }
+
+// AcceptBatches makes Handler route POST BatchPath (the batches of serve's front) to the
+// dispatcher too. Only the job process of serve --job-process, listening on loopback, does.
+func (s *Server) AcceptBatches() { s.batches = true }
 
 // SetDispatcher starts routing deliveries to d.
 func (s *Server) SetDispatcher(d *Dispatcher) { s.dispatcher.Store(d) }
@@ -66,12 +72,22 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/webhook", func(w http.ResponseWriter, r *http.Request) {
 		d := s.dispatcher.Load()
 		if d == nil {
-			s.metrics.Delivery(r.Header.Get("X-GitHub-Event"), "not_ready") // bounded by Delivery
+			s.metrics.Delivery(r.Header.Get("X-GitHub-Event"), metrics.OutcomeNotReady) // bounded by Delivery
 			http.Error(w, "fleetbot is starting", http.StatusServiceUnavailable)
 			return
 		}
 		d.ServeHTTP(w, r)
 	})
+	if s.batches {
+		mux.HandleFunc("POST "+BatchPath, func(w http.ResponseWriter, r *http.Request) {
+			d := s.dispatcher.Load()
+			if d == nil {
+				http.Error(w, "fleetbot is starting", http.StatusServiceUnavailable)
+				return
+			}
+			d.ServeBatch(w, r)
+		})
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
 	})
