@@ -50,6 +50,9 @@ type serveConfig struct {
 	Grace       time.Duration
 	Concurrency int
 	CheckName   string
+	// JobProcess: this is the job process of serve --job-process, which also takes the
+	// front's batches (webhook.BatchPath) on its loopback listener.
+	JobProcess bool
 	// Shard is this replica's share of the target repos (docs/scale-out.md).
 	Shard app.Shard
 
@@ -72,7 +75,11 @@ type serveFlags struct {
 	resync, grace, driftDelay                                         time.Duration
 	workers, queueSize, concurrency                                   int
 	maxBody                                                           int64
-	status                                                            statusPageFlags
+	// jobProcess: run the jobs in a child process (serve_front.go); jobNice is its priority
+	// drop; jobListenerFD > 0 makes this process that child.
+	jobProcess             bool
+	jobNice, jobListenerFD int
+	status                 statusPageFlags
 }
 
 func (a *frontend) serveCommand() *cobra.Command {
@@ -109,7 +116,7 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := flagsFromEnv(cmd.Flags(), "listen", "listen-file", "control-repo", "webhook-secret-file", "git-url", "check-name",
 				"resync-interval", "shutdown-grace", "drift-delay", "workers", "queue-size", "concurrency", "max-body", "log-level", "shard",
-				"status", "status-token-file", "status-insecure-no-auth", "status-group-by"); err != nil {
+				"status", "status-token-file", "status-insecure-no-auth", "status-group-by", "job-process", "job-nice"); err != nil {
 				return err
 			}
 			if !cmd.Flags().Changed("log-level") {
@@ -124,6 +131,18 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
 			if err != nil {
 				return err
 			}
+			if f.jobListenerFD > 0 {
+				// The job process of serve --job-process: the front holds the public address.
+				ln, err := jobListener(f.jobListenerFD)
+				if err != nil {
+					return err
+				}
+				if err := lowerPriority(f.jobNice); err != nil {
+					log.Warn("job process keeps the front's CPU priority", "err", err)
+				}
+				cfg.JobProcess = true
+				return serve(cmd.Context(), cfg, ln)
+			}
 			ln, err := net.Listen("tcp", f.listen)
 			if err != nil {
 				return fmt.Errorf("--listen %s: %w", f.listen, err)
@@ -134,6 +153,9 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
 					_ = ln.Close()
 					return fmt.Errorf("--listen-file: %w", err)
 				}
+			}
+			if f.jobProcess {
+				return serveFront(cmd.Context(), cfg, f.jobNice, ln)
 			}
 			return serve(cmd.Context(), cfg, ln)
 		},
@@ -157,6 +179,10 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	minIntVar(fs, &f.queueSize, "queue-size", webhook.DefaultQueueSize, 1, "distinct jobs that may wait; deliveries beyond are refused with 503")
 	minIntVar(fs, &f.concurrency, "concurrency", app.DefaultConcurrency, 1, "target repos one job works on at once")
 	minInt64Var(fs, &f.maxBody, "max-body", webhook.DefaultMaxBody, 1, "largest webhook body accepted, in bytes (413 beyond)")
+	fs.BoolVar(&f.jobProcess, "job-process", false, "run the jobs in a child process at a lower CPU priority, this process only acknowledging deliveries: answers to GitHub never wait behind a job's CPU (see docs/serve.md)")
+	minIntVar(fs, &f.jobNice, "job-nice", DefaultJobNice, 0, "with --job-process: how much lower the job process's CPU priority (niceness) is than this process's")
+	fs.IntVar(&f.jobListenerFD, "job-listener-fd", 0, "internal: the descriptor of the loopback listener a --job-process front hands its job process")
+	_ = fs.MarkHidden("job-listener-fd")
 	f.status.register(fs)
 	fs.StringVar(&f.shard, "shard", "", "INDEX/COUNT: reconcile only the target repos this replica owns (replica INDEX of COUNT, e.g. the StatefulSet ordinal); see docs/scale-out.md")
 }
@@ -241,6 +267,9 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener) error {
 	}
 	m := metrics.New()
 	srv := webhook.NewServer(m)
+	if cfg.JobProcess {
+		srv.AcceptBatches()
+	}
 	queue := webhook.NewQueueWith(webhook.QueueConfig{Capacity: cfg.QueueSize, DriftDelay: cfg.DriftDelay, Clock: cfg.Clock})
 	if err := m.QueueDepth(queue.Len, queue.Running); err != nil {
 		return err
