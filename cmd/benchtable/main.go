@@ -55,6 +55,8 @@ type config struct {
 	rolloutClusters int
 	// serveLogLevel is the log level of the serve the webhook rows drive.
 	serveLogLevel string
+	// jobProcess runs that serve with --job-process.
+	jobProcess bool
 }
 
 func run(args []string) error {
@@ -80,6 +82,7 @@ func run(args []string) error {
 	fs.IntVar(&cfg.rate, "rate", 1000, "deliveries per second sent to fleetbot serve")
 	fs.IntVar(&cfg.rolloutClusters, "rollout-clusters", 1000, "clusters of the rollout row (five waves)")
 	fs.StringVar(&cfg.serveLogLevel, "serve-log-level", "warn", "--log-level of the fleetbot serve the webhook rows drive (its log: serve.log in the work directory)")
+	fs.BoolVar(&cfg.jobProcess, "job-process", true, "run the webhook rows' fleetbot serve with --job-process (jobs in a child process at a lower CPU priority), as docs/serve.md advises at high delivery rates")
 	fs.BoolVar(&cfg.quick, "quick", false, "smaller run: sizes 100,1000 and 200 repos, for a quick look (the table says so)")
 	fs.StringVar(&child, "child", "", "internal: run one scenario and print its JSON result")
 	fs.StringVar(&dir, "dir", "", "internal: the control repo of a child scenario")
@@ -133,7 +136,7 @@ func run(args []string) error {
 	case "serve":
 		res, err := bench.Serve(context.Background(), bench.ServeOptions{
 			Binary: cfg.fleetbot, Clusters: cfg.serveClusters, Apps: cfg.apps, Rate: cfg.rate,
-			Duration: time.Duration(cfg.webhookSeconds) * time.Second, Work: dir, Sender: senderChild, LogLevel: cfg.serveLogLevel,
+			Duration: time.Duration(cfg.webhookSeconds) * time.Second, Work: dir, Sender: senderChild, LogLevel: cfg.serveLogLevel, JobProcess: cfg.jobProcess,
 		})
 		if err != nil {
 			return err
@@ -308,7 +311,8 @@ func measure(cfg config) error {
 	}
 	r.serve = &bench.ServeResult{}
 	if r.serveProc, err = runChild(r.serve, "-child", "serve", "-dir", serveDir, "-fleetbot", cfg.fleetbot, "-serve-clusters", strconv.Itoa(cfg.serveClusters),
-		"-apps", strconv.Itoa(cfg.apps), "-rate", strconv.Itoa(cfg.rate), "-webhook-seconds", strconv.Itoa(cfg.webhookSeconds), "-serve-log-level", cfg.serveLogLevel); err != nil {
+		"-apps", strconv.Itoa(cfg.apps), "-rate", strconv.Itoa(cfg.rate), "-webhook-seconds", strconv.Itoa(cfg.webhookSeconds), "-serve-log-level", cfg.serveLogLevel,
+		"-job-process="+strconv.FormatBool(cfg.jobProcess)); err != nil {
 		return err
 	}
 

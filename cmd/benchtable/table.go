@@ -174,10 +174,10 @@ func (r *results) markdown() []byte {
 		p("| 5 | `fleetbot serve` (the binary, over HTTP): one cluster's value pushed to a warm service over %s repos, delivery sent → apply job done | **%s**; target repos touched: %d (%s); requests: %d target reads, %d target writes, %d org-level reads, %d control-repo reads | ≤ 0.2 s, reads ≤ touched + 2 | %s |\n",
 			n(w.Repos), secs(pu.Wall), len(pu.Touched), strings.Join(pu.Touched, ", "), pu.TargetReads, pu.TargetWrites, pu.OrgReads, pu.ControlReads,
 			mark(pu.Wall <= targetPush && pu.TargetReads+pu.OrgReads <= len(pu.Touched)+2))
-		p("| 4 | `fleetbot serve` (the binary, over HTTP): acknowledgement latency at %s signed deliveries/s for %d s, %s repos | p50 **%s**, p99 **%s** (max %s); answers: %s; deepest queue **%d** of %d (%.0f %%) | p99 < 5 ms, queue ≤ 10 %% | %s |\n",
-			n(w.Rate), w.Deliveries/max(1, w.Rate), n(w.Repos), ms(w.P50), ms(w.P99), ms(w.Max), statuses(w.Statuses), w.QueueMax, w.QueueSize,
-			100*float64(w.QueueMax)/float64(max(1, w.QueueSize)), mark(w.P99 < targetAckP99 && float64(w.QueueMax) <= targetQueueShare*float64(w.QueueSize)))
-		p("| 4 | … where the time went | serve's own ack time (its `fleetbot_webhook_ack_seconds`, handler start to answer written; bucket bounds): p50 ≤ **%s**, p99 ≤ **%s**; the rest of the client's figure is outside the handler (connections, the kernel, waiting for a CPU). CPU during the %s of load: serve %s, the sender (a process of its own, %s) %s, the fake GitHub answering serve's jobs %s, of %d CPUs' %s; the sender started its requests up to %s late (p99 %s) | | |\n",
+		p("| 4 | `fleetbot serve%s` (the binary, over HTTP): acknowledgement latency at %s signed deliveries/s for %d s, %s repos | p50 **%s**, p99 **%s** (max %s); answers: %s; deepest queue **%d** of %d (%.0f %%)%s | p99 < 5 ms, queue ≤ 10 %% | %s |\n",
+			jobProcessFlag(w.JobProcess), n(w.Rate), w.Deliveries/max(1, w.Rate), n(w.Repos), ms(w.P50), ms(w.P99), ms(w.Max), statuses(w.Statuses), w.QueueMax, w.QueueSize,
+			100*float64(w.QueueMax)/float64(max(1, w.QueueSize)), frontHeld(w), mark(w.P99 < targetAckP99 && float64(w.QueueMax) <= targetQueueShare*float64(w.QueueSize)))
+		p("| 4 | … where the time went | serve's own ack time (its `fleetbot_webhook_ack_seconds`, handler start to answer written; bucket bounds): p50 ≤ **%s**, p99 ≤ **%s**; the rest of the client's figure is outside the handler (connections, the kernel, waiting for a CPU). CPU during the %s of load: serve %s (with its job process, if any), the sender (a process of its own, %s) %s, the fake GitHub answering serve's jobs %s, of %d CPUs' %s; the sender started its requests up to %s late (p99 %s) | | |\n",
 			ms(w.ServerP50), ms(w.ServerP99), secs(w.LoadWall), secs(w.ServeCPU), senderPriority(w.SenderNice), secs(w.SenderCPU), secs(w.FakeCPU), runtime.NumCPU(), secs(time.Duration(runtime.NumCPU())*w.LoadWall), ms(w.SendLagMax), ms(w.SendLagP99))
 		p("| 4 | … what the deliveries became | %s deliveries → %s; %d were fleetbot's own events (ignored). Requests serve's jobs sent to GitHub meanwhile: %s (%s). serve's peak RSS %s, startup resync of the fleet %s | | |\n",
 			n(w.Deliveries), serveJobs(w.Jobs), w.Ignored, n(loadRequests(w.LoadRequests)), topRoutes(w.LoadRequests, 4), mib(w.PeakRSS), secs(w.Startup))
@@ -278,10 +278,9 @@ func (r *results) gaps(p func(string, ...any)) {
 		if w.P99 >= targetAckP99 || float64(w.QueueMax) > targetQueueShare*float64(w.QueueSize) {
 			out = append(out, fmt.Sprintf("- **Webhook under load**: p99 %s as the sender saw it, ≤ %s in serve's handler (row 4, where the time went), deepest queue %d of %d. "+
 				"The sender, the fake GitHub answering serve's jobs and serve itself share this machine's CPUs (see the CPU each used): time outside the handler is waiting for a CPU. "+
-				"Two layers: the machine is mostly busy, and inside serve every P runs job goroutines, so a delivery's connection is noticed by the Go runtime's network poller only when a P runs out of work or sysmon polls (every 10 ms), then waits for a P. "+
-				"More Ps than CPUs (GOMAXPROCS) would hide the second layer and is not used: in a container with a CPU limit it gets the cgroup throttled. "+
+				"Without --job-process, inside serve every P runs job goroutines, so a delivery's connection is noticed by the Go runtime's network poller only when a P runs out of work or sysmon polls (every 10 ms), then waits for a P: "+
+				"--job-process (docs/serve.md) answers from a process that runs no job. "+
 				"The fake GitHub and the sender use a third of the CPU here; in production they do not share serve's CPUs. "+
-				"Next steps: acknowledge deliveries in a process of their own with the queue (workers pulling jobs from it at a lower priority), or measure on a machine where GitHub's side has CPUs of its own. "+
 				"A deep queue means the workers (4 by default) reconcile target repos more slowly than drift events arrive: raise --workers, or shard (docs/scale-out.md).", ms(w.P99), ms(w.ServerP99), w.QueueMax, w.QueueSize))
 		}
 		if pu := w.Push; pu.Wall > targetPush || pu.TargetReads+pu.OrgReads > len(pu.Touched)+2 {
@@ -472,7 +471,9 @@ const methodNotes = `## How each row is measured
    from the first delivery until every job finished are counted by route. The same deliveries are also timed by serve itself: its
    ` + "`fleetbot_webhook_ack_seconds`" + ` histogram, read before and after the load, gives the time from its handler
    starting to the answer written (as the upper bound of the bucket holding the percentile); the difference to the
-   sender's figure is spent outside the handler. The CPU time serve (` + "`/proc`" + `), the sender and the fake's process (` + "`getrusage`" + `)
+   sender's figure is spent outside the handler. serve runs with ` + "`--job-process`" + ` unless the row says otherwise
+   (` + "`benchtable -job-process=false`" + `): its front answers, its job process (niceness 10 higher) runs the jobs, and the
+   deliveries the front held for the job process are sampled with the queue (` + "`fleetbot_webhook_front_buffered`" + `). The CPU time serve (` + "`/proc`" + `), the sender and the fake's process (` + "`getrusage`" + `)
    used during the load, and how late the sender started requests against their schedule, say who had the CPUs.
 5. **One-cluster push (the binary).** Before the load, on the warm service: one cluster file's address range is
    committed to the fake's control repo and a signed push delivery is sent; the time is from sending it to serve's
@@ -611,3 +612,19 @@ func renderMet(row renderRow) bool {
 
 // statusMet says whether every /status page's median is under the target.
 func statusMet(st *bench.StatusResult) bool { return st.Slowest() < targetStatusPage }
+
+// jobProcessFlag is the row's serve flag.
+func jobProcessFlag(on bool) string {
+	if on {
+		return " --job-process"
+	}
+	return ""
+}
+
+// frontHeld says how many deliveries serve's front held at most, with --job-process.
+func frontHeld(w *bench.ServeResult) string {
+	if !w.JobProcess {
+		return ""
+	}
+	return fmt.Sprintf("; the front held at most %d deliveries for the job process", w.FrontMax)
+}

@@ -52,6 +52,8 @@ type ServeOptions struct {
 	Sender func(ctx context.Context, spec LoadSpec) (*LoadResult, error)
 	// LogLevel is serve's --log-level (default warn; its log is serve.log in Work).
 	LogLevel string
+	// JobProcess runs serve --job-process: jobs in a child process at a lower CPU priority.
+	JobProcess bool
 }
 
 // LoadSpec is the open-loop load the sender sends: Deliveries at Rate per second to URL,
@@ -125,6 +127,10 @@ type ServeResult struct {
 	SenderNice int
 	// QueueMax is the deepest queue seen on /metrics (sampled every 20 ms) of QueueSize.
 	QueueMax, QueueSize int
+	// JobProcess: serve ran with --job-process; FrontMax is then the most deliveries its front
+	// held for the job process (sampled with QueueMax).
+	JobProcess bool
+	FrontMax   int
 	// Jobs counts finished jobs by kind and outcome from /metrics, during the load.
 	Jobs map[string]int
 	// Ignored is the deliveries that needed no work (fleetbot's own events).
@@ -186,6 +192,9 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 		// each would take about 4 hours. The one-cluster push is measured the same way; the
 		// table says what the default spacing adds.
 		"--content-per-minute", "100000000", "--content-per-hour", "1000000000", "--mutation-interval", "0")
+	if o.JobProcess {
+		cmd.Args = append(cmd.Args, "--job-process")
+	}
 	cmd.Env = append(os.Environ(), "GITHUB_API_URL="+srv.APIURL(), "FLEETBOT_APP_ID="+strconv.FormatInt(srv.AppID(), 10),
 		"FLEETBOT_APP_KEY_FILE="+keyFile, "GITHUB_TOKEN=", "FLEETBOT_APP_KEY=")
 	cmd.Stdout, cmd.Stderr = logOut, logOut
@@ -297,7 +306,7 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 		return fail(err)
 	}
 	evs := deliveries(n, names, ctlEvents, rand.New(rand.NewPCG(7, 7)))
-	var qmax atomic.Int64
+	var qmax, fmax atomic.Int64
 	ackBefore, err := m.ackHistogram()
 	if err != nil {
 		return fail(err)
@@ -308,8 +317,13 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 	go func() {
 		defer sampler.Done()
 		for sampling.Err() == nil {
-			if q, err := m.value("fleetbot_queue_depth"); err == nil && int64(q) > qmax.Load() {
-				qmax.Store(int64(q))
+			if all, err := m.scrape(); err == nil {
+				if q := int64(all["fleetbot_queue_depth"]); q > qmax.Load() {
+					qmax.Store(q)
+				}
+				if q := int64(all["fleetbot_webhook_front_buffered"]); q > fmax.Load() {
+					fmax.Store(q)
+				}
 			}
 			select {
 			case <-sampling.Done():
@@ -322,9 +336,9 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 		sender = SendLoad
 	}
 	srv.ResetLog()
-	serveCPU0, selfCPU0 := procCPU(cmd.Process.Pid), selfCPU()
+	serveCPU0, selfCPU0 := treeCPU(cmd.Process.Pid), selfCPU()
 	load, loadErr := sender(ctx, LoadSpec{URL: base + "/webhook", Secret: secret, Rate: o.Rate, Deliveries: evs})
-	res.ServeCPU, res.FakeCPU = procCPU(cmd.Process.Pid)-serveCPU0, selfCPU()-selfCPU0
+	res.ServeCPU, res.FakeCPU = treeCPU(cmd.Process.Pid)-serveCPU0, selfCPU()-selfCPU0
 	ackAfter, ackErr := m.ackHistogram()
 	if loadErr == nil {
 		if len(load.Latency) != n || len(load.Lag) != n || len(load.Status) != n {
@@ -368,7 +382,7 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 			res.Jobs[k] = d
 		}
 	}
-	res.QueueMax, res.Deliveries = int(qmax.Load()), n
+	res.QueueMax, res.FrontMax, res.JobProcess, res.Deliveries = int(qmax.Load()), int(fmax.Load()), o.JobProcess, n
 	for _, s := range load.Status {
 		res.Statuses[s]++
 	}
@@ -380,7 +394,9 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 	lat := slices.Clone(load.Latency)
 	slices.Sort(lat)
 	res.P50, res.P99, res.Max = lat[n/2], lat[n*99/100], lat[n-1]
-	res.PeakRSS = vmHWM(cmd.Process.Pid)
+	for _, pid := range processTree(cmd.Process.Pid) {
+		res.PeakRSS += vmHWM(pid)
+	}
 	return res, nil
 }
 
@@ -703,6 +719,39 @@ func (h histogram) quantile(q float64) time.Duration {
 	return 0
 }
 
+// processTree is pid and its descendants (serve --job-process has a child), from
+// /proc/PID/task/TID/children.
+func processTree(pid int) []int {
+	out := []int{pid}
+	for i := 0; i < len(out); i++ {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", out[i]))
+		if err != nil {
+			continue
+		}
+		for _, t := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", out[i], t.Name()))
+			if err != nil {
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if c, err := strconv.Atoi(f); err == nil {
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// treeCPU is the CPU time of pid and its descendants so far.
+func treeCPU(pid int) time.Duration {
+	var sum time.Duration
+	for _, p := range processTree(pid) {
+		sum += procCPU(p)
+	}
+	return sum
+}
+
 // procCPU is the user + system CPU time of process pid so far, 0 when unknown (/proc/pid/stat
 // counts clock ticks; Linux's USER_HZ is 100).
 func procCPU(pid int) time.Duration {
@@ -763,7 +812,7 @@ func (m *serveMetrics) idle(ctx context.Context, exited <-chan error) error {
 		if err != nil {
 			return false, err
 		}
-		return all["fleetbot_queue_depth"] == 0 && all["fleetbot_jobs_in_flight"] == 0, nil
+		return all["fleetbot_queue_depth"] == 0 && all["fleetbot_jobs_in_flight"] == 0 && all["fleetbot_webhook_front_buffered"] == 0, nil
 	})
 }
 
