@@ -271,7 +271,7 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener) error {
 		srv.AcceptBatches()
 	}
 	queue := webhook.NewQueueWith(webhook.QueueConfig{Capacity: cfg.QueueSize, DriftDelay: cfg.DriftDelay, Clock: cfg.Clock})
-	if err := m.QueueDepth(queue.Len, queue.Running); err != nil {
+	if err := m.QueueDepth(queue.Len, queue.Deepest, queue.Running); err != nil {
 		return err
 	}
 	var service atomic.Pointer[webhook.Service]

@@ -192,9 +192,9 @@ func (m *Metrics) Reconciled(outcome string) {
 	m.reconciles.WithLabelValues(outcome).Inc()
 }
 
-// QueueDepth exports depth, called at scrape time, as fleetbot_queue_depth,
-// and inFlight as fleetbot_jobs_in_flight. Call it once per Metrics.
-func (m *Metrics) QueueDepth(depth, inFlight func() int) error {
+// QueueDepth exports depth, called at scrape time, as fleetbot_queue_depth, deepest as
+// fleetbot_queue_depth_max and inFlight as fleetbot_jobs_in_flight. Call it once per Metrics.
+func (m *Metrics) QueueDepth(depth, deepest, inFlight func() int) error {
 	if m == nil {
 		return nil
 	}
@@ -203,6 +203,10 @@ func (m *Metrics) QueueDepth(depth, inFlight func() int) error {
 			Namespace: Namespace, Subsystem: "queue", Name: "depth",
 			Help: "Jobs waiting in the queue (after coalescing).",
 		}, func() float64 { return float64(depth()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: Namespace, Subsystem: "queue", Name: "depth_max",
+			Help: "The most jobs that have waited in the queue at once since the process started (how close it came to --queue-size, beyond which deliveries are refused); exact where sampling fleetbot_queue_depth misses short peaks.",
+		}, func() float64 { return float64(deepest()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: Namespace, Subsystem: "jobs", Name: "in_flight",
 			Help: "Jobs being worked on.",

@@ -33,8 +33,8 @@ func TestSeries(t *testing.T) {
 	m.JobStarted("apply", time.Second)
 	m.JobDone("apply", "ok", 2*time.Second)
 	m.Reconciled("open")
-	require.NoError(t, m.QueueDepth(func() int { return 3 }, func() int { return 1 }))
-	require.Error(t, m.QueueDepth(func() int { return 3 }, func() int { return 1 }), "registered twice")
+	require.NoError(t, m.QueueDepth(func() int { return 3 }, func() int { return 7 }, func() int { return 1 }))
+	require.Error(t, m.QueueDepth(func() int { return 3 }, func() int { return 7 }, func() int { return 1 }), "registered twice")
 	m.GitHub(GitHubSource{Client: "write", Stats: func() GitHubStats {
 		return GitHubStats{Reads: 10, NotModified: 4, Writes: 3, ContentWrites: 2, RateRemaining: 4990}
 	}})
@@ -43,6 +43,7 @@ func TestSeries(t *testing.T) {
 	out := scrape(t, m)
 	for _, want := range []string{
 		`fleetbot_webhook_deliveries_total{event="push",outcome="queued"} 2`,
+		`fleetbot_queue_depth_max 7`,
 		`fleetbot_webhook_deliveries_total{event="none",outcome="bad_signature"} 1`,
 		`fleetbot_webhook_ack_seconds_count 1`,
 		`fleetbot_job_wait_seconds_count{kind="apply"} 1`,
@@ -83,7 +84,7 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.JobDone("apply", "ok", 0)
 	m.Reconciled("noop")
 	m.GitHub(GitHubSource{})
-	assert.NoError(t, m.QueueDepth(nil, nil))
+	assert.NoError(t, m.QueueDepth(nil, nil, nil))
 	w := httptest.NewRecorder()
 	m.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
 	assert.Equal(t, 404, w.Code)

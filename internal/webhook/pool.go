@@ -16,8 +16,12 @@ import (
 const (
 	// DefaultWorkers is how many jobs run at once. Each apply already works
 	// on several repos concurrently, and GitHub serialises writes per
-	// installation, so a few workers suffice.
-	DefaultWorkers = 4
+	// installation, so a few workers suffice; but a check or a full apply of a
+	// 1,000-repo fleet holds its worker for a second or two, and with four, a
+	// check and an apply left two for the drift batches of a busy fan-out
+	// (the bench's queue then peaked at 13-16 % of its capacity; with eight, 5-8 %).
+	// Eight jobs at --concurrency 4 stay far below GitHub's 100 concurrent requests.
+	DefaultWorkers = 8
 	// DefaultJobTimeout bounds one job.
 	DefaultJobTimeout = 15 * time.Minute
 	// DefaultGrace is how long in-flight jobs may finish after shutdown

@@ -54,6 +54,7 @@ type Queue struct {
 	// want what it waits to claim while drifts of it run: no drift of either starts.
 	claim, want repoSet
 	waitingD    int           // waiting drift jobs
+	deepest     int           // the most jobs that waited at once
 	changed     chan struct{} // closed (and replaced) when a job may have become runnable
 	// timerAt is when the wake-up for the next due drift fires (zero: none armed); timerGen
 	// tells the armed timer from a stale one, stopTimer cancels it.
@@ -70,8 +71,8 @@ type QueueConfig struct {
 	// (0: at once). A burst of events on many target repos then becomes a few batched runs of
 	// up to MaxDriftBatch repos, each one GraphQL read of their heads, instead of one run
 	// (and its requests to GitHub) per repo; the events of one change (a merge's
-	// pull_request and push) coalesce into one job. Once MaxDriftBatch drifts wait, they
-	// start without waiting out the delay.
+	// pull_request and push) coalesce into one job. The delay holds at most DriftHold(Capacity)
+	// drifts: once that many wait, they start without waiting it out.
 	DriftDelay time.Duration
 	// Clock times DriftDelay (default WallClock).
 	Clock Clock
@@ -125,6 +126,7 @@ func (q *Queue) Push(j Job) (coalesced bool, err error) {
 	}
 	q.waiting[key] = &j
 	q.order = append(q.order, key)
+	q.deepest = max(q.deepest, len(q.order))
 	if j.Kind == KindDrift {
 		q.waitingD++
 		if q.delay > 0 {
@@ -234,11 +236,20 @@ func (q *Queue) next(ctx context.Context, limit int) ([]Job, error) {
 	}
 }
 
+// DriftHold is how many waiting drifts the drift delay may hold in a queue of capacity: a
+// twentieth of it (50 of the default 1,000), at most a batch (MaxDriftBatch), at least one.
+// Drifts held for batching are waiting work: under a stream of drift events the delay alone
+// must not fill the queue toward the point where deliveries are refused, and half a batch
+// already saves almost all the requests a batch saves.
+func DriftHold(capacity int) int {
+	return max(1, min(MaxDriftBatch, capacity/20))
+}
+
 // held reports whether the waiting drift of key is held by the delay at now, and until when;
-// call with q.mu held. A full batch's worth of waiting drifts is not held.
+// call with q.mu held. Once DriftHold drifts wait, none is held.
 func (q *Queue) held(key string, now time.Time) (time.Time, bool) {
 	at, ok := q.due[key]
-	if !ok || !now.Before(at) || q.waitingD >= MaxDriftBatch {
+	if !ok || !now.Before(at) || q.waitingD >= DriftHold(q.capacity) {
 		return time.Time{}, false
 	}
 	return at, true
@@ -405,6 +416,13 @@ func (q *Queue) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.order)
+}
+
+// Deepest is the most jobs that have waited at once.
+func (q *Queue) Deepest() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.deepest
 }
 
 // Running is the number of jobs being worked on.

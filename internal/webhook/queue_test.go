@@ -213,14 +213,25 @@ func TestQueueDriftDelayGathersABatch(t *testing.T) {
 	clock.Advance(100 * time.Millisecond)
 	assert.Equal(t, "acme/c", next(t, q).Repo)
 
-	// A full batch does not wait.
-	for i := range MaxDriftBatch {
+	// The delay holds at most a twentieth of the queue's capacity: the drift that makes 25 of
+	// this queue's 500 does not wait, and takes the others with it.
+	for i := range DriftHold(500) - 1 {
 		_, err := q.Push(Job{Kind: KindDrift, Repo: fmt.Sprintf("acme/r%d", i)})
 		require.NoError(t, err)
 	}
+	noNext(t, q)
+	_, err = q.Push(Job{Kind: KindDrift, Repo: "acme/last"})
+	require.NoError(t, err)
 	jobs, err = q.NextBatch(context.Background())
 	require.NoError(t, err)
-	assert.Len(t, jobs, MaxDriftBatch, "100 waiting drifts start without the delay")
+	assert.Len(t, jobs, 25, "25 waiting drifts start without the delay")
+}
+
+func TestDriftHold(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, 50, DriftHold(1000))
+	assert.Equal(t, MaxDriftBatch, DriftHold(100000), "at most a batch")
+	assert.Equal(t, 1, DriftHold(10), "at least one")
 }
 
 // A worker waiting for a held drift is woken when the delay ends (the queue arms the clock),
@@ -337,4 +348,21 @@ func TestQueueClaimHoldsOnlyTheAppliedRepos(t *testing.T) {
 	jobs, err := q.NextBatch(context.Background())
 	require.NoError(t, err)
 	assert.Len(t, jobs, 2, "acme/c and acme/b, once the apply is done")
+}
+
+// Deepest is the most jobs that waited at once, exact however rarely the depth is sampled.
+func TestQueueDeepest(t *testing.T) {
+	t.Parallel()
+	q := NewQueue(10)
+	for _, r := range []string{"acme/a", "acme/b", "acme/c"} {
+		_, err := q.Push(Job{Kind: KindDrift, Repo: r})
+		require.NoError(t, err)
+	}
+	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/a"}) // coalesced: no new waiting job
+	for range 2 {
+		q.Done(next(t, q).Key())
+	}
+	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/d"})
+	assert.Equal(t, 2, q.Len())
+	assert.Equal(t, 3, q.Deepest())
 }
