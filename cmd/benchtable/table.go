@@ -13,6 +13,7 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/bench"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
+	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
 // results is everything one run measured.
@@ -281,7 +282,7 @@ func (r *results) gaps(p func(string, ...any)) {
 				"Without --job-process, inside serve every P runs job goroutines, so a delivery's connection is noticed by the Go runtime's network poller only when a P runs out of work or sysmon polls (every 10 ms), then waits for a P: "+
 				"--job-process (docs/serve.md) answers from a process that runs no job. "+
 				"The fake GitHub and the sender use a third of the CPU here; in production they do not share serve's CPUs. "+
-				"A deep queue means the workers (4 by default) reconcile target repos more slowly than drift events arrive: raise --workers, or shard (docs/scale-out.md).", ms(w.P99), ms(w.ServerP99), w.QueueMax, w.QueueSize))
+				"A deep queue means the workers (%d by default) reconcile target repos more slowly than drift events arrive: raise --workers, or shard (docs/scale-out.md).", ms(w.P99), ms(w.ServerP99), w.QueueMax, w.QueueSize, webhook.DefaultWorkers))
 		}
 		if pu := w.Push; pu.Wall > targetPush || pu.TargetReads+pu.OrgReads > len(pu.Touched)+2 {
 			out = append(out, fmt.Sprintf("- **One-cluster push** took %s with %d target and %d org-level reads for %d touched repos. The job loads the control repo at the new head (%d requests, the changed blobs only), renders it with the warm renderer, plans the changed repos only against the baseline, and writes one commit and updates the PR; the rest is the service's queue and the fake GitHub on the same CPUs.", secs(pu.Wall), pu.TargetReads, pu.OrgReads, len(pu.Touched), pu.ControlReads))
@@ -463,7 +464,8 @@ const methodNotes = `## How each row is measured
    a second, far above a platform team's pace; earlier runs sent 5 % each with made-up commits, and every
    check job failed on the unknown commit. The fake GitHub keeps its repositories on /dev/shm when it has
    2 GiB free: it stands in for a service on other machines. Latency is from sending the request to
-   reading the response headers; the queue depth is sampled from serve's ` + "`/metrics`" + ` every 20 ms (each scrape
+   reading the response headers; the deepest queue is serve's own high-water mark (` + "`fleetbot_queue_depth_max`" + `, read
+   before and after the load), and the queue depth is also sampled from serve's ` + "`/metrics`" + ` every 20 ms (each scrape
    costs serve a few milliseconds of CPU; Prometheus scrapes every 15 to 30 s). The sender, the
    fake GitHub and serve share the machine's CPUs (three processes); the sender stands in for GitHub's delivery
    workers, which do not share serve's CPUs, and runs at niceness -10 when the bench runs as root (the row says), so

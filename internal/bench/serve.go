@@ -125,7 +125,8 @@ type ServeResult struct {
 	LoadWall, ServeCPU, SenderCPU, FakeCPU time.Duration
 	// SenderNice is the sender's scheduling niceness (LoadResult.Nice).
 	SenderNice int
-	// QueueMax is the deepest queue seen on /metrics (sampled every 20 ms) of QueueSize.
+	// QueueMax is the deepest the queue was during the load (serve's fleetbot_queue_depth_max,
+	// and samples of fleetbot_queue_depth every 20 ms), of QueueSize.
 	QueueMax, QueueSize int
 	// JobProcess: serve ran with --job-process; FrontMax is then the most deliveries its front
 	// held for the job process (sampled with QueueMax).
@@ -307,6 +308,10 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 	}
 	evs := deliveries(n, names, ctlEvents, rand.New(rand.NewPCG(7, 7)))
 	var qmax, fmax atomic.Int64
+	deepestBefore, err := m.value("fleetbot_queue_depth_max")
+	if err != nil {
+		return fail(err)
+	}
 	ackBefore, err := m.ackHistogram()
 	if err != nil {
 		return fail(err)
@@ -381,6 +386,14 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 		if d := v - jobsBefore[k]; d > 0 {
 			res.Jobs[k] = d
 		}
+	}
+	// serve's own high-water mark is exact; the samples miss peaks between scrapes.
+	deepest, err := m.value("fleetbot_queue_depth_max")
+	if err != nil {
+		return fail(err)
+	}
+	if deepest > deepestBefore {
+		qmax.Store(max(qmax.Load(), int64(deepest)))
 	}
 	res.QueueMax, res.FrontMax, res.JobProcess, res.Deliveries = int(qmax.Load()), int(fmax.Load()), o.JobProcess, n
 	for _, s := range load.Status {
