@@ -13,7 +13,6 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/bench"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
-	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
 // results is everything one run measured.
@@ -282,7 +281,7 @@ func (r *results) gaps(p func(string, ...any)) {
 				"Without --job-process, inside serve every P runs job goroutines, so a delivery's connection is noticed by the Go runtime's network poller only when a P runs out of work or sysmon polls (every 10 ms), then waits for a P: "+
 				"--job-process (docs/serve.md) answers from a process that runs no job. "+
 				"The fake GitHub and the sender use a third of the CPU here; in production they do not share serve's CPUs. "+
-				"A deep queue means the workers (%d by default) reconcile target repos more slowly than drift events arrive: raise --workers, or shard (docs/scale-out.md).", ms(w.P99), ms(w.ServerP99), w.QueueMax, w.QueueSize, webhook.DefaultWorkers))
+				"A deep queue means the workers (%d by default) reconcile target repos more slowly than drift events arrive: raise --workers, or shard (docs/scale-out.md).", ms(w.P99), ms(w.ServerP99), w.QueueMax, w.QueueSize, w.Workers))
 		}
 		if pu := w.Push; pu.Wall > targetPush || pu.TargetReads+pu.OrgReads > len(pu.Touched)+2 {
 			out = append(out, fmt.Sprintf("- **One-cluster push** took %s with %d target and %d org-level reads for %d touched repos. The job loads the control repo at the new head (%d requests, the changed blobs only), renders it with the warm renderer, plans the changed repos only against the baseline, and writes one commit and updates the PR; the rest is the service's queue and the fake GitHub on the same CPUs.", secs(pu.Wall), pu.TargetReads, pu.OrgReads, len(pu.Touched), pu.ControlReads))

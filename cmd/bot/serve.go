@@ -132,16 +132,7 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
 				return err
 			}
 			if f.jobListenerFD > 0 {
-				// The job process of serve --job-process: the front holds the public address.
-				ln, err := jobListener(f.jobListenerFD)
-				if err != nil {
-					return err
-				}
-				if err := lowerPriority(f.jobNice); err != nil {
-					log.Warn("job process keeps the front's CPU priority", "err", err)
-				}
-				cfg.JobProcess = true
-				return serve(cmd.Context(), cfg, ln)
+				return serveJobProcess(cmd.Context(), cfg, f.jobListenerFD, f.jobNice)
 			}
 			ln, err := net.Listen("tcp", f.listen)
 			if err != nil {

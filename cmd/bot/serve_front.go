@@ -77,6 +77,8 @@ func serveFront(ctx context.Context, cfg serveConfig, nice int, ln net.Listener)
 		},
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	// The batch route is the job process's alone: from the public address it does not exist.
+	mux.Handle(webhook.BatchPath, http.NotFoundHandler())
 	mux.Handle("/", proxy)
 	hs := newHTTPServer(mux, log)
 	httpDone := make(chan error, 1)
@@ -131,6 +133,7 @@ type jobProcess struct {
 func (j *jobProcess) supervise(ctx context.Context) {
 	backoff := jobRestartMin
 	for ctx.Err() == nil {
+		started := time.Now()
 		done, err := j.start()
 		if err != nil {
 			j.log.Error("starting the job process", "err", err)
@@ -139,6 +142,9 @@ func (j *jobProcess) supervise(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-done:
+			}
+			if time.Since(started) > jobRestartMax {
+				backoff = jobRestartMin // it ran a while: not a crash loop
 			}
 			j.mu.Lock()
 			state := j.cmd.ProcessState
@@ -198,6 +204,20 @@ func (j *jobProcess) stop(wait time.Duration) {
 		_ = cmd.Process.Kill()
 		<-done
 	}
+}
+
+// serveJobProcess is serve as the job process of serve --job-process: on the loopback
+// listener inherited on fd (the front holds the public address), at a niceness nice higher.
+func serveJobProcess(ctx context.Context, cfg serveConfig, fd, nice int) error {
+	ln, err := jobListener(fd)
+	if err != nil {
+		return err
+	}
+	if err := lowerPriority(nice); err != nil && cfg.Logger != nil {
+		cfg.Logger.Warn("job process keeps the front's CPU priority", "err", err)
+	}
+	cfg.JobProcess = true
+	return serve(ctx, cfg, ln)
 }
 
 // jobListener is the job process's loopback listener, inherited from the front on fd.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -21,23 +22,37 @@ func lowerPriority(inc int) error {
 	if inc <= 0 {
 		return nil
 	}
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return fmt.Errorf("lowering the job process's priority: %w", err)
-	}
-	for _, t := range tasks {
-		tid, err := strconv.Atoi(t.Name())
+	// The runtime may start a thread while this runs, from one not lowered yet: go over the
+	// threads until a pass finds none to lower.
+	done := map[int]bool{}
+	for pass := 0; pass < 10; pass++ {
+		tasks, err := os.ReadDir("/proc/self/task")
 		if err != nil {
-			continue
+			return fmt.Errorf("lowering the job process's priority: %w", err)
 		}
-		// The raw getpriority syscall answers 20 - niceness.
-		prio, err := syscall.Getpriority(syscall.PRIO_PROCESS, tid)
-		if err != nil {
-			continue // the thread exited
+		lowered := 0
+		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil || done[tid] {
+				continue
+			}
+			// The raw getpriority syscall answers 20 - niceness.
+			prio, err := syscall.Getpriority(syscall.PRIO_PROCESS, tid)
+			if err != nil {
+				continue // the thread exited
+			}
+			nice := min(20-prio+inc, 19)
+			if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil {
+				if errors.Is(err, syscall.ESRCH) {
+					continue
+				}
+				return fmt.Errorf("lowering the job process's priority (thread %d to niceness %d): %w", tid, nice, err)
+			}
+			done[tid] = true
+			lowered++
 		}
-		nice := min(20-prio+inc, 19)
-		if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil {
-			return fmt.Errorf("lowering the job process's priority (thread %d to niceness %d): %w", tid, nice, err)
+		if lowered == 0 {
+			return nil
 		}
 	}
 	return nil

@@ -164,6 +164,10 @@ func TestServeJobProcess(t *testing.T) {
 	e.waitMetric(`fleetbot_webhook_deliveries_total{event="push",outcome="queued"}`, 1)
 	e.waitMetric(`fleetbot_webhook_deliveries_total{event="push",outcome="bad_signature"}`, 1)
 	e.waitMetric("fleetbot_webhook_ack_seconds_count", 2)
+	resp, err := http.Post(e.url+"/internal/front-batch", "application/json", strings.NewReader(`{}`))
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "the job process's batch route is not reachable from the public address")
 
 	// The job process dies; the front keeps answering and holds the delivery for the next one.
 	require.NoError(t, syscall.Kill(job, syscall.SIGKILL))

@@ -128,6 +128,8 @@ type ServeResult struct {
 	// QueueMax is the deepest the queue was during the load (serve's fleetbot_queue_depth_max,
 	// and samples of fleetbot_queue_depth every 20 ms), of QueueSize.
 	QueueMax, QueueSize int
+	// Workers is serve's --workers (its default).
+	Workers int
 	// JobProcess: serve ran with --job-process; FrontMax is then the most deliveries its front
 	// held for the job process (sampled with QueueMax).
 	JobProcess bool
@@ -157,7 +159,7 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &ServeResult{Clusters: o.Clusters, Repos: len(targets), Rate: o.Rate, QueueSize: webhook.DefaultQueueSize, Statuses: map[int]int{}, Jobs: map[string]int{}}
+	res := &ServeResult{Clusters: o.Clusters, Repos: len(targets), Rate: o.Rate, QueueSize: webhook.DefaultQueueSize, Workers: webhook.DefaultWorkers, Statuses: map[int]int{}, Jobs: map[string]int{}}
 	srv, stop, err := fakeGitHub(o.Work, repo)
 	if err != nil {
 		return nil, err

@@ -78,8 +78,10 @@ type Dispatcher struct {
 	log      *slog.Logger
 	handlers map[string]Handler
 	seen     *seenSet
-	// unverified holds a slot per delivery being read and verified.
+	// unverified holds a slot per delivery being read and verified; batches the one slot of
+	// the front's batch being handled (serve --job-process).
 	unverified chan struct{}
+	batches    chan struct{}
 }
 
 // NewDispatcher returns a Dispatcher routing to handlers; two handlers for
@@ -102,7 +104,7 @@ func NewDispatcher(cfg DispatcherConfig, handlers ...Handler) (*Dispatcher, erro
 		log = slog.New(slog.DiscardHandler)
 	}
 	d := &Dispatcher{cfg: cfg, log: log, handlers: map[string]Handler{}, seen: newSeenSet(cfg.DedupeSize),
-		unverified: make(chan struct{}, cfg.MaxUnverified)}
+		unverified: make(chan struct{}, cfg.MaxUnverified), batches: make(chan struct{}, 1)}
 	for _, h := range handlers {
 		for _, ev := range h.Handles() {
 			if _, dup := d.handlers[ev]; dup {

@@ -266,8 +266,13 @@ func (f *Front) Run(ctx context.Context) {
 				return
 			case <-f.wake:
 			}
+			if !f.pending() {
+				continue // a wake whose delivery an earlier batch took
+			}
 		}
-		progress, err := f.forwardOnce(ctx)
+		// A batch under way is finished even when ctx ends meanwhile: cancelled, it would be
+		// handed over again after the job process may have queued it.
+		progress, err := f.forwardOnce(context.WithoutCancel(ctx))
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -323,6 +328,10 @@ func (f *Front) forwardOnce(ctx context.Context) (progress bool, err error) {
 	for n < len(f.held) && n < frontBatchMax && (n == 0 || size+len(f.held[n].Body) <= frontBatchBytes) {
 		size += len(f.held[n].Body)
 		n++
+	}
+	if n == 0 && len(f.refused) == 0 {
+		f.mu.Unlock()
+		return true, nil // nothing to hand over
 	}
 	b := &Batch{Deliveries: f.held[:n:n], Refused: f.refused, Buffered: len(f.held) - n}
 	f.refused = nil
@@ -402,6 +411,15 @@ func (d *Dispatcher) ServeBatch(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "POST only", http.StatusMethodNotAllowed)
 		return
 	}
+	// One batch at a time (the front sends one at a time): what an unauthenticated client on
+	// the loopback address can make this process buffer is one batch's limit.
+	select {
+	case d.batches <- struct{}{}:
+		defer func() { <-d.batches }()
+	default:
+		http.Error(w, "a batch is being handled; retry", http.StatusServiceUnavailable)
+		return
+	}
 	// Bodies travel base64-encoded: a third larger than on the wire from GitHub.
 	limit := frontBatchBytes*2 + d.cfg.MaxBody*2 + 1<<20
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
@@ -435,11 +453,16 @@ func (d *Dispatcher) dispatchBatch(ctx context.Context, b *Batch) []BatchAnswer 
 		d.cfg.Metrics.Ack(frontAck(rf.AckNanos))
 	}
 	answers := make([]BatchAnswer, len(b.Deliveries))
+	full := false
 	for i, fd := range b.Deliveries {
 		start := d.cfg.Now()
 		var status int
 		var outcome, msg string
 		switch {
+		case full:
+			// Behind a delivery the queue had no room for: not dispatched, so that the front
+			// hands them over again in their order.
+			status, outcome, msg = http.StatusServiceUnavailable, metrics.OutcomeQueueFull, ErrQueueFull.Error()
 		case int64(len(fd.Body)) > d.cfg.MaxBody:
 			status, outcome, msg = http.StatusRequestEntityTooLarge, metrics.OutcomeTooLarge, fmt.Sprintf("body over %d bytes", d.cfg.MaxBody)
 		case VerifySignature(d.cfg.Secret, fd.Body, fd.Signature) != nil:
@@ -449,6 +472,7 @@ func (d *Dispatcher) dispatchBatch(ctx context.Context, b *Batch) []BatchAnswer 
 		}
 		answers[i] = BatchAnswer{Status: status, Outcome: outcome, Message: msg}
 		if status == http.StatusServiceUnavailable {
+			full = true
 			continue // held by the front and handed over again: counted when it is taken
 		}
 		d.cfg.Metrics.Delivery(fd.Event, outcome)

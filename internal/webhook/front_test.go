@@ -295,3 +295,26 @@ func base64(s string) string {
 	b, _ := json.Marshal([]byte(s))
 	return strings.Trim(string(b), `"`)
 }
+
+// TestServeBatchKeepsTheOrderBehindAFullQueue: behind a delivery the queue has no room for,
+// the rest of the batch is not dispatched (503 too), even what would have coalesced: the front
+// hands them over again in their order, and none is counted before it is taken.
+func TestServeBatchKeepsTheOrderBehindAFullQueue(t *testing.T) {
+	t.Parallel()
+	job := newJobSide(t, 1)
+	_, err := job.queue.Push(Job{Kind: KindDrift, Repo: "acme/cluster-a"})
+	require.NoError(t, err)
+	item := func(id, repo string) FrontDelivery {
+		body := driftBody(repo, 1)
+		return FrontDelivery{ID: id, Event: "pull_request", Signature: sign(testSecret, body), Body: []byte(body)}
+	}
+	answers := job.disp.dispatchBatch(context.Background(), &Batch{Deliveries: []FrontDelivery{
+		item("1", "acme/cluster-b"), // needs room: none
+		item("2", "acme/cluster-a"), // would coalesce into the waiting job
+	}})
+	require.Len(t, answers, 2)
+	assert.Equal(t, http.StatusServiceUnavailable, answers[0].Status)
+	assert.Equal(t, http.StatusServiceUnavailable, answers[1].Status, "not dispatched ahead of the first")
+	assert.Zero(t, job.deliveries(t, "pull_request", metrics.OutcomeCoalesced))
+	assert.Equal(t, 1, job.queue.Len())
+}
