@@ -181,9 +181,11 @@ func (dp *deployer) workspaceApps(c *Cluster, out []Deployment, merge bool) []De
 			}
 			entries = append(entries, entryPlan{app: a, values: ref.Values, src: w.Source.At(fmt.Sprintf("spec.apps.%d", i))})
 		}
+		// By app name once per workspace, not once per cluster: a stable sort of the same
+		// entries gives every cluster the order sorting its deployments would.
+		sort.SliceStable(entries, func(i, j int) bool { return entries[i].app.Metadata.Name < entries[j].app.Metadata.Name })
 		dp.entries[w] = entries
 	}
-	start := len(out)
 	for _, e := range entries {
 		out = append(out, Deployment{
 			Cluster: c, App: e.app, Workspace: w,
@@ -191,7 +193,6 @@ func (dp *deployer) workspaceApps(c *Cluster, out []Deployment, merge bool) []De
 			Source: e.src,
 		})
 	}
-	sortByApp(out[start:])
 	return out
 }
 

@@ -3,6 +3,8 @@ package control
 import (
 	"io/fs"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -146,4 +148,28 @@ func TestReferencesFromNodes(t *testing.T) {
 	assert.Equal(t, []Reference{{"two", 5}, {"three", 6}, {"four", 10}}, got)
 	// Text that does not parse is lexed as text: kustomize reports its syntax.
 	assert.Equal(t, []Reference{{"x", 2}}, References([]byte("a: [\n${x}\n")))
+}
+
+// TestWorkspaceAppsByName: a cluster's workspace apps come by app name whatever order the
+// workspace lists them in, for every cluster of the workspace (the order is computed once per
+// workspace).
+func TestWorkspaceAppsByName(t *testing.T) {
+	t.Parallel()
+	repo, err := Load(fleetgen.Generate(fleetgen.Options{Clusters: 30, Workspaces: 3, Apps: 8, Seed: 5}))
+	require.NoError(t, err)
+	for _, w := range repo.Workspaces {
+		slices.Reverse(w.Spec.Apps)
+	}
+	dp := repo.Deployer()
+	seen := 0
+	for _, c := range repo.Clusters {
+		apps := dp.WorkspaceApps(c)
+		assert.True(t, slices.IsSortedFunc(apps, func(a, b Deployment) int { return strings.Compare(a.App.Metadata.Name, b.App.Metadata.Name) }),
+			"cluster %s", c.Metadata.Name)
+		for _, d := range apps {
+			assert.Same(t, c, d.Cluster)
+		}
+		seen += len(apps)
+	}
+	assert.NotZero(t, seen, "the generated fleet has workspace apps")
 }
