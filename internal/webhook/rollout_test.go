@@ -19,6 +19,8 @@ type fakeClock struct {
 	mu     sync.Mutex
 	now    time.Time
 	timers []*fakeTimer
+	// armed, when set, is signalled (without blocking) by every AfterFunc.
+	armed chan struct{}
 }
 
 type fakeTimer struct {
@@ -38,6 +40,12 @@ func (c *fakeClock) AfterFunc(d time.Duration, f func()) func() bool {
 	defer c.mu.Unlock()
 	t := &fakeTimer{at: c.now.Add(d), f: f}
 	c.timers = append(c.timers, t)
+	if c.armed != nil {
+		select {
+		case c.armed <- struct{}{}:
+		default:
+		}
+	}
 	return func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
