@@ -82,6 +82,8 @@ type Dispatcher struct {
 	// the front's batch being handled (serve --job-process).
 	unverified chan struct{}
 	batches    chan struct{}
+	// batchKey is BatchKey(Secret), derived once.
+	batchKey []byte
 }
 
 // NewDispatcher returns a Dispatcher routing to handlers; two handlers for
@@ -104,7 +106,7 @@ func NewDispatcher(cfg DispatcherConfig, handlers ...Handler) (*Dispatcher, erro
 		log = slog.New(slog.DiscardHandler)
 	}
 	d := &Dispatcher{cfg: cfg, log: log, handlers: map[string]Handler{}, seen: newSeenSet(cfg.DedupeSize),
-		unverified: make(chan struct{}, cfg.MaxUnverified), batches: make(chan struct{}, 1)}
+		unverified: make(chan struct{}, cfg.MaxUnverified), batches: make(chan struct{}, 1), batchKey: BatchKey(cfg.Secret)}
 	for _, h := range handlers {
 		for _, ev := range h.Handles() {
 			if _, dup := d.handlers[ev]; dup {
@@ -122,9 +124,7 @@ func (d *Dispatcher) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	event := r.Header.Get("X-GitHub-Event")
 	id := r.Header.Get("X-GitHub-Delivery")
 	status, outcome, msg := d.serve(r, start, event, id)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(answer{Message: msg, Outcome: outcome})
+	writeAnswer(w, status, outcome, msg)
 	d.cfg.Metrics.Delivery(event, outcome)
 	d.cfg.Metrics.Ack(d.cfg.Now().Sub(start))
 	level := slog.LevelInfo
@@ -143,6 +143,13 @@ type answer struct {
 	Outcome string `json:"outcome"`
 }
 
+// writeAnswer writes the answer to a delivery: status, and the outcome and message as JSON.
+func writeAnswer(w http.ResponseWriter, status int, outcome, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(answer{Message: msg, Outcome: outcome})
+}
+
 // deliveryAttrs are the log attributes naming a delivery. Headers are the sender's,
 // authenticated or not: logged only bounded.
 func deliveryAttrs(id, event string) []any {
@@ -150,12 +157,6 @@ func deliveryAttrs(id, event string) []any {
 }
 
 func (d *Dispatcher) serve(r *http.Request, start time.Time, event, id string) (int, string, string) {
-	if r.Method != http.MethodPost {
-		return http.StatusMethodNotAllowed, metrics.OutcomeBadRequest, "POST only"
-	}
-	if r.ContentLength > d.cfg.MaxBody {
-		return http.StatusRequestEntityTooLarge, metrics.OutcomeTooLarge, fmt.Sprintf("body over %d bytes", d.cfg.MaxBody)
-	}
 	body, status, outcome, msg := readVerified(r, d.cfg.Secret, d.cfg.MaxBody, d.unverified)
 	if status != 0 {
 		return status, outcome, msg
@@ -170,11 +171,8 @@ func (d *Dispatcher) serve(r *http.Request, start time.Time, event, id string) (
 // dispatch routes one verified delivery to its handler: the part of an answer that needs the
 // queue, shared by POST /webhook and the batches of serve's front.
 func (d *Dispatcher) dispatch(ctx context.Context, start time.Time, event, id string, body []byte) (int, string, string) {
-	if event == "" {
-		return http.StatusBadRequest, metrics.OutcomeBadRequest, "no X-GitHub-Event header"
-	}
-	if event == "ping" {
-		return http.StatusOK, metrics.OutcomeIgnored, "pong"
+	if status, outcome, msg := answerWithoutHandler(event); status != 0 {
+		return status, outcome, msg
 	}
 	h, ok := d.handlers[event]
 	if !ok {
@@ -199,10 +197,28 @@ func (d *Dispatcher) dispatch(ctx context.Context, start time.Time, event, id st
 	}
 }
 
-// readVerified reads the body (at most maxBody bytes) and checks its signature against
-// secret, holding one of the unverified slots meanwhile (503 when none is free): a non-zero
-// status is the refusal.
+// answerWithoutHandler answers the verified deliveries no handler sees: no event (400) and a
+// ping (200); status 0 for the others.
+func answerWithoutHandler(event string) (status int, outcome, msg string) {
+	switch event {
+	case "":
+		return http.StatusBadRequest, metrics.OutcomeBadRequest, "no X-GitHub-Event header"
+	case "ping":
+		return http.StatusOK, metrics.OutcomeIgnored, "pong"
+	}
+	return 0, "", ""
+}
+
+// readVerified reads a delivery's body (POST only, at most maxBody bytes) and checks its
+// signature against secret, holding one of the unverified slots meanwhile (503 when none is
+// free): a non-zero status is the refusal.
 func readVerified(r *http.Request, secret []byte, maxBody int64, unverified chan struct{}) (body []byte, status int, outcome, msg string) {
+	if r.Method != http.MethodPost {
+		return nil, http.StatusMethodNotAllowed, metrics.OutcomeBadRequest, "POST only"
+	}
+	if r.ContentLength > maxBody {
+		return nil, http.StatusRequestEntityTooLarge, metrics.OutcomeTooLarge, fmt.Sprintf("body over %d bytes", maxBody)
+	}
 	select {
 	case unverified <- struct{}{}:
 		defer func() { <-unverified }()

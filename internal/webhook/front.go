@@ -107,10 +107,9 @@ type FrontConfig struct {
 	Client *http.Client
 	// Logger receives what goes wrong; nil discards.
 	Logger *slog.Logger
-	// Now is the clock of the acknowledgement times (default time.Now); Wait waits between
-	// failed forwards (default: a timer), so tests need no wall clock.
-	Now  func() time.Time
-	Wait func(ctx context.Context, d time.Duration) error
+	// Clock times the acknowledgements and the waits between failed forwards (default
+	// WallClock).
+	Clock Clock
 }
 
 // Front is the acknowledging half of fleetbot serve --job-process. It answers POST /webhook
@@ -151,11 +150,8 @@ func NewFront(cfg FrontConfig) (*Front, error) {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: time.Minute}
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Wait == nil {
-		cfg.Wait = sleep
+	if cfg.Clock == nil {
+		cfg.Clock = WallClock{}
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -165,14 +161,15 @@ func NewFront(cfg FrontConfig) (*Front, error) {
 		wake: make(chan struct{}, 1)}, nil
 }
 
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
+// wait waits d on the clock, or until ctx is done.
+func (f *Front) wait(ctx context.Context, d time.Duration) error {
+	done := make(chan struct{})
+	stop := f.cfg.Clock.AfterFunc(d, func() { close(done) })
 	select {
-	case <-t.C:
+	case <-done:
 		return nil
 	case <-ctx.Done():
+		stop()
 		return ctx.Err()
 	}
 }
@@ -187,13 +184,11 @@ func (f *Front) Held() int {
 // ServeHTTP answers one delivery: 202 once held for the job process, 200 for a ping, and the
 // Dispatcher's refusals (405, 413, 401, 400, 503 busy, 503 when Capacity deliveries wait).
 func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := f.cfg.Now()
+	start := f.cfg.Clock.Now()
 	event := r.Header.Get("X-GitHub-Event")
 	id := r.Header.Get("X-GitHub-Delivery")
 	status, outcome, msg := f.accept(r, start, event, id)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(answer{Message: msg, Outcome: outcome})
+	writeAnswer(w, status, outcome, msg)
 	if status >= 400 {
 		f.log.Warn("webhook delivery", append(deliveryAttrs(id, event), "status", status, "outcome", outcome, "message", msg)...)
 	}
@@ -203,23 +198,15 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (f *Front) accept(r *http.Request, start time.Time, event, id string) (status int, outcome, msg string) {
 	defer func() {
 		if status != http.StatusAccepted {
-			f.refuse(event, outcome, f.cfg.Now().Sub(start))
+			f.refuse(event, outcome, f.cfg.Clock.Now().Sub(start))
 		}
 	}()
-	if r.Method != http.MethodPost {
-		return http.StatusMethodNotAllowed, metrics.OutcomeBadRequest, "POST only"
-	}
-	if r.ContentLength > f.cfg.MaxBody {
-		return http.StatusRequestEntityTooLarge, metrics.OutcomeTooLarge, fmt.Sprintf("body over %d bytes", f.cfg.MaxBody)
-	}
 	body, status, outcome, msg := readVerified(r, f.cfg.Secret, f.cfg.MaxBody, f.unverified)
-	switch {
-	case status != 0:
+	if status != 0 {
 		return status, outcome, msg
-	case event == "":
-		return http.StatusBadRequest, metrics.OutcomeBadRequest, "no X-GitHub-Event header"
-	case event == "ping":
-		return http.StatusOK, metrics.OutcomeIgnored, "pong"
+	}
+	if status, outcome, msg := answerWithoutHandler(event); status != 0 {
+		return status, outcome, msg
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -227,7 +214,7 @@ func (f *Front) accept(r *http.Request, start time.Time, event, id string) (stat
 		return http.StatusServiceUnavailable, metrics.OutcomeQueueFull, ErrQueueFull.Error()
 	}
 	f.held = append(f.held, FrontDelivery{ID: id, Event: event, Signature: r.Header.Get(SignatureHeader), Body: body,
-		AckNanos: int64(f.cfg.Now().Sub(start))})
+		AckNanos: int64(f.cfg.Clock.Now().Sub(start))})
 	select {
 	case f.wake <- struct{}{}:
 	default:
@@ -257,7 +244,7 @@ func (f *Front) Run(ctx context.Context) {
 	backoff := time.Duration(0)
 	for {
 		if backoff > 0 {
-			if f.cfg.Wait(ctx, backoff) != nil {
+			if f.wait(ctx, backoff) != nil {
 				return
 			}
 		} else {
@@ -305,7 +292,7 @@ func (f *Front) Drain(ctx context.Context) int {
 			backoff = frontRetryMin
 			continue
 		}
-		if f.cfg.Wait(ctx, backoff) != nil {
+		if f.wait(ctx, backoff) != nil {
 			break
 		}
 		backoff = min(2*backoff, frontRetryMax)
@@ -431,7 +418,7 @@ func (d *Dispatcher) ServeBatch(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "batch too large", http.StatusRequestEntityTooLarge)
 		return
 	}
-	if !hmac.Equal([]byte(signBatch(BatchKey(d.cfg.Secret), body)), []byte(r.Header.Get(BatchSignatureHeader))) {
+	if !hmac.Equal([]byte(signBatch(d.batchKey, body)), []byte(r.Header.Get(BatchSignatureHeader))) {
 		http.Error(w, "batch signature missing or invalid", http.StatusUnauthorized)
 		return
 	}

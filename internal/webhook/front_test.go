@@ -9,8 +9,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -68,27 +68,9 @@ func (j *jobSide) deliveries(t *testing.T, event, outcome string) float64 {
 	return 0
 }
 
-// stepWait is a FrontConfig.Wait the test steps: a wait says it began on entered (the forward
-// before it is over) and returns when the test sends on steps.
-type stepWait struct{ entered, steps chan struct{} }
-
-func (s stepWait) wait(ctx context.Context, _ time.Duration) error {
-	select {
-	case s.entered <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case <-s.steps:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func newTestFront(t *testing.T, jobURL string, capacity int, wait func(context.Context, time.Duration) error) *Front {
+func newTestFront(t *testing.T, jobURL string, capacity int, clock Clock) *Front {
 	t.Helper()
-	f, err := NewFront(FrontConfig{Secret: []byte(testSecret), MaxBody: 1024, Capacity: capacity, JobProcess: jobURL, Wait: wait})
+	f, err := NewFront(FrontConfig{Secret: []byte(testSecret), MaxBody: 1024, Capacity: capacity, JobProcess: jobURL, Clock: clock})
 	require.NoError(t, err)
 	return f
 }
@@ -187,8 +169,10 @@ func TestFrontRefusesWhatTheDispatcherRefuses(t *testing.T) {
 func TestFrontHoldsWhatTheJobProcessCannotTakeYet(t *testing.T) {
 	t.Parallel()
 	job := newJobSide(t, 2)
-	steps := stepWait{entered: make(chan struct{}), steps: make(chan struct{})}
-	f := newTestFront(t, job.url, 3, steps.wait)
+	// A forward that fails waits on the clock: armed says the wait began (the forward before
+	// it is over), Advance ends it.
+	clock := &fakeClock{now: t0, armed: make(chan struct{}, 1)}
+	f := newTestFront(t, job.url, 3, clock)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
@@ -202,16 +186,16 @@ func TestFrontHoldsWhatTheJobProcessCannotTakeYet(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, code, "capacity reached")
 	assert.Equal(t, metrics.OutcomeQueueFull, outcome)
 
-	<-steps.entered // a forward failed: the job process is starting
+	<-clock.armed // a forward failed: the job process is starting
 	assert.Equal(t, 3, f.Held())
 	assert.Zero(t, job.queue.Len())
-	steps.steps <- struct{}{}
-	<-steps.entered // and again
+	clock.Advance(frontRetryMax)
+	<-clock.armed // and again
 	assert.Equal(t, 3, f.Held())
 
 	job.ready()
-	steps.steps <- struct{}{}
-	<-steps.entered // the job process took two; its queue is full, the third waits at the front
+	clock.Advance(frontRetryMax)
+	<-clock.armed // the job process took two; its queue is full, the third waits at the front
 	assert.Equal(t, 2, job.queue.Len())
 	assert.Equal(t, 1, f.Held())
 	first := job.queue.Drain()
@@ -317,4 +301,22 @@ func TestServeBatchKeepsTheOrderBehindAFullQueue(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, answers[1].Status, "not dispatched ahead of the first")
 	assert.Zero(t, job.deliveries(t, "pull_request", metrics.OutcomeCoalesced))
 	assert.Equal(t, 1, job.queue.Len())
+}
+
+// TestFrontSendsNoEmptyBatch: with nothing held and no refusal to report, handing over sends
+// nothing (a wake whose delivery an earlier batch took must not post an empty batch, which
+// would count as no progress and put the forwarder into its backoff).
+func TestFrontSendsNoEmptyBatch(t *testing.T) {
+	t.Parallel()
+	var posts atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		posts.Add(1)
+		_, _ = w.Write([]byte("[]"))
+	}))
+	t.Cleanup(ts.Close)
+	f := newTestFront(t, ts.URL, 10, nil)
+	progress, err := f.forwardOnce(context.Background())
+	require.NoError(t, err)
+	assert.True(t, progress, "nothing to do is not a failure")
+	assert.Zero(t, posts.Load())
 }

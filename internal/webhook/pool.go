@@ -51,17 +51,15 @@ type claimKey struct{}
 // (Queue.Claim): it returns once no drift of them runs, and no drift of them starts until the
 // job is done. An ApplyPreparer calls it (or Exclusive) before its apply job writes to them.
 // Outside an apply job of a Pool it does nothing.
-func Claim(ctx context.Context, repos []string) error {
-	if claim, ok := ctx.Value(claimKey{}).(func(context.Context, []string, bool) error); ok {
-		return claim(ctx, repos, false)
-	}
-	return nil
-}
+func Claim(ctx context.Context, repos []string) error { return claimIn(ctx, repos, false) }
 
 // Exclusive claims every target repo for the apply job run with ctx (see Claim).
-func Exclusive(ctx context.Context) error {
+func Exclusive(ctx context.Context) error { return claimIn(ctx, nil, true) }
+
+// claimIn claims repos (all of them when all) with the claim ctx carries, if any.
+func claimIn(ctx context.Context, repos []string, all bool) error {
 	if claim, ok := ctx.Value(claimKey{}).(func(context.Context, []string, bool) error); ok {
-		return claim(ctx, nil, true)
+		return claim(ctx, repos, all)
 	}
 	return nil
 }
