@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
+	"runtime"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/fleetbot-io/fleetbot/internal/yamlsize"
@@ -48,17 +52,42 @@ var kustomizationFiles = [...]string{"kustomization.yaml", "kustomization.yml", 
 // looping or naming a directory is an issue naming the link and its target. fsys must
 // implement fs.ReadLinkFS to read links (os.DirFS, os.Root.FS and fstest.MapFS do).
 func Load(fsys fs.FS) (*Repo, error) {
-	return load(fsys, nil)
+	return load(fsys, Options{})
 }
 
 // LoadCached is Load, taking the clusters whose file (name and content) it decoded before from
 // cache (see Cache); a nil cache is Load.
 func LoadCached(fsys fs.FS, cache *Cache) (*Repo, error) {
-	return load(fsys, cache)
+	return LoadWith(fsys, Options{Cache: cache})
 }
 
-func load(fsys fs.FS, cache *Cache) (*Repo, error) {
-	l := &loader{fsys: fsys, repo: &Repo{}, cache: cache}
+// Options are the optional parts of a load.
+type Options struct {
+	// Cache keeps the clusters decoded from files seen before (see LoadCached).
+	Cache *Cache
+	// Catalog, when set, is called once with the catalog's apps as soon as they are read, before
+	// the clusters and workspaces are and before anything is validated, so work that needs only
+	// the apps (the renderer's kustomize builds) can run beside the rest of the load. The apps
+	// may still be found invalid, and the load may fail. Nothing changes them after the call:
+	// they may be read from any goroutine, never written.
+	Catalog func(apps []*App)
+}
+
+// LoadWith is Load with options.
+func LoadWith(fsys fs.FS, o Options) (*Repo, error) {
+	return load(fsys, o)
+}
+
+func load(fsys fs.FS, o Options) (*Repo, error) {
+	return newLoader(fsys, o).load()
+}
+
+func newLoader(fsys fs.FS, o Options) *loader {
+	return &loader{fsys: fsys, repo: &Repo{}, cache: o.Cache, catalog: o.Catalog, workers: clusterDecodeWorkers()}
+}
+
+// load reads, defaults and validates the repo.
+func (l *loader) load() (*Repo, error) {
 	if err := l.run(); err != nil {
 		return nil, err
 	}
@@ -74,7 +103,11 @@ type loader struct {
 	fsys  fs.FS
 	repo  *Repo
 	cache *Cache
-	is    Issues
+	// catalog is Options.Catalog.
+	catalog func([]*App)
+	// workers is the number of goroutines decoding cluster files (clusterDecodeWorkers).
+	workers int
+	is      Issues
 	// files and bytes count what was read, for the bounds.
 	files, bytes int
 	// platform is where the Platform was found, for "second Platform" issues.
@@ -93,13 +126,17 @@ func (l *loader) run() error {
 	if err := l.loadPlatform(top); err != nil {
 		return err
 	}
+	// The catalog first: Options.Catalog's work runs beside the rest of the load.
+	if err := l.loadCatalog(top); err != nil {
+		return err
+	}
+	if l.catalog != nil {
+		l.catalog(slices.Clone(l.repo.Apps)) // a copy: sortRepo sorts the repo's
+	}
 	if err := l.loadObjects(top, clustersDir, KindCluster); err != nil {
 		return err
 	}
 	if err := l.loadObjects(top, workspacesDir, KindWorkspace); err != nil {
-		return err
-	}
-	if err := l.loadCatalog(top); err != nil {
 		return err
 	}
 	if err := l.loadPause(top); err != nil {
@@ -180,12 +217,9 @@ func checkYAMLSize(name string, b []byte) error {
 // readBounded reads a file, counting it against the bounds on file size, file count and total
 // size.
 func (l *loader) readBounded(name string) ([]byte, error) {
-	if info, err := fs.Stat(l.fsys, name); err == nil && info.Size() > MaxFileBytes {
-		return nil, tooLarge(name, fmt.Sprintf("%d bytes, more than the %d a file may have", info.Size(), MaxFileBytes))
-	}
-	b, err := fs.ReadFile(l.fsys, name)
+	b, err := readAtMost(l.fsys, name, MaxFileBytes)
 	if err != nil {
-		return nil, fmt.Errorf("%w: reading %s: %w", ErrUnreadable, name, err)
+		return nil, err
 	}
 	l.files++
 	l.bytes += len(b)
@@ -198,6 +232,41 @@ func (l *loader) readBounded(name string) ([]byte, error) {
 		return nil, tooLarge(name, fmt.Sprintf("the control repo holds more than %d bytes", MaxTotalBytes))
 	}
 	return b, nil
+}
+
+// readAtMost reads file name of fsys, refusing a file of more than limit bytes before reading
+// it (its size as it was opened) or once more was read (a file that grew). One open: a stat
+// by name costs an os.Root as much as the read.
+func readAtMost(fsys fs.FS, name string, limit int) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading %s: %w", ErrUnreadable, name, err)
+	}
+	defer f.Close()
+	size := 0
+	if info, err := f.Stat(); err == nil {
+		if info.Size() > int64(limit) {
+			return nil, tooLarge(name, fmt.Sprintf("%d bytes, more than the %d a file may have", info.Size(), limit))
+		}
+		size = int(info.Size())
+	}
+	b := make([]byte, 0, size+1) // +1: the read that finds the end needs no second buffer
+	for {
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if len(b) > limit {
+			return nil, tooLarge(name, fmt.Sprintf("more than the %d bytes a file may have", limit))
+		}
+		if errors.Is(err, io.EOF) {
+			return b, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: reading %s: %w", ErrUnreadable, name, err)
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 // ErrTooLarge is returned (wrapped, with the file) for a control repo past its bounds.
@@ -249,7 +318,7 @@ func (l *loader) object(name string, e fs.DirEntry, kind, dir string) (*document
 		return nil, err
 	}
 	d := parseDocument(name, data, &l.is)
-	if d == nil || !l.placed(d, kind, dir) {
+	if d == nil || !l.placed(d, kind, dir, &l.is) {
 		return nil, nil
 	}
 	return d, nil
@@ -287,7 +356,7 @@ func (l *loader) link(name string) (string, bool) {
 // placed checks the kind of a document against its location. It returns
 // false when the document holds another fleetbot kind and must be skipped;
 // unknown or missing kinds are left to Validate.
-func (l *loader) placed(d *document, want, dir string) bool {
+func (l *loader) placed(d *document, want, dir string, is *Issues) bool {
 	kind, line, _ := d.scalar("kind")
 	if kind == want {
 		return true
@@ -299,11 +368,11 @@ func (l *loader) placed(d *document, want, dir string) bool {
 		if l.platform.File != "" {
 			first = l.platform.String()
 		}
-		l.is.Add(pos, "a control repo has exactly one Platform, in platform.yaml; delete this one or merge it into "+first,
+		is.Add(pos, "a control repo has exactly one Platform, in platform.yaml; delete this one or merge it into "+first,
 			"a second Platform: only platform.yaml may hold the Platform")
 		return false
 	case KindCluster, KindWorkspace, KindApp:
-		l.is.Add(pos, "move it to "+kindHome(kind), "a %s does not belong in %s: only %s objects go there", kind, placeName(dir, want), want)
+		is.Add(pos, "move it to "+kindHome(kind), "a %s does not belong in %s: only %s objects go there", kind, placeName(dir, want), want)
 		return false
 	}
 	return true
@@ -347,7 +416,11 @@ func (l *loader) loadObjects(top map[string]fs.DirEntry, dir, kind string) error
 		l.is.Add(Position{File: dir}, "make "+dir+" a directory of one YAML file per "+kind, "expected a directory")
 		return nil
 	}
-	return fs.WalkDir(l.fsys, dir, func(name string, e fs.DirEntry, err error) error {
+	var clusters *clusterDecoder
+	if kind == KindCluster {
+		clusters = l.decodeClusters()
+	}
+	err := fs.WalkDir(l.fsys, dir, func(name string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("%w: listing %s: %w", ErrUnreadable, name, err)
 		}
@@ -366,7 +439,7 @@ func (l *loader) loadObjects(top map[string]fs.DirEntry, dir, kind string) error
 			return nil
 		}
 		if kind == KindCluster {
-			return l.loadCluster(name, e, dir)
+			return l.readCluster(clusters, name, e, dir)
 		}
 		d, err := l.object(name, e, kind, dir)
 		if d == nil {
@@ -382,11 +455,55 @@ func (l *loader) loadObjects(top map[string]fs.DirEntry, dir, kind string) error
 		}
 		return nil
 	})
+	if clusters != nil {
+		return l.mergeClusters(clusters, err)
+	}
+	return err
 }
 
-// loadCluster loads the Cluster of file name in dir, from the cache when the same file (name
-// and content) was decoded before without a problem.
-func (l *loader) loadCluster(name string, e fs.DirEntry, dir string) error {
+// clusterFile is one cluster file read by the walk: taken from the cache, or decoded by a
+// clusterDecoder worker into cluster, is and err.
+type clusterFile struct {
+	name, dir string
+	data      []byte
+	cluster   *Cluster
+	is        Issues
+	err       error
+	// fresh is a cluster decoded without a problem, for the cache.
+	fresh bool
+}
+
+// clusterDecoder decodes the cluster files the walk reads, on as many goroutines as the
+// process may run: decoding is most of a load, each file is decoded on its own, and the
+// walk's reads (system calls) overlap the decoding. Files are merged in walk order
+// afterwards (mergeClusters), so clusters, issues and the first error are those of a load one
+// file after another.
+type clusterDecoder struct {
+	files []*clusterFile
+	work  chan *clusterFile
+	wg    sync.WaitGroup
+}
+
+// clusterDecodeWorkers bounds the decoding goroutines of one load.
+func clusterDecodeWorkers() int {
+	return max(1, min(runtime.GOMAXPROCS(0), 8))
+}
+
+func (l *loader) decodeClusters() *clusterDecoder {
+	d := &clusterDecoder{work: make(chan *clusterFile, 64)}
+	for range l.workers {
+		d.wg.Go(func() {
+			for f := range d.work {
+				l.decodeCluster(f)
+			}
+		})
+	}
+	return d
+}
+
+// readCluster reads the cluster file name in dir, counting it against the bounds, and hands it
+// to the decoder unless the cache has it.
+func (l *loader) readCluster(d *clusterDecoder, name string, e fs.DirEntry, dir string) error {
 	from, ok := l.source(name, e)
 	if !ok {
 		return nil
@@ -395,27 +512,49 @@ func (l *loader) loadCluster(name string, e fs.DirEntry, dir string) error {
 	if err != nil {
 		return err
 	}
-	if c := l.cache.cluster(name, data); c != nil {
-		l.repo.Clusters = append(l.repo.Clusters, c)
-		return nil
-	}
-	if err := checkYAMLSize(from, data); err != nil {
-		return err
-	}
-	problems := len(l.is)
-	d := parseDocument(name, data, &l.is)
-	if d == nil || !l.placed(d, KindCluster, dir) {
-		return nil
-	}
-	var c Cluster
-	if d.decode(&c, &l.is) {
-		c.Source = d.src
-		l.repo.Clusters = append(l.repo.Clusters, &c)
-		if len(l.is) == problems {
-			l.cache.put(name, data, &c)
-		}
+	f := &clusterFile{name: name, dir: dir, data: data}
+	d.files = append(d.files, f)
+	if f.cluster = l.cache.cluster(name, data); f.cluster == nil {
+		d.work <- f
 	}
 	return nil
+}
+
+// decodeCluster decodes one cluster file into f; it touches nothing else but the cache (safe
+// for concurrent use) and what it only reads of l.
+func (l *loader) decodeCluster(f *clusterFile) {
+	if f.err = checkYAMLSize(f.name, f.data); f.err != nil {
+		return
+	}
+	doc := parseDocument(f.name, f.data, &f.is)
+	if doc == nil || !l.placed(doc, KindCluster, f.dir, &f.is) {
+		return
+	}
+	var c Cluster
+	if doc.decode(&c, &f.is) {
+		c.Source = doc.src
+		f.cluster, f.fresh = &c, len(f.is) == 0
+	}
+}
+
+// mergeClusters waits for the decoder and adds its clusters and issues in walk order. The
+// error is the first of the files decoded before the walk stopped, else the walk's (walkErr).
+func (l *loader) mergeClusters(d *clusterDecoder, walkErr error) error {
+	close(d.work)
+	d.wg.Wait()
+	for _, f := range d.files {
+		if f.err != nil {
+			return f.err
+		}
+		l.is = append(l.is, f.is...)
+		if f.cluster != nil {
+			l.repo.Clusters = append(l.repo.Clusters, f.cluster)
+		}
+		if f.fresh {
+			l.cache.put(f.name, f.data, f.cluster)
+		}
+	}
+	return walkErr
 }
 
 // loadCatalog loads catalog/<app>/app.yaml and every other file of each app

@@ -13,10 +13,15 @@ import (
 // naming a directory is an issue naming the link and its target, and is never read. A missing
 // or unreadable dir is an error wrapping ErrUnreadable, never an empty repo.
 func LoadDir(dir string) (*Repo, error) {
+	return LoadDirWith(dir, Options{})
+}
+
+// LoadDirWith is LoadDir with options (see LoadWith).
+func LoadDirWith(dir string, o Options) (*Repo, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, errUnreadable("opening control repo "+dir, err)
 	}
 	defer root.Close()
-	return load(root.FS(), nil)
+	return load(root.FS(), o)
 }

@@ -575,19 +575,15 @@ func patternOf(p *Platform, kind string) string {
 func (v *validator) values() {
 	dp := v.r.deployer()
 	required := map[*App][]string{} // sorted names of each app's required values
+	var deps []Deployment           // reused: nothing keeps a cluster's list
 	for _, c := range v.r.Clusters {
-		deps := dp.cluster(c, nil, false)
-		declared := map[string]bool{}
-		for _, d := range deps {
-			for name := range d.App.Spec.Values {
-				declared[name] = true
-			}
-		}
-		for _, name := range slices.Sorted(maps.Keys(c.Spec.Values)) {
-			if declared[name] {
+		deps = dp.cluster(c, deps[:0], false)
+		// Issues are sorted by position and message in the end: the values need no order.
+		for name := range c.Spec.Values {
+			if declares(deps, name) {
 				continue
 			}
-			names := slices.Sorted(maps.Keys(declared))
+			names := declaredValues(deps)
 			hint := "remove it; no app deployed to this cluster declares values"
 			if len(names) > 0 {
 				hint = "the apps deployed to " + c.Metadata.Name + " declare: " + strings.Join(names, ", ")
@@ -633,6 +629,28 @@ func (v *validator) values() {
 			}
 		}
 	}
+}
+
+// declares reports whether an app of deps declares value name.
+func declares(deps []Deployment, name string) bool {
+	for _, d := range deps {
+		if _, ok := d.App.Spec.Values[name]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// declaredValues is the sorted names of the values the apps of deps declare.
+func declaredValues(deps []Deployment) []string {
+	var names []string
+	for _, d := range deps {
+		for name := range d.App.Spec.Values {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // declaredBy lists the apps (as "app X") that declare the value name.
