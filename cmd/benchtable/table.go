@@ -121,7 +121,7 @@ func (r *results) markdown() []byte {
 		rr, nv := row.Render, row.Naive
 		label := fmt.Sprintf("Full render, %s clusters × %d apps (%s repos, %s files, %s deployments)",
 			n(rr.Clusters), rr.Apps, n(rr.Targets), n(rr.Files), n(rr.Deployments))
-		res := fmt.Sprintf("**%s** (load+validate %s, render %s); peak RSS **%s** (Go heap %s); **%d kustomize builds**",
+		res := fmt.Sprintf("**%s** (load+validate with the builds beside it %s, rest of the render %s); peak RSS **%s** (Go heap %s); **%d kustomize builds**",
 			secs(rr.Total()), secs(rr.Load), secs(rr.Render), mib(row.RenderProc.MaxRSS), mib(int64(rr.HeapPeak)), rr.Builds)
 		target, status := "", ""
 		switch rr.Clusters {
@@ -417,10 +417,13 @@ const methodNotes = `## How each row is measured
 1. **Render.** ` + "`fleetgen`" + ` writes a control repo of N clusters, N/50 workspaces and 20 catalog apps (5 of them
    cluster-scoped platform components on label selectors, 15 namespaced workspace apps; per-cluster values,
    required address ranges on metal clusters) to disk, as ` + "`fleetbot dev generate`" + ` does. A child process then
-   does what the CLI does: ` + "`control.LoadDir`" + ` (read, strict decode, validate) and one cold
-   ` + "`fanout.Renderer.Render`" + ` of every target. Time is wall time of those two calls; peak RSS is the child's
+   does what the CLI does: ` + "`app.LoadDir`" + ` (read, strict decode on every CPU, validate, with a cold Renderer's
+   kustomize builds of the catalog running beside it) and that Renderer's ` + "`Render`" + ` of every target, with the
+   collector the CLI's one-shot commands run (` + "`app.KeepHeapFloor`" + `: a heap goal of at least 128 MiB while the live heap is
+   small, GOGC=100 beyond). Time is wall time of those two calls (load and render overlap: the builds are counted in
+   the load); peak RSS is the child's
    ` + "`ru_maxrss`" + ` (Go runtime and the loaded repo included); Go heap is sampled every 5 ms. The naive row runs, in
-   another child on the same files, one ` + "`krusty`" + ` build per (cluster, app) pair with fanout's options, each on a
+   another child on the same files and with the same collector, one ` + "`krusty`" + ` build per (cluster, app) pair with fanout's options, each on a
    fresh in-memory filesystem: what one Flux Kustomization per cluster and app costs. The CLI row runs the real
    ` + "`kustomize`" + ` binary (pinned; ` + "`make bench`" + ` installs it into ` + "`bin/`" + ` with ` + "`go install`" + `) as one
    ` + "`kustomize build`" + ` process per pair on a few clusters, the apps' files written to disk once beforehand: what a

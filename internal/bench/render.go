@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"path"
 	"runtime"
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 )
@@ -23,8 +25,9 @@ type RenderResult struct {
 	// Targets and Files are the rendered repos and their files (managed and
 	// scaffolds).
 	Targets, Files int
-	// Load is control.LoadDir (read, decode, validate); Render is
-	// fanout.Renderer.Render on a new Renderer.
+	// Load is app.LoadDir, as the CLI loads: control.LoadDir (read, decode, validate) with a
+	// new Renderer's kustomize builds running beside it; Render is the rest of that
+	// Renderer's Render.
 	Load, Render time.Duration
 	// Builds is the number of kustomize builds the render executed.
 	Builds int
@@ -38,14 +41,14 @@ func (r RenderResult) Total() time.Duration { return r.Load + r.Render }
 // Render loads the control repo in dir and renders it with a cold Renderer.
 func Render(dir string) (*RenderResult, error) {
 	hs := StartHeapSampler(5 * time.Millisecond)
+	r := fanout.NewRenderer(fanout.Options{})
 	start := time.Now()
-	repo, err := control.LoadDir(dir)
+	repo, err := app.LoadDir(context.Background(), r, dir)
 	if err != nil {
 		hs.Stop()
 		return nil, fmt.Errorf("loading %s: %w", dir, err)
 	}
 	loaded := time.Now()
-	r := fanout.NewRenderer(fanout.Options{})
 	targets, err := r.Render(repo)
 	if err != nil {
 		hs.Stop()

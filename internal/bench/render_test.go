@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"testing/fstest"
 
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/fleetgen"
@@ -22,11 +24,12 @@ func benchFullRender(b *testing.B, clusters int) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		repo, err := control.LoadDir(dir)
+		r := fanout.NewRenderer(fanout.Options{})
+		repo, err := app.LoadDir(context.Background(), r, dir)
 		if err != nil {
 			b.Fatal(err)
 		}
-		targets, err := fanout.NewRenderer(fanout.Options{}).Render(repo)
+		targets, err := r.Render(repo)
 		if err != nil || len(targets) == 0 {
 			b.Fatalf("render: %v", err)
 		}

@@ -244,16 +244,9 @@ func (x *run) addOnce(pos control.Position, hint, format string, args ...any) {
 // are typos that must not reach a cluster, found once per app.
 func (x *run) buildApp(app *control.App) {
 	name := app.Metadata.Name
-	key := inputHash(app.Files)
-	b, ok := x.r.cache[key]
+	b, ok := x.r.cached(app)
 	if ok {
 		x.r.stats.CacheHits++
-	} else {
-		b = kustomize(x.r.kustomizer, app.Files)
-		b.exact = x.r.exact
-		x.r.stats.Builds++
-		x.r.cache[key] = b
-		x.r.log.Debug("kustomize build", "app", name, "objects", len(b.objects), "problems", len(b.problems))
 	}
 	b.used = x.r.generation
 	x.builds[name] = b
@@ -272,6 +265,37 @@ func (x *run) buildApp(app *control.App) {
 	for _, bad := range b.bad {
 		x.issues.Add(locateRef(app, bad), "write ${name} with a declared value name, or $${...} for a literal",
 			"app %s has a malformed substitution %q", name, bad)
+	}
+}
+
+// cached returns app's build from the cache, running the build when the cache has none
+// (ok false); call with r.mu held.
+func (r *Renderer) cached(app *control.App) (b *build, ok bool) {
+	key := inputHash(app.Files)
+	if b, ok = r.cache[key]; ok {
+		return b, true
+	}
+	b = kustomize(r.kustomizer, app.Files)
+	b.exact = r.exact
+	r.stats.Builds++
+	r.cache[key] = b
+	r.log.Debug("kustomize build", "app", app.Metadata.Name, "objects", len(b.objects), "problems", len(b.problems))
+	return b, false
+}
+
+// Prebuild runs the kustomize builds of apps the cache does not hold yet, so the Render that
+// follows finds them done: the CLI starts it beside the rest of the control repo's load
+// (control.Options.Catalog), and builds are a third of a cold render of a large fleet. It
+// stops at ctx's end, between builds. A build no Render then uses is dropped by that Render,
+// as any build its control repo no longer needs. Prebuild and Render wait for each other.
+func (r *Renderer) Prebuild(ctx context.Context, apps []*control.App) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, app := range apps {
+		if ctx.Err() != nil {
+			return
+		}
+		r.cached(app)
 	}
 }
 

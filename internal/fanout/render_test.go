@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -280,6 +281,34 @@ func TestRenderCache(t *testing.T) {
 	assert.Equal(t, 5, s.Builds)
 	assert.Equal(t, 4, s.Cached)
 	assert.Equal(t, 3, s.Renders)
+}
+
+// TestPrebuild: the builds Prebuild runs are the ones the next Render uses (no build of its
+// own, the same bytes as a cold render); a build the next Render does not use is dropped;
+// a done context stops Prebuild before any build.
+func TestPrebuild(t *testing.T) {
+	t.Parallel()
+	want := tree(t, mustRender(t, NewRenderer(Options{}), loadExample(t)))
+	repo := loadExample(t)
+	r := NewRenderer(Options{})
+	r.Prebuild(context.Background(), repo.Apps)
+	assert.Equal(t, Stats{Builds: 4, Cached: 4}, r.Stats())
+	assertSameTree(t, want, tree(t, mustRender(t, r, repo)), "prebuilt")
+	assert.Equal(t, Stats{Renders: 1, Builds: 4, CacheHits: 4, Cached: 4}, r.Stats())
+
+	// A changed app prebuilt, then a render of the repo without the change: the build is dropped.
+	m := exampleFS(t)
+	m["catalog/redis/service.yaml"].Data = append(m["catalog/redis/service.yaml"].Data, []byte("  sessionAffinity: None\n")...)
+	r.Prebuild(context.Background(), load(t, m).Apps)
+	assert.Equal(t, 5, r.Stats().Cached)
+	mustRender(t, r, loadExample(t))
+	assert.Equal(t, 4, r.Stats().Cached)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cold := NewRenderer(Options{})
+	cold.Prebuild(ctx, repo.Apps)
+	assert.Zero(t, cold.Stats().Builds)
 }
 
 func TestRenderTargets(t *testing.T) {

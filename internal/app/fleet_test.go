@@ -1,0 +1,52 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/fleetgen"
+)
+
+// TestLoadDirBuildsBesideTheLoad: LoadDir returns with the catalog's builds done by the
+// renderer, so the render that follows builds nothing, and renders what a load then a cold
+// render does. A failed load returns its issues, and the builds it started have ended.
+func TestLoadDirBuildsBesideTheLoad(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, fleetgen.WriteDir(dir, fleetgen.Options{Clusters: 30, Apps: 6, Seed: 2}))
+
+	r := fanout.NewRenderer(fanout.Options{})
+	repo, err := LoadDir(context.Background(), r, dir)
+	require.NoError(t, err)
+	assert.Equal(t, len(repo.Apps), r.Stats().Builds, "every app built during the load")
+	targets, err := r.Render(repo)
+	require.NoError(t, err)
+	assert.Equal(t, len(repo.Apps), r.Stats().Builds, "the render built nothing more")
+
+	plain, err := control.LoadDir(dir)
+	require.NoError(t, err)
+	want, err := fanout.NewRenderer(fanout.Options{}).Render(plain)
+	require.NoError(t, err)
+	require.Len(t, targets, len(want))
+	for i := range want {
+		assert.Equal(t, want[i].Files, targets[i].Files, want[i].Repo)
+	}
+
+	broken := filepath.Join(dir, "clusters", "broken.yaml")
+	require.NoError(t, os.WriteFile(broken, []byte("kind: ["), 0o644))
+	r = fanout.NewRenderer(fanout.Options{})
+	repo, err = LoadDir(context.Background(), r, dir)
+	assert.Nil(t, repo)
+	var issues control.Issues
+	require.True(t, errors.As(err, &issues), "%v", err)
+	assert.Contains(t, err.Error(), "clusters/broken.yaml")
+	assert.LessOrEqual(t, r.Stats().Builds, 6, "the builds ended with the load")
+}
