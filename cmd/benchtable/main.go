@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/bench"
 	"github.com/fleetbot-io/fleetbot/internal/fleetgen"
 )
@@ -92,12 +93,14 @@ func run(args []string) error {
 	switch child {
 	case "":
 	case "render":
+		app.KeepHeapFloor(app.DefaultHeapFloor) // as fleetbot's one-shot commands do
 		res, err := bench.Render(dir)
 		if err != nil {
 			return err
 		}
 		return emit(res)
 	case "naive":
+		app.KeepHeapFloor(app.DefaultHeapFloor) // the same collector as the render it is compared with
 		res, err := bench.Naive(dir, cfg.sample)
 		if err != nil {
 			return err

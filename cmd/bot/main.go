@@ -28,6 +28,11 @@ import (
 var version = "dev"
 
 func main() {
+	if cmd, _, err := (&frontend{}).rootCommand().Find(os.Args[1:]); err == nil && cmd.Name() != "serve" {
+		// A command that runs once lets its heap grow to 128 MiB before collecting; serve's
+		// heap lives for days and keeps Go's default.
+		app.KeepHeapFloor(app.DefaultHeapFloor)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
