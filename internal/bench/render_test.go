@@ -41,7 +41,8 @@ func BenchmarkFullRender10000x20(b *testing.B) { benchFullRender(b, 10000) }
 
 // BenchmarkPushOneCluster1000x20 is the CPU side of a one-cluster push to a warm service
 // (docs/benchmarks.md row 5): the control repo, in memory, has one cluster's address range
-// changed; it is loaded and validated again, rendered by the warm Renderer, every target is
+// changed; it is loaded and validated again (with serve's cache of decoded cluster files),
+// rendered by the warm Renderer, every target is
 // fingerprinted (reconcile's baseline digests) and compared with the previous render. What is
 // left of the push is requests: reading the control repo's head, tree and changed blob, and
 // the writes of the one changed repo.
@@ -57,7 +58,8 @@ func BenchmarkPushOneCluster1000x20(b *testing.B) {
 		b.Fatal("no cluster with an address range")
 	}
 	r := fanout.NewRenderer(fanout.Options{})
-	repo, err := control.Load(fsys)
+	cache := control.NewCache(0)
+	repo, err := control.LoadCached(fsys, cache)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -74,7 +76,7 @@ func BenchmarkPushOneCluster1000x20(b *testing.B) {
 			data = []byte(strings.Replace(string(orig), ".0/24", ".0/25", 1))
 		}
 		fsys[file] = &fstest.MapFile{Data: data}
-		repo, err := control.Load(fsys)
+		repo, err := control.LoadCached(fsys, cache)
 		if err != nil {
 			b.Fatal(err)
 		}

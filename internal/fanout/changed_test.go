@@ -86,6 +86,10 @@ func TestDigestAgreesWithChanged(t *testing.T) {
 	for _, tg := range base {
 		digests[tg.Repo] = Digest(tg)
 		assert.Equal(t, digests[tg.Repo], Digest(tg), "%s: the digest is deterministic", tg.Repo)
+		require.NotNil(t, tg.hasher)
+		uncached := tg.Clone()
+		uncached.hasher = nil
+		assert.Equal(t, digests[tg.Repo], Digest(uncached), "%s: the renderer's hash cache changes no digest", tg.Repo)
 	}
 	edited := clone(gen)
 	for p, f := range edited {
