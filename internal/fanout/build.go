@@ -7,6 +7,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/kustomize/api/hasher"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -20,6 +21,12 @@ const appRoot = "/app"
 
 // build is the cached result of rendering one distinct kustomize input.
 type build struct {
+	// mu guards what renders of targets fill in on first use (variants, nsTemplate, files):
+	// targets are rendered on several goroutines.
+	mu sync.Mutex
+	// layoutMu, the renderer's, serialises layouts of all builds: they ask kyaml's built-in
+	// schema, which is not safe for concurrent use, whether a kind is cluster-scoped.
+	layoutMu *sync.Mutex
 	// objects in kustomize's legacy order (deterministic for any input).
 	objects []object
 	// problems found by precheck or kustomize; positions relative to the app dir.
@@ -172,6 +179,8 @@ func kustomize(k *krusty.Kustomizer, files map[string][]byte) (b *build) {
 // variant returns the build laid out for namespace ns, computing it once. plain memoises
 // plainNamespace for the render (nil: not memoised).
 func (b *build) variant(ns string, plain map[string]bool) (*variant, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if v, ok := b.variants[ns]; ok {
 		return v, nil
 	}
@@ -204,7 +213,9 @@ func (b *build) relayout(ns string, plain map[string]bool) *variant {
 	}
 	isPlain, ok := plain[ns]
 	if !ok {
+		b.lockLayout()
 		isPlain = plainNamespace(ns)
+		b.unlockLayout()
 		if plain != nil {
 			plain[ns] = isPlain
 		}
@@ -280,6 +291,8 @@ func plainNamespace(ns string) bool {
 // cluster-scoped object or one in another namespace is a conflict rather
 // than silently moved.
 func (b *build) layout(ns string) (*variant, error) {
+	b.lockLayout()
+	defer b.unlockLayout()
 	v := &variant{}
 	for _, o := range b.objects {
 		n := o.node.Copy()
@@ -317,6 +330,20 @@ func (b *build) layout(ns string) (*variant, error) {
 	}
 	v.refs, v.bad = uniq(v.refs), uniq(v.bad)
 	return v, nil
+}
+
+// lockLayout and unlockLayout hold the renderer's layout lock (none for a build made without
+// a renderer).
+func (b *build) lockLayout() {
+	if b.layoutMu != nil {
+		b.layoutMu.Lock()
+	}
+}
+
+func (b *build) unlockLayout() {
+	if b.layoutMu != nil {
+		b.layoutMu.Unlock()
+	}
 }
 
 // hashSuffixed reports whether n is a ConfigMap or Secret that kustomize named

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"path"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -58,6 +59,8 @@ type Renderer struct {
 	gitURL     string
 	log        *slog.Logger
 	kustomizer *krusty.Kustomizer
+	// layoutMu serialises the builds' layouts (see build.layoutMu).
+	layoutMu   sync.Mutex
 	cache      map[string]*build
 	generation int
 	stats      Stats
@@ -68,6 +71,8 @@ type Renderer struct {
 	// exact turns off the shortcuts that avoid re-serialising and re-parsing (relayout, inert
 	// values), so tests can compare both ways.
 	exact bool
+	// forceWorkers, when set, is the number of goroutines laying out targets (tests).
+	forceWorkers int
 }
 
 // NewRenderer returns a Renderer with an empty build cache.
@@ -126,10 +131,7 @@ func (r *Renderer) RenderContext(ctx context.Context, repo *control.Repo) ([]*Ta
 	r.stats.Renders++
 	r.generation++
 
-	run := &run{r: r, repo: repo, builds: map[string]*build{}, checked: map[string]string{}, seen: map[string]bool{},
-		fluxWorkspace: map[fluxInput][]byte{}, fluxComponents: map[string][]byte{},
-		componentKustomizations: map[string][]byte{}, plainNS: map[string]bool{},
-		constants: map[string][]byte{}, fileLists: map[string][]byte{}}
+	x := newRun(r, repo, map[string]*build{})
 	interrupted := func() error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("render interrupted: %w", context.Cause(ctx))
@@ -140,36 +142,42 @@ func (r *Renderer) RenderContext(ctx context.Context, repo *control.Repo) ([]*Ta
 		if err := interrupted(); err != nil {
 			return nil, err
 		}
-		run.buildApp(app)
+		x.buildApp(app)
 	}
 	r.evict()
 
 	// Deployments are listed cluster by cluster and dropped once laid out: each carries its
 	// resolved values, and the whole list of a 10,000-cluster fleet was a quarter of the
 	// render's peak heap.
-	dp := repo.Deployer()
 	clusters := sortedClusters(repo.Clusters)
+	workspaces := sortedWorkspaces(repo.Workspaces)
 	byWorkspace := map[string][]*control.Cluster{}
-	targets := make([]*Target, 0, len(repo.Clusters)+len(repo.Workspaces))
 	for _, c := range clusters {
-		if err := interrupted(); err != nil {
-			return nil, err
-		}
-		targets = append(targets, run.clusterTarget(c, dp.Components(c)))
 		byWorkspace[c.Spec.Workspace] = append(byWorkspace[c.Spec.Workspace], c)
 	}
-	for _, w := range sortedWorkspaces(repo.Workspaces) {
-		if err := interrupted(); err != nil {
-			return nil, err
-		}
-		targets = append(targets, run.workspaceTarget(w, byWorkspace[w.Metadata.Name], dp))
+	targets := make([]*Target, len(clusters)+len(workspaces))
+	// The targets are laid out on several goroutines, each with its own memos and issues,
+	// merged in the order one goroutine would have found them.
+	forks := x.forks(r.workers(len(targets)))
+	if err := inParallel(forks, len(clusters), interrupted, func(f *run, i int) {
+		targets[i] = f.clusterTarget(clusters[i], f.deployer.Components(clusters[i]))
+	}); err != nil {
+		return nil, err
 	}
-	targets = append(targets, run.managementTargets()...)
+	x.absorb(forks)
+	if err := inParallel(forks, len(workspaces), interrupted, func(f *run, i int) {
+		w := workspaces[i]
+		targets[len(clusters)+i] = f.workspaceTarget(w, byWorkspace[w.Metadata.Name], f.deployer)
+	}); err != nil {
+		return nil, err
+	}
+	x.absorb(forks)
+	targets = append(targets, x.managementTargets()...)
 	for _, t := range targets {
 		t.hasher = r.hashes
 	}
 	r.evictFiles()
-	if err := run.issues.Err(); err != nil {
+	if err := x.issues.Err(); err != nil {
 		return nil, err
 	}
 	return targets, nil
@@ -216,7 +224,7 @@ type run struct {
 	tenancyPolicy []byte
 	// checked memoises the parse check of substituted documents: text ->
 	// error message ("" when it parses).
-	checked map[string]string
+	checked *textChecks
 	// seen deduplicates issues reported from per-cluster work.
 	seen map[string]bool
 	// plainNS memoises plainNamespace by namespace.
@@ -226,17 +234,94 @@ type run struct {
 	constants, fileLists map[string][]byte
 	// scratch is a buffer reused for per-target text (see clusterTarget).
 	scratch bytes.Buffer
+	// deployer lists the deployments of a cluster (it memoises per workspace).
+	deployer *control.Deployer
+}
+
+// newRun starts the state of one Render call with builds (by app name).
+func newRun(r *Renderer, repo *control.Repo, builds map[string]*build) *run {
+	return &run{r: r, repo: repo, builds: builds, checked: &textChecks{m: map[string]string{}}, seen: map[string]bool{},
+		fluxWorkspace: map[fluxInput][]byte{}, fluxComponents: map[string][]byte{},
+		componentKustomizations: map[string][]byte{}, plainNS: map[string]bool{},
+		constants: map[string][]byte{}, fileLists: map[string][]byte{},
+		deployer: repo.Deployer()}
+}
+
+// workers is how many goroutines lay out n targets: one per CPU the process may use (at most
+// 8), one for a small fleet, where starting them costs more than it saves; r.workers when set
+// (tests).
+func (r *Renderer) workers(n int) int {
+	switch {
+	case r.forceWorkers > 0:
+		return r.forceWorkers
+	case n < 64:
+		return 1
+	}
+	return max(1, min(runtime.GOMAXPROCS(0), 8))
+}
+
+// forks returns n runs that lay out targets beside each other: each with memos, issues and a
+// deployer of its own, sharing x's builds (read-only once built; their own memos are locked)
+// and parse checks.
+func (x *run) forks(n int) []*run {
+	out := make([]*run, n)
+	for i := range out {
+		out[i] = newRun(x.r, x.repo, x.builds)
+		out[i].checked = x.checked
+	}
+	return out
+}
+
+// inParallel calls do(fork, i) for every i < n, on one goroutine per fork, each over a
+// contiguous range of i in order. Each goroutine calls stop before every call and ends at its
+// first error, which inParallel returns (the first in fork order).
+func inParallel(forks []*run, n int, stop func() error, do func(x *run, i int)) error {
+	errs := make([]error, len(forks))
+	var wg sync.WaitGroup
+	for w, x := range forks {
+		from, to := w*n/len(forks), (w+1)*n/len(forks)
+		wg.Go(func() {
+			for i := from; i < to; i++ {
+				if errs[w] = stop(); errs[w] != nil {
+					return
+				}
+				do(x, i)
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// absorb adds the issues the forks found, in fork order (the order of one goroutine going
+// through the targets), each once, and empties the forks' lists.
+func (x *run) absorb(forks []*run) {
+	for _, f := range forks {
+		for _, i := range f.issues {
+			x.addIssueOnce(i)
+		}
+		f.issues = nil
+	}
 }
 
 // addOnce adds an issue unless the same one was added already.
 func (x *run) addOnce(pos control.Position, hint, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	key := pos.String() + "\x00" + msg
+	x.addIssueOnce(control.Issue{Pos: pos, Message: fmt.Sprintf(format, args...), Hint: hint})
+}
+
+// addIssueOnce adds i unless an issue with its position and message was added already.
+func (x *run) addIssueOnce(i control.Issue) {
+	key := i.Pos.String() + "\x00" + i.Message
 	if x.seen[key] {
 		return
 	}
 	x.seen[key] = true
-	x.issues.Add(pos, hint, "%s", msg)
+	x.issues = append(x.issues, i)
 }
 
 // buildApp renders one catalog app through the cache and reports its
@@ -276,7 +361,7 @@ func (r *Renderer) cached(app *control.App) (b *build, ok bool) {
 		return b, true
 	}
 	b = kustomize(r.kustomizer, app.Files)
-	b.exact = r.exact
+	b.exact, b.layoutMu = r.exact, &r.layoutMu
 	r.stats.Builds++
 	r.cache[key] = b
 	r.log.Debug("kustomize build", "app", app.Metadata.Name, "objects", len(b.objects), "problems", len(b.problems))
@@ -438,8 +523,13 @@ func (x *run) appFile(d control.Deployment) ([]byte, bool) {
 	for _, ref := range v.refs {
 		key.WriteString("\x00" + d.Values[ref])
 	}
-	if m, ok := b.files[key.String()]; ok {
+	b.mu.Lock()
+	m, memo := b.files[key.String()]
+	if memo {
 		m.used = x.r.generation
+	}
+	b.mu.Unlock()
+	if memo {
 		return m.data, true
 	}
 
@@ -491,7 +581,9 @@ func (x *run) appFile(d control.Deployment) ([]byte, bool) {
 			dc.tmpl.writeTo(&out)
 		}
 	}
+	b.mu.Lock()
 	b.files[key.String()] = &fileMemo{data: out.Bytes(), used: x.r.generation}
+	b.mu.Unlock()
 	return out.Bytes(), true
 }
 
@@ -501,12 +593,24 @@ func (x *run) appFile(d control.Deployment) ([]byte, bool) {
 // newline and an indented key) could otherwise add a document, a key or a
 // list item to a manifest, or turn a scalar into a map.
 func (x *run) check(text string, d doc, v *variant) string {
-	if msg, ok := x.checked[text]; ok {
+	x.checked.mu.Lock()
+	msg, ok := x.checked.m[text]
+	x.checked.mu.Unlock()
+	if ok {
 		return msg
 	}
-	msg := checkText(text, d, v.nsFrom, v.nsTo)
-	x.checked[text] = msg
+	msg = checkText(text, d, v.nsFrom, v.nsTo)
+	x.checked.mu.Lock()
+	x.checked.m[text] = msg
+	x.checked.mu.Unlock()
 	return msg
+}
+
+// textChecks is the memo of check, shared by the forks of a run: parsing a substituted
+// document is the costly part of laying out a target.
+type textChecks struct {
+	mu sync.Mutex
+	m  map[string]string
 }
 
 // checkText is check without the memo. A scalar of d's shape equal to nsFrom stands for nsTo
