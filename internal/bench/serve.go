@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -175,6 +176,10 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 	secret := "bench-secret"
 	secretFile, keyFile := filepath.Join(o.Work, "secret"), filepath.Join(o.Work, "app.pem")
 	listenFile, logFile := filepath.Join(o.Work, "listen"), filepath.Join(o.Work, "serve.log")
+	// A listen file left by an earlier run names a dead address: waiting on it never ends.
+	if err := os.Remove(listenFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
 	if err := os.WriteFile(secretFile, []byte(secret), 0o600); err != nil {
 		return nil, err
 	}
