@@ -256,13 +256,9 @@ func (x *run) flux(in fluxInput, components []component) ([]byte, error) {
 		}
 		key := in
 		key.cluster = clusterPlaceholder
-		var ok bool
-		if ws, ok = x.fluxWorkspace[key]; !ok {
-			var err error
-			if ws, err = fluxWorkspace(key); err != nil {
-				return nil, err
-			}
-			x.fluxWorkspace[key] = ws
+		var err error
+		if ws, err = x.fluxWorkspace.get(key, fluxWorkspace); err != nil {
+			return nil, err
 		}
 		size += len(ws) + 4 + len(in.cluster)
 	}

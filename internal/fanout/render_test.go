@@ -311,6 +311,23 @@ func TestPrebuild(t *testing.T) {
 	assert.Zero(t, cold.Stats().Builds)
 }
 
+// TestFluxWorkspaceMemoFollowsTheRepo: a warm renderer's memo of workspace Flux objects gives
+// the bytes a cold renderer computes after a change they depend on (the workspace's
+// namespace), and keeps only what the last render used.
+func TestFluxWorkspaceMemoFollowsTheRepo(t *testing.T) {
+	t.Parallel()
+	r := NewRenderer(Options{})
+	mustRender(t, r, loadExample(t))
+	before := len(r.fluxWorkspaces.m)
+	require.Positive(t, before)
+
+	m := exampleFS(t)
+	m["workspaces/payments.yaml"].Data = bytes.Replace(m["workspaces/payments.yaml"].Data, []byte("namespace: payments"), []byte("namespace: payments-2"), 1)
+	want := tree(t, mustRender(t, NewRenderer(Options{}), load(t, m)))
+	assertSameTree(t, want, tree(t, mustRender(t, r, load(t, m))), "warm renderer after a namespace change")
+	assert.Equal(t, before, len(r.fluxWorkspaces.m), "the entries of the old namespace are dropped")
+}
+
 func TestRenderTargets(t *testing.T) {
 	t.Parallel()
 	targets := mustRender(t, NewRenderer(Options{GitURL: "https://ghe.example.com/"}), loadExample(t))
@@ -407,7 +424,7 @@ func TestFluxObjectsStrict(t *testing.T) {
 
 func TestFluxMemoMatchesDirect(t *testing.T) {
 	t.Parallel()
-	x := &run{fluxWorkspace: map[fluxInput][]byte{}, fluxComponents: map[string][]byte{}}
+	x := &run{fluxWorkspace: newMemo[fluxInput](), fluxComponents: map[string][]byte{}}
 	crds := component{app: "crds"}
 	config := component{app: "config", dependsOn: []string{"crds"}}
 	for i, tc := range []struct {
