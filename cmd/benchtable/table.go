@@ -481,7 +481,9 @@ const methodNotes = `## How each row is measured
    used during the load, and how late the sender started requests against their schedule, say who had the CPUs.
 5. **One-cluster push (the binary).** Before the load, on the warm service: one cluster file's address range is
    committed to the fake's control repo and a signed push delivery is sent; the time is from sending it to serve's
-   metrics counting the finished apply job (the PR branch updated and the PR edited). Requests come from the fake's
+   metrics counting the finished apply job (the PR branch updated and the PR edited). The bench scrapes
+   ` + "`/metrics`" + ` every 2 ms only once the fake has seen the job's first write to a target repo (its load, render and plan
+   done): scraping throughout took serve CPU from the job it measured. Requests come from the fake's
    log for that interval. A first such push (another cluster) warms the control repo's blob cache and is not counted.
    serve runs with ` + "`--mutation-interval 0`" + ` here (its startup resync creates every repo, which at the default one
    second between mutations would take hours): with the default, each write after the first of a push waits up to

@@ -282,7 +282,13 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 		if code, _, err := send("push", body, fmt.Sprintf("push-%d", i)); err != nil || code != http.StatusAccepted {
 			return fail(fmt.Errorf("push delivery: %d %v", code, err))
 		}
+		// Scraping /metrics every 2 ms costs serve CPU while it works: ask serve only once the
+		// fake saw the job's first write to a target repo (after its load, render and plan),
+		// and the fake meanwhile, in process.
 		if err := poll(ctx, time.Minute, exited, func() (bool, error) {
+			if !wroteTarget(srv.Requests(), owner) {
+				return false, nil
+			}
 			n, err := applied()
 			return n > before, err
 		}); err != nil {
@@ -579,6 +585,18 @@ func sendSigned(ctx context.Context, client *http.Client, url, secret, event str
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
 	return resp.StatusCode, d, nil
+}
+
+// wroteTarget reports whether the fake's request log holds a write to a repo of owner other
+// than the control repo.
+func wroteTarget(reqs []githubtest.Request, owner string) bool {
+	prefix := "/api/v3/repos/" + owner + "/"
+	for _, r := range reqs {
+		if r.Class != githubtest.Read && strings.HasPrefix(r.Path, prefix) && !strings.HasPrefix(r.Path, prefix+"control/") {
+			return true
+		}
+	}
+	return false
 }
 
 // pushCost classifies the fake's request log of one push.
