@@ -28,8 +28,8 @@ import (
 var version = "dev"
 
 func main() {
-	if cmd, _, err := (&frontend{}).rootCommand().Find(os.Args[1:]); err == nil && cmd.Name() != "serve" {
-		// A command that runs once lets its heap grow to 128 MiB before collecting; serve's
+	if cmd, _, err := (&frontend{}).rootCommand().Find(os.Args[1:]); err == nil && !longRunning[cmd.Name()] {
+		// A command that runs once lets its heap grow to 128 MiB before collecting; a server's
 		// heap lives for days and keeps Go's default.
 		app.KeepHeapFloor(app.DefaultHeapFloor)
 	}
@@ -38,6 +38,9 @@ func main() {
 	stop()
 	os.Exit(code)
 }
+
+// longRunning names the commands that serve until stopped (serve, dev git-serve).
+var longRunning = map[string]bool{"serve": true, "git-serve": true}
 
 // exitCode lets a command end the process with a chosen status, e.g. plan's
 // --detailed-exitcode (2 = changes pending) without printing an error.

@@ -24,6 +24,7 @@ type HeapFloor struct {
 
 	mu      sync.Mutex
 	percent int // the percent set last; 0 before the first
+	prev    int // the percent before the floor started, which Stop sets again
 	stopped bool
 	cycles  int // collections seen
 	sample  []metrics.Sample
@@ -43,12 +44,13 @@ func KeepHeapFloor(floor uint64) *HeapFloor {
 		return nil
 	}
 	h := &HeapFloor{floor: floor, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
-	h.set(gcPercentFor(floor, 0))
+	h.percent = gcPercentFor(floor, 0)
+	h.prev = debug.SetGCPercent(h.percent)
 	h.arm()
 	return h
 }
 
-// Stop ends the floor and restores GOGC=100.
+// Stop ends the floor and sets the percent it found again.
 func (h *HeapFloor) Stop() {
 	if h == nil {
 		return
@@ -56,7 +58,7 @@ func (h *HeapFloor) Stop() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.stopped = true
-	debug.SetGCPercent(minGCPercent)
+	debug.SetGCPercent(h.prev)
 }
 
 // gcSentinel is an object nothing references, so every collection frees it and runs its

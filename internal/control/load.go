@@ -464,11 +464,12 @@ func (l *loader) loadObjects(top map[string]fs.DirEntry, dir, kind string) error
 // clusterFile is one cluster file read by the walk: taken from the cache, or decoded by a
 // clusterDecoder worker into cluster, is and err.
 type clusterFile struct {
-	name, dir string
-	data      []byte
-	cluster   *Cluster
-	is        Issues
-	err       error
+	// name is the file's path, from the file read (the link's target, for a link).
+	name, from, dir string
+	data            []byte
+	cluster         *Cluster
+	is              Issues
+	err             error
 	// fresh is a cluster decoded without a problem, for the cache.
 	fresh bool
 }
@@ -512,7 +513,7 @@ func (l *loader) readCluster(d *clusterDecoder, name string, e fs.DirEntry, dir 
 	if err != nil {
 		return err
 	}
-	f := &clusterFile{name: name, dir: dir, data: data}
+	f := &clusterFile{name: name, from: from, dir: dir, data: data}
 	d.files = append(d.files, f)
 	if f.cluster = l.cache.cluster(name, data); f.cluster == nil {
 		d.work <- f
@@ -523,7 +524,17 @@ func (l *loader) readCluster(d *clusterDecoder, name string, e fs.DirEntry, dir 
 // decodeCluster decodes one cluster file into f; it touches nothing else but the cache (safe
 // for concurrent use) and what it only reads of l.
 func (l *loader) decodeCluster(f *clusterFile) {
-	if f.err = checkYAMLSize(f.name, f.data); f.err != nil {
+	defer func() {
+		// A decoder's panic on this goroutine would end the process: the file's error instead,
+		// as it would reach the caller of a load on one goroutine.
+		if v := recover(); v != nil {
+			f.err = fmt.Errorf("%w: %s: decoding failed: %v (a bug in fleetbot: please report it with the file)", ErrUnreadable, f.name, v)
+		}
+		if l.cache == nil {
+			f.data = nil // only the cache needs it: do not hold every file until the merge
+		}
+	}()
+	if f.err = checkYAMLSize(f.from, f.data); f.err != nil {
 		return
 	}
 	doc := parseDocument(f.name, f.data, &f.is)

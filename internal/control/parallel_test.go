@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -93,6 +94,21 @@ func TestClusterFilesDecodeAsOneAfterAnother(t *testing.T) {
 		assert.Nil(t, repo)
 		require.ErrorIs(t, err, ErrTooLarge)
 		assert.Contains(t, err.Error(), files[60]+":", "%d workers", workers)
+	}
+	// A file past the size bound, which the walk refuses as it reads it: after the first bomb,
+	// the bomb still names the error; before it, the large file does.
+	huge := &fstest.MapFile{Data: []byte("# " + strings.Repeat("x", MaxFileBytes))}
+	for _, c := range []struct{ at, want int }{{150, 60}, {10, 10}} {
+		withHuge := fstest.MapFS{}
+		for p, f := range bombs {
+			withHuge[p] = f
+		}
+		withHuge[files[c.at]] = huge
+		for _, workers := range []int{1, 2, 8} {
+			_, err := loadWorkers(withHuge, workers, Options{})
+			require.ErrorIs(t, err, ErrTooLarge)
+			assert.Contains(t, err.Error(), files[c.want]+":", "large file at %d, %d workers", c.at, workers)
+		}
 	}
 }
 

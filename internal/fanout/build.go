@@ -213,9 +213,7 @@ func (b *build) relayout(ns string, plain map[string]bool) *variant {
 	}
 	isPlain, ok := plain[ns]
 	if !ok {
-		b.lockLayout()
-		isPlain = plainNamespace(ns)
-		b.unlockLayout()
+		isPlain = b.plainNamespace(ns)
 		if plain != nil {
 			plain[ns] = isPlain
 		}
@@ -330,6 +328,13 @@ func (b *build) layout(ns string) (*variant, error) {
 	}
 	v.refs, v.bad = uniq(v.refs), uniq(v.bad)
 	return v, nil
+}
+
+// plainNamespace is plainNamespace under the layout lock (it asks kyaml).
+func (b *build) plainNamespace(ns string) bool {
+	b.lockLayout()
+	defer b.unlockLayout()
+	return plainNamespace(ns)
 }
 
 // lockLayout and unlockLayout hold the renderer's layout lock (none for a build made without

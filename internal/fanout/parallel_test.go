@@ -35,6 +35,24 @@ func TestRenderOnSeveralGoroutines(t *testing.T) {
 		assertSameTree(t, tree(t, want), tree(t, got), "%d goroutines", workers)
 	}
 
+	// A problem every goroutine finds (the platform's Flux interval, which a Repo built other
+	// than by control.Load may hold): reported once, as by one goroutine.
+	repo, err := control.Load(gen)
+	require.NoError(t, err)
+	repo.Platform.Spec.Flux.Interval = "soon"
+	var once string
+	for _, workers := range []int{1, 2, 7} {
+		r := NewRenderer(Options{})
+		r.forceWorkers = workers
+		_, err := r.Render(repo)
+		require.Error(t, err)
+		assert.Equal(t, 1, strings.Count(err.Error(), `flux interval "soon"`), "%d goroutines: %v", workers, err)
+		if once == "" {
+			once = err.Error()
+		}
+		assert.Equal(t, once, err.Error(), "%d goroutines", workers)
+	}
+
 	// Values that turn a scalar into a list, on clusters each goroutine lays out.
 	var metal []string
 	for p, f := range gen {

@@ -288,6 +288,13 @@ func inParallel(forks []*run, n int, stop func() error, do func(x *run, i int)) 
 	for w, x := range forks {
 		from, to := w*n/len(forks), (w+1)*n/len(forks)
 		wg.Go(func() {
+			defer func() {
+				// A panic on this goroutine would end the process (serve's jobs recover theirs
+				// on the job's goroutine): an error of the render instead.
+				if v := recover(); v != nil {
+					errs[w] = fmt.Errorf("render failed: %v (a bug in fleetbot: please report it)", v)
+				}
+			}()
 			for i := from; i < to; i++ {
 				if errs[w] = stop(); errs[w] != nil {
 					return
