@@ -52,7 +52,7 @@ var kustomizationFiles = [...]string{"kustomization.yaml", "kustomization.yml", 
 // looping or naming a directory is an issue naming the link and its target. fsys must
 // implement fs.ReadLinkFS to read links (os.DirFS, os.Root.FS and fstest.MapFS do).
 func Load(fsys fs.FS) (*Repo, error) {
-	return load(fsys, Options{})
+	return LoadWith(fsys, Options{})
 }
 
 // LoadCached is Load, taking the clusters whose file (name and content) it decoded before from
@@ -75,10 +75,6 @@ type Options struct {
 
 // LoadWith is Load with options.
 func LoadWith(fsys fs.FS, o Options) (*Repo, error) {
-	return load(fsys, o)
-}
-
-func load(fsys fs.FS, o Options) (*Repo, error) {
 	return newLoader(fsys, o).load()
 }
 
@@ -223,9 +219,7 @@ func (l *loader) readBounded(name string) ([]byte, error) {
 	}
 	l.files++
 	l.bytes += len(b)
-	switch {
-	case len(b) > MaxFileBytes:
-		return nil, tooLarge(name, fmt.Sprintf("%d bytes, more than the %d a file may have", len(b), MaxFileBytes))
+	switch { // readAtMost refused a file over MaxFileBytes
 	case l.files > MaxFiles:
 		return nil, tooLarge(name, fmt.Sprintf("the control repo has more than %d files", MaxFiles))
 	case l.bytes > MaxTotalBytes:

@@ -23,5 +23,5 @@ func LoadDirWith(dir string, o Options) (*Repo, error) {
 		return nil, errUnreadable("opening control repo "+dir, err)
 	}
 	defer root.Close()
-	return load(root.FS(), o)
+	return LoadWith(root.FS(), o)
 }

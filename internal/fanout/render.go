@@ -241,7 +241,7 @@ type run struct {
 	constants, fileLists map[string][]byte
 	// scratch is a buffer reused for per-target text (see clusterTarget).
 	scratch bytes.Buffer
-	// deployer lists the deployments of a cluster (it memoises per workspace).
+	// deployer lists the deployments of a cluster (it memoises per workspace); a fork's own.
 	deployer *control.Deployer
 }
 
@@ -250,8 +250,7 @@ func newRun(r *Renderer, repo *control.Repo, builds map[string]*build) *run {
 	return &run{r: r, repo: repo, builds: builds, checked: &textChecks{m: map[string]string{}}, seen: map[string]bool{},
 		fluxWorkspace: r.fluxWorkspaces, fluxComponents: map[string][]byte{},
 		componentKustomizations: map[string][]byte{}, plainNS: map[string]bool{},
-		constants: map[string][]byte{}, fileLists: map[string][]byte{},
-		deployer: repo.Deployer()}
+		constants: map[string][]byte{}, fileLists: map[string][]byte{}}
 }
 
 // workers is how many goroutines lay out n targets: one per CPU the process may use (at most
@@ -274,7 +273,7 @@ func (x *run) forks(n int) []*run {
 	out := make([]*run, n)
 	for i := range out {
 		out[i] = newRun(x.r, x.repo, x.builds)
-		out[i].checked = x.checked
+		out[i].checked, out[i].deployer = x.checked, x.repo.Deployer()
 	}
 	return out
 }
