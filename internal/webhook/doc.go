@@ -12,7 +12,9 @@
 // workers runs jobs with a fresh context each; a worker taking a drift takes
 // the other drifts of that owner waiting then (Queue.NextBatch, at most
 // MaxDriftBatch) and runs them as one apply limited to their repos
-// (Service.ExecuteDrifts), reporting each job on its own. It recovers panics and shuts
+// (Service.ExecuteDrifts), reporting each job on its own; while the batch waits for the
+// control head's render (Service.StageDrifts), it takes in the drifts of its owner arriving
+// meanwhile (Queue.TakeDrifts), which would wait for the same render. It recovers panics and shuts
 // down gracefully; Resync queues a full apply periodically, so a missed
 // delivery, a refused one or a crash costs at most one interval.
 //

@@ -26,20 +26,51 @@ func (s *Service) ExecuteDrifts(ctx context.Context, jobs []Job) []error {
 	if len(live) == 0 {
 		return errs
 	}
-	fail := func(err error) []error {
+	sha, fl, err := s.driftHead(ctx)
+	if err != nil {
 		for _, i := range live {
 			errs[i] = err
 		}
 		return errs
 	}
+	s.reconcileDrifts(ctx, sha, fl, jobs, live, errs)
+	return errs
+}
+
+// StageDrifts implements DriftStager: it reads the control repo's head and loads and renders
+// it (once per commit, shared with every job of that commit), and returns the function that
+// reconciles a batch of drift jobs against that head as ExecuteDrifts does. While a new head
+// renders, the Pool adds the drifts arriving meanwhile to the waiting batch.
+func (s *Service) StageDrifts(ctx context.Context) (func(context.Context, []Job) []error, error) {
+	sha, fl, err := s.driftHead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, jobs []Job) []error {
+		errs := make([]error, len(jobs))
+		if live := s.admitDrifts(ctx, jobs, errs); len(live) > 0 {
+			s.reconcileDrifts(ctx, sha, fl, jobs, live, errs)
+		}
+		return errs
+	}, nil
+}
+
+// driftHead is the control repo's head and its fleet, loaded and rendered.
+func (s *Service) driftHead(ctx context.Context) (string, *app.Fleet, error) {
 	sha, err := s.cfg.Control.Head(ctx)
 	if err != nil {
-		return fail(err)
+		return "", nil, err
 	}
 	fl, err := s.fleet(ctx, sha)
 	if err != nil {
-		return fail(fmt.Errorf("control repo at %s: %w", report.ShortSHA(sha), err))
+		return "", nil, fmt.Errorf("control repo at %s: %w", report.ShortSHA(sha), err)
 	}
+	return sha, fl, nil
+}
+
+// reconcileDrifts reconciles the repos of jobs[live] against fl (the control repo at sha) in
+// one apply and sets errs of those jobs.
+func (s *Service) reconcileDrifts(ctx context.Context, sha string, fl *app.Fleet, jobs []Job, live []int, errs []error) {
 	var only []string
 	byName := map[string][]int{} // the jobs of each repo, by lower-case name
 	for _, i := range live {
@@ -60,7 +91,7 @@ func (s *Service) ExecuteDrifts(ctx context.Context, jobs []Job) []error {
 		byName[key] = append(byName[key], i)
 	}
 	if len(only) == 0 {
-		return errs
+		return
 	}
 	// One run for the batch: it reads access afresh when any of its events may have changed it.
 	run := jobs[byName[strings.ToLower(only[0])][0]]
@@ -71,7 +102,6 @@ func (s *Service) ExecuteDrifts(ctx context.Context, jobs []Job) []error {
 	if err != nil {
 		attributeDrifts(errs, byName, len(only), rep, err)
 	}
-	return errs
 }
 
 // admitDrifts returns the indexes of the jobs to reconcile, setting errs of the others: a job

@@ -71,6 +71,19 @@ type DriftBatcher interface {
 	ExecuteDrifts(ctx context.Context, jobs []Job) []error
 }
 
+// DriftStager is a DriftBatcher whose drift batches first do work that every batch of the
+// same state shares (serve: read the control repo's head and render it, once per commit).
+// While a batch waits on that work, the Pool adds to it the drifts of its owner that may start
+// meanwhile (Queue.TakeDrifts), up to MaxDriftBatch: they would wait on the same work, and one
+// apply does all of them. A render of a new control head then keeps its drifts in a few
+// batches instead of a queue that grows for as long as it takes.
+type DriftStager interface {
+	DriftBatcher
+	// StageDrifts does that shared work and returns the function that reconciles a batch on
+	// it, reporting each job's error at its index as ExecuteDrifts does.
+	StageDrifts(ctx context.Context) (func(ctx context.Context, jobs []Job) []error, error)
+}
+
 // Pool runs jobs from a Queue on a fixed number of workers. Each job gets a
 // fresh context (not the delivery's, which ends with the HTTP response),
 // with a timeout; a panic fails that job only.
@@ -134,7 +147,7 @@ func (p *Pool) Run(ctx context.Context) error {
 				if err != nil {
 					return
 				}
-				p.runBatch(hard, jobs)
+				p.runBatch(ctx, hard, jobs)
 			}
 		}()
 	}
@@ -161,9 +174,14 @@ func (p *Pool) now() time.Time {
 	return p.Now()
 }
 
-// runBatch executes jobs (one job, or drift jobs taken together) on a fresh context and
-// reports each job: every delivery is counted and logged as when it ran alone.
-func (p *Pool) runBatch(parent context.Context, jobs []Job) {
+// runBatch executes jobs (one job, or drift jobs taken together) on a fresh context derived
+// from parent and reports each job: every delivery is counted and logged as when it ran alone.
+// Once the pool's ctx is done, a batch takes no more jobs.
+func (p *Pool) runBatch(ctx, parent context.Context, jobs []Job) {
+	if s, ok := p.Exec.(DriftStager); ok && jobs[0].Kind == KindDrift {
+		p.runStaged(ctx, parent, s, jobs)
+		return
+	}
 	b, batched := p.Exec.(DriftBatcher)
 	if len(jobs) == 1 || !batched {
 		for _, j := range jobs {
@@ -181,7 +199,77 @@ func (p *Pool) runBatch(parent context.Context, jobs []Job) {
 		start[i] = p.started(j)
 	}
 	p.logger().Debug("drift jobs batched into one apply", "jobs", len(jobs))
-	errs := p.executeDrifts(ctx, b, jobs)
+	errs := p.executeDrifts(jobs, func() []error { return b.ExecuteDrifts(ctx, jobs) })
+	for i, j := range jobs {
+		p.report(ctx, j, start[i], func() error { return errs[i] })
+	}
+}
+
+// runStaged runs drift jobs (of one owner) with a DriftStager: it stages the batch and, until
+// that is done, takes into the batch the drifts of the owner that may start meanwhile (at most
+// MaxDriftBatch in all, and none once the pool's ctx is done); then it reconciles them
+// together and reports each job.
+func (p *Pool) runStaged(pool, parent context.Context, s DriftStager, jobs []Job) {
+	defer func() {
+		for _, j := range jobs { // the jobs taken while staging too
+			p.Queue.Done(j.Key())
+		}
+	}()
+	ctx, cancel := context.WithTimeout(parent, p.timeout())
+	defer cancel()
+	start := make([]time.Time, len(jobs))
+	for i, j := range jobs {
+		start[i] = p.started(j)
+	}
+	type stage struct {
+		run func(context.Context, []Job) []error
+		err error
+	}
+	staged := make(chan stage, 1)
+	go func() {
+		var st stage
+		defer func() {
+			if v := recover(); v != nil {
+				st = stage{err: &panicError{value: v, stack: debug.Stack()}}
+			}
+			staged <- st
+		}()
+		st.run, st.err = s.StageDrifts(ctx)
+	}()
+	owner := ownerOf(jobs[0].Repo)
+	var st stage
+	for waiting := true; waiting; {
+		// changed and stop stay nil once the batch is full or the pool stops: then only
+		// staging ends the wait.
+		var changed, stop <-chan struct{}
+		if len(jobs) < MaxDriftBatch && pool.Err() == nil {
+			var more []Job
+			more, changed = p.Queue.TakeDrifts(pool, owner, MaxDriftBatch-len(jobs))
+			stop = pool.Done()
+			for _, j := range more {
+				jobs = append(jobs, j)
+				start = append(start, p.started(j))
+			}
+		}
+		select {
+		case st = <-staged:
+			waiting = false
+		case <-changed:
+		case <-stop:
+		}
+	}
+	if len(jobs) > 1 {
+		p.logger().Debug("drift jobs batched into one apply", "jobs", len(jobs))
+	}
+	var errs []error
+	if st.err != nil {
+		errs = make([]error, len(jobs))
+		for i := range errs {
+			errs[i] = st.err
+		}
+	} else {
+		errs = p.executeDrifts(jobs, func() []error { return st.run(ctx, jobs) })
+	}
 	for i, j := range jobs {
 		p.report(ctx, j, start[i], func() error { return errs[i] })
 	}
@@ -266,9 +354,9 @@ func (p *Pool) execute(ctx context.Context, j Job) (err error) {
 	return p.Exec.Execute(ctx, j)
 }
 
-// executeDrifts calls the batcher, turning a panic into an error of every job and a result of
-// the wrong length into an error rather than a lost report.
-func (p *Pool) executeDrifts(ctx context.Context, b DriftBatcher, jobs []Job) (errs []error) {
+// executeDrifts runs a batch of jobs with run, turning a panic into an error of every job and
+// a result of the wrong length into an error rather than a lost report.
+func (p *Pool) executeDrifts(jobs []Job, run func() []error) (errs []error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err := &panicError{value: v, stack: debug.Stack()}
@@ -278,7 +366,7 @@ func (p *Pool) executeDrifts(ctx context.Context, b DriftBatcher, jobs []Job) (e
 			}
 		}
 	}()
-	errs = b.ExecuteDrifts(ctx, jobs)
+	errs = run()
 	if len(errs) != len(jobs) {
 		err := fmt.Errorf("drift batch: the executor reported %d results for %d jobs", len(errs), len(jobs))
 		errs = make([]error, len(jobs))

@@ -236,6 +236,34 @@ func (q *Queue) next(ctx context.Context, limit int) ([]Job, error) {
 	}
 }
 
+// TakeDrifts takes up to n waiting drift jobs of owner's repos that may start now (held by the
+// drift delay or not: they join a batch that has started), oldest first, marks them running
+// and returns them with a channel closed when the queue next changes. The caller must call
+// Done for each. A Pool adds them to a drift batch that waits on work they would wait on too
+// (DriftStager): the control head's render. Once ctx is done it takes none, as Next starts
+// none.
+func (q *Queue) TakeDrifts(ctx context.Context, owner string, n int) ([]Job, <-chan struct{}) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if ctx.Err() != nil {
+		return nil, q.changed
+	}
+	var out []Job
+	kept := q.order[:0]
+	for _, k := range q.order {
+		d := q.waiting[k]
+		if len(out) < n && d.Kind == KindDrift && strings.EqualFold(ownerOf(d.Repo), owner) && q.runnable(d) {
+			out = append(out, *d)
+			q.take(k)
+			continue
+		}
+		kept = append(kept, k)
+	}
+	clear(q.order[len(kept):])
+	q.order = kept
+	return out, q.changed
+}
+
 // DriftHold is how many waiting drifts the drift delay may hold in a queue of capacity: a
 // twentieth of it (50 of the default 1,000), at most a batch (MaxDriftBatch), at least one.
 // Drifts held for batching are waiting work: under a stream of drift events the delay alone
