@@ -15,7 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/forge/local"
+	"github.com/fleetbot-io/fleetbot/internal/policy"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 )
 
@@ -168,4 +170,96 @@ func TestIncrementalApply(t *testing.T) {
 	rep, read = run("a removed cluster", baselines, func(o *Options) { o.AllowRemovals = true })
 	assert.Contains(t, rep.Scope, "left the control repo")
 	assert.Equal(t, all, read, "a removal plans the whole fleet, the removed repo included")
+}
+
+// orgReads is readCounter counting the org reads too.
+type orgReads struct {
+	*readCounter
+	mu   sync.Mutex
+	orgs int
+}
+
+func (f *orgReads) Org(ctx context.Context, owner string) (policy.Org, error) {
+	f.mu.Lock()
+	f.orgs++
+	f.mu.Unlock()
+	return f.readCounter.Org(ctx, owner)
+}
+
+// TestIncrementalPlan: a plan with a baseline (a pull request's check) plans only the repos
+// whose desired state differs from the last converged apply's, with the decisions a full plan
+// makes for them; it still reads the org when no repo differs, records no baseline and writes
+// nothing; without a usable baseline, or with another platform configuration, it is full.
+func TestIncrementalPlan(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	dir := t.TempDir()
+	f := &orgReads{readCounter: &readCounter{Forge: openForge(t, dir)}}
+	fl := tenClusters()
+	baselines := NewBaselines("", slog.New(slog.DiscardHandler))
+	plan := func(name string, b *Baselines, edit func(*control.Repo)) (*Report, []string) {
+		t.Helper()
+		repo := fl.repo()
+		if edit != nil {
+			edit(repo)
+		}
+		before := dirState(t, dir)
+		rep, err := Plan(context.Background(), f, repo, fl.targets(), Options{Now: func() time.Time { return now },
+			Incremental: &Incremental{Baselines: b, FullEvery: -1}})
+		require.NoError(t, err, name)
+		assert.Equal(t, before, dirState(t, dir), "%s: a plan writes nothing", name)
+		return rep, f.take()
+	}
+	all := repoNames(fl)
+
+	rep, read := plan("no baseline", baselines, nil)
+	assert.False(t, rep.Incremental)
+	assert.Contains(t, rep.Scope, "full: no baseline")
+	assert.Equal(t, all, read)
+	assert.Nil(t, baselines.Get(), "a plan records no baseline")
+
+	_, err := Apply(context.Background(), f, fl.repo(), fl.targets(), Options{Now: func() time.Time { return now }, Incremental: &Incremental{Baselines: baselines}})
+	require.NoError(t, err)
+	f.take()
+	recorded := baselines.Get()
+	require.NotNil(t, recorded)
+
+	f.mu.Lock()
+	f.orgs = 0
+	f.mu.Unlock()
+	rep, read = plan("nothing changed", baselines, nil)
+	assert.True(t, rep.Incremental)
+	assert.Equal(t, "incremental: 0 of 10 target repos changed since "+recorded.Source[:12], rep.Scope)
+	assert.Empty(t, read)
+	assert.Empty(t, rep.Results)
+	f.mu.Lock()
+	assert.Equal(t, 1, f.orgs, "the org is read (and its teams checked) all the same")
+	f.mu.Unlock()
+
+	fl["c03"] = "v2"
+	rep, read = plan("one cluster", baselines, nil)
+	assert.True(t, rep.Incremental)
+	assert.Equal(t, []string{"cluster-c03"}, read)
+	require.Len(t, rep.Results, 1)
+	full, err := Plan(context.Background(), f, fl.repo(), fl.targets(), Options{Now: func() time.Time { return now }})
+	require.NoError(t, err)
+	f.take()
+	for _, r := range full.Results {
+		if r.Repo == "acme/cluster-c03" {
+			assert.Equal(t, r.Action, rep.Results[0].Action, "the decision of the full plan")
+			assert.Equal(t, r.Files, rep.Results[0].Files)
+		} else {
+			assert.False(t, r.Changed(), "%s: the full plan changes nothing else", r.Repo)
+		}
+	}
+	assert.Same(t, recorded, baselines.Get(), "a plan records no baseline")
+	_, read = plan("one cluster, again", baselines, nil)
+	assert.Equal(t, []string{"cluster-c03"}, read, "still the one cluster: nothing was recorded")
+
+	rep, read = plan("another platform configuration", baselines, func(r *control.Repo) {
+		r.Platform.Spec.PullRequests.Labels = []string{"fleetbot", "fleet"}
+	})
+	assert.False(t, rep.Incremental)
+	assert.Contains(t, rep.Scope, "platform configuration changed")
+	assert.Equal(t, all, read)
 }

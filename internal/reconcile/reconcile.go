@@ -168,11 +168,31 @@ func (it *item) prOptions(o pr.Options) pr.Options {
 // Plan decides, for every target and every managed repo that left the
 // control repo, what Apply would do. It never writes. A plan refused by the
 // removal guard has Report.Refused set.
+//
+// With opts.Incremental (and no opts.Only), only the target repos whose desired state differs
+// from the last converged run's are planned, as an incremental Apply plans them (a pull
+// request's check: what merging it changes); a plan never records a baseline. The org is read
+// and checked all the same, even when no repo differs.
 func Plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Target, opts Options) (*Report, error) {
 	opts = opts.withDefaults(repo)
+	var scope string
+	if in := opts.Incremental; in != nil && in.Baselines != nil && opts.Only == nil && repo != nil && repo.Platform != nil && len(targets) > 0 {
+		sums := in.Digests
+		if sums == nil {
+			sums = Digests(targets)
+		}
+		var why string
+		opts.Only, why = in.scope(in.Baselines.Get(), repo.Platform.Spec.Owner, configDigest(repo, opts, in.Salt), targets, sums, opts.Now())
+		scope = "full: " + why
+		if opts.Only != nil {
+			scope = "incremental: " + why
+		}
+		opts.Logger.Info("plan scope", "scope", scope)
+	}
 	items, rep, err := plan(ctx, f, repo, targets, opts)
 	if rep != nil {
 		rep.Command = report.CommandPlan
+		rep.Scope, rep.Incremental = scope, opts.Only != nil && scope != ""
 	}
 	if err != nil {
 		return rep, err

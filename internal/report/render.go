@@ -205,6 +205,9 @@ func (d *Document) WriteMarkdown(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(&b, "\n\n%d repos: %s\n\n", len(d.Repos), d.counts())
+	if d.Scope != "" {
+		fmt.Fprintf(&b, "Scope: %s\n\n", mdEscape(d.Scope))
+	}
 	if d.Refused != "" {
 		fmt.Fprintf(&b, "> [!CAUTION]\n> Refused: %s\n\n", mdEscape(d.Refused))
 	}

@@ -79,6 +79,15 @@ func TestMarkdownBlockedRepo(t *testing.T) {
 	assert.Equal(t, "acme/cluster-b: blocked PR #4: commit 1234567 on fleetbot/sync was not made by fleetbot", sample().Repos[1].Line())
 }
 
+// TestMarkdownScope: a run that planned only some repos says so under its counts.
+func TestMarkdownScope(t *testing.T) {
+	d := sample()
+	d.Scope = "incremental: 1 of 1020 target repos changed since 0123456789ab"
+	var buf bytes.Buffer
+	require.NoError(t, d.WriteMarkdown(&buf))
+	assert.Contains(t, buf.String(), "5 repos: 1 blocked, 1 deferred, 1 failed, 1 noop, 1 open\n\nScope: incremental: 1 of 1020 target repos changed since 0123456789ab\n\n")
+}
+
 // TestMarkdownErrorWithFileLine: a failure, a CODEOWNERS error and a control repo error keep
 // their file:line in the Markdown, in bold for a failed or deferred repo.
 func TestMarkdownErrorWithFileLine(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/forge/local"
+	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 )
 
@@ -422,4 +425,84 @@ func TestFleetCacheKeepsWhatJobsUse(t *testing.T) {
 	for _, h := range heads {
 		assert.Equal(t, 1, e.ctl.loads[h])
 	}
+}
+
+// countingForge is a forge counting the repos a run reads.
+type countingForge struct {
+	reconcile.Forge
+	mu    sync.Mutex
+	reads map[string]int
+}
+
+func (f *countingForge) Snapshot(ctx context.Context, owner, repo, defaultBranch, botBranch string) (*pr.Snapshot, error) {
+	f.mu.Lock()
+	f.reads[repo]++
+	f.mu.Unlock()
+	return f.Forge.Snapshot(ctx, owner, repo, defaultBranch, botBranch)
+}
+
+func (f *countingForge) take() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := slices.Sorted(maps.Keys(f.reads))
+	f.reads = map[string]int{}
+	return out
+}
+
+// TestCheckPlansWhatMergingChanges: once an apply converged, a control pull request's check
+// reads and plans only the target repos whose desired state at its head differs from what that
+// apply left them at (a value of one cluster: that cluster's repo), counts them against the
+// whole fleet and says so; a change of the platform configuration plans every repo; before
+// any converged apply, every repo is planned.
+func TestCheckPlansWhatMergingChanges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	checks := &fakeChecks{}
+	ctl := newCountingControl()
+	dir := t.TempDir()
+	f, err := local.Open(dir, local.Options{Now: func() time.Time { return time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC) }})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	counted := &countingForge{Forge: f, reads: map[string]int{}}
+	svc, err := NewService(ServiceConfig{
+		Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}), Checks: checks,
+		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return counted, nil },
+	})
+	require.NoError(t, err)
+	files := readControl(t)
+	base := ctl.push(files)
+
+	check := func(name string, files fstest.MapFS) (recordedCheck, []string) {
+		t.Helper()
+		head := ctl.push(files)
+		ctl.mu.Lock()
+		ctl.head = base // a pull request's head is not the default branch's
+		ctl.mu.Unlock()
+		before := forgeState(t, dir)
+		require.NoError(t, svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: head, PR: 7, Base: base}), name)
+		assert.Equal(t, before, forgeState(t, dir), "%s: a check never writes", name)
+		return checks.last(t), counted.take()
+	}
+
+	run, read := check("before any apply", edit(t, files, "clusters/edge-1.yaml", "192.168.50.0/28", "192.168.60.0/28"))
+	assert.Len(t, read, 6, "no converged apply: every target repo")
+	assert.NotContains(t, run.res.Summary, "Only the")
+
+	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: base, Reason: "resync"}))
+	counted.take()
+
+	run, read = check("a cluster's value", edit(t, files, "clusters/edge-1.yaml", "192.168.50.0/28", "192.168.60.0/28"))
+	assert.Equal(t, []string{"cluster-edge-1"}, read, "only the cluster whose desired state changed is read")
+	assert.Equal(t, ConclusionSuccess, run.res.Conclusion)
+	assert.Equal(t, "1 of 6 target repos change", run.res.Title, "counted against the whole fleet")
+	assert.Contains(t, run.res.Summary, "Only the 1 target repos whose desired state differs")
+	assert.Contains(t, run.res.Text, "acme/cluster-edge-1")
+	assert.Contains(t, run.res.Text, "Scope: incremental: 1 of 6 target repos changed since "+base[:12])
+
+	run, read = check("nothing a target renders", edit(t, files, "README.md", "", "docs only\n"))
+	assert.Empty(t, read)
+	assert.Equal(t, "0 of 6 target repos change", run.res.Title)
+
+	_, read = check("the platform configuration", edit(t, files, "platform.yaml", `metallb_speaker_tolerations: "false"`, `metallb_speaker_tolerations: "true"`))
+	assert.Len(t, read, 6, "every target repo")
 }

@@ -381,7 +381,8 @@ func (s *Service) check(ctx context.Context, j Job) error {
 
 // plan computes a check result; every failure becomes its conclusion.
 func (s *Service) plan(ctx context.Context, j Job) CheckResult {
-	fl, err := s.fleet(ctx, j.SHA)
+	e := s.fleetEntry(ctx, j.SHA)
+	fl, err := e.fleet, e.err
 	var issues app.Issues
 	switch {
 	case errors.As(err, &issues):
@@ -395,9 +396,17 @@ func (s *Service) plan(ctx context.Context, j Job) CheckResult {
 		return CheckResult{Conclusion: ConclusionNeutral, Title: "fleetbot could not reach the target repos",
 			Summary: "```\n" + err.Error() + "\n```\n"}
 	}
-	rep, err := app.PlanFleet(ctx, forge, fl, app.ServiceOptions{
+	opts := app.ServiceOptions{
 		Concurrency: s.cfg.Concurrency, Logger: s.log.With("delivery", j.Delivery, "kind", j.Kind), Now: s.cfg.Clock.Now,
-	})
+	}
+	if !fl.Repo.HasRollout() {
+		// The plan of what merging changes: the target repos whose desired state at this
+		// commit differs from what the last converged apply left them at (every repo without
+		// such a baseline, or when the platform configuration differs), as the apply after
+		// the merge will plan them. A rollout's plan weighs every cluster.
+		opts.Baselines, opts.FullEvery, opts.Salt, opts.Digests = s.baselines, -1, s.cfg.Salt, e.sums()
+	}
+	rep, err := app.PlanFleet(ctx, forge, fl, opts)
 	if err != nil {
 		return CheckResult{Conclusion: ConclusionNeutral, Title: "fleetbot could not plan",
 			Summary: "fleetbot could not plan this commit; re-run the check.\n\n```\n" + err.Error() + "\n```\n"}
@@ -406,7 +415,7 @@ func (s *Service) plan(ctx context.Context, j Job) CheckResult {
 	if err := rep.WriteMarkdown(&text); err != nil {
 		return CheckResult{Conclusion: ConclusionNeutral, Title: "fleetbot could not render the plan", Summary: err.Error()}
 	}
-	res := planResult(rep, text.String())
+	res := planResult(rep, text.String(), len(fl.Targets))
 	if rep.Rollout != nil {
 		if p := app.DescribeRollout(rep.Rollout); p.Changed > 0 {
 			res.Summary += "\n\n### Rollout in waves\n\nOnce merged, this change reaches the clusters wave by wave (the states are today's; " +
@@ -472,8 +481,10 @@ func firstOf(a, b string) string {
 
 // planResult turns a plan report into a check result: failure when the
 // plan is refused, neutral when some repo could not be planned, success
-// otherwise (changes are what a control PR is for).
-func planResult(rep *app.Report, markdown string) CheckResult {
+// otherwise (changes are what a control PR is for). An incremental plan counts
+// the fleet's target repos, of which it planned those whose desired state
+// differs from the last converged apply's.
+func planResult(rep *app.Report, markdown string, targets int) CheckResult {
 	changed := 0
 	for _, r := range rep.Results {
 		if r.Changed() {
@@ -481,7 +492,11 @@ func planResult(rep *app.Report, markdown string) CheckResult {
 		}
 	}
 	res := CheckResult{Conclusion: ConclusionSuccess, Text: markdown}
-	res.Title = fmt.Sprintf("%d of %d target repos change", changed, len(rep.Results))
+	total := len(rep.Results)
+	if rep.Incremental {
+		total = max(total, targets)
+	}
+	res.Title = fmt.Sprintf("%d of %d target repos change", changed, total)
 	switch failed := rep.Failed(); {
 	case rep.Refused != nil:
 		res.Conclusion = ConclusionFailure
@@ -492,6 +507,9 @@ func planResult(rep *app.Report, markdown string) CheckResult {
 	}
 	res.Summary = fmt.Sprintf("Plan of source `%s`: %s. Merging this pull request makes fleetbot open or update one pull request per changed repo; nothing is written before.",
 		report.ShortSHA(rep.Source), res.Title)
+	if rep.Incremental {
+		res.Summary += fmt.Sprintf(" Only the %d target repos whose desired state differs from what fleetbot's last converged apply left them at were read and planned: merging changes none of the others.", len(rep.Results))
+	}
 	return res
 }
 
