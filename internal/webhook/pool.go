@@ -14,14 +14,14 @@ import (
 
 // Defaults of a Pool.
 const (
-	// DefaultWorkers is how many jobs run at once. Each apply already works
-	// on several repos concurrently, and GitHub serialises writes per
-	// installation, so a few workers suffice; but a check or a full apply of a
-	// 1,000-repo fleet holds its worker for a second or two, and with four, a
-	// check and an apply left two for the drift batches of a busy fan-out
-	// (the bench's queue then peaked at 13-16 % of its capacity; with eight, 5-8 %).
-	// Eight jobs at --concurrency 4 stay far below GitHub's 100 concurrent requests.
-	DefaultWorkers = 8
+	// DefaultWorkers is how many jobs run at once. Each apply already works on several repos
+	// concurrently, and GitHub serialises writes per installation; but a check or a full apply
+	// of a 1,000-repo fleet holds its worker for a second or two, and every drift batch waits
+	// on GitHub's answers. The deepest queue of the bench's 1,000 deliveries a second peaks when
+	// every worker is busy: with four workers 74-123 of 1,000, with eight 70-153, with sixteen
+	// 68-77 (2 CPUs shared with the fake GitHub and the sender). Sixteen jobs at --concurrency 4
+	// are at most 64 requests at once, below GitHub's 100 concurrent requests.
+	DefaultWorkers = 16
 	// DefaultJobTimeout bounds one job.
 	DefaultJobTimeout = 15 * time.Minute
 	// DefaultGrace is how long in-flight jobs may finish after shutdown
