@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -233,7 +234,7 @@ func TestIncrementalPlan(t *testing.T) {
 	assert.Empty(t, read)
 	assert.Empty(t, rep.Results)
 	f.mu.Lock()
-	assert.Equal(t, 1, f.orgs, "the org is read (and its teams checked) all the same")
+	assert.Equal(t, 1, f.orgs, "the org is read all the same (the control repo's teams are checked against it)")
 	f.mu.Unlock()
 
 	fl["c03"] = "v2"
@@ -262,4 +263,45 @@ func TestIncrementalPlan(t *testing.T) {
 	assert.False(t, rep.Incremental)
 	assert.Contains(t, rep.Scope, "platform configuration changed")
 	assert.Equal(t, all, read)
+}
+
+// TestLimitedRunWeighsRemovalsAgainstTheFleet: two of 30 clusters losing a platform component
+// is within maxRemovals (10 % of the fleet: 3) for a full plan, and so it is for an incremental
+// plan and apply, which plan only those two repos.
+func TestLimitedRunWeighsRemovalsAgainstTheFleet(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	f := openForge(t, t.TempDir())
+	fl := tenClusters()
+	for i := 11; i <= 30; i++ {
+		fl[fmt.Sprintf("c%02d", i)] = "v1"
+	}
+	b := NewBaselines("", slog.New(slog.DiscardHandler))
+	opts := func(in *Incremental) Options { return Options{Now: func() time.Time { return now }, Incremental: in} }
+	_, err := Apply(context.Background(), f, fl.repo(), fl.targets(), opts(&Incremental{Baselines: b}))
+	require.NoError(t, err)
+	require.NotNil(t, b.Get())
+	ts := fl.targets()
+	for _, tg := range ts {
+		if tg.Name == "c01" || tg.Name == "c02" {
+			delete(tg.Files, "platform/monitoring.yaml")
+			tg.Files["platform/kustomization.yaml"] = []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n")
+		}
+	}
+	full, err := Plan(context.Background(), f, fl.repo(), ts, opts(nil))
+	require.NoError(t, err)
+	assert.Nil(t, full.Refused)
+	assert.Equal(t, 3, full.MaxRemovals)
+
+	inc, err := Plan(context.Background(), f, fl.repo(), ts, opts(&Incremental{Baselines: b, FullEvery: -1}))
+	require.NoError(t, err)
+	assert.True(t, inc.Incremental)
+	assert.Len(t, inc.Results, 2)
+	assert.Nil(t, inc.Refused, "weighed against the fleet, not the two repos planned")
+	assert.Equal(t, 3, inc.MaxRemovals)
+
+	rep, err := Apply(context.Background(), f, fl.repo(), ts, opts(&Incremental{Baselines: b}))
+	require.NoError(t, err)
+	assert.True(t, rep.Incremental)
+	assert.Nil(t, rep.Refused)
 }

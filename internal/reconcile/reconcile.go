@@ -547,6 +547,22 @@ func plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 			}
 		}
 	}
+	if opts.Only != nil {
+		// A run limited to some repos (an incremental apply or plan, a drift batch) weighs its
+		// removals against the fleet, as the full run it stands in for does: against the
+		// repos it planned, two clusters losing a component of a 30-cluster fleet would be
+		// refused.
+		fleetTotal, fleetClusters := 0, 0
+		for _, t := range targets {
+			if opts.Shard.Owns(t.Repo) {
+				fleetTotal++
+				if t.Kind == fanout.KindCluster {
+					fleetClusters++
+				}
+			}
+		}
+		total, clusters = max(total, fleetTotal), max(clusters, fleetClusters)
+	}
 	limit := &fl.MaxRemovals
 	max, err := intstr.GetScaledValueFromIntOrPercent(limit, total, true)
 	if err != nil {

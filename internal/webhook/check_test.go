@@ -505,4 +505,8 @@ func TestCheckPlansWhatMergingChanges(t *testing.T) {
 
 	_, read = check("the platform configuration", edit(t, files, "platform.yaml", `metallb_speaker_tolerations: "false"`, `metallb_speaker_tolerations: "true"`))
 	assert.Len(t, read, 6, "every target repo")
+
+	run, read = check("a removed cluster", edit(t, files, "clusters/edge-1.yaml", "", ""))
+	assert.Len(t, read, 6, "a removal plans every repo, the removed one included (the removal guard weighs the fleet)")
+	assert.Contains(t, run.res.Text, "Scope: full: a target repo left the control repo")
 }

@@ -26,14 +26,14 @@ func (s *Service) ExecuteDrifts(ctx context.Context, jobs []Job) []error {
 	if len(live) == 0 {
 		return errs
 	}
-	sha, fl, err := s.driftHead(ctx)
+	e, err := s.driftHead(ctx)
 	if err != nil {
 		for _, i := range live {
 			errs[i] = err
 		}
 		return errs
 	}
-	s.reconcileDrifts(ctx, sha, fl, jobs, live, errs)
+	s.reconcileDrifts(ctx, e, jobs, live, errs)
 	return errs
 }
 
@@ -42,35 +42,38 @@ func (s *Service) ExecuteDrifts(ctx context.Context, jobs []Job) []error {
 // reconciles a batch of drift jobs against that head as ExecuteDrifts does. While a new head
 // renders, the Pool adds the drifts arriving meanwhile to the waiting batch.
 func (s *Service) StageDrifts(ctx context.Context) (func(context.Context, []Job) []error, error) {
-	sha, fl, err := s.driftHead(ctx)
+	e, err := s.driftHead(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return func(ctx context.Context, jobs []Job) []error {
 		errs := make([]error, len(jobs))
 		if live := s.admitDrifts(ctx, jobs, errs); len(live) > 0 {
-			s.reconcileDrifts(ctx, sha, fl, jobs, live, errs)
+			s.reconcileDrifts(ctx, e, jobs, live, errs)
 		}
 		return errs
 	}, nil
 }
 
-// driftHead is the control repo's head and its fleet, loaded and rendered.
-func (s *Service) driftHead(ctx context.Context) (string, *app.Fleet, error) {
+// driftHead is the control repo at its head, loaded and rendered. The entry is kept by the
+// batch that staged it: the fleet cache may drop it meanwhile (it holds a few commits), and
+// the run must not render it again.
+func (s *Service) driftHead(ctx context.Context) (*fleetEntry, error) {
 	sha, err := s.cfg.Control.Head(ctx)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	fl, err := s.fleet(ctx, sha)
-	if err != nil {
-		return "", nil, fmt.Errorf("control repo at %s: %w", report.ShortSHA(sha), err)
+	e := s.fleetEntry(ctx, sha)
+	if e.err != nil {
+		return nil, fmt.Errorf("control repo at %s: %w", report.ShortSHA(sha), e.err)
 	}
-	return sha, fl, nil
+	return e, nil
 }
 
-// reconcileDrifts reconciles the repos of jobs[live] against fl (the control repo at sha) in
-// one apply and sets errs of those jobs.
-func (s *Service) reconcileDrifts(ctx context.Context, sha string, fl *app.Fleet, jobs []Job, live []int, errs []error) {
+// reconcileDrifts reconciles the repos of jobs[live] against e (the control repo at a commit)
+// in one apply and sets errs of those jobs.
+func (s *Service) reconcileDrifts(ctx context.Context, e *fleetEntry, jobs []Job, live []int, errs []error) {
+	fl := e.fleet
 	var only []string
 	byName := map[string][]int{} // the jobs of each repo, by lower-case name
 	for _, i := range live {
@@ -98,7 +101,7 @@ func (s *Service) reconcileDrifts(ctx context.Context, sha string, fl *app.Fleet
 	for _, i := range live {
 		run.Access = run.Access || jobs[i].Access
 	}
-	rep, err := s.applyReport(ctx, run, only, sha)
+	rep, err := s.applyReport(ctx, run, only, e)
 	if err != nil {
 		attributeDrifts(errs, byName, len(only), rep, err)
 	}

@@ -19,8 +19,9 @@ const (
 	// of a 1,000-repo fleet holds its worker for a second or two, and every drift batch waits
 	// on GitHub's answers. The deepest queue of the bench's 1,000 deliveries a second peaks when
 	// every worker is busy: with four workers 74-123 of 1,000, with eight 70-153, with sixteen
-	// 68-77 (2 CPUs shared with the fake GitHub and the sender). Sixteen jobs at --concurrency 4
-	// are at most 64 requests at once, below GitHub's 100 concurrent requests.
+	// 68-79 (runs on 2 CPUs shared with the fake GitHub and the sender). Sixteen jobs at
+	// --concurrency 4 send some 64 requests at once (a job's control repo load and org read add
+	// a few), below GitHub's 100 concurrent requests.
 	DefaultWorkers = 16
 	// DefaultJobTimeout bounds one job.
 	DefaultJobTimeout = 15 * time.Minute
@@ -226,6 +227,7 @@ func (p *Pool) runStaged(pool, parent context.Context, s DriftStager, jobs []Job
 		err error
 	}
 	staged := make(chan stage, 1)
+	applied := p.Queue.Applied() // before staging reads the head
 	go func() {
 		var st stage
 		defer func() {
@@ -244,7 +246,7 @@ func (p *Pool) runStaged(pool, parent context.Context, s DriftStager, jobs []Job
 		var changed, stop <-chan struct{}
 		if len(jobs) < MaxDriftBatch && pool.Err() == nil {
 			var more []Job
-			more, changed = p.Queue.TakeDrifts(pool, owner, MaxDriftBatch-len(jobs))
+			more, changed = p.Queue.TakeDrifts(pool, owner, MaxDriftBatch-len(jobs), applied)
 			stop = pool.Done()
 			for _, j := range more {
 				jobs = append(jobs, j)

@@ -54,6 +54,7 @@ type Queue struct {
 	// want what it waits to claim while drifts of it run: no drift of either starts.
 	claim, want repoSet
 	waitingD    int           // waiting drift jobs
+	applied     int           // apply jobs done
 	deepest     int           // the most jobs that waited at once
 	changed     chan struct{} // closed (and replaced) when a job may have become runnable
 	// timerAt is when the wake-up for the next due drift fires (zero: none armed); timerGen
@@ -236,32 +237,53 @@ func (q *Queue) next(ctx context.Context, limit int) ([]Job, error) {
 	}
 }
 
-// TakeDrifts takes up to n waiting drift jobs of owner's repos that may start now (held by the
-// drift delay or not: they join a batch that has started), oldest first, marks them running
-// and returns them with a channel closed when the queue next changes. The caller must call
-// Done for each. A Pool adds them to a drift batch that waits on work they would wait on too
-// (DriftStager): the control head's render. Once ctx is done it takes none, as Next starts
-// none.
-func (q *Queue) TakeDrifts(ctx context.Context, owner string, n int) ([]Job, <-chan struct{}) {
+// TakeDrifts takes up to n waiting drift jobs of owner's repos that may start now, oldest
+// first, marks them running and returns them with a channel closed when the queue next changes
+// (also when a drift held by the delay becomes due). The caller must call Done for each. A Pool
+// adds them to a drift batch that waits on work they would wait on too (DriftStager): the
+// control head's render. It takes none once ctx is done (as Next starts none), nor once an
+// apply finished since the batch read its head (applied is Applied then): that apply may have
+// written a newer head to their repos, which the batch would take back.
+func (q *Queue) TakeDrifts(ctx context.Context, owner string, n, applied int) ([]Job, <-chan struct{}) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || q.applied != applied {
 		return nil, q.changed
 	}
+	now := q.clock.Now()
 	var out []Job
+	var wake time.Time
 	kept := q.order[:0]
 	for _, k := range q.order {
 		d := q.waiting[k]
 		if len(out) < n && d.Kind == KindDrift && strings.EqualFold(ownerOf(d.Repo), owner) && q.runnable(d) {
-			out = append(out, *d)
-			q.take(k)
-			continue
+			// A drift the delay holds waits it out as it would for a worker: the other events
+			// of its change (a merge's pull_request and push) coalesce into it meanwhile.
+			if at, held := q.held(k, now); held {
+				if wake.IsZero() || at.Before(wake) {
+					wake = at
+				}
+			} else {
+				out = append(out, *d)
+				q.take(k)
+				continue
+			}
 		}
 		kept = append(kept, k)
 	}
 	clear(q.order[len(kept):])
 	q.order = kept
+	if !wake.IsZero() {
+		q.arm(now, wake)
+	}
 	return out, q.changed
+}
+
+// Applied is how many apply jobs have finished (Done).
+func (q *Queue) Applied() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.applied
 }
 
 // DriftHold is how many waiting drifts the drift delay may hold in a queue of capacity: a
@@ -428,6 +450,7 @@ func (q *Queue) Done(key string) {
 		q.drifts--
 	case KindApply:
 		q.claim, q.want = repoSet{}, repoSet{}
+		q.applied++
 	}
 	delete(q.running, key)
 	q.signal()

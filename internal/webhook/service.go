@@ -110,7 +110,8 @@ type ServiceConfig struct {
 	// Logger and Metrics may be nil.
 	Logger  *slog.Logger
 	Metrics *metrics.Metrics
-	// BeforeJob, when set, runs before each job; tests inject faults with it.
+	// BeforeJob, when set, runs before each job (for a drift job, once its batch has read and
+	// rendered the control head); tests inject faults with it.
 	BeforeJob func(ctx context.Context, j Job) error
 	// Baselines keeps what the last converged apply left every repo at, for incremental
 	// pushes; nil keeps it in memory (the first push after a start is then full).
@@ -132,6 +133,9 @@ type Service struct {
 
 	mu     sync.Mutex
 	fleets []*fleetEntry // most recently used first
+	// renders bounds the commits loaded and rendered at once (maxRenders): with many workers,
+	// a burst of pull request checks would otherwise hold as many fleets in memory.
+	renders chan struct{}
 	// baselines is what the last converged apply left every repo at: a push plans only the
 	// repos whose desired state differs from it.
 	baselines *app.Baselines
@@ -166,6 +170,10 @@ func (e *fleetEntry) sums() map[string]string {
 // a few pull request heads).
 const fleetCache = 4
 
+// maxRenders is how many commits a Service loads and renders at once; the jobs of other
+// commits wait (a drift batch waiting takes in the drifts arriving meanwhile).
+const maxRenders = 4
+
 // NewService returns a Service.
 func NewService(cfg ServiceConfig) (*Service, error) {
 	if cfg.Control == nil || cfg.Renderer == nil || cfg.Forges == nil {
@@ -182,7 +190,7 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	if b == nil {
 		b = app.NewBaselines("", log)
 	}
-	return &Service{cfg: cfg, log: log, baselines: b}, nil
+	return &Service{cfg: cfg, log: log, baselines: b, renders: make(chan struct{}, maxRenders)}, nil
 }
 
 // PreparesApplies implements ApplyPreparer: an apply job reads and renders the control repo
@@ -236,6 +244,13 @@ func (s *Service) fleetEntry(ctx context.Context, sha string) *fleetEntry {
 	}
 	s.mu.Unlock()
 	e.once.Do(func() {
+		select {
+		case s.renders <- struct{}{}:
+			defer func() { <-s.renders }()
+		case <-ctx.Done():
+			e.err = ctx.Err()
+			return
+		}
 		repo, err := s.cfg.Control.Load(ctx, sha)
 		if err == nil {
 			e.fleet, err = app.Render(s.cfg.Renderer, repo)
@@ -273,24 +288,22 @@ func isInvalid(err error) bool {
 // baselines); other apply jobs (resync, installation changes) plan every repo and are the
 // safety net.
 func (s *Service) apply(ctx context.Context, j Job, only []string) error {
-	_, err := s.applyReport(ctx, j, only, "")
+	sha, err := s.cfg.Control.Head(ctx)
+	if err != nil {
+		return err
+	}
+	e := s.fleetEntry(ctx, sha)
+	if e.err != nil {
+		return fmt.Errorf("control repo at %s: %w", report.ShortSHA(sha), e.err)
+	}
+	_, err = s.applyReport(ctx, j, only, e)
 	return err
 }
 
 // applyReport is apply, returning the run's report too (nil when the run did not start). It
-// applies the control repo at sha, or at its head read now when sha is "".
-func (s *Service) applyReport(ctx context.Context, j Job, only []string, sha string) (*app.Report, error) {
-	if sha == "" {
-		var err error
-		if sha, err = s.cfg.Control.Head(ctx); err != nil {
-			return nil, err
-		}
-	}
-	e := s.fleetEntry(ctx, sha)
-	fl, err := e.fleet, e.err
-	if err != nil {
-		return nil, fmt.Errorf("control repo at %s: %w", report.ShortSHA(sha), err)
-	}
+// applies e, the control repo at a commit, loaded and rendered.
+func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *fleetEntry) (*app.Report, error) {
+	sha, fl := e.sha, e.fleet
 	log := s.log.With("delivery", j.Delivery, "kind", j.Kind)
 	opts := app.ServiceOptions{
 		Concurrency: s.cfg.Concurrency, Only: only, Shard: s.cfg.Shard, Logger: log, Now: s.cfg.Clock.Now,
@@ -399,11 +412,12 @@ func (s *Service) plan(ctx context.Context, j Job) CheckResult {
 	opts := app.ServiceOptions{
 		Concurrency: s.cfg.Concurrency, Logger: s.log.With("delivery", j.Delivery, "kind", j.Kind), Now: s.cfg.Clock.Now,
 	}
-	if !fl.Repo.HasRollout() {
+	if !fl.Repo.HasRollout() && s.cfg.Shard.Count <= 1 {
 		// The plan of what merging changes: the target repos whose desired state at this
 		// commit differs from what the last converged apply left them at (every repo without
 		// such a baseline, or when the platform configuration differs), as the apply after
-		// the merge will plan them. A rollout's plan weighs every cluster.
+		// the merge will plan them. A rollout's plan weighs every cluster; a sharded replica's
+		// baseline covers its shard, and its check plans every repo.
 		opts.Baselines, opts.FullEvery, opts.Salt, opts.Digests = s.baselines, -1, s.cfg.Salt, e.sums()
 	}
 	rep, err := app.PlanFleet(ctx, forge, fl, opts)
@@ -481,9 +495,10 @@ func firstOf(a, b string) string {
 
 // planResult turns a plan report into a check result: failure when the
 // plan is refused, neutral when some repo could not be planned, success
-// otherwise (changes are what a control PR is for). An incremental plan counts
-// the fleet's target repos, of which it planned those whose desired state
-// differs from the last converged apply's.
+// otherwise (changes are what a control PR is for). A full plan counts the repos
+// it planned (the control repo's access and removed repos included); an
+// incremental one the fleet's target repos, of which it planned those whose
+// desired state differs from the last converged apply's.
 func planResult(rep *app.Report, markdown string, targets int) CheckResult {
 	changed := 0
 	for _, r := range rep.Results {
@@ -508,7 +523,7 @@ func planResult(rep *app.Report, markdown string, targets int) CheckResult {
 	res.Summary = fmt.Sprintf("Plan of source `%s`: %s. Merging this pull request makes fleetbot open or update one pull request per changed repo; nothing is written before.",
 		report.ShortSHA(rep.Source), res.Title)
 	if rep.Incremental {
-		res.Summary += fmt.Sprintf(" Only the %d target repos whose desired state differs from what fleetbot's last converged apply left them at were read and planned: merging changes none of the others.", len(rep.Results))
+		res.Summary += fmt.Sprintf(" Only the %d target repos whose desired state differs from what fleetbot's last converged apply left them at were read and planned; the desired state of the others is what that apply left them at.", len(rep.Results))
 	}
 	return res
 }

@@ -1,9 +1,11 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -17,64 +19,85 @@ import (
 )
 
 // TestQueueTakeDrifts: the drifts a started batch takes are its owner's that may start now,
-// held by the delay or not, oldest first and at most n; they leave the depth and count as
-// running. Other owners and kinds, a repo that runs and a repo an apply claimed stay; the
-// channel returned closes on the next change.
+// oldest first and at most n; they leave the depth and count as running. Other owners and
+// kinds, a repo that runs, a repo an apply claimed or waits to claim stay; so does a drift the
+// delay holds, until it is due (the change channel then closes, so that the batch takes it). A
+// done context takes nothing, and neither does a batch that read its head before an apply
+// finished.
 func TestQueueTakeDrifts(t *testing.T) {
 	t.Parallel()
+	ctx := context.Background()
 	clock := &fakeClock{now: t0}
-	q := NewQueueWith(QueueConfig{Capacity: 100, DriftDelay: time.Minute, Clock: clock})
+	q := NewQueueWith(QueueConfig{Capacity: DefaultQueueSize, DriftDelay: time.Minute, Clock: clock})
 	push := func(j Job) {
 		t.Helper()
 		_, err := q.Push(j)
 		require.NoError(t, err)
 	}
 	push(Job{Kind: KindDrift, Repo: "acme/running"})
+	push(Job{Kind: KindDrift, Repo: "acme/wanted-running"})
 	clock.Advance(time.Minute)
 	running := nextBatch(t, q)
+	require.Len(t, running, 2)
 	push(Job{Kind: KindApply, Repo: "acme/control", Incremental: true})
 	apply := next(t, q)
+	applied := q.Applied()
 	claimed := make(chan error, 1)
-	go func() { claimed <- q.Claim(context.Background(), []string{"claimed"}, false) }()
+	go func() { claimed <- q.Claim(ctx, []string{"claimed"}, false) }()
 	require.NoError(t, <-claimed)
+	// A second claim of the apply waits for the running drift of one of its repos; the other
+	// repo it wants is off limits meanwhile.
+	wanted := make(chan error, 1)
+	go func() { wanted <- q.Claim(ctx, []string{"wanted-running", "wanted"}, false) }()
+	waitFor(t, q, func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.want.has("wanted")
+	})
 
-	push(Job{Kind: KindDrift, Repo: "acme/a"}) // held by the delay
+	push(Job{Kind: KindDrift, Repo: "acme/held"}) // held by the delay, as the ones below
 	push(Job{Kind: KindCheck, Repo: "acme/control", PR: 1})
-	push(Job{Kind: KindDrift, Repo: "other/a"})
-	push(Job{Kind: KindDrift, Repo: "acme/running"}) // waits for its earlier run
-	push(Job{Kind: KindDrift, Repo: "acme/claimed"}) // waits for the apply
-	push(Job{Kind: KindDrift, Repo: "ACME/b"})
-	push(Job{Kind: KindDrift, Repo: "acme/c"})
-	require.Equal(t, 7, q.Len())
+	for _, r := range []string{"other/a", "acme/running", "acme/claimed", "acme/wanted", "ACME/b", "acme/c"} {
+		push(Job{Kind: KindDrift, Repo: r})
+	}
+	require.Equal(t, 8, q.Len())
 
-	took, changed := q.TakeDrifts(context.Background(), "acme", 2)
-	assert.Equal(t, []string{"acme/a", "ACME/b"}, repos(took), "oldest first, at most n, held or not")
-	assert.Equal(t, 5, q.Len(), "taken drifts leave the depth")
-	assert.Equal(t, 2+2, q.Running(), "and run: the first drift, the apply and the two taken")
+	took, changed := q.TakeDrifts(ctx, "acme", 2, applied)
+	assert.Empty(t, took, "every drift of acme is held, or its repo runs or is claimed")
+	clock.Advance(time.Minute) // they are due: the wake-up TakeDrifts armed fires
+	<-changed
+	took, changed = q.TakeDrifts(ctx, "acme", 2, applied)
+	assert.Equal(t, []string{"acme/held", "ACME/b"}, repos(took), "oldest first, at most n")
+	assert.Equal(t, 6, q.Len(), "taken drifts leave the depth")
+	assert.Equal(t, 2+1+2, q.Running(), "and run: the two first drifts, the apply and the two taken")
 	select {
 	case <-changed:
 		t.Fatal("the change channel is closed before any change")
 	default:
 	}
-	push(Job{Kind: KindDrift, Repo: "acme/a"}) // runs: waits for the batch
+	push(Job{Kind: KindDrift, Repo: "acme/held"}) // runs: waits for the batch
 	<-changed
 
-	took, _ = q.TakeDrifts(context.Background(), "acme", MaxDriftBatch)
-	assert.Equal(t, []string{"acme/c"}, repos(took), "not a repo that runs, nor one the apply claimed")
-	took, _ = q.TakeDrifts(context.Background(), "nobody", MaxDriftBatch)
+	took, _ = q.TakeDrifts(ctx, "acme", MaxDriftBatch, applied)
+	assert.Equal(t, []string{"acme/c"}, repos(took), "not a repo that runs, nor one the apply claimed or waits to claim")
+	took, _ = q.TakeDrifts(ctx, "nobody", MaxDriftBatch, applied)
 	assert.Empty(t, took)
 
-	q.Done(apply.Key())
-	q.Done(running[0].Key())
-	took, _ = q.TakeDrifts(context.Background(), "acme", MaxDriftBatch)
-	assert.Equal(t, []string{"acme/running", "acme/claimed"}, repos(took), "free once the apply and the run are done")
-	assert.Equal(t, 3, q.Len(), "the check, the other owner and the repo of the batch")
-
-	done, cancel := context.WithCancel(context.Background())
+	done, cancel := context.WithCancel(ctx)
 	cancel()
-	took, _ = q.TakeDrifts(done, "acme", MaxDriftBatch)
+	q.Done(running[0].Key())
+	q.Done(running[1].Key())
+	require.NoError(t, <-wanted)
+	took, _ = q.TakeDrifts(done, "acme", MaxDriftBatch, applied)
 	assert.Empty(t, took, "a done context takes nothing")
-	assert.Equal(t, 3, q.Len())
+
+	q.Done(apply.Key())
+	require.Equal(t, applied+1, q.Applied())
+	took, _ = q.TakeDrifts(ctx, "acme", MaxDriftBatch, applied)
+	assert.Empty(t, took, "an apply finished since the batch read its head: it may have written a newer head")
+	took, _ = q.TakeDrifts(ctx, "acme", MaxDriftBatch, q.Applied())
+	assert.Equal(t, []string{"acme/running", "acme/claimed", "acme/wanted"}, repos(took), "free once the apply and the runs are done")
+	assert.Equal(t, 3, q.Len(), "the check, the other owner and the repo of the batch")
 }
 
 // stagingExec is a DriftStager whose staging waits for release and then fails with stageErr,
@@ -87,10 +110,17 @@ type stagingExec struct {
 
 	mu      sync.Mutex
 	batches [][]string
+	alone   []string // the jobs other than drifts, each run on its own
 }
 
-func (e *stagingExec) Execute(context.Context, Job) error {
-	return errors.New("a staged drift job must not run alone")
+func (e *stagingExec) Execute(_ context.Context, j Job) error {
+	if j.Kind == KindDrift {
+		return errors.New("a staged drift job must not run alone")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.alone = append(e.alone, j.Repo)
+	return nil
 }
 
 func (e *stagingExec) ExecuteDrifts(context.Context, []Job) []error {
@@ -146,7 +176,7 @@ func waitFor(t *testing.T, q *Queue, cond func() bool) {
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for {
-		_, changed := q.TakeDrifts(context.Background(), "", 0)
+		_, changed := q.TakeDrifts(context.Background(), "", 0, q.Applied())
 		if cond() {
 			return
 		}
@@ -186,9 +216,11 @@ func TestPoolStagedBatchTakesDriftsArrivingMeanwhile(t *testing.T) {
 	exec.mu.Lock()
 	defer exec.mu.Unlock()
 	assert.Equal(t, [][]string{{"acme/first", "acme/r0", "acme/r1", "acme/r2"}, {"other/x"}}, exec.batches)
+	assert.Equal(t, []string{"acme/control"}, exec.alone, "the check runs on its own")
 	counts := jobCounts(t, m)
 	assert.Equal(t, uint64(5), counts["wait_seconds drift"], "every delivery is counted")
 	assert.Equal(t, uint64(5), counts["duration_seconds drift/ok"])
+	assert.Equal(t, uint64(1), counts["duration_seconds check/ok"])
 }
 
 // TestPoolStagedBatchIsBounded: a batch that fills up while it stages takes no more; the rest
@@ -252,7 +284,8 @@ func TestPoolStoppingBatchTakesNoMore(t *testing.T) {
 	t.Parallel()
 	q := NewQueue(10)
 	exec := &stagingExec{started: make(chan struct{}, 10), release: make(chan struct{})}
-	p := &Pool{Queue: q, Workers: 1, Exec: exec, Grace: time.Hour}
+	var logs syncBuffer
+	p := &Pool{Queue: q, Workers: 1, Exec: exec, Grace: time.Hour, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
 	go func() { stopped <- p.Run(ctx) }()
@@ -263,6 +296,25 @@ func TestPoolStoppingBatchTakesNoMore(t *testing.T) {
 	close(exec.release)
 	require.NoError(t, <-stopped)
 	assert.Equal(t, [][]string{{"acme/a"}}, exec.batches)
+	assert.Contains(t, logs.String(), `msg="job handed back to the next resync" kind=drift repo=acme/b`)
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes (a logger's output).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // TestServiceStagedDriftsUseTheStagedHead: the run StageDrifts returns reconciles against the
@@ -305,6 +357,7 @@ func TestServiceStagedDriftsUseTheStagedHead(t *testing.T) {
 	assert.Equal(t, []string{"acme/" + all[0], "acme/refused", "acme/" + all[1]}, admitted)
 	assert.Equal(t, []string{all[0], all[1]}, fg.take(), "one run over the admitted repos")
 	org, list := fg.takeOrg()
-	assert.Positive(t, org+list)
+	assert.Equal(t, 1, org, "the org is read once for the batch")
+	assert.Zero(t, list, "a run limited to some repos lists no managed repos")
 	assert.Equal(t, sha, svc.Reports().Source, "reconciled against the head it staged")
 }
