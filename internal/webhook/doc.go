@@ -14,7 +14,7 @@
 // MaxDriftBatch) and runs them as one apply limited to their repos
 // (Service.ExecuteDrifts), reporting each job on its own; while the batch waits for the
 // control head's render (Service.StageDrifts), it takes in the drifts of its owner arriving
-// meanwhile once their delay is over (Queue.TakeDrifts), which would wait for the same render. It recovers panics and shuts
+// meanwhile (Queue.TakeDrifts), which would wait for the same render. It recovers panics and shuts
 // down gracefully; Resync queues a full apply periodically, so a missed
 // delivery, a refused one or a crash costs at most one interval.
 //

@@ -237,45 +237,33 @@ func (q *Queue) next(ctx context.Context, limit int) ([]Job, error) {
 	}
 }
 
-// TakeDrifts takes up to n waiting drift jobs of owner's repos that may start now, oldest
-// first, marks them running and returns them with a channel closed when the queue next changes
-// (also when a drift held by the delay becomes due). The caller must call Done for each. A Pool
-// adds them to a drift batch that waits on work they would wait on too (DriftStager): the
-// control head's render. It takes none once ctx is done (as Next starts none), nor once an
-// apply finished since the batch read its head (applied is Applied then): that apply may have
-// written a newer head to their repos, which the batch would take back.
+// TakeDrifts takes up to n waiting drift jobs of owner's repos that may start now (held by the
+// drift delay or not: they join a batch that has started, as NextBatch's do), oldest first,
+// marks them running and returns them with a channel closed when the queue next changes. The
+// caller must call Done for each. A Pool adds them to a drift batch that waits on work they
+// would wait on too (DriftStager): the control head's render. It takes none once ctx is done
+// (as Next starts none), nor once an apply finished since the batch read its head (applied is
+// Applied then): that apply may have written a newer head to their repos, which the batch
+// would take back.
 func (q *Queue) TakeDrifts(ctx context.Context, owner string, n, applied int) ([]Job, <-chan struct{}) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if ctx.Err() != nil || q.applied != applied {
 		return nil, q.changed
 	}
-	now := q.clock.Now()
 	var out []Job
-	var wake time.Time
 	kept := q.order[:0]
 	for _, k := range q.order {
 		d := q.waiting[k]
 		if len(out) < n && d.Kind == KindDrift && strings.EqualFold(ownerOf(d.Repo), owner) && q.runnable(d) {
-			// A drift the delay holds waits it out as it would for a worker: the other events
-			// of its change (a merge's pull_request and push) coalesce into it meanwhile.
-			if at, held := q.held(k, now); held {
-				if wake.IsZero() || at.Before(wake) {
-					wake = at
-				}
-			} else {
-				out = append(out, *d)
-				q.take(k)
-				continue
-			}
+			out = append(out, *d)
+			q.take(k)
+			continue
 		}
 		kept = append(kept, k)
 	}
 	clear(q.order[len(kept):])
 	q.order = kept
-	if !wake.IsZero() {
-		q.arm(now, wake)
-	}
 	return out, q.changed
 }
 
