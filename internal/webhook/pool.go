@@ -19,7 +19,7 @@ const (
 	// of a 1,000-repo fleet holds its worker for a second or two, and every drift batch waits
 	// on GitHub's answers. The deepest queue of the bench's 1,000 deliveries a second peaks when
 	// every worker is busy: with four workers 74-123 of 1,000, with eight 70-153, with sixteen
-	// 68-79 (runs on 2 CPUs shared with the fake GitHub and the sender). Sixteen jobs at
+	// 64-98 (runs on 2 CPUs shared with the fake GitHub and the sender). Sixteen jobs at
 	// --concurrency 4 send some 64 requests at once (a job's control repo load and org read add
 	// a few), below GitHub's 100 concurrent requests.
 	DefaultWorkers = 16
