@@ -248,37 +248,56 @@ func Digests(targets []*fanout.Target) map[string]string {
 	return out
 }
 
+// incremental reports whether opts make a run over targets incremental (see Incremental).
+func incremental(repo *control.Repo, targets []*fanout.Target, opts Options) bool {
+	return opts.Incremental != nil && opts.Incremental.Baselines != nil && opts.Only == nil && repo != nil && repo.Platform != nil && len(targets) > 0
+}
+
+// runScope is what an incremental run decided at its start: the repos it plans (nil: every
+// one) and its scope line, and what recording its next baseline takes.
+type runScope struct {
+	only          []string
+	line          string // "incremental: ..." or "full: ..."
+	prev          *Baseline
+	owner, config string
+	sums          map[string]string
+}
+
+// decide decides the scope of an incremental run over targets starting at now.
+func (in *Incremental) decide(repo *control.Repo, targets []*fanout.Target, opts Options, now time.Time) runScope {
+	sc := runScope{prev: in.Baselines.Get(), owner: repo.Platform.Spec.Owner, config: configDigest(repo, opts, in.Salt), sums: in.Digests}
+	if sc.sums == nil {
+		sc.sums = Digests(targets)
+	}
+	var why string
+	sc.only, why = in.scope(sc.prev, sc.owner, sc.config, targets, sc.sums, now)
+	sc.line = "full: " + why
+	if sc.only != nil {
+		sc.line = "incremental: " + why
+	}
+	return sc
+}
+
 // applyIncremental runs Apply in the scope opts.Incremental decides and records the baseline a
 // converged run leaves (or forgets it, so that the run after a failure is full).
 func applyIncremental(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Target, opts Options) (*Report, error) {
 	in := opts.Incremental
-	owner := repo.Platform.Spec.Owner
-	config := configDigest(repo, opts, in.Salt)
-	prev := in.Baselines.Get()
 	started := opts.Now()
-	sums := in.Digests
-	if sums == nil {
-		sums = Digests(targets)
-	}
-	only, why := in.scope(prev, owner, config, targets, sums, started)
-	scope := "full: " + why
-	if only != nil {
-		scope = "incremental: " + why
-	}
-	opts.Logger.Info("reconcile scope", "scope", scope)
-	if only != nil && len(only) == 0 {
-		rep := &Report{Source: opts.Source, Scope: scope, Incremental: true, started: started}
+	sc := in.decide(repo, targets, opts, started)
+	opts.Logger.Info("reconcile scope", "scope", sc.line)
+	if sc.only != nil && len(sc.only) == 0 {
+		rep := &Report{Source: opts.Source, Scope: sc.line, Incremental: true, started: started}
 		rep.finish(opts.Now())
-		in.Baselines.Set(in.next(prev, owner, opts.Source, config, sums, false, started))
+		in.Baselines.Set(in.next(sc.prev, sc.owner, opts.Source, sc.config, sc.sums, false, started))
 		return rep, nil
 	}
-	opts.Only = only
+	opts.Only = sc.only
 	rep, err := applyAll(ctx, f, repo, targets, opts)
 	if rep != nil {
-		rep.Scope, rep.Incremental = scope, only != nil
+		rep.Scope, rep.Incremental = sc.line, sc.only != nil
 	}
 	if err == nil && rep != nil && rep.Refused == nil && len(rep.Issues) == 0 && len(rep.Failed()) == 0 && len(rep.Deferred()) == 0 {
-		in.Baselines.Set(in.next(prev, owner, opts.Source, config, sums, only == nil, started))
+		in.Baselines.Set(in.next(sc.prev, sc.owner, opts.Source, sc.config, sc.sums, sc.only == nil, started))
 	} else {
 		in.Baselines.Set(nil)
 	}

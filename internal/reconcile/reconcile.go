@@ -176,17 +176,9 @@ func (it *item) prOptions(o pr.Options) pr.Options {
 func Plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Target, opts Options) (*Report, error) {
 	opts = opts.withDefaults(repo)
 	var scope string
-	if in := opts.Incremental; in != nil && in.Baselines != nil && opts.Only == nil && repo != nil && repo.Platform != nil && len(targets) > 0 {
-		sums := in.Digests
-		if sums == nil {
-			sums = Digests(targets)
-		}
-		var why string
-		opts.Only, why = in.scope(in.Baselines.Get(), repo.Platform.Spec.Owner, configDigest(repo, opts, in.Salt), targets, sums, opts.Now())
-		scope = "full: " + why
-		if opts.Only != nil {
-			scope = "incremental: " + why
-		}
+	if incremental(repo, targets, opts) {
+		sc := opts.Incremental.decide(repo, targets, opts, opts.Now())
+		opts.Only, scope = sc.only, sc.line
 		opts.Logger.Info("plan scope", "scope", scope)
 	}
 	items, rep, err := plan(ctx, f, repo, targets, opts)
@@ -216,7 +208,7 @@ func Apply(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.T
 	opts = opts.withDefaults(repo)
 	var rep *Report
 	var err error
-	if opts.Incremental != nil && opts.Incremental.Baselines != nil && opts.Only == nil && repo != nil && repo.Platform != nil && len(targets) > 0 {
+	if incremental(repo, targets, opts) {
 		rep, err = applyIncremental(ctx, f, repo, targets, opts)
 	} else {
 		rep, err = applyAll(ctx, f, repo, targets, opts)

@@ -414,10 +414,8 @@ func TestFleetCacheKeepsWhatJobsUse(t *testing.T) {
 		heads = append(heads, e.ctl.push(edit(t, readControl(t), fmt.Sprintf("notes/pr-%d.md", i), "", "a pull request's file\n")))
 	}
 	for _, h := range heads {
-		_, err := e.svc.fleet(ctx, main) // a drift job
-		require.NoError(t, err)
-		_, err = e.svc.fleet(ctx, h) // a check of a new pull request head
-		require.NoError(t, err)
+		require.NoError(t, e.svc.fleetEntry(ctx, main).err) // a drift job
+		require.NoError(t, e.svc.fleetEntry(ctx, h).err)    // a check of a new pull request head
 	}
 	e.ctl.mu.Lock()
 	defer e.ctl.mu.Unlock()

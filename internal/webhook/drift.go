@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
-	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // drift reconciles the one target repo of j.
@@ -26,7 +25,7 @@ func (s *Service) ExecuteDrifts(ctx context.Context, jobs []Job) []error {
 	if len(live) == 0 {
 		return errs
 	}
-	e, err := s.driftHead(ctx)
+	e, err := s.headEntry(ctx)
 	if err != nil {
 		for _, i := range live {
 			errs[i] = err
@@ -42,7 +41,7 @@ func (s *Service) ExecuteDrifts(ctx context.Context, jobs []Job) []error {
 // reconciles a batch of drift jobs against that head as ExecuteDrifts does. While a new head
 // renders, the Pool adds the drifts arriving meanwhile to the waiting batch.
 func (s *Service) StageDrifts(ctx context.Context) (func(context.Context, []Job) []error, error) {
-	e, err := s.driftHead(ctx)
+	e, err := s.headEntry(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -53,21 +52,6 @@ func (s *Service) StageDrifts(ctx context.Context) (func(context.Context, []Job)
 		}
 		return errs
 	}, nil
-}
-
-// driftHead is the control repo at its head, loaded and rendered. The entry is kept by the
-// batch that staged it: the fleet cache may drop it meanwhile (it holds a few commits), and
-// the run must not render it again.
-func (s *Service) driftHead(ctx context.Context) (*fleetEntry, error) {
-	sha, err := s.cfg.Control.Head(ctx)
-	if err != nil {
-		return nil, err
-	}
-	e := s.fleetEntry(ctx, sha)
-	if e.err != nil {
-		return nil, fmt.Errorf("control repo at %s: %w", report.ShortSHA(sha), e.err)
-	}
-	return e, nil
 }
 
 // reconcileDrifts reconciles the repos of jobs[live] against e (the control repo at a commit)

@@ -206,7 +206,7 @@ func (s *Service) Execute(ctx context.Context, j Job) error {
 	}
 	switch j.Kind {
 	case KindApply:
-		return s.apply(ctx, j, nil)
+		return s.apply(ctx, j)
 	case KindDrift:
 		return s.drift(ctx, j)
 	case KindCheck:
@@ -215,13 +215,7 @@ func (s *Service) Execute(ctx context.Context, j Job) error {
 	return fmt.Errorf("unknown job kind %q", j.Kind)
 }
 
-// fleet loads and renders the control repo at sha, once per commit.
-func (s *Service) fleet(ctx context.Context, sha string) (*app.Fleet, error) {
-	e := s.fleetEntry(ctx, sha)
-	return e.fleet, e.err
-}
-
-// fleetEntry is fleet's cache entry of sha, loaded and rendered.
+// fleetEntry is the control repo at sha, loaded and rendered once per commit (cached).
 func (s *Service) fleetEntry(ctx context.Context, sha string) *fleetEntry {
 	s.mu.Lock()
 	var e *fleetEntry
@@ -282,26 +276,37 @@ func isInvalid(err error) bool {
 	return errors.As(err, &is)
 }
 
-// apply reconciles the fleet at the control repo's head; only, when set,
-// restricts it to those target repos (a drift job). A push job is incremental: it plans only
-// the target repos whose desired state changed since the last converged apply (the
+// apply reconciles the fleet at the control repo's head. A push job is incremental: it plans
+// only the target repos whose desired state changed since the last converged apply (the
 // baselines); other apply jobs (resync, installation changes) plan every repo and are the
 // safety net.
-func (s *Service) apply(ctx context.Context, j Job, only []string) error {
-	sha, err := s.cfg.Control.Head(ctx)
+func (s *Service) apply(ctx context.Context, j Job) error {
+	e, err := s.headEntry(ctx)
 	if err != nil {
 		return err
 	}
-	e := s.fleetEntry(ctx, sha)
-	if e.err != nil {
-		return fmt.Errorf("control repo at %s: %w", report.ShortSHA(sha), e.err)
-	}
-	_, err = s.applyReport(ctx, j, only, e)
+	_, err = s.applyReport(ctx, j, nil, e)
 	return err
 }
 
-// applyReport is apply, returning the run's report too (nil when the run did not start). It
-// applies e, the control repo at a commit, loaded and rendered.
+// headEntry is the control repo at its head, loaded and rendered. A drift batch keeps the
+// entry it staged: the fleet cache may drop it meanwhile (it holds a few commits), and its run
+// must not render it again.
+func (s *Service) headEntry(ctx context.Context) (*fleetEntry, error) {
+	sha, err := s.cfg.Control.Head(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e := s.fleetEntry(ctx, sha)
+	if e.err != nil {
+		return nil, fmt.Errorf("control repo at %s: %w", report.ShortSHA(sha), e.err)
+	}
+	return e, nil
+}
+
+// applyReport applies e, the control repo at a commit, loaded and rendered, and returns the
+// run's report (nil when the run did not start); only, when set, restricts it to those target
+// repos (a drift batch).
 func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *fleetEntry) (*app.Report, error) {
 	sha, fl := e.sha, e.fleet
 	log := s.log.With("delivery", j.Delivery, "kind", j.Kind)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
@@ -355,4 +357,52 @@ func TestServiceStagedDriftsUseTheStagedHead(t *testing.T) {
 	assert.Equal(t, 1, org, "the org is read once for the batch")
 	assert.Zero(t, list, "a run limited to some repos lists no managed repos")
 	assert.Equal(t, sha, svc.Reports().Source, "reconciled against the head it staged")
+}
+
+// gatedControl is memControl whose Load reports each call on loading and waits for release.
+type gatedControl struct {
+	*memControl
+	loading chan string
+	release chan struct{}
+}
+
+func (c *gatedControl) Load(ctx context.Context, sha string) (*control.Repo, error) {
+	c.loading <- sha
+	<-c.release
+	return c.memControl.Load(ctx, sha)
+}
+
+// TestServiceRendersAFewCommitsAtOnce: with more commits to render than maxRenders (checks of
+// many pull request heads on many workers), maxRenders load and render at once; the others
+// wait for a slot, and every one is rendered in the end.
+func TestServiceRendersAFewCommitsAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ctl := &gatedControl{memControl: &memControl{commits: map[string]fs.FS{}}, loading: make(chan string, 2*maxRenders), release: make(chan struct{})}
+	svc, err := NewService(ServiceConfig{Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}),
+		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return nil, errors.New("no forge") }})
+	require.NoError(t, err)
+	var shas []string
+	for i := range maxRenders + 2 {
+		shas = append(shas, ctl.push(edit(t, readControl(t), fmt.Sprintf("notes/%d.md", i), "", "a note\n")))
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(shas))
+	for i, sha := range shas {
+		wg.Go(func() { errs[i] = svc.fleetEntry(ctx, sha).err })
+	}
+	for range maxRenders {
+		<-ctl.loading
+	}
+	select {
+	case sha := <-ctl.loading:
+		t.Fatalf("a commit (%s) started loading while %d others did", sha[:7], maxRenders)
+	case <-time.After(50 * time.Millisecond): // a bound on how long to look, not on what is found
+	}
+	close(ctl.release)
+	wg.Wait()
+	for i, err := range errs {
+		assert.NoError(t, err, shas[i])
+	}
+	assert.Len(t, ctl.loading, 2, "the two that waited for a slot loaded once one was free")
 }
