@@ -51,6 +51,9 @@ const (
 	ReasonHumanCommitOnBranch = "HumanCommitOnBranch"
 	// ReasonTeamNotFound: the control repo names a team the organization does not have.
 	ReasonTeamNotFound = "TeamNotFound"
+	// ReasonTooManyRemovals: the run would remove more target repos (or grants) than
+	// spec.maxRemovals (spec.access.maxAccessRemovals) allows; nothing was written.
+	ReasonTooManyRemovals = "TooManyRemovals"
 	// ReasonDefaultBranchMissing: the repo has branches, but not the configured default.
 	ReasonDefaultBranchMissing = "DefaultBranchMissing"
 	// ReasonUnmanagedPath: a rendered file is not a path fleetbot manages in its kind of repo
