@@ -3,6 +3,13 @@
 // it plans every target repo against a forge (what would change, and why),
 // refuses dangerous plans (mass removals) before any write, then applies the
 // plan repo by repo with bounded concurrency, isolating failures.
+//
+// A run is a pipeline of typed phases: scope (which repos, each in its role:
+// contentTarget, tombstone, accessEntry, gateObserver), observe and decide
+// (each repo's repoPlan), gate (the rollout's rolloutVerdict), guard (the
+// removal limits, a pure function of the decisions) and execute. Every repo's
+// Result carries its class (report.Outcome): done, deferred until a known
+// time, retryable, needs-human or invalid-input.
 package reconcile
 
 import (

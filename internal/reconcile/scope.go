@@ -41,6 +41,8 @@ type accessEntry struct{ *fanout.Target }
 // request is read, nothing is written there, and it is not reported.
 type gateObserver struct{ *fanout.Target }
 
+// The roles' targets: what every phase needs of a repo whatever its role (its name, owner,
+// kind, rendered files and access), and what seals role to these four types.
 func (r contentTarget) target() *fanout.Target { return r.Target }
 func (r tombstone) target() *fanout.Target     { return r.Target }
 func (r accessEntry) target() *fanout.Target   { return r.Target }

@@ -2,8 +2,11 @@
 // or did, per target repo, as typed values (Document, Repo, Problem) rendered three ways — text
 // for a terminal, Markdown for a pull-request comment or an Action step summary, and JSON with a
 // format_version — so that every front end and every output says the same thing in the same
-// words. It is pure: it imports nothing of fleetbot's, and the packages that compute results
-// (reconcile, status, review, the CLI) build its values directly.
+// words. It also holds the one error vocabulary (class.go): the class every repo's result
+// carries (done, deferred until a time, retryable, needs-human, invalid-input), the errors that
+// carry it from an adapter to a front end, and what a class means for an exit code, a check
+// conclusion and the status page. It is pure: it imports nothing of fleetbot's, and the
+// packages that compute results (reconcile, status, review, the CLI) build its values directly.
 package report
 
 import (
