@@ -119,32 +119,44 @@ type observation struct {
 
 // observe reads what a role's decisions start from, and nothing more: no snapshot of the
 // control repo, whose content is never written; no access of a tombstone, which keeps its
-// access; nothing of an archived repo. A gate observer is read whole by pr.Plan in decide, and
-// only when the gate needs its change.
+// access, nor of a gate observer, of which the gate needs only the change; nothing of an
+// archived repo, nor of an observer whose change the gate does not need.
 func observe(ctx context.Context, f Forge, r role, env *decideEnv) observation {
 	t := r.target()
 	var o observation
-	if _, ok := r.(gateObserver); ok {
+	switch r.(type) {
+	case gateObserver:
+		if env.readObservers {
+			o.snapshot, o.snapErr = pr.ReadSnapshot(ctx, f, t, env.prOptions(t))
+		}
 		return o
 	}
 	if env.org.IsArchived(t.Repo) {
 		o.archived = true
 		return o
 	}
-	if _, ok := r.(accessEntry); !ok {
+	switch r.(type) {
+	case accessEntry:
+		o.readAccess(ctx, f, t)
+	case tombstone:
 		o.snapshot, o.snapErr = pr.ReadSnapshot(ctx, f, t, env.prOptions(t))
-	}
-	_, content := r.(contentTarget)
-	needsAccess := !content || (o.snapErr == nil && o.snapshot.Exists)
-	if _, ok := r.(tombstone); !ok && needsAccess {
-		observed, err := f.Access(ctx, t.Owner, t.Repo)
-		if err != nil {
-			o.accessErr = fmt.Errorf("%s: reading access: %w", t.FullName(), err)
-		} else {
-			o.access = &observed
+	case contentTarget:
+		o.snapshot, o.snapErr = pr.ReadSnapshot(ctx, f, t, env.prOptions(t))
+		if o.snapErr == nil && o.snapshot.Exists {
+			o.readAccess(ctx, f, t)
 		}
 	}
 	return o
+}
+
+// readAccess reads the repo's access settings into the observation.
+func (o *observation) readAccess(ctx context.Context, f Forge, t *fanout.Target) {
+	observed, err := f.Access(ctx, t.Owner, t.Repo)
+	if err != nil {
+		o.accessErr = fmt.Errorf("%s: reading access: %w", t.FullName(), err)
+		return
+	}
+	o.access = &observed
 }
 
 // decide makes a role's decisions from what observe read: the pull request (pr.Decide) and
@@ -156,11 +168,12 @@ func decide(ctx context.Context, f Forge, p *repoPlan, o observation, env *decid
 	t := p.target()
 	switch p.role.(type) {
 	case gateObserver:
-		if env.readObservers {
-			// Errors leave the observer unplanned: the gate takes it for changed.
-			if d, err := pr.Plan(ctx, f, t, env.prOptions(t)); err == nil {
-				p.content = d
-			}
+		if o.snapshot == nil || o.snapErr != nil {
+			return
+		}
+		// Errors leave the observer unplanned: the gate takes it for changed.
+		if d, err := pr.Decide(o.snapshot, t, env.prOptions(t)); err == nil && pr.Describe(ctx, f, t, d) == nil {
+			p.content = d
 		}
 		return
 	case accessEntry:
