@@ -60,6 +60,8 @@ func Describe(ctx context.Context, f Forge, t *fanout.Target, d *Decision) error
 	return nil
 }
 
+// desiredContent is every file the target renders, scaffolds included, by path: the new side
+// of the object diff.
 func desiredContent(t *fanout.Target) map[string][]byte {
 	m := make(map[string][]byte, len(t.Files)+len(t.Scaffolds))
 	for p, c := range t.Scaffolds {

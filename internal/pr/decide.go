@@ -96,6 +96,7 @@ func defaultBranch(t *fanout.Target) string {
 	return t.DefaultBranch
 }
 
+// withDefaults fills the bot branch a caller left unset.
 func (o Options) withDefaults() Options {
 	if o.Branch == "" {
 		o.Branch = control.DefaultPRBranch
@@ -370,6 +371,7 @@ func decideWithoutPR(d *Decision, s *Snapshot, t *fanout.Target, branch string) 
 	}
 }
 
+// updateAction is the action of updating the open pull request: a removal's stays a removal.
 func updateAction(t *fanout.Target) Action {
 	if t.Removed {
 		return ActionRemove
@@ -393,6 +395,7 @@ func ours(c *Commit, m marker) bool {
 	return tree != "" && tree == c.Tree && len(c.Parents) == 1
 }
 
+// firstParent is the commit a bot commit was made on ("" for none): the base it was built on.
 func firstParent(c *Commit) string {
 	if c == nil || len(c.Parents) == 0 {
 		return ""
@@ -418,6 +421,8 @@ func desiredKey(baseTree string, t *fanout.Target) string {
 	return "desired\x00" + baseTree + "\x00" + string(t.Kind) + t.ContentKey()
 }
 
+// desiredListing is the desired tree as a listing: the base without the paths fleetbot manages,
+// the target's files, and each scaffold the base does not have yet.
 func desiredListing(base gittree.Listing, t *fanout.Target) gittree.Listing {
 	desired := make(gittree.Listing, len(base)+len(t.Files))
 	for p, e := range base {
@@ -470,6 +475,7 @@ func diff(from, to gittree.Listing, t *fanout.Target) ([]FileChange, []Change) {
 	return files, changes
 }
 
+// sortChanges orders changes by path, so a commit and its listing are the same on every run.
 func sortChanges(cs []Change) {
 	sort.Slice(cs, func(a, b int) bool { return cs[a].Path < cs[b].Path })
 }

@@ -109,6 +109,8 @@ type Options struct {
 	Claim func(ctx context.Context, only []string) error
 }
 
+// withDefaults fills what a caller left unset: the concurrency, a discarding logger, the system
+// clock, and the control repo's revision as the run's source.
 func (o Options) withDefaults(repo *control.Repo) Options {
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency

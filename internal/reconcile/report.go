@@ -100,6 +100,8 @@ func (r Result) Deferred() bool { return r.Outcome().Class == report.ClassDeferr
 // MarshalJSON writes the result as the report's entry of the repo (see Row).
 func (r Result) MarshalJSON() ([]byte, error) { return json.Marshal(r.Row()) }
 
+// fromDecision records what a pull-request decision does to the repo: its action and why, the
+// files and objects it changes, what the snapshot showed, the pull request it acts on.
 func (r *Result) fromDecision(d *pr.Decision) {
 	r.Action, r.Reason, r.Files = d.Action, d.Reason, d.Files
 	r.FilesAdded, r.FilesChanged, r.FilesRemoved = d.Counts()
@@ -109,6 +111,7 @@ func (r *Result) fromDecision(d *pr.Decision) {
 	r.setPR(d.PR)
 }
 
+// setPR records the pull request acted upon, when there is one.
 func (r *Result) setPR(p *pr.PullRequest) {
 	if p != nil {
 		r.PR, r.PRURL = p.Number, p.URL
@@ -249,6 +252,7 @@ func (r *Report) Document() *report.Document {
 	return d
 }
 
+// finish sorts the results by repo, as every output lists them, and times the run.
 func (r *Report) finish(now time.Time) {
 	sort.SliceStable(r.Results, func(a, b int) bool { return r.Results[a].Repo < r.Results[b].Repo })
 	if !r.started.IsZero() {
