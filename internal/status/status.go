@@ -488,6 +488,22 @@ func waitingFor(o report.Outcome) string {
 	return ""
 }
 
+// deferredLine says why a deferred repo waits (the rollout's reason, a GitHub rate limit, the
+// write budget) and, for a limit, until when, when the forge said.
+func deferredLine(r *Repo, o report.Outcome) string {
+	if r.WaitingOn == WaitRollout {
+		return "deferred to the next run: " + firstLine(r.Error)
+	}
+	s := "deferred to the next run: write budget exhausted"
+	if o.Reason == report.ReasonRateLimited {
+		s = "deferred to the next run: GitHub rate limit"
+	}
+	if !o.RetryAt.IsZero() {
+		s += " until " + o.RetryAt.UTC().Format(time.RFC3339)
+	}
+	return s
+}
+
 // waitingOn says what an open pull request waits on: failing or running checks first, then
 // a review, then somebody merging it.
 func waitingOn(p *PR) string {
@@ -527,10 +543,7 @@ func summaryLine(r *Repo, res *reconcile.Result) string {
 	case StateFailed:
 		s = "failed: " + firstLine(r.Error)
 	case StateDeferred:
-		s = "deferred to the next run: write budget exhausted"
-		if r.WaitingOn == WaitRollout {
-			s = "deferred to the next run: " + firstLine(r.Error)
-		}
+		s = deferredLine(r, res.Outcome())
 	case StateSkipped:
 		s = "skipped (" + res.Skipped + ")"
 	case StateBlocked:
