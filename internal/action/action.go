@@ -450,7 +450,7 @@ func (r *actionRun) apply(ctx context.Context) error {
 	if res.outcome != nil {
 		for _, x := range res.outcome.Results() {
 			switch {
-			case x.Deferred:
+			case x.Row.Outcome.Class == report.ClassDeferred:
 				r.cmds.Annotate(ghaction.Annotation{Level: ghaction.LevelWarning, Title: "fleetbot", Message: x.Row.Line()})
 			case x.Failed:
 				r.cmds.Annotate(ghaction.Annotation{Level: ghaction.LevelError, Title: "fleetbot", Message: x.Row.Line()})

@@ -126,16 +126,18 @@ func (o *Outcome) HasIssues() bool { return len(o.rep.Issues) > 0 }
 func (o *Outcome) Repos() int  { return len(o.rep.Results) }
 func (o *Outcome) Failed() int { return len(o.rep.Failed()) }
 
-// ExitCode is the detailed exit code of a run that returned no error (see reconcile's
-// ExitBlocked, ExitChanges, ExitNoChanges); applied is true for an apply.
+// ExitCode is the detailed exit code of a run that returned no error: its most urgent repo's
+// class (report.Class.ExitCode), or for a plan whose repos are done, 2 when it would change
+// something; applied is true for an apply.
 func (o *Outcome) ExitCode(applied bool) int { return o.rep.ExitCode(applied) }
 
 // RepoOutcome is one target repo of an outcome: its row and what a front end acts on.
 type RepoOutcome struct {
 	Row report.Repo
-	// Changed: the repo's content, pull request or access changes; Deferred: it waits for the
-	// next run's write budget; Failed: it failed (not deferred); Blocked: it waits for a human.
-	Changed, Deferred, Failed, Blocked bool
+	// Changed: the repo's content, pull request or access changes; Failed: it failed (not
+	// deferred); Blocked: a human's commit on the bot branch stops it. Whether it waits for a
+	// later run, and until when, is Row.Outcome.
+	Changed, Failed, Blocked bool
 	// Action is the pull-request action planned (create, update, ...).
 	Action string
 	// PR and PRURL are the pull request acted upon (0: none).
@@ -151,7 +153,7 @@ func (o *Outcome) Results() []RepoOutcome {
 	}
 	out := make([]RepoOutcome, len(o.rep.Results))
 	for i, x := range o.rep.Results {
-		out[i] = RepoOutcome{Row: x.Row(), Changed: x.Changed(), Deferred: x.Deferred, Failed: x.Err != nil && !x.Deferred,
+		out[i] = RepoOutcome{Row: x.Row(), Changed: x.Changed(), Failed: x.Err != nil && !x.Deferred(),
 			Blocked: blocked[x.Repo], Action: string(x.Action), PR: x.PR, PRURL: x.PRURL}
 	}
 	return out

@@ -135,7 +135,7 @@ func statusInput(repo *control.Repo) status.Input {
 			r.Action, r.PR = pr.ActionBlocked, 1
 			r.Reason = "commit abc on fleetbot/sync was not made by fleetbot"
 		case 4:
-			r.Action, r.FilesChanged, r.Deferred = pr.ActionOpen, 3, true
+			r.Action, r.FilesChanged = pr.ActionOpen, 3
 			r.Err = fmt.Errorf("wave dev not done: %w", reconcile.ErrHeld)
 		case 5:
 			r.Observed.BaseStatus = pr.StatusFailure

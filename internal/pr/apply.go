@@ -13,35 +13,55 @@ import (
 // never writes. When a PR is to be written it also diffs the Kubernetes
 // objects, reading the old content of changed manifests only.
 func Plan(ctx context.Context, f Forge, t *fanout.Target, o Options) (*Decision, error) {
-	o = o.withDefaults()
-	s, err := f.Snapshot(ctx, t.Owner, t.Repo, defaultBranch(t), o.Branch)
+	s, err := ReadSnapshot(ctx, f, t, o)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", t.FullName(), err)
+		return nil, err
 	}
 	d, err := Decide(s, t, o)
 	if err != nil {
 		return nil, err
 	}
-	if s.Base != nil {
-		d.baseTree = s.Base.Tree
-	}
-	if d.PushBranch || d.OpenPR || d.UpdatePR {
-		old := map[string][]byte{}
-		for _, fc := range d.Files {
-			if fc.Op == FileAdded || !manifest.IsManifestPath(fc.Path) {
-				continue
-			}
-			b, err := f.Blob(ctx, t.Owner, t.Repo, fc.OldHash)
-			if err != nil {
-				return nil, fmt.Errorf("reading %s of %s: %w", fc.Path, t.FullName(), err)
-			}
-			old[fc.Path] = b
-		}
-		d.Objects = DiffObjects(d.Files, old, desiredContent(t))
+	if err := Describe(ctx, f, t, d); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
 
+// ReadSnapshot reads, in one go, what Decide needs of the target repo (Forge.Snapshot): the
+// observation a plan starts from.
+func ReadSnapshot(ctx context.Context, f Forge, t *fanout.Target, o Options) (*Snapshot, error) {
+	o = o.withDefaults()
+	s, err := f.Snapshot(ctx, t.Owner, t.Repo, defaultBranch(t), o.Branch)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", t.FullName(), err)
+	}
+	return s, nil
+}
+
+// Describe fills, for a decision that writes a pull request, the Kubernetes objects its files
+// add, change and remove (Decision.Objects): the one part of a plan that reads more than the
+// snapshot, the old content of the changed manifests, and only for a repo that changes.
+func Describe(ctx context.Context, f Forge, t *fanout.Target, d *Decision) error {
+	if !d.PushBranch && !d.OpenPR && !d.UpdatePR {
+		return nil
+	}
+	old := map[string][]byte{}
+	for _, fc := range d.Files {
+		if fc.Op == FileAdded || !manifest.IsManifestPath(fc.Path) {
+			continue
+		}
+		b, err := f.Blob(ctx, t.Owner, t.Repo, fc.OldHash)
+		if err != nil {
+			return fmt.Errorf("reading %s of %s: %w", fc.Path, t.FullName(), err)
+		}
+		old[fc.Path] = b
+	}
+	d.Objects = DiffObjects(d.Files, old, desiredContent(t))
+	return nil
+}
+
+// desiredContent is every file the target renders, scaffolds included, by path: the new side
+// of the object diff.
 func desiredContent(t *fanout.Target) map[string][]byte {
 	m := make(map[string][]byte, len(t.Files)+len(t.Scaffolds))
 	for p, c := range t.Scaffolds {
@@ -58,68 +78,107 @@ func desiredContent(t *fanout.Target) map[string][]byte {
 // PR write in the common case. It returns the PR acted upon, if any.
 func Apply(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Options) (*PullRequest, error) {
 	o = o.withDefaults()
-	owner, repo := t.Owner, t.Repo
 	wrap := func(step string, err error) error {
 		return fmt.Errorf("%s: %s: %w", t.FullName(), step, err)
 	}
+	base, err := createAndBootstrap(ctx, f, t, d, wrap)
+	if err != nil {
+		return nil, err
+	}
+	// A merge done by hand is recorded first: the PR that opens below
+	// replaces d.PR, and a forge may refuse a second open PR from the bot
+	// branch while the merged one still reads open.
+	if mr := f.Capabilities().MergeRecorder; d.RecordMerged && mr != nil {
+		if err := mr.RecordMerged(ctx, t.Owner, t.Repo, d.PR.Number); err != nil {
+			return nil, wrap(fmt.Sprintf("recording PR #%d merged", d.PR.Number), err)
+		}
+	}
+	head, err := pushBranch(ctx, f, t, d, o, base, wrap)
+	if err != nil {
+		return nil, err
+	}
+	m := marker{Head: head, Base: base.SHA, Tree: d.Tree, Source: o.Source, Waves: o.Waves}
+	if p, err := writePR(ctx, f, t, d, o, m, wrap); err != nil {
+		return p, err
+	}
+	if err := blockPR(ctx, f, t, d, o, wrap); err != nil {
+		return nil, err
+	}
+	if err := closePR(ctx, f, t, d, o, wrap); err != nil {
+		return nil, err
+	}
+	return d.PR, nil
+}
+
+// stepError wraps a failed step of Apply with the repo and the step.
+type stepError func(step string, err error) error
+
+// createAndBootstrap creates a repo that does not exist and writes the root commit of the
+// default branch of a new or empty one (README, CODEOWNERS, scaffolds), which the branch
+// fleetbot pushes then builds on; it returns the commit the bot commit goes on top of.
+func createAndBootstrap(ctx context.Context, f Forge, t *fanout.Target, d *Decision, wrap stepError) (Commit, error) {
+	owner, repo := t.Owner, t.Repo
 	if d.CreateRepo {
 		err := f.CreateRepo(ctx, RepoSpec{
 			Owner: owner, Repo: repo, Kind: t.Kind, Name: t.Name,
 			DefaultBranch: d.defBr, Visibility: t.Visibility, Access: t.Access,
 		})
 		if err != nil {
-			return nil, wrap("creating repo", err)
+			return Commit{}, wrap("creating repo", err)
 		}
 	}
 	base := Commit{SHA: d.Base, Tree: d.baseTree}
-	if len(d.Bootstrap) > 0 {
-		c, err := f.Commit(ctx, owner, repo, NewCommit{
-			Changes: d.Bootstrap,
-			Message: fmt.Sprintf("fleetbot: bootstrap %s %s\n\nREADME, CODEOWNERS and scaffolds; managed content arrives through the first pull request.\n", t.Kind, t.Name),
-		})
-		if err != nil {
-			return nil, wrap("bootstrap commit", err)
-		}
-		if err := f.SetBranch(ctx, owner, repo, d.defBr, c.SHA, false); err != nil {
-			return nil, wrap("creating branch "+d.defBr, err)
-		}
-		base = c
+	if len(d.Bootstrap) == 0 {
+		return base, nil
 	}
-	// A merge done by hand is recorded first: the PR that opens below
-	// replaces d.PR, and a forge may refuse a second open PR from the bot
-	// branch while the merged one still reads open.
-	if d.RecordMerged {
-		if mr := f.Capabilities().MergeRecorder; mr != nil {
-			if err := mr.RecordMerged(ctx, owner, repo, d.PR.Number); err != nil {
-				return nil, wrap(fmt.Sprintf("recording PR #%d merged", d.PR.Number), err)
-			}
-		}
+	c, err := f.Commit(ctx, owner, repo, NewCommit{
+		Changes: d.Bootstrap,
+		Message: fmt.Sprintf("fleetbot: bootstrap %s %s\n\nREADME, CODEOWNERS and scaffolds; managed content arrives through the first pull request.\n", t.Kind, t.Name),
+	})
+	if err != nil {
+		return Commit{}, wrap("bootstrap commit", err)
 	}
+	if err := f.SetBranch(ctx, owner, repo, d.defBr, c.SHA, false); err != nil {
+		return Commit{}, wrap("creating branch "+d.defBr, err)
+	}
+	return c, nil
+}
+
+// pushBranch writes the bot commit on base and force-moves the bot branch to it when the
+// decision says so, and returns the branch's head: the commit the pull request carries, and
+// the one its marker records as fleetbot's own.
+func pushBranch(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Options, base Commit, wrap stepError) (string, error) {
 	head := ""
 	if d.bot != nil {
 		head = d.bot.SHA
 	}
-	if d.PushBranch {
-		c, err := f.Commit(ctx, owner, repo, NewCommit{
-			Parent: base.SHA, BaseTree: base.Tree, Changes: d.Changes, Message: CommitMessage(t, o.Source, d.Tree),
-		})
-		if err != nil {
-			return nil, wrap("commit", err)
-		}
-		if c.Tree != d.Tree {
-			return nil, wrap("commit", fmt.Errorf("forge wrote tree %s, expected %s", c.Tree, d.Tree))
-		}
-		if err := f.SetBranch(ctx, owner, repo, o.Branch, c.SHA, true); err != nil {
-			return nil, wrap("pushing branch "+o.Branch, err)
-		}
-		head = c.SHA
+	if !d.PushBranch {
+		return head, nil
 	}
-	m := marker{Head: head, Base: base.SHA, Tree: d.Tree, Source: o.Source, Waves: o.Waves}
+	c, err := f.Commit(ctx, t.Owner, t.Repo, NewCommit{
+		Parent: base.SHA, BaseTree: base.Tree, Changes: d.Changes, Message: CommitMessage(t, o.Source, d.Tree),
+	})
+	if err != nil {
+		return "", wrap("commit", err)
+	}
+	if c.Tree != d.Tree {
+		return "", wrap("commit", fmt.Errorf("forge wrote tree %s, expected %s", c.Tree, d.Tree))
+	}
+	if err := f.SetBranch(ctx, t.Owner, t.Repo, o.Branch, c.SHA, true); err != nil {
+		return "", wrap("pushing branch "+o.Branch, err)
+	}
+	return c.SHA, nil
+}
+
+// writePR opens the pull request or rewrites the open one's title and body (with the marker
+// m), as the decision says. An opened pull request replaces d.PR, and is returned with the
+// error when the forge opened it but failed after (auto-merge refused).
+func writePR(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Options, m marker, wrap stepError) (*PullRequest, error) {
 	switch {
 	case d.OpenPR:
-		p, err := f.OpenPR(ctx, owner, repo, NewPR{
+		p, err := f.OpenPR(ctx, t.Owner, t.Repo, NewPR{
 			Head: o.Branch, Base: d.defBr, Title: Title(t), Body: body(d, t, o.Source, m), Labels: o.Labels,
-			AutoMerge: o.AutoMerge, HeadSHA: head, Protection: t.Access.Protection,
+			AutoMerge: o.AutoMerge, HeadSHA: m.Head, Protection: t.Access.Protection,
 		})
 		if p != nil {
 			d.PR = p
@@ -130,35 +189,49 @@ func Apply(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Option
 		}
 		d.PR = p
 	case d.UpdatePR:
-		if err := f.UpdatePR(ctx, owner, repo, d.PR.Number, Title(t), body(d, t, o.Source, m)); err != nil {
+		if err := f.UpdatePR(ctx, t.Owner, t.Repo, d.PR.Number, Title(t), body(d, t, o.Source, m)); err != nil {
 			return nil, wrap(fmt.Sprintf("updating PR #%d", d.PR.Number), err)
 		}
 	}
-	if d.Block {
-		msg := fmt.Sprintf("fleetbot found commit %s on `%s` that it did not make, so it stops updating this pull request and will never overwrite that commit.\n\n"+
-			"Merge or close this pull request to let fleetbot propose changes again.", report.ShortSHA(d.bot.SHA), o.Branch)
-		if err := f.Comment(ctx, owner, repo, d.PR.Number, msg); err != nil {
-			return nil, wrap(fmt.Sprintf("commenting on PR #%d", d.PR.Number), err)
-		}
-		bm := d.marker
-		bm.Blocked = true
-		if err := f.UpdatePR(ctx, owner, repo, d.PR.Number, d.PR.Title, withMarker(d.PR.Body, bm)); err != nil {
-			return nil, wrap(fmt.Sprintf("marking PR #%d blocked", d.PR.Number), err)
-		}
+	return d.PR, nil
+}
+
+// blockPR says once, on a pull request whose branch carries a commit fleetbot did not make,
+// that fleetbot stops updating it, and records that in its marker so later runs leave it.
+func blockPR(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Options, wrap stepError) error {
+	if !d.Block {
+		return nil
 	}
+	msg := fmt.Sprintf("fleetbot found commit %s on `%s` that it did not make, so it stops updating this pull request and will never overwrite that commit.\n\n"+
+		"Merge or close this pull request to let fleetbot propose changes again.", report.ShortSHA(d.bot.SHA), o.Branch)
+	if err := f.Comment(ctx, t.Owner, t.Repo, d.PR.Number, msg); err != nil {
+		return wrap(fmt.Sprintf("commenting on PR #%d", d.PR.Number), err)
+	}
+	bm := d.marker
+	bm.Blocked = true
+	if err := f.UpdatePR(ctx, t.Owner, t.Repo, d.PR.Number, d.PR.Title, withMarker(d.PR.Body, bm)); err != nil {
+		return wrap(fmt.Sprintf("marking PR #%d blocked", d.PR.Number), err)
+	}
+	return nil
+}
+
+// closePR closes, with a comment saying why, a pull request the default branch no longer
+// needs, and deletes the bot branch when the decision says so (never while its pull request
+// is open).
+func closePR(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Options, wrap stepError) error {
 	if d.ClosePR {
 		msg := fmt.Sprintf("`%s` already matches what the control repo asks for (tree `%s`), so this pull request is no longer needed: fleetbot closes it", d.defBr, report.ShortSHA(d.Tree))
 		if d.DeleteBranch {
 			msg += " and deletes `" + o.Branch + "`"
 		}
-		if err := f.ClosePR(ctx, owner, repo, d.PR.Number, msg+"."); err != nil {
-			return nil, wrap(fmt.Sprintf("closing PR #%d", d.PR.Number), err)
+		if err := f.ClosePR(ctx, t.Owner, t.Repo, d.PR.Number, msg+"."); err != nil {
+			return wrap(fmt.Sprintf("closing PR #%d", d.PR.Number), err)
 		}
 	}
 	if d.DeleteBranch {
-		if err := f.DeleteBranch(ctx, owner, repo, o.Branch); err != nil {
-			return nil, wrap("deleting branch "+o.Branch, err)
+		if err := f.DeleteBranch(ctx, t.Owner, t.Repo, o.Branch); err != nil {
+			return wrap("deleting branch "+o.Branch, err)
 		}
 	}
-	return d.PR, nil
+	return nil
 }

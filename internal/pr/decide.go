@@ -96,6 +96,7 @@ func defaultBranch(t *fanout.Target) string {
 	return t.DefaultBranch
 }
 
+// withDefaults fills the bot branch a caller left unset.
 func (o Options) withDefaults() Options {
 	if o.Branch == "" {
 		o.Branch = control.DefaultPRBranch
@@ -193,10 +194,67 @@ func (d *Decision) Counts() (added, changed, removed int) {
 // branch. Equal tree hashes mean nothing to do.
 func Decide(s *Snapshot, t *fanout.Target, o Options) (*Decision, error) {
 	o = o.withDefaults()
+	if err := checkTarget(t); err != nil {
+		return nil, err
+	}
 	var m marker
 	if s != nil && s.PR != nil {
 		m, _ = parseMarker(s.PR.Body)
 	}
+	d := newDecision(s, t, o, m)
+	switch {
+	case !s.Exists || (s.Base == nil && s.Empty):
+		return decideBootstrap(d, s, t)
+	case s.Base == nil:
+		return nil, classify(fmt.Errorf("%s: %w: %q does not exist but the repo has other branches; create it or set platform spec.defaultBranch",
+			t.FullName(), ErrDefaultBranchMissing, d.defBr), report.ClassNeedsHuman, report.ReasonDefaultBranchMissing)
+	}
+	tree, err := desiredTree(s.Files, s.Base.Tree, t)
+	if err != nil {
+		return nil, fmt.Errorf("%s: desired tree: %w", t.FullName(), err)
+	}
+	d.Base, d.baseTree, d.Tree = s.Base.SHA, s.Base.Tree, tree
+	if tree != s.Base.Tree {
+		// Equal trees have no difference to list: a repo in sync (most of them, on most
+		// runs) skips building the listing again.
+		d.Files, d.Changes = diff(s.Files, desiredListing(s.Files, t), t)
+	}
+	d.prFiles = d.Files
+	d.bot = s.Bot
+	if p := s.PR; p != nil && p.State == StateOpen {
+		decideOpenPR(d, s, t, m, o.Branch)
+		return d, nil
+	}
+	decideWithoutPR(d, s, t, o.Branch)
+	return d, nil
+}
+
+// classify gives err the outcome class and reason every caller acts on (report.Outcome).
+func classify(err error, c report.Class, reason string) error {
+	return report.Classify(err, report.Outcome{Class: c, Reason: reason})
+}
+
+// checkTarget refuses a target whose files are not all paths fleetbot manages in its kind of
+// repo, or whose scaffolds are: the desired tree would overwrite what the repo's owners keep,
+// or rewrite a scaffold that is theirs once it exists.
+func checkTarget(t *fanout.Target) error {
+	for p := range t.Files {
+		if !t.Kind.Managed(p) {
+			return classify(fmt.Errorf("%s: target file %q is not a path fleetbot manages in a %s repo", t.FullName(), p, t.Kind),
+				report.ClassInvalidInput, report.ReasonUnmanagedPath)
+		}
+	}
+	for p := range t.Scaffolds {
+		if t.Kind.Managed(p) {
+			return classify(fmt.Errorf("%s: scaffold %q is a managed path", t.FullName(), p), report.ClassInvalidInput, report.ReasonUnmanagedPath)
+		}
+	}
+	return nil
+}
+
+// newDecision is the decision's frame before the repo's state decides its action: who it is
+// for, what the snapshot showed for status views, and what Cost prices beyond the steps.
+func newDecision(s *Snapshot, t *fanout.Target, o Options, m marker) *Decision {
 	d := &Decision{
 		Owner: t.Owner, Repo: t.Repo, Kind: t.Kind, Name: t.Name,
 		removed: t.Removed, branch: o.Branch, defBr: defaultBranch(t),
@@ -206,144 +264,114 @@ func Decide(s *Snapshot, t *fanout.Target, o Options) (*Decision, error) {
 	if t.Access.Protection != nil {
 		d.protections = 1
 	}
-	for p := range t.Files {
-		if !t.Kind.Managed(p) {
-			return nil, fmt.Errorf("%s: target file %q is not a path fleetbot manages in a %s repo", t.FullName(), p, t.Kind)
-		}
-	}
-	for p := range t.Scaffolds {
-		if t.Kind.Managed(p) {
-			return nil, fmt.Errorf("%s: scaffold %q is a managed path", t.FullName(), p)
-		}
-	}
+	return d
+}
 
-	var base gittree.Listing
-	switch {
-	case !s.Exists || (s.Base == nil && s.Empty):
-		if t.Removed {
-			d.Action, d.Reason = ActionNoop, "removed, and the repo has no content"
-			d.Tree = gittree.EmptyTree
-			return d, nil
-		}
-		d.CreateRepo = !s.Exists
-		d.Action, d.Reason = ActionCreate, "new repo"
-		if s.Exists {
-			d.Reason = "empty repo: bootstrap the default branch"
-		}
-		boot := gittree.Listing{}
-		hashes := t.BlobHashes()
-		for _, p := range []string{"README.md", ".github/CODEOWNERS"} {
-			if c, ok := t.Files[p]; ok {
-				boot[p] = fileEntry(hashes[p])
-				d.Bootstrap = append(d.Bootstrap, Change{Path: p, Mode: gittree.ModeFile, Content: c})
-			}
-		}
-		for _, p := range slices.Sorted(maps.Keys(t.Scaffolds)) {
-			boot[p] = fileEntry(hashes[p])
-			d.Bootstrap = append(d.Bootstrap, Change{Path: p, Mode: gittree.ModeFile, Content: t.Scaffolds[p]})
-		}
-		sortChanges(d.Bootstrap)
-		desired := desiredListing(boot, t)
-		tree, err := t.Hasher().Hash(desired)
-		if err != nil {
-			return nil, fmt.Errorf("%s: desired tree: %w", t.FullName(), err)
-		}
-		d.Tree = tree
-		d.Files, _ = diff(gittree.Listing{}, desired, t)
-		d.prFiles, d.Changes = diff(boot, desired, t)
-		if len(d.Changes) > 0 {
-			d.PushBranch, d.OpenPR = true, true
-		}
+// decideBootstrap decides a repo that does not exist or has no branch: its default branch
+// starts with one bootstrap commit (README, CODEOWNERS and the scaffolds), and the managed
+// content arrives through the first pull request on top, so that it is reviewed like any
+// other. A removed target's repo without content has nothing to remove.
+func decideBootstrap(d *Decision, s *Snapshot, t *fanout.Target) (*Decision, error) {
+	if t.Removed {
+		d.Action, d.Reason = ActionNoop, "removed, and the repo has no content"
+		d.Tree = gittree.EmptyTree
 		return d, nil
-	case s.Base == nil:
-		return nil, fmt.Errorf("%s: %w: %q does not exist but the repo has other branches; create it or set platform spec.defaultBranch",
-			t.FullName(), ErrDefaultBranchMissing, d.defBr)
-	default:
-		base = s.Files
-		d.Base = s.Base.SHA
 	}
-
-	tree, err := desiredTree(base, s.Base.Tree, t)
+	d.CreateRepo = !s.Exists
+	d.Action, d.Reason = ActionCreate, "new repo"
+	if s.Exists {
+		d.Reason = "empty repo: bootstrap the default branch"
+	}
+	boot := gittree.Listing{}
+	hashes := t.BlobHashes()
+	for _, p := range []string{"README.md", ".github/CODEOWNERS"} {
+		if c, ok := t.Files[p]; ok {
+			boot[p] = fileEntry(hashes[p])
+			d.Bootstrap = append(d.Bootstrap, Change{Path: p, Mode: gittree.ModeFile, Content: c})
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(t.Scaffolds)) {
+		boot[p] = fileEntry(hashes[p])
+		d.Bootstrap = append(d.Bootstrap, Change{Path: p, Mode: gittree.ModeFile, Content: t.Scaffolds[p]})
+	}
+	sortChanges(d.Bootstrap)
+	desired := desiredListing(boot, t)
+	tree, err := t.Hasher().Hash(desired)
 	if err != nil {
 		return nil, fmt.Errorf("%s: desired tree: %w", t.FullName(), err)
 	}
 	d.Tree = tree
-	if tree != s.Base.Tree {
-		// Equal trees have no difference to list: a repo in sync (most of them, on most
-		// runs) skips building the listing again.
-		d.Files, d.Changes = diff(base, desiredListing(base, t), t)
-	}
-	d.prFiles = d.Files
-	d.bot = s.Bot
-	inSync := tree == s.Base.Tree
-	change := ActionOpen
-	if t.Removed {
-		change = ActionRemove
-	}
-
-	if p := s.PR; p != nil && p.State == StateOpen {
-		d.PR = p
-		d.marker = m
-		switch {
-		case m.Blocked:
-			d.Action = ActionBlocked
-			d.Reason = fmt.Sprintf("PR #%d is blocked: someone else pushed to %s; fleetbot no longer updates it", p.Number, o.Branch)
-		case s.Bot == nil:
-			if inSync {
-				d.Action, d.ClosePR = ActionClose, true
-				d.Reason = fmt.Sprintf("%s already matches and branch %s is gone", d.defBr, o.Branch)
-			} else {
-				d.Action, d.PushBranch, d.UpdatePR = updateAction(t), true, true
-				d.Reason = fmt.Sprintf("branch %s is missing: rebuild it", o.Branch)
-			}
-		case !ours(s.Bot, m):
-			d.Action, d.Block = ActionBlocked, true
-			d.Reason = fmt.Sprintf("commit %s on %s was not made by fleetbot: PR #%d is left alone", report.ShortSHA(s.Bot.SHA), o.Branch, p.Number)
-		case inSync:
-			d.Action, d.ClosePR, d.DeleteBranch = ActionClose, true, true
-			d.Reason = fmt.Sprintf("%s already matches the desired state", d.defBr)
-		case s.Bot.Tree == tree && firstParent(s.Bot) == s.Base.SHA:
-			if m.Head == s.Bot.SHA {
-				d.Action, d.Reason = ActionNoop, fmt.Sprintf("PR #%d already carries the desired tree", p.Number)
-			} else {
-				d.Action, d.UpdatePR = updateAction(t), true
-				d.Reason = fmt.Sprintf("PR #%d carries the desired tree; refresh its description", p.Number)
-			}
-		default:
-			d.Action, d.PushBranch, d.UpdatePR = updateAction(t), true, true
-			if firstParent(s.Bot) != s.Base.SHA {
-				d.Reason = fmt.Sprintf("%s moved: rebuild PR #%d on %s", d.defBr, p.Number, report.ShortSHA(s.Base.SHA))
-			} else {
-				d.Reason = fmt.Sprintf("desired state changed: update PR #%d", p.Number)
-			}
-		}
-		if d.Action == ActionBlocked || d.Action == ActionClose {
-			d.Changes = nil
-		}
-		return d, nil
-	}
-
-	// No open PR.
-	if p := s.PR; p != nil && p.State == StateMerged && p.Inferred {
-		d.RecordMerged, d.PR = true, p
-	}
-	if inSync {
-		d.Action, d.Reason = ActionNoop, fmt.Sprintf("%s already matches", d.defBr)
-		d.Changes = nil
-		if s.Bot != nil && s.PR != nil && s.PR.State != StateOpen && s.Bot.SHA == s.PR.HeadSHA {
-			d.DeleteBranch, d.PR = true, s.PR
-			d.Reason += fmt.Sprintf("; delete branch %s of %s PR #%d", o.Branch, s.PR.State, s.PR.Number)
-		}
-		return d, nil
-	}
-	d.Action, d.PushBranch, d.OpenPR = change, true, true
-	d.Reason = "desired state differs from " + d.defBr
-	if t.Removed {
-		d.Reason = "removed from the control repo: remove its managed content"
+	d.Files, _ = diff(gittree.Listing{}, desired, t)
+	d.prFiles, d.Changes = diff(boot, desired, t)
+	if len(d.Changes) > 0 {
+		d.PushBranch, d.OpenPR = true, true
 	}
 	return d, nil
 }
 
+// decideOpenPR decides a repo with fleetbot's pull request open: leave it to the human who
+// pushed to its branch, close it once the default branch matches, or bring its branch and
+// description up to date. The open pull request is always the one acted on.
+func decideOpenPR(d *Decision, s *Snapshot, t *fanout.Target, m marker, branch string) {
+	p, inSync := s.PR, d.Tree == s.Base.Tree
+	d.PR, d.marker = p, m
+	switch {
+	case m.Blocked:
+		d.Action = ActionBlocked
+		d.Reason = fmt.Sprintf("PR #%d is blocked: someone else pushed to %s; fleetbot no longer updates it", p.Number, branch)
+	case s.Bot == nil && inSync:
+		d.Action, d.ClosePR = ActionClose, true
+		d.Reason = fmt.Sprintf("%s already matches and branch %s is gone", d.defBr, branch)
+	case s.Bot == nil:
+		d.Action, d.PushBranch, d.UpdatePR = updateAction(t), true, true
+		d.Reason = fmt.Sprintf("branch %s is missing: rebuild it", branch)
+	case !ours(s.Bot, m):
+		d.Action, d.Block = ActionBlocked, true
+		d.Reason = fmt.Sprintf("commit %s on %s was not made by fleetbot: PR #%d is left alone", report.ShortSHA(s.Bot.SHA), branch, p.Number)
+	case inSync:
+		d.Action, d.ClosePR, d.DeleteBranch = ActionClose, true, true
+		d.Reason = fmt.Sprintf("%s already matches the desired state", d.defBr)
+	case s.Bot.Tree == d.Tree && firstParent(s.Bot) == s.Base.SHA && m.Head == s.Bot.SHA:
+		d.Action, d.Reason = ActionNoop, fmt.Sprintf("PR #%d already carries the desired tree", p.Number)
+	case s.Bot.Tree == d.Tree && firstParent(s.Bot) == s.Base.SHA:
+		d.Action, d.UpdatePR = updateAction(t), true
+		d.Reason = fmt.Sprintf("PR #%d carries the desired tree; refresh its description", p.Number)
+	case firstParent(s.Bot) != s.Base.SHA:
+		d.Action, d.PushBranch, d.UpdatePR = updateAction(t), true, true
+		d.Reason = fmt.Sprintf("%s moved: rebuild PR #%d on %s", d.defBr, p.Number, report.ShortSHA(s.Base.SHA))
+	default:
+		d.Action, d.PushBranch, d.UpdatePR = updateAction(t), true, true
+		d.Reason = fmt.Sprintf("desired state changed: update PR #%d", p.Number)
+	}
+	if d.Action == ActionBlocked || d.Action == ActionClose {
+		d.Changes = nil
+	}
+}
+
+// decideWithoutPR decides a repo with no open pull request of fleetbot's: record a merge done
+// by hand, delete the branch of a closed or merged pull request once the default branch
+// matches, or open a pull request (removing the managed content of a removed target).
+func decideWithoutPR(d *Decision, s *Snapshot, t *fanout.Target, branch string) {
+	if p := s.PR; p != nil && p.State == StateMerged && p.Inferred {
+		d.RecordMerged, d.PR = true, p
+	}
+	if d.Tree == s.Base.Tree {
+		d.Action, d.Reason = ActionNoop, fmt.Sprintf("%s already matches", d.defBr)
+		d.Changes = nil
+		if s.Bot != nil && s.PR != nil && s.PR.State != StateOpen && s.Bot.SHA == s.PR.HeadSHA {
+			d.DeleteBranch, d.PR = true, s.PR
+			d.Reason += fmt.Sprintf("; delete branch %s of %s PR #%d", branch, s.PR.State, s.PR.Number)
+		}
+		return
+	}
+	d.Action, d.PushBranch, d.OpenPR = ActionOpen, true, true
+	d.Reason = "desired state differs from " + d.defBr
+	if t.Removed {
+		d.Action, d.Reason = ActionRemove, "removed from the control repo: remove its managed content"
+	}
+}
+
+// updateAction is the action of updating the open pull request: a removal's stays a removal.
 func updateAction(t *fanout.Target) Action {
 	if t.Removed {
 		return ActionRemove
@@ -367,6 +395,7 @@ func ours(c *Commit, m marker) bool {
 	return tree != "" && tree == c.Tree && len(c.Parents) == 1
 }
 
+// firstParent is the commit a bot commit was made on ("" for none): the base it was built on.
 func firstParent(c *Commit) string {
 	if c == nil || len(c.Parents) == 0 {
 		return ""
@@ -392,6 +421,8 @@ func desiredKey(baseTree string, t *fanout.Target) string {
 	return "desired\x00" + baseTree + "\x00" + string(t.Kind) + t.ContentKey()
 }
 
+// desiredListing is the desired tree as a listing: the base without the paths fleetbot manages,
+// the target's files, and each scaffold the base does not have yet.
 func desiredListing(base gittree.Listing, t *fanout.Target) gittree.Listing {
 	desired := make(gittree.Listing, len(base)+len(t.Files))
 	for p, e := range base {
@@ -444,6 +475,7 @@ func diff(from, to gittree.Listing, t *fanout.Target) ([]FileChange, []Change) {
 	return files, changes
 }
 
+// sortChanges orders changes by path, so a commit and its listing are the same on every run.
 func sortChanges(cs []Change) {
 	sort.Slice(cs, func(a, b int) bool { return cs[a].Path < cs[b].Path })
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/gittree"
 	"github.com/fleetbot-io/fleetbot/internal/policy"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // PR states as the forge reports them.
@@ -31,8 +32,11 @@ const (
 var ErrNotFound = errors.New("not found")
 
 // ErrDeferred is returned (wrapped) by forges whose write budget cannot afford a repo's
-// writes in this run: the repo is left as it is and picked up by the next run.
-var ErrDeferred = errors.New("deferred: write budget exhausted")
+// writes in this run: the repo is left as it is and picked up by the next run. It is of class
+// deferred (report.ClassOf); a forge that knows when the repo fits wraps it in a report.Error
+// with that time (report.Outcome.RetryAt).
+var ErrDeferred = report.Classify(errors.New("deferred: write budget exhausted"),
+	report.Outcome{Class: report.ClassDeferred, Reason: report.ReasonBudgetExhausted})
 
 // ErrStale is returned (wrapped) by forges that find, before writing, that the snapshot a
 // decision was made on is out of date (a pull request closed by hand): plan again.

@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -61,31 +60,11 @@ func accessOptions(fl control.Fleet, org policy.Org) policy.DiffOptions {
 	}
 }
 
-// controlItem is the access-only item of the control repo, when the
-// platform names it.
-func controlItem(fl control.Fleet) *item {
-	t := &fanout.Target{
-		Kind: KindControl, Name: fl.ControlRepo, Owner: fl.Owner, Repo: fl.ControlRepo,
-		DefaultBranch: fl.DefaultBranch, Access: policy.ControlRepoAccess(fl.Admins, fl.DefaultBranch),
-	}
-	it := newItem(t)
-	it.accessOnly = true
-	return it
-}
-
-// planAccess reads a repo's access and diffs it against the persona matrix;
-// a CODEOWNERS that differs on the default branch is reported as drift too.
-func planAccess(ctx context.Context, f Forge, it *item, opts policy.DiffOptions, allowRemovals bool) error {
-	t := it.target
-	observed, err := f.Access(ctx, t.Owner, t.Repo)
-	if err != nil {
-		return fmt.Errorf("%s: reading access: %w", t.FullName(), err)
-	}
-	p := policy.Diff(t.Access, observed, opts)
-	it.observed, it.access = observed, &p
-	if observed.ProtectionUnavailable != "" && t.Access.Protection != nil {
-		it.res.warn(protectionWarning(t, observed.ProtectionUnavailable))
-	}
+// accessReport says a repo's access drift in words for its result: the steps apply takes,
+// what it withholds and why, a refusal by maxAccessRemovals (or that --allow-access-removals
+// lifted it), and a CODEOWNERS on the default branch that the pull request rewrites. It is nil
+// when there is nothing to say.
+func accessReport(t *fanout.Target, p policy.Plan, d *pr.Decision, allowRemovals bool) *AccessReport {
 	// The steps are what apply does; what it withholds is a note (policy.Plan.Describe says
 	// both, withheld last, in one list).
 	steps := p
@@ -100,8 +79,8 @@ func planAccess(ctx context.Context, f Forge, it *item, opts policy.DiffOptions,
 	case p.Refused != nil:
 		rep.Refused = p.Refused.Error()
 	}
-	if it.decision != nil {
-		for _, fc := range it.decision.Files {
+	if d != nil {
+		for _, fc := range d.Files {
 			if fc.Path == fanout.CodeownersPath && fc.Op != pr.FileAdded {
 				rep.Notes = append(rep.Notes, fmt.Sprintf("%s on %s differs from the persona matrix (%s): the PR rewrites it",
 					fanout.CodeownersPath, t.DefaultBranch, fc.Op))
@@ -109,11 +88,10 @@ func planAccess(ctx context.Context, f Forge, it *item, opts policy.DiffOptions,
 		}
 	}
 	rep.Drift = append(slices.Clip(rep.Steps), rep.Notes...)
-	if len(rep.Drift) > 0 || rep.Refused != "" {
-		it.res.Access = rep
+	if len(rep.Drift) == 0 && rep.Refused == "" {
+		return nil
 	}
-	it.res.AccessChanged = !p.Empty()
-	return nil
+	return rep
 }
 
 // codeownersBlob is the hash of the CODEOWNERS file on the default branch
@@ -144,90 +122,49 @@ func codeownersBlob(t *fanout.Target, d *pr.Decision, landed bool) string {
 	return ""
 }
 
-// checkCodeowners asks a CodeownersChecker forge about the CODEOWNERS on
-// the default branch, given the repo's access; landed says the decision's
-// bootstrap commit was written.
-func checkCodeowners(ctx context.Context, f Forge, it *item, access policy.Access, landed bool) {
+// checkCodeowners asks a CodeownersChecker forge about the CODEOWNERS on the default branch of
+// a repo with content, given the repo's access; landed says the decision's bootstrap commit was
+// written.
+func checkCodeowners(ctx context.Context, f Forge, p *repoPlan, access policy.Access, landed bool) {
 	c := f.Capabilities().Codeowners
-	if c == nil || it.decision == nil || it.accessOnly {
+	if c == nil || p.content == nil || isAccessEntry(p) {
 		return
 	}
-	blob := codeownersBlob(it.target, it.decision, landed)
+	t := p.target()
+	blob := codeownersBlob(t, p.content, landed)
 	if blob == "" {
-		it.res.CodeownersErrors = nil
+		p.res.CodeownersErrors = nil
 		return
 	}
-	errs, err := c.CodeownersErrors(ctx, it.target.Owner, it.target.Repo, blob, access)
+	errs, err := c.CodeownersErrors(ctx, t.Owner, t.Repo, blob, access)
 	if err != nil {
-		it.res.CodeownersErrors = []policy.CodeownersError{{Path: fanout.CodeownersPath, Kind: "Unchecked", Message: err.Error()}}
+		p.res.CodeownersErrors = []policy.CodeownersError{{Path: fanout.CodeownersPath, Kind: "Unchecked", Message: err.Error()}}
 		return
 	}
-	it.res.CodeownersErrors = errs
+	p.res.CodeownersErrors = errs
 }
 
-// refuseAccess turns every repo whose access plan exceeds
-// maxAccessRemovals into one refusal of the run, unless allowed.
-func refuseAccess(items []*item, allow bool) error {
-	if allow {
+// applyAccess converges a repo's access by its plan, then re-checks its CODEOWNERS against the
+// new access (a team that just got write access is no longer an unknown owner).
+func applyAccess(ctx context.Context, f Forge, p *repoPlan) error {
+	if p.access == nil || p.access.plan.Empty() {
 		return nil
 	}
-	var lines []string
-	for _, it := range items {
-		if it.access == nil || it.access.Refused == nil {
-			continue
-		}
-		detail := it.access.Refused.Error()
-		if re := (*policy.RemovalsError)(nil); errors.As(it.access.Refused, &re) {
-			detail = re.Detail
-		}
-		lines = append(lines, it.target.FullName()+": "+detail)
-	}
-	if len(lines) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w in %d repo(s): %s; nothing was written. If the control repo is right, re-run with --allow-access-removals",
-		ErrTooManyAccessRemovals, len(lines), strings.Join(lines, "; "))
-}
-
-// applyAccess converges a repo's access by its plan, then re-checks its
-// CODEOWNERS against the new access (a team that just got write access is
-// no longer an unknown owner).
-func applyAccess(ctx context.Context, f Forge, it *item) error {
-	if it.access == nil || it.access.Empty() {
-		return nil
-	}
-	t := it.target
-	p := *it.access
+	t := p.target()
+	ap := p.access.plan
 	// Reaching here with a refused plan means the run was allowed to
 	// exceed maxAccessRemovals: the refusal is lifted.
-	p.Refused = nil
-	if err := f.ApplyAccess(ctx, t.Owner, t.Repo, p); err != nil {
+	ap.Refused = nil
+	if err := f.ApplyAccess(ctx, t.Owner, t.Repo, ap); err != nil {
 		return fmt.Errorf("%s: converging access: %w", t.FullName(), err)
 	}
-	if it.res.Access != nil {
-		it.res.Access.Applied = true
+	if p.res.Access != nil {
+		p.res.Access.Applied = true
 	}
-	if len(it.access.Grants)+len(it.access.Changes)+len(it.access.Revokes) > 0 {
-		checkCodeowners(ctx, f, it, policy.Converge(it.observed, p), false)
+	if len(ap.Grants)+len(ap.Changes)+len(ap.Revokes) > 0 {
+		checkCodeowners(ctx, f, p, policy.Converge(p.access.observed, ap), false)
 	}
 	return nil
-}
-
-// joinRefusals combines the target-removal and access-removal refusals.
-func joinRefusals(errs ...error) error {
-	var out []error
-	for _, e := range errs {
-		if e != nil {
-			out = append(out, e)
-		}
-	}
-	switch len(out) {
-	case 0:
-		return nil
-	case 1:
-		return out[0]
-	}
-	return errors.Join(out...)
 }
 
 // ProtectionReporter reports a default branch that could not be protected;
@@ -235,13 +172,13 @@ func joinRefusals(errs ...error) error {
 type ProtectionReporter = pr.ProtectionReporter
 
 // noteProtection adds the warning of a repo whose protection the forge could not apply.
-func noteProtection(f Forge, it *item) {
-	pu := f.Capabilities().Protection
-	if pu == nil || it.target.Access.Protection == nil {
+func noteProtection(f Forge, p *repoPlan) {
+	pu, t := f.Capabilities().Protection, p.target()
+	if pu == nil || t.Access.Protection == nil {
 		return
 	}
-	if reason := pu.ProtectionUnavailable(it.target.Owner, it.target.Repo); reason != "" {
-		it.res.warn(protectionWarning(it.target, reason))
+	if reason := pu.ProtectionUnavailable(t.Owner, t.Repo); reason != "" {
+		p.res.warn(protectionWarning(t, reason))
 	}
 }
 

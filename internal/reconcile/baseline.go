@@ -292,7 +292,7 @@ func applyIncremental(ctx context.Context, f Forge, repo *control.Repo, targets 
 		return rep, nil
 	}
 	opts.Only = sc.only
-	rep, err := applyAll(ctx, f, repo, targets, opts)
+	rep, err := applyAll(ctx, f, runInput{repo: repo, targets: targets, opts: opts})
 	if rep != nil {
 		rep.Scope, rep.Incremental = sc.line, sc.only != nil
 	}

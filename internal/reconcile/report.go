@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"encoding/json"
-	"errors"
 	"io"
 	"slices"
 	"sort"
@@ -63,23 +62,46 @@ type Result struct {
 	// Observed is what the plan saw of the repo beyond the decision (heads,
 	// commit status, the open PR's review and checks), for status views.
 	Observed *pr.Observed
-	// Deferred is true when the forge's write budget could not afford this
-	// repo's writes in this run: nothing (or only a resumable part) was
-	// written, and the next run picks the repo up. Err says why.
-	Deferred bool
-	// Err is why this repo failed (or was deferred).
+	// Err is why this repo failed (or was deferred). It carries its class (report.ClassOf):
+	// see Outcome.
 	Err error `json:"-"`
 }
 
-// fail records err, as a deferral when it wraps pr.ErrDeferred.
-func (r *Result) fail(err error) {
-	r.Err = err
-	r.Deferred = errors.Is(err, pr.ErrDeferred)
+// fail records why the repo failed; the class travels in err (see Outcome).
+func (r *Result) fail(err error) { r.Err = err }
+
+// Outcome is what the result asks of whoever acts next (report.Outcome: a class, a machine
+// reason, a retry time): the class Err carries (a rate limit that lifts at a known time, the
+// write budget's next slot, the rollout's hold, a permission GitHub refuses, ...; an error that
+// says nothing is retryable); with no error, needs-human for a pull request a human's commit
+// blocks, done otherwise (an archived repo: done, ReasonArchived). It is derived, never stored,
+// so that it cannot disagree with Err.
+func (r Result) Outcome() report.Outcome {
+	switch {
+	case r.Err != nil:
+		o := report.ClassOf(r.Err)
+		if o.Class == report.ClassDone {
+			o = report.Outcome{Class: report.ClassRetryable, Reason: report.ReasonError}
+		}
+		return o
+	case r.Action == pr.ActionBlocked:
+		return report.Outcome{Class: report.ClassNeedsHuman, Reason: report.ReasonHumanCommitOnBranch}
+	case r.Skipped == SkippedArchived:
+		return report.Outcome{Class: report.ClassDone, Reason: report.ReasonArchived}
+	}
+	return report.Done
 }
+
+// Deferred reports whether the repo waits for a later run by itself (its class is deferred:
+// the write budget, a rate limit, the rollout): nothing (or only a resumable part) was
+// written, and a later run picks the repo up. Err says why.
+func (r Result) Deferred() bool { return r.Outcome().Class == report.ClassDeferred }
 
 // MarshalJSON writes the result as the report's entry of the repo (see Row).
 func (r Result) MarshalJSON() ([]byte, error) { return json.Marshal(r.Row()) }
 
+// fromDecision records what a pull-request decision does to the repo: its action and why, the
+// files and objects it changes, what the snapshot showed, the pull request it acts on.
 func (r *Result) fromDecision(d *pr.Decision) {
 	r.Action, r.Reason, r.Files = d.Action, d.Reason, d.Files
 	r.FilesAdded, r.FilesChanged, r.FilesRemoved = d.Counts()
@@ -89,6 +111,7 @@ func (r *Result) fromDecision(d *pr.Decision) {
 	r.setPR(d.PR)
 }
 
+// setPR records the pull request acted upon, when there is one.
 func (r *Result) setPR(p *pr.PullRequest) {
 	if p != nil {
 		r.PR, r.PRURL = p.Number, p.URL
@@ -104,7 +127,7 @@ func (r Result) Changed() bool { return r.Action.Writes() || r.AccessChanged }
 // "noop", "blocked", "close", "remove"), or "deferred", "failed" or "skipped".
 func (r Result) Word() string {
 	switch {
-	case r.Deferred:
+	case r.Deferred():
 		return report.ActionDeferred
 	case r.Err != nil:
 		return report.ActionFailed
@@ -122,14 +145,18 @@ func (r Result) Line() string { return r.Row().Line() }
 
 // Row is the result as the report's typed entry of the repo.
 func (r Result) Row() report.Repo {
+	outcome := r.Outcome()
+	if !outcome.RetryAt.IsZero() {
+		outcome.RetryAt = outcome.RetryAt.UTC()
+	}
 	row := report.Repo{
-		Repo: r.Repo, Kind: string(r.Kind), Name: r.Name, Action: r.Word(),
+		Repo: r.Repo, Kind: string(r.Kind), Name: r.Name, Action: r.Word(), Outcome: outcome,
 		Writes: r.Action.Writes(), Changed: r.Changed(), Reason: r.Reason, Skipped: r.Skipped,
 		Files:    report.Files{Added: r.FilesAdded, Changed: r.FilesChanged, Removed: r.FilesRemoved},
 		Warnings: r.Warnings, Provision: r.Provision,
 	}
 	switch {
-	case r.Deferred:
+	case outcome.Class == report.ClassDeferred:
 		row.Planned, row.Deferred = string(r.Action), r.Err.Error()
 	case r.Err != nil:
 		row.Planned = string(r.Action)
@@ -225,6 +252,7 @@ func (r *Report) Document() *report.Document {
 	return d
 }
 
+// finish sorts the results by repo, as every output lists them, and times the run.
 func (r *Report) finish(now time.Time) {
 	sort.SliceStable(r.Results, func(a, b int) bool { return r.Results[a].Repo < r.Results[b].Repo })
 	if !r.started.IsZero() {
@@ -246,7 +274,7 @@ func (r *Report) Changed() bool {
 func (r *Report) Failed() []Result {
 	var out []Result
 	for _, res := range r.Results {
-		if res.Err != nil && !res.Deferred {
+		if res.Err != nil && !res.Deferred() {
 			out = append(out, res)
 		}
 	}
@@ -266,22 +294,44 @@ func (r *Report) Blocked() []Result {
 }
 
 // Exit codes of plan and apply with --detailed-exitcode (DESIGN §7); without it, a run that
-// did not fail exits 0.
+// did not fail exits 0. They are report.Class.ExitCode's.
 const (
-	ExitNoChanges = 0
-	ExitError     = 1
-	ExitChanges   = 2
-	ExitBlocked   = 3
+	ExitNoChanges = report.ExitDone
+	ExitError     = report.ExitError
+	ExitChanges   = report.ExitPending
+	ExitBlocked   = report.ExitBlocked
 )
 
-// ExitCode is the detailed exit code of a run that returned no error: ExitBlocked when a repo
-// waits for a human (the most urgent), else ExitChanges when the plan would change something
-// (for apply: left something undone, i.e. deferred), else ExitNoChanges.
+// Class is the class of the run's most urgent repo (report.Worst).
+func (r *Report) Class() report.Class {
+	classes := make([]report.Class, len(r.Results))
+	for i, res := range r.Results {
+		classes[i] = res.Outcome().Class
+	}
+	return report.Worst(classes...)
+}
+
+// RetryAt is the earliest time a repo of the run may change by time alone (a rate limit's
+// reset, the write budget's next slot, the end of a rollout's soak): when a queue should run it
+// again. Zero when no repo names one.
+func (r *Report) RetryAt() time.Time {
+	outcomes := make([]report.Outcome, len(r.Results))
+	for i, res := range r.Results {
+		outcomes[i] = res.Outcome()
+	}
+	return report.EarliestRetry(outcomes...)
+}
+
+// ExitCode is the detailed exit code of a run that returned no error: that of its most urgent
+// repo's class (report.Class.ExitCode: 3 when a repo waits for a human, 1 when one failed, 2
+// for an apply that left repos deferred). A plan whose repos are all done or deferred exits 2
+// when it would change something, 0 otherwise.
 func (r *Report) ExitCode(applied bool) int {
-	switch {
-	case len(r.Blocked()) > 0:
-		return ExitBlocked
-	case applied && len(r.Deferred()) > 0, !applied && r.Changed():
+	c := r.Class()
+	if applied || (c != report.ClassDone && c != report.ClassDeferred) {
+		return c.ExitCode()
+	}
+	if r.Changed() {
 		return ExitChanges
 	}
 	return ExitNoChanges
@@ -292,7 +342,7 @@ func (r *Report) ExitCode(applied bool) int {
 func (r *Report) Deferred() []Result {
 	var out []Result
 	for _, res := range r.Results {
-		if res.Deferred {
+		if res.Deferred() {
 			out = append(out, res)
 		}
 	}

@@ -29,7 +29,7 @@ func TestOneVocabularyInEveryOutput(t *testing.T) {
 		{Repo: "acme/cluster-e", Kind: "cluster", Action: pr.ActionCreate},
 		{Repo: "acme/cluster-f", Kind: "cluster", Action: pr.ActionClose, PR: 6},
 		{Repo: "acme/cluster-g", Kind: "cluster", Action: pr.ActionRemove},
-		{Repo: "acme/cluster-h", Kind: "cluster", Action: pr.ActionOpen, Deferred: true, Err: fmt.Errorf("acme/cluster-h: %w", pr.ErrDeferred)},
+		{Repo: "acme/cluster-h", Kind: "cluster", Action: pr.ActionOpen, Err: fmt.Errorf("acme/cluster-h: %w", pr.ErrDeferred)},
 		{Repo: "acme/cluster-i", Kind: "cluster", Action: pr.ActionUpdate, Err: errors.New("acme/cluster-i: 502 from GitHub")},
 		{Repo: "acme/cluster-j", Kind: "cluster", Skipped: "archived"},
 	}
@@ -120,7 +120,7 @@ func TestReportJSONIsTheDocument(t *testing.T) {
 	assert.Equal(t, "apply", d.Command)
 	assert.Equal(t, "too many removals", d.Refused)
 	assert.Equal(t, []report.Problem{{File: "clusters/a.yaml", Line: 3, Message: "unknown team", Hint: "create it"}}, d.Errors)
-	assert.Equal(t, []report.Repo{{Repo: "acme/cluster-a", Kind: "cluster", Action: "noop", Files: report.Files{}}}, d.Repos)
+	assert.Equal(t, []report.Repo{{Repo: "acme/cluster-a", Kind: "cluster", Action: "noop", Outcome: report.Done, Files: report.Files{}}}, d.Repos)
 
 	// A decoder of the old Report type (the Action's own tests read plan-json back) meets
 	// no field it cannot hold.

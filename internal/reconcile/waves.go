@@ -13,13 +13,14 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 	"github.com/fleetbot-io/fleetbot/internal/rollout"
 )
 
 // ErrHeld marks a repo whose change waits for its rollout wave (platform spec.rollout.waves):
 // the repo is reported deferred, nothing is written to its pull request, and a later run
 // (a webhook, the Action's schedule) opens it once the gate admits it.
-var ErrHeld = errors.New("held by the rollout")
+var ErrHeld = report.Classify(errors.New("held by the rollout"), report.Outcome{Class: report.ClassDeferred, Reason: report.ReasonHeldByRollout})
 
 // FluxStatusPrefix starts the context of every commit status Flux's notification-controller
 // posts for a Kustomization with a github Provider ("kustomization/<name>/<uid prefix>"): only
@@ -52,7 +53,7 @@ func hasComponentWaves(repo *control.Repo) bool {
 // branch against the desired tree) and, for the clusters that merged it, from the lists their
 // pull request recorded (recorded), so the plan does not change as the rollout progresses. A
 // cluster that could not be planned counts as touching every list.
-func revisionPlan(repo *control.Repo, clusters []*item, recorded [][]string) control.RolloutPlan {
+func revisionPlan(repo *control.Repo, clusters []*repoPlan, recorded [][]string) control.RolloutPlan {
 	own := map[string]bool{}
 	for _, c := range repo.Platform.Spec.Components {
 		if c.Rollout != nil {
@@ -61,15 +62,15 @@ func revisionPlan(repo *control.Repo, clusters []*item, recorded [][]string) con
 	}
 	touched := map[string]bool{}
 	fleet := false
-	for _, it := range clusters {
-		if it.decision == nil {
+	for _, c := range clusters {
+		if c.content == nil {
 			fleet = true
 			for app := range own {
 				touched[app] = true
 			}
 			continue
 		}
-		for _, f := range it.decision.Files {
+		for _, f := range c.content.Files {
 			if app, ok := fanout.ComponentOfPath(f.Path); ok && own[app] {
 				touched[app] = true
 			} else {
@@ -136,31 +137,47 @@ func health(statuses []pr.CommitStatus) (rollout.Health, time.Time) {
 	return h, at
 }
 
-// gateRollout evaluates the rollout of the run's revision over every cluster repo and holds
-// the items the gate does not admit: a cluster repo whose change would open a pull request
-// while its wave has not started, and a workspace repo while any cluster of the workspace is
-// held (a workspace repo serves all its clusters at once, so its change goes with the last
-// wave of its clusters). An open pull request is always updated in place. Without declared
-// waves it does nothing.
-func gateRollout(ctx context.Context, f Forge, repo *control.Repo, items []*item, opts Options) (*rollout.Status, error) {
-	if !hasWaves(repo) {
-		return nil, nil
+// rolloutVerdict is the gate phase's output: the rollout's status for the run's revision (nil
+// without waves), the repos it holds and why, and what the revision's waves say of each
+// cluster's pull request.
+type rolloutVerdict struct {
+	status *rollout.Status
+	// held is, by repo name, why the gate holds the repo's new pull request (an error wrapping
+	// ErrHeld, deferred until the rollout's next check); the repo's access still converges.
+	held map[string]error
+	// merge is, by repo name, how a cluster's pull request merges and which lists of waves it
+	// records (pr.Options.AutoMerge, pr.Options.Waves).
+	merge map[string]mergeSettings
+}
+
+// mergeSettings are what a cluster's wave decides of its pull request: whether it merges
+// automatically (never while the rollout is paused), and the lists of waves the revision
+// takes, recorded in its body.
+type mergeSettings struct {
+	autoMerge bool
+	waves     []string
+}
+
+// gate evaluates the rollout of the run's revision over every cluster repo (the run's and its
+// observers) and holds the repos the gate does not admit: a cluster repo whose change would
+// open a pull request while its wave has not started, and a workspace repo while any cluster
+// of the workspace is held (a workspace repo serves all its clusters at once, so its change
+// goes with the last wave of its clusters). An open pull request is always updated in place.
+// Without declared waves it holds nothing.
+func gate(ctx context.Context, f Forge, in runInput, repos, observers []*repoPlan) (*rolloutVerdict, error) {
+	if !hasWaves(in.repo) {
+		return &rolloutVerdict{}, nil
 	}
-	fl := repo.Fleet()
 	rd := f.Capabilities().Rollout
-	var clusters []*item
-	for _, it := range items {
-		if it.target.Kind == fanout.KindCluster && !it.target.Removed && !it.accessOnly {
-			clusters = append(clusters, it)
-		}
-	}
 	if rd == nil {
 		return nil, fmt.Errorf("platform spec.rollout.waves: this forge cannot read pull request merges and commit statuses " +
 			"(it declares no rollout reader), which a rollout in waves is gated on; use the github or local forge, or remove spec.rollout")
 	}
+	clusters := gateClusters(repos, observers)
+	fl := in.repo.Fleet()
 	names := make([]string, len(clusters))
-	for i, it := range clusters {
-		names[i] = it.target.Repo
+	for i, c := range clusters {
+		names[i] = c.target().Repo
 	}
 	prs, err := rd.RolloutPRs(ctx, fl.Owner, names, fl.DefaultBranch, fl.PRBranch)
 	if err != nil {
@@ -168,104 +185,168 @@ func gateRollout(ctx context.Context, f Forge, repo *control.Repo, items []*item
 	}
 	obs := map[string]rollout.Observed{}
 	var recorded [][]string
-	for _, it := range clusters {
-		var o rollout.Observed
-		if it.decision != nil {
-			o.Changed = it.decision.Action != pr.ActionNoop && it.decision.Action != pr.ActionClose
-		} else {
-			// Not planned (outside a run limited to some repos, or failed): taken for
-			// changed, so its wave is not done. Such a run may hold what a full run
-			// admits, never the reverse; the next full run decides.
-			o.Changed = true
+	for _, c := range clusters {
+		p, ok := prs[c.target().Repo]
+		o, waves := observeRollout(c.content, p, ok, in.opts.Source)
+		obs[c.target().Name] = o
+		if waves != nil {
+			recorded = append(recorded, waves)
 		}
-		p, ok := prs[it.target.Repo]
-		// A merged pull request belongs to this rollout when it carried this revision, or
-		// exactly the tree this revision renders (a later control-repo commit that leaves
-		// the cluster alone must not let it skip its health check and soak).
-		current := ok && (p.Source == opts.Source || (p.State == pr.StateMerged && it.decision != nil &&
-			it.decision.Action == pr.ActionNoop && p.Tree != "" && p.Tree == it.decision.Tree))
-		if ok && (p.State == pr.StateOpen || current) {
-			rp := &rollout.PR{Number: p.Number, Revision: p.Source, Open: p.State == pr.StateOpen}
-			if current {
-				rp.Revision = opts.Source
-			}
-			if rp.Open && it.decision != nil && it.decision.Action != pr.ActionClose {
-				// An open pull request that already carries the desired tree plans as a
-				// no-op, yet the repo still differs from its default branch.
-				o.Changed = true
-			}
-			if p.State == pr.StateMerged {
-				if p.Source == opts.Source {
-					recorded = append(recorded, p.Waves)
-				}
-				rp.Merged, rp.MergedAt = true, p.MergedAt
-				rp.Health, rp.HealthAt = health(p.Statuses)
-				if rp.Health == rollout.HealthUnknown && p.Head != "" {
-					// The default branch moved on before Flux reported (a cluster admin's
-					// commit): Flux applies, and reports on, the newer head, which holds
-					// the merge (a protected default branch is never rewritten).
-					rp.Health, rp.HealthAt = health(p.HeadStatuses)
-				}
-				// The revision's change reached the default branch through this pull
-				// request: the cluster is part of the rollout even though it matches now.
-				o.Changed = true
-			}
-			o.PR = rp
-		}
-		obs[it.target.Name] = o
 	}
-	plan := revisionPlan(repo, clusters, recorded)
-	ro := rollout.Options{HealthTimeout: repo.HealthTimeout(), Paused: repo.Paused != nil}
-	if repo.Paused != nil {
-		ro.PauseNote = repo.Paused.Reason
+	plan := revisionPlan(in.repo, clusters, recorded)
+	ro := rollout.Options{HealthTimeout: in.repo.HealthTimeout(), Paused: in.repo.Paused != nil}
+	if in.repo.Paused != nil {
+		ro.PauseNote = in.repo.Paused.Reason
 	}
-	st := rollout.Evaluate(opts.Source, rolloutWaves(plan), obs, opts.Now(), ro)
+	st := rollout.Evaluate(in.opts.Source, rolloutWaves(plan), obs, in.opts.Now(), ro)
 	st.Lists = plan.Lists
-	// A pull request opened now merges automatically when its wave says so; paused, fleetbot
-	// merges nothing (and enables no auto-merge).
-	byName := make(map[string]*item, len(clusters))
-	for _, it := range clusters {
-		byName[it.target.Name] = it
-	}
-	for _, w := range plan.Waves {
-		auto := w.AutoMerge && repo.Paused == nil
-		for _, c := range w.Clusters {
-			if it, ok := byName[c]; ok {
-				it.autoMerge, it.waves = &auto, plan.Lists
-			}
-		}
-	}
-	hold := func(it *item, why string) {
-		if it.decision == nil || !it.decision.Writes() || it.res.Err != nil {
-			return
-		}
-		it.held = fmt.Errorf("%s: %w: %s", it.target.FullName(), ErrHeld, why)
-		it.res.Err, it.res.Deferred = it.held, true
-	}
-	for _, it := range clusters {
-		if why, ok := st.Held[it.target.Name]; ok && opensPR(it.decision) {
-			hold(it, why)
-		}
-	}
-	for _, it := range items {
-		if it.target.Kind != fanout.KindWorkspace || it.target.Removed {
+	return &rolloutVerdict{status: &st, held: holds(in.repo, &st, repos), merge: mergeByWave(plan, clusters, in.repo.Paused == nil)}, nil
+}
+
+// gateClusters are the cluster repos the gate weighs: the run's own (content targets; a
+// tombstone is removed and in no wave) and its observers, in the run's order.
+func gateClusters(repos, observers []*repoPlan) []*repoPlan {
+	var out []*repoPlan
+	for _, p := range slices.Concat(repos, observers) {
+		if _, ok := p.role.(accessEntry); ok || p.target().Kind != fanout.KindCluster || p.target().Removed {
 			continue
 		}
-		var waiting []string
-		for _, c := range repo.Clusters {
-			if c.Spec.Workspace != it.target.Name {
-				continue
+		out = append(out, p)
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].target().Repo < out[b].target().Repo })
+	return out
+}
+
+// observeRollout is what the gate sees of one cluster (rollout.Observed): whether the revision
+// changes it, and its pull request when it is open or carried this revision (or exactly the
+// tree this revision renders: a later control-repo commit that leaves the cluster alone must
+// not let it skip its health check and soak). d is the cluster's decision (nil: not planned,
+// taken for changed, so its wave is not done: such a run may hold what a full run admits, never
+// the reverse); p its newest pull request when found. It also returns the lists of waves a
+// merged pull request of this revision recorded.
+func observeRollout(d *pr.Decision, p pr.RolloutPR, found bool, source string) (rollout.Observed, []string) {
+	o := rollout.Observed{Changed: d == nil || (d.Action != pr.ActionNoop && d.Action != pr.ActionClose)}
+	current := found && carriesRevision(p, d, source)
+	if !found || (p.State != pr.StateOpen && !current) {
+		return o, nil
+	}
+	rp := &rollout.PR{Number: p.Number, Revision: p.Source, Open: p.State == pr.StateOpen}
+	if current {
+		rp.Revision = source
+	}
+	o.PR = rp
+	if rp.Open && d != nil && d.Action != pr.ActionClose {
+		// An open pull request that already carries the desired tree plans as a no-op, yet
+		// the repo still differs from its default branch.
+		o.Changed = true
+	}
+	if p.State != pr.StateMerged {
+		return o, nil
+	}
+	rp.Merged, rp.MergedAt = true, p.MergedAt
+	rp.Health, rp.HealthAt = health(p.Statuses)
+	if rp.Health == rollout.HealthUnknown && p.Head != "" {
+		// The default branch moved on before Flux reported (a cluster admin's commit): Flux
+		// applies, and reports on, the newer head, which holds the merge (a protected default
+		// branch is never rewritten).
+		rp.Health, rp.HealthAt = health(p.HeadStatuses)
+	}
+	// The revision's change reached the default branch through this pull request: the
+	// cluster is part of the rollout even though it matches now.
+	o.Changed = true
+	if p.Source == source {
+		return o, p.Waves
+	}
+	return o, nil
+}
+
+// carriesRevision reports whether a cluster's pull request belongs to the rollout of source:
+// it carried the revision, or it was merged with exactly the tree the revision renders (d, the
+// cluster's decision, finds the repo in sync with it).
+func carriesRevision(p pr.RolloutPR, d *pr.Decision, source string) bool {
+	if p.Source == source {
+		return true
+	}
+	return p.State == pr.StateMerged && d != nil && d.Action == pr.ActionNoop && p.Tree != "" && p.Tree == d.Tree
+}
+
+// mergeByWave is how the pull request of each cluster of the revision's waves merges: as its
+// wave says, and never automatically while the rollout is paused (nor is auto-merge enabled).
+func mergeByWave(plan control.RolloutPlan, clusters []*repoPlan, unpaused bool) map[string]mergeSettings {
+	byName := make(map[string]string, len(clusters))
+	for _, c := range clusters {
+		byName[c.target().Name] = c.target().Repo
+	}
+	out := map[string]mergeSettings{}
+	for _, w := range plan.Waves {
+		for _, c := range w.Clusters {
+			if repo, ok := byName[c]; ok {
+				out[repo] = mergeSettings{autoMerge: w.AutoMerge && unpaused, waves: plan.Lists}
 			}
-			if _, held := st.Held[c.Metadata.Name]; held {
-				waiting = append(waiting, c.Metadata.Name)
-			}
-		}
-		if len(waiting) > 0 && opensPR(it.decision) {
-			sort.Strings(waiting)
-			hold(it, fmt.Sprintf("the workspace's change goes with the last wave of its clusters; waiting for %s", strings.Join(waiting, ", ")))
 		}
 	}
-	return &st, nil
+	return out
+}
+
+// holds is, by repo name, why the gate holds each of the run's repos whose decision would open
+// a new pull request: a cluster the rollout status holds, and a workspace while one of its
+// clusters is held. A repo that failed, or whose decision writes nothing, is not held. The
+// hold is deferred until the rollout's next check, when time alone can change the verdict.
+func holds(repo *control.Repo, st *rollout.Status, repos []*repoPlan) map[string]error {
+	held := map[string]error{}
+	hold := func(p *repoPlan, why string) {
+		if p.content == nil || !p.content.Writes() || p.res.Err != nil || !opensPR(p.content) {
+			return
+		}
+		err := fmt.Errorf("%s: %w: %s", p.target().FullName(), ErrHeld, why)
+		held[p.target().Repo] = report.Classify(err, report.Outcome{Class: report.ClassDeferred, Reason: report.ReasonHeldByRollout, RetryAt: st.NextCheck})
+	}
+	for _, p := range repos {
+		t := p.target()
+		switch {
+		case t.Removed:
+		case t.Kind == fanout.KindCluster:
+			if why, ok := st.Held[t.Name]; ok {
+				hold(p, why)
+			}
+		case t.Kind == fanout.KindWorkspace:
+			if waiting := heldClusters(repo, st, t.Name); len(waiting) > 0 {
+				hold(p, fmt.Sprintf("the workspace's change goes with the last wave of its clusters; waiting for %s", strings.Join(waiting, ", ")))
+			}
+		}
+	}
+	return held
+}
+
+// heldClusters are the clusters of a workspace the rollout holds, sorted.
+func heldClusters(repo *control.Repo, st *rollout.Status, workspace string) []string {
+	var waiting []string
+	for _, c := range repo.Clusters {
+		if _, held := st.Held[c.Metadata.Name]; held && c.Spec.Workspace == workspace {
+			waiting = append(waiting, c.Metadata.Name)
+		}
+	}
+	sort.Strings(waiting)
+	return waiting
+}
+
+// holdAll marks the result of every repo the gate holds deferred (its Err the hold).
+func (v *rolloutVerdict) holdAll(repos []*repoPlan) {
+	for _, p := range repos {
+		if err, ok := v.held[p.target().Repo]; ok {
+			p.res.Err = err
+		}
+	}
+}
+
+// prOptions is the pull request options a repo is executed with: the run's, a cluster's own
+// merge mode when the fleet rolls out in waves, and what its wave says of its pull request.
+func (v *rolloutVerdict) prOptions(env *decideEnv, t *fanout.Target) pr.Options {
+	o := env.prOptions(t)
+	if m, ok := v.merge[t.Repo]; ok {
+		o.AutoMerge, o.Waves = m.autoMerge, m.waves
+	}
+	return o
 }
 
 // opensPR reports whether a decision would open a new pull request (or create the repo):

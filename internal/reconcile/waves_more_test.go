@@ -151,17 +151,26 @@ func TestRolloutPausedMergesNothing(t *testing.T) {
 	r := newWaveRigWith(t, func(r *waveRig) { r.autoEU = true })
 	r.change("v2")
 	r.paused = &control.Pause{}
-	items, _, err := plan(t.Context(), r.forge, r.control(true), r.targets(), r.opts().withDefaults(r.control(true)))
-	require.NoError(t, err)
-	for _, it := range items {
-		require.NotNil(t, it.autoMerge, it.target.Repo)
-		assert.False(t, *it.autoMerge, "%s: paused, fleetbot enables no auto-merge", it.target.Repo)
+	autoMerge := func() map[string]bool {
+		ctl := r.control(true)
+		in := runInput{repo: ctl, targets: r.targets(), opts: r.opts().withDefaults(ctl)}
+		pl, _, err := plan(t.Context(), r.forge, in)
+		require.NoError(t, err)
+		env := &decideEnv{repo: ctl, prOpts: prOptions(ctl, in.opts)}
+		out := map[string]bool{}
+		for _, p := range pl.repos {
+			_, inWave := pl.verdict.merge[p.target().Repo]
+			require.True(t, inWave, p.target().Repo)
+			out[p.target().Name] = pl.verdict.prOptions(env, p.target()).AutoMerge
+		}
+		return out
+	}
+	for name, auto := range autoMerge() {
+		assert.False(t, auto, "%s: paused, fleetbot enables no auto-merge", name)
 	}
 	r.paused = nil
-	items, _, err = plan(t.Context(), r.forge, r.control(true), r.targets(), r.opts().withDefaults(r.control(true)))
-	require.NoError(t, err)
-	for _, it := range items {
-		assert.Equal(t, it.target.Name == "c02" || it.target.Name == "c03", *it.autoMerge, "%s: wave eu merges automatically", it.target.Repo)
+	for name, auto := range autoMerge() {
+		assert.Equal(t, name == "c02" || name == "c03", auto, "%s: wave eu merges automatically", name)
 	}
 }
 

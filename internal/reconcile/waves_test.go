@@ -219,7 +219,7 @@ func (r *waveRig) opened() []string {
 func heldWhy(t *testing.T, rep *Report, repo string) string {
 	t.Helper()
 	res := byRepo(rep)[repo]
-	require.True(t, res.Deferred, "%s is not held: %s", repo, res.Word())
+	require.True(t, res.Deferred(), "%s is not held: %s", repo, res.Word())
 	require.True(t, errors.Is(res.Err, ErrHeld), "%s: %v", repo, res.Err)
 	return res.Err.Error()
 }
@@ -465,7 +465,7 @@ func TestRolloutWorkspaceGoesLast(t *testing.T) {
 	r.mergeAndReport("cluster-c03", "success")
 	rep = r.apply()
 	assert.Equal(t, []string{"cluster-c04", "cluster-c05"}, r.opened())
-	assert.False(t, byRepo(rep)["workspace-payments"].Deferred)
+	assert.False(t, byRepo(rep)["workspace-payments"].Deferred())
 	assert.NotNil(t, r.open("workspace-payments"))
 }
 

@@ -2,8 +2,11 @@
 // or did, per target repo, as typed values (Document, Repo, Problem) rendered three ways — text
 // for a terminal, Markdown for a pull-request comment or an Action step summary, and JSON with a
 // format_version — so that every front end and every output says the same thing in the same
-// words. It is pure: it imports nothing of fleetbot's, and the packages that compute results
-// (reconcile, status, review, the CLI) build its values directly.
+// words. It also holds the one error vocabulary (class.go): the class every repo's result
+// carries (done, deferred until a time, retryable, needs-human, invalid-input), the errors that
+// carry it from an adapter to a front end, and what a class means for an exit code, a check
+// conclusion and the status page. It is pure: it imports nothing of fleetbot's, and the
+// packages that compute results (reconcile, status, review, the CLI) build its values directly.
 package report
 
 import (
@@ -13,6 +16,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 )
 
 // FormatVersion is the version of the JSON document. It changes only when a field changes
@@ -110,6 +114,11 @@ type Repo struct {
 	// update, noop, blocked, close, remove, deferred, failed or skipped ("-" when the repo
 	// was never planned).
 	Action string `json:"action"`
+	// Outcome is what the result asks of whoever acts next: its class (done, deferred,
+	// retryable, needs-human or invalid-input), a machine reason (RateLimited,
+	// HumanCommitOnBranch, ...) and, when known, the time to retry it. Exit codes, check
+	// conclusions and the status page all read it.
+	Outcome Outcome `json:"outcome"`
 	// Planned is the pull-request action the repo was planned for, when Action says it did
 	// not happen (deferred, failed, skipped).
 	Planned string `json:"planned,omitempty"`
@@ -266,6 +275,27 @@ func Summarize(repos []Repo) Summary {
 		}
 	}
 	return s
+}
+
+// Class is the class of the document's most urgent repo (report.Worst): what its exit code
+// and check conclusion follow.
+func (d *Document) Class() Class {
+	classes := make([]Class, len(d.Repos))
+	for i, r := range d.Repos {
+		classes[i] = r.Outcome.Class
+	}
+	return Worst(classes...)
+}
+
+// RetryAt is the earliest time a repo of the document may change by time alone (a rate
+// limit's reset, the write budget's next slot, a rollout's soak ending); zero when none is
+// known.
+func (d *Document) RetryAt() time.Time {
+	outcomes := make([]Outcome, len(d.Repos))
+	for i, r := range d.Repos {
+		outcomes[i] = r.Outcome
+	}
+	return EarliestRetry(outcomes...)
 }
 
 // Decode reads a document and checks its format_version.

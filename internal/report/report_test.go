@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -12,7 +13,7 @@ import (
 // sample is a plan over a fleet in every state a report shows.
 func sample() *Document {
 	d := New(CommandPlan, "0123456789abcdef0123", []Repo{
-		{Repo: "acme/cluster-a", Kind: "cluster", Name: "a", Action: "open", Writes: true, Changed: true,
+		{Repo: "acme/cluster-a", Kind: "cluster", Name: "a", Action: "open", Outcome: Done, Writes: true, Changed: true,
 			Reason: "new PR", PR: &PR{Number: 2, URL: "https://github.com/acme/cluster-a/pull/2"},
 			Files:      Files{Added: 1, Changed: 1, List: []File{{Path: "platform/metallb.yaml", Op: "added"}, {Path: "README.md", Op: "changed"}}},
 			Objects:    map[string]Counts{"Deployment": {Added: 1}, "Service": {Changed: 2}},
@@ -20,13 +21,16 @@ func sample() *Document {
 			Codeowners: []Problem{{File: ".github/CODEOWNERS", Line: 3, Kind: "Unknown owner", Message: "@acme/ghosts does not exist"}},
 			Warnings:   []string{"branch protection of main in acme/cluster-a is not enforced"}},
 		{Repo: "acme/cluster-b", Kind: "cluster", Name: "b", Action: ActionBlocked,
-			Reason: "commit 1234567 on fleetbot/sync was not made by fleetbot", Blocked: "commit 1234567 on fleetbot/sync was not made by fleetbot",
+			Outcome: Outcome{Class: ClassNeedsHuman, Reason: ReasonHumanCommitOnBranch},
+			Reason:  "commit 1234567 on fleetbot/sync was not made by fleetbot", Blocked: "commit 1234567 on fleetbot/sync was not made by fleetbot",
 			PR: &PR{Number: 4}},
 		{Repo: "acme/cluster-c", Kind: "cluster", Name: "c", Action: ActionFailed, Planned: "update", Writes: true, Changed: true,
-			Error: &Problem{File: "flux/fleetbot.yaml", Line: 12, Message: "rendered object does not decode as a Flux v1 Kustomization"}},
+			Outcome: Outcome{Class: ClassRetryable, Reason: ReasonUnavailable},
+			Error:   &Problem{File: "flux/fleetbot.yaml", Line: 12, Message: "rendered object does not decode as a Flux v1 Kustomization"}},
 		{Repo: "acme/cluster-d", Kind: "cluster", Name: "d", Action: ActionDeferred, Planned: "open", Writes: true, Changed: true,
+			Outcome:  Outcome{Class: ClassDeferred, Reason: ReasonBudgetExhausted, RetryAt: time.Date(2026, 5, 1, 12, 1, 0, 0, time.UTC)},
 			Deferred: "acme/cluster-d: write budget exhausted (80 content writes a minute)"},
-		{Repo: "acme/control", Kind: "control", Name: "control", Action: "noop", Reason: "control repo: access only"},
+		{Repo: "acme/control", Kind: "control", Name: "control", Action: "noop", Outcome: Done, Reason: "control repo: access only"},
 	})
 	d.Removals, d.MaxRemovals = 0, 1
 	return d
@@ -41,6 +45,20 @@ func TestRoundTrip(t *testing.T) {
 	got, err := Decode(buf.Bytes())
 	require.NoError(t, err)
 	assert.Equal(t, d, got)
+	assert.Contains(t, buf.String(), `"outcome": {
+        "class": "deferred",
+        "reason": "BudgetExhausted",
+        "retryAt": "2026-05-01T12:01:00Z"
+      }`)
+}
+
+// TestDocumentClassAndRetry: a document is as urgent as its most urgent repo, and is retried at
+// the earliest known time.
+func TestDocumentClassAndRetry(t *testing.T) {
+	d := sample()
+	assert.Equal(t, ClassNeedsHuman, d.Class())
+	assert.Equal(t, time.Date(2026, 5, 1, 12, 1, 0, 0, time.UTC), d.RetryAt())
+	assert.Equal(t, ClassDone, New(CommandApply, "", nil).Class())
 }
 
 // TestDecodeRefusesOtherVersions: a document of another format_version (or none) is refused

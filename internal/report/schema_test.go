@@ -48,6 +48,14 @@ func generateSchema(t *testing.T) []byte {
 			v.Enum = []any{"create", "open", "update", "noop", ActionBlocked, "close", "remove", ActionDeferred, ActionFailed, ActionSkipped, ActionNone}
 		}
 	}
+	if d, ok := s.Definitions["Outcome"]; ok {
+		if v, ok := d.Properties.Get("class"); ok {
+			v.Enum = make([]any, len(Classes))
+			for i, c := range Classes {
+				v.Enum[i] = c
+			}
+		}
+	}
 	if d, ok := s.Definitions["File"]; ok {
 		if v, ok := d.Properties.Get("op"); ok {
 			v.Enum = []any{"added", "changed", "removed"}
@@ -104,6 +112,10 @@ func TestSchemaValidatesDocuments(t *testing.T) {
 		"format_version 2":     func(m map[string]any) { m["format_version"] = 2 },
 		"unknown command":      func(m map[string]any) { m["command"] = "destroy" },
 		"action outside words": func(m map[string]any) { m["repos"].([]any)[0].(map[string]any)["action"] = "no change" },
+		"class outside words": func(m map[string]any) {
+			m["repos"].([]any)[0].(map[string]any)["outcome"] = map[string]any{"class": "stalled"}
+		},
+		"no outcome": func(m map[string]any) { delete(m["repos"].([]any)[0].(map[string]any), "outcome") },
 	} {
 		b, err := json.Marshal(sample())
 		require.NoError(t, err)

@@ -145,117 +145,177 @@ func Evaluate(revision string, waves []Wave, observed map[string]Observed, now t
 	if opts.HealthTimeout <= 0 {
 		opts.HealthTimeout = DefaultHealthTimeout
 	}
-	st := Status{Revision: revision, Held: map[string]string{}, Paused: opts.Paused, PauseNote: opts.PauseNote}
-	paused := "rollout paused"
-	if opts.PauseNote != "" {
-		paused += ": " + opts.PauseNote
+	e := &evaluation{
+		Status:   Status{Revision: revision, Held: map[string]string{}, Paused: opts.Paused, PauseNote: opts.PauseNote},
+		observed: observed, now: now, opts: opts, admitted: map[string]bool{},
 	}
-	admitted := map[string]bool{}
-	blocked := "" // why waves after the current one wait
 	for _, w := range waves {
-		ws := WaveStatus{Name: w.Name, Total: len(w.Clusters)}
-		var lastHealthy time.Time
-		open := 0
-		var candidates []string
-		for _, c := range w.Clusters {
-			o := observed[c]
-			if !o.Changed {
-				continue
-			}
-			ws.Changed++
-			pr := o.PR
-			current := pr != nil && pr.Revision == revision
-			switch {
-			case current && pr.Merged:
-				ws.Merged++
-				switch {
-				case pr.Health == HealthSuccess:
-					ws.Healthy++
-					if pr.HealthAt.After(lastHealthy) {
-						lastHealthy = pr.HealthAt
-					}
-				case pr.Health == HealthFailure:
-					if st.Halted == nil {
-						st.Halted = &Halt{Wave: w.Name, Cluster: c, Reason: fmt.Sprintf("Flux reported a failure for the merge of #%d", pr.Number)}
-					}
-				default:
-					deadline := pr.MergedAt.Add(opts.HealthTimeout)
-					if !now.Before(deadline) {
-						if st.Halted == nil {
-							st.Halted = &Halt{Wave: w.Name, Cluster: c, Reason: fmt.Sprintf(
-								"no healthy status from Flux within %s of the merge of #%d (last: %s)", opts.HealthTimeout, pr.Number, pr.Health)}
-						}
-					} else {
-						st.NextCheck = earliest(st.NextCheck, deadline)
-					}
-				}
-			case pr != nil && pr.Open:
-				// Open, of this revision or an older one: updated in place.
-				open++
-				admitted[c] = true
-			default:
-				candidates = append(candidates, c)
-			}
-		}
-		switch {
-		case blocked != "":
-			ws.State = WaveWaiting
-			for _, c := range candidates {
-				st.Held[c] = blocked
-			}
-		case st.Halted != nil && st.Halted.Wave == w.Name:
-			ws.State = WaveHalted
-			for _, c := range candidates {
-				st.Held[c] = "rollout halted: " + st.Halted.Cluster + ": " + st.Halted.Reason
-			}
-			blocked = fmt.Sprintf("wave %s halted", w.Name)
-		case opts.Paused && len(candidates) > 0:
-			ws.State = WavePaused
-			for _, c := range candidates {
-				st.Held[c] = paused
-			}
-			blocked = paused
-		case len(candidates) > 0 || open > 0 || ws.Merged > ws.Healthy:
-			ws.State = WaveActive
-			for _, c := range candidates {
-				if w.MaxParallel > 0 && open >= w.MaxParallel {
-					st.Held[c] = fmt.Sprintf("wave %s: %d pull requests open (maxParallel %d)", w.Name, open, w.MaxParallel)
-					continue
-				}
-				open++
-				admitted[c] = true
-			}
-			blocked = fmt.Sprintf("wave %s is not done (%d of %d changed clusters healthy)", w.Name, ws.Healthy, ws.Changed)
-		case ws.Changed > 0 && now.Before(lastHealthy.Add(w.Soak)):
-			ws.State = WaveSoaking
-			ws.SoakUntil = lastHealthy.Add(w.Soak)
-			st.NextCheck = earliest(st.NextCheck, ws.SoakUntil)
-			blocked = fmt.Sprintf("wave %s soaks until %s", w.Name, ws.SoakUntil.UTC().Format(time.RFC3339))
-		default:
-			ws.State = WaveDone
-		}
-		st.Waves = append(st.Waves, ws)
+		t := e.tally(w)
+		e.Waves = append(e.Waves, e.settle(w, t))
 	}
-	if st.Halted != nil {
-		// A halt stops new pull requests in every wave, earlier ones included.
-		for c := range admitted {
-			if pr := observed[c].PR; pr == nil || !pr.Open {
-				delete(admitted, c)
-				st.Held[c] = "rollout halted"
-			}
-		}
+	e.haltEverywhere()
+	for c := range e.admitted {
+		e.Admitted = append(e.Admitted, c)
 	}
-	for c := range admitted {
-		st.Admitted = append(st.Admitted, c)
+	sort.Strings(e.Admitted)
+	e.Done = e.Halted == nil && e.blocked == ""
+	if e.Halted != nil || e.Done {
+		e.NextCheck = time.Time{}
 	}
-	sort.Strings(st.Admitted)
-	st.Done = st.Halted == nil && blocked == ""
-	if st.Halted != nil || st.Done {
-		st.NextCheck = time.Time{}
-	}
-	return st
+	return e.Status
 }
 
+// evaluation is one Evaluate in progress: the status so far, the clusters admitted so far, and
+// why the waves after the current one wait ("" while they may start).
+type evaluation struct {
+	Status
+	observed map[string]Observed
+	now      time.Time
+	opts     Options
+	admitted map[string]bool
+	blocked  string
+}
+
+// waveTally is what one wave's clusters show before the wave's state is decided: its counts,
+// the newest healthy verdict (when its soak starts), its open pull requests, and the changed
+// clusters that have none yet (candidates for a new one).
+type waveTally struct {
+	status      WaveStatus
+	lastHealthy time.Time
+	open        int
+	candidates  []string
+}
+
+// tally counts a wave's changed clusters by where their pull request stands. An open pull
+// request, of this revision or an older one, is admitted at once: it is updated in place. A
+// merge of this revision counts toward the wave's health; a failure, or no healthy verdict
+// within the health timeout, halts the rollout.
+func (e *evaluation) tally(w Wave) waveTally {
+	t := waveTally{status: WaveStatus{Name: w.Name, Total: len(w.Clusters)}}
+	for _, c := range w.Clusters {
+		o := e.observed[c]
+		if !o.Changed {
+			continue
+		}
+		t.status.Changed++
+		pr := o.PR
+		switch {
+		case pr != nil && pr.Revision == e.Revision && pr.Merged:
+			t.status.Merged++
+			e.weighMerge(w, c, pr, &t)
+		case pr != nil && pr.Open:
+			t.open++
+			e.admitted[c] = true
+		default:
+			t.candidates = append(t.candidates, c)
+		}
+	}
+	return t
+}
+
+// weighMerge counts a cluster that merged the revision: healthy (its verdict dates the wave's
+// soak), failed (the rollout halts), or still waiting for Flux (it halts once the health
+// timeout passes; until then the timeout is when the verdict can change by time alone).
+func (e *evaluation) weighMerge(w Wave, c string, pr *PR, t *waveTally) {
+	switch pr.Health {
+	case HealthSuccess:
+		t.status.Healthy++
+		if pr.HealthAt.After(t.lastHealthy) {
+			t.lastHealthy = pr.HealthAt
+		}
+	case HealthFailure:
+		e.halt(w, c, fmt.Sprintf("Flux reported a failure for the merge of #%d", pr.Number))
+	default:
+		deadline := pr.MergedAt.Add(e.opts.HealthTimeout)
+		if !e.now.Before(deadline) {
+			e.halt(w, c, fmt.Sprintf("no healthy status from Flux within %s of the merge of #%d (last: %s)", e.opts.HealthTimeout, pr.Number, pr.Health))
+		} else {
+			e.NextCheck = earliest(e.NextCheck, deadline)
+		}
+	}
+}
+
+// halt records the first failure of the rollout; later ones change nothing.
+func (e *evaluation) halt(w Wave, c, reason string) {
+	if e.Halted == nil {
+		e.Halted = &Halt{Wave: w.Name, Cluster: c, Reason: reason}
+	}
+}
+
+// settle decides a tallied wave's state, which of its candidates may open a pull request now
+// and why the others wait, and what holds the waves after it: an earlier wave not done, this
+// wave halted or paused, still active, or soaking.
+func (e *evaluation) settle(w Wave, t waveTally) WaveStatus {
+	ws := t.status
+	hold := func(why string) {
+		for _, c := range t.candidates {
+			e.Held[c] = why
+		}
+	}
+	switch {
+	case e.blocked != "":
+		ws.State = WaveWaiting
+		hold(e.blocked)
+	case e.Halted != nil && e.Halted.Wave == w.Name:
+		ws.State = WaveHalted
+		hold("rollout halted: " + e.Halted.Cluster + ": " + e.Halted.Reason)
+		e.blocked = fmt.Sprintf("wave %s halted", w.Name)
+	case e.opts.Paused && len(t.candidates) > 0:
+		ws.State = WavePaused
+		hold(e.pauseReason())
+		e.blocked = e.pauseReason()
+	case len(t.candidates) > 0 || t.open > 0 || ws.Merged > ws.Healthy:
+		ws.State = WaveActive
+		e.admit(w, t)
+		e.blocked = fmt.Sprintf("wave %s is not done (%d of %d changed clusters healthy)", w.Name, ws.Healthy, ws.Changed)
+	case ws.Changed > 0 && e.now.Before(t.lastHealthy.Add(w.Soak)):
+		ws.State = WaveSoaking
+		ws.SoakUntil = t.lastHealthy.Add(w.Soak)
+		e.NextCheck = earliest(e.NextCheck, ws.SoakUntil)
+		e.blocked = fmt.Sprintf("wave %s soaks until %s", w.Name, ws.SoakUntil.UTC().Format(time.RFC3339))
+	default:
+		ws.State = WaveDone
+	}
+	return ws
+}
+
+// admit opens an active wave's candidates up to its MaxParallel open pull requests; the rest
+// wait for one of those to merge.
+func (e *evaluation) admit(w Wave, t waveTally) {
+	open := t.open
+	for _, c := range t.candidates {
+		if w.MaxParallel > 0 && open >= w.MaxParallel {
+			e.Held[c] = fmt.Sprintf("wave %s: %d pull requests open (maxParallel %d)", w.Name, open, w.MaxParallel)
+			continue
+		}
+		open++
+		e.admitted[c] = true
+	}
+}
+
+// pauseReason is why a paused rollout holds its clusters, with the pause's note.
+func (e *evaluation) pauseReason() string {
+	if e.opts.PauseNote != "" {
+		return "rollout paused: " + e.opts.PauseNote
+	}
+	return "rollout paused"
+}
+
+// haltEverywhere withdraws, once the rollout halted, every admission of a new pull request,
+// in earlier waves too; open pull requests are still updated in place.
+func (e *evaluation) haltEverywhere() {
+	if e.Halted == nil {
+		return
+	}
+	for c := range e.admitted {
+		if pr := e.observed[c].PR; pr == nil || !pr.Open {
+			delete(e.admitted, c)
+			e.Held[c] = "rollout halted"
+		}
+	}
+}
+
+// earliest is the earlier of two times, a zero a meaning none yet.
 func earliest(a, b time.Time) time.Time {
 	if a.IsZero() || b.Before(a) {
 		return b

@@ -8,7 +8,6 @@
 package status
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -33,9 +32,11 @@ type State string
 const (
 	// StateFailed: the repo could not be read or written; Error says why.
 	StateFailed State = "failed"
-	// StateBlocked: a human pushed to the bot branch; fleetbot no longer updates the PR.
+	// StateBlocked: the repo needs a human (report.ClassNeedsHuman): someone pushed to the bot
+	// branch, so fleetbot no longer updates the PR; or GitHub refuses fleetbot a permission.
 	StateBlocked State = "blocked"
-	// StateDeferred: the write budget could not afford the repo; the next run picks it up.
+	// StateDeferred: the repo waits for a later run by itself (report.ClassDeferred): the write
+	// budget, a rate limit, the rollout's wave.
 	StateDeferred State = "deferred"
 	// StatePending: fleetbot's next apply changes the repo (a plan saw it out of date).
 	StatePending State = "pending"
@@ -381,17 +382,14 @@ func row(e *Entry, in Input) Repo {
 	if res.Err != nil {
 		r.Error = scrub(res.Err.Error())
 	}
+	outcome := res.Outcome()
 	switch {
-	case res.Deferred && errors.Is(res.Err, reconcile.ErrHeld):
-		r.State, r.WaitingOn = StateDeferred, WaitRollout
-	case res.Deferred:
-		r.State, r.WaitingOn = StateDeferred, WaitBudget
-	case res.Err != nil:
-		r.State = StateFailed
+	case outcome.Class.Badge() != "":
+		// The result's class decides: deferred, failed (retryable, invalid input) or blocked
+		// (needs a human).
+		r.State, r.WaitingOn = State(outcome.Class.Badge()), waitingFor(outcome)
 	case res.Skipped != "":
 		r.State = StateSkipped
-	case res.Action == pr.ActionBlocked:
-		r.State, r.WaitingOn = StateBlocked, WaitHumanEdit
 	case e.Applied:
 		r.State = appliedState(res.Action, r.PR != nil)
 	default:
@@ -476,6 +474,36 @@ func appliedState(a pr.Action, openPR bool) State {
 	return StatePending
 }
 
+// waitingFor says what a repo that is not done waits on, from its outcome's reason: the
+// rollout, the write budget or a rate limit (any other deferral too), or a human's commit.
+func waitingFor(o report.Outcome) string {
+	switch {
+	case o.Reason == report.ReasonHeldByRollout:
+		return WaitRollout
+	case o.Class == report.ClassDeferred:
+		return WaitBudget
+	case o.Reason == report.ReasonHumanCommitOnBranch:
+		return WaitHumanEdit
+	}
+	return ""
+}
+
+// deferredLine says why a deferred repo waits (the rollout's reason, a GitHub rate limit, the
+// write budget) and, for a limit, until when, when the forge said.
+func deferredLine(r *Repo, o report.Outcome) string {
+	if r.WaitingOn == WaitRollout {
+		return "deferred to the next run: " + firstLine(r.Error)
+	}
+	s := "deferred to the next run: write budget exhausted"
+	if o.Reason == report.ReasonRateLimited {
+		s = "deferred to the next run: GitHub rate limit"
+	}
+	if !o.RetryAt.IsZero() {
+		s += " until " + o.RetryAt.UTC().Format(time.RFC3339)
+	}
+	return s
+}
+
 // waitingOn says what an open pull request waits on: failing or running checks first, then
 // a review, then somebody merging it.
 func waitingOn(p *PR) string {
@@ -515,14 +543,15 @@ func summaryLine(r *Repo, res *reconcile.Result) string {
 	case StateFailed:
 		s = "failed: " + firstLine(r.Error)
 	case StateDeferred:
-		s = "deferred to the next run: write budget exhausted"
-		if r.WaitingOn == WaitRollout {
-			s = "deferred to the next run: " + firstLine(r.Error)
-		}
+		s = deferredLine(r, res.Outcome())
 	case StateSkipped:
 		s = "skipped (" + res.Skipped + ")"
 	case StateBlocked:
 		s = "blocked: " + scrub(res.Reason)
+		if r.Error != "" {
+			// Blocked by what the forge refused (a permission): the error says what.
+			s = "blocked: " + firstLine(r.Error)
+		}
 	case StatePending:
 		s = fmt.Sprintf("fleetbot would %s (+%d ~%d -%d files)", verb(res.Action), res.FilesAdded, res.FilesChanged, res.FilesRemoved)
 	case StatePROpen:

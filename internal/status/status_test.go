@@ -66,7 +66,7 @@ func fleetInput() Input {
 		// failed
 		{Repo: "acme/cluster-f", Kind: fanout.KindCluster, Name: "f", Err: errors.New("reading acme/cluster-f: 502 bad gateway")},
 		// deferred workspace
-		{Repo: "acme/workspace-ws", Kind: fanout.KindWorkspace, Name: "ws", Action: pr.ActionOpen, Deferred: true,
+		{Repo: "acme/workspace-ws", Kind: fanout.KindWorkspace, Name: "ws", Action: pr.ActionOpen,
 			Err: fmt.Errorf("x: %w", pr.ErrDeferred)},
 		// the control repo: access only, not a row
 		{Repo: "acme/control", Kind: reconcile.KindControl, Name: "control", Action: pr.ActionNoop},

@@ -61,7 +61,7 @@ func wavesInput() Input {
 		res("c2", pr.ActionNoop, &pr.Observed{BaseStatus: pr.StatusFailure}),
 		res("c3", pr.ActionNoop, openPR),
 		res("p1", pr.ActionNoop, &pr.Observed{}),
-		{Repo: "acme/cluster-p2", Kind: fanout.KindCluster, Name: "p2", Action: pr.ActionOpen, Deferred: true,
+		{Repo: "acme/cluster-p2", Kind: fanout.KindCluster, Name: "p2", Action: pr.ActionOpen,
 			Err: fmt.Errorf("wave canary not done: %w", reconcile.ErrHeld)},
 		{Repo: "acme/cluster-p3", Kind: fanout.KindCluster, Name: "p3", Action: pr.ActionBlocked, Reason: "a human edit"},
 		res("r1", pr.ActionOpen, &pr.Observed{}),

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // Check-run limits GitHub enforces.
@@ -19,11 +21,12 @@ const (
 // pull requests.
 const DefaultCheckName = "fleetbot plan"
 
-// Check conclusions fleetbot uses.
+// Check conclusions fleetbot uses: those a result's class maps to (report.Class.CheckConclusion)
+// and cancelled, for a check fleetbot stopped before it finished.
 const (
-	ConclusionSuccess   = "success"
-	ConclusionNeutral   = "neutral"
-	ConclusionFailure   = "failure"
+	ConclusionSuccess   = report.ConclusionSuccess
+	ConclusionNeutral   = report.ConclusionNeutral
+	ConclusionFailure   = report.ConclusionFailure
 	ConclusionCancelled = "cancelled"
 )
 

@@ -426,8 +426,12 @@ func (s *Service) plan(ctx context.Context, j Job) CheckResult {
 		opts.Baselines, opts.FullEvery, opts.Salt, opts.Digests = s.baselines, -1, s.cfg.Salt, e.sums()
 	}
 	rep, err := app.PlanFleet(ctx, forge, fl, opts)
+	if errors.As(err, &issues) {
+		// Found against the org (a team it does not have): invalid input, with file:line.
+		return invalidResult(issues)
+	}
 	if err != nil {
-		return CheckResult{Conclusion: ConclusionNeutral, Title: "fleetbot could not plan",
+		return CheckResult{Conclusion: report.ClassOf(err).Class.CheckConclusion(), Title: "fleetbot could not plan",
 			Summary: "fleetbot could not plan this commit; re-run the check.\n\n```\n" + err.Error() + "\n```\n"}
 	}
 	var text strings.Builder
@@ -499,8 +503,10 @@ func firstOf(a, b string) string {
 }
 
 // planResult turns a plan report into a check result: failure when the
-// plan is refused, neutral when some repo could not be planned, success
-// otherwise (changes are what a control PR is for). A full plan counts the repos
+// plan is refused, else the conclusion of its most urgent repo's class
+// (report.Class.CheckConclusion: success when every repo was decided or
+// waits by itself, neutral when one could not be planned or needs a human,
+// failure for invalid input); changes are what a control PR is for. A full plan counts the repos
 // it planned (the control repo's access and removed repos included); an
 // incremental one the fleet's target repos, of which it planned those whose
 // desired state differs from the last converged apply's.
@@ -511,7 +517,7 @@ func planResult(rep *app.Report, markdown string, targets int) CheckResult {
 			changed++
 		}
 	}
-	res := CheckResult{Conclusion: ConclusionSuccess, Text: markdown}
+	res := CheckResult{Conclusion: rep.Class().CheckConclusion(), Text: markdown}
 	total := len(rep.Results)
 	if rep.Incremental {
 		total = max(total, targets)
@@ -522,7 +528,6 @@ func planResult(rep *app.Report, markdown string, targets int) CheckResult {
 		res.Conclusion = ConclusionFailure
 		res.Title = "plan refused: " + firstLine(rep.Refused.Error())
 	case len(failed) > 0:
-		res.Conclusion = ConclusionNeutral
 		res.Title += fmt.Sprintf("; %d could not be planned", len(failed))
 	}
 	res.Summary = fmt.Sprintf("Plan of source `%s`: %s. Merging this pull request makes fleetbot open or update one pull request per changed repo; nothing is written before.",

@@ -7,11 +7,14 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	gh "github.com/google/go-github/v62/github"
+
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // ErrReadOnly is returned, before anything reaches the network, for every mutating request made
@@ -46,6 +49,19 @@ func (e *RateLimitedError) Error() string {
 // Is makes errors.Is(err, ErrRateLimited) true.
 func (e *RateLimitedError) Is(target error) bool { return target == ErrRateLimited }
 
+// Outcome implements report.Classifier: deferred until Reset, for a GitHub rate limit
+// (ReasonRateLimited) or fleetbot's own content budget (ReasonBudgetExhausted).
+func (e *RateLimitedError) Outcome() report.Outcome {
+	reason := report.ReasonRateLimited
+	if e.Reason == reasonContentBudget {
+		reason = report.ReasonBudgetExhausted
+	}
+	return report.Outcome{Class: report.ClassDeferred, Reason: reason, RetryAt: e.Reset}
+}
+
+// reasonContentBudget is RateLimitedError.Reason when fleetbot's own budget refused.
+const reasonContentBudget = "content budget"
+
 // OpError records what was being attempted, and on which repo, when a GitHub call failed.
 type OpError struct {
 	// Op is what was being attempted, e.g. "creating tree".
@@ -73,6 +89,10 @@ func (e *OpError) Is(target error) bool {
 	}
 	return false
 }
+
+// Outcome implements report.Classifier: the class of the GitHub error it wraps (OutcomeOf), so
+// that the class and a rate limit's reset reach reconcile's result and the front ends.
+func (e *OpError) Outcome() report.Outcome { return OutcomeOf(e.Err) }
 
 // Wrap annotates err with the operation and repo ("creating tree acme/cluster-a: ..."); it
 // returns nil when err is nil, so it can wrap a go-github call's error unconditionally.
@@ -177,6 +197,78 @@ func classifyStatus(code int, message string) Class {
 		return Retryable
 	}
 	return Terminal
+}
+
+// OutcomeOf is Classify in the report's vocabulary (report.Outcome), with the time a rate limit
+// lifts: a rate limit is deferred until its reset (the transport's RateLimitedError, or
+// x-ratelimit-reset on GitHub's answer); 5xx, network errors and a 404 are retryable; 401 and
+// 403 (credentials, the App's permissions) and a read-only client's refusal need a human; a 422
+// is invalid input; anything else is retried.
+func OutcomeOf(err error) report.Outcome {
+	switch Classify(err) {
+	case OK:
+		return report.Done
+	case RateLimited:
+		return limitOutcome(err)
+	case Retryable:
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return report.Outcome{Class: report.ClassRetryable, Reason: report.ReasonInterrupted}
+		}
+		return report.Outcome{Class: report.ClassRetryable, Reason: report.ReasonUnavailable}
+	case NotFound:
+		return report.Outcome{Class: report.ClassRetryable, Reason: report.ReasonNotFound}
+	}
+	if errors.Is(err, ErrReadOnly) {
+		return report.Outcome{Class: report.ClassNeedsHuman, Reason: report.ReasonForbidden}
+	}
+	switch resp := responseOf(err); {
+	case resp == nil:
+	case resp.StatusCode == http.StatusUnauthorized, resp.StatusCode == http.StatusForbidden:
+		return report.Outcome{Class: report.ClassNeedsHuman, Reason: report.ReasonForbidden}
+	case resp.StatusCode == http.StatusUnprocessableEntity:
+		return report.Outcome{Class: report.ClassInvalidInput, Reason: report.ReasonRejected}
+	}
+	return report.Outcome{Class: report.ClassRetryable, Reason: report.ReasonError}
+}
+
+// limitOutcome is a rate limit's outcome: deferred until the time the transport or GitHub named
+// (zero when neither did).
+func limitOutcome(err error) report.Outcome {
+	var rl *RateLimitedError
+	if errors.As(err, &rl) {
+		return rl.Outcome()
+	}
+	o := report.Outcome{Class: report.ClassDeferred, Reason: report.ReasonRateLimited}
+	var rle *gh.RateLimitError
+	if errors.As(err, &rle) && !rle.Rate.Reset.IsZero() {
+		o.RetryAt = rle.Rate.Reset.Time
+	} else if resp := responseOf(err); resp != nil {
+		if reset, perr := strconv.ParseInt(resp.Header.Get("X-RateLimit-Reset"), 10, 64); perr == nil && resp.Header.Get("X-RateLimit-Remaining") == "0" {
+			o.RetryAt = time.Unix(reset, 0).UTC()
+		}
+	}
+	return o
+}
+
+// responseOf is the HTTP response a go-github or ghinstallation error carries, nil when none.
+func responseOf(err error) *http.Response {
+	var (
+		er  *gh.ErrorResponse
+		ie  *ghinstallation.HTTPError
+		rle *gh.RateLimitError
+		ae  *gh.AbuseRateLimitError
+	)
+	switch {
+	case errors.As(err, &er):
+		return er.Response
+	case errors.As(err, &rle):
+		return rle.Response
+	case errors.As(err, &ae):
+		return ae.Response
+	case errors.As(err, &ie):
+		return ie.Response
+	}
+	return nil
 }
 
 // RedactURL returns raw with any userinfo and credential-bearing query parameters replaced, for

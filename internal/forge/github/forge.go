@@ -192,15 +192,16 @@ func (f *Forge) entry(owner, repo string) (*repoEntry, func()) {
 	return e, e.mu.Unlock
 }
 
-// errf wraps a GitHub error with what was attempted on which repo. A rate limit that lifts
-// too late is also pr.ErrDeferred: the repo is left for the next run, not failed.
+// errf wraps a GitHub error with what was attempted on which repo; the wrapper carries the
+// error's class (OpError.Outcome). A rate limit that lifts too late is also pr.ErrDeferred: the
+// repo is left for a later run, not failed, deferred until the limit's reset.
 func errf(err error, op, repo string) error {
 	if err == nil {
 		return nil
 	}
-	w := Wrap(err, op, repo)
+	w := &OpError{Op: op, Repo: repo, Err: err}
 	if Classify(err) == RateLimited {
-		return fmt.Errorf("%w: %w", pr.ErrDeferred, w)
+		return report.Classify(fmt.Errorf("%w: %w", pr.ErrDeferred, w), w.Outcome())
 	}
 	return w
 }
@@ -618,10 +619,24 @@ func (f *Forge) BeforeWrite(ctx context.Context, owner, repo string, cost pr.Cos
 	}
 	_, n := f.Requests(cost)
 	if ok, wait := f.budget.Afford(n); !ok {
-		return fmt.Errorf("%w: %s/%s needs %d content-creating requests; the write budget has room for them in %s",
+		err := fmt.Errorf("%w: %s/%s needs %d content-creating requests; the write budget has room for them in %s",
 			pr.ErrDeferred, owner, repo, n, wait.Round(time.Second))
+		return report.Classify(err, f.budgetOutcome(wait))
 	}
 	return nil
+}
+
+// budgetOutcome is the deferral of a repo the write budget cannot afford now: until its room
+// comes, wait from now on the client's clock (the one every wait of the installation runs
+// on); a rate limit when GitHub paused the installation.
+func (f *Forge) budgetOutcome(wait time.Duration) report.Outcome {
+	b := f.c.Budget()
+	now := b.Config().Clock.Now()
+	o := report.Outcome{Class: report.ClassDeferred, Reason: report.ReasonBudgetExhausted, RetryAt: now.Add(wait)}
+	if b.Stats().PausedUntil.After(now) {
+		o.Reason = report.ReasonRateLimited
+	}
+	return o
 }
 
 // Capabilities implements pr.Forge: GitHub scans an owner in batches, gates writes on its

@@ -151,7 +151,7 @@ func TestBudgetDefers(t *testing.T) {
 	e.budget.PerHour = 1000
 	rep = e.apply(t, e.forge(t, false))
 	for _, r := range rep.Results {
-		assert.False(t, r.Deferred, r.Repo)
+		assert.False(t, r.Deferred(), r.Repo)
 		assert.NotZero(t, r.PR, r.Repo)
 	}
 }
