@@ -21,6 +21,9 @@ func (s *Server) checkRunJSON(rm *repoMeta, cr *checkRun) *github.CheckRun {
 		HTMLURL: github.String(fmt.Sprintf("%s/%s/runs/%d", s.URL, rm.fullName(), cr.ID)),
 		App:     &github.App{ID: github.Int64(s.cfg.appID), Slug: github.String(s.cfg.appSlug)},
 	}
+	if cr.AppID != 0 && cr.AppID != s.cfg.appID {
+		out.App = &github.App{ID: github.Int64(cr.AppID), Slug: github.String(fmt.Sprintf("app-%d", cr.AppID))} // AddCheckRun's
+	}
 	if cr.Conclusion != "" {
 		out.Conclusion = github.String(cr.Conclusion)
 	}

@@ -87,7 +87,7 @@ func (s *Server) fullCheckRunJSON(rm *repoMeta, cr *checkRun) map[string]any {
 	if created.IsZero() {
 		created = s.clock.Now()
 	}
-	out["app"] = s.appJSON(created)
+	out["app"] = s.checkRunAppJSON(cr, created)
 	output, _ := out["output"].(map[string]any)
 	if output == nil {
 		output = map[string]any{}
@@ -139,7 +139,7 @@ func (s *Server) fullBranchJSON(rm *repoMeta, name string, c *object.Commit) map
 		contexts := append([]string{}, p.RequiredStatusChecks...)
 		list := []any{}
 		for _, ctx := range contexts {
-			list = append(list, map[string]any{"context": ctx, "app_id": nil})
+			list = append(list, map[string]any{"context": ctx, "app_id": p.checkApp(ctx)})
 		}
 		checks = map[string]any{"enforcement_level": level, "contexts": contexts, "checks": list}
 	}

@@ -162,6 +162,10 @@ type protection struct {
 	AllowForcePushes        bool     `json:"allow_force_pushes"`
 	AllowDeletions          bool     `json:"allow_deletions"`
 	RequireLinearHistory    bool     `json:"require_linear_history"`
+
+	// RequiredCheckApps binds each required check to the App that must provide it (-1 or
+	// absent: any source); see requiredchecks.go.
+	RequiredCheckApps map[string]int64 `json:"required_check_apps,omitempty"`
 }
 
 func newState() *state {
