@@ -78,7 +78,7 @@ func (req checkRunRequest) apply(cr *checkRun, now time.Time) {
 		cr.CompletedAt = *req.CompletedAt
 	}
 	if req.Output != nil {
-		cr.Output = *req.Output
+		cr.Output = cr.appendAnnotations(*req.Output)
 	}
 	if cr.Status == "completed" && cr.CompletedAt.IsZero() {
 		cr.CompletedAt = now
@@ -93,6 +93,10 @@ func (s *Server) handleCreateCheckRun(w http.ResponseWriter, r *http.Request) {
 	}
 	var req checkRunRequest
 	if err := decodeBody(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := annotationLimit(req); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -126,6 +130,10 @@ func (s *Server) handleUpdateCheckRun(w http.ResponseWriter, r *http.Request) {
 	}
 	var req checkRunRequest
 	if err := decodeBody(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := annotationLimit(req); err != nil {
 		writeErr(w, err)
 		return
 	}

@@ -93,7 +93,7 @@ func (s *Server) fullCheckRunJSON(rm *repoMeta, cr *checkRun) map[string]any {
 		output = map[string]any{}
 	}
 	out["output"] = fill(output, map[string]any{
-		"title": nil, "summary": nil, "text": nil, "annotations_count": 0,
+		"title": nil, "summary": nil, "text": nil, "annotations_count": len(cr.Annotations),
 		"annotations_url": fmt.Sprintf("%s/check-runs/%d/annotations", s.repoAPI(rm), cr.ID),
 	})
 	return fill(out, map[string]any{

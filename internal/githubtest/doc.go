@@ -51,7 +51,8 @@
 //	issues      POST /issues, GET /issues/{n}, GET/POST /issues/{n}/comments,
 //	            PATCH/DELETE /issues/comments/{id}, GET/POST/PUT /issues/{n}/labels,
 //	            DELETE /issues/{n}/labels/{name}
-//	checks      POST /check-runs, PATCH /check-runs/{id}, GET /commits/{ref}/check-runs,
+//	checks      POST /check-runs, PATCH /check-runs/{id} (at most 50 annotations a request, each
+//	            request's appended: CheckRunAnnotations), GET /commits/{ref}/check-runs,
 //	            POST /statuses/{sha}, GET /commits/{ref}/statuses
 //	access      GET /orgs/{org}/teams, /teams/{slug}, /teams/{slug}/members,
 //	            /teams/{slug}/memberships/{u}, /teams/{slug}/repos;

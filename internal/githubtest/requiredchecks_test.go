@@ -2,12 +2,16 @@ package githubtest
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 
 	"github.com/google/go-github/v62/github"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/githubtest/restspec"
 )
 
 // TestRequiredCheckBoundToAnApp: a required status check bound to an App is satisfied only by
@@ -122,5 +126,59 @@ func TestRequiredCheckAnySource(t *testing.T) {
 		_, resp, err := admin.Repositories.UpdateBranchProtection(ctx, "acme", "r", "main", &github.ProtectionRequest{RequiredStatusChecks: rs})
 		require.Error(t, err)
 		assert.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+	}
+}
+
+// TestCheckRunAnnotationsAppend: GitHub takes at most 50 annotations per check run request and
+// appends each request's to the check run's; answers count them and never list them.
+func TestCheckRunAnnotationsAppend(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// The request of 51 annotations is refused by GitHub's description too: collect what it
+	// says instead of failing the test.
+	var mu sync.Mutex
+	var refused []string
+	opt := WithoutRESTSpec()
+	if d, err := RESTSpec(); err == nil {
+		opt = WithRESTSpec(d, func(v restspec.Violation) {
+			mu.Lock()
+			defer mu.Unlock()
+			refused = append(refused, v.Detail)
+		})
+	}
+	s := NewServer(t, opt)
+	s.CreateRepo("acme", "r", map[string]string{"README.md": "hi\n"})
+	app := s.ClientWithToken(s.InstallationToken("acme"))
+	anns := func(n int) []*github.CheckRunAnnotation {
+		var out []*github.CheckRunAnnotation
+		for i := range n {
+			out = append(out, &github.CheckRunAnnotation{Path: github.String("README.md"), StartLine: github.Int(1), EndLine: github.Int(1),
+				AnnotationLevel: github.String("failure"), Message: github.String(fmt.Sprint(i))})
+		}
+		return out
+	}
+	head := s.Branch("acme", "r", "main")
+	_, resp, err := app.Checks.CreateCheckRun(ctx, "acme", "r", github.CreateCheckRunOptions{Name: "c", HeadSHA: head,
+		Output: &github.CheckRunOutput{Title: github.String("t"), Summary: github.String("s"), Annotations: anns(51)}})
+	require.Error(t, err)
+	assert.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+
+	cr, _, err := app.Checks.CreateCheckRun(ctx, "acme", "r", github.CreateCheckRunOptions{Name: "c", HeadSHA: head,
+		Output: &github.CheckRunOutput{Title: github.String("t"), Summary: github.String("s"), Annotations: anns(50)}})
+	require.NoError(t, err)
+	got, _, err := app.Checks.UpdateCheckRun(ctx, "acme", "r", cr.GetID(), github.UpdateCheckRunOptions{Name: "c",
+		Output: &github.CheckRunOutput{Title: github.String("t2"), Summary: github.String("s2"), Annotations: anns(3)}})
+	require.NoError(t, err)
+	assert.Equal(t, 53, got.GetOutput().GetAnnotationsCount())
+	assert.Empty(t, got.GetOutput().Annotations)
+	assert.Equal(t, "t2", got.GetOutput().GetTitle())
+	all, err := s.CheckRunAnnotations(cr.GetID())
+	require.NoError(t, err)
+	assert.Len(t, all, 53)
+	assert.Equal(t, "2", all[52].GetMessage())
+	mu.Lock()
+	defer mu.Unlock()
+	for _, r := range refused {
+		assert.Contains(t, r, "field output.annotations: maximum number of items is 50", "only the request of 51 is refused")
 	}
 }

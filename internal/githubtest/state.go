@@ -148,6 +148,10 @@ type checkRun struct {
 	CompletedAt time.Time       `json:"completed_at"`
 	Output      json.RawMessage `json:"output,omitempty"`
 	AppID       int64           `json:"app_id"`
+
+	// Annotations are every annotation the check run's requests carried, in order (GitHub
+	// appends each request's); Output holds none.
+	Annotations []json.RawMessage `json:"annotations,omitempty"`
 }
 
 type protection struct {

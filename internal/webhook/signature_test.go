@@ -7,8 +7,8 @@ import (
 	"crypto/sha512"
 	"encoding/hex"
 	"strings"
-	"unicode/utf8"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 )
