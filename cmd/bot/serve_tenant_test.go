@@ -218,3 +218,62 @@ func TestServeTenantCheckSurvivesRestartAndDrift(t *testing.T) {
 	assert.Equal(t, map[string]int64{webhook.DefaultTenantCheckName: second.gh.AppID()}, second.gh.RequiredChecks("acme", "cluster-edge-1", "main"),
 		"bound to fleetbot's App again")
 }
+
+// TestServeUpgradeRequiresTheTenantCheck: on a fleet converged without the tenant check (before
+// the upgrade), a control pull request's plan shows the check missing from every workspace and
+// cluster repo's protection as access drift, and the first apply after the upgrade adds it.
+func TestServeUpgradeRequiresTheTenantCheck(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	before := startServe(t, serveOptions{})
+	before.waitMetric(appliedOK, 1)
+	for _, repo := range before.targets {
+		require.Empty(t, before.gh.RequiredChecks("acme", repo, "main"), repo)
+	}
+	before.stop()
+
+	// The upgraded serve: its startup apply waits until the plan was seen.
+	hold := make(chan struct{})
+	t.Cleanup(func() {
+		select {
+		case <-hold:
+		default:
+			close(hold)
+		}
+	})
+	e := startServe(t, serveOptions{reuse: before, tenantCheck: webhook.DefaultTenantCheckName, beforeJob: func(j webhook.Job) {
+		if j.Kind == webhook.KindApply {
+			<-hold
+		}
+	}})
+	api := e.gh.Client()
+	main := e.gh.Branch("acme", "control", "main")
+	_, _, err := api.Git.CreateRef(ctx, "acme", "control", &gh.Reference{Ref: gh.String("refs/heads/change"), Object: &gh.GitObject{SHA: gh.String(main)}})
+	require.NoError(t, err)
+	head := e.gh.Commit("acme", "control", "change", "edge-1: new range", edge1("10.7.0.0/28"))
+	pull, _, err := api.PullRequests.Create(ctx, "acme", "control", &gh.NewPullRequest{Title: gh.String("edge-1"), Head: gh.String("change"), Base: gh.String("main")})
+	require.NoError(t, err)
+	ev, err := e.gh.PullRequestEvent("acme", "control", pull.GetNumber(), "opened")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusAccepted, e.deliver("pull_request", "plan-1", encodeJSON(t, ev), serveSecret))
+	var plan *gh.CheckRun
+	e.eventually("the plan check run", func() bool {
+		res, _, err := api.Checks.ListCheckRunsForRef(ctx, "acme", "control", head, nil)
+		require.NoError(t, err)
+		for _, cr := range res.CheckRuns {
+			if cr.GetStatus() == "completed" {
+				plan = cr
+			}
+		}
+		return plan != nil
+	})
+	text := plan.GetOutput().GetText()
+	want := `status check "fleetbot tenant" from GitHub App 1 is not required`
+	assert.Equal(t, len(e.targets), strings.Count(text, want), "every workspace and cluster repo:\n%s", text)
+
+	close(hold)
+	e.waitMetric(appliedOK, 1)
+	for _, repo := range e.targets {
+		assert.Equal(t, map[string]int64{webhook.DefaultTenantCheckName: e.gh.AppID()}, e.gh.RequiredChecks("acme", repo, "main"), repo)
+	}
+}
