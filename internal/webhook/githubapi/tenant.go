@@ -139,6 +139,8 @@ func tenantBlobs(repo, sha string, entries []*gh.TreeEntry) ([]*gh.TreeEntry, er
 		}
 		total += e.GetSize()
 		switch {
+		case e.GetSize() < 0:
+			return nil, fmt.Errorf("%w: %s of %s at %s: GitHub answered a size of %d bytes", ErrTenantRepo, p, repo, sha, e.GetSize())
 		case e.GetSize() > control.MaxFileBytes:
 			return nil, fmt.Errorf("%w: %s of %s at %s: %d bytes, more than the %d a file may have; %s",
 				ErrTenantRepo, p, repo, sha, e.GetSize(), control.MaxFileBytes, tenantHint)
