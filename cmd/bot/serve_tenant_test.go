@@ -104,6 +104,12 @@ func TestServeChecksTenantPullRequests(t *testing.T) {
 		cr := e.waitTenantRun(repo, pulls[0].GetHead().GetSHA(), 1)
 		assert.Equal(t, "success", cr.GetConclusion(), "%s: %s", repo, cr.GetOutput().GetSummary())
 	}
+	// fleetbot rendered every file of its own pull requests: their checks read no file.
+	for _, r := range e.gh.Requests() {
+		if r.Route == "GET /repos/{owner}/{repo}/git/blobs/{sha}" {
+			assert.Contains(t, r.Path, "/repos/acme/control/", "a blob read for a tenant check of fleetbot's own pull request")
+		}
+	}
 	// bob, a workspace admin with push only, merges fleetbot's pull request: its check passed.
 	fleetbotPR := e.gh.Pulls("acme", "workspace-payments")[0]
 	_, _, err := e.bob.PullRequests.Merge(ctx, "acme", "workspace-payments", fleetbotPR.GetNumber(), "", nil)

@@ -31,6 +31,10 @@ type Tenant struct {
 	Name string
 	// Namespace is the workspace's namespace ("" for a cluster repo).
 	Namespace string
+	// Rendered is what fleetbot renders into the repo (its managed files and scaffolds) by git
+	// blob hash: a head's file with one of these hashes need not be read (fleetbot's own pull
+	// requests are mostly such files).
+	Rendered map[string][]byte
 }
 
 // Tenant returns the workspace or cluster repo of f named fullName ("owner/name", in any case),
@@ -43,16 +47,30 @@ func (f *Fleet) Tenant(fullName string) (Tenant, bool) {
 		}
 		switch t.Kind {
 		case fanout.KindCluster:
-			return Tenant{Repo: t.FullName(), Kind: TenantCluster, Name: t.Name}, true
+			return Tenant{Repo: t.FullName(), Kind: TenantCluster, Name: t.Name, Rendered: rendered(t)}, true
 		case fanout.KindWorkspace:
 			for _, w := range f.Repo.Workspaces {
 				if w.Metadata.Name == t.Name {
-					return Tenant{Repo: t.FullName(), Kind: TenantWorkspace, Name: t.Name, Namespace: w.Namespace()}, true
+					return Tenant{Repo: t.FullName(), Kind: TenantWorkspace, Name: t.Name, Namespace: w.Namespace(), Rendered: rendered(t)}, true
 				}
 			}
 		}
 	}
 	return Tenant{}, false
+}
+
+// rendered is t's files and scaffolds by git blob hash.
+func rendered(t *fanout.Target) map[string][]byte {
+	sums := t.BlobHashes()
+	out := make(map[string][]byte, len(sums))
+	for p, h := range sums {
+		if c, ok := t.Files[p]; ok {
+			out[h] = c
+		} else {
+			out[h] = t.Scaffolds[p]
+		}
+	}
+	return out
 }
 
 // RequireCheck makes the branch protection of every workspace and cluster repo of f require

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/gittree"
 	"github.com/fleetbot-io/fleetbot/internal/policy"
 )
 
@@ -21,9 +22,15 @@ func TestFleetTenant(t *testing.T) {
 	require.NoError(t, err)
 	ws, ok := fl.Tenant("ACME/Workspace-Payments")
 	require.True(t, ok)
+	require.NotEmpty(t, ws.Rendered)
+	for h, c := range ws.Rendered {
+		assert.Equal(t, gittree.BlobHash(c), h, "content by its git blob hash")
+	}
+	ws.Rendered = nil
 	assert.Equal(t, Tenant{Repo: "acme/workspace-payments", Kind: TenantWorkspace, Name: "payments", Namespace: "payments"}, ws)
 	c, ok := fl.Tenant("acme/cluster-edge-1")
 	require.True(t, ok)
+	c.Rendered = nil
 	assert.Equal(t, Tenant{Repo: "acme/cluster-edge-1", Kind: TenantCluster, Name: "edge-1"}, c)
 	for _, repo := range []string{"acme/control", "acme/workspace-nope", "other/workspace-payments", "acme/cluster-edge-1/x", ""} {
 		_, ok := fl.Tenant(repo)

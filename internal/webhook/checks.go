@@ -70,7 +70,8 @@ const MaxTenantAnnotations = 250
 type TenantChecks interface {
 	// Files returns the files of repo ("owner/name") at commit sha, by slash-separated path,
 	// within bounds; an error when they cannot be read, whole, inside the repo and the bounds.
-	Files(ctx context.Context, repo, sha string) (map[string][]byte, error)
+	// A file whose git blob hash is a key of rendered has that content, and is not read.
+	Files(ctx context.Context, repo, sha string, rendered map[string][]byte) (map[string][]byte, error)
 	// Start creates an in-progress tenant check run on commit sha of repo.
 	Start(ctx context.Context, repo, sha string) (int64, error)
 	// Finish completes check run id of repo with r, with up to MaxTenantAnnotations

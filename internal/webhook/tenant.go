@@ -57,7 +57,7 @@ func (s *Service) tenant(ctx context.Context, j Job) error {
 
 // tenantResult reads the repo at the job's commit and checks it as t.
 func (s *Service) tenantResult(ctx context.Context, j Job, t app.Tenant) CheckResult {
-	files, err := s.cfg.Tenants.Files(ctx, j.Repo, j.SHA)
+	files, err := s.cfg.Tenants.Files(ctx, j.Repo, j.SHA, t.Rendered)
 	if err != nil {
 		return CheckResult{Conclusion: ConclusionFailure, Title: "fleetbot could not read this commit",
 			Summary: "fleetbot could not read " + "`" + j.Repo + "` at `" + report.ShortSHA(j.SHA) + "`, so it could not check it; " +

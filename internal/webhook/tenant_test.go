@@ -97,7 +97,7 @@ type tenantRun struct {
 	finished  bool
 }
 
-func (m *memTenants) Files(_ context.Context, repo, sha string) (map[string][]byte, error) {
+func (m *memTenants) Files(_ context.Context, repo, sha string, _ map[string][]byte) (map[string][]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.readErr != nil {

@@ -79,10 +79,13 @@ func splitRepo(repo string) (string, string, error) {
 // for check workspace: symlinks and submodules are left out (a checkout's symlinks are not
 // followed either). Every path is checked to be a plain relative path inside the repo, and the
 // bounds (MaxTenantFiles, control.MaxFileBytes a file, MaxTenantBytes) before any blob is read.
+// A file whose blob hash is a key of rendered (what fleetbot renders into the repo) is taken
+// from there, as is one read for an earlier check: a fleetbot pull request costs the tree and
+// the files of the repo's admins only.
 //
 // GitHub API docs: https://docs.github.com/rest/git/trees#get-a-tree
 // and https://docs.github.com/rest/git/blobs#get-a-blob
-func (t *TenantRepos) Files(ctx context.Context, repo, sha string) (map[string][]byte, error) {
+func (t *TenantRepos) Files(ctx context.Context, repo, sha string, rendered map[string][]byte) (map[string][]byte, error) {
 	owner, name, err := splitRepo(repo)
 	if err != nil {
 		return nil, err
@@ -105,7 +108,7 @@ func (t *TenantRepos) Files(ctx context.Context, repo, sha string) (map[string][
 	if err != nil {
 		return nil, err
 	}
-	data, err := t.read(ctx, api, owner, name, want)
+	data, err := t.read(ctx, api, owner, name, want, rendered)
 	if err != nil {
 		return nil, err
 	}
@@ -156,13 +159,16 @@ func tenantBlobs(repo, sha string, entries []*gh.TreeEntry) ([]*gh.TreeEntry, er
 	return want, nil
 }
 
-// read returns the content of entries, from the cache or the API, blobConcurrency at a time.
-func (t *TenantRepos) read(ctx context.Context, api *gh.Client, owner, name string, entries []*gh.TreeEntry) ([][]byte, error) {
+// read returns the content of entries, from rendered, the cache or the API, blobConcurrency at
+// a time.
+func (t *TenantRepos) read(ctx context.Context, api *gh.Client, owner, name string, entries []*gh.TreeEntry, rendered map[string][]byte) ([][]byte, error) {
 	out := make([][]byte, len(entries))
 	var missing []int
 	t.mu.Lock()
 	for i, e := range entries {
-		if b, ok := t.blobs[e.GetSHA()]; ok {
+		if b, ok := rendered[e.GetSHA()]; ok && len(b) == e.GetSize() {
+			out[i] = b
+		} else if b, ok := t.blobs[e.GetSHA()]; ok {
 			out[i] = b
 		} else {
 			missing = append(missing, i)

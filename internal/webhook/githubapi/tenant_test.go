@@ -2,6 +2,8 @@ package githubapi
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
@@ -55,7 +57,7 @@ func TestTenantReposReadsTheHeadAsACheckoutHoldsIt(t *testing.T) {
 	})
 	tr := tenantRepos(srv)
 	srv.ResetLog()
-	files, err := tr.Files(ctx, "acme/workspace-payments", sha)
+	files, err := tr.Files(ctx, "acme/workspace-payments", sha, nil)
 	require.NoError(t, err)
 	got := map[string]string{}
 	for p, b := range files {
@@ -75,17 +77,28 @@ func TestTenantReposReadsTheHeadAsACheckoutHoldsIt(t *testing.T) {
 
 	next := commitTree(t, srv, "workspace-payments", []*gh.TreeEntry{{Path: gh.String("apps/web.yaml"), Mode: gh.String("100644"), Type: gh.String("blob"), Content: gh.String("kind: x\n")}})
 	srv.ResetLog()
-	files, err = tr.Files(ctx, "acme/workspace-payments", next)
+	files, err = tr.Files(ctx, "acme/workspace-payments", next, nil)
 	require.NoError(t, err)
 	assert.Len(t, files, 3, "the second commit is on main, beside the first")
 	assert.Equal(t, 1, blobs(), "the next push reads what it changed only")
 
 	for _, bad := range []string{"main", strings.Repeat("z", 40), ""} {
-		_, err := tr.Files(ctx, "acme/workspace-payments", bad)
+		_, err := tr.Files(ctx, "acme/workspace-payments", bad, nil)
 		assert.ErrorContains(t, err, "is not a commit SHA", bad)
 	}
-	_, err = tr.Files(ctx, "acme", sha)
+	_, err = tr.Files(ctx, "acme", sha, nil)
 	assert.ErrorContains(t, err, "want owner/name")
+
+	// What fleetbot rendered is not read: here, a fresh TenantRepos that knows the files' content.
+	rendered := map[string][]byte{}
+	for _, c := range []string{"resources: []\n", "hi\n", "kind: x\n"} {
+		rendered[gitBlobHash(c)] = []byte(c)
+	}
+	srv.ResetLog()
+	files, err = tenantRepos(srv).Files(ctx, "acme/workspace-payments", next, rendered)
+	require.NoError(t, err)
+	assert.Len(t, files, 3)
+	assert.Zero(t, blobs(), "every file was rendered by fleetbot")
 }
 
 // TestTenantBlobsRefusesWhatACheckoutCannotHold: a tree entry whose path is not a plain path
@@ -203,4 +216,11 @@ func TestTenantCheckRunWithoutChecksWrite(t *testing.T) {
 	_, err := tenantRepos(srv).Start(context.Background(), "acme/cluster-a", srv.Branch("acme", "cluster-a", "main"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "needs the checks: write permission that app.yml lists")
+}
+
+// gitBlobHash is git's blob hash of content (git hash-object).
+func gitBlobHash(content string) string {
+	h := sha1.New()
+	fmt.Fprintf(h, "blob %d\x00%s", len(content), content)
+	return hex.EncodeToString(h.Sum(nil))
 }
