@@ -190,12 +190,9 @@ func (h *CheckRunHandler) Handle(_ context.Context, d Delivery) (string, error) 
 	case h.cfg.AppID != 0 && cr.GetApp().GetID() != h.cfg.AppID:
 		return h.ignore(d, repo, "another app's check run")
 	case !h.isControl(repo) && h.cfg.TenantChecks && isSHA(cr.GetHeadSHA()):
-		// fleetbot's check runs outside the control repo are tenant checks.
-		j := Job{Kind: KindTenant, Repo: repo, SHA: cr.GetHeadSHA(), Reason: "check_run.rerequested"}
-		if prs := cr.PullRequests; len(prs) > 0 {
-			j.PR = prs[0].GetNumber()
-		}
-		return h.queue(d, j)
+		// fleetbot's check runs outside the control repo are tenant checks; a re-run checks
+		// that commit (no PR: it coalesces with nothing of a newer head).
+		return h.queue(d, Job{Kind: KindTenant, Repo: repo, SHA: cr.GetHeadSHA(), Reason: "check_run.rerequested"})
 	case !h.isControl(repo):
 		return h.ignore(d, repo, "not the control repo")
 	}

@@ -65,20 +65,19 @@ type Job struct {
 }
 
 // Key is the coalescing key: one apply for the whole fleet, one drift per
-// target repo, one check per control-repo pull request (or commit), one tenant check per
-// commit of a workspace or cluster repo (a check run re-run on an older head of a pull request
-// must not take the place of its newest head's check, which the protection waits for).
+// target repo, one check per control-repo pull request (or commit), one tenant check per pull
+// request of a workspace or cluster repo (a burst of pushes is one check, of the newest head),
+// or per commit for a re-run (PR 0: a re-run of an older head must not take the place of the
+// newest head's check, which the protection waits for).
 func (j Job) Key() string {
 	switch j.Kind {
 	case KindApply:
 		return string(KindApply)
-	case KindTenant:
-		return string(KindTenant) + ":" + strings.ToLower(j.Repo) + "@" + j.SHA
-	case KindCheck:
+	case KindCheck, KindTenant:
 		if j.PR > 0 {
-			return "check:" + strings.ToLower(j.Repo) + "#" + strconv.Itoa(j.PR)
+			return string(j.Kind) + ":" + strings.ToLower(j.Repo) + "#" + strconv.Itoa(j.PR)
 		}
-		return "check:" + strings.ToLower(j.Repo) + "@" + j.SHA
+		return string(j.Kind) + ":" + strings.ToLower(j.Repo) + "@" + j.SHA
 	default:
 		return string(j.Kind) + ":" + strings.ToLower(j.Repo)
 	}

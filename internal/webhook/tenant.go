@@ -95,7 +95,7 @@ func tenantCheckResult(t app.Tenant, sha string, entries []string, problems []re
 		res.Title = fmt.Sprintf("%d problem(s) in %d kustomization(s)", len(problems), len(entries))
 		fmt.Fprintf(&b, "❌ %s; this pull request cannot merge until they are fixed. Run `%s` in a checkout to see them locally.\n\n", res.Title, cmd)
 		for _, p := range problems {
-			fmt.Fprintf(&b, "- `%s`\n", strings.ReplaceAll(p.String(), "`", "'"))
+			fmt.Fprintf(&b, "- `%s`\n", strings.NewReplacer("`", "'", "\n", " ").Replace(p.String()))
 			if p.Hint != "" {
 				fmt.Fprintf(&b, "  hint: %s\n", p.Hint)
 			}

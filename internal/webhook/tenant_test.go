@@ -50,7 +50,7 @@ func TestTenantHandlersDecide(t *testing.T) {
 		{"control PR opened", "pull_request", pull("acme/control", "opened", "alice", sha),
 			&Job{Kind: KindCheck, Repo: "acme/control", SHA: sha, PR: 3, Reason: "pull_request.opened"}},
 		{"re-run of fleetbot's tenant check", "check_run", rerun("acme/workspace-payments", 1),
-			&Job{Kind: KindTenant, Repo: "acme/workspace-payments", SHA: sha, PR: 3, Reason: "check_run.rerequested"}},
+			&Job{Kind: KindTenant, Repo: "acme/workspace-payments", SHA: sha, Reason: "check_run.rerequested"}},
 		{"re-run of another App's check", "check_run", rerun("acme/workspace-payments", 15368), nil},
 		{"re-run of the plan check", "check_run", rerun("acme/control", 1),
 			&Job{Kind: KindCheck, Repo: "acme/control", SHA: sha, PR: 3, Reason: "check_run.rerequested"}},
@@ -73,14 +73,23 @@ func TestTenantHandlersDecide(t *testing.T) {
 	}
 }
 
-// TestTenantJobsOfOnePullRequestDoNotCoalesceAcrossHeads: two heads of one pull request are two
-// checks; the same head twice is one.
-func TestTenantJobsOfOnePullRequestDoNotCoalesceAcrossHeads(t *testing.T) {
+// TestTenantJobsCoalescePerPullRequest: a burst of pushes to one pull request is one tenant
+// check, of the newest head; a re-run (no pull request) is a check of its commit, which takes
+// the place of no newer head's.
+func TestTenantJobsCoalescePerPullRequest(t *testing.T) {
 	t.Parallel()
-	a, b := Job{Kind: KindTenant, Repo: "acme/Cluster-A", SHA: "a", PR: 3}, Job{Kind: KindTenant, Repo: "acme/cluster-a", SHA: "b", PR: 3}
-	assert.NotEqual(t, a.Key(), b.Key())
-	b.SHA = "a"
-	assert.Equal(t, a.Key(), b.Key())
+	q := NewQueue(10)
+	for _, sha := range []string{"a", "b", "c"} {
+		_, err := q.Push(Job{Kind: KindTenant, Repo: "acme/cluster-a", SHA: sha, PR: 3})
+		require.NoError(t, err)
+	}
+	_, err := q.Push(Job{Kind: KindTenant, Repo: "acme/Cluster-A", SHA: "a"})
+	require.NoError(t, err)
+	got := q.Drain()
+	require.Len(t, got, 2)
+	assert.Equal(t, "c", got[0].SHA, "the newest head of the pull request")
+	assert.Equal(t, 2, got[0].Merged)
+	assert.Equal(t, "a", got[1].SHA, "the re-run of an older head, on its own")
 }
 
 // memTenants is webhook.TenantChecks over files in memory, recording the check runs.
