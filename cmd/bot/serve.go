@@ -50,6 +50,9 @@ type serveConfig struct {
 	Grace       time.Duration
 	Concurrency int
 	CheckName   string
+	// TenantCheck names the check run serve posts on the pull requests of workspace and
+	// cluster repos and requires from its App on their protection; "" turns it off.
+	TenantCheck string
 	// JobProcess: this is the job process of serve --job-process, which also takes the
 	// front's batches (webhook.BatchPath) on its loopback listener.
 	JobProcess bool
@@ -72,6 +75,7 @@ type serveConfig struct {
 // serveFlags are serve's own flags; each has a FLEETBOT_* variable.
 type serveFlags struct {
 	listen, control, secretFile, gitURL, checkName, shard, listenFile string
+	tenantCheck                                                       string
 	resync, grace, driftDelay                                         time.Duration
 	workers, queueSize, concurrency                                   int
 	maxBody                                                           int64
@@ -93,6 +97,10 @@ POST /webhook within milliseconds and queues the work:
   push to the control repo's default branch     apply every target repo
   control pull request opened/synchronize/      a "fleetbot plan" check run
     reopened, or its check run re-run             (read-only for target repos)
+  workspace or cluster repo pull request        a "fleetbot tenant" check run
+    opened/synchronize/reopened (fleetbot's       (check workspace / check cluster
+    own too), or its check run re-run             on the head; their protection
+                                                  requires it from this App)
   installation, installation_repositories       full resync
   on a target repo: pull_request closed, push   reconcile that repo (drift)
     to the default branch, repository, member,
@@ -115,7 +123,7 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := flagsFromEnv(cmd.Flags(), "listen", "listen-file", "control-repo", "webhook-secret-file", "git-url", "check-name",
-				"resync-interval", "shutdown-grace", "drift-delay", "workers", "queue-size", "concurrency", "max-body", "log-level", "shard",
+				"tenant-check", "resync-interval", "shutdown-grace", "drift-delay", "workers", "queue-size", "concurrency", "max-body", "log-level", "shard",
 				"status", "status-token-file", "status-insecure-no-auth", "status-group-by", "job-process", "job-nice"); err != nil {
 				return err
 			}
@@ -163,6 +171,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.secretFile, "webhook-secret-file", "", "file holding the GitHub App's webhook secret")
 	fs.StringVar(&f.gitURL, "git-url", "", "web root of the GitHub host, for Flux GitRepository URLs (default: from GITHUB_API_URL, else https://github.com)")
 	fs.StringVar(&f.checkName, "check-name", webhook.DefaultCheckName, "name of the check run on control-repo pull requests")
+	fs.StringVar(&f.tenantCheck, "tenant-check", webhook.DefaultTenantCheckName, "name of the check run on every pull request of a workspace or cluster repo (check workspace / check cluster on its head), which their branch protection requires from this App; '' turns the check and the requirement off")
 	positiveDurationVar(fs, &f.resync, "resync-interval", webhook.DefaultResyncInterval, "how often to reconcile every target repo without a webhook")
 	positiveDurationVar(fs, &f.grace, "shutdown-grace", webhook.DefaultGrace, "how long in-flight jobs may finish on shutdown")
 	delayVar(fs, &f.driftDelay, "drift-delay", webhook.DefaultDriftDelay, "how long a drift reconcile waits after its first event for the drifts of other repos to join its batch (one GraphQL read per 100 repos instead of requests per repo); 0 starts each at once")
@@ -244,7 +253,7 @@ func (a *frontend) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, er
 	return serveConfig{
 		Status:  status,
 		Control: f.control, Secret: secret, App: acfg, Resync: f.resync, DriftDelay: f.driftDelay, Workers: f.workers, QueueSize: f.queueSize, MaxBody: f.maxBody,
-		Grace: f.grace, Concurrency: f.concurrency, CheckName: f.checkName, Shard: shard, Logger: log,
+		Grace: f.grace, Concurrency: f.concurrency, CheckName: f.checkName, TenantCheck: f.tenantCheck, Shard: shard, Logger: log,
 	}, nil
 }
 
@@ -333,7 +342,7 @@ func (r *serveRun) start(ctx context.Context, wg *sync.WaitGroup, service *atomi
 	service.Store(svc)
 	disp, err := webhook.NewDispatcher(webhook.DispatcherConfig{Secret: cfg.Secret, MaxBody: cfg.MaxBody, Logger: log, Metrics: r.metrics},
 		webhook.Handlers(webhook.HandlerConfig{Control: cfg.Control, Self: gh.self, AppID: cfg.App.GitHub.AppID, Queue: r.queue,
-			Rollout: r.rollout, Logger: log})...)
+			TenantChecks: cfg.TenantCheck != "", Rollout: r.rollout, Logger: log})...)
 	if err != nil {
 		return err
 	}
@@ -395,6 +404,12 @@ func (r *serveRun) service(ctx context.Context, gh *githubConn, forges *app.Inst
 		Concurrency: cfg.Concurrency, Shard: cfg.Shard,
 		Logger: r.log, Metrics: r.metrics, BeforeJob: cfg.BeforeJob,
 		Baselines: app.NewBaselines(baselineFile(cfg), r.log), Salt: version,
+		TenantCheck: app.RequiredCheck{Context: cfg.TenantCheck, AppID: cfg.App.GitHub.AppID},
+		Tenants:     githubapi.NewTenantRepos(forges.API, cfg.TenantCheck),
+		CanCheck: func(ctx context.Context, owner string) (bool, error) {
+			level, err := gh.app.Permission(ctx, owner, "checks")
+			return level == "write" || level == "admin", err
+		},
 	})
 }
 

@@ -65,6 +65,9 @@ type serveOptions struct {
 	cacheDir  string                                 // the snapshot cache and baseline ("" keeps them in memory)
 	ghOptions []githubtest.Option                    // more options of a new fake GitHub
 	clock     func(*githubtest.Server) webhook.Clock // serve's clock on the fake GitHub (nil: the wall clock)
+	// tenantCheck is serve --tenant-check ("": off, as these tests ran before the tenant check;
+	// serve_tenant_test.go turns it on).
+	tenantCheck string
 }
 
 // gate holds every job at its start while closed.
@@ -132,7 +135,7 @@ func startServe(t *testing.T, o serveOptions) *serveEnv {
 			GitHub: ghforge.Config{APIURL: e.gh.APIURL(), AppID: e.gh.AppID(), PrivateKey: e.gh.AppPrivateKeyPEM(),
 				Budget: ghforge.BudgetConfig{PerMinute: 100000, PerHour: 1000000, MinInterval: -1}}},
 		Resync: resync, Workers: 4, QueueSize: 100, MaxBody: o.maxBody, Grace: grace,
-		CheckName: webhook.DefaultCheckName, Logger: logger, Status: o.status,
+		CheckName: webhook.DefaultCheckName, TenantCheck: o.tenantCheck, Logger: logger, Status: o.status,
 		BeforeJob: func(ctx context.Context, j webhook.Job) error {
 			if err := e.gate.wait(ctx); err != nil {
 				return err

@@ -26,11 +26,16 @@ func checkTargetRepo(kind fanout.Kind, dir, workspace, namespace string) ([]stri
 	if err != nil {
 		return nil, nil, err
 	}
+	return entries, reportProblems(problems), nil
+}
+
+// reportProblems are a repo check's problems as the report carries them.
+func reportProblems(problems []fanout.RepoProblem) []report.Problem {
 	out := make([]report.Problem, 0, len(problems))
 	for _, p := range problems {
 		out = append(out, report.Problem{File: p.File, Line: p.Line, Object: p.Object, Message: p.Message, Hint: p.Hint})
 	}
-	return entries, out, nil
+	return out
 }
 
 // ObjectCounts is the repo's rendered objects counted by kind, as one line ("3 Deployment,

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 
+	gh "github.com/google/go-github/v62/github"
+
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 )
@@ -84,6 +86,16 @@ func (s *Installations) Client(ctx context.Context, owner string, readOnly bool)
 		s.onClient(key, c)
 	}
 	return c, nil
+}
+
+// API returns the REST client of owner's installation, read-only unless write: what the
+// webhook service's GitHub adapters (internal/webhook/githubapi) read and write through.
+func (s *Installations) API(ctx context.Context, owner string, write bool) (*gh.Client, error) {
+	c, err := s.Client(ctx, owner, !write)
+	if err != nil {
+		return nil, err
+	}
+	return c.API(), nil
 }
 
 // Forge returns the forge of the target repos of owner for mode. The apply forge (its

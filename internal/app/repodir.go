@@ -112,12 +112,19 @@ func CheckTargetRepo(kind fanout.Kind, dir, workspace, namespace string) ([]stri
 	if err != nil {
 		return nil, nil, err
 	}
+	entries, problems := checkTargetFiles(kind, files, workspace, namespace)
+	return entries, problems, nil
+}
+
+// checkTargetFiles is CheckTargetRepo on the repo's files, by slash-separated path (a
+// checkout read by readRepoDir, or a commit read through the GitHub API by serve).
+func checkTargetFiles(kind fanout.Kind, files map[string][]byte, workspace, namespace string) ([]string, []fanout.RepoProblem) {
 	c := fanout.RepoCheck{Entries: entriesUnder(files, "apps", false)}
 	if kind == fanout.KindWorkspace {
 		c = fanout.RepoCheck{Entries: entriesUnder(files, "clusters", true), Namespace: namespace, ServiceAccount: workspace}
 	}
 	if len(c.Entries) == 0 {
-		return nil, nil, nil
+		return nil, nil
 	}
-	return c.Entries, fanout.CheckRepo(files, c), nil
+	return c.Entries, fanout.CheckRepo(files, c)
 }

@@ -353,12 +353,8 @@ func (s *Server) protectionJSON(rm *repoMeta, branch string, p *protection) map[
 		if contexts == nil {
 			contexts = []string{}
 		}
-		checks := []map[string]any{}
-		for _, c := range contexts {
-			checks = append(checks, map[string]any{"context": c})
-		}
 		out["required_status_checks"] = map[string]any{"url": u + "/required_status_checks", "strict": p.StrictStatusChecks,
-			"contexts": contexts, "checks": checks}
+			"contexts": contexts, "contexts_url": u + "/required_status_checks/contexts", "checks": p.checksJSON()}
 	}
 	return out
 }
@@ -402,11 +398,9 @@ func (s *Server) handleProtection(w http.ResponseWriter, r *http.Request) {
 		}
 		var req struct {
 			RequiredStatusChecks *struct {
-				Strict   bool     `json:"strict"`
-				Contexts []string `json:"contexts"`
-				Checks   []struct {
-					Context string `json:"context"`
-				} `json:"checks"`
+				Strict   bool                   `json:"strict"`
+				Contexts []string               `json:"contexts"`
+				Checks   []requiredCheckRequest `json:"checks"`
 			} `json:"required_status_checks"`
 			RequiredPullRequestReviews *struct {
 				DismissStaleReviews          bool `json:"dismiss_stale_reviews"`
@@ -424,9 +418,9 @@ func (s *Server) handleProtection(w http.ResponseWriter, r *http.Request) {
 		}
 		p = &protection{}
 		if rc := req.RequiredStatusChecks; rc != nil {
-			p.HasStatusChecks, p.StrictStatusChecks, p.RequiredStatusChecks = true, rc.Strict, rc.Contexts
-			for _, c := range rc.Checks {
-				p.RequiredStatusChecks = append(p.RequiredStatusChecks, c.Context)
+			if err := s.setRequiredChecksLocked(rm, p, rc.Strict, rc.Contexts, rc.Checks); err != nil {
+				writeErr(w, err)
+				return
 			}
 		}
 		if rv := req.RequiredPullRequestReviews; rv != nil {

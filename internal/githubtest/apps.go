@@ -213,15 +213,10 @@ func (s *Server) installationJSON(in *installation) *github.Installation {
 		AccessTokensURL:     github.String(fmt.Sprintf("%sapp/installations/%d/access_tokens", base, in.ID)),
 		RepositoriesURL:     github.String(base + "installation/repositories"),
 		HTMLURL:             github.String(fmt.Sprintf("%s/organizations/%s/settings/installations/%d", s.URL, acct.Login, in.ID)),
-		Permissions: &github.InstallationPermissions{
-			Administration: github.String("write"), Contents: github.String("write"),
-			PullRequests: github.String("write"), Issues: github.String("write"),
-			Checks: github.String("write"), Statuses: github.String("write"),
-			Members: github.String("read"), Metadata: github.String("read"),
-		},
-		Events:    []string{"push", "pull_request", "installation"},
-		CreatedAt: &github.Timestamp{Time: in.Created},
-		UpdatedAt: &github.Timestamp{Time: in.Created},
+		Permissions:         s.installationPermissions(),
+		Events:              []string{"push", "pull_request", "installation"},
+		CreatedAt:           &github.Timestamp{Time: in.Created},
+		UpdatedAt:           &github.Timestamp{Time: in.Created},
 	}
 }
 

@@ -21,6 +21,9 @@ func (s *Server) checkRunJSON(rm *repoMeta, cr *checkRun) *github.CheckRun {
 		HTMLURL: github.String(fmt.Sprintf("%s/%s/runs/%d", s.URL, rm.fullName(), cr.ID)),
 		App:     &github.App{ID: github.Int64(s.cfg.appID), Slug: github.String(s.cfg.appSlug)},
 	}
+	if cr.AppID != 0 && cr.AppID != s.cfg.appID {
+		out.App = &github.App{ID: github.Int64(cr.AppID), Slug: github.String(fmt.Sprintf("app-%d", cr.AppID))} // AddCheckRun's
+	}
 	if cr.Conclusion != "" {
 		out.Conclusion = github.String(cr.Conclusion)
 	}
@@ -75,7 +78,7 @@ func (req checkRunRequest) apply(cr *checkRun, now time.Time) {
 		cr.CompletedAt = *req.CompletedAt
 	}
 	if req.Output != nil {
-		cr.Output = *req.Output
+		cr.Output = cr.appendAnnotations(*req.Output)
 	}
 	if cr.Status == "completed" && cr.CompletedAt.IsZero() {
 		cr.CompletedAt = now
@@ -90,6 +93,10 @@ func (s *Server) handleCreateCheckRun(w http.ResponseWriter, r *http.Request) {
 	}
 	var req checkRunRequest
 	if err := decodeBody(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := annotationLimit(req); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -123,6 +130,10 @@ func (s *Server) handleUpdateCheckRun(w http.ResponseWriter, r *http.Request) {
 	}
 	var req checkRunRequest
 	if err := decodeBody(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := annotationLimit(req); err != nil {
 		writeErr(w, err)
 		return
 	}

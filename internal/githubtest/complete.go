@@ -87,13 +87,13 @@ func (s *Server) fullCheckRunJSON(rm *repoMeta, cr *checkRun) map[string]any {
 	if created.IsZero() {
 		created = s.clock.Now()
 	}
-	out["app"] = s.appJSON(created)
+	out["app"] = s.checkRunAppJSON(cr, created)
 	output, _ := out["output"].(map[string]any)
 	if output == nil {
 		output = map[string]any{}
 	}
 	out["output"] = fill(output, map[string]any{
-		"title": nil, "summary": nil, "text": nil, "annotations_count": 0,
+		"title": nil, "summary": nil, "text": nil, "annotations_count": len(cr.Annotations),
 		"annotations_url": fmt.Sprintf("%s/check-runs/%d/annotations", s.repoAPI(rm), cr.ID),
 	})
 	return fill(out, map[string]any{
@@ -139,7 +139,7 @@ func (s *Server) fullBranchJSON(rm *repoMeta, name string, c *object.Commit) map
 		contexts := append([]string{}, p.RequiredStatusChecks...)
 		list := []any{}
 		for _, ctx := range contexts {
-			list = append(list, map[string]any{"context": ctx, "app_id": nil})
+			list = append(list, map[string]any{"context": ctx, "app_id": p.checkApp(ctx)})
 		}
 		checks = map[string]any{"enforcement_level": level, "contexts": contexts, "checks": list}
 	}

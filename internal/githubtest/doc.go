@@ -51,13 +51,15 @@
 //	issues      POST /issues, GET /issues/{n}, GET/POST /issues/{n}/comments,
 //	            PATCH/DELETE /issues/comments/{id}, GET/POST/PUT /issues/{n}/labels,
 //	            DELETE /issues/{n}/labels/{name}
-//	checks      POST /check-runs, PATCH /check-runs/{id}, GET /commits/{ref}/check-runs,
+//	checks      POST /check-runs, PATCH /check-runs/{id} (at most 50 annotations a request, each
+//	            request's appended: CheckRunAnnotations), GET /commits/{ref}/check-runs,
 //	            POST /statuses/{sha}, GET /commits/{ref}/statuses
 //	access      GET /orgs/{org}/teams, /teams/{slug}, /teams/{slug}/members,
 //	            /teams/{slug}/memberships/{u}, /teams/{slug}/repos;
 //	            GET/PUT/DELETE /orgs/{org}/teams/{slug}/repos/{o}/{r}; GET /repos/{o}/{r}/teams;
 //	            GET /collaborators, GET/PUT/DELETE /collaborators/{u}, GET .../{u}/permission;
-//	            GET/PUT/DELETE /branches/{b}/protection (404 "Branch not protected");
+//	            GET/PUT/DELETE /branches/{b}/protection (404 "Branch not protected"; required
+//	            status checks with the App each must come from);
 //	            GET /codeowners/errors (unknown @user / @org/team owners, owners without write
 //	            access, negation and character-range patterns, malformed owners)
 //	graphql     POST /api/graphql: only the enablePullRequestAutoMerge mutation
@@ -151,7 +153,8 @@
 //
 // # Not implemented
 //
-// Reviews and review requests, branch protection enforcement (stored and reported, not
-// enforced on pushes or merges), collaborator invitations (PUT adds at once), tags through
+// Reviews and review requests, branch protection enforcement beyond required status checks
+// (stored and reported, not enforced on pushes or merges; a merge does wait for the required
+// checks, bound to their App as on GitHub: requiredchecks.go), collaborator invitations (PUT adds at once), tags through
 // REST, forks, search, the Checks suites API, Actions, and GraphQL beyond auto-merge.
 package githubtest

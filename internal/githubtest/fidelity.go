@@ -115,9 +115,9 @@ func (s *Server) newMergeCommitLocked(rm *repoMeta, g *gitRepo, tree plumbing.Ha
 
 // mergeStateLocked is an open pull request's mergeStateStatus as far as the fake models it:
 // BLOCKED while the base branch's protection requires a review (the fake records no reviews,
-// see reviewDecision), CLEAN otherwise (mergeable, nothing to wait for).
+// see reviewDecision) or a status check the head does not pass (requiredchecks.go), CLEAN otherwise (mergeable, nothing to wait for).
 func (s *Server) mergeStateLocked(rm *repoMeta, is *issue) string {
-	if s.reviewDecision(rm, is) != nil {
+	if s.reviewDecision(rm, is) != nil || s.requiredChecksBlockLocked(rm, is) {
 		return "BLOCKED"
 	}
 	return "CLEAN"

@@ -371,6 +371,10 @@ func (s *Server) handleMergePull(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	actor := principalOf(r).login
+	if msg := s.requiredChecksRefusalLocked(rm, is, actor); msg != "" {
+		writeErr(w, errorf(http.StatusMethodNotAllowed, "%s", msg))
+		return
+	}
 	h, err := s.mergePullLocked(rm, is, req.MergeMethod, req.CommitTitle, req.CommitMessage, actor)
 	if errors.Is(err, errConflict) {
 		writeErr(w, errorf(http.StatusMethodNotAllowed, "Pull Request is not mergeable"))

@@ -117,6 +117,15 @@ var descriptionErrors = []struct {
 		why: "the description lists visibility public and private only; GitHub's documentation of the same " +
 			"operation says an organization of an enterprise account can also ask for internal",
 	},
+	{
+		operation: "repos/update-branch-protection",
+		match: func(v restspec.Violation) bool {
+			return v.Side == "request" && v.Missing && strings.HasPrefix(v.Detail, `field required_status_checks.contexts: property "contexts" is missing`)
+		},
+		why: "the description marks the deprecated contexts required beside checks; GitHub takes one of the two " +
+			"(its answer to neither is `No subschema in \"anyOf\" matched`, and a request with both is refused), " +
+			"go-github documents RequiredStatusChecks the same way, and only checks binds a check to an App",
+	},
 }
 
 // listedAccountField is a property of an installation's account in a list of installations.

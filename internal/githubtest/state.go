@@ -148,6 +148,10 @@ type checkRun struct {
 	CompletedAt time.Time       `json:"completed_at"`
 	Output      json.RawMessage `json:"output,omitempty"`
 	AppID       int64           `json:"app_id"`
+
+	// Annotations are every annotation the check run's requests carried, in order (GitHub
+	// appends each request's); Output holds none.
+	Annotations []json.RawMessage `json:"annotations,omitempty"`
 }
 
 type protection struct {
@@ -162,6 +166,10 @@ type protection struct {
 	AllowForcePushes        bool     `json:"allow_force_pushes"`
 	AllowDeletions          bool     `json:"allow_deletions"`
 	RequireLinearHistory    bool     `json:"require_linear_history"`
+
+	// RequiredCheckApps binds each required check to the App that must provide it (-1 or
+	// absent: any source); see requiredchecks.go.
+	RequiredCheckApps map[string]int64 `json:"required_check_apps,omitempty"`
 }
 
 func newState() *state {

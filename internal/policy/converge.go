@@ -1,6 +1,9 @@
 package policy
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Converge returns the access a repo has once p is applied to observed. The
 // forges write exactly these steps, and the GitHub forge caches the result,
@@ -33,6 +36,7 @@ func Converge(observed Access, p Plan) Access {
 	}
 	if p.Protection != nil {
 		prot := *p.Protection
+		prot.RequiredChecks = slices.Clone(prot.RequiredChecks)
 		out.Protection = &prot
 	}
 	if len(out.Collaborators) == 0 {

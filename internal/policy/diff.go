@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -161,6 +162,12 @@ func Diff(desired, observed Access, opts DiffOptions) Plan {
 			if o := observed.Protection; o != nil && o.Branch == want.Branch && o.RequiredApprovals > want.RequiredApprovals {
 				want.RequiredApprovals = o.RequiredApprovals
 			}
+			// Required checks are a floor too: the fix of a setting keeps the checks someone
+			// else requires (a CI workflow's) and whether branches must be up to date.
+			if o := observed.Protection; o != nil && o.Branch == want.Branch {
+				want.RequiredChecks = mergeChecks(want.RequiredChecks, o.RequiredChecks)
+				want.StrictChecks = want.StrictChecks || o.StrictChecks
+			}
 			p.Protection = &want
 		}
 	}
@@ -246,5 +253,44 @@ func protectionDrift(desired Protection, observed *Protection) []string {
 	if observed.AllowDeletions && !desired.AllowDeletions {
 		d = append(d, "branch deletion is allowed")
 	}
+	for _, c := range desired.RequiredChecks {
+		o, ok := findCheck(observed.RequiredChecks, c.Context)
+		switch {
+		case !ok:
+			d = append(d, fmt.Sprintf("status check %s is not required", c))
+		case c.AppID > 0 && o.AppID != c.AppID:
+			d = append(d, fmt.Sprintf("status check %q is required %s, not only from GitHub App %d",
+				c.Context, strings.TrimPrefix(o.String(), fmt.Sprintf("%q ", o.Context)), c.AppID))
+		}
+	}
 	return d
+}
+
+// findCheck returns the check of checks with context.
+func findCheck(checks []RequiredCheck, context string) (RequiredCheck, bool) {
+	for _, c := range checks {
+		if c.Context == context {
+			return c, true
+		}
+	}
+	return RequiredCheck{}, false
+}
+
+// mergeChecks returns want, plus the checks of have whose context want does not name, sorted
+// by context: the checks fleetbot requires replace those of the same context, the others stay.
+func mergeChecks(want, have []RequiredCheck) []RequiredCheck {
+	out := slices.Clone(want)
+	for _, c := range have {
+		if _, ok := findCheck(want, c.Context); !ok {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b RequiredCheck) int { return strings.Compare(a.Context, b.Context) })
+	return out
+}
+
+// WithCheck returns a copy of p that also requires c, in place of a check of the same context.
+func (p Protection) WithCheck(c RequiredCheck) Protection {
+	p.RequiredChecks = mergeChecks([]RequiredCheck{c}, p.RequiredChecks)
+	return p
 }

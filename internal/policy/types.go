@@ -5,7 +5,11 @@
 // desired one.
 package policy
 
-import "maps"
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
 
 // Role is a GitHub repository role granted to a team.
 type Role string
@@ -28,6 +32,32 @@ type Protection struct {
 	RequiredApprovals       int    `json:"requiredApprovals"`
 	AllowForcePushes        bool   `json:"allowForcePushes"`
 	AllowDeletions          bool   `json:"allowDeletions"`
+	// RequiredChecks are the status checks a pull request's head must pass before it merges
+	// (GitHub's required_status_checks.checks), sorted by context. Desired: the checks
+	// fleetbot itself posts (serve's tenant check on workspace and cluster repos); observed:
+	// every check the branch requires, which a fix of other drift keeps.
+	RequiredChecks []RequiredCheck `json:"requiredChecks,omitempty"`
+	// StrictChecks is GitHub's "require branches to be up to date before merging" (observed
+	// only: fleetbot keeps what it finds).
+	StrictChecks bool `json:"strictChecks,omitempty"`
+}
+
+// RequiredCheck is one required status check: a check run (or commit status) named Context,
+// which GitHub accepts from the GitHub App AppID only when AppID is set. Bound to fleetbot's
+// own App, no repo admin can satisfy it with a workflow, another App or a commit status of the
+// same name.
+type RequiredCheck struct {
+	Context string `json:"context"`
+	// AppID is the GitHub App that must provide the check; 0 accepts any source.
+	AppID int64 `json:"appId,omitempty"`
+}
+
+// String says which check and from whom: `"fleetbot tenant" from GitHub App 12`.
+func (c RequiredCheck) String() string {
+	if c.AppID > 0 {
+		return fmt.Sprintf("%q from GitHub App %d", c.Context, c.AppID)
+	}
+	return fmt.Sprintf("%q from any source", c.Context)
 }
 
 // Access is the desired (or observed) access state of one repo.
@@ -55,6 +85,7 @@ func (a Access) Clone() Access {
 	c.Teams, c.Collaborators = maps.Clone(a.Teams), maps.Clone(a.Collaborators)
 	if a.Protection != nil {
 		p := *a.Protection
+		p.RequiredChecks = slices.Clone(p.RequiredChecks)
 		c.Protection = &p
 	}
 	return c

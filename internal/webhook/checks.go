@@ -10,8 +10,9 @@ import (
 
 // Check-run limits GitHub enforces.
 const (
-	// MaxCheckText is the most characters GitHub accepts in a check run's
-	// output summary or text.
+	// MaxCheckText is the most bytes GitHub accepts in a check run's output summary or text
+	// (its documentation says characters; it counts the bytes of the UTF-8 encoding, so a
+	// summary of ✅ and … is refused well before 65,535 characters).
 	MaxCheckText = 65535
 	// MaxAnnotations is the most annotations one check run request carries.
 	MaxAnnotations = 50
@@ -36,11 +37,12 @@ type CheckResult struct {
 	Title      string
 	// Summary and Text are markdown; they are truncated to MaxCheckText.
 	Summary, Text string
-	// Annotations point at control repo files (at most MaxAnnotations are sent).
+	// Annotations point at files of the repo checked (at most MaxAnnotations are sent on the
+	// control repo, MaxTenantAnnotations on a tenant repo).
 	Annotations []Annotation
 }
 
-// Annotation is a remark on a line of a control repo file.
+// Annotation is a remark on a line of a file of the repo checked.
 type Annotation struct {
 	Path    string
 	Line    int
@@ -55,6 +57,29 @@ type CheckRuns interface {
 	Start(ctx context.Context, sha string) (int64, error)
 	// Finish completes check run id with r.
 	Finish(ctx context.Context, id int64, r CheckResult) error
+}
+
+// DefaultTenantCheckName is the name of fleetbot's check run on the pull requests of workspace
+// and cluster repos (serve --tenant-check): the status check their branch protection requires
+// from fleetbot's own GitHub App.
+const DefaultTenantCheckName = "fleetbot tenant"
+
+// MaxTenantAnnotations is the most annotations one tenant check run carries, sent
+// MaxAnnotations per request; the summary lists every problem (within MaxCheckText).
+const MaxTenantAnnotations = 250
+
+// TenantChecks reads workspace and cluster repos at a commit and writes fleetbot's tenant check
+// runs on them, through the installation on each repo's owner.
+type TenantChecks interface {
+	// Files returns the files of repo ("owner/name") at commit sha, by slash-separated path,
+	// within bounds; an error when they cannot be read, whole, inside the repo and the bounds.
+	// A file whose git blob hash is a key of rendered has that content, and is not read.
+	Files(ctx context.Context, repo, sha string, rendered map[string][]byte) (map[string][]byte, error)
+	// Start creates an in-progress tenant check run on commit sha of repo.
+	Start(ctx context.Context, repo, sha string) (int64, error)
+	// Finish completes check run id of repo with r, with up to MaxTenantAnnotations
+	// annotations (MaxAnnotations per request).
+	Finish(ctx context.Context, repo string, id int64, r CheckResult) error
 }
 
 // RolloutCheckName is the name of the check run that shows a rollout's progress on the
@@ -72,19 +97,24 @@ type RolloutChecks interface {
 // truncationNote ends a truncated check run text.
 const truncationNote = "\n\n… truncated to fit GitHub's check run limit; run `fleetbot plan` for the full plan.\n"
 
-// TruncateMarkdown returns s if it has at most limit characters; otherwise
-// a prefix cut at a line boundary, with open <details> blocks and code
-// fences closed and a note appended, within limit characters.
+// TruncateMarkdown returns s if it has at most limit bytes; otherwise a prefix cut at a line
+// boundary (never inside a UTF-8 sequence), with open <details> blocks and code fences closed
+// and a note appended, within limit bytes.
 func TruncateMarkdown(s string, limit int) string {
-	if utf8.RuneCountInString(s) <= limit {
+	return truncateMarkdown(s, limit, truncationNote)
+}
+
+// truncateMarkdown is TruncateMarkdown with the note to append.
+func truncateMarkdown(s string, limit int, note string) string {
+	if len(s) <= limit {
 		return s
 	}
 	// Room for the note and for closing what the cut leaves open.
-	budget := limit - utf8.RuneCountInString(truncationNote) - 64
+	budget := limit - len(note) - 64
 	if budget <= 0 {
-		return string([]rune(truncationNote)[:max(limit, 0)])
+		return utf8Prefix(note, max(limit, 0))
 	}
-	cut := string([]rune(s)[:budget])
+	cut := utf8Prefix(s, budget)
 	if i := strings.LastIndexByte(cut, '\n'); i > 0 {
 		cut = cut[:i]
 	}
@@ -97,5 +127,16 @@ func TruncateMarkdown(s string, limit int) string {
 	for range min(max(open, 0), 4) {
 		closing.WriteString("\n</details>")
 	}
-	return cut + closing.String() + truncationNote
+	return cut + closing.String() + note
+}
+
+// utf8Prefix is the longest prefix of s of at most n bytes that does not split a character.
+func utf8Prefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

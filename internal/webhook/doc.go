@@ -30,6 +30,9 @@
 //	pull_request opened/synchronize/   control     check (check run with the plan)
 //	  reopened
 //	check_run rerequested              control     check
+//	pull_request opened/synchronize/   workspace,  tenant (the "fleetbot tenant" check run:
+//	  reopened (fleetbot's own too),   cluster     check workspace / check cluster on the
+//	  check_run rerequested                        head; other repos: nothing)
 //	installation, installation_repos.  -           apply
 //	push (default branch),             target      drift (that repo only)
 //	  pull_request closed, repository,
@@ -42,6 +45,12 @@
 // repos take part and when time alone changes the verdict, and updates the
 // "fleetbot rollout" check run on the control commit (RolloutChecks).
 //
-// Events whose sender is fleetbot's own bot account are ignored; other bots'
-// are not.
+// Events whose sender is fleetbot's own bot account are ignored, but for its pull requests to
+// workspace and cluster repos, whose protection requires the tenant check of every head; other
+// bots' are not ignored.
+//
+// With a tenant check configured (ServiceConfig.TenantCheck), every control repo commit the
+// service renders requires that check, bound to the App, in the protection of its workspace and
+// cluster repos, on owners where the App may write check runs (ServiceConfig.CanCheck, asked
+// again at every full apply).
 package webhook

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
@@ -17,7 +18,8 @@ import (
 // documented statuses and never 500 (a payload a handler cannot decode is 400); an unsigned
 // delivery is 401 and queues nothing; an event nobody handles queues nothing; the log line is
 // bounded whatever the headers and body; the event label of the metrics is one of a fixed
-// set.
+// set; a tenant check job (tenant checks on, as serve's default) names a full commit SHA and a
+// repo other than the control repo.
 func FuzzWebhookPayload(f *testing.F) {
 	for _, s := range []struct {
 		event, delivery, body string
@@ -33,6 +35,8 @@ func FuzzWebhookPayload(f *testing.F) {
 		{"push", "d8", `[]`, true},
 		{"ping", "d9", `{}`, true},
 		{"evil\nevent", "id\n" + "x", "{}", false},
+		{"pull_request", "d10", `{"action":"synchronize","number":2,"pull_request":{"head":{"sha":"` + strings.Repeat("a", 40) + `"}},"repository":{"full_name":"acme/workspace-x"},"sender":{"login":"fleetbot[bot]"}}`, true},
+		{"check_run", "d11", `{"action":"rerequested","check_run":{"head_sha":"` + strings.Repeat("b", 40) + `","app":{"id":1}},"repository":{"full_name":"acme/cluster-a"}}`, true},
 	} {
 		f.Add(s.event, s.delivery, []byte(s.body), s.signed)
 	}
@@ -49,7 +53,7 @@ func FuzzWebhookPayload(f *testing.F) {
 		m := metrics.New()
 		q := NewQueue(100)
 		d, err := NewDispatcher(DispatcherConfig{Secret: []byte(testSecret), MaxBody: 1 << 20, Logger: slog.New(slog.NewTextHandler(&logs, nil)), Metrics: m},
-			Handlers(HandlerConfig{Control: "acme/control", Self: "fleetbot[bot]", AppID: 1, Queue: q})...)
+			Handlers(HandlerConfig{Control: "acme/control", Self: "fleetbot[bot]", AppID: 1, Queue: q, TenantChecks: true})...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,6 +74,11 @@ func FuzzWebhookPayload(f *testing.F) {
 		}
 		if _, handled := d.handlers[event]; !handled && q.Len() != 0 {
 			t.Fatalf("event %q nobody handles queued %d jobs", event, q.Len())
+		}
+		for _, j := range q.Drain() {
+			if j.Kind == KindTenant && (!isSHA(j.SHA) || strings.EqualFold(j.Repo, "acme/control")) {
+				t.Fatalf("tenant job on %q at %q", j.Repo, j.SHA)
+			}
 		}
 		if logs.Len() > 2048 {
 			t.Fatalf("log of one delivery is %d bytes:\n%.300s", logs.Len(), logs.String())

@@ -23,6 +23,10 @@ type HandlerConfig struct {
 	Self string
 	// AppID is fleetbot's GitHub App id: only its own check runs are re-run.
 	AppID int64
+	// TenantChecks queues a tenant check for every pull request opened, synchronized or
+	// reopened outside the control repo, and for a re-run of fleetbot's check run there
+	// (serve --tenant-check); the service checks those of workspace and cluster repos.
+	TenantChecks bool
 	// Queue receives the jobs.
 	Queue *Queue
 	// Rollout, when set, names the cluster repos of the rollout in progress: a Flux commit
@@ -76,6 +80,19 @@ func (b *base) ignore(d Delivery, repo, why string) (string, error) {
 	return metrics.OutcomeIgnored, nil
 }
 
+// isSHA reports whether s is a full lowercase hex commit SHA, as GitHub names commits in events.
+func isSHA(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	for _, r := range s {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 func decode(d Delivery, v any) error {
 	if err := json.Unmarshal(d.Payload, v); err != nil {
 		return fmt.Errorf("%w: decoding %s event: %v", ErrBadPayload, d.Event, err)
@@ -113,34 +130,39 @@ func (h *PushHandler) Handle(_ context.Context, d Delivery) (string, error) {
 }
 
 // PullRequestHandler: a control-repo pull request opened, synchronized or
-// reopened gets a plan check run; a target repo's pull request closed (merged
-// or not) reconciles that repo, or the whole fleet when the repo is a cluster
-// repo of the rollout in progress (a merge may let the rollout go on).
+// reopened gets a plan check run; any other repo's pull request opened, synchronized or
+// reopened, fleetbot's own included, gets a tenant check (the service checks it when the repo
+// is a workspace or cluster repo of the fleet, and ignores it otherwise); a target repo's pull
+// request closed (merged or not) reconciles that repo, or the whole fleet when the repo is a
+// cluster repo of the rollout in progress (a merge may let the rollout go on).
 type PullRequestHandler struct{ *base }
 
 // Handles returns "pull_request".
 func (h *PullRequestHandler) Handles() []string { return []string{"pull_request"} }
 
-// Handle queues a check or a drift job.
+// Handle queues a check, a tenant, a drift or an apply job.
 func (h *PullRequestHandler) Handle(_ context.Context, d Delivery) (string, error) {
 	var ev gh.PullRequestEvent
 	if err := decode(d, &ev); err != nil {
 		return "", err
 	}
-	repo, action := ev.GetRepo().GetFullName(), ev.GetAction()
-	if h.isSelf(ev.GetSender()) {
-		return h.ignore(d, repo, "caused by fleetbot")
-	}
-	if h.isControl(repo) {
-		switch action {
-		case "opened", "synchronize", "reopened":
-			pr := ev.GetPullRequest()
-			return h.queue(d, Job{Kind: KindCheck, Repo: repo, SHA: pr.GetHead().GetSHA(), PR: ev.GetNumber(),
-				Base: pr.GetBase().GetSHA(), Author: pr.GetUser().GetLogin(), Reason: "pull_request." + action})
+	repo, action, pr := ev.GetRepo().GetFullName(), ev.GetAction(), ev.GetPullRequest()
+	opened := action == "opened" || action == "synchronize" || action == "reopened"
+	switch {
+	case opened && h.cfg.TenantChecks && !h.isControl(repo):
+		// fleetbot's own pull requests too: the protection requires the check of every head.
+		if !isSHA(pr.GetHead().GetSHA()) {
+			return h.ignore(d, repo, "pull request without a head commit")
 		}
+		return h.queue(d, Job{Kind: KindTenant, Repo: repo, SHA: pr.GetHead().GetSHA(), PR: ev.GetNumber(), Reason: "pull_request." + action})
+	case h.isSelf(ev.GetSender()):
+		return h.ignore(d, repo, "caused by fleetbot")
+	case h.isControl(repo) && opened:
+		return h.queue(d, Job{Kind: KindCheck, Repo: repo, SHA: pr.GetHead().GetSHA(), PR: ev.GetNumber(),
+			Base: pr.GetBase().GetSHA(), Author: pr.GetUser().GetLogin(), Reason: "pull_request." + action})
+	case h.isControl(repo):
 		return h.ignore(d, repo, "control pull request "+action)
-	}
-	if action != "closed" {
+	case action != "closed":
 		return h.ignore(d, repo, "pull request "+action)
 	}
 	if h.cfg.Rollout.Active(repo) {
@@ -165,10 +187,14 @@ func (h *CheckRunHandler) Handle(_ context.Context, d Delivery) (string, error) 
 	switch {
 	case ev.GetAction() != "rerequested":
 		return h.ignore(d, repo, "check run "+ev.GetAction())
-	case !h.isControl(repo):
-		return h.ignore(d, repo, "not the control repo")
 	case h.cfg.AppID != 0 && cr.GetApp().GetID() != h.cfg.AppID:
 		return h.ignore(d, repo, "another app's check run")
+	case !h.isControl(repo) && h.cfg.TenantChecks && isSHA(cr.GetHeadSHA()):
+		// fleetbot's check runs outside the control repo are tenant checks; a re-run checks
+		// that commit (no PR: it coalesces with nothing of a newer head).
+		return h.queue(d, Job{Kind: KindTenant, Repo: repo, SHA: cr.GetHeadSHA(), Reason: "check_run.rerequested"})
+	case !h.isControl(repo):
+		return h.ignore(d, repo, "not the control repo")
 	}
 	j := Job{Kind: KindCheck, Repo: repo, SHA: cr.GetHeadSHA(), Reason: "check_run.rerequested"}
 	if prs := cr.PullRequests; len(prs) > 0 {

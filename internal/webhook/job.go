@@ -21,21 +21,24 @@ const (
 	// KindCheck plans a control-repo pull request and reports it as a check
 	// run; it never writes to a target repo.
 	KindCheck Kind = "check"
+	// KindTenant checks a pull request of a workspace or cluster repo (check workspace, check
+	// cluster on its head) and reports it as the tenant check run its protection requires.
+	KindTenant Kind = "tenant"
 )
 
 // Job is queued work. Jobs with the same Key coalesce: the newest delivery's
 // fields win, the first delivery's Queued time stays.
 type Job struct {
 	Kind Kind
-	// Repo is "owner/name": the target repo of a drift job, the control repo
-	// of the others.
+	// Repo is "owner/name": the target repo of a drift or tenant job, the control repo of the
+	// others.
 	Repo string
 	// SHA is the commit that triggered the job: the pushed head of an apply
 	// (informational; apply reads the branch head when it runs) or the pull
 	// request head a check reports on.
 	SHA string
-	// PR is the control-repo pull request of a check job (0 when unknown, as
-	// for a check run rerequested on a commit).
+	// PR is the pull request of a check job (control repo) or a tenant job (workspace or
+	// cluster repo); 0 when unknown, as for a check run rerequested on a commit.
 	PR int
 	// Base is the pull request's base commit and Author its author's login
 	// (check jobs; either may be unknown), for "check control".
@@ -62,16 +65,19 @@ type Job struct {
 }
 
 // Key is the coalescing key: one apply for the whole fleet, one drift per
-// target repo, one check per control-repo pull request (or commit).
+// target repo, one check per control-repo pull request (or commit), one tenant check per pull
+// request of a workspace or cluster repo (a burst of pushes is one check, of the newest head),
+// or per commit for a re-run (PR 0: a re-run of an older head must not take the place of the
+// newest head's check, which the protection waits for).
 func (j Job) Key() string {
 	switch j.Kind {
 	case KindApply:
 		return string(KindApply)
-	case KindCheck:
+	case KindCheck, KindTenant:
 		if j.PR > 0 {
-			return "check:" + strings.ToLower(j.Repo) + "#" + strconv.Itoa(j.PR)
+			return string(j.Kind) + ":" + strings.ToLower(j.Repo) + "#" + strconv.Itoa(j.PR)
 		}
-		return "check:" + strings.ToLower(j.Repo) + "@" + j.SHA
+		return string(j.Kind) + ":" + strings.ToLower(j.Repo) + "@" + j.SHA
 	default:
 		return string(j.Kind) + ":" + strings.ToLower(j.Repo)
 	}

@@ -121,6 +121,17 @@ type ServiceConfig struct {
 	FullEvery time.Duration
 	// Salt is fleetbot's version: a baseline another version recorded is not used.
 	Salt string
+	// TenantCheck, when its Context is set, is the check run serve posts on every pull request
+	// of a workspace or cluster repo (tenant jobs, through Tenants), required from its App
+	// (AppID) by the branch protection of those repos in every plan and apply, on the owners
+	// where CanCheck says the App may write check runs.
+	TenantCheck app.RequiredCheck
+	// Tenants reads workspace and cluster repos and writes their tenant check runs.
+	Tenants TenantChecks
+	// CanCheck reports whether the App's installation on owner may write check runs (checks:
+	// write); nil: it may. Without it the check is not required there (nothing could pass it),
+	// and serve says so in its log.
+	CanCheck func(ctx context.Context, owner string) (bool, error)
 }
 
 // Service executes jobs: it loads the control repo at the right commit,
@@ -145,6 +156,9 @@ type Service struct {
 	// revision's rollout supersedes it unless it was done (rolloutDone).
 	rolloutSHA  string
 	rolloutDone bool
+	// granted is, per owner (lower case), whether the App may write check runs there, as last
+	// asked (CanCheck); the fleets kept were rendered with it.
+	granted map[string]bool
 }
 
 // fleetEntry is the control repo at one commit, loaded and rendered once.
@@ -190,7 +204,7 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	if b == nil {
 		b = app.NewBaselines("", log)
 	}
-	return &Service{cfg: cfg, log: log, baselines: b, renders: make(chan struct{}, maxRenders)}, nil
+	return &Service{cfg: cfg, log: log, baselines: b, renders: make(chan struct{}, maxRenders), granted: map[string]bool{}}, nil
 }
 
 // PreparesApplies implements ApplyPreparer: an apply job reads and renders the control repo
@@ -211,6 +225,8 @@ func (s *Service) Execute(ctx context.Context, j Job) error {
 		return s.drift(ctx, j)
 	case KindCheck:
 		return s.check(ctx, j)
+	case KindTenant:
+		return s.tenant(ctx, j)
 	}
 	return fmt.Errorf("unknown job kind %q", j.Kind)
 }
@@ -249,6 +265,9 @@ func (s *Service) fleetEntry(ctx context.Context, sha string) *fleetEntry {
 		if err == nil {
 			e.fleet, err = app.Render(s.cfg.Renderer, repo)
 		}
+		if err == nil {
+			err = s.requireTenantCheck(ctx, e.fleet)
+		}
 		e.err = err
 	})
 	if e.err != nil && !isInvalid(e.err) {
@@ -281,6 +300,13 @@ func isInvalid(err error) bool {
 // baselines); other apply jobs (resync, installation changes) plan every repo and are the
 // safety net.
 func (s *Service) apply(ctx context.Context, j Job) error {
+	if !j.Incremental {
+		// A full apply (the resync, an installation's permissions accepted) asks again whether
+		// the App may write check runs: the tenant check is required from then on.
+		if err := s.regrant(ctx); err != nil {
+			return err
+		}
+	}
 	e, err := s.headEntry(ctx)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -72,7 +73,22 @@ func TestTruncateMarkdown(t *testing.T) {
 		b.WriteString("<details><summary>repo</summary>\n\n- add `x`\n- add `y`\n\n</details>\n")
 	}
 	got := TruncateMarkdown(b.String(), 1000)
-	assert.LessOrEqual(t, len([]rune(got)), 1000)
+	assert.LessOrEqual(t, len(got), 1000)
 	assert.Contains(t, got, "truncated")
 	assert.Equal(t, strings.Count(got, "<details>"), strings.Count(got, "</details>"), "open blocks closed:\n%s", got)
+
+	// GitHub counts bytes: 40,000 check marks are 120,000 bytes, cut to at most 65,535 bytes of
+	// valid UTF-8, whole lines only.
+	wide := strings.Repeat("✅ ok\n", 40000)
+	got = TruncateMarkdown(wide, MaxCheckText)
+	assert.LessOrEqual(t, len(got), MaxCheckText)
+	assert.True(t, utf8.ValidString(got))
+	body, _, _ := strings.Cut(got, "\n\n…")
+	for _, line := range strings.Split(body, "\n") {
+		assert.Equal(t, "✅ ok", line)
+	}
+	for n := range 12 {
+		assert.True(t, utf8.ValidString(TruncateMarkdown(wide, n)), "limit %d", n)
+		assert.LessOrEqual(t, len(TruncateMarkdown(wide, n)), n)
+	}
 }

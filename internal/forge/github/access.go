@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	gh "github.com/google/go-github/v62/github"
 
@@ -142,10 +144,59 @@ func (f *Forge) protect(ctx context.Context, owner, repo string, p *policy.Prote
 			RequiredApprovingReviewCount: p.RequiredApprovals,
 		}
 	}
+	req.RequiredStatusChecks = requiredChecks(p)
 	if _, _, err := f.api.Repositories.UpdateBranchProtection(ctx, owner, repo, p.Branch, req); err != nil {
 		return errf(err, "protecting "+p.Branch+" in", owner+"/"+repo)
 	}
 	return nil
+}
+
+// requiredChecks is the required_status_checks of a protection request: nil (no check
+// required) or the checks, each bound to its App or, with app_id -1, to any source. Only
+// "checks" is sent: GitHub refuses a request that also sets the deprecated "contexts" (its
+// schema takes one of the two), and "contexts" alone binds a check to whichever App posted it
+// last.
+func requiredChecks(p *policy.Protection) *gh.RequiredStatusChecks {
+	if len(p.RequiredChecks) == 0 {
+		return nil
+	}
+	checks := make([]*gh.RequiredStatusCheck, 0, len(p.RequiredChecks))
+	for _, c := range p.RequiredChecks {
+		app := int64(-1)
+		if c.AppID > 0 {
+			app = c.AppID
+		}
+		checks = append(checks, &gh.RequiredStatusCheck{Context: c.Context, AppID: gh.Int64(app)})
+	}
+	return &gh.RequiredStatusChecks{Strict: p.StrictChecks, Checks: &checks}
+}
+
+// fromRequiredChecks reads the required status checks of a protection: its checks with their
+// App (null or -1: any source), else its contexts (an older server's answer), bound to none.
+func fromRequiredChecks(out *policy.Protection, rs *gh.RequiredStatusChecks) {
+	if rs == nil {
+		return
+	}
+	out.StrictChecks = rs.Strict
+	seen := map[string]bool{}
+	if rs.Checks != nil {
+		for _, c := range *rs.Checks {
+			if c == nil || seen[c.Context] {
+				continue
+			}
+			seen[c.Context] = true
+			out.RequiredChecks = append(out.RequiredChecks, policy.RequiredCheck{Context: c.Context, AppID: max(c.GetAppID(), 0)})
+		}
+	}
+	if rs.Contexts != nil {
+		for _, c := range *rs.Contexts {
+			if !seen[c] {
+				seen[c] = true
+				out.RequiredChecks = append(out.RequiredChecks, policy.RequiredCheck{Context: c})
+			}
+		}
+	}
+	slices.SortFunc(out.RequiredChecks, func(a, b policy.RequiredCheck) int { return strings.Compare(a.Context, b.Context) })
 }
 
 func fromProtection(branch string, p *gh.Protection) *policy.Protection {
@@ -164,6 +215,7 @@ func fromProtection(branch string, p *gh.Protection) *policy.Protection {
 		out.RequireCodeOwnerReviews = r.RequireCodeOwnerReviews
 		out.RequiredApprovals = r.RequiredApprovingReviewCount
 	}
+	fromRequiredChecks(out, p.GetRequiredStatusChecks())
 	return out
 }
 
@@ -213,6 +265,7 @@ func cloneAccess(a policy.Access) policy.Access {
 	}
 	if a.Protection != nil {
 		p := *a.Protection
+		p.RequiredChecks = slices.Clone(p.RequiredChecks)
 		out.Protection = &p
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rsa"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -265,6 +266,32 @@ func (a *App) InstallationID(ctx context.Context, owner string) (int64, error) {
 	a.mu.Unlock()
 	a.log.Debug("found GitHub App installation", "owner", owner, "installation", id)
 	return id, nil
+}
+
+// Permission returns the level ("read", "write", "admin", or "" when not granted) of the
+// repository or organization permission name (as in an App manifest: "checks", "contents", ...)
+// that the App's installation on owner holds now. It asks GitHub every time (one App request):
+// an installation holds what its owner accepted, which may lag behind the App's manifest until
+// the owner accepts new permissions.
+//
+// GitHub API docs: https://docs.github.com/en/rest/apps/apps#get-an-organization-installation-for-the-authenticated-app
+func (a *App) Permission(ctx context.Context, owner, name string) (string, error) {
+	inst, _, err := a.api.Apps.FindOrganizationInstallation(ctx, owner)
+	if IsNotFound(err) {
+		inst, _, err = a.api.Apps.FindUserInstallation(ctx, owner)
+	}
+	if err != nil {
+		return "", Wrap(err, fmt.Sprintf("reading the permissions of GitHub App %d's installation on", a.id), owner)
+	}
+	b, err := json.Marshal(inst.GetPermissions())
+	if err != nil {
+		return "", fmt.Errorf("reading the permissions of GitHub App %d's installation on %s: %w", a.id, owner, err)
+	}
+	var perms map[string]string
+	if err := json.Unmarshal(b, &perms); err != nil {
+		return "", fmt.Errorf("reading the permissions of GitHub App %d's installation on %s: %w", a.id, owner, err)
+	}
+	return perms[name], nil
 }
 
 // source returns the cached token source of an installation, creating it on first use. Each

@@ -180,7 +180,9 @@ func TestHostileControlLinksOverTheAPI(t *testing.T) {
 	assert.Contains(t, cr.GetOutput().GetTitle(), "invalid control repo")
 	assert.Contains(t, cr.GetOutput().GetSummary(), `its target "/etc/passwd" is absolute`)
 	var paths []string
-	for _, a := range cr.GetOutput().Annotations {
+	anns, err := e.srv.CheckRunAnnotations(cr.GetID())
+	require.NoError(t, err)
+	for _, a := range anns {
 		paths = append(paths, a.GetPath())
 	}
 	for p := range links {
