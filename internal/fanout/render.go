@@ -497,11 +497,13 @@ func (x *run) appFile(d control.Deployment) ([]byte, bool) {
 	if b == nil || len(b.problems) > 0 {
 		return nil, false
 	}
-	ns := ""
+	ns, psa := "", ""
 	if d.Workspace != nil {
 		ns = d.Workspace.Namespace()
+	} else {
+		psa = x.componentPodSecurity(name)
 	}
-	v, err := b.variant(ns, x.plainNS)
+	v, err := b.variant(ns, psa, x.plainNS)
 	if err != nil {
 		x.addOnce(control.Position{File: path.Join(app.Dir, "kustomization.yaml")}, "", "app %s: %v", name, err)
 		return nil, false
@@ -532,7 +534,7 @@ func (x *run) appFile(d control.Deployment) ([]byte, bool) {
 	// bytes: render them once and share the slice, in this render and the next
 	// ones (build.files).
 	var key strings.Builder
-	key.WriteString(app.Dir + "\x00" + ns)
+	key.WriteString(app.Dir + "\x00" + ns + "\x00" + psa)
 	for _, ref := range v.refs {
 		key.WriteString("\x00" + d.Values[ref])
 	}
