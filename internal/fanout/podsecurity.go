@@ -121,7 +121,7 @@ func podTemplates(obj map[string]any) ([]podTemplate, error) {
 		if m == nil {
 			return nil, nil
 		}
-		pt, err := decodePodTemplate(m, at)
+		pt, err := decodePodTemplate(m, at, append(at[:len(at):len(at)], "spec"))
 		if err != nil {
 			return nil, err
 		}
@@ -131,7 +131,7 @@ func podTemplates(obj map[string]any) ([]podTemplate, error) {
 		var out []podTemplate
 		var firstErr error
 		walkPodSpecs(lookup(obj, []string{"spec", "values"}), []string{"spec", "values"}, func(at []string, m map[string]any) {
-			pt, err := decodePodTemplate(m, at)
+			pt, err := decodePodTemplate(m, at, at)
 			if err != nil {
 				if firstErr == nil {
 					firstErr = err
@@ -145,8 +145,8 @@ func podTemplates(obj map[string]any) ([]podTemplate, error) {
 	return nil, nil
 }
 
-// walkPodSpecs calls found with every mapping under v shaped like a pod spec, as a pod
-// template ({metadata, spec}) so both forms decode the same way.
+// walkPodSpecs calls found with every mapping under v shaped like a pod spec (at its path), as
+// a pod template ({spec}) so both forms decode the same way.
 func walkPodSpecs(v any, at []string, found func(at []string, tmpl map[string]any)) {
 	switch x := v.(type) {
 	case map[string]any:
@@ -190,9 +190,10 @@ func podSpecShaped(m map[string]any) bool {
 	return true
 }
 
-// decodePodTemplate reads a pod template ({metadata, spec}) as the API types the evaluator
-// takes. A field of the wrong type is an error: the API server would refuse the object.
-func decodePodTemplate(m map[string]any, at []string) (podTemplate, error) {
+// decodePodTemplate reads a pod template ({metadata, spec}) found at at, whose spec is at
+// specAt, as the API types the evaluator takes. A field of the wrong type is an error: the API
+// server would refuse the object.
+func decodePodTemplate(m map[string]any, at, specAt []string) (podTemplate, error) {
 	data, err := json.Marshal(m)
 	if err != nil {
 		return podTemplate{}, err
@@ -201,7 +202,7 @@ func decodePodTemplate(m map[string]any, at []string) (podTemplate, error) {
 	if err := json.Unmarshal(data, &t); err != nil {
 		return podTemplate{}, fmt.Errorf("the pod at %s cannot be read as a Kubernetes pod: %w", strings.Join(at, "."), err)
 	}
-	return podTemplate{path: append(at[:len(at):len(at)], "spec"), meta: t.ObjectMeta, spec: t.Spec}, nil
+	return podTemplate{path: specAt, meta: t.ObjectMeta, spec: t.Spec}, nil
 }
 
 // lookup returns the value at path under obj, or nil.
