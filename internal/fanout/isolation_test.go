@@ -1,10 +1,12 @@
 package fanout
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -298,4 +300,106 @@ func TestFluxAllowlistFieldsExist(t *testing.T) {
 		}
 		assert.NotContains(t, k.Fields, "kubeConfig")
 	}
+}
+
+// issuesOf renders the example control repo changed by files and returns the render's issues
+// (nil when it renders).
+func issuesOf(t *testing.T, files map[string]string) control.Issues {
+	t.Helper()
+	m := exampleFS(t)
+	for p, data := range files {
+		m[p] = &fstest.MapFile{Data: []byte(data)}
+	}
+	_, err := NewRenderer(Options{}).Render(load(t, m))
+	if err == nil {
+		return nil
+	}
+	var is control.Issues
+	require.True(t, errors.As(err, &is), "%v", err)
+	return is
+}
+
+// TestAttackWorkspaceSharesAComponentNamespace: a workspace namespace a platform component
+// renders (monitoring) or puts objects in is refused at validate, naming both definitions; so
+// are a component rendering a system or fleetbot namespace, two components rendering one
+// Namespace, and a component putting objects in fleetbot's namespace.
+func TestAttackWorkspaceSharesAComponentNamespace(t *testing.T) {
+	ws := "apiVersion: fleetbot.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: search\nspec:\n  namespace: %s\n  admins: [search-devs]\n  apps:\n    - app: podinfo\n"
+	is := issuesOf(t, map[string]string{"workspaces/search.yaml": fmt.Sprintf(ws, "monitoring")})
+	requireIssue(t, is, "workspaces/search.yaml", "namespace monitoring is claimed by workspace search (workspaces/search.yaml:6) and by platform component monitoring (its Namespace monitoring) (catalog/monitoring/namespace.yaml:2)")
+	is = issuesOf(t, map[string]string{"workspaces/search.yaml": fmt.Sprintf(ws, "metallb-system")})
+	requireIssue(t, is, "workspaces/search.yaml", "namespace metallb-system is claimed by workspace search", "platform component metallb")
+
+	// The monitoring app with an extra manifest, its objects keeping their own namespaces.
+	extra := func(manifest string) map[string]string {
+		return map[string]string{
+			"catalog/monitoring/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - namespace.yaml\n  - extra.yaml\n",
+			"catalog/monitoring/extra.yaml":         manifest,
+		}
+	}
+	// A component's objects in a workspace namespace, without rendering its Namespace.
+	is = issuesOf(t, extra("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe\n  namespace: payments\n"))
+	requireIssue(t, is, "workspaces/payments.yaml", "namespace payments is claimed by workspace payments", "platform component monitoring (its ConfigMap probe) (catalog/monitoring/extra.yaml:2)")
+
+	for _, tc := range []struct{ ns, want string }{
+		{"kube-system", "renders Namespace kube-system, which belongs to Kubernetes or Flux"},
+		{"flux-system", "renders Namespace flux-system, which belongs to Kubernetes or Flux"},
+		{"fleetbot", "claims namespace fleetbot, which belongs to fleetbot's own deployment"},
+		{"mon2\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n  namespace: fleetbot", "platform component monitoring (its Secret s) claims namespace fleetbot"},
+		{"metallb-system", "renders Namespace metallb-system, which platform component metallb (its Namespace metallb-system) (catalog/metallb/namespace.yaml:2) renders too"},
+	} {
+		is = issuesOf(t, extra("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+tc.ns+"\n"))
+		requireIssue(t, is, "catalog/monitoring/extra.yaml", tc.want)
+		for _, i := range is {
+			assert.NotEmpty(t, i.Hint, "%s", i)
+		}
+	}
+	// Objects in a system namespace or another component's are the component's to place.
+	assert.Empty(t, issuesOf(t, extra("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe\n  namespace: kube-system\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe\n  namespace: metallb-system\n")))
+}
+
+// TestComponentPodSecurityLevel: a component's Namespace carries the level platform.yaml
+// declares, else the one its manifest sets, else baseline; a workspace Namespace its own.
+func TestComponentPodSecurityLevel(t *testing.T) {
+	enforce := func(files map[string]string, repo, path string) string {
+		m := exampleFS(t)
+		for p, data := range files {
+			m[p] = &fstest.MapFile{Data: []byte(data)}
+		}
+		for _, tg := range mustRender(t, NewRenderer(Options{}), load(t, m)) {
+			if tg.Repo != repo {
+				continue
+			}
+			for _, d := range strings.Split(string(tg.Files[path]), "\n---\n") {
+				var ns struct {
+					Kind     string `json:"kind"`
+					Metadata struct {
+						Labels map[string]string `json:"labels"`
+					} `json:"metadata"`
+				}
+				require.NoError(t, yaml.Unmarshal([]byte(d), &ns))
+				if ns.Kind == "Namespace" {
+					l := ns.Metadata.Labels
+					assert.Equal(t, PodSecurityVersion, l["pod-security.kubernetes.io/enforce-version"])
+					assert.Equal(t, "restricted", l["pod-security.kubernetes.io/warn"])
+					assert.Equal(t, "restricted", l["pod-security.kubernetes.io/audit"])
+					return l["pod-security.kubernetes.io/enforce"]
+				}
+			}
+		}
+		t.Fatalf("no Namespace in %s %s", repo, path)
+		return ""
+	}
+	assert.Equal(t, "baseline", enforce(nil, "cluster-prod-eu-1", "platform/monitoring/monitoring.yaml"), "the default")
+	assert.Equal(t, "privileged", enforce(nil, "cluster-prod-eu-1", "platform/metallb/metallb.yaml"), "the app's own label")
+	platform := string(exampleFS(t)["platform.yaml"].Data)
+	declared := strings.Replace(platform, "    - app: monitoring\n      clusterSelector: {}\n", "    - app: monitoring\n      clusterSelector: {}\n      podSecurity: restricted\n", 1)
+	require.NotEqual(t, platform, declared)
+	assert.Equal(t, "restricted", enforce(map[string]string{"platform.yaml": declared}, "cluster-prod-eu-1", "platform/monitoring/monitoring.yaml"), "declared")
+	declared = strings.Replace(platform, "    - app: metallb\n", "    - app: metallb\n      podSecurity: baseline\n", 1)
+	assert.Equal(t, "baseline", enforce(map[string]string{"platform.yaml": declared}, "cluster-prod-eu-1", "platform/metallb/metallb.yaml"), "platform.yaml wins over the manifest")
+
+	assert.Equal(t, "restricted", enforce(nil, "cluster-prod-eu-1", FluxPath), "a workspace, by default")
+	ws := string(exampleFS(t)["workspaces/payments.yaml"].Data) + "  podSecurity: baseline\n"
+	assert.Equal(t, "baseline", enforce(map[string]string{"workspaces/payments.yaml": ws}, "cluster-prod-eu-1", FluxPath))
 }

@@ -151,6 +151,7 @@ func (r *Renderer) RenderContext(ctx context.Context, repo *control.Repo) ([]*Ta
 		x.buildApp(app)
 	}
 	r.evict()
+	x.namespaceOwners()
 
 	// Deployments are listed cluster by cluster and dropped once laid out: each carries its
 	// resolved values, and the whole list of a 10,000-cluster fleet was a quarter of the
