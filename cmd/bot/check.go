@@ -90,7 +90,7 @@ func (a *frontend) checkControlCommand() *cobra.Command {
 				}
 				in.Member = member
 			}
-			rep, err := a.base(nil).CheckControl(in)
+			rep, err := untilDone(cmd.Context(), "check control", func() (*app.ControlReview, error) { return a.base(nil).CheckControl(in) })
 			if err != nil {
 				return err
 			}
@@ -197,10 +197,18 @@ status is 1 when there is any. Run it in the workspace repo's CI.`,
 				}
 				wc.Allow = append(wc.Allow, k)
 			}
-			entries, problems, err := app.CheckWorkspaceRepoWith(dir, wc)
+			type checked struct {
+				entries  []string
+				problems []report.Problem
+			}
+			c, err := untilDone(cmd.Context(), "check workspace", func() (checked, error) {
+				entries, problems, err := app.CheckWorkspaceRepoWith(dir, wc)
+				return checked{entries, problems}, err
+			})
 			if err != nil {
 				return err
 			}
+			entries, problems := c.entries, c.problems
 			if len(entries) == 0 {
 				return fmt.Errorf("%s has no clusters/<cluster>/kustomization.yaml: is it a workspace repo?", dir)
 			}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -137,4 +139,31 @@ func TestServeLimitFlags(t *testing.T) {
 	assert.Equal(t, 3*time.Second, hs.ReadHeaderTimeout)
 	assert.Error(t, fs.Parse([]string{"--max-connections", "0"}), "at least one connection")
 	assert.Error(t, fs.Parse([]string{"--idle-timeout", "0s"}))
+}
+
+// TestUntilDoneHonoursASignalInAnyPhase: a read-only command's work still running when the
+// signal comes does not hold the command: it returns at once, saying what was interrupted.
+func TestUntilDoneHonoursASignalInAnyPhase(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	release := make(chan struct{})
+	started := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := untilDone(ctx, "check control", func() (int, error) {
+			close(started)
+			<-release // a phase that never looks at ctx (a long load or render)
+			return 1, nil
+		})
+		errc <- err
+	}()
+	<-started
+	cancel(errors.New("terminated signal received"))
+	err := <-errc
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "check control interrupted (terminated signal received): nothing was written")
+	close(release)
+
+	v, err := untilDone(context.Background(), "x", func() (int, error) { return 7, nil })
+	assert.NoError(t, err)
+	assert.Equal(t, 7, v)
 }
