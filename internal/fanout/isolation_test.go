@@ -404,3 +404,59 @@ func TestComponentPodSecurityLevel(t *testing.T) {
 	ws := string(exampleFS(t)["workspaces/payments.yaml"].Data) + "  podSecurity: baseline\n"
 	assert.Equal(t, "baseline", enforce(map[string]string{"workspaces/payments.yaml": ws}, "cluster-prod-eu-1", FluxPath))
 }
+
+// FuzzTenantObject feeds arbitrary YAML documents, as a workspace repo's object, through the
+// tenant rules (allowlist, Flux fields, decryption, RBAC escalation, Pod Security): none may
+// panic, every finding says what is wrong, and a privileged container always fails the check
+// whatever else the pod says.
+func FuzzTenantObject(f *testing.F) {
+	for _, seed := range []string{
+		rootOnTheNode,
+		tenantKustomization + "  decryption:\n    provider: sops\n",
+		"apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: r\nrules:\n- apiGroups: ['*']\n  resources: ['*']\n  verbs: [escalate]\n",
+		"apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: b\nroleRef: {kind: ClusterRole, name: cluster-admin}\n",
+		"apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: h\nspec:\n  values:\n    a: [{containers: [{name: x, securityContext: {privileged: true}}]}]\n",
+		"apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: c\nspec:\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          containers: 7\n",
+	} {
+		f.Add(seed)
+	}
+	ev, err := newPodSecurityEvaluator()
+	if err != nil {
+		f.Fatal(err)
+	}
+	admin, err := AdminRules()
+	if err != nil {
+		f.Fatal(err)
+	}
+	kinds := newTenantKinds(nil)
+	f.Fuzz(func(t *testing.T, doc string) {
+		var obj map[string]any
+		if yaml.Unmarshal([]byte(doc), &obj) != nil || obj == nil {
+			return
+		}
+		findings, listed := kinds.allowlistFindings(obj, "payments")
+		if listed {
+			findings = append(findings, tenantFlux(obj, "payments", "payments")...)
+			findings = append(findings, rbacFindings(obj, admin, map[string]bool{"r": true})...)
+			findings = append(findings, podSecurityFindings(ev, obj, control.PodSecurityBaseline)...)
+		}
+		for _, f := range findings {
+			if f.Message == "" {
+				t.Fatalf("a finding without a message for %q", doc)
+			}
+		}
+		// A privileged container in a Pod is refused at baseline, whatever the rest says.
+		if obj["apiVersion"] == "v1" && obj["kind"] == "Pod" {
+			spec, _ := obj["spec"].(map[string]any)
+			if spec == nil {
+				return
+			}
+			priv := map[string]any{"name": "priv", "image": "x", "securityContext": map[string]any{"privileged": true}}
+			cs, _ := spec["containers"].([]any)
+			spec["containers"] = append(append([]any(nil), cs...), priv)
+			if len(podSecurityFindings(ev, obj, control.PodSecurityBaseline)) == 0 {
+				t.Fatalf("a privileged container passed baseline in %q", doc)
+			}
+		}
+	})
+}
