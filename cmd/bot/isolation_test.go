@@ -71,3 +71,30 @@ func TestAttackDelegatedTeamNamesAnotherCluster(t *testing.T) {
 	assert.Equal(t, 0, code, "%s\n%s", out, errOut)
 	assert.Equal(t, "allowed", verdict)
 }
+
+// TestCheckWorkspacePodSecurityAndAllowlist: check workspace evaluates pods at --pod-security
+// (restricted unless the workspace is baseline; privileged is refused as a level) and takes the
+// platform's extension of the allowlist as --allow Kind.group.
+func TestCheckWorkspacePodSecurityAndAllowlist(t *testing.T) {
+	t.Parallel()
+	dir := workspaceCheckout(t)
+	writeFile(t, filepath.Join(dir, "apps", "kustomization.yaml"), "resources:\n- pod.yaml\n")
+	writeFile(t, filepath.Join(dir, "apps", "pod.yaml"), "apiVersion: v1\nkind: Pod\nmetadata:\n  name: root\nspec:\n  containers:\n  - name: app\n    image: app\n")
+	code, out, _ := cli(t, "check", "workspace", "--dir", dir, "--workspace", "payments")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, `apps/pod.yaml:5: Pod/root: violates PodSecurity "restricted:v1.36": allowPrivilegeEscalation != false`)
+	assert.Contains(t, out, "hint: set securityContext.allowPrivilegeEscalation: false in every container")
+	code, out, errOut := cli(t, "check", "workspace", "--dir", dir, "--workspace", "payments", "--pod-security", "baseline")
+	assert.Equal(t, 0, code, "a root container meets baseline: %s%s", out, errOut)
+	code, _, errOut = cli(t, "check", "workspace", "--dir", dir, "--workspace", "payments", "--pod-security", "privileged")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, `--pod-security "privileged": a workspace namespace is restricted or baseline (never privileged)`)
+
+	writeFile(t, filepath.Join(dir, "apps", "kustomization.yaml"), "resources:\n- sm.yaml\n")
+	writeFile(t, filepath.Join(dir, "apps", "sm.yaml"), "apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata:\n  name: web\n")
+	code, out, _ = cli(t, "check", "workspace", "--dir", dir, "--workspace", "payments")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "apps/sm.yaml:2: ServiceMonitor/web: kind ServiceMonitor.monitoring.coreos.com is not allowed in a workspace repo")
+	code, out, errOut = cli(t, "check", "workspace", "--dir", dir, "--workspace", "payments", "--allow", "ServiceMonitor.monitoring.coreos.com")
+	assert.Equal(t, 0, code, "%s%s", out, errOut)
+}

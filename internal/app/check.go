@@ -65,7 +65,7 @@ func CheckWorkspaceRepoWith(dir string, wc WorkspaceCheck) ([]string, []report.P
 	switch wc.PodSecurity {
 	case "", control.PodSecurityRestricted, control.PodSecurityBaseline:
 	default:
-		return nil, nil, fmt.Errorf("Pod Security level %q: a workspace namespace is restricted or baseline (never privileged)", wc.PodSecurity)
+		return nil, nil, fmt.Errorf("--pod-security %q: a workspace namespace is restricted or baseline (never privileged)", wc.PodSecurity)
 	}
 	files, err := readRepoDir(dir)
 	if err != nil {
