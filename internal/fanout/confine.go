@@ -193,6 +193,10 @@ func checkEntry(k *krusty.Kustomizer, ix docIndex, files, staged map[string][]by
 		}
 		for _, f := range findings {
 			file, line := ix.locate(from, kind, name, objNS, f.Path, kfile)
+			if KindWorkspace.Managed(file) {
+				// Rendered by fleetbot from the catalog: the workspace admins cannot change it.
+				f.Hint = "fleetbot renders " + file + " from the control repo's catalog: ask the platform admins to fix the app there; " + f.Hint
+			}
 			out = append(out, RepoProblem{File: file, Line: line, Object: obj,
 				Message: f.Message + " (rendered by " + kfile + ")", Hint: f.Hint})
 		}

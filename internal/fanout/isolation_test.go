@@ -460,3 +460,21 @@ func FuzzTenantObject(f *testing.F) {
 		}
 	})
 }
+
+// TestCatalogAppBelowTheWorkspaceLevel: a catalog app fleetbot renders into the workspace repo
+// whose pods the workspace's level refuses is found by check workspace too, and the hint sends
+// the workspace admins to the platform admins (they cannot edit the managed file).
+func TestCatalogAppBelowTheWorkspaceLevel(t *testing.T) {
+	files := workspaceRepo(t)
+	const managed = "clusters/prod-eu-1/fleetbot/podinfo.yaml"
+	data := string(files[managed])
+	require.Contains(t, data, "runAsNonRoot: true")
+	files[managed] = []byte(strings.Replace(data, "runAsNonRoot: true", "runAsNonRoot: false", 1))
+	c := paymentsCheck
+	c.Entries = []string{"clusters/prod-eu-1"}
+	got := CheckRepo(files, c)
+	require.Len(t, got, 1, "%v", got)
+	assert.Equal(t, managed, got[0].File)
+	assert.Contains(t, got[0].Message, "runAsNonRoot != true")
+	assert.Contains(t, got[0].Hint, "fleetbot renders "+managed+" from the control repo's catalog: ask the platform admins")
+}
