@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 )
 
@@ -50,4 +51,32 @@ func TestGenerateIsNeverHalfWritten(t *testing.T) {
 	entries, err = os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Len(t, entries, 1)
+}
+
+// TestWorkspaceCheckOf: the check of a workspace as the control repo defines it, for a caller
+// holding the control repo (serve checking a workspace pull request): its namespace, level and
+// the platform's allowlist.
+func TestWorkspaceCheckOf(t *testing.T) {
+	t.Parallel()
+	repo, err := LoadDir(context.Background(), fanout.NewRenderer(fanout.Options{}), filepath.Join("..", "..", "testdata", "control"))
+	require.NoError(t, err)
+	wc, ok := WorkspaceCheckOf(repo, "payments")
+	require.True(t, ok)
+	assert.Equal(t, WorkspaceCheck{Workspace: "payments", Namespace: "payments", PodSecurity: "restricted"}, wc)
+	repo.Workspace("search").Spec.PodSecurity = "baseline"
+	repo.Platform.Spec.Tenants.Allow = []control.TenantKind{{APIGroup: "monitoring.coreos.com", Kind: "ServiceMonitor"}}
+	wc, ok = WorkspaceCheckOf(repo, "search")
+	require.True(t, ok)
+	assert.Equal(t, "baseline", wc.PodSecurity)
+	assert.Equal(t, repo.Platform.Spec.Tenants.Allow, wc.Allow)
+	_, ok = WorkspaceCheckOf(repo, "nope")
+	assert.False(t, ok)
+	k, err := ParseTenantKind("ServiceMonitor.monitoring.coreos.com")
+	require.NoError(t, err)
+	assert.Equal(t, control.TenantKind{APIGroup: "monitoring.coreos.com", Kind: "ServiceMonitor"}, k)
+	k, err = ParseTenantKind("ConfigMap")
+	require.NoError(t, err)
+	assert.Equal(t, control.TenantKind{Kind: "ConfigMap"}, k)
+	_, err = ParseTenantKind(".apps")
+	assert.Error(t, err)
 }
