@@ -55,7 +55,7 @@ func (x *run) namespaceOwners() {
 		}
 		workspaces[w.Namespace()] = nsClaim{who: "workspace " + w.Metadata.Name, pos: pos}
 	}
-	owned := map[string]nsClaim{}
+	owned := map[string]func() nsClaim{}
 	for _, comp := range p.Spec.Components {
 		app := x.repo.App(comp.App)
 		b := x.builds[comp.App]
@@ -65,44 +65,51 @@ func (x *run) namespaceOwners() {
 		what := "platform component " + comp.App
 		used := map[string]bool{}
 		for _, o := range b.objects {
+			// The position of a claim is looked up only when it collides: it parses the app's files.
+			claim := func() nsClaim {
+				return nsClaim{who: what + " (its " + o.kind + " " + o.name + ")", pos: locateObject(app, o)}
+			}
 			switch {
 			case o.kind == "Namespace" && o.apiVersion == "v1":
-				here := nsClaim{who: what + " (its Namespace " + o.name + ")", pos: locateObject(app, o)}
-				x.claimNamespace(o.name, here, true, owned, fleetbot, workspaces)
+				x.claimNamespace(o.name, claim, true, owned, fleetbot, workspaces)
 			case o.namespace != "" && !used[o.namespace]:
 				used[o.namespace] = true
-				here := nsClaim{who: what + " (its " + o.kind + " " + o.name + ")", pos: locateObject(app, o)}
-				x.claimNamespace(o.namespace, here, false, nil, fleetbot, workspaces)
+				x.claimNamespace(o.namespace, claim, false, nil, fleetbot, workspaces)
 			}
 		}
 	}
 }
 
 // claimNamespace reports the collisions of one component's claim on ns (renders its Namespace
-// when owns is set, else places objects in it) with the owners known.
-func (x *run) claimNamespace(ns string, here nsClaim, owns bool, owned, fleetbot, workspaces map[string]nsClaim) {
+// when owns is set, else places objects in it) with the owners known; claim says who claims it
+// and where (called only for an issue: it parses the app's files). owned holds the claims of the
+// Namespaces components render.
+func (x *run) claimNamespace(ns string, claim func() nsClaim, owns bool, owned map[string]func() nsClaim, fleetbot, workspaces map[string]nsClaim) {
 	switch {
 	case owns && control.SystemNamespace(ns):
+		here := claim()
 		x.addOnce(here.pos, "remove the Namespace object from the app (its objects may still live in "+ns+"): the system owns it",
 			"%s renders Namespace %s, which belongs to Kubernetes or Flux: a namespace has one owner", here.who, ns)
 		return
 	case fleetbot[ns].who != "":
+		here := claim()
 		x.addOnce(here.pos, "use a namespace of the component's own; fleetbot itself is deployed with deploy/ (kubectl apply -k)",
 			"%s claims namespace %s, which belongs to %s: it holds fleetbot's credentials", here.who, ns, fleetbot[ns])
 		return
 	case workspaces[ns].who != "":
 		x.addOnce(workspaces[ns].pos, "give the workspace a namespace of its own (spec.namespace), or move the component",
 			"namespace %s is claimed by %s and by %s: the workspace would be admin beside the component's objects, and a namespace has one owner",
-			ns, workspaces[ns], here)
+			ns, workspaces[ns], claim())
 		return
 	}
 	if !owns {
 		return
 	}
 	if first, dup := owned[ns]; dup {
+		here := claim()
 		x.addOnce(here.pos, "render the Namespace in one component only (the other may still put objects in it)",
-			"%s renders Namespace %s, which %s renders too: removing either component would prune the namespace with everything in it", here.who, ns, first)
+			"%s renders Namespace %s, which %s renders too: removing either component would prune the namespace with everything in it", here.who, ns, first())
 		return
 	}
-	owned[ns] = here
+	owned[ns] = claim
 }
