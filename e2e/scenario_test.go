@@ -172,14 +172,7 @@ func (e *environment) removeComponentScenario(t *testing.T) string {
 // confines) it when it is merged anyway.
 func (e *environment) tenantScenario(t *testing.T) {
 	ctx := context.Background()
-	cases := []struct {
-		name  string
-		file  string // apps/<file>
-		body  string
-		check string // what check workspace says
-		flux  []string
-		after func(t *testing.T)
-	}{
+	cases := []tenantCase{
 		{
 			name: "ClusterRoleBinding",
 			file: "escalate.yaml",
@@ -223,6 +216,7 @@ spec:
 			},
 		},
 	}
+	cases = append(cases, e.isolationCases(ctx)...)
 	dir := e.clone(t, wsRepo)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -246,6 +240,8 @@ spec:
 			e.waitApplied(t, wsName, "workspace-"+wsName, sha)
 		})
 	}
+
+	e.restrictedPodRuns(t, dir)
 
 	t.Run("object in another namespace", func(t *testing.T) {
 		// check workspace refuses it; on the cluster, targetNamespace

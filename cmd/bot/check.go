@@ -90,7 +90,7 @@ func (a *frontend) checkControlCommand() *cobra.Command {
 				}
 				in.Member = member
 			}
-			rep, err := a.base(nil).CheckControl(in)
+			rep, err := untilDone(cmd.Context(), "check control", func() (*app.ControlReview, error) { return a.base(nil).CheckControl(in) })
 			if err != nil {
 				return err
 			}
@@ -157,7 +157,8 @@ func writeReview(w io.Writer, format string, r *app.ControlReview) error {
 }
 
 func (a *frontend) checkWorkspaceCommand() *cobra.Command {
-	var dir, workspace, namespace, format string
+	var dir, workspace, namespace, format, podSecurity string
+	var allow []string
 	cmd := &cobra.Command{
 		Use:   "workspace --dir DIR --workspace NAME",
 		Short: "Check a workspace repo offline: every clusters/*/ kustomization renders, stays in the workspace namespace and fetches nothing",
@@ -170,7 +171,14 @@ stay confined too: a Kustomization or HelmRelease must impersonate the
 workspace's ServiceAccount (spec.serviceAccountName: NAME) and no Flux object
 may carry spec.kubeConfig, reference another namespace (sourceRef, chartRef,
 dependsOn, targetNamespace, storageNamespace, ...) or use a cloud provider
-identity. Remote bases and references leaving the repo are refused before
+identity. What the repo holds is an allowlist: only the tenant kinds
+(README, Multi-tenancy lockdown; --allow adds the platform's spec.tenants.allow)
+and, in Flux objects, only the spec fields they name; a Kustomization's
+spec.decryption must name a Secret. Every pod a workload asks for is evaluated
+offline with Kubernetes' own Pod Security policy at --pod-security (the
+workspace's spec.podSecurity), and Roles and RoleBindings with Kubernetes' RBAC
+escalation rule against ClusterRole admin, what the workspace's ServiceAccount
+holds. Remote bases and references leaving the repo are refused before
 kustomize runs: nothing is fetched, no process is started. Each problem is printed as "file: Kind/name: message"; the exit
 status is 1 when there is any. Run it in the workspace repo's CI.`,
 		Args: cobra.NoArgs,
@@ -181,10 +189,26 @@ status is 1 when there is any. Run it in the workspace repo's CI.`,
 			if namespace == "" {
 				namespace = workspace
 			}
-			entries, problems, err := app.CheckWorkspaceRepo(dir, workspace, namespace)
+			wc := app.WorkspaceCheck{Workspace: workspace, Namespace: namespace, PodSecurity: podSecurity}
+			for _, s := range allow {
+				k, err := app.ParseTenantKind(s)
+				if err != nil {
+					return err
+				}
+				wc.Allow = append(wc.Allow, k)
+			}
+			type checked struct {
+				entries  []string
+				problems []report.Problem
+			}
+			c, err := untilDone(cmd.Context(), "check workspace", func() (checked, error) {
+				entries, problems, err := app.CheckWorkspaceRepoWith(dir, wc)
+				return checked{entries, problems}, err
+			})
 			if err != nil {
 				return err
 			}
+			entries, problems := c.entries, c.problems
 			if len(entries) == 0 {
 				return fmt.Errorf("%s has no clusters/<cluster>/kustomization.yaml: is it a workspace repo?", dir)
 			}
@@ -194,6 +218,8 @@ status is 1 when there is any. Run it in the workspace repo's CI.`,
 	cmd.Flags().StringVar(&dir, "dir", ".", "the workspace repo checkout")
 	cmd.Flags().StringVar(&workspace, "workspace", "", "the workspace's name")
 	cmd.Flags().StringVar(&namespace, "namespace", "", "the workspace namespace (default: the workspace name)")
+	cmd.Flags().StringVar(&podSecurity, "pod-security", "restricted", "the Pod Security level of the workspace namespace (its spec.podSecurity): restricted or baseline")
+	cmd.Flags().StringSliceVar(&allow, "allow", nil, "a further kind the workspace repo may hold, as Kind.group (the platform's spec.tenants.allow); repeatable")
 	formatVar(cmd.Flags(), &format, formats())
 	return cmd
 }

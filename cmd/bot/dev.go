@@ -120,7 +120,7 @@ always give the same files. DIR must be empty or missing.`,
 			if len(entries) > 0 {
 				return fmt.Errorf("--out %s is not empty; choose an empty or new directory", out)
 			}
-			files, err := app.GenerateControlRepo(out, opts)
+			files, err := app.GenerateControlRepo(cmd.Context(), out, opts)
 			if err != nil {
 				return err
 			}

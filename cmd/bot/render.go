@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -41,37 +42,8 @@ render output (which is replaced).`,
 			if err := checkOut(out); err != nil {
 				return err
 			}
-			// Written beside out and moved into place at the end: an interrupted or failed
-			// render leaves out as it was, never a half-written tree that looks complete.
-			tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(out)), "."+filepath.Base(filepath.Clean(out))+".render-*")
+			files, err := writeRender(ctx, out, f.Targets)
 			if err != nil {
-				return fmt.Errorf("creating a directory beside --out %s: %w", out, err)
-			}
-			defer os.RemoveAll(tmp)
-			files := 0
-			for _, t := range f.Targets {
-				if err := ctx.Err(); err != nil {
-					return fmt.Errorf("render interrupted (%w): %s is unchanged", context.Cause(ctx), out)
-				}
-				tree := make(map[string][]byte, len(t.Files)+len(t.Scaffolds))
-				for p, c := range t.Scaffolds {
-					tree[p] = c
-				}
-				for p, c := range t.Files {
-					tree[p] = c
-				}
-				if err := writeTree(filepath.Join(tmp, t.Repo), tree); err != nil {
-					return err
-				}
-				files += len(tree)
-			}
-			if err := os.WriteFile(filepath.Join(tmp, renderMarker), []byte("written by fleetbot render\n"), 0o644); err != nil {
-				return fmt.Errorf("writing %s: %w", renderMarker, err)
-			}
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("render interrupted (%w): %s is unchanged", context.Cause(ctx), out)
-			}
-			if err := replaceDir(out, tmp); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "rendered %d repo(s), %d file(s) into %s\n", len(f.Targets), files, out)
@@ -81,6 +53,129 @@ render output (which is replaced).`,
 	cmd.Flags().StringVar(&out, "out", "", "directory to write one folder per target repo into (required)")
 	a.registerGitURL(cmd.Flags())
 	return cmd
+}
+
+// writeRender writes the targets into a directory beside out and moves it into place at the
+// end: an interrupted or failed render leaves out as it was, never a half-written tree that
+// looks complete. A signal (ctx done) is honoured between any two files; what was written so far
+// is not removed then (a large fleet's tree takes longer to delete than a signal may wait) but
+// renamed to a .trash directory beside out, which the next render into out removes.
+func writeRender(ctx context.Context, out string, targets []*app.Target) (int, error) {
+	interrupted := func() error {
+		return fmt.Errorf("render interrupted (%w): %s is unchanged", context.Cause(ctx), out)
+	}
+	clean := filepath.Clean(out)
+	prefix := "." + filepath.Base(clean) + ".render-"
+	if err := removeTrash(ctx, filepath.Dir(clean), prefix); err != nil {
+		return 0, interrupted()
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(clean), prefix+"*")
+	if err != nil {
+		return 0, fmt.Errorf("creating a directory beside --out %s: %w", out, err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			discard(ctx, tmp)
+		}
+	}()
+	files := 0
+	for _, t := range targets {
+		tree := make(map[string][]byte, len(t.Files)+len(t.Scaffolds))
+		for p, c := range t.Scaffolds {
+			tree[p] = c
+		}
+		for p, c := range t.Files {
+			tree[p] = c
+		}
+		if err := writeTree(ctx, filepath.Join(tmp, t.Repo), tree); err != nil {
+			if ctx.Err() != nil {
+				return 0, interrupted()
+			}
+			return 0, err
+		}
+		files += len(tree)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, renderMarker), []byte("written by fleetbot render\n"), 0o644); err != nil {
+		return 0, fmt.Errorf("writing %s: %w", renderMarker, err)
+	}
+	if ctx.Err() != nil {
+		return 0, interrupted()
+	}
+	old, err := replaceDir(out, tmp)
+	if err != nil {
+		return 0, err
+	}
+	done = true
+	if old != "" {
+		discard(ctx, old)
+	}
+	return files, nil
+}
+
+// trashSuffix ends the name of a directory a render no longer needs.
+const trashSuffix = ".trash"
+
+// discard removes dir, or, when ctx is done before it is gone, leaves the rest renamed to a
+// .trash directory for the next render to remove: removing a large tree takes longer than a
+// signal may wait.
+func discard(ctx context.Context, dir string) {
+	trash := dir
+	if !strings.HasSuffix(dir, trashSuffix) {
+		trash = dir + trashSuffix
+		if os.Rename(dir, trash) != nil {
+			trash = dir
+		}
+	}
+	_ = removeAllContext(ctx, trash)
+}
+
+// removeTrash removes the .trash directories an earlier render into the same --out left beside
+// it (prefix is ".<out>.render-"), unless ctx is done first.
+func removeTrash(ctx context.Context, parent, prefix string) error {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return nil // MkdirTemp reports an unusable parent
+	}
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), prefix) && strings.HasSuffix(e.Name(), trashSuffix) {
+			if err := removeAllContext(ctx, filepath.Join(parent, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// removeAllContext is os.RemoveAll that stops, with ctx's error, when ctx is done: it checks
+// ctx before each entry it removes.
+func removeAllContext(ctx context.Context, dir string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return os.RemoveAll(dir)
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if e.IsDir() {
+			if err := removeAllContext(ctx, p); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	return os.Remove(dir)
 }
 
 // checkOut refuses an out that is neither missing, empty, nor an earlier render's output.
@@ -102,34 +197,37 @@ func checkOut(out string) error {
 
 // replaceDir moves the finished render tmp to out, replacing an earlier render (or an empty
 // directory) with two renames, so out is at every moment either the old tree or the new one.
-func replaceDir(out, tmp string) error {
+// It returns where the earlier render was moved ("" when there was none), for the caller to
+// remove.
+func replaceDir(out, tmp string) (string, error) {
 	old := ""
 	if _, err := os.Stat(out); err == nil {
-		old = tmp + ".old"
+		old = tmp + ".old" + trashSuffix
 		if err := os.Rename(out, old); err != nil {
-			return fmt.Errorf("moving the earlier render %s aside: %w", out, err)
+			return "", fmt.Errorf("moving the earlier render %s aside: %w", out, err)
 		}
 	}
 	if err := os.Rename(tmp, out); err != nil {
 		if old != "" {
 			_ = os.Rename(old, out)
 		}
-		return fmt.Errorf("moving the render into %s: %w", out, err)
+		return "", fmt.Errorf("moving the render into %s: %w", out, err)
 	}
-	if old != "" {
-		return os.RemoveAll(old)
-	}
-	return nil
+	return old, nil
 }
 
-// writeTree writes path → content below dir, in sorted order.
-func writeTree(dir string, tree map[string][]byte) error {
+// writeTree writes path → content below dir, in sorted order, stopping with ctx's error when
+// ctx is done.
+func writeTree(ctx context.Context, dir string, tree map[string][]byte) error {
 	paths := make([]string, 0, len(tree))
 	for p := range tree {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
 	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if !filepath.IsLocal(filepath.FromSlash(p)) {
 			return fmt.Errorf("refusing to write %q: the path leaves %s", p, dir)
 		}

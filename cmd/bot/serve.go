@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,6 +62,8 @@ type serveConfig struct {
 	Status statusPageConfig
 
 	Logger *slog.Logger
+	// HTTP bounds the connections and the time of each request (zero values: the defaults).
+	HTTP httpLimits
 	// BeforeJob runs before every job (tests inject faults with it).
 	BeforeJob func(ctx context.Context, j webhook.Job) error
 	// OnReady is called once the service is ready (tests wait on it).
@@ -84,6 +85,7 @@ type serveFlags struct {
 	jobProcess             bool
 	jobNice, jobListenerFD int
 	status                 statusPageFlags
+	http                   httpLimits
 }
 
 func (a *frontend) serveCommand() *cobra.Command {
@@ -122,9 +124,9 @@ from FLEETBOT_APP_ID and FLEETBOT_APP_KEY_FILE, GitHub Enterprise from
 GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := flagsFromEnv(cmd.Flags(), "listen", "listen-file", "control-repo", "webhook-secret-file", "git-url", "check-name",
+			if err := flagsFromEnv(cmd.Flags(), append([]string{"listen", "listen-file", "control-repo", "webhook-secret-file", "git-url", "check-name",
 				"tenant-check", "resync-interval", "shutdown-grace", "drift-delay", "workers", "queue-size", "concurrency", "max-body", "log-level", "shard",
-				"status", "status-token-file", "status-insecure-no-auth", "status-group-by", "job-process", "job-nice"); err != nil {
+				"status", "status-token-file", "status-insecure-no-auth", "status-group-by", "job-process", "job-nice"}, limitFlags...)...); err != nil {
 				return err
 			}
 			if !cmd.Flags().Changed("log-level") {
@@ -146,7 +148,7 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
 			if err != nil {
 				return fmt.Errorf("--listen %s: %w", f.listen, err)
 			}
-			log.Info("fleetbot serve listening", "addr", ln.Addr().String(), "control", cfg.Control, "version", version)
+			log.Info("fleetbot serve listening", "addr", ln.Addr().String(), "control", cfg.Control, "version", version, "limits", cfg.HTTP.String())
 			if f.listenFile != "" {
 				if err := writeFileAtomic(f.listenFile, ln.Addr().String()+"\n"); err != nil {
 					_ = ln.Close()
@@ -184,6 +186,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.jobListenerFD, "job-listener-fd", 0, "internal: the descriptor of the loopback listener a --job-process front hands its job process")
 	_ = fs.MarkHidden("job-listener-fd")
 	f.status.register(fs)
+	f.http.register(fs)
 	fs.StringVar(&f.shard, "shard", "", "INDEX/COUNT: reconcile only the target repos this replica owns (replica INDEX of COUNT, e.g. the StatefulSet ordinal); see docs/scale-out.md")
 }
 
@@ -253,7 +256,7 @@ func (a *frontend) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, er
 	return serveConfig{
 		Status:  status,
 		Control: f.control, Secret: secret, App: acfg, Resync: f.resync, DriftDelay: f.driftDelay, Workers: f.workers, QueueSize: f.queueSize, MaxBody: f.maxBody,
-		Grace: f.grace, Concurrency: f.concurrency, CheckName: f.checkName, TenantCheck: f.tenantCheck, Shard: shard, Logger: log,
+		Grace: f.grace, Concurrency: f.concurrency, CheckName: f.checkName, TenantCheck: f.tenantCheck, Shard: shard, Logger: log, HTTP: f.http,
 	}, nil
 }
 
@@ -279,9 +282,9 @@ func serve(ctx context.Context, cfg serveConfig, ln net.Listener) error {
 	if err != nil {
 		return err
 	}
-	hs := newHTTPServer(handler, log)
+	hs := newHTTPServer(handler, log, cfg.HTTP)
 	httpDone := make(chan error, 1)
-	go func() { httpDone <- hs.Serve(ln) }()
+	go func() { httpDone <- hs.Serve(cfg.HTTP.listener(ln)) }()
 
 	var wg sync.WaitGroup
 	run := &serveRun{cfg: cfg, log: log, metrics: m, srv: srv, queue: queue,
@@ -482,16 +485,4 @@ func writeFileAtomic(name, content string) error {
 		return err
 	}
 	return nil
-}
-
-// newHTTPServer is serve's HTTP server, bounded against slow or greedy clients: headers must
-// arrive within 10 s and stay under 64 KiB, a whole request within 30 s (GitHub sends a 25 MB
-// delivery in well under that), an answer must be written within 30 s, and idle keep-alive
-// connections close after 2 min.
-func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
 }

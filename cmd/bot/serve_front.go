@@ -80,9 +80,9 @@ func serveFront(ctx context.Context, cfg serveConfig, nice int, ln net.Listener)
 	// The batch route is the job process's alone: from the public address it does not exist.
 	mux.Handle(webhook.BatchPath, http.NotFoundHandler())
 	mux.Handle("/", proxy)
-	hs := newHTTPServer(mux, log)
+	hs := newHTTPServer(mux, log, cfg.HTTP)
 	httpDone := make(chan error, 1)
-	go func() { httpDone <- hs.Serve(ln) }()
+	go func() { httpDone <- hs.Serve(cfg.HTTP.listener(ln)) }()
 
 	fwdCtx, stopForwarding := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup

@@ -805,7 +805,7 @@ func TestServeConfigErrors(t *testing.T) {
 // open: headers, bodies, answers and idle connections all have a deadline, headers a size.
 func TestAttackSlowlorisHoldsServeConnections(t *testing.T) {
 	t.Parallel()
-	hs := newHTTPServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler))
+	hs := newHTTPServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler), httpLimits{})
 	assert.Equal(t, 10*time.Second, hs.ReadHeaderTimeout)
 	assert.Equal(t, 30*time.Second, hs.ReadTimeout)
 	assert.Equal(t, 30*time.Second, hs.WriteTimeout)

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -89,4 +91,85 @@ func TestAttackInterruptBeforeAnyWrite(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "nothing written")
+}
+
+// writingCtx is a context that is done once a render's temporary directory beside out holds a
+// target's directory: a signal landing in the middle of the write phase, found by what was
+// written rather than by a clock.
+type writingCtx struct {
+	context.Context
+	parent, prefix string
+	done           *atomic.Bool // once done, done for good, as a signal's context is
+}
+
+func (c writingCtx) Err() error {
+	if c.done.Load() {
+		return context.Canceled
+	}
+	entries, _ := os.ReadDir(c.parent)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), c.prefix) && !strings.HasSuffix(e.Name(), ".trash") {
+			if inner, _ := os.ReadDir(filepath.Join(c.parent, e.Name())); len(inner) > 0 {
+				c.done.Store(true)
+				return context.Canceled
+			}
+		}
+	}
+	return nil
+}
+
+// TestAttackInterruptDuringRenderWrites: a signal in render's write phase stops it before the
+// next file, with exit 1 and a message; the earlier render in --out is left whole (no tree is
+// ever half-written there), what was written is set aside as .trash without waiting for its
+// removal, and the next render removes it.
+func TestAttackInterruptDuringRenderWrites(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run(context.Background(), []string{"render", "--control", exampleControl, "--out", out}, &stdout, &stderr), stderr.String())
+	before := treeOf(t, out)
+	require.NotEmpty(t, before)
+
+	stdout.Reset()
+	stderr.Reset()
+	ctx := writingCtx{Context: context.Background(), parent: dir, prefix: ".out.render-", done: &atomic.Bool{}}
+	code := run(ctx, []string{"render", "--control", exampleControl, "--out", out}, &stdout, &stderr)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr.String(), "render interrupted")
+	assert.Contains(t, stderr.String(), out+" is unchanged")
+	assert.Equal(t, before, treeOf(t, out), "the earlier render is whole")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var trash []string
+	for _, e := range entries {
+		if e.Name() != "out" {
+			trash = append(trash, e.Name())
+		}
+	}
+	require.Len(t, trash, 1, "the partial tree is set aside, not removed while the signal waits")
+	assert.True(t, strings.HasSuffix(trash[0], ".trash"), trash[0])
+
+	stderr.Reset()
+	require.Equal(t, 0, run(context.Background(), []string{"render", "--control", exampleControl, "--out", out}, &stdout, &stderr), stderr.String())
+	entries, err = os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "the next render removed the trash and its own earlier tree")
+	assert.Equal(t, before, treeOf(t, out))
+}
+
+// treeOf reads every file below dir, by slash path.
+func treeOf(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		out[filepath.ToSlash(rel)] = string(b)
+		return err
+	}))
+	return out
 }

@@ -15,6 +15,10 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 )
 
+// Target is the desired state of one target repo (fanout.Target): its managed files and
+// scaffolds, what render writes.
+type Target = fanout.Target
+
 // Fleet is a loaded, validated and rendered control repo.
 type Fleet struct {
 	Repo    *control.Repo

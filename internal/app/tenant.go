@@ -31,6 +31,9 @@ type Tenant struct {
 	Name string
 	// Namespace is the workspace's namespace ("" for a cluster repo).
 	Namespace string
+	// Workspace is what check workspace holds a workspace repo to (its namespace, Pod Security
+	// level and the platform's tenant allowlist); zero for a cluster repo.
+	Workspace WorkspaceCheck
 	// Rendered is what fleetbot renders into the repo (its managed files and scaffolds) by git
 	// blob hash: a head's file with one of these hashes need not be read (fleetbot's own pull
 	// requests are mostly such files).
@@ -49,10 +52,8 @@ func (f *Fleet) Tenant(fullName string) (Tenant, bool) {
 		case fanout.KindCluster:
 			return Tenant{Repo: t.FullName(), Kind: TenantCluster, Name: t.Name, Rendered: rendered(t)}, true
 		case fanout.KindWorkspace:
-			for _, w := range f.Repo.Workspaces {
-				if w.Metadata.Name == t.Name {
-					return Tenant{Repo: t.FullName(), Kind: TenantWorkspace, Name: t.Name, Namespace: w.Namespace(), Rendered: rendered(t)}, true
-				}
+			if wc, ok := WorkspaceCheckOf(f.Repo, t.Name); ok {
+				return Tenant{Repo: t.FullName(), Kind: TenantWorkspace, Name: t.Name, Namespace: wc.Namespace, Workspace: wc, Rendered: rendered(t)}, true
 			}
 		}
 	}
@@ -87,13 +88,18 @@ func (f *Fleet) RequireCheck(check RequiredCheck) {
 
 // CheckTenant is check workspace (for a workspace repo) or check cluster (for a cluster repo)
 // on files, the repo at a commit by slash-separated path: the same offline check, with t's
-// workspace and namespace. It returns the kustomizations it rendered, none when the repo has
-// none, and the problems found, on file and line.
+// workspace's namespace, Pod Security level and the platform's allowlist. It returns the
+// kustomizations it rendered, none when the repo has none, and the problems found, on file and
+// line.
 func CheckTenant(t Tenant, files map[string][]byte) ([]string, []report.Problem) {
-	kind, workspace, namespace := fanout.KindCluster, "", ""
 	if t.Kind == TenantWorkspace {
-		kind, workspace, namespace = fanout.KindWorkspace, t.Name, t.Namespace
+		wc := t.Workspace
+		if wc.Workspace == "" {
+			wc = WorkspaceCheck{Workspace: t.Name, Namespace: t.Namespace}
+		}
+		entries, problems := checkWorkspaceFiles(files, wc)
+		return entries, reportProblems(problems)
 	}
-	entries, problems := checkTargetFiles(kind, files, workspace, namespace)
+	entries, problems := checkTargetFiles(fanout.KindCluster, files, "", "")
 	return entries, reportProblems(problems)
 }

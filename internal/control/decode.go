@@ -559,6 +559,8 @@ type platformSpecDoc struct {
 	ManagementClusters []ManagementCluster `yaml:"managementClusters,omitempty"`
 	ProvisionProfiles  []ProvisionProfile  `yaml:"provisionProfiles,omitempty"`
 	Rollout            RolloutSpec         `yaml:"rollout,omitempty"`
+	Tenants            TenantSpec          `yaml:"tenants,omitempty"`
+	RetiredClusters    []string            `yaml:"retiredClusters,omitempty"`
 }
 
 type accessSpecDoc struct {
@@ -618,6 +620,8 @@ func (p *platformDoc) platform(src Source) *Platform {
 			ManagementClusters: s.ManagementClusters,
 			ProvisionProfiles:  s.ProvisionProfiles,
 			Rollout:            s.Rollout,
+			Tenants:            s.Tenants,
+			RetiredClusters:    s.RetiredClusters,
 		},
 		Source: src,
 	}

@@ -82,12 +82,14 @@ func generateSchema(t *testing.T, kind string, typ any, file string) []byte {
 		s.Required = slices.DeleteFunc(s.Required, func(f string) bool { return f == "spec" })
 	}
 	enums := map[string][]any{
-		"RepoSpec.visibility":   {"private", "internal", "public"},
-		"PullRequestSpec.merge": {MergeManual, MergeAuto},
-		"Wave.merge":            {MergeManual, MergeAuto},
-		"AccessSpec.mode":       {AccessEnforce, AccessAdditive},
-		"AppSpec.scope":         {ScopeCluster, ScopeNamespaced},
-		"Requirement.operator":  {"In", "NotIn", "Exists", "DoesNotExist"},
+		"RepoSpec.visibility":       {"private", "internal", "public"},
+		"PullRequestSpec.merge":     {MergeManual, MergeAuto},
+		"Wave.merge":                {MergeManual, MergeAuto},
+		"AccessSpec.mode":           {AccessEnforce, AccessAdditive},
+		"AppSpec.scope":             {ScopeCluster, ScopeNamespaced},
+		"Requirement.operator":      {"In", "NotIn", "Exists", "DoesNotExist"},
+		"Component.podSecurity":     {PodSecurityPrivileged, PodSecurityBaseline, PodSecurityRestricted},
+		"WorkspaceSpec.podSecurity": {PodSecurityRestricted, PodSecurityBaseline},
 	}
 	if d, ok := s.Definitions["ValueSpec"]; ok {
 		if v, ok := d.Properties.Get("default"); ok {

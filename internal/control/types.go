@@ -144,7 +144,45 @@ type PlatformSpec struct {
 	// Rollout says in which waves a change reaches the clusters (default: one wave, every
 	// cluster at once).
 	Rollout RolloutSpec `yaml:"rollout,omitempty" json:"rollout,omitempty"`
+	// Tenants extends what a workspace repo may hold beyond fleetbot's default allowlist
+	// (see DefaultTenantKinds).
+	Tenants TenantSpec `yaml:"tenants,omitempty" json:"tenants,omitempty"`
+	// RetiredClusters are the names of clusters removed from the control repo whose objects
+	// are retained (spec.provision.deletionPolicy: Retain keeps the HelmRelease and the
+	// kubeconfig Secret on the management cluster). A cluster file taking one of these names
+	// again needs platform-admin review (check control).
+	RetiredClusters []string `yaml:"retiredClusters,omitempty" json:"retiredClusters,omitempty"`
 }
+
+// TenantSpec is the platform's extension of the tenant allowlist.
+type TenantSpec struct {
+	// Allow lists further namespaced kinds a workspace repo may hold, on top of
+	// DefaultTenantKinds (for example a ServiceMonitor of the platform's monitoring).
+	Allow []TenantKind `yaml:"allow,omitempty" json:"allow,omitempty"`
+}
+
+// TenantKind is one namespaced kind a workspace repo may hold.
+type TenantKind struct {
+	// APIGroup is the kind's API group ("" for the core group, e.g. apps,
+	// monitoring.coreos.com).
+	APIGroup string `yaml:"apiGroup" json:"apiGroup"`
+	// Kind is the object kind, e.g. ServiceMonitor.
+	Kind string `yaml:"kind" json:"kind"`
+	// Fields are the spec fields a tenant object of a Flux kind may set (required for a kind of
+	// a *.toolkit.fluxcd.io group, which runs with a controller's rights; ignored otherwise).
+	Fields []string `yaml:"fields,omitempty" json:"fields,omitempty"`
+}
+
+// Pod Security Admission levels (https://kubernetes.io/docs/concepts/security/pod-security-standards/).
+const (
+	PodSecurityPrivileged = "privileged"
+	PodSecurityBaseline   = "baseline"
+	PodSecurityRestricted = "restricted"
+)
+
+// DefaultComponentPodSecurity is the Pod Security level of a platform component's namespaces
+// when neither platform.yaml nor the app's Namespace says otherwise.
+const DefaultComponentPodSecurity = PodSecurityBaseline
 
 // RolloutSpec declares the ordered waves a change takes through the fleet.
 type RolloutSpec struct {
@@ -231,6 +269,10 @@ type Component struct {
 	// Rollout, when set, gives a change to this component its own waves instead of
 	// spec.rollout.waves (see Repo.RolloutPlan for a change touching several).
 	Rollout *ComponentRollout `yaml:"rollout,omitempty" json:"rollout,omitempty"`
+	// PodSecurity is the Pod Security Admission level (privileged, baseline or restricted)
+	// enforced on the namespaces the component's app renders (its Namespace objects). Absent:
+	// the level the app's Namespace sets in pod-security.kubernetes.io/enforce, else baseline.
+	PodSecurity string `yaml:"podSecurity,omitempty" json:"podSecurity,omitempty"`
 }
 
 // Selector is a Kubernetes label selector.
@@ -287,6 +329,10 @@ type WorkspaceSpec struct {
 	Admins []string `yaml:"admins,omitempty" json:"admins,omitempty"`
 	// Apps are namespaced catalog apps for every cluster of the workspace.
 	Apps []AppRef `yaml:"apps,omitempty" json:"apps,omitempty"`
+	// PodSecurity is the Pod Security Admission level enforced on the workspace namespace:
+	// restricted (default) or baseline, a platform decision (check control asks a platform
+	// admin). privileged is never allowed for a workspace.
+	PodSecurity string `yaml:"podSecurity,omitempty" json:"podSecurity,omitempty"`
 }
 
 // AppRef deploys a catalog app with values.
@@ -376,6 +422,14 @@ func (r *Repo) App(name string) *App {
 		}
 	}
 	return nil
+}
+
+// PodSecurityLevel returns the workspace's Pod Security level, defaulting to restricted.
+func (w *Workspace) PodSecurityLevel() string {
+	if w.Spec.PodSecurity != "" {
+		return w.Spec.PodSecurity
+	}
+	return PodSecurityRestricted
 }
 
 // Namespace returns the workspace's namespace, defaulting to its name.

@@ -31,10 +31,20 @@ var (
 	fieldIndexRe   = regexp.MustCompile(`\[(\d+)\]`)
 )
 
-// reservedNamespaces may not hold a workspace: they belong to Kubernetes or
-// Flux.
-var reservedNamespaces = map[string]bool{
+// systemNamespaces belong to Kubernetes or Flux (and so does every kube-* namespace, see
+// SystemNamespace): no workspace or component may own one.
+var systemNamespaces = map[string]bool{
 	"default": true, "kube-system": true, "kube-public": true, "kube-node-lease": true, "flux-system": true,
+}
+
+// FleetbotNamespace is where fleetbot's own deployment runs (deploy/base): it holds the App's
+// private key, so no workspace or component may own it.
+const FleetbotNamespace = "fleetbot"
+
+// SystemNamespace reports whether ns belongs to Kubernetes or Flux: default, flux-system and
+// every kube-* namespace.
+func SystemNamespace(ns string) bool {
+	return systemNamespaces[ns] || strings.HasPrefix(ns, "kube-")
 }
 
 const (
@@ -68,6 +78,7 @@ func (v *validator) run() Issues {
 		v.app(a)
 	}
 	v.duplicates()
+	v.namespaceOwners()
 	v.repoNames()
 	v.values()
 	v.dependsOn()
@@ -200,11 +211,59 @@ func (v *validator) platform(p *Platform) {
 		v.appRef(comp.App, src, path, seen, i, "platform components")
 		v.selector(comp.ClusterSelector, src, path+".clusterSelector")
 		v.entryValues(comp.App, comp.Values, src, path+".values")
+		switch comp.PodSecurity {
+		case "", PodSecurityPrivileged, PodSecurityBaseline, PodSecurityRestricted:
+		default:
+			v.add(src.At(path+".podSecurity"), "use privileged, baseline or restricted (Kubernetes' Pod Security levels)",
+				"invalid Pod Security level %q", comp.PodSecurity)
+		}
 		if comp.Rollout != nil {
 			v.waves(comp.Rollout.Waves, src, path+".rollout.waves")
 		}
 	}
 	v.rollout(s.Rollout, src)
+	v.tenants(s.Tenants, src)
+	for i, name := range s.RetiredClusters {
+		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+			v.add(src.At(fmt.Sprintf("spec.retiredClusters.%d", i)), dnsLabelHint, "invalid retired cluster name %q: %s", name, strings.Join(errs, "; "))
+		}
+	}
+}
+
+// tenants checks the platform's extension of the tenant allowlist: namespaced kinds named by
+// API group and kind, and for a Flux kind the spec fields its tenant objects may set.
+func (v *validator) tenants(t TenantSpec, src Source) {
+	seen := map[string]int{}
+	for i, k := range t.Allow {
+		path := fmt.Sprintf("spec.tenants.allow.%d", i)
+		if k.APIGroup != "" {
+			if errs := validation.IsDNS1123Subdomain(k.APIGroup); len(errs) > 0 {
+				v.add(src.At(path+".apiGroup"), `name the API group as in apiVersion before the "/" (e.g. monitoring.coreos.com; "" for the core group)`,
+					"invalid API group %q: %s", k.APIGroup, strings.Join(errs, "; "))
+			}
+		}
+		if k.Kind == "" {
+			v.add(src.At(path), "set kind: to the object kind, e.g. ServiceMonitor", "kind is required")
+			continue
+		}
+		key := k.APIGroup + "/" + k.Kind
+		if j, dup := seen[key]; dup {
+			v.add(src.At(path+".kind"), "merge the two entries into one", "kind %s is listed twice (first at %s)", key, src.At(fmt.Sprintf("spec.tenants.allow.%d", j)))
+		}
+		seen[key] = i
+		if strings.HasSuffix(k.APIGroup, ".toolkit.fluxcd.io") {
+			if len(k.Fields) == 0 {
+				v.add(src.At(path), "list under fields: the spec fields a tenant's "+k.Kind+" may set",
+					"%s is a Flux kind: its controller acts on it with its own rights, so the spec fields a tenant may use must be named", key)
+			}
+			for j, f := range k.Fields {
+				if f == "kubeConfig" {
+					v.add(src.At(fmt.Sprintf("%s.fields.%d", path, j)), "remove it: remote clusters are the platform admins' to wire",
+						"spec.kubeConfig is never allowed in a workspace: it applies with another identity or to another cluster")
+				}
+			}
+		}
+	}
 }
 
 // appRef checks one component or workspace entry's app reference.
@@ -319,6 +378,7 @@ func (v *validator) countOrPercent(q *intstr.IntOrString, src Source, path strin
 func (v *validator) cluster(c *Cluster) {
 	src := c.Source
 	v.meta(c.TypeMeta, c.Metadata, src, KindCluster)
+	v.namedByFile(c.Metadata.Name, src, "cluster")
 	if ws := c.Spec.Workspace; ws != "" && v.r.Workspace(ws) == nil {
 		var names []string
 		for _, w := range v.r.Workspaces {
@@ -332,7 +392,16 @@ func (v *validator) cluster(c *Cluster) {
 func (v *validator) workspace(w *Workspace) {
 	src := w.Source
 	v.meta(w.TypeMeta, w.Metadata, src, KindWorkspace)
+	v.namedByFile(w.Metadata.Name, src, "workspace")
 	v.namespace(w)
+	switch w.Spec.PodSecurity {
+	case "", PodSecurityRestricted, PodSecurityBaseline:
+	case PodSecurityPrivileged:
+		v.add(src.At("spec.podSecurity"), "use restricted (the default) or baseline; a workload that needs privileges is a platform component (platform.yaml spec.components)",
+			"Pod Security level privileged is never allowed for a workspace: its admins could run privileged pods, host namespaces and hostPath volumes, which is root on the node")
+	default:
+		v.add(src.At("spec.podSecurity"), "use restricted (the default) or baseline", "invalid Pod Security level %q", w.Spec.PodSecurity)
+	}
 	v.teams(w.Spec.Admins, src, "spec.admins")
 	seen := map[string]int{}
 	for i, ref := range w.Spec.Apps {
@@ -344,6 +413,23 @@ func (v *validator) workspace(w *Workspace) {
 		}
 		v.entryValues(ref.App, ref.Values, src, path+".values")
 	}
+}
+
+// namedByFile checks that an object's name is its file's: clusters/<name>.yaml holds cluster
+// <name> (and workspaces/<name>.yaml workspace <name>), so whoever may edit a path may define
+// only the cluster that path names (CODEOWNERS delegate paths, not names).
+func (v *validator) namedByFile(name string, src Source, kind string) {
+	if name == "" || src.File == "" {
+		return
+	}
+	base := path.Base(src.File)
+	base = strings.TrimSuffix(strings.TrimSuffix(base, ".yaml"), ".yml")
+	if base == name {
+		return
+	}
+	want := path.Join(path.Dir(src.File), name+path.Ext(src.File))
+	v.add(src.At("metadata.name"), fmt.Sprintf("rename the file to %s, or set metadata.name: %s", want, base),
+		"%s %q is defined in %s (metadata.name at %s): a %s's name must be its file's name, %q", kind, name, src.File, src.At("metadata.name"), kind, base)
 }
 
 // namespace checks the workspace namespace: a DNS-1123 label that Kubernetes
@@ -359,8 +445,56 @@ func (v *validator) namespace(w *Workspace) {
 		}
 		return
 	}
-	if reservedNamespaces[ns] {
+	if SystemNamespace(ns) {
 		v.add(w.Source.At(path), "set spec.namespace to a namespace of the workspace's own", "namespace %q is reserved for Kubernetes or Flux", ns)
+	}
+}
+
+// namespaceOwners refuses a namespace with two owners among the ones the control repo alone
+// names: two workspaces, a workspace and fleetbot itself (its deployment's namespace, a
+// management cluster's provisioning namespace, which holds every cluster's kubeconfig). The
+// platform components' namespaces are known once their apps are built: fanout checks those
+// (see fanout's namespace owners).
+func (v *validator) namespaceOwners() {
+	type owner struct {
+		what string
+		pos  Position
+	}
+	fleetbot := map[string]owner{FleetbotNamespace: {what: "fleetbot's own deployment (deploy/base/kustomization.yaml)"}}
+	if p := v.r.Platform; p != nil {
+		for i, m := range p.Spec.ManagementClusters {
+			at := fmt.Sprintf("spec.managementClusters.%d", i)
+			if p.Source.has(at + ".namespace") {
+				at += ".namespace"
+			}
+			fleetbot[m.ProvisionNamespace()] = owner{what: "the provisioning namespace of management cluster " + m.Name + " (it holds every provisioned cluster's kubeconfig)", pos: p.Source.At(at)}
+		}
+	}
+	seen := map[string]owner{}
+	for _, w := range v.r.Workspaces {
+		ns, at := w.Namespace(), "spec.namespace"
+		if !w.Source.has(at) {
+			at = "metadata.name"
+		}
+		if ns == "" || SystemNamespace(ns) {
+			continue // namespace reported it
+		}
+		pos := w.Source.At(at)
+		if f, ok := fleetbot[ns]; ok {
+			where := ""
+			if f.pos.File != "" {
+				where = " (" + f.pos.String() + ")"
+			}
+			v.add(pos, "set spec.namespace to a namespace of the workspace's own",
+				"workspace %s: namespace %q belongs to %s%s: a workspace is admin in its namespace and would read its Secrets", w.Metadata.Name, ns, f.what, where)
+			continue
+		}
+		if first, dup := seen[ns]; dup {
+			v.add(pos, "give each workspace a namespace of its own (spec.namespace)",
+				"workspace %s: namespace %q is already the namespace of %s (%s): a namespace has one owner", w.Metadata.Name, ns, first.what, first.pos)
+			continue
+		}
+		seen[ns] = owner{what: "workspace " + w.Metadata.Name, pos: pos}
 	}
 }
 

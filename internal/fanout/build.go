@@ -167,7 +167,7 @@ func kustomize(k *krusty.Kustomizer, files map[string][]byte) (b *build) {
 			node: n,
 		})
 	}
-	v, err := b.variant("", nil)
+	v, err := b.variant("", "", nil)
 	if err != nil {
 		b.problems = append(b.problems, problem{File: "kustomization.yaml", Message: err.Error()})
 		return b
@@ -177,21 +177,26 @@ func kustomize(k *krusty.Kustomizer, files map[string][]byte) (b *build) {
 }
 
 // variant returns the build laid out for namespace ns, computing it once. plain memoises
-// plainNamespace for the render (nil: not memoised).
-func (b *build) variant(ns string, plain map[string]bool) (*variant, error) {
+// plainNamespace for the render (nil: not memoised). A platform component's layout (ns "")
+// labels its Namespace objects with the Pod Security level psa (see labelNamespace).
+func (b *build) variant(ns, psa string, plain map[string]bool) (*variant, error) {
+	key := ns
+	if ns == "" && psa != "" {
+		key = "\x00" + psa
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if v, ok := b.variants[ns]; ok {
+	if v, ok := b.variants[key]; ok {
 		return v, nil
 	}
 	v := b.relayout(ns, plain)
 	if v == nil {
 		var err error
-		if v, err = b.layout(ns); err != nil {
+		if v, err = b.layout(ns, psa); err != nil {
 			return nil, err
 		}
 	}
-	b.variants[ns] = v
+	b.variants[key] = v
 	return v, nil
 }
 
@@ -228,7 +233,7 @@ func (b *build) relayout(ns string, plain map[string]bool) *variant {
 	}
 	if !b.nsTemplateDone {
 		b.nsTemplateDone = true
-		if t, err := b.layout(nsPlaceholder); err == nil && placeholderOnce(t) {
+		if t, err := b.layout(nsPlaceholder, ""); err == nil && placeholderOnce(t) {
 			b.nsTemplate = t
 		}
 	}
@@ -287,8 +292,9 @@ func plainNamespace(ns string) bool {
 // layout serialises the objects, setting metadata.namespace to ns when ns is
 // set. A namespaced app is confined to its workspace namespace, so a
 // cluster-scoped object or one in another namespace is a conflict rather
-// than silently moved.
-func (b *build) layout(ns string) (*variant, error) {
+// than silently moved. Without ns (a platform component), every Namespace object gets the Pod
+// Security labels of level psa (labelNamespace).
+func (b *build) layout(ns, psa string) (*variant, error) {
 	b.lockLayout()
 	defer b.unlockLayout()
 	v := &variant{}
@@ -306,6 +312,10 @@ func (b *build) layout(ns string) (*variant, error) {
 			}
 			if err := n.SetNamespace(ns); err != nil {
 				return nil, fmt.Errorf("setting namespace of %s: %w", o.id(), err)
+			}
+		} else if o.kind == "Namespace" && o.apiVersion == "v1" {
+			if err := labelNamespace(n, psa); err != nil {
+				return nil, fmt.Errorf("labelling %s: %w", o.id(), err)
 			}
 		}
 		text, err := n.String()

@@ -6,11 +6,15 @@ import (
 	"sort"
 	"strings"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	psapolicy "k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
 )
 
 // RepoProblem is one problem found by CheckRepo: the file it is about (the
@@ -52,6 +56,36 @@ type RepoCheck struct {
 	// HelmReleases must impersonate (the workspace's, named after it). It
 	// is used only with a Namespace.
 	ServiceAccount string
+	// PodSecurity is the Pod Security level of the namespace (the workspace's spec.podSecurity;
+	// "": restricted). Every pod a confined repo asks for is evaluated against it.
+	PodSecurity string
+	// Allow extends DefaultTenantKinds, the kinds a confined repo may hold (platform.yaml
+	// spec.tenants.allow).
+	Allow []control.TenantKind
+}
+
+// tenantRules are what a confined check holds each object to, built once per CheckRepo.
+type tenantRules struct {
+	kinds tenantKinds
+	admin []rbacv1.PolicyRule
+	pods  psapolicy.Evaluator
+	level string
+}
+
+func newTenantRules(c RepoCheck) (*tenantRules, error) {
+	admin, err := AdminRules()
+	if err != nil {
+		return nil, err
+	}
+	ev, err := newPodSecurityEvaluator()
+	if err != nil {
+		return nil, fmt.Errorf("loading the Pod Security policy: %w", err)
+	}
+	level := c.PodSecurity
+	if level == "" {
+		level = control.PodSecurityRestricted
+	}
+	return &tenantRules{kinds: newTenantKinds(c.Allow), admin: admin, pods: ev, level: level}, nil
 }
 
 // CheckRepo renders the kustomizations of a workspace or cluster repo
@@ -78,14 +112,21 @@ func CheckRepo(files map[string][]byte, c RepoCheck) []RepoProblem {
 	ko.Reorder = krusty.ReorderOptionLegacy
 	k := krusty.MakeKustomizer(ko)
 	ix := indexDocs(files)
+	var rules *tenantRules
+	if c.Namespace != "" {
+		var err error
+		if rules, err = newTenantRules(c); err != nil {
+			return []RepoProblem{{File: ".", Message: err.Error()}}
+		}
+	}
 	for _, entry := range c.Entries {
-		out = append(out, checkEntry(k, ix, files, staged, entry, c)...)
+		out = append(out, checkEntry(k, ix, files, staged, entry, c, rules)...)
 	}
 	return sortProblems(out)
 }
 
 // checkEntry builds one kustomization directory and checks its objects.
-func checkEntry(k *krusty.Kustomizer, ix docIndex, files, staged map[string][]byte, entry string, c RepoCheck) (out []RepoProblem) {
+func checkEntry(k *krusty.Kustomizer, ix docIndex, files, staged map[string][]byte, entry string, c RepoCheck, rules *tenantRules) (out []RepoProblem) {
 	ns := c.Namespace
 	kfile := entry + "/kustomization.yaml"
 	for _, name := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
@@ -118,6 +159,12 @@ func checkEntry(k *krusty.Kustomizer, ix docIndex, files, staged map[string][]by
 	if ns == "" {
 		return nil
 	}
+	roles := map[string]bool{}
+	for _, res := range m.Resources() {
+		if res.GetKind() == "Role" && strings.HasPrefix(res.GetApiVersion(), "rbac.authorization.k8s.io/") {
+			roles[res.GetName()] = true
+		}
+	}
 	for _, res := range m.Resources() {
 		apiVersion, kind, name, objNS := res.GetApiVersion(), res.GetKind(), res.GetName(), res.GetNamespace()
 		from := originFile(res, entry)
@@ -128,6 +175,7 @@ func checkEntry(k *krusty.Kustomizer, ix docIndex, files, staged map[string][]by
 			out = append(out, RepoProblem{File: file, Line: line, Object: obj,
 				Message: fmt.Sprintf("is cluster-scoped: rendered by %s, it would be refused on the cluster (the workspace may only create objects in namespace %s)", kfile, ns),
 				Hint:    "ask the platform admins to add it as a platform component, or remove it"})
+			continue
 		case objNS != "" && objNS != ns:
 			out = append(out, RepoProblem{File: file, Line: line, Object: obj,
 				Message: fmt.Sprintf("is in namespace %q: rendered by %s, the workspace may only create objects in namespace %s", objNS, kfile, ns),
@@ -137,8 +185,18 @@ func checkEntry(k *krusty.Kustomizer, ix docIndex, files, staged map[string][]by
 		if err != nil {
 			continue
 		}
-		for _, f := range tenantFlux(m, ns, c.ServiceAccount) {
+		findings, listed := rules.kinds.allowlistFindings(m, ns)
+		if listed {
+			findings = append(findings, tenantFlux(m, ns, c.ServiceAccount)...)
+			findings = append(findings, rbacFindings(m, rules.admin, roles)...)
+			findings = append(findings, podSecurityFindings(rules.pods, m, rules.level)...)
+		}
+		for _, f := range findings {
 			file, line := ix.locate(from, kind, name, objNS, f.Path, kfile)
+			if KindWorkspace.Managed(file) {
+				// Rendered by fleetbot from the catalog: the workspace admins cannot change it.
+				f.Hint = "fleetbot renders " + file + " from the control repo's catalog: ask the platform admins to fix the app there; " + f.Hint
+			}
 			out = append(out, RepoProblem{File: file, Line: line, Object: obj,
 				Message: f.Message + " (rendered by " + kfile + ")", Hint: f.Hint})
 		}

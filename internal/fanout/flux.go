@@ -71,6 +71,8 @@ type fluxInput struct {
 	repoURL   string // the workspace repo
 	branch    string
 	secretRef string // "": the workspace repo is read without credentials
+	// podSecurity is the Pod Security level enforced on the workspace namespace.
+	podSecurity string
 }
 
 // fluxObjects renders flux/fleetbot.yaml for one cluster: the retired
@@ -172,10 +174,14 @@ func fluxWorkspace(in fluxInput) ([]byte, error) {
 	if in.secretRef != "" {
 		secret = &meta.LocalObjectReference{Name: in.secretRef}
 	}
+	nsLabels := map[string]string{managedByLabel: "fleetbot", WorkspaceLabel: ws}
+	for _, l := range podSecurityLabels(in.podSecurity) {
+		nsLabels[l[0]] = l[1]
+	}
 	return marshalAll("",
 		&corev1.Namespace{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-			ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{managedByLabel: "fleetbot", WorkspaceLabel: ws}},
+			ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: nsLabels},
 		},
 		&corev1.ServiceAccount{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},

@@ -171,7 +171,7 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 	in := fluxInput{interval: s.interval, cluster: name, branch: s.branch, secretRef: s.secretRef}
 	var wsAdmins []string
 	if ws != nil {
-		in.workspace, in.namespace = ws.Metadata.Name, ws.Namespace()
+		in.workspace, in.namespace, in.podSecurity = ws.Metadata.Name, ws.Namespace(), ws.PodSecurityLevel()
 		in.repoURL = x.r.gitURL + "/" + s.owner + "/" + x.workspaceRepo(ws.Metadata.Name)
 		wsAdmins = ws.Spec.Admins
 	}

@@ -1,8 +1,18 @@
 package fanout
 
 import (
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
 )
 
 // Paths and names of the multi-tenancy lockdown fleetbot renders into
@@ -25,6 +35,9 @@ const (
 	WorkspaceLabel = "fleetbot.io/workspace"
 	// tenancyPolicyName names the policy and its binding.
 	tenancyPolicyName = "fleetbot-flux-tenancy"
+	// tenantKindsPolicyName names the policy holding a workspace's ServiceAccount to the tenant
+	// allowlist's kinds, and its binding.
+	tenantKindsPolicyName = "fleetbot-tenant-kinds"
 )
 
 // lockdownScaffold is flux/flux-system/kustomization.yaml as the Flux
@@ -118,16 +131,103 @@ var tenancyValidations = []admissionv1.Validation{
 		Message:    "spec.dependsOn must not name another namespace",
 		Reason:     ptr(metav1.StatusReasonForbidden),
 	},
+	{
+		Expression: "!has(object.spec.decryption) || (has(object.spec.decryption.secretRef) && has(object.spec.decryption.secretRef.name) && object.spec.decryption.secretRef.name != '')",
+		MessageExpression: "'spec.decryption must name secretRef.name, a Secret in namespace ' + namespaceObject.metadata.name + " +
+			"' holding the keys of the workspace: without it kustomize-controller decrypts with its own identity'",
+		Reason: ptr(metav1.StatusReasonForbidden),
+	},
+}
+
+// fluxSpecTypes are the spec types of the Flux kinds a tenant may hold, by "group/Kind": the
+// fields the allowlist does not name are denied on the cluster (fluxFieldValidations).
+var fluxSpecTypes = map[string]reflect.Type{
+	"kustomize.toolkit.fluxcd.io/Kustomization": reflect.TypeFor[kustomizev1.KustomizationSpec](),
+	"helm.toolkit.fluxcd.io/HelmRelease":        reflect.TypeFor[helmv2.HelmReleaseSpec](),
+	"source.toolkit.fluxcd.io/GitRepository":    reflect.TypeFor[sourcev1.GitRepositorySpec](),
+	"source.toolkit.fluxcd.io/OCIRepository":    reflect.TypeFor[sourcev1.OCIRepositorySpec](),
+	"source.toolkit.fluxcd.io/HelmRepository":   reflect.TypeFor[sourcev1.HelmRepositorySpec](),
+	"source.toolkit.fluxcd.io/HelmChart":        reflect.TypeFor[sourcev1.HelmChartSpec](),
+}
+
+// fluxSpecFields lists the spec fields of a Flux kind's API type (its JSON names), sorted; nil
+// for a kind fleetbot has no type of.
+func fluxSpecFields(group, kind string) []string {
+	t, ok := fluxSpecTypes[group+"/"+kind]
+	if !ok {
+		return nil
+	}
+	var out []string
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			switch {
+			case name == "" && f.Anonymous:
+				walk(f.Type)
+			case name != "" && name != "-":
+				out = append(out, name)
+			}
+		}
+	}
+	walk(t)
+	sort.Strings(out)
+	return out
+}
+
+// fluxFieldValidations deny, on a Kustomization or HelmRelease admitted into a workspace
+// namespace, every spec field of the Flux API type that the tenant allowlist does not name
+// (kubeConfig has a rule of its own): the same fields check workspace refuses.
+func fluxFieldValidations(kinds tenantKinds) []admissionv1.Validation {
+	var out []admissionv1.Validation
+	for _, key := range []string{"kustomize.toolkit.fluxcd.io/Kustomization", "helm.toolkit.fluxcd.io/HelmRelease"} {
+		k, ok := kinds[key]
+		if !ok {
+			continue
+		}
+		group, kind, _ := strings.Cut(key, "/")
+		for _, f := range fluxSpecFields(group, kind) {
+			if f == "kubeConfig" || slices.Contains(k.Fields, f) {
+				continue
+			}
+			out = append(out, admissionv1.Validation{
+				Expression: "object.kind != '" + kind + "' || !has(object.spec." + f + ")",
+				Message:    "spec." + f + " is not allowed in a workspace's " + kind + " (fleetbot's tenant allowlist): remove it, or ask the platform admins to allow it under spec.tenants.allow in platform.yaml",
+				Reason:     ptr(metav1.StatusReasonForbidden),
+			})
+		}
+	}
+	return out
+}
+
+// tenantKindsValidation denies a workspace's ServiceAccount (the one its Flux objects
+// impersonate) creating or updating an object of a kind the tenant allowlist does not list.
+func tenantKindsValidation(kinds tenantKinds) admissionv1.Validation {
+	keys := make([]string, 0, len(kinds))
+	for k := range kinds {
+		keys = append(keys, "'"+k+"'")
+	}
+	sort.Strings(keys)
+	return admissionv1.Validation{
+		Expression: "request.userInfo.username != 'system:serviceaccount:' + namespaceObject.metadata.name + ':' + variables.serviceAccount || " +
+			"(request.kind.group + '/' + request.kind.kind) in [" + strings.Join(keys, ", ") + "]",
+		MessageExpression: "'kind ' + request.kind.kind + (request.kind.group == '' ? '' : '.' + request.kind.group) + " +
+			"' is not allowed in a workspace (the tenant allowlist of fleetbot): remove it from the workspace repo, or ask the platform admins to add it under spec.tenants.allow in platform.yaml'",
+		Reason: ptr(metav1.StatusReasonForbidden),
+	}
 }
 
 // tenancyPolicy renders platform/fleetbot.flux-tenancy/policy.yaml: a
 // ValidatingAdmissionPolicy denying, in every namespace labelled
 // WorkspaceLabel, a Flux Kustomization or HelmRelease that does not
 // impersonate the workspace's ServiceAccount (the label's value), carries
-// spec.kubeConfig or references another namespace; and its binding. It is
-// the same in every cluster repo, and defends the cluster even where the
-// lockdown flags were removed from flux-system.
-func tenancyPolicy() ([]byte, error) {
+// spec.kubeConfig, references another namespace, decrypts without a Secret of
+// its own or sets a field the tenant allowlist does not name; a second one
+// holding the workspace's ServiceAccount to the allowlist's kinds; and their
+// bindings. It is the same in every cluster repo of a platform, and defends
+// the cluster even where the lockdown flags were removed from flux-system.
+func tenancyPolicy(kinds tenantKinds) ([]byte, error) {
 	fail := admissionv1.Fail
 	equivalent := admissionv1.Equivalent
 	labels := map[string]string{managedByLabel: "fleetbot"}
@@ -153,7 +253,7 @@ func tenancyPolicy() ([]byte, error) {
 					Name:       "serviceAccount",
 					Expression: "namespaceObject.metadata.labels['" + WorkspaceLabel + "']",
 				}},
-				Validations: tenancyValidations,
+				Validations: append(slices.Clone(tenancyValidations), fluxFieldValidations(kinds)...),
 			},
 		},
 		&admissionv1.ValidatingAdmissionPolicyBinding{
@@ -161,6 +261,39 @@ func tenancyPolicy() ([]byte, error) {
 			ObjectMeta: metav1.ObjectMeta{Name: tenancyPolicyName, Labels: labels},
 			Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
 				PolicyName:        tenancyPolicyName,
+				ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+				MatchResources: &admissionv1.MatchResources{
+					NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+						{Key: WorkspaceLabel, Operator: metav1.LabelSelectorOpExists},
+					}},
+				},
+			},
+		},
+		&admissionv1.ValidatingAdmissionPolicy{
+			TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"},
+			ObjectMeta: metav1.ObjectMeta{Name: tenantKindsPolicyName, Labels: labels},
+			Spec: admissionv1.ValidatingAdmissionPolicySpec{
+				FailurePolicy: &fail,
+				MatchConstraints: &admissionv1.MatchResources{
+					MatchPolicy: &equivalent,
+					ResourceRules: []admissionv1.NamedRuleWithOperations{
+						{RuleWithOperations: admissionv1.RuleWithOperations{Operations: ops, Rule: admissionv1.Rule{
+							APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}, Scope: ptr(admissionv1.NamespacedScope),
+						}}},
+					},
+				},
+				Variables: []admissionv1.Variable{{
+					Name:       "serviceAccount",
+					Expression: "namespaceObject.metadata.labels['" + WorkspaceLabel + "']",
+				}},
+				Validations: []admissionv1.Validation{tenantKindsValidation(kinds)},
+			},
+		},
+		&admissionv1.ValidatingAdmissionPolicyBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: tenantKindsPolicyName, Labels: labels},
+			Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName:        tenantKindsPolicyName,
 				ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
 				MatchResources: &admissionv1.MatchResources{
 					NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
@@ -178,7 +311,11 @@ func ptr[T any](v T) *T { return &v }
 // memo: it is the same on every cluster.
 func (x *run) tenancy() ([]byte, error) {
 	if x.tenancyPolicy == nil {
-		b, err := tenancyPolicy()
+		var allow []control.TenantKind
+		if x.repo.Platform != nil {
+			allow = x.repo.Platform.Spec.Tenants.Allow
+		}
+		b, err := tenancyPolicy(newTenantKinds(allow))
 		if err != nil {
 			return nil, err
 		}

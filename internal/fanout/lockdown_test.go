@@ -101,19 +101,33 @@ func TestAttackClusterRunsWithoutLockdown(t *testing.T) {
 	}
 }
 
-// tenancyObjects returns the policy and binding of a cluster repo, decoded
+// tenancyObjects returns the Flux tenancy policy and binding of a cluster repo, decoded
 // strictly.
 func tenancyObjects(t *testing.T, tg *Target) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
+	t.Helper()
+	vaps, bindings := tenancyPolicies(t, tg)
+	return vaps[0], bindings[0]
+}
+
+// tenancyPolicies returns both policies of a cluster repo's tenancy file (Flux tenancy, tenant
+// kinds) and their bindings, decoded strictly.
+func tenancyPolicies(t *testing.T, tg *Target) ([]*admissionv1.ValidatingAdmissionPolicy, []*admissionv1.ValidatingAdmissionPolicyBinding) {
 	t.Helper()
 	data, ok := tg.Files[PlatformDir+"/"+TenancyPolicyFile]
 	require.True(t, ok, "%s has no %s", tg.Repo, TenancyPolicyFile)
 	docs := strings.Split(string(data), "\n---\n")
-	require.Len(t, docs, 2)
-	vap := &admissionv1.ValidatingAdmissionPolicy{}
-	require.NoError(t, yaml.UnmarshalStrict([]byte(docs[0]), vap), "%s:\n%s", tg.Repo, docs[0])
-	binding := &admissionv1.ValidatingAdmissionPolicyBinding{}
-	require.NoError(t, yaml.UnmarshalStrict([]byte(docs[1]), binding), "%s:\n%s", tg.Repo, docs[1])
-	return vap, binding
+	require.Len(t, docs, 4)
+	var vaps []*admissionv1.ValidatingAdmissionPolicy
+	var bindings []*admissionv1.ValidatingAdmissionPolicyBinding
+	for i := 0; i < 4; i += 2 {
+		vap := &admissionv1.ValidatingAdmissionPolicy{}
+		require.NoError(t, yaml.UnmarshalStrict([]byte(docs[i]), vap), "%s:\n%s", tg.Repo, docs[i])
+		binding := &admissionv1.ValidatingAdmissionPolicyBinding{}
+		require.NoError(t, yaml.UnmarshalStrict([]byte(docs[i+1]), binding), "%s:\n%s", tg.Repo, docs[i+1])
+		require.Equal(t, vap.Name, binding.Spec.PolicyName)
+		vaps, bindings = append(vaps, vap), append(bindings, binding)
+	}
+	return vaps, bindings
 }
 
 // TestTenancyPolicyStrict: every cluster repo carries the tenancy policy in
@@ -165,7 +179,14 @@ func TestTenancyPolicyStrict(t *testing.T) {
 // messages of the validations that fail.
 func admit(t *testing.T, vap *admissionv1.ValidatingAdmissionPolicy, ns, sa string, obj map[string]any) []string {
 	t.Helper()
+	return admitAs(t, vap, ns, sa, obj, nil)
+}
+
+// admitAs is admit for a request carrying request (its userInfo and kind).
+func admitAs(t *testing.T, vap *admissionv1.ValidatingAdmissionPolicy, ns, sa string, obj, request map[string]any) []string {
+	t.Helper()
 	env, err := cel.NewEnv(
+		cel.Variable("request", cel.DynType),
 		cel.Variable("object", cel.DynType),
 		cel.Variable("namespaceObject", cel.DynType),
 		cel.Variable("variables", cel.MapType(cel.StringType, cel.DynType)),
@@ -181,7 +202,7 @@ func admit(t *testing.T, vap *admissionv1.ValidatingAdmissionPolicy, ns, sa stri
 		return out.Value()
 	}
 	nsObj := map[string]any{"metadata": map[string]any{"name": ns, "labels": map[string]any{WorkspaceLabel: sa}}}
-	vars := map[string]any{"object": obj, "namespaceObject": nsObj, "variables": map[string]any{}}
+	vars := map[string]any{"object": obj, "namespaceObject": nsObj, "variables": map[string]any{}, "request": request}
 	variables := map[string]any{}
 	for _, v := range vap.Spec.Variables {
 		variables[v.Name] = eval(v.Expression, vars)
@@ -252,4 +273,53 @@ func TestAttackTenantFluxObjectDeniedOnCluster(t *testing.T) {
 		require.Len(t, denied, 1, "%s: %v", attack, denied)
 		assert.Contains(t, denied[0], tc.want, attack)
 	}
+}
+
+// TestAttackDecryptionDeniedOnCluster: a tenant Kustomization decrypting without a Secret of its
+// own is denied by the admission policy, with what to do; one naming a Secret is admitted.
+func TestAttackDecryptionDeniedOnCluster(t *testing.T) {
+	t.Parallel()
+	vap, _ := tenancyObjects(t, clusterTarget(t, "cluster-prod-eu-1"))
+	denied := admit(t, vap, "payments", "payments", objectOf(t, tenantKustomization+"  decryption:\n    provider: sops\n"))
+	require.Len(t, denied, 1, "%v", denied)
+	assert.Contains(t, denied[0], "spec.decryption must name secretRef.name, a Secret in namespace payments")
+	denied = admit(t, vap, "payments", "payments", objectOf(t, tenantKustomization+"  decryption:\n    provider: sops\n    secretRef:\n      name: \"\"\n"))
+	require.Len(t, denied, 1, "%v", denied)
+	assert.Empty(t, admit(t, vap, "payments", "payments", objectOf(t, tenantKustomization+"  decryption:\n    provider: sops\n    secretRef:\n      name: sops-age\n")))
+	assert.Empty(t, admit(t, vap, "payments", "payments", objectOf(t, tenantHelmRelease)), "a HelmRelease has no decryption")
+}
+
+// TestTenantKindsDeniedOnCluster: the workspace's ServiceAccount (as Flux impersonates it) may
+// create only the allowlist's kinds; anyone else in the namespace is not this policy's concern.
+func TestTenantKindsDeniedOnCluster(t *testing.T) {
+	t.Parallel()
+	vaps, bindings := tenancyPolicies(t, clusterTarget(t, "cluster-prod-eu-1"))
+	vap := vaps[1]
+	assert.Equal(t, tenantKindsPolicyName, vap.Name)
+	assert.Equal(t, WorkspaceLabel, bindings[1].Spec.MatchResources.NamespaceSelector.MatchExpressions[0].Key)
+	as := func(user, group, kind string) map[string]any {
+		return map[string]any{"userInfo": map[string]any{"username": user}, "kind": map[string]any{"group": group, "version": "v1", "kind": kind}}
+	}
+	tenant := "system:serviceaccount:payments:payments"
+	for _, ok := range []map[string]any{as(tenant, "apps", "Deployment"), as(tenant, "", "ConfigMap"), as(tenant, "kustomize.toolkit.fluxcd.io", "Kustomization"),
+		as("system:serviceaccount:flux-system:kustomize-controller", "apps", "DaemonSet"), as(tenant+"x", "apps", "DaemonSet")} {
+		assert.Empty(t, admitAs(t, vap, "payments", "payments", map[string]any{}, ok), "%v", ok)
+	}
+	for _, bad := range []map[string]any{as(tenant, "apps", "DaemonSet"), as(tenant, "", "Endpoints"), as(tenant, "monitoring.coreos.com", "ServiceMonitor")} {
+		denied := admitAs(t, vap, "payments", "payments", map[string]any{}, bad)
+		require.Len(t, denied, 1, "%v", bad)
+		assert.Contains(t, denied[0], "is not allowed in a workspace")
+		assert.Contains(t, denied[0], "spec.tenants.allow in platform.yaml")
+	}
+}
+
+func clusterTarget(t *testing.T, repo string) *Target {
+	t.Helper()
+	for _, tg := range mustRender(t, NewRenderer(Options{}), loadExample(t)) {
+		if tg.Repo == repo {
+			return tg
+		}
+	}
+	t.Fatalf("no target %s", repo)
+	return nil
 }

@@ -151,6 +151,7 @@ func (r *Renderer) RenderContext(ctx context.Context, repo *control.Repo) ([]*Ta
 		x.buildApp(app)
 	}
 	r.evict()
+	x.namespaceOwners()
 
 	// Deployments are listed cluster by cluster and dropped once laid out: each carries its
 	// resolved values, and the whole list of a 10,000-cluster fleet was a quarter of the
@@ -497,11 +498,13 @@ func (x *run) appFile(d control.Deployment) ([]byte, bool) {
 	if b == nil || len(b.problems) > 0 {
 		return nil, false
 	}
-	ns := ""
+	ns, psa := "", ""
 	if d.Workspace != nil {
 		ns = d.Workspace.Namespace()
+	} else {
+		psa = x.componentPodSecurity(name)
 	}
-	v, err := b.variant(ns, x.plainNS)
+	v, err := b.variant(ns, psa, x.plainNS)
 	if err != nil {
 		x.addOnce(control.Position{File: path.Join(app.Dir, "kustomization.yaml")}, "", "app %s: %v", name, err)
 		return nil, false
@@ -532,7 +535,7 @@ func (x *run) appFile(d control.Deployment) ([]byte, bool) {
 	// bytes: render them once and share the slice, in this render and the next
 	// ones (build.files).
 	var key strings.Builder
-	key.WriteString(app.Dir + "\x00" + ns)
+	key.WriteString(app.Dir + "\x00" + ns + "\x00" + psa)
 	for _, ref := range v.refs {
 		key.WriteString("\x00" + d.Values[ref])
 	}

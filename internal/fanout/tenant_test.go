@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
 )
 
 // checkTenantManifest adds manifest as apps/flux.yaml of the payments
@@ -18,7 +20,7 @@ func checkTenantManifest(t *testing.T, manifest string) []RepoProblem {
 	files["apps/flux.yaml"] = []byte(manifest)
 	var once []RepoProblem
 	seen := map[string]bool{}
-	for _, p := range CheckRepo(files, paymentsCheck) {
+	for _, p := range CheckRepo(files, notificationsAllowed) {
 		key := p.File + ":" + p.Object + ":" + strings.Split(p.Message, " (rendered by")[0]
 		if !seen[key] {
 			seen[key] = true
@@ -27,6 +29,17 @@ func checkTenantManifest(t *testing.T, manifest string) []RepoProblem {
 	}
 	return once
 }
+
+// notificationsAllowed is paymentsCheck with the platform allowing Flux's Alert and Receiver
+// (spec.tenants.allow), whose cross-namespace references the check still refuses.
+var notificationsAllowed = func() RepoCheck {
+	c := paymentsCheck
+	c.Allow = []control.TenantKind{
+		{APIGroup: "notification.toolkit.fluxcd.io", Kind: "Alert", Fields: []string{"providerRef", "eventSources"}},
+		{APIGroup: "notification.toolkit.fluxcd.io", Kind: "Receiver", Fields: []string{"type", "secretRef", "resources"}},
+	}
+	return c
+}()
 
 const tenantKustomization = `apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization

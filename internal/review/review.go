@@ -170,6 +170,7 @@ func Review(in Input, r Renderer) (*Report, error) {
 		base = nil
 	}
 
+	rep.Issues = append(rep.Issues, retirementIssues(base, head)...)
 	changed, err := diffTrees(in.Base, in.Head)
 	if err != nil {
 		return nil, err
@@ -307,7 +308,7 @@ func platformOnly(p string) string {
 	case strings.HasPrefix(p, "clusters/"):
 		return "only platform admins may change a cluster definition: its labels select platform components, its values configure them and it names the cluster's admins; cluster admins own apps/ in their cluster repo"
 	case strings.HasPrefix(p, "workspaces/"):
-		return "only platform admins may add, remove or rename a workspace, or change its admins or namespace"
+		return "only platform admins may add, remove or rename a workspace, or change its admins, namespace or Pod Security level"
 	}
 	return "only platform admins may change the control repo"
 }
@@ -332,6 +333,9 @@ func workspaceFields(b, h *control.Workspace) string {
 	}
 	if b.Spec.Namespace != h.Spec.Namespace {
 		out = append(out, "spec.namespace")
+	}
+	if b.Spec.PodSecurity != h.Spec.PodSecurity {
+		out = append(out, "spec.podSecurity (the Pod Security level of its namespace)")
 	}
 	if !reflect.DeepEqual(b.Spec.Admins, h.Spec.Admins) {
 		out = append(out, "spec.admins")

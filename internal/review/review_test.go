@@ -142,6 +142,7 @@ func TestWorkspaceAdminOverreaches(t *testing.T) {
 		{"adds itself to admins", "workspaces/search.yaml", "admins: [search-devs]", "admins: [search-devs, payments-devs]", "this change touches spec.admins"},
 		{"own namespace", "workspaces/payments.yaml", "namespace: payments", "namespace: kube-system", "this change touches spec.namespace"},
 		{"own admins", "workspaces/payments.yaml", "admins: [payments-devs]", "admins: [payments-devs, x]", "this change touches spec.admins"},
+		{"own Pod Security level", "workspaces/payments.yaml", "admins: [payments-devs]", "admins: [payments-devs]\n  podSecurity: baseline", "this change touches spec.podSecurity (the Pod Security level of its namespace)"},
 		{"the catalog", "catalog/podinfo/app.yaml", "scope: namespaced", "scope: namespaced\n", "app catalog"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
