@@ -27,7 +27,8 @@ func TestFleetTenant(t *testing.T) {
 		assert.Equal(t, gittree.BlobHash(c), h, "content by its git blob hash")
 	}
 	ws.Rendered = nil
-	assert.Equal(t, Tenant{Repo: "acme/workspace-payments", Kind: TenantWorkspace, Name: "payments", Namespace: "payments"}, ws)
+	assert.Equal(t, Tenant{Repo: "acme/workspace-payments", Kind: TenantWorkspace, Name: "payments", Namespace: "payments",
+		Workspace: WorkspaceCheck{Workspace: "payments", Namespace: "payments", PodSecurity: "restricted"}}, ws)
 	c, ok := fl.Tenant("acme/cluster-edge-1")
 	require.True(t, ok)
 	c.Rendered = nil

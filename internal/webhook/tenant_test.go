@@ -197,7 +197,8 @@ func kustomization(resources ...string) string {
 }
 
 const (
-	deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: web, image: nginx}]\n"
+	// deployment meets the restricted Pod Security level, a workspace's default.
+	deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}\n      containers: [{name: web, image: nginx, securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}}]\n"
 	clusterRB  = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: mine\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\nsubjects: [{kind: ServiceAccount, name: payments, namespace: payments}]\n"
 	kubeConfig = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: elsewhere\nspec:\n  interval: 10m\n  path: ./\n  prune: true\n  serviceAccountName: payments\n  sourceRef: {kind: GitRepository, name: workspace-payments}\n  kubeConfig:\n    secretRef: {name: other-cluster}\n"
 )
