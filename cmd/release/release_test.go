@@ -103,7 +103,9 @@ func TestReleaseRefusesADirtyTree(t *testing.T) {
 	git("commit", "-qm", "one")
 
 	for name, dirty := range map[string]func(){
-		"changed":   func() { require.NoError(t, os.WriteFile(filepath.Join(src, "cmd", "bot", "main.go"), []byte("package main // x\n"), 0o644)) },
+		"changed": func() {
+			require.NoError(t, os.WriteFile(filepath.Join(src, "cmd", "bot", "main.go"), []byte("package main // x\n"), 0o644))
+		},
 		"untracked": func() { require.NoError(t, os.WriteFile(filepath.Join(src, "notes.txt"), []byte("x"), 0o644)) },
 	} {
 		git("checkout", "-q", ".")
