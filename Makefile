@@ -59,12 +59,15 @@ STATICCHECK_VERSION ?= v0.8.2
 ACTIONLINT_VERSION  ?= v1.7.12
 
 ## lint: formatting, vet, staticcheck (module v0.8.2 = release 2026.2.2) and actionlint over the
-## example workflows (pinned; both installed into bin/ on first use)
+## example workflows (pinned; both installed into bin/ on first use); shellcheck (Debian's) over
+## the Action's install script
 lint: bin/staticcheck-$(STATICCHECK_VERSION) bin/actionlint-$(ACTIONLINT_VERSION)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	bin/staticcheck-$(STATICCHECK_VERSION) $(PKGS)
 	bin/actionlint-$(ACTIONLINT_VERSION) examples/workflows/*.yml
+	@if command -v shellcheck >/dev/null; then shellcheck scripts/action-install.sh scripts/ca-certificates.sh; \
+	else echo "lint: shellcheck is not installed (apt-get install shellcheck; CI installs it): the Action's install script was not checked"; fi
 
 bin/staticcheck-$(STATICCHECK_VERSION):
 	GOBIN=$(CURDIR)/bin GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)

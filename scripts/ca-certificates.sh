@@ -24,9 +24,10 @@ if [ "$got" != "$SHA256" ]; then
   exit 1
 fi
 dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$work" ./usr/share/ca-certificates/mozilla
-export LC_ALL=C
+export LC_ALL=C # the glob below sorts bytewise
 : > "$work/bundle.crt"
-for f in $(ls "$work"/usr/share/ca-certificates/mozilla/*.crt | sort); do
+for f in "$work"/usr/share/ca-certificates/mozilla/*.crt; do
+  # shellcheck disable=SC1003 # sed's "append a newline if the last line has none"
   sed -e '$a\' "$f" >> "$work/bundle.crt"
 done
 mkdir -p "$(dirname "$out")"
