@@ -68,7 +68,7 @@ func (b *builder) image(platforms []platform, binaries map[platform]string) erro
 		if p.arch == "arm64" {
 			plat.Variant = "v8"
 		}
-		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: plat}})
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: noArtifactType{img}, Descriptor: v1.Descriptor{Platform: plat}})
 	}
 	idx = mutate.Annotations(idx, b.labels()).(v1.ImageIndex)
 
@@ -200,3 +200,12 @@ func dirEntries(dir string) ([]tarEntry, error) {
 	})
 	return out, err
 }
+
+// noArtifactType is an image whose descriptor in an index has no artifactType. The OCI image
+// spec 1.1 makes it optional, and go-containerregistry sets it to the config's media type; tools
+// that predate 1.1 (Debian 12's skopeo 1.9) drop it when they copy the index, and with it the
+// index's digest, so a pushed image would not have the digest of the release.
+type noArtifactType struct{ v1.Image }
+
+// ArtifactType is empty: see noArtifactType.
+func (noArtifactType) ArtifactType() (string, error) { return "", nil }

@@ -492,6 +492,7 @@ func checkImage(t *testing.T, archive, version, commit string, commitTime time.T
 		require.NotNil(t, desc.Platform)
 		assert.Equal(t, p.os, desc.Platform.OS)
 		assert.Equal(t, p.arch, desc.Platform.Architecture)
+		assert.Empty(t, desc.ArtifactType, "no artifactType: tools before OCI 1.1 would drop it and change the index's digest")
 		img, err := idx.Image(desc.Digest)
 		require.NoError(t, err)
 		cf, err := img.ConfigFile()
