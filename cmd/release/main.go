@@ -1,7 +1,7 @@
 // Command release builds a fleetbot release from a commit, reproducibly, without publishing
 // anything (make release VERSION=vX.Y.Z; docs/versioning.md):
 //
-//   - a static fleetbot binary per platform (CGO_ENABLED=0, -trimpath, -buildvcs=false,
+//   - a fleetbot binary per platform (CGO_ENABLED=0: static on linux, -trimpath, -buildvcs=false,
 //     version and commit stamped with -ldflags), packed as a tar.gz with the README and the
 //     CHANGELOG;
 //   - a CycloneDX SBOM per binary, written by cyclonedx-gomod from the binary's build
