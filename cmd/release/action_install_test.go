@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -71,8 +72,18 @@ func (r fakeRelease) archive(t *testing.T, claims string) ([]byte, [32]byte) {
 // releaseServer serves releases at /<tag>/<file> on 127.0.0.1 and counts the requests.
 type releaseServer struct {
 	url      string
-	files    map[string][]byte
 	requests atomic.Int64
+	// mu guards files: the test adds releases while the server may answer (the requests come
+	// from curl processes, an order the race detector cannot see).
+	mu    sync.Mutex
+	files map[string][]byte
+}
+
+func (s *releaseServer) file(name string) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.files[name]
+	return b, ok
 }
 
 func newReleaseServer(t *testing.T) *releaseServer {
@@ -82,7 +93,7 @@ func newReleaseServer(t *testing.T) *releaseServer {
 	require.NoError(t, err)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
-		b, ok := s.files[strings.TrimPrefix(r.URL.Path, "/")]
+		b, ok := s.file(strings.TrimPrefix(r.URL.Path, "/"))
 		if !ok {
 			http.NotFound(w, r)
 			return
@@ -97,6 +108,8 @@ func newReleaseServer(t *testing.T) *releaseServer {
 
 func (s *releaseServer) add(t *testing.T, r fakeRelease, platforms ...platform) {
 	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for name, b := range r.files(t, platforms...) {
 		s.files[r.version+"/"+name] = b
 	}
@@ -193,7 +206,7 @@ func TestActionInstallsTheReleasedBinary(t *testing.T) {
 	linux := platform{"linux", "amd64"}
 	srv.add(t, fakeRelease{version: "v1.2.2", commit: old}, linux)
 	srv.add(t, fakeRelease{version: "v1.2.3", commit: cur}, linux, platform{"darwin", "arm64"})
-	released := srv.files["v1.2.3/"+(&builder{cfg: config{version: "v1.2.3"}}).archiveName(linux)]
+	released, _ := srv.file("v1.2.3/" + (&builder{cfg: config{version: "v1.2.3"}}).archiveName(linux))
 
 	env := func(kv ...string) map[string]string {
 		m := map[string]string{"FLEETBOT_GIT_URL": repo.dir, "FLEETBOT_RELEASES_URL": srv.url}
