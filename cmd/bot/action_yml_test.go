@@ -392,3 +392,25 @@ func TestThirdPartyPinsAreImmutable(t *testing.T) {
 		assert.Regexp(t, `@sha256:[0-9a-f]{64}$`, m[1], "Dockerfile: %s is pinned by digest", m[1])
 	}
 }
+
+// TestExamplesPinTheMajorTag: every workflow step in the examples, the README and docs/action.md
+// uses fleetbot by its major tag, one and the same, so copied as is a workflow runs the newest
+// release of that major (the Action downloads and verifies its binary; docs/versioning.md says
+// what a major tag promises).
+func TestExamplesPinTheMajorTag(t *testing.T) {
+	t.Parallel()
+	step := regexp.MustCompile(`(?m)^\s*(?:-\s+)?uses:\s*fleetbot-io/fleetbot@(\S+)`)
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "workflows", "*.yml"))
+	require.NoError(t, err)
+	files = append(files, filepath.Join("..", "..", "README.md"), filepath.Join("..", "..", "docs", "action.md"))
+	n := 0
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		require.NoError(t, err)
+		for _, m := range step.FindAllStringSubmatch(string(b), -1) {
+			n++
+			assert.Equal(t, "v1", m[1], "%s: uses fleetbot-io/fleetbot@v1", file)
+		}
+	}
+	assert.GreaterOrEqual(t, n, 7, "the examples and docs/action.md use the Action")
+}
