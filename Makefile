@@ -8,11 +8,12 @@ PKGS      ?= ./...
 
 export GOTOOLCHAIN := local
 
-.PHONY: schemas build test test-short fuzz e2e e2e-tools lint bench bench-quick bench-go screenshot demo clean
+.PHONY: schemas build test test-short fuzz e2e e2e-tools lint bench bench-quick bench-go screenshot demo clean release sbom-tool ca-certificates
 
 ## build: the fleetbot binary in bin/ (rebuilt only when a source file changed). No -trimpath
 ## here: it changes every package's build-cache key, so the first make demo after go run or
-## go test recompiled every dependency (minutes); the Dockerfile and action.yml keep it.
+## go test recompiled every dependency (minutes); make release, the Dockerfile and action.yml
+## keep it.
 build: $(BIN)
 
 $(BIN): go.mod go.sum $(shell git ls-files '*.go' 2>/dev/null)
@@ -24,9 +25,10 @@ schemas:
 
 ## test: vet, then every test with the race detector (go test -race -count=1 $(PKGS), from test
 ## binaries kept in .cache/test-bin/race/ so only the stale ones are linked again: scripts/test.sh)
-test: schemas
+## (cmd/release's test builds a release of the work tree with the pinned SBOM tool: $(SBOM_TOOL))
+test: schemas $(SBOM_TOOL)
 	$(GO) vet $(PKGS)
-	GO=$(GO) PKGS="$(PKGS)" scripts/test.sh
+	FLEETBOT_SBOM_TOOL=$(CURDIR)/$(SBOM_TOOL) GO=$(GO) PKGS="$(PKGS)" scripts/test.sh
 
 ## e2e: fleetbot on a real API server and real Flux (etcd from Debian's etcd-server;
 ## kube-apiserver, kube-controller-manager and the Flux controllers built once per tool set,
@@ -55,16 +57,19 @@ fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh $(FUZZTARGETS)
 
 STATICCHECK_VERSION ?= v0.8.2
+ACTIONLINT_VERSION  ?= v1.7.12
 GOCYCLO_VERSION     ?= v0.6.0
 # The packages whose functions must stay at or below cyclomatic complexity CYCLO_MAX (the
 # operations and the pure decisions: reconcile's phases, pr's decision, the rollout gate).
 CYCLO_PKGS ?= internal/reconcile internal/pr internal/rollout
 CYCLO_MAX  ?= 20
 
-## lint: formatting, vet, staticcheck (module v0.8.2 = release 2026.2.2, pinned) and gocyclo
+## lint: formatting, vet, staticcheck (module v0.8.2 = release 2026.2.2, pinned), gocyclo
 ## (v0.6.0, pinned): no function of CYCLO_PKGS above cyclomatic complexity CYCLO_MAX (fails),
-## and the functions above it elsewhere (listed, not failed); tools installed into bin/ on first use
-lint: bin/staticcheck-$(STATICCHECK_VERSION) bin/gocyclo-$(GOCYCLO_VERSION)
+## and the functions above it elsewhere (listed, not failed); actionlint over the example
+## workflows (pinned); tools installed into bin/ on first use; shellcheck (Debian's) over the
+## Action's install script
+lint: bin/staticcheck-$(STATICCHECK_VERSION) bin/gocyclo-$(GOCYCLO_VERSION) bin/actionlint-$(ACTIONLINT_VERSION)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	bin/staticcheck-$(STATICCHECK_VERSION) $(PKGS)
@@ -72,6 +77,9 @@ lint: bin/staticcheck-$(STATICCHECK_VERSION) bin/gocyclo-$(GOCYCLO_VERSION)
 	if [ -n "$$out" ]; then echo "cyclomatic complexity above $(CYCLO_MAX) in $(CYCLO_PKGS): split into named steps"; echo "$$out"; exit 1; fi
 	@out=$$(bin/gocyclo-$(GOCYCLO_VERSION) -over $(CYCLO_MAX) -ignore '_test\.go$$' $$(git ls-files '*.go' | xargs -n1 dirname | sort -u) | sort -u | sort -rn); \
 	if [ -n "$$out" ]; then echo "gocyclo: $$(echo "$$out" | wc -l) functions above $(CYCLO_MAX) outside $(CYCLO_PKGS) (reported, not failed):"; echo "$$out"; fi
+	bin/actionlint-$(ACTIONLINT_VERSION) examples/workflows/*.yml
+	@if command -v shellcheck >/dev/null; then shellcheck scripts/action-install.sh scripts/ca-certificates.sh; \
+	else echo "lint: shellcheck is not installed (apt-get install shellcheck; CI installs it): the Action's install script was not checked"; fi
 
 bin/staticcheck-$(STATICCHECK_VERSION):
 	GOBIN=$(CURDIR)/bin GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -80,6 +88,42 @@ bin/staticcheck-$(STATICCHECK_VERSION):
 bin/gocyclo-$(GOCYCLO_VERSION):
 	GOBIN=$(CURDIR)/bin GOFLAGS= $(GO) install github.com/fzipp/gocyclo/cmd/gocyclo@$(GOCYCLO_VERSION)
 	mv bin/gocyclo $@
+
+bin/actionlint-$(ACTIONLINT_VERSION):
+	GOBIN=$(CURDIR)/bin/.actionlint-install GOFLAGS= $(GO) install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
+	mv bin/.actionlint-install/actionlint $@
+
+# The SBOM generator of make release: CycloneDX's own, for Go binaries (pinned; installed into
+# bin/ on first use).
+CYCLONEDX_GOMOD_VERSION ?= v1.10.0
+SBOM_TOOL := bin/cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION)
+PLATFORMS ?= linux/amd64,linux/arm64,darwin/amd64,darwin/arm64
+# The image's org.opencontainers.image.licenses, an SPDX expression: NOASSERTION (SPDX's "not
+# stated") until the repository has a LICENSE file.
+LICENSES  ?= NOASSERTION
+
+## release: release VERSION (make release VERSION=v1.2.3; vMAJOR.MINOR.PATCH[-PRERELEASE]) of the
+## committed HEAD into dist/VERSION/: fleetbot for PLATFORMS as tar.gz, a CycloneDX SBOM per
+## binary, the OCI image of the linux binaries, SHA256SUMS. Reproducible: the same commit and Go
+## release give the same bytes. Refuses a work tree with uncommitted changes (ALLOW_DIRTY=1
+## builds one anyway, stamped <sha>-dirty: for trying it, never to publish). Publishes nothing
+## (docs/versioning.md: how a release is published and verified).
+release: $(SBOM_TOOL)
+	$(if $(filter command line environment,$(origin VERSION)),,$(error make release needs VERSION=vMAJOR.MINOR.PATCH, e.g. make release VERSION=v1.2.3))
+	$(GO) run ./cmd/release -version "$(VERSION)" -out dist -platforms "$(PLATFORMS)" -licenses "$(LICENSES)" \
+		-sbom-tool $(CURDIR)/$(SBOM_TOOL) $(if $(ALLOW_DIRTY),-allow-dirty)
+
+## sbom-tool: install the pinned cyclonedx-gomod into bin/ if needed and print its path
+sbom-tool: $(SBOM_TOOL)
+	@echo $(CURDIR)/$(SBOM_TOOL)
+
+$(SBOM_TOOL):
+	GOBIN=$(CURDIR)/bin/.cyclonedx-install GOFLAGS= $(GO) install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)
+	mv bin/.cyclonedx-install/cyclonedx-gomod $@
+
+## ca-certificates: rebuild the image's CA bundle from Debian's ca-certificates (pinned in the script)
+ca-certificates:
+	scripts/ca-certificates.sh
 
 KUSTOMIZE_VERSION ?= v5.8.2
 
@@ -117,4 +161,4 @@ demo: build
 	git --git-dir $(FORGE)/acme/cluster-prod-eu-1.git log --oneline --all
 
 clean:
-	rm -rf bin .fleetbot
+	rm -rf bin .fleetbot dist

@@ -101,6 +101,10 @@ func loadActionMetadata(t *testing.T) (actionMetadata, []byte) {
 	return md, b
 }
 
+// setupInputs are the inputs action.yml's own steps read to install fleetbot (which binary
+// runs); fleetbot action does not read them.
+var setupInputs = []string{"build-from-source"}
+
 func TestActionMetadata(t *testing.T) {
 	t.Parallel()
 	md, _ := loadActionMetadata(t)
@@ -124,9 +128,9 @@ func TestActionMetadata(t *testing.T) {
 		assert.Contains(t, string(doc), "| `"+name+"` |", "docs/action.md documents input %s", name)
 	}
 	sort.Strings(names)
-	want := action.InputNames()
+	want := append(action.InputNames(), setupInputs...)
 	sort.Strings(want)
-	assert.Equal(t, want, names, "action.yml inputs are the inputs fleetbot action reads")
+	assert.Equal(t, want, names, "action.yml inputs are the inputs fleetbot action reads, and the install step's")
 
 	var all []ref
 	for name, in := range md.Inputs {
@@ -171,6 +175,19 @@ func TestActionMetadata(t *testing.T) {
 		}
 		// Expressions inside a script are template injection; pass them through env.
 		assert.Empty(t, expression.FindAllString(s.Run, -1), "%s: run uses no ${{ }}", where)
+	}
+
+	// The first step installs the released fleetbot or says to build it: the Go set-up and the
+	// build run only then (docs/action.md, Which fleetbot runs).
+	install := md.Runs.Steps[0]
+	assert.Equal(t, "install", install.ID)
+	assert.Equal(t, `bash "$FLEETBOT_ACTION_PATH/scripts/action-install.sh"`, install.Run)
+	assert.Equal(t, "${{ inputs.build-from-source }}", install.Env["FLEETBOT_BUILD_FROM_SOURCE"])
+	assert.Equal(t, "${{ github.action_ref }}", install.Env["FLEETBOT_ACTION_REF"])
+	for _, s := range md.Runs.Steps {
+		if strings.HasPrefix(s.Uses, "actions/setup-go@") || strings.Contains(s.Run, "go build") {
+			assert.Equal(t, "steps.install.outputs.build == 'true'", s.If, "%s runs only to build from source", s.Name)
+		}
 	}
 
 	// The step running fleetbot hands it every input as INPUT_<NAME>.
@@ -253,6 +270,7 @@ type exampleWorkflow struct {
 	Jobs map[string]struct {
 		Steps []struct {
 			ID   string            `yaml:"id"`
+			If   string            `yaml:"if"`
 			Uses string            `yaml:"uses"`
 			With map[string]string `yaml:"with"`
 		} `yaml:"steps"`
@@ -300,6 +318,28 @@ func TestExampleWorkflows(t *testing.T) {
 					assert.NotContains(t, wf.Concurrency.Group, "github.sha", "%s: one group for every apply", file)
 					assert.NotEmpty(t, s.With["app-id"], "%s: apply needs the App", file)
 					assert.NotEmpty(t, s.With["private-key"], "%s: apply needs the App", file)
+					// Copied as is, a push must not plan the whole fleet: cache-dir is kept between
+					// runs, restored before and saved after (after a failure too) under a key of
+					// its own per run, restored by prefix.
+					dir := s.With["cache-dir"]
+					assert.NotEmpty(t, dir, "%s: apply keeps cache-dir between runs", file)
+					var restore, save map[string]string
+					for _, c := range job.Steps {
+						switch {
+						case strings.HasPrefix(c.Uses, "actions/cache/restore@"):
+							restore = c.With
+						case strings.HasPrefix(c.Uses, "actions/cache/save@"):
+							save = c.With
+							assert.Equal(t, "always()", c.If, "%s: the cache is saved after a failed run too", file)
+						}
+					}
+					require.NotNil(t, restore, "%s: actions/cache/restore before the apply", file)
+					require.NotNil(t, save, "%s: actions/cache/save after the apply", file)
+					assert.Equal(t, dir, restore["path"], file)
+					assert.Equal(t, dir, save["path"], file)
+					assert.Equal(t, restore["key"], save["key"], file)
+					assert.Contains(t, save["key"], "github.run_id", "%s: one key per run (an entry cannot be overwritten)", file)
+					assert.True(t, strings.HasPrefix(save["key"], restore["restore-keys"]), "%s: the next run restores it by prefix", file)
 				case action.ModeCheckWorkspace, action.ModeCheckCluster:
 				default:
 					t.Errorf("%s: mode %q", file, mode)
@@ -315,7 +355,7 @@ func TestExampleWorkflows(t *testing.T) {
 // TestThirdPartyPinsAreImmutable: every action the Action, its examples and its docs use (other
 // than fleetbot's own) is pinned to a full commit SHA with the version in a comment, and every
 // base image of the Dockerfile to a digest: a moved tag cannot change what runs. The current
-// majors run on node24 (checkout and setup-go v7); bump with docs/action.md's recipe.
+// majors run on node24 (checkout and setup-go v7, cache v5); bump with docs/action.md's recipe.
 func TestThirdPartyPinsAreImmutable(t *testing.T) {
 	t.Parallel()
 	usesRE := regexp.MustCompile(`uses:\s*(\S+)(.*)`)
@@ -346,6 +386,31 @@ func TestThirdPartyPinsAreImmutable(t *testing.T) {
 	froms := regexp.MustCompile(`(?m)^FROM\s+(\S+)`).FindAllStringSubmatch(string(b), -1)
 	require.NotEmpty(t, froms)
 	for _, m := range froms {
+		if m[1] == "scratch" { // no image: nothing to pull
+			continue
+		}
 		assert.Regexp(t, `@sha256:[0-9a-f]{64}$`, m[1], "Dockerfile: %s is pinned by digest", m[1])
 	}
+}
+
+// TestExamplesPinTheMajorTag: every workflow step in the examples, the README and docs/action.md
+// uses fleetbot by its major tag, one and the same, so copied as is a workflow runs the newest
+// release of that major (the Action downloads and verifies its binary; docs/versioning.md says
+// what a major tag promises).
+func TestExamplesPinTheMajorTag(t *testing.T) {
+	t.Parallel()
+	step := regexp.MustCompile(`(?m)^\s*(?:-\s+)?uses:\s*fleetbot-io/fleetbot@(\S+)`)
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "workflows", "*.yml"))
+	require.NoError(t, err)
+	files = append(files, filepath.Join("..", "..", "README.md"), filepath.Join("..", "..", "docs", "action.md"))
+	n := 0
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		require.NoError(t, err)
+		for _, m := range step.FindAllStringSubmatch(string(b), -1) {
+			n++
+			assert.Equal(t, "v1", m[1], "%s: uses fleetbot-io/fleetbot@v1", file)
+		}
+	}
+	assert.GreaterOrEqual(t, n, 7, "the examples and docs/action.md use the Action")
 }

@@ -24,8 +24,15 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version and commit are set at build time with -ldflags "-X main.version=... -X main.commit=...":
+// make release stamps the release's version and the commit it was built from (it builds with
+// -buildvcs=false, so a binary does not depend on the state of a .git directory; see
+// docs/versioning.md). A build that stamps no commit falls back to the VCS revision the go
+// command recorded, if any.
+var (
+	version = "dev"
+	commit  = ""
+)
 
 func main() {
 	if cmd, _, err := (&frontend{}).rootCommand().Find(os.Args[1:]); err == nil && !longRunning[cmd.Name()] {
@@ -90,7 +97,10 @@ kustomize, and proposes it as a pull request per repo. Flux on each cluster
 applies what lands.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version prints what `fleetbot version` prints.
+		Version: version,
 	}
+	root.SetVersionTemplate("fleetbot {{.Version}}\n")
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.control, "control", ".", "control repo directory")
 	pf.StringVar(&a.forge, "forge", "", `where target repos live: "local:PATH" (git repos on disk) or "github"`)
@@ -152,7 +162,7 @@ platform and the commit it was built from (docs/report.md).`,
 				d.Build = buildInfo()
 				return d.WriteJSON(a.stdout)
 			}
-			_, err := fmt.Fprintf(a.stdout, "fleetbot %s\n", version)
+			_, err := io.WriteString(a.stdout, versionLine())
 			return err
 		},
 	}
@@ -160,10 +170,19 @@ platform and the commit it was built from (docs/report.md).`,
 	return cmd
 }
 
+// versionLine is the text of `fleetbot version` and `fleetbot --version`.
+func versionLine() string {
+	return "fleetbot " + version + "\n"
+}
+
 // buildInfo is the version of this binary: the -ldflags version, the Go release and platform,
-// and the VCS revision the go command stamped (none under go run or -buildvcs=false).
+// and the commit: the one -ldflags stamped (make release), else the VCS revision the go command
+// recorded (none under go run or -buildvcs=false).
 func buildInfo() *report.Build {
-	b := &report.Build{Version: version, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	b := &report.Build{Version: version, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH, Revision: commit}
+	if b.Revision != "" {
+		return b
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
 			if s.Key == "vcs.revision" {

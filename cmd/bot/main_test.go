@@ -51,7 +51,12 @@ func TestVersion(t *testing.T) {
 	t.Parallel()
 	code, out, _ := cli(t, "version")
 	assert.Equal(t, 0, code)
-	assert.Contains(t, out, "fleetbot ")
+	assert.Equal(t, "fleetbot "+version+"\n", out)
+
+	// --version is cobra's flag on the root command and prints the same line.
+	code, flagOut, errOut := cli(t, "--version")
+	assert.Equal(t, 0, code, errOut)
+	assert.Equal(t, out, flagOut, "fleetbot --version prints what fleetbot version prints")
 }
 
 func TestValidateExample(t *testing.T) {
