@@ -8,6 +8,12 @@ PKGS      ?= ./...
 
 export GOTOOLCHAIN := local
 
+# The SBOM generator of make release: CycloneDX's own, for Go binaries (pinned; installed into
+# bin/ on first use). Defined before any rule names it: make expands a rule's prerequisites
+# when it reads the rule.
+CYCLONEDX_GOMOD_VERSION ?= v1.10.0
+SBOM_TOOL := bin/cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION)
+
 .PHONY: schemas build test test-short fuzz e2e e2e-tools lint bench bench-quick bench-go screenshot demo clean release sbom-tool ca-certificates
 
 ## build: the fleetbot binary in bin/ (rebuilt only when a source file changed). No -trimpath
@@ -93,10 +99,6 @@ bin/actionlint-$(ACTIONLINT_VERSION):
 	GOBIN=$(CURDIR)/bin/.actionlint-install GOFLAGS= $(GO) install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
 	mv bin/.actionlint-install/actionlint $@
 
-# The SBOM generator of make release: CycloneDX's own, for Go binaries (pinned; installed into
-# bin/ on first use).
-CYCLONEDX_GOMOD_VERSION ?= v1.10.0
-SBOM_TOOL := bin/cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION)
 PLATFORMS ?= linux/amd64,linux/arm64,darwin/amd64,darwin/arm64
 # The image's org.opencontainers.image.licenses, an SPDX expression: NOASSERTION (SPDX's "not
 # stated") until the repository has a LICENSE file.
