@@ -82,7 +82,45 @@ func (req checkRunRequest) apply(cr *checkRun, now time.Time) {
 	}
 }
 
+// checkRunsDocURL is the documentation_url of GitHub's answers on check runs.
+const checkRunsDocURL = "https://docs.github.com/rest/checks/runs#create-a-check-run"
+
+// onlyApps refuses a check run request not made by a GitHub App: "To create a check run, you
+// must use a GitHub App. OAuth apps and authenticated users are not able to create a check
+// suite." A personal access token gets 403 "You must authenticate via a GitHub App."
+// https://docs.github.com/rest/checks/runs#create-a-check-run
+func onlyApps(w http.ResponseWriter, r *http.Request) bool {
+	if principalOf(r).kind == "installation" {
+		return true
+	}
+	writeJSON(w, http.StatusForbidden, apiError{Message: "You must authenticate via a GitHub App.", DocumentationURL: checkRunsDocURL})
+	return false
+}
+
+// validate refuses what GitHub refuses in a check run request: a conclusion missing while
+// status is completed or completed_at is given ("Required if you provide completed_at or a
+// status of completed"), the conclusion stale ("only GitHub can set this"), and an output
+// over GitHub's limits (checkRunOutputError).
+// https://docs.github.com/rest/checks/runs#update-a-check-run
+func (req checkRunRequest) validate() *httpError {
+	completed := (req.Status != nil && *req.Status == "completed") || req.CompletedAt != nil
+	switch {
+	case completed && req.Conclusion == nil:
+		return validationError("CheckRun", "conclusion", "missing_field",
+			"conclusion is required when status is completed or completed_at is given")
+	case req.Conclusion != nil && *req.Conclusion == "stale":
+		return validationError("CheckRun", "conclusion", "invalid", "stale can only be set by GitHub")
+	}
+	if req.Output != nil {
+		return checkRunOutputError(*req.Output)
+	}
+	return nil
+}
+
 func (s *Server) handleCreateCheckRun(w http.ResponseWriter, r *http.Request) {
+	if !onlyApps(w, r) {
+		return
+	}
 	rm, g, err := s.gitData(r, true)
 	if err != nil {
 		writeErr(w, err)
@@ -95,6 +133,10 @@ func (s *Server) handleCreateCheckRun(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.Name == nil || req.HeadSHA == nil {
 		writeErr(w, validationFailed("CheckRun", "name", "missing_field"))
+		return
+	}
+	if herr := req.validate(); herr != nil {
+		writeErr(w, herr)
 		return
 	}
 	head, err := g.resolveCommit(*req.HeadSHA)
@@ -110,6 +152,9 @@ func (s *Server) handleCreateCheckRun(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleUpdateCheckRun(w http.ResponseWriter, r *http.Request) {
+	if !onlyApps(w, r) {
+		return
+	}
 	rm, err := s.writableRepo(r)
 	if err != nil {
 		writeErr(w, err)
@@ -127,6 +172,10 @@ func (s *Server) handleUpdateCheckRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.HeadSHA = nil
+	if herr := req.validate(); herr != nil {
+		writeErr(w, herr)
+		return
+	}
 	req.apply(cr, s.clock.Now())
 	writeJSON(w, http.StatusOK, s.fullCheckRunJSON(rm, cr))
 }

@@ -263,6 +263,10 @@ func (s *Server) handleCreatePull(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, validationFailed("PullRequest", "title", "missing_field"))
 		return
 	}
+	if herr := pullBodyError(req.Body); herr != nil {
+		writeErr(w, herr)
+		return
+	}
 	for _, is := range rm.Issues {
 		if is.Pull != nil && is.State == "open" && is.Pull.Head == head && is.Pull.Base == req.Base {
 			writeErr(w, &httpError{status: http.StatusUnprocessableEntity, message: "Validation Failed",
@@ -302,6 +306,12 @@ func (s *Server) handleEditPull(w http.ResponseWriter, r *http.Request) {
 	if err := decodeBody(r, &req); err != nil {
 		writeErr(w, err)
 		return
+	}
+	if req.Body != nil {
+		if herr := pullBodyError(*req.Body); herr != nil {
+			writeErr(w, herr)
+			return
+		}
 	}
 	now := s.clock.Now()
 	actor := principalOf(r).login
@@ -503,6 +513,10 @@ func (s *Server) handleCreateIssue(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, validationFailed("Issue", "title", "missing_field"))
 		return
 	}
+	if herr := issueBodyError(req.Body); herr != nil {
+		writeErr(w, herr)
+		return
+	}
 	is := s.newIssueLocked(rm, req.Title, req.Body, principalOf(r).login)
 	is.Labels = addLabels(is.Labels, req.Labels)
 	writeJSON(w, http.StatusCreated, s.fullIssueJSON(rm, is))
@@ -563,6 +577,10 @@ func (s *Server) handleCreateComment(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, validationFailed("IssueComment", "body", "missing_field"))
 		return
 	}
+	if herr := commentBodyError(req.Body); herr != nil {
+		writeErr(w, herr)
+		return
+	}
 	now := s.clock.Now()
 	c := &comment{ID: s.st.nextID(), Number: is.Number, Body: req.Body, User: principalOf(r).login, CreatedAt: now, UpdatedAt: now}
 	rm.Comments = append(rm.Comments, c)
@@ -596,6 +614,10 @@ func (s *Server) handleComment(w http.ResponseWriter, r *http.Request) {
 		}
 		if err := decodeBody(r, &req); err != nil {
 			writeErr(w, err)
+			return
+		}
+		if herr := commentBodyError(req.Body); herr != nil {
+			writeErr(w, herr)
 			return
 		}
 		c.Body, c.UpdatedAt = req.Body, s.clock.Now()

@@ -6,13 +6,22 @@ import (
 	"unicode/utf8"
 )
 
-// Check-run limits GitHub enforces.
+// Check-run limits GitHub enforces
+// (https://docs.github.com/rest/checks/runs#create-a-check-run).
 const (
-	// MaxCheckText is the most characters GitHub accepts in a check run's
-	// output summary or text.
+	// MaxCheckText is the most BYTES (UTF-8) GitHub accepts in a check run's output summary
+	// or text. Its documentation says "65535 characters", but GitHub measures bytes: a
+	// longer one is 422 "summary exceeds a maximum bytesize of 65535" (github/docs#35252),
+	// and fleetbot's Markdown is full of multi-byte characters (→ ✅ — …).
 	MaxCheckText = 65535
 	// MaxAnnotations is the most annotations one check run request carries.
 	MaxAnnotations = 50
+	// MaxAnnotationMessage is the most bytes of an annotation's message ("The maximum size
+	// is 64 KB").
+	MaxAnnotationMessage = 64 << 10
+	// MaxAnnotationTitle is the most characters of an annotation's title ("The maximum size
+	// is 255 characters").
+	MaxAnnotationTitle = 255
 )
 
 // DefaultCheckName is the name of fleetbot's check run on control-repo
@@ -31,7 +40,7 @@ const (
 type CheckResult struct {
 	Conclusion string
 	Title      string
-	// Summary and Text are markdown; they are truncated to MaxCheckText.
+	// Summary and Text are markdown; they are truncated to MaxCheckText bytes.
 	Summary, Text string
 	// Annotations point at control repo files (at most MaxAnnotations are sent).
 	Annotations []Annotation
@@ -69,19 +78,19 @@ type RolloutChecks interface {
 // truncationNote ends a truncated check run text.
 const truncationNote = "\n\n… truncated to fit GitHub's check run limit; run `fleetbot plan` for the full plan.\n"
 
-// TruncateMarkdown returns s if it has at most limit characters; otherwise
-// a prefix cut at a line boundary, with open <details> blocks and code
-// fences closed and a note appended, within limit characters.
+// TruncateMarkdown returns s if it has at most limit bytes (UTF-8, as GitHub measures a check
+// run's text); otherwise a prefix cut at a line boundary, with open <details> blocks and code
+// fences closed and a note appended, within limit bytes and valid UTF-8.
 func TruncateMarkdown(s string, limit int) string {
-	if utf8.RuneCountInString(s) <= limit {
+	if len(s) <= limit {
 		return s
 	}
 	// Room for the note and for closing what the cut leaves open.
-	budget := limit - utf8.RuneCountInString(truncationNote) - 64
+	budget := limit - len(truncationNote) - 64
 	if budget <= 0 {
-		return string([]rune(truncationNote)[:max(limit, 0)])
+		return truncateBytes(truncationNote, limit)
 	}
-	cut := string([]rune(s)[:budget])
+	cut := truncateBytes(s, budget)
 	if i := strings.LastIndexByte(cut, '\n'); i > 0 {
 		cut = cut[:i]
 	}
@@ -95,4 +104,28 @@ func TruncateMarkdown(s string, limit int) string {
 		closing.WriteString("\n</details>")
 	}
 	return cut + closing.String() + truncationNote
+}
+
+// truncateBytes returns the longest prefix of s of at most n bytes that does not split a
+// UTF-8 sequence.
+func truncateBytes(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// TruncateRunes returns s cut to at most n characters (GitHub counts an annotation's title in
+// characters).
+func TruncateRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:max(n, 0)])
 }

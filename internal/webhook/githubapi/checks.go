@@ -82,7 +82,9 @@ func (c *GitHubChecks) Finish(ctx context.Context, id int64, r webhook.CheckResu
 		line := max(a.Line, 1)
 		out.Annotations = append(out.Annotations, &gh.CheckRunAnnotation{
 			Path: gh.String(a.Path), StartLine: gh.Int(line), EndLine: gh.Int(line),
-			AnnotationLevel: gh.String(a.Level), Message: gh.String(a.Message), Title: gh.String(a.Title),
+			AnnotationLevel: gh.String(a.Level),
+			Message:         gh.String(webhook.TruncateMarkdown(a.Message, webhook.MaxAnnotationMessage)),
+			Title:           gh.String(webhook.TruncateRunes(a.Title, webhook.MaxAnnotationTitle)),
 		})
 	}
 	_, _, err := c.api.Checks.UpdateCheckRun(ctx, c.owner, c.name, id, gh.UpdateCheckRunOptions{
