@@ -28,6 +28,10 @@ type principal struct {
 	installationID int64
 	bucket         string // primary-limit bucket
 	tokenExpiry    string
+	// perms and repos narrow an installation token (nil: the App's permissions, every
+	// repository of the installation).
+	perms map[string]string
+	repos map[string]bool
 }
 
 type principalKey struct{}
@@ -98,6 +102,13 @@ func (s *Server) authenticate(r *http.Request, isAPI bool, route string) (princi
 		}
 		p.kind = "installation"
 		p.installationID = tok.InstallationID
+		p.perms = tok.Permissions
+		if tok.Repos != nil {
+			p.repos = map[string]bool{}
+			for _, k := range tok.Repos {
+				p.repos[k] = true
+			}
+		}
 		p.bucket = "installation:" + strconv.FormatInt(tok.InstallationID, 10)
 	}
 	return p, nil
@@ -213,13 +224,8 @@ func (s *Server) installationJSON(in *installation) *github.Installation {
 		AccessTokensURL:     github.String(fmt.Sprintf("%sapp/installations/%d/access_tokens", base, in.ID)),
 		RepositoriesURL:     github.String(base + "installation/repositories"),
 		HTMLURL:             github.String(fmt.Sprintf("%s/organizations/%s/settings/installations/%d", s.URL, acct.Login, in.ID)),
-		Permissions: &github.InstallationPermissions{
-			Administration: github.String("write"), Contents: github.String("write"),
-			PullRequests: github.String("write"), Issues: github.String("write"),
-			Checks: github.String("write"), Statuses: github.String("write"),
-			Members: github.String("read"), Metadata: github.String("read"),
-		},
-		Events:    []string{"push", "pull_request", "installation"},
+		Permissions: installationPermissions(s.grantedPermissions()),
+		Events:      s.appEvents(),
 		CreatedAt: &github.Timestamp{Time: in.Created},
 		UpdatedAt: &github.Timestamp{Time: in.Created},
 	}
@@ -260,6 +266,9 @@ func (s *Server) handleAccountInstallation(w http.ResponseWriter, r *http.Reques
 	writeErr(w, errNotFound)
 }
 
+// handleCreateAccessToken mints an installation token, narrowed to the repositories and
+// permissions the body asks for (tokenscope.go).
+// https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app
 func (s *Server) handleCreateAccessToken(w http.ResponseWriter, r *http.Request) {
 	id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	in := s.st.Installations[id]
@@ -267,12 +276,53 @@ func (s *Server) handleCreateAccessToken(w http.ResponseWriter, r *http.Request)
 		writeErr(w, errNotFound)
 		return
 	}
+	req, err := decodeTokenRequest(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	repos, perms, herr := s.scopeLocked(in, req)
+	if herr != nil {
+		writeErr(w, herr)
+		return
+	}
 	tok := s.mintTokenLocked(id)
-	writeJSON(w, http.StatusCreated, &github.InstallationToken{
+	tok.Repos, tok.Permissions = repos, perms
+	out := &github.InstallationToken{
 		Token:       github.String(tok.Token),
 		ExpiresAt:   &github.Timestamp{Time: s.clock.toWall(tok.ExpiresAt).UTC().Truncate(time.Second)},
-		Permissions: s.installationJSON(in).Permissions,
-	})
+		Permissions: installationPermissions(s.tokenPermissions(principal{perms: perms})),
+	}
+	full := asMap(out)
+	full["repository_selection"] = "all"
+	if repos != nil {
+		list := []map[string]any{}
+		for _, k := range repos {
+			list = append(list, s.fullRepoJSON(s.st.Repos[k]))
+		}
+		full["repository_selection"], full["repositories"] = "selected", list
+	}
+	writeJSON(w, http.StatusCreated, full)
+}
+
+// grantedPermissions are the App's permissions: its manifest's, or (without one) those the
+// fake's App has always shown.
+func (s *Server) grantedPermissions() map[string]string {
+	if s.cfg.appPerms != nil {
+		return s.cfg.appPerms
+	}
+	return map[string]string{
+		"administration": "write", "contents": "write", "pull_requests": "write", "issues": "write",
+		"checks": "write", "statuses": "write", "members": "read", "metadata": "read",
+	}
+}
+
+// appEvents are the events the App subscribes to: its manifest's, or the ones the fake sends.
+func (s *Server) appEvents() []string {
+	if s.cfg.appEvents != nil {
+		return s.cfg.appEvents
+	}
+	return []string{"push", "pull_request", "installation", "status", "check_run"}
 }
 
 func (s *Server) mintTokenLocked(installationID int64) *accessToken {
@@ -295,17 +345,21 @@ func (s *Server) handleInstallationRepos(w http.ResponseWriter, r *http.Request)
 		writeErr(w, errorf(http.StatusForbidden, "This endpoint requires an installation token"))
 		return
 	}
-	var repos []*github.Repository
+	var repos []*repoMeta
 	for _, k := range slices.Sorted(maps.Keys(s.st.Repos)) {
-		if rm := s.st.Repos[k]; strings.EqualFold(rm.Owner, in.Account) {
-			repos = append(repos, s.repoJSON(rm))
+		if rm := s.st.Repos[k]; strings.EqualFold(rm.Owner, in.Account) && p.inScope(rm) {
+			repos = append(repos, rm)
 		}
 	}
 	page, link := paginate(r, repos)
 	if link != "" {
 		w.Header().Set("Link", link)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(repos), "repositories": page})
+	out := make([]map[string]any, 0, len(page))
+	for _, rm := range page {
+		out = append(out, s.fullRepoJSON(rm))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(repos), "repositories": out, "repository_selection": "all"})
 }
 
 func (s *Server) handleRateLimit(w http.ResponseWriter, r *http.Request) {

@@ -245,6 +245,9 @@ func (s *Server) handleCreateStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	st := &commitStatus{ID: s.st.nextID(), SHA: sha, State: req.State, Context: req.Context,
 		Description: req.Description, TargetURL: req.TargetURL, Creator: principalOf(r).login, CreatedAt: s.clock.Now()}
+	if principalOf(r).kind == "installation" {
+		st.AppID = s.cfg.appID // the App a required check bound to an App counts it from
+	}
 	rm.Statuses = append(rm.Statuses, st)
 	s.queueEvent("status", func() any { return s.statusEventLocked(rm, st) })
 	writeJSON(w, http.StatusCreated, s.statusJSON(rm, st))

@@ -38,14 +38,6 @@ func fill(out, defaults map[string]any) map[string]any {
 	return out
 }
 
-// appPermissions are the permissions the fake's App is granted.
-func appPermissions() map[string]any {
-	return map[string]any{
-		"administration": "write", "contents": "write", "pull_requests": "write", "issues": "write",
-		"checks": "write", "statuses": "write", "members": "read", "metadata": "read",
-	}
-}
-
 // appJSON is the fake's App as GitHub shows an integration (GET /app, a check run's "app").
 // https://docs.github.com/rest/apps/apps#get-the-authenticated-app
 func (s *Server) appJSON(now time.Time) map[string]any {
@@ -62,8 +54,8 @@ func (s *Server) appJSON(now time.Time) map[string]any {
 		"html_url":     s.URL + "/apps/" + s.cfg.appSlug,
 		"created_at":   ts,
 		"updated_at":   ts,
-		"permissions":  appPermissions(),
-		"events":       []string{"push", "pull_request", "installation"},
+		"permissions":  s.grantedPermissions(),
+		"events":       s.appEvents(),
 	}
 }
 

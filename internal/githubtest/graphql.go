@@ -206,7 +206,7 @@ func (e *gqlNotFound) Error() string { return e.msg }
 // GitHub's answer: {"data": ...} plus "errors" for fields that failed, each with its path.
 func (s *Server) runGraphQLQuery(w http.ResponseWriter, r *http.Request, doc *ast.QueryDocument, op *ast.OperationDefinition, vars map[string]any) {
 	ex := &gqlExec{s: s, doc: doc, vars: vars}
-	data := ex.selection(op.SelectionSet, &gqlQueryRoot{s: s}, nil)
+	data := ex.selection(op.SelectionSet, &gqlQueryRoot{s: s, who: principalOf(r)}, nil)
 	// The answer is written as it is built: encoding/json would compact the whole of it once
 	// more after MarshalJSON, and a page of 100 repositories with their pull request bodies
 	// is large.
@@ -391,7 +391,12 @@ func appendGraphQLValue(b []byte, v any) ([]byte, error) {
 
 // --- the object graph -----------------------------------------------------------------------
 
-type gqlQueryRoot struct{ s *Server }
+// gqlQueryRoot is the Query type; who is the caller (a narrowed installation token sees only
+// its repositories).
+type gqlQueryRoot struct {
+	s   *Server
+	who principal
+}
 
 func (q *gqlQueryRoot) typename() string { return "Query" }
 
@@ -400,7 +405,7 @@ func (q *gqlQueryRoot) field(name string, args map[string]any) (any, error) {
 	case "repository":
 		owner, repo := str(args["owner"]), str(args["name"])
 		rm := q.s.st.Repos[repoKey(owner, repo)]
-		if rm == nil {
+		if rm == nil || !q.who.inScope(rm) {
 			return nil, &gqlNotFound{fmt.Sprintf("Could not resolve to a Repository with the name '%s/%s'.", owner, repo)}
 		}
 		return &gqlRepo{s: q.s, rm: rm}, nil
@@ -417,7 +422,7 @@ func (q *gqlQueryRoot) field(name string, args map[string]any) (any, error) {
 			}
 			return nil, &gqlNotFound{fmt.Sprintf("Could not resolve to a%s %s with the login of '%s'.", map[bool]string{true: "n", false: ""}[kind == "Organization"], kind, login)}
 		}
-		return &gqlOwner{s: q.s, a: a}, nil
+		return &gqlOwner{s: q.s, a: a, who: q.who}, nil
 	case "rateLimit":
 		return &gqlPlain{name: "RateLimit", fields: map[string]any{"cost": 1, "limit": 5000, "remaining": 4999, "used": 1, "nodeCount": 0}}, nil
 	}
@@ -425,8 +430,9 @@ func (q *gqlQueryRoot) field(name string, args map[string]any) (any, error) {
 }
 
 type gqlOwner struct {
-	s *Server
-	a *account
+	s   *Server
+	a   *account
+	who principal
 }
 
 func (o *gqlOwner) typename() string {
@@ -445,7 +451,7 @@ func (o *gqlOwner) field(name string, args map[string]any) (any, error) {
 	case "repositories":
 		var rms []*repoMeta
 		for _, rm := range o.s.st.Repos {
-			if strings.EqualFold(rm.Owner, o.a.Login) {
+			if strings.EqualFold(rm.Owner, o.a.Login) && o.who.inScope(rm) {
 				rms = append(rms, rm)
 			}
 		}

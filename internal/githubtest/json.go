@@ -137,7 +137,7 @@ func (s *Server) repoJSON(rm *repoMeta) *github.Repository {
 	if topics == nil {
 		topics = []string{}
 	}
-	return &github.Repository{
+	out := &github.Repository{
 		ID:               github.Int64(rm.ID),
 		NodeID:           github.String(nodeID("Repository", rm.ID)),
 		Name:             github.String(rm.Name),
@@ -161,9 +161,10 @@ func (s *Server) repoJSON(rm *repoMeta) *github.Repository {
 		UpdatedAt:        &github.Timestamp{Time: rm.UpdatedAt},
 		PushedAt:         &github.Timestamp{Time: rm.PushedAt},
 		Permissions:      map[string]bool{"admin": true, "maintain": true, "push": true, "triage": true, "pull": true},
-		AllowMergeCommit: github.Bool(true), AllowSquashMerge: github.Bool(true), AllowRebaseMerge: github.Bool(true),
-		AllowAutoMerge: github.Bool(rm.AllowAutoMerge),
+		AllowAutoMerge:   github.Bool(rm.AllowAutoMerge),
 	}
+	mergeSettingsJSON(rm, out)
+	return out
 }
 
 func dirSize(dir string) int64 {

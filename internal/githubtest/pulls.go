@@ -380,6 +380,10 @@ func (s *Server) handleMergePull(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, errorf(http.StatusConflict, "Head branch was modified. Review and try the merge again."))
 		return
 	}
+	if he := s.mergeRefusalLocked(rm, is, req.MergeMethod, principalOf(r)); he != nil {
+		writeMergeRefusal(w, he)
+		return
+	}
 	actor := principalOf(r).login
 	h, err := s.mergePullLocked(rm, is, req.MergeMethod, req.CommitTitle, req.CommitMessage, actor)
 	if errors.Is(err, errConflict) {

@@ -64,6 +64,8 @@ func (s *Server) routes() {
 	s.api("GET /repos/{owner}/{repo}/pulls/{number}", s.handleGetPull)
 	s.api("PATCH /repos/{owner}/{repo}/pulls/{number}", s.handleEditPull)
 	s.api("PUT /repos/{owner}/{repo}/pulls/{number}/merge", s.handleMergePull)
+	s.api("GET /repos/{owner}/{repo}/pulls/{number}/reviews", s.handleReviews)
+	s.api("POST /repos/{owner}/{repo}/pulls/{number}/reviews", s.handleReviews)
 	s.api("POST /repos/{owner}/{repo}/issues", s.handleCreateIssue)
 	s.api("GET /repos/{owner}/{repo}/issues/{number}", s.handleGetIssue)
 	s.api("GET /repos/{owner}/{repo}/issues/{number}/comments", s.handleListComments)

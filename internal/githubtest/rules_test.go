@@ -2,12 +2,16 @@ package githubtest_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v62/github"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -152,4 +156,371 @@ func TestBodyLimits(t *testing.T) {
 	require.NoError(t, err, "262,144 bytes of comment fit")
 	_, _, err = c.Issues.EditComment(ctx, "acme", "r", cm.GetID(), &github.IssueComment{Body: github.String(big)})
 	apiError(t, err, http.StatusUnprocessableEntity)
+}
+
+// mergeEnv is an org with a protected-to-be repo, an open pull request by alice (write through
+// the devs team), bob (write, through the same team) and carol (write, in the platform team
+// that owns everything in CODEOWNERS).
+type mergeEnv struct {
+	srv               *githubtest.Server
+	admin, app        *github.Client
+	alice, bob, carol *github.Client
+	number            int
+	head              string
+}
+
+func newMergeEnv(t *testing.T, protect *github.ProtectionRequest) *mergeEnv {
+	t.Helper()
+	ctx := context.Background()
+	srv := githubtest.NewServer(t)
+	e := &mergeEnv{srv: srv, admin: srv.Client()}
+	srv.CreateRepo("acme", "r", map[string]string{"README.md": "v1\n", ".github/CODEOWNERS": "* @acme/platform\n"})
+	tokens := map[string]string{}
+	for _, u := range []string{"alice", "bob", "carol"} {
+		tokens[u] = srv.CreateUser(u)
+	}
+	srv.CreateTeam("acme", "devs", "alice", "bob")
+	srv.CreateTeam("acme", "platform", "carol")
+	srv.SetTeamRepoPermission("acme", "devs", "acme", "r", "push")
+	srv.SetTeamRepoPermission("acme", "platform", "acme", "r", "push")
+	e.alice, e.bob, e.carol = srv.ClientWithToken(tokens["alice"]), srv.ClientWithToken(tokens["bob"]), srv.ClientWithToken(tokens["carol"])
+	e.app = srv.ClientWithToken(srv.InstallationToken("acme"))
+	e.head = srv.Commit("acme", "r", "topic", "change", map[string]string{"a.txt": "a\n"})
+	p, _, err := e.alice.PullRequests.Create(ctx, "acme", "r", &github.NewPullRequest{Title: github.String("t"), Head: github.String("topic"), Base: github.String("main")})
+	require.NoError(t, err)
+	e.number = p.GetNumber()
+	if protect != nil {
+		_, _, err := e.admin.Repositories.UpdateBranchProtection(ctx, "acme", "r", "main", protect)
+		require.NoError(t, err)
+	}
+	return e
+}
+
+// merge merges the pull request as c and returns the error.
+func (e *mergeEnv) merge(c *github.Client, method string) error {
+	_, _, err := c.PullRequests.Merge(context.Background(), "acme", "r", e.number, "", &github.PullRequestOptions{MergeMethod: method})
+	return err
+}
+
+func (e *mergeEnv) review(t *testing.T, c *github.Client, event string) {
+	t.Helper()
+	_, _, err := c.PullRequests.CreateReview(context.Background(), "acme", "r", e.number, &github.PullRequestReviewRequest{Event: github.String(event)})
+	require.NoError(t, err)
+}
+
+func (e *mergeEnv) state(t *testing.T) string {
+	t.Helper()
+	p, _, err := e.admin.PullRequests.Get(context.Background(), "acme", "r", e.number)
+	require.NoError(t, err)
+	return p.GetMergeableState()
+}
+
+// TestMergeMethodSettings: allow_merge_commit, allow_squash_merge and allow_rebase_merge are
+// settings of the repository (on by default, set by PATCH /repos); a merge with a method it
+// does not allow is 405 with GitHub's message.
+// https://docs.github.com/rest/repos/repos#update-a-repository,
+// https://docs.github.com/rest/pulls/pulls#merge-a-pull-request
+func TestMergeMethodSettings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newMergeEnv(t, nil)
+	r, _, err := e.app.Repositories.Edit(ctx, "acme", "r", &github.Repository{AllowMergeCommit: github.Bool(false), AllowRebaseMerge: github.Bool(false)})
+	require.NoError(t, err)
+	assert.False(t, r.GetAllowMergeCommit())
+	assert.True(t, r.GetAllowSquashMerge())
+	assert.False(t, r.GetAllowRebaseMerge())
+	got, _, err := e.app.Repositories.Get(ctx, "acme", "r")
+	require.NoError(t, err)
+	assert.False(t, got.GetAllowMergeCommit(), "kept")
+
+	er := apiError(t, e.merge(e.admin, ""), http.StatusMethodNotAllowed)
+	assert.Equal(t, "Merge commits are not allowed on this repository.", er.Message, "merge is the default method")
+	er = apiError(t, e.merge(e.admin, "rebase"), http.StatusMethodNotAllowed)
+	assert.Equal(t, "Rebase merges are not allowed on this repository.", er.Message)
+	_, _, err = e.app.Repositories.Edit(ctx, "acme", "r", &github.Repository{AllowSquashMerge: github.Bool(false), AllowRebaseMerge: github.Bool(true)})
+	require.NoError(t, err)
+	er = apiError(t, e.merge(e.admin, "squash"), http.StatusMethodNotAllowed)
+	assert.Equal(t, "Squash merges are not allowed on this repository.", er.Message)
+	require.NoError(t, e.merge(e.admin, "rebase"))
+
+	created, _, err := e.admin.Repositories.Create(ctx, "acme", &github.Repository{Name: github.String("squash-only"),
+		AllowMergeCommit: github.Bool(false), AllowRebaseMerge: github.Bool(false)})
+	require.NoError(t, err)
+	assert.False(t, created.GetAllowMergeCommit(), "a setting given at creation")
+	assert.True(t, created.GetAllowSquashMerge())
+}
+
+// TestMergeBlockedByRequiredReviews: with "Require approvals" a pull request needs that many
+// approving reviews of people with write access, not the author's: until then a merge is 405
+// "At least 1 approving review is required by reviewers with write access." and
+// mergeable_state is blocked. A repository administrator bypasses the protection unless it is
+// enforced for administrators; a GitHub App does not.
+// https://docs.github.com/repositories/configuring-branches-and-merges-in-your-repository/managing-protected-branches/about-protected-branches#require-pull-request-reviews-before-merging,
+// https://docs.github.com/rest/pulls/reviews#create-a-review-for-a-pull-request
+func TestMergeBlockedByRequiredReviews(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newMergeEnv(t, &github.ProtectionRequest{RequiredPullRequestReviews: &github.PullRequestReviewsEnforcementRequest{RequiredApprovingReviewCount: 1}})
+	assert.Equal(t, "blocked", e.state(t))
+	for name, c := range map[string]*github.Client{"the author": e.alice, "another writer": e.bob, "the App": e.app} {
+		er := apiError(t, e.merge(c, "merge"), http.StatusMethodNotAllowed)
+		assert.Equal(t, "At least 1 approving review is required by reviewers with write access.", er.Message, name)
+	}
+	_, _, err := e.alice.PullRequests.CreateReview(ctx, "acme", "r", e.number, &github.PullRequestReviewRequest{Event: github.String("APPROVE")})
+	apiError(t, err, http.StatusUnprocessableEntity)
+	assert.Contains(t, err.Error(), "Can not approve your own pull request")
+
+	e.review(t, e.bob, "APPROVE")
+	assert.Equal(t, "clean", e.state(t))
+	reviews, _, err := e.admin.PullRequests.ListReviews(ctx, "acme", "r", e.number, nil)
+	require.NoError(t, err)
+	require.Len(t, reviews, 1)
+	assert.Equal(t, "APPROVED", reviews[0].GetState())
+	require.NoError(t, e.merge(e.alice, "merge"), "approved by a writer")
+}
+
+// TestAdminsBypassUnlessEnforced: an administrator merges past an unmet protection; with
+// enforce_admins ("Do not allow bypassing the above settings") not even an administrator does.
+// https://docs.github.com/repositories/configuring-branches-and-merges-in-your-repository/managing-protected-branches/about-protected-branches#do-not-allow-bypassing-the-above-settings
+func TestAdminsBypassUnlessEnforced(t *testing.T) {
+	t.Parallel()
+	reviews := &github.PullRequestReviewsEnforcementRequest{RequiredApprovingReviewCount: 1}
+	e := newMergeEnv(t, &github.ProtectionRequest{RequiredPullRequestReviews: reviews, EnforceAdmins: true})
+	apiError(t, e.merge(e.admin, "merge"), http.StatusMethodNotAllowed)
+
+	e = newMergeEnv(t, &github.ProtectionRequest{RequiredPullRequestReviews: reviews})
+	require.NoError(t, e.merge(e.admin, "merge"), "an administrator bypasses")
+}
+
+// TestMergeBlockedByCodeOwnerReview: "Require review from Code Owners" wants an approval of an
+// owner (the base branch's CODEOWNERS) of each changed file: another writer's approval leaves
+// the merge 405 "Waiting on code owner review from @acme/platform." (the words are GitHub's as
+// far as they are known; GitHub does not document them). With stale reviews dismissed, a push
+// after the approval needs a new one.
+// https://docs.github.com/repositories/managing-your-repositorys-settings-and-features/customizing-your-repository/about-code-owners
+func TestMergeBlockedByCodeOwnerReview(t *testing.T) {
+	t.Parallel()
+	e := newMergeEnv(t, &github.ProtectionRequest{RequiredPullRequestReviews: &github.PullRequestReviewsEnforcementRequest{
+		RequireCodeOwnerReviews: true, DismissStaleReviews: true, RequiredApprovingReviewCount: 1}})
+	e.review(t, e.bob, "APPROVE")
+	er := apiError(t, e.merge(e.alice, "merge"), http.StatusMethodNotAllowed)
+	assert.Equal(t, "Waiting on code owner review from @acme/platform.", er.Message)
+	assert.Equal(t, "blocked", e.state(t))
+
+	e.review(t, e.carol, "APPROVE")
+	assert.Equal(t, "clean", e.state(t))
+	e.srv.Commit("acme", "r", "topic", "more", map[string]string{"b.txt": "b\n"})
+	assert.Equal(t, "blocked", e.state(t), "a push dismisses the stale approvals")
+	e.review(t, e.carol, "APPROVE")
+	require.NoError(t, e.merge(e.alice, "squash"))
+}
+
+// TestMergeBlockedByRequiredStatusChecks: a required status check must pass on the head (a
+// commit status success, or a check run success, neutral or skipped): missing or running, the
+// merge is 405 `Required status check "ci" is expected.`. A check given as {context, app_id}
+// counts only from that App.
+// https://docs.github.com/repositories/configuring-branches-and-merges-in-your-repository/managing-protected-branches/about-protected-branches#require-status-checks-before-merging,
+// https://docs.github.com/rest/branches/branch-protection#update-branch-protection
+func TestMergeBlockedByRequiredStatusChecks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newMergeEnv(t, &github.ProtectionRequest{RequiredStatusChecks: &github.RequiredStatusChecks{Strict: true, Contexts: &[]string{"ci"}}})
+	er := apiError(t, e.merge(e.alice, "merge"), http.StatusMethodNotAllowed)
+	assert.Equal(t, `Required status check "ci" is expected.`, er.Message)
+	status := func(state string) {
+		_, _, err := e.bob.Repositories.CreateStatus(ctx, "acme", "r", e.head, &github.RepoStatus{State: github.String(state), Context: github.String("ci")})
+		require.NoError(t, err)
+	}
+	status("pending")
+	apiError(t, e.merge(e.alice, "merge"), http.StatusMethodNotAllowed)
+	status("failure")
+	er = apiError(t, e.merge(e.alice, "merge"), http.StatusMethodNotAllowed)
+	assert.Equal(t, `Required status check "ci" is failing.`, er.Message)
+	status("success")
+	assert.Equal(t, "clean", e.state(t))
+	require.NoError(t, e.merge(e.alice, "merge"))
+}
+
+// TestRequiredCheckBoundToAnApp: a required check {context, app_id} is satisfied only by a check
+// run (or status) of that App; the same name from another App does not count. The protection's
+// answer shows the App.
+// https://docs.github.com/rest/branches/branch-protection#update-branch-protection
+func TestRequiredCheckBoundToAnApp(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	checks := func(appID int64) *github.ProtectionRequest {
+		return &github.ProtectionRequest{RequiredStatusChecks: &github.RequiredStatusChecks{Strict: true,
+			Checks: &[]*github.RequiredStatusCheck{{Context: "tenant", AppID: github.Int64(appID)}}}}
+	}
+	e := newMergeEnv(t, checks(999))
+	p, _, err := e.admin.Repositories.GetBranchProtection(ctx, "acme", "r", "main")
+	require.NoError(t, err)
+	require.Len(t, p.GetRequiredStatusChecks().GetChecks(), 1)
+	assert.Equal(t, int64(999), p.GetRequiredStatusChecks().GetChecks()[0].GetAppID())
+
+	_, _, err = e.app.Checks.CreateCheckRun(ctx, "acme", "r", github.CreateCheckRunOptions{Name: "tenant", HeadSHA: e.head,
+		Status: github.String("completed"), Conclusion: github.String("success")})
+	require.NoError(t, err)
+	er := apiError(t, e.merge(e.alice, "merge"), http.StatusMethodNotAllowed)
+	assert.Equal(t, `Required status check "tenant" is expected.`, er.Message, "the fake's App is not App 999")
+
+	_, _, err = e.admin.Repositories.UpdateBranchProtection(ctx, "acme", "r", "main", checks(e.srv.AppID()))
+	require.NoError(t, err)
+	require.NoError(t, e.merge(e.alice, "merge"), "the check run of the App the check is bound to")
+}
+
+// TestProtectionBodyRequiredKeys: a PUT of a branch protection must carry
+// required_status_checks, enforce_admins, required_pull_request_reviews and restrictions (null
+// allowed): without one it is 422 `Invalid request.\n\n"restrictions" wasn't supplied.`;
+// required_status_checks needs strict and exactly one of contexts and checks; restrictions
+// needs users and teams. Nothing is stored.
+// https://docs.github.com/rest/branches/branch-protection#update-branch-protection
+func TestProtectionBodyRequiredKeys(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// The description refuses these bodies too: they are sent on purpose.
+	srv := githubtest.NewServer(t, githubtest.WithoutRESTSpec())
+	srv.CreateRepo("acme", "r", map[string]string{"README.md": "v1\n"})
+	c := srv.ClientWithToken(srv.InstallationToken("acme"))
+	put := func(body string) error {
+		req, err := c.NewRequest("PUT", "repos/acme/r/branches/main/protection", json.RawMessage(body))
+		require.NoError(t, err)
+		_, err = c.Do(ctx, req, nil)
+		return err
+	}
+	for body, want := range map[string]string{
+		`{"required_status_checks": null, "enforce_admins": null, "required_pull_request_reviews": null}`: `"restrictions" wasn't supplied.`,
+		`{"enforce_admins": true}`: `"required_status_checks", "required_pull_request_reviews", "restrictions" weren't supplied.`,
+		`{"required_status_checks": {"contexts": []}, "enforce_admins": null, "required_pull_request_reviews": null, "restrictions": null}`:                                                  `"strict" wasn't supplied.`,
+		`{"required_status_checks": null, "enforce_admins": null, "required_pull_request_reviews": null, "restrictions": {"users": []}}`:                                                     `"teams" wasn't supplied.`,
+		`{"required_status_checks": {"strict": true, "contexts": ["a"], "checks": [{"context": "a"}]}, "enforce_admins": null, "required_pull_request_reviews": null, "restrictions": null}`: `exactly one of "contexts" and "checks"`,
+		`{"required_status_checks": {"strict": true}, "enforce_admins": null, "required_pull_request_reviews": null, "restrictions": null}`:                                                  `exactly one of "contexts" and "checks"`,
+	} {
+		er := apiError(t, put(body), http.StatusUnprocessableEntity)
+		assert.True(t, strings.HasPrefix(er.Message, "Invalid request.\n\n"), body)
+		assert.Contains(t, er.Message, want, body)
+		assert.False(t, srv.Protected("acme", "r", "main"), "nothing stored: %s", body)
+	}
+	require.NoError(t, put(`{"required_status_checks": null, "enforce_admins": null, "required_pull_request_reviews": null, "restrictions": null}`))
+	assert.True(t, srv.Protected("acme", "r", "main"))
+}
+
+// tokenFor asks the fake for an installation token of acme's installation with body, as the
+// App (its JWT), and returns the token or the error.
+func tokenFor(t *testing.T, srv *githubtest.Server, body map[string]any) (string, error) {
+	t.Helper()
+	ctx := context.Background()
+	tr, err := ghinstallation.NewAppsTransport(http.DefaultTransport, srv.AppID(), srv.AppPrivateKeyPEM())
+	require.NoError(t, err)
+	tr.BaseURL = strings.TrimSuffix(srv.APIURL(), "/")
+	app, err := github.NewClient(&http.Client{Transport: tr}).WithEnterpriseURLs(srv.APIURL(), srv.APIURL())
+	require.NoError(t, err)
+	in, _, err := app.Apps.FindOrganizationInstallation(ctx, "acme")
+	require.NoError(t, err)
+	req, err := app.NewRequest("POST", fmt.Sprintf("app/installations/%d/access_tokens", in.GetID()), body)
+	require.NoError(t, err)
+	var tok github.InstallationToken
+	_, err = app.Do(ctx, req, &tok)
+	return tok.GetToken(), err
+}
+
+// TestInstallationTokenNarrowing: a token asked for some repositories sees only those (another
+// is 404, over REST, GraphQL and git alike) and one asked for some permissions does only that;
+// asking for a repository or a permission the installation does not hold is 422.
+// https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app
+func TestInstallationTokenNarrowing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := githubtest.NewServer(t)
+	srv.CreateOrg("acme")
+	srv.CreateRepo("acme", "a", map[string]string{"README.md": "a\n"})
+	srv.CreateRepo("acme", "b", map[string]string{"README.md": "b\n"})
+	srv.CreateOrg("other")
+	srv.CreateRepo("other", "x", map[string]string{"README.md": "x\n"})
+
+	tok, err := tokenFor(t, srv, map[string]any{"repositories": []string{"a"}})
+	require.NoError(t, err)
+	c := srv.ClientWithToken(tok)
+	_, _, err = c.Repositories.Get(ctx, "acme", "a")
+	require.NoError(t, err)
+	_, _, err = c.Repositories.Get(ctx, "acme", "b")
+	apiError(t, err, http.StatusNotFound)
+	repos, _, err := c.Apps.ListRepos(ctx, nil)
+	require.NoError(t, err)
+	require.Len(t, repos.Repositories, 1)
+	assert.Equal(t, "a", repos.Repositories[0].GetName())
+	req, err := c.NewRequest("POST", srv.URL+"/api/graphql", map[string]string{"query": `{ a: repository(owner: "acme", name: "a") { name } b: repository(owner: "acme", name: "b") { name } }`})
+	require.NoError(t, err)
+	var answer struct {
+		Data   map[string]any
+		Errors []struct{ Type string }
+	}
+	_, err = c.Do(ctx, req, &answer)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"a": map[string]any{"name": "a"}, "b": nil}, answer.Data, "GraphQL sees repository a only")
+	require.Len(t, answer.Errors, 1)
+	assert.Equal(t, "NOT_FOUND", answer.Errors[0].Type)
+	resp, err := http.Get(srv.GitURLWithToken("acme", "b", tok) + "/info/refs?service=git-upload-pack")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "git sees repository a only")
+
+	tok, err = tokenFor(t, srv, map[string]any{"permissions": map[string]string{"metadata": "read", "contents": "read"}})
+	require.NoError(t, err)
+	c = srv.ClientWithToken(tok)
+	_, _, err = c.Git.GetRef(ctx, "acme", "b", "heads/main")
+	require.NoError(t, err, "contents: read")
+	_, _, err = c.Issues.CreateComment(ctx, "acme", "b", 1, &github.IssueComment{Body: github.String("x")})
+	er := apiError(t, err, http.StatusForbidden)
+	assert.Equal(t, "Resource not accessible by integration", er.Message, "pull_requests was narrowed away")
+
+	for name, body := range map[string]map[string]any{
+		"a repository of another account":  {"repositories": []string{"x"}},
+		"a repository that does not exist": {"repositories": []string{"nope"}},
+		"an unknown repository id":         {"repository_ids": []int64{999999}},
+	} {
+		_, err := tokenFor(t, srv, body)
+		er := apiError(t, err, http.StatusUnprocessableEntity)
+		assert.Equal(t, "There is at least one repository that does not exist or is not accessible to the parent installation.", er.Message, name)
+	}
+	// app.yml grants statuses: read only, and no issues at all.
+	for name, perms := range map[string]map[string]string{
+		"statuses: write": {"statuses": "write"},
+		"issues: read":    {"issues": "read"},
+		"workflows: write": {"workflows": "write"},
+	} {
+		_, err := tokenFor(t, srv, map[string]any{"permissions": perms})
+		er := apiError(t, err, http.StatusUnprocessableEntity)
+		assert.Equal(t, "The permissions requested are not granted to this installation.", er.Message, name)
+	}
+}
+
+// TestProgramHoldsTokensToAppManifest: the server the fakegithub program builds (New, with its
+// state in a directory) holds installation tokens to the repository's app.yml as the in-test
+// server does: fleetbot's App may read commit statuses but not create them, and has no issues
+// permission.
+// https://docs.github.com/rest/authentication/permissions-required-for-github-apps
+func TestProgramHoldsTokensToAppManifest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, err := githubtest.New(t.TempDir())
+	require.NoError(t, err)
+	srv.DisablePersistence()
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	t.Cleanup(srv.Close)
+	srv.URL = hs.URL
+	srv.CreateOrg("acme")
+	srv.CreateRepo("acme", "r", map[string]string{"README.md": "v1\n"})
+	c := srv.ClientWithToken(srv.InstallationToken("acme"))
+	sha := srv.Branch("acme", "r", "main")
+
+	_, _, err = c.Repositories.ListStatuses(ctx, "acme", "r", sha, nil)
+	require.NoError(t, err, "statuses: read")
+	_, _, err = c.Repositories.CreateStatus(ctx, "acme", "r", sha, &github.RepoStatus{State: github.String("success"), Context: github.String("ci")})
+	apiError(t, err, http.StatusForbidden)
+	_, _, err = c.Issues.Create(ctx, "acme", "r", &github.IssueRequest{Title: github.String("t")})
+	apiError(t, err, http.StatusForbidden)
+	_, _, err = srv.Client().Issues.Create(ctx, "acme", "r", &github.IssueRequest{Title: github.String("t")})
+	require.NoError(t, err, "a user's token is not held to the App's manifest")
 }

@@ -75,19 +75,6 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	for _, o := range opts {
 		o(&probe)
 	}
-	if probe.appPerms == nil {
-		// The App's permissions are those of the repository's manifest: a permission missing
-		// there fails the test that needs it.
-		if root, err := moduleRoot(); err == nil {
-			if _, err := os.Stat(filepath.Join(root, "app.yml")); err == nil {
-				perms, err := LoadAppPermissions(filepath.Join(root, "app.yml"))
-				if err != nil {
-					t.Fatalf("starting fake github: %v", err)
-				}
-				opts = append([]Option{WithAppPermissions(perms)}, opts...)
-			}
-		}
-	}
 	if probe.appKey == nil && probe.appPub == nil {
 		// One App key for every test server of a test binary: generating a 2048-bit RSA
 		// key costs about a CPU-second under -race. A test that needs a key the server does
@@ -128,6 +115,18 @@ func New(dir string, opts ...Option) (*Server, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.appPerms == nil && !cfg.noManifest {
+		// The App's permissions and events are those of the repository's manifest, for the
+		// in-test server and the program alike: a permission missing there fails the test
+		// (or the demo) that needs it.
+		if path, err := RepoAppManifestPath(); err == nil {
+			m, err := LoadAppManifest(path)
+			if err != nil {
+				return nil, fmt.Errorf("starting fake github: %w", err)
+			}
+			WithAppManifest(m)(&cfg)
+		}
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "repos"), 0o755); err != nil {
 		return nil, fmt.Errorf("creating fake github state dir: %w", err)
@@ -264,9 +263,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, authErr.status, authErr.message)
 		return
 	}
-	if p.kind == "installation" && s.cfg.appPerms != nil {
+	if p.kind == "installation" && outOfScope(p, r.URL.Path, isAPI) {
+		// A repository the token was not narrowed to: as if it did not exist.
+		entry.Status = http.StatusNotFound
+		s.record(entry)
+		writeErr(w, errNotFound)
+		return
+	}
+	if perms := s.tokenPermissions(p); p.kind == "installation" && perms != nil {
 		key := permissionKey(r, route, entry.Class == Read)
-		if ok, known := permitted(s.cfg.appPerms, key); !ok {
+		if ok, known := permitted(perms, key); !ok {
 			entry.Status = http.StatusForbidden
 			s.record(entry)
 			if !known {

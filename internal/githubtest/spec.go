@@ -117,6 +117,15 @@ var descriptionErrors = []struct {
 		why: "the description lists visibility public and private only; GitHub's documentation of the same " +
 			"operation says an organization of an enterprise account can also ask for internal",
 	},
+	{
+		operation: "repos/update-branch-protection",
+		match: func(v restspec.Violation) bool {
+			return v.Side == "request" && v.Missing && strings.HasPrefix(v.Detail, `field required_status_checks.contexts: property "contexts" is missing`)
+		},
+		why: "the description requires the deprecated contexts in required_status_checks; GitHub's documentation says " +
+			"\"use checks instead of contexts\", and GitHub takes exactly one of the two: checks alone is accepted, both " +
+			"or neither are 422 (google/go-github#2276, google/go-github#2976)",
+	},
 }
 
 // listedAccountField is a property of an installation's account in a list of installations.
