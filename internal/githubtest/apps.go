@@ -224,10 +224,10 @@ func (s *Server) installationJSON(in *installation) *github.Installation {
 		AccessTokensURL:     github.String(fmt.Sprintf("%sapp/installations/%d/access_tokens", base, in.ID)),
 		RepositoriesURL:     github.String(base + "installation/repositories"),
 		HTMLURL:             github.String(fmt.Sprintf("%s/organizations/%s/settings/installations/%d", s.URL, acct.Login, in.ID)),
-		Permissions: installationPermissions(s.grantedPermissions()),
-		Events:      s.appEvents(),
-		CreatedAt: &github.Timestamp{Time: in.Created},
-		UpdatedAt: &github.Timestamp{Time: in.Created},
+		Permissions:         installationPermissions(s.grantedPermissions()),
+		Events:              s.appEvents(),
+		CreatedAt:           &github.Timestamp{Time: in.Created},
+		UpdatedAt:           &github.Timestamp{Time: in.Created},
 	}
 }
 

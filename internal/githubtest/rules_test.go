@@ -485,8 +485,8 @@ func TestInstallationTokenNarrowing(t *testing.T) {
 	}
 	// app.yml grants statuses: read only, and no issues at all.
 	for name, perms := range map[string]map[string]string{
-		"statuses: write": {"statuses": "write"},
-		"issues: read":    {"issues": "read"},
+		"statuses: write":  {"statuses": "write"},
+		"issues: read":     {"issues": "read"},
 		"workflows: write": {"workflows": "write"},
 	} {
 		_, err := tokenFor(t, srv, map[string]any{"permissions": perms})

@@ -182,13 +182,13 @@ type protection struct {
 	// RequiredCheckApps binds a required status check to the GitHub App that must provide it
 	// (context -> app_id, from checks: [{context, app_id}]); a context absent here may be
 	// provided by anyone.
-	RequiredCheckApps map[string]int64 `json:"required_check_apps,omitempty"`
-	StrictStatusChecks      bool     `json:"strict_status_checks"`
-	HasStatusChecks         bool     `json:"has_status_checks"`
-	EnforceAdmins           bool     `json:"enforce_admins"`
-	AllowForcePushes        bool     `json:"allow_force_pushes"`
-	AllowDeletions          bool     `json:"allow_deletions"`
-	RequireLinearHistory    bool     `json:"require_linear_history"`
+	RequiredCheckApps    map[string]int64 `json:"required_check_apps,omitempty"`
+	StrictStatusChecks   bool             `json:"strict_status_checks"`
+	HasStatusChecks      bool             `json:"has_status_checks"`
+	EnforceAdmins        bool             `json:"enforce_admins"`
+	AllowForcePushes     bool             `json:"allow_force_pushes"`
+	AllowDeletions       bool             `json:"allow_deletions"`
+	RequireLinearHistory bool             `json:"require_linear_history"`
 }
 
 func newState() *state {
