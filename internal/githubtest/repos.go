@@ -291,10 +291,12 @@ func (s *Server) handleTopics(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, err)
 			return
 		}
-		rm.Topics = []string{}
-		for _, n := range req.Names {
-			rm.Topics = append(rm.Topics, strings.ToLower(n))
+		topics, herr := normalizeTopics(req.Names)
+		if herr != nil {
+			writeErr(w, herr)
+			return
 		}
+		rm.Topics = topics
 		rm.UpdatedAt = s.clock.Now()
 	}
 	writeJSON(w, http.StatusOK, map[string][]string{"names": rm.Topics})

@@ -2,16 +2,21 @@ package githubtest_test
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
+	"github.com/golang-jwt/jwt/v4"
 	"github.com/google/go-github/v62/github"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -523,4 +528,112 @@ func TestProgramHoldsTokensToAppManifest(t *testing.T) {
 	apiError(t, err, http.StatusForbidden)
 	_, _, err = srv.Client().Issues.Create(ctx, "acme", "r", &github.IssueRequest{Title: github.String("t")})
 	require.NoError(t, err, "a user's token is not held to the App's manifest")
+}
+
+// TestUserAgentRequired: "Requests with no User-Agent header will be rejected": 403, before
+// anything else (a valid token does not help).
+// https://docs.github.com/rest/using-the-rest-api/getting-started-with-the-rest-api#user-agent
+func TestUserAgentRequired(t *testing.T) {
+	t.Parallel()
+	srv := githubtest.NewServer(t)
+	srv.CreateRepo("acme", "r", map[string]string{"README.md": "v1\n"})
+	get := func(ua string) *http.Response {
+		req, err := http.NewRequest("GET", srv.APIURL()+"repos/acme/r", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "token "+githubtest.DefaultToken)
+		req.Header["User-Agent"] = []string{ua} // "" is sent as no User-Agent
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	resp := get("")
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	body := new(strings.Builder)
+	_, _ = io.Copy(body, resp.Body)
+	assert.Contains(t, body.String(), "Please make sure your request has a User-Agent header")
+	assert.Equal(t, http.StatusOK, get("fleetbot").StatusCode)
+}
+
+// TestTopicRules: topics are lowered ("Topic names will be saved as lowercase"), must start with
+// a letter or digit, hold only a-z, 0-9 and hyphens, have at most 50 characters, and a
+// repository at most 20 of them; anything else is 422 and changes nothing.
+// https://docs.github.com/repositories/managing-your-repositorys-settings-and-features/customizing-your-repository/classifying-your-repository-with-topics,
+// https://docs.github.com/rest/repos/repos#replace-all-repository-topics
+func TestTopicRules(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := githubtest.NewServer(t)
+	srv.CreateRepo("acme", "r", map[string]string{"README.md": "v1\n"})
+	c := srv.ClientWithToken(srv.InstallationToken("acme"))
+	got, _, err := c.Repositories.ReplaceAllTopics(ctx, "acme", "r", []string{"Fleetbot-Managed", "k8s", "fleetbot-managed"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"fleetbot-managed", "k8s"}, got, "lowered, once each")
+	var twentyOne []string
+	for i := range 21 {
+		twentyOne = append(twentyOne, fmt.Sprintf("t%d", i))
+	}
+	for name, topics := range map[string][]string{
+		"a leading hyphen": {"-x"},
+		"an underscore":    {"a_b"},
+		"a space":          {"a b"},
+		"51 characters":    {strings.Repeat("a", 51)},
+		"a non-ASCII":      {"café"},
+		"21 topics":        twentyOne,
+	} {
+		_, _, err := c.Repositories.ReplaceAllTopics(ctx, "acme", "r", topics)
+		er := apiError(t, err, http.StatusUnprocessableEntity)
+		assert.Equal(t, "Validation Failed", er.Message, name)
+	}
+	got, _, err = c.Repositories.ListAllTopics(ctx, "acme", "r")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"fleetbot-managed", "k8s"}, got, "nothing changed")
+	_, _, err = c.Repositories.ReplaceAllTopics(ctx, "acme", "r", []string{strings.Repeat("a", 50)})
+	require.NoError(t, err, "50 characters")
+}
+
+// TestAppJWTRules: an App JWT may expire at most ten minutes ahead; its iat may be in the future
+// by the clock drift GitHub allows (the docs recommend iat 60 s in the past); exp must be after
+// iat and in the future; iss the App's id. Anything else is 401.
+// https://docs.github.com/apps/creating-github-apps/authenticating-with-a-github-app/generating-a-json-web-token-jwt-for-a-github-app
+func TestAppJWTRules(t *testing.T) {
+	t.Parallel()
+	srv := githubtest.NewServer(t)
+	block, _ := pem.Decode(srv.AppPrivateKeyPEM())
+	key, err := x509.ParsePKCS1PrivateKey(block.Bytes)
+	require.NoError(t, err)
+	now := time.Now()
+	get := func(iat, exp time.Time, iss string) (int, string) {
+		signed, err := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.RegisteredClaims{
+			IssuedAt: jwt.NewNumericDate(iat), ExpiresAt: jwt.NewNumericDate(exp), Issuer: iss}).SignedString(key)
+		require.NoError(t, err)
+		req, err := http.NewRequest("GET", srv.APIURL()+"app", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+signed)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var body struct{ Message string }
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body.Message
+	}
+	app := fmt.Sprint(srv.AppID())
+	status, _ := get(now.Add(-60*time.Second), now.Add(10*time.Minute-5*time.Second), app)
+	assert.Equal(t, http.StatusOK, status, "GitHub's own example: iat 60 s ago, exp ten minutes ahead")
+	status, _ = get(now.Add(30*time.Second), now.Add(5*time.Minute), app)
+	assert.Equal(t, http.StatusOK, status, "an iat 30 s ahead: within the drift")
+	for name, tc := range map[string]struct {
+		iat, exp time.Time
+		iss, msg string
+	}{
+		"valid for eleven minutes":    {now.Add(-30 * time.Second), now.Add(11 * time.Minute), app, "'Expiration time' claim ('exp') is too far in the future"},
+		"issued two minutes ahead":    {now.Add(2 * time.Minute), now.Add(5 * time.Minute), app, "'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued"},
+		"expired":                     {now.Add(-5 * time.Minute), now.Add(-time.Minute), app, "'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires"},
+		"another App's id":            {now.Add(-30 * time.Second), now.Add(5 * time.Minute), "999", "'Issuer' claim ('iss') must be an Integer"},
+		"expires before it is issued": {now.Add(40 * time.Second), now.Add(20 * time.Second), app, "'Expiration time' claim ('exp') must be after the 'Issued at' claim ('iat')"},
+	} {
+		status, msg := get(tc.iat, tc.exp, tc.iss)
+		assert.Equal(t, http.StatusUnauthorized, status, name)
+		assert.Equal(t, tc.msg, msg, name)
+	}
 }

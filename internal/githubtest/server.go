@@ -252,6 +252,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	if isAPI && refuseWithoutUserAgent(w, r) {
+		entry.Status = http.StatusForbidden
+		s.record(entry)
+		return
+	}
 	p, authErr := s.authenticate(r, isAPI, route)
 	entry.Principal = p.login
 	if authErr != nil {
@@ -443,8 +448,10 @@ func (w *statusWriter) Flush() {
 
 // apiError is GitHub's error body.
 type apiError struct {
-	Message          string       `json:"message"`
-	Errors           []fieldError `json:"errors,omitempty"`
+	Message string `json:"message"`
+	// Errors is a []fieldError, or a []string where GitHub's description says an operation's
+	// errors are simple (validation-error-simple).
+	Errors           any          `json:"errors,omitempty"`
 	DocumentationURL string       `json:"documentation_url,omitempty"`
 	Status           string       `json:"status,omitempty"`
 }
@@ -461,6 +468,8 @@ type httpError struct {
 	status  int
 	message string
 	errors  []fieldError
+	// simple are errors GitHub words as plain strings (validation-error-simple).
+	simple []string
 }
 
 func (e *httpError) Error() string { return fmt.Sprintf("%d %s", e.status, e.message) }
@@ -493,7 +502,14 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 func writeErr(w http.ResponseWriter, err error) {
 	var he *httpError
 	if errors.As(err, &he) {
-		writeJSON(w, he.status, apiError{Message: he.message, Errors: he.errors,
+		var errs any
+		switch {
+		case he.simple != nil:
+			errs = he.simple
+		case he.errors != nil:
+			errs = he.errors
+		}
+		writeJSON(w, he.status, apiError{Message: he.message, Errors: errs,
 			DocumentationURL: "https://docs.github.com/rest", Status: strconv.Itoa(he.status)})
 		return
 	}
