@@ -451,9 +451,9 @@ type apiError struct {
 	Message string `json:"message"`
 	// Errors is a []fieldError, or a []string where GitHub's description says an operation's
 	// errors are simple (validation-error-simple).
-	Errors           any          `json:"errors,omitempty"`
-	DocumentationURL string       `json:"documentation_url,omitempty"`
-	Status           string       `json:"status,omitempty"`
+	Errors           any    `json:"errors,omitempty"`
+	DocumentationURL string `json:"documentation_url,omitempty"`
+	Status           string `json:"status,omitempty"`
 }
 
 type fieldError struct {
