@@ -352,7 +352,7 @@ func (s *Server) handleRateLimit(w http.ResponseWriter, r *http.Request) {
 		return map[string]any{"limit": limit, "remaining": limit, "used": 0, "reset": reset, "resource": name}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"resources": map[string]any{"core": core, "search": other("search", 30), "graphql": other("graphql", 5000)},
+		"resources": map[string]any{"core": core, "search": other("search", 30), "graphql": s.graphQLBudget(principalOf(r).bucket)},
 		"rate":      core,
 	})
 }

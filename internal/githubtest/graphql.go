@@ -202,11 +202,11 @@ type gqlNotFound struct{ msg string }
 
 func (e *gqlNotFound) Error() string { return e.msg }
 
-// runGraphQLQuery executes a query operation on the fake's state (under the lock) and writes
+// runGraphQL executes an operation on root over the fake's state (under the lock) and writes
 // GitHub's answer: {"data": ...} plus "errors" for fields that failed, each with its path.
-func (s *Server) runGraphQLQuery(w http.ResponseWriter, r *http.Request, doc *ast.QueryDocument, op *ast.OperationDefinition, vars map[string]any) {
+func (s *Server) runGraphQL(w http.ResponseWriter, doc *ast.QueryDocument, op *ast.OperationDefinition, root gqlObject, vars map[string]any) {
 	ex := &gqlExec{s: s, doc: doc, vars: vars}
-	data := ex.selection(op.SelectionSet, &gqlQueryRoot{s: s, who: principalOf(r)}, nil)
+	data := ex.selection(op.SelectionSet, root, nil)
 	// The answer is written as it is built: encoding/json would compact the whole of it once
 	// more after MarshalJSON, and a page of 100 repositories with their pull request bodies
 	// is large.
@@ -236,8 +236,12 @@ type gqlExec struct {
 func (ex *gqlExec) fail(path []any, err error) {
 	e := map[string]any{"message": err.Error(), "path": slices.Clone(path)}
 	var nf *gqlNotFound
-	if errors.As(err, &nf) {
+	var typed *gqlTypedError
+	switch {
+	case errors.As(err, &nf):
 		e["type"] = "NOT_FOUND"
+	case errors.As(err, &typed):
+		e["type"] = typed.typ
 	}
 	ex.errs = append(ex.errs, e)
 }
@@ -304,6 +308,12 @@ func (ex *gqlExec) value(set ast.SelectionSet, v any, path []any) any {
 		}
 		return out
 	default:
+		if len(set) > 0 && v != nil {
+			// An object field resolved to something that is not an object: answering it would
+			// carry fields nobody selected.
+			ex.fail(path, fmt.Errorf("fake github: %T at %v is not a GraphQL object", v, path))
+			return nil
+		}
 		return v
 	}
 }
@@ -394,8 +404,9 @@ func appendGraphQLValue(b []byte, v any) ([]byte, error) {
 // gqlQueryRoot is the Query type; who is the caller (a narrowed installation token sees only
 // its repositories).
 type gqlQueryRoot struct {
-	s   *Server
-	who principal
+	s    *Server
+	who  principal
+	rate graphQLRate // the call's cost and the budget after it (rateLimit)
 }
 
 func (q *gqlQueryRoot) typename() string { return "Query" }
@@ -424,7 +435,7 @@ func (q *gqlQueryRoot) field(name string, args map[string]any) (any, error) {
 		}
 		return &gqlOwner{s: q.s, a: a, who: q.who}, nil
 	case "rateLimit":
-		return &gqlPlain{name: "RateLimit", fields: map[string]any{"cost": 1, "limit": 5000, "remaining": 4999, "used": 1, "nodeCount": 0}}, nil
+		return q.s.rateLimitObject(q.rate), nil
 	}
 	return nil, fmt.Errorf("fake github: Query.%s is not implemented", name)
 }
@@ -618,6 +629,7 @@ func (r *gqlRepo) pull(is *issue) gqlObject {
 		"reviewDecision":    r.s.reviewDecision(r.rm, is),
 		"mergedAt":          gqlMergedAt(is),
 		"mergeCommit":       r.mergeCommit(is),
+		"autoMergeRequest":  r.autoMergeRequest(is),
 	}}
 }
 

@@ -58,6 +58,8 @@ type config struct {
 	appEvents      []string          // the App's webhook events (nil: every event the fake sends)
 	noManifest     bool              // do not read the repository's app.yml
 
+	graphQLLimit     int
+	graphQLLimitSet  bool
 	secondaryStatus  int
 	pointsPerMinute  int
 	pointsRetryAfter bool

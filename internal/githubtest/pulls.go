@@ -142,7 +142,11 @@ func (s *Server) pullJSON(rm *repoMeta, is *issue) *github.PullRequest {
 		}
 		// GitHub fills the merge commit's title and message it will use when none was given:
 		// the pull request's title and number, and its body.
-		out.AutoMerge = &github.PullRequestAutoMerge{MergeMethod: github.String(method), EnabledBy: s.userJSON(is.User),
+		by := pr.AutoMergeBy
+		if by == "" {
+			by = is.User
+		}
+		out.AutoMerge = &github.PullRequestAutoMerge{MergeMethod: github.String(method), EnabledBy: s.userJSON(by),
 			CommitTitle: github.String(fmt.Sprintf("%s (#%d)", is.Title, is.Number)), CommitMessage: github.String(is.Body)}
 	}
 	return out

@@ -292,11 +292,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
 
 	free := route == "GET /rate_limit"
+	// A GraphQL call spends its own budget, in points (graphqlbudget.go), not the REST one.
+	graphQL := route == "POST /api/graphql"
 	var ri rateInfo
 	doneMutating := func() {}
 	if !free {
 		var rej *limitRejection
-		ri, rej = s.admit(p.bucket, entry.Class)
+		if !graphQL {
+			ri, rej = s.admit(p.bucket, entry.Class)
+		}
 		if rej == nil {
 			var release func()
 			release, rej = s.admitSecondary(p.bucket, route, entry.Class)
@@ -356,12 +360,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	switch {
+	case graphQL: // its handler set the GraphQL budget's headers
 	case free:
 		ri = s.rate(p.bucket)
+		s.setRateHeaders(h, ri, false)
 	case status != http.StatusNotModified:
 		ri = s.charge(p.bucket)
+		s.setRateHeaders(h, ri, false)
+	default:
+		s.setRateHeaders(h, ri, false)
 	}
-	s.setRateHeaders(h, ri, false)
 	if p.tokenExpiry != "" {
 		h.Set("Github-Authentication-Token-Expiration", p.tokenExpiry)
 	}

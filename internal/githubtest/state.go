@@ -122,6 +122,9 @@ type pull struct {
 	AutoMerge      bool      `json:"auto_merge"`
 	// AutoMergeMethod is the merge method auto-merge was enabled with (merge, squash, rebase).
 	AutoMergeMethod string `json:"auto_merge_method,omitempty"`
+	// AutoMergeAt and AutoMergeBy are when and by whom auto-merge was enabled.
+	AutoMergeAt time.Time `json:"auto_merge_at,omitempty"`
+	AutoMergeBy string    `json:"auto_merge_by,omitempty"`
 	// Reviews are the submitted reviews, oldest first.
 	Reviews []*review `json:"reviews,omitempty"`
 }
