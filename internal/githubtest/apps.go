@@ -188,7 +188,7 @@ func (s *Server) installLocked(login string) int64 {
 	}
 	id := s.st.nextID()
 	s.st.Installations[id] = &installation{ID: id, Account: login, Created: s.clock.Now()}
-	s.queueEvent("installation", func() any { return s.installationEventLocked("created", id) })
+	s.queueEvent("installation", func() map[string]any { return s.installationPayloadLocked("created", id) })
 	return id
 }
 

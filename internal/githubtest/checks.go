@@ -148,6 +148,7 @@ func (s *Server) handleCreateCheckRun(w http.ResponseWriter, r *http.Request) {
 	cr := &checkRun{ID: s.st.nextID(), Repo: repoKey(rm.Owner, rm.Name), HeadSHA: head.Hash.String(), Status: "queued", StartedAt: now, AppID: s.cfg.appID}
 	req.apply(cr, now)
 	s.st.CheckRuns[cr.ID] = cr
+	s.queueCheckRunEvents(rm, cr, "created", false, principalOf(r).login)
 	writeJSON(w, http.StatusCreated, s.fullCheckRunJSON(rm, cr))
 }
 
@@ -176,7 +177,9 @@ func (s *Server) handleUpdateCheckRun(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, herr)
 		return
 	}
+	wasCompleted := cr.Status == "completed"
 	req.apply(cr, s.clock.Now())
+	s.queueCheckRunEvents(rm, cr, "", wasCompleted, principalOf(r).login)
 	writeJSON(w, http.StatusOK, s.fullCheckRunJSON(rm, cr))
 }
 
@@ -249,7 +252,7 @@ func (s *Server) handleCreateStatus(w http.ResponseWriter, r *http.Request) {
 		st.AppID = s.cfg.appID // the App a required check bound to an App counts it from
 	}
 	rm.Statuses = append(rm.Statuses, st)
-	s.queueEvent("status", func() any { return s.statusEventLocked(rm, st) })
+	s.queueEvent("status", func() map[string]any { return s.statusPayloadLocked(rm, st) })
 	writeJSON(w, http.StatusCreated, s.statusJSON(rm, st))
 }
 
@@ -268,14 +271,16 @@ func (s *Server) handleListStatuses(w http.ResponseWriter, r *http.Request) {
 	writePage(w, r, out)
 }
 
-// statusEventLocked is the status webhook GitHub sends when a commit status is created.
-func (s *Server) statusEventLocked(rm *repoMeta, st *commitStatus) *github.StatusEvent {
-	ev := &github.StatusEvent{
-		ID: github.Int64(st.ID), SHA: github.String(st.SHA), State: github.String(st.State), Context: github.String(st.Context),
-		Description: github.String(st.Description), TargetURL: github.String(st.TargetURL),
-		Name: github.String(rm.fullName()), Repo: s.repoJSON(rm), Sender: s.userJSON(st.Creator),
-		CreatedAt: &github.Timestamp{Time: st.CreatedAt}, UpdatedAt: &github.Timestamp{Time: st.CreatedAt},
-		Installation: s.installationForLocked(rm.Owner),
+// queueCheckRunEvents queues the check_run events of a check run created (action "created",
+// and "completed" too when it is created completed) or updated (action "": "completed" when
+// the update completed it). GitHub sends them to the App that created the run.
+// https://docs.github.com/webhooks/webhook-events-and-payloads#check_run
+func (s *Server) queueCheckRunEvents(rm *repoMeta, cr *checkRun, action string, wasCompleted bool, sender string) {
+	if action != "" {
+		s.queueEvent("check_run", func() map[string]any { return s.checkRunPayloadLocked(rm, cr, action, sender) })
 	}
-	return ev
+	if cr.Status == "completed" && !wasCompleted {
+		snapshot := *cr
+		s.queueEvent("check_run", func() map[string]any { return s.checkRunPayloadLocked(rm, &snapshot, "completed", sender) })
+	}
 }

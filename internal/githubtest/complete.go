@@ -70,8 +70,8 @@ func (s *Server) fullInstallationJSON(in *installation) map[string]any {
 }
 
 // fullCheckRunJSON is a check run as the checks API answers it: checkRunJSON plus the full
-// App, null for a run not yet concluded, an empty output, no pull requests (the fake links
-// none) and a check suite (the fake has none: the run's id stands in for it).
+// App, null for a run not yet concluded, an empty output, the open pull requests whose head is
+// the run's commit and a check suite (the fake has none: the run's id stands in for it).
 // https://docs.github.com/rest/checks/runs#create-a-check-run
 func (s *Server) fullCheckRunJSON(rm *repoMeta, cr *checkRun) map[string]any {
 	out := asMap(s.checkRunJSON(rm, cr))
@@ -91,7 +91,7 @@ func (s *Server) fullCheckRunJSON(rm *repoMeta, cr *checkRun) map[string]any {
 	return fill(out, map[string]any{
 		"conclusion": nil, "completed_at": nil, "started_at": nil,
 		"check_suite":   map[string]any{"id": cr.ID},
-		"pull_requests": []any{},
+		"pull_requests": s.checkRunPullsLocked(rm, cr.HeadSHA),
 	})
 }
 

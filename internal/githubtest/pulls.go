@@ -35,7 +35,7 @@ func (s *Server) refsChangedLocked(rm *repoMeta, g *gitRepo, changes []refChange
 			}
 		}
 		ch := ch
-		s.queueEvent("push", func() any { return s.pushEventLocked(rm, g, ch, actor) })
+		s.queueEvent("push", func() map[string]any { return s.pushPayloadLocked(rm, g, ch, actor) })
 		for _, n := range slices.Sorted(maps.Keys(rm.Issues)) {
 			is := rm.Issues[n]
 			pr := is.Pull
@@ -47,8 +47,9 @@ func (s *Server) refsChangedLocked(rm *repoMeta, g *gitRepo, changes []refChange
 				is.State, is.ClosedAt, is.UpdatedAt = "closed", now, now
 				s.queuePullEvent(rm, is, "closed", actor)
 			case pr.Head == branch:
+				before := pr.HeadSHA
 				pr.HeadSHA, is.UpdatedAt = ch.after.String(), now
-				s.queuePullEvent(rm, is, "synchronize", actor)
+				s.queuePullEventChange(rm, is, "synchronize", actor, pullChange{before: before, after: pr.HeadSHA})
 			}
 			if pr.Base == branch && !ch.after.IsZero() && is.State == "open" && g.isAncestor(plumbing.NewHash(pr.HeadSHA), ch.after) {
 				is.State, is.ClosedAt, is.UpdatedAt = "closed", now, now
@@ -62,7 +63,12 @@ func (s *Server) refsChangedLocked(rm *repoMeta, g *gitRepo, changes []refChange
 }
 
 func (s *Server) queuePullEvent(rm *repoMeta, is *issue, action, actor string) {
-	s.queueEvent("pull_request", func() any { return s.pullRequestEventLocked(rm, is, action, actor) })
+	s.queuePullEventChange(rm, is, action, actor, pullChange{})
+}
+
+// queuePullEventChange queues a pull_request event with what changed (edited, synchronize).
+func (s *Server) queuePullEventChange(rm *repoMeta, is *issue, action, actor string, ch pullChange) {
+	s.queueEvent("pull_request", func() map[string]any { return s.pullRequestPayloadLocked(rm, is, action, actor, ch) })
 }
 
 func labelID(name string) int64 {
@@ -319,6 +325,18 @@ func (s *Server) handleEditPull(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.clock.Now()
 	actor := principalOf(r).login
+	var change pullChange
+	if req.Title != nil && *req.Title != is.Title {
+		old := is.Title
+		change.title = &old
+	}
+	if req.Body != nil && *req.Body != is.Body {
+		old := is.Body
+		change.body = &old
+	}
+	if req.Base != nil && *req.Base != is.Pull.Base {
+		change.baseChanged, change.baseRef, change.baseSHA = true, is.Pull.Base, is.Pull.BaseSHA
+	}
 	if req.Title != nil {
 		is.Title = *req.Title
 	}
@@ -350,8 +368,8 @@ func (s *Server) handleEditPull(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, validationFailed("PullRequest", "state", "invalid"))
 			return
 		}
-	} else if req.Title != nil || req.Body != nil || req.Base != nil {
-		s.queuePullEvent(rm, is, "edited", actor)
+	} else if change.title != nil || change.body != nil || change.baseChanged {
+		s.queuePullEventChange(rm, is, "edited", actor, change)
 	}
 	is.UpdatedAt = now
 	writeJSON(w, http.StatusOK, s.fullPullJSON(rm, is))

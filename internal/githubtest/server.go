@@ -62,6 +62,10 @@ type Server struct {
 	buckets  map[string]*bucket
 	inflight int
 
+	outMu      sync.Mutex     // guards outbox and delivering
+	outbox     []pendingEvent // webhooks to deliver, in order
+	delivering bool           // a deliverLoop is running
+
 	hooks    sync.WaitGroup
 	closeCtx context.Context
 	cancel   context.CancelFunc
@@ -86,7 +90,7 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 		opts = append([]Option{WithAppKey(key)}, opts...)
 	}
 	if !probe.noSpec && probe.spec == nil {
-		opt, report := specOption(t)
+		opt, report := specOption(t, probe.ghes)
 		// Registered before Close: cleanups run last-in first-out, so the violations are
 		// reported after the last request has been answered.
 		t.Cleanup(report)
