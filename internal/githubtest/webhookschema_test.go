@@ -94,10 +94,9 @@ type delivery struct {
 
 // receiver collects the deliveries of a fake.
 type receiver struct {
-	mu   sync.Mutex
-	got  []delivery
-	srv  *httptest.Server
-	fail func(string)
+	mu  sync.Mutex
+	got []delivery
+	srv *httptest.Server
 }
 
 func newReceiver(t *testing.T) *receiver {
@@ -145,12 +144,12 @@ func TestWebhookPayloadsMatchGitHubsSchemas(t *testing.T) {
 	main := s.Branch("acme", "r", "main")
 	_, _, err := human.Git.CreateRef(ctx, "acme", "r", &github.Reference{Ref: github.String("refs/heads/topic"), Object: &github.GitObject{SHA: github.String(main)}})
 	require.NoError(t, err)
-	head := s.Commit("acme", "r", "topic", "change", map[string]string{"a.txt": "a\n"})
+	s.Commit("acme", "r", "topic", "change", map[string]string{"a.txt": "a\n"})
 	p, _, err := app.PullRequests.Create(ctx, "acme", "r", &github.NewPullRequest{Title: github.String("t"), Head: github.String("topic"), Base: github.String("main"), Body: github.String("b")})
 	require.NoError(t, err)
 	_, _, err = app.PullRequests.Edit(ctx, "acme", "r", p.GetNumber(), &github.PullRequest{Title: github.String("t2")})
 	require.NoError(t, err)
-	head = s.Commit("acme", "r", "topic", "more", map[string]string{"b.txt": "b\n"})
+	head := s.Commit("acme", "r", "topic", "more", map[string]string{"b.txt": "b\n"})
 	_, _, err = human.Repositories.CreateStatus(ctx, "acme", "r", head, &github.RepoStatus{State: github.String("success"), Context: github.String("ci"),
 		TargetURL: github.String("https://ci.example.com/1"), Description: github.String("ok")})
 	require.NoError(t, err)
