@@ -341,7 +341,11 @@ func (s *Server) handleInstallationRepos(w http.ResponseWriter, r *http.Request)
 	for _, rm := range page {
 		out = append(out, s.fullRepoJSON(rm))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(repos), "repositories": out, "repository_selection": "all"})
+	selection := "all"
+	if p.repos != nil {
+		selection = "selected" // a token narrowed to some repositories
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(repos), "repositories": out, "repository_selection": selection})
 }
 
 func (s *Server) handleRateLimit(w http.ResponseWriter, r *http.Request) {

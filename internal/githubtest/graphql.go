@@ -671,9 +671,9 @@ func connection(name string, nodes []gqlObject, args map[string]any) (any, error
 	end := min(start+int(first), len(nodes))
 	page := nodes[start:end]
 	cursor := func(i int) string { return base64.StdEncoding.EncodeToString([]byte("cursor:v2:" + strconv.Itoa(i))) }
-	var endCursor any
+	var startCursor, endCursor any
 	if end > start {
-		endCursor = cursor(end - 1)
+		startCursor, endCursor = cursor(start), cursor(end-1)
 	}
 	edges := make([]gqlObject, len(page))
 	for i, n := range page {
@@ -684,7 +684,7 @@ func connection(name string, nodes []gqlObject, args map[string]any) (any, error
 		"edges":      edges,
 		"totalCount": len(nodes),
 		"pageInfo": &gqlPlain{name: "PageInfo", fields: map[string]any{
-			"hasNextPage": end < len(nodes), "hasPreviousPage": start > 0, "endCursor": endCursor,
+			"hasNextPage": end < len(nodes), "hasPreviousPage": start > 0, "startCursor": startCursor, "endCursor": endCursor,
 		}},
 	}}, nil
 }

@@ -314,7 +314,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if rej != nil {
-			s.setRateHeaders(w.Header(), ri, !rej.keepRate)
+			if graphQL {
+				rate := s.spendGraphQL(p.bucket, graphQLCost{}, true)
+				if !rej.keepRate {
+					rate.remaining = 0
+				}
+				s.setGraphQLRateHeaders(w.Header(), rate)
+			} else {
+				s.setRateHeaders(w.Header(), ri, !rej.keepRate)
+			}
 			if rej.retryAfter > 0 {
 				w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(rej.retryAfter)))
 				entry.RetryAfter = time.Duration(retryAfterSeconds(rej.retryAfter)) * time.Second

@@ -4,7 +4,9 @@
 //	    --org acme --teams platform,payments-devs --app-key-out /tmp/fakegh/app.pem
 //
 // It prints the base URL and how to point fleetbot at it. Git data and metadata in --state
-// survive restarts.
+// survive restarts. Its App holds the permissions (and subscribes to the events) of the
+// repository's app.yml, found above the working directory, or of --app-manifest FILE: the same
+// model as the in-test server's (githubtest.AppManifest).
 package main
 
 import (
