@@ -123,10 +123,12 @@ func (r *simRunner) event(name, sha, ref string, payload any) {
 // acme/control #n, checked out at its merge commit sha.
 func (r *simRunner) pullRequest(srv *githubtest.Server, n int, action, sha string) *gh.PullRequestEvent {
 	r.t.Helper()
-	ev, err := srv.PullRequestEvent("acme", "control", n, action)
+	payload, err := srv.PullRequestEvent("acme", "control", n, action)
 	require.NoError(r.t, err)
-	r.event("pull_request", sha, fmt.Sprintf("refs/pull/%d/merge", n), ev)
-	return ev
+	r.event("pull_request", sha, fmt.Sprintf("refs/pull/%d/merge", n), payload)
+	var ev gh.PullRequestEvent
+	require.NoError(r.t, payload.Decode(&ev))
+	return &ev
 }
 
 // stepResult is what one step of `fleetbot action` left behind.
@@ -608,8 +610,9 @@ func TestActionPlanReviewsTheChange(t *testing.T) {
 			base, head := run.gitCheckout(func(dir string) { editFile(t, filepath.Join(dir, tc.file), tc.old, tc.new) })
 			ev, err := srv.PullRequestEvent("acme", "control", n, "synchronize")
 			require.NoError(t, err)
-			ev.PullRequest.Base.SHA, ev.PullRequest.Head.SHA = gh.String(base), gh.String(head)
-			ev.PullRequest.User.Login = gh.String("alice")
+			ev.Set("pull_request.base.sha", base)
+			ev.Set("pull_request.head.sha", head)
+			ev.Set("pull_request.user.login", "alice")
 			run.event("pull_request", head, "refs/pull/1/merge", ev)
 
 			step := run.run(appInputs(srv, "plan"))

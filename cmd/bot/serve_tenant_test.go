@@ -20,7 +20,8 @@ import (
 // once the first apply converged the fleet.
 type tenantEnv struct {
 	*serveEnv
-	bob *gh.Client // a workspace admin of payments (push on workspace-payments)
+	bob   *gh.Client // a workspace admin of payments (push on workspace-payments)
+	carol *gh.Client // a platform admin (a code owner of fleetbot's files in every target repo)
 }
 
 func startTenantServe(t *testing.T) *tenantEnv {
@@ -29,7 +30,20 @@ func startTenantServe(t *testing.T) *tenantEnv {
 	e.waitMetric(appliedOK, 1)
 	e.bob = e.gh.ClientWithToken(e.gh.CreateUser("bob"))
 	e.gh.AddTeamMember("acme", "payments-devs", "bob", "member")
+	e.carol = e.gh.ClientWithToken(e.gh.CreateUser("carol"))
+	e.gh.AddTeamMember("acme", "platform", "carol", "member")
 	return e
+}
+
+// approve approves pull request pr of acme/repo at its current head as carol and bob, so that
+// the protection's required reviews (one approval, a code owner's of each changed file; stale
+// approvals dismissed) hold and only its required status check can keep it from merging.
+func (e *tenantEnv) approve(repo string, pr *gh.PullRequest) {
+	e.t.Helper()
+	for _, c := range []*gh.Client{e.carol, e.bob} {
+		_, _, err := c.PullRequests.CreateReview(context.Background(), "acme", repo, pr.GetNumber(), &gh.PullRequestReviewRequest{Event: gh.String("APPROVE")})
+		require.NoError(e.t, err)
+	}
 }
 
 // tenantRuns are the completed tenant check runs on commit sha of acme/repo, newest first.
@@ -85,7 +99,7 @@ func (e *tenantEnv) annotations(cr *gh.CheckRun) []string {
 // TestServeChecksTenantPullRequests: serve's tenant check is required, from serve's own App, by
 // the protection of every workspace and cluster repo; fleetbot's own pull requests pass it; a
 // workspace admin's hostile pull request fails it with an annotation on each problem's file and
-// line and cannot merge, neither with a commit status nor with another App's check run of the
+// line and cannot merge (approved as the protection requires), neither with a commit status nor with another App's check run of the
 // same name; fixed, it passes and merges; a cluster repo is checked with the cluster rules; a
 // repo fleetbot does not manage gets no check run.
 func TestServeChecksTenantPullRequests(t *testing.T) {
@@ -112,6 +126,7 @@ func TestServeChecksTenantPullRequests(t *testing.T) {
 	}
 	// bob, a workspace admin with push only, merges fleetbot's pull request: its check passed.
 	fleetbotPR := e.gh.Pulls("acme", "workspace-payments")[0]
+	e.approve("workspace-payments", fleetbotPR)
 	_, _, err := e.bob.PullRequests.Merge(ctx, "acme", "workspace-payments", fleetbotPR.GetNumber(), "", nil)
 	require.NoError(t, err, "fleetbot's pull request passed its check")
 
@@ -139,6 +154,7 @@ func TestServeChecksTenantPullRequests(t *testing.T) {
 		_, _, err := e.bob.PullRequests.Merge(ctx, "acme", "workspace-payments", pr.GetNumber(), "", nil)
 		return err
 	}
+	e.approve("workspace-payments", hostile)
 	require.ErrorContains(t, merge(hostile), `Required status check "fleetbot tenant" is failing.`)
 
 	// A reference leaving the repo fails too, on the line that names it.
@@ -157,13 +173,15 @@ func TestServeChecksTenantPullRequests(t *testing.T) {
 	require.NoError(t, err)
 	_, err = e.gh.AddCheckRun(15368, "acme", "workspace-payments", sha, webhook.DefaultTenantCheckName, "success")
 	require.NoError(t, err)
-	require.ErrorContains(t, merge(escape), `Required status check "fleetbot tenant"`)
+	e.approve("workspace-payments", escape)
+	require.ErrorContains(t, merge(escape), `Required status check "fleetbot tenant" is failing.`)
 
 	// Fixed, the hostile pull request passes and merges.
 	fixed := e.gh.Commit("acme", "workspace-payments", "hostile", "fix", map[string]string{"apps/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n"}, "apps/crb.yaml", "apps/flux.yaml")
 	cr = e.waitTenantRun("workspace-payments", fixed, 1)
 	assert.Equal(t, "success", cr.GetConclusion(), cr.GetOutput().GetSummary())
 	assert.Equal(t, "2 kustomization(s) render cleanly", cr.GetOutput().GetTitle())
+	e.approve("workspace-payments", hostile) // the push dismissed the stale approvals
 	require.NoError(t, merge(hostile))
 
 	// A cluster repo is checked with the cluster rules: its admins may bind cluster roles.
@@ -204,7 +222,7 @@ func TestServeTenantCheckSurvivesRestartAndDrift(t *testing.T) {
 	second.waitMetric(appliedOK, 1)
 	ev, err := second.gh.CheckRunEvent(cr.GetID(), "rerequested")
 	require.NoError(t, err)
-	ev.Sender = &gh.User{Login: gh.String(githubtest.DefaultUser)}
+	ev.Set("sender.login", githubtest.DefaultUser)
 	require.Equal(t, http.StatusAccepted, second.deliver("check_run", "rerun-1", encodeJSON(t, ev), serveSecret))
 	again := second.waitTenantRun("cluster-edge-1", pr.GetHead().GetSHA(), 2)
 	assert.NotEqual(t, cr.GetID(), again.GetID(), "a new check run")

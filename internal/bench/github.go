@@ -235,7 +235,7 @@ func GitHub(ctx context.Context, o GitHubOptions) (*GitHubResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("setup: first apply: %w", err)
 	}
-	human := srv.ClientWithToken(srv.CreateUser("alice"))
+	human := platformAdmin(srv, fl.repo)
 	if err := mergeAll(ctx, human, rep); err != nil {
 		return nil, err
 	}
@@ -321,6 +321,18 @@ func GitHub(ctx context.Context, o GitHubOptions) (*GitHubResult, error) {
 	}
 	res.Client = mc.Stats()
 	return res, nil
+}
+
+// platformAdmin is a client of alice, a member of the platform's admin teams: an administrator
+// of every target repo, who merges fleetbot's pull requests past their protection (its
+// required code-owner review), as GitHub lets an administrator unless the protection is
+// enforced for administrators too.
+func platformAdmin(srv *githubtest.Server, repo *control.Repo) *gh.Client {
+	token := srv.CreateUser("alice")
+	for _, team := range repo.Platform.Spec.Admins {
+		srv.AddTeamMember(repo.Platform.Spec.Owner, team, "alice", "member")
+	}
+	return srv.ClientWithToken(token)
 }
 
 // mergeAll merges, as a human, every pull request a report opened.

@@ -126,7 +126,7 @@ func Rollout(ctx context.Context, o RolloutOptions) (*RolloutResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("setup: first apply: %w", err)
 	}
-	human := srv.ClientWithToken(srv.CreateUser("alice"))
+	human := platformAdmin(srv, fl.repo)
 	if err := mergeAll(ctx, human, rep); err != nil {
 		return nil, err
 	}

@@ -354,7 +354,7 @@ func (s *Server) protectionJSON(rm *repoMeta, branch string, p *protection) map[
 			contexts = []string{}
 		}
 		out["required_status_checks"] = map[string]any{"url": u + "/required_status_checks", "strict": p.StrictStatusChecks,
-			"contexts": contexts, "contexts_url": u + "/required_status_checks/contexts", "checks": p.checksJSON()}
+			"contexts": contexts, "contexts_url": u + "/required_status_checks/contexts", "checks": requiredChecksJSON(p)}
 	}
 	return out
 }
@@ -396,44 +396,18 @@ func (s *Server) handleProtection(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, errArchived)
 			return
 		}
-		var req struct {
-			RequiredStatusChecks *struct {
-				Strict   bool                   `json:"strict"`
-				Contexts []string               `json:"contexts"`
-				Checks   []requiredCheckRequest `json:"checks"`
-			} `json:"required_status_checks"`
-			RequiredPullRequestReviews *struct {
-				DismissStaleReviews          bool `json:"dismiss_stale_reviews"`
-				RequireCodeOwnerReviews      bool `json:"require_code_owner_reviews"`
-				RequiredApprovingReviewCount int  `json:"required_approving_review_count"`
-			} `json:"required_pull_request_reviews"`
-			EnforceAdmins         *bool `json:"enforce_admins"`
-			RequiredLinearHistory *bool `json:"required_linear_history"`
-			AllowForcePushes      *bool `json:"allow_force_pushes"`
-			AllowDeletions        *bool `json:"allow_deletions"`
-		}
-		if err := decodeBody(r, &req); err != nil {
+		data, err := readAll(r)
+		if err != nil {
 			writeErr(w, err)
 			return
 		}
-		p = &protection{}
-		if rc := req.RequiredStatusChecks; rc != nil {
-			if err := s.setRequiredChecksLocked(rm, p, rc.Strict, rc.Contexts, rc.Checks); err != nil {
-				writeErr(w, err)
-				return
-			}
+		np, herr := parseProtection(data)
+		if herr != nil {
+			writeErr(w, herr)
+			return
 		}
-		if rv := req.RequiredPullRequestReviews; rv != nil {
-			if rv.RequiredApprovingReviewCount < 0 || rv.RequiredApprovingReviewCount > 6 {
-				writeErr(w, validationFailed("Protection", "required_approving_review_count", "invalid"))
-				return
-			}
-			p.RequirePRReviews, p.DismissStaleReviews = true, rv.DismissStaleReviews
-			p.RequireCodeOwnerReviews, p.RequiredApprovals = rv.RequireCodeOwnerReviews, rv.RequiredApprovingReviewCount
-		}
-		deref := func(b *bool) bool { return b != nil && *b }
-		p.EnforceAdmins, p.RequireLinearHistory = deref(req.EnforceAdmins), deref(req.RequiredLinearHistory)
-		p.AllowForcePushes, p.AllowDeletions = deref(req.AllowForcePushes), deref(req.AllowDeletions)
+		s.bindRequiredChecksLocked(rm, np)
+		p = np
 		rm.Protection[branch] = p
 	}
 	writeJSON(w, http.StatusOK, s.protectionJSON(rm, branch, p))

@@ -3,33 +3,15 @@ package githubtest
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 
 	"github.com/google/go-github/v62/github"
 )
 
-// maxAnnotationsPerRequest is the most annotations GitHub takes in one check run request; to
-// write more, a client updates the check run again, and GitHub appends each request's.
+// A check run request carries at most maxAnnotations annotations (checkRunOutputError,
+// textlimits.go); to write more, a client updates the check run again, and GitHub appends each
+// request's: "Each time you update the check run, annotations are appended to the list of
+// annotations that already exist for the check run."
 // https://docs.github.com/rest/checks/runs#update-a-check-run
-const maxAnnotationsPerRequest = 50
-
-// annotationLimit refuses a check run request carrying more annotations than GitHub takes.
-func annotationLimit(req checkRunRequest) error {
-	if req.Output == nil {
-		return nil
-	}
-	var out struct {
-		Annotations []json.RawMessage `json:"annotations"`
-	}
-	if err := json.Unmarshal(*req.Output, &out); err != nil {
-		return validationFailed("CheckRun", "output", "invalid")
-	}
-	if len(out.Annotations) > maxAnnotationsPerRequest {
-		return errorf(http.StatusUnprocessableEntity, "Invalid request.\n\nOnly %d annotations are allowed per request; %d were supplied.",
-			maxAnnotationsPerRequest, len(out.Annotations))
-	}
-	return nil
-}
 
 // appendAnnotations returns output without its annotations, which it appends to the check
 // run's: a check run answer shows annotations_count, never the annotations themselves.

@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -28,6 +27,10 @@ type principal struct {
 	installationID int64
 	bucket         string // primary-limit bucket
 	tokenExpiry    string
+	// perms and repos narrow an installation token (nil: the App's permissions, every
+	// repository of the installation).
+	perms map[string]string
+	repos map[string]bool
 }
 
 type principalKey struct{}
@@ -98,6 +101,13 @@ func (s *Server) authenticate(r *http.Request, isAPI bool, route string) (princi
 		}
 		p.kind = "installation"
 		p.installationID = tok.InstallationID
+		p.perms = tok.Permissions
+		if tok.Repos != nil {
+			p.repos = map[string]bool{}
+			for _, k := range tok.Repos {
+				p.repos[k] = true
+			}
+		}
 		p.bucket = "installation:" + strconv.FormatInt(tok.InstallationID, 10)
 	}
 	return p, nil
@@ -111,36 +121,19 @@ func remoteHost(r *http.Request) string {
 	return host
 }
 
-// verifyJWT checks an App JWT as GitHub does: RS256 signed by the App key, iss = App id,
-// not expired, exp at most ten minutes ahead. Times are wall-clock: the client signs with its clock.
+// verifyJWT checks an App JWT as GitHub does: RS256 signed by the App key, then its claims
+// (checkJWTClaims). Times are wall-clock: the client signs with its clock.
 func (s *Server) verifyJWT(raw string) *httpError {
 	pub, err := s.appPublicKey()
 	if err != nil {
 		return errorf(http.StatusInternalServerError, "fake github: %v", err)
 	}
 	claims := &jwt.RegisteredClaims{}
-	_, err = jwt.ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return pub, nil },
-		jwt.WithValidMethods([]string{"RS256"}))
-	if err != nil {
-		var ve *jwt.ValidationError
-		if errors.As(err, &ve) && ve.Errors&jwt.ValidationErrorExpired != 0 {
-			return errorf(http.StatusUnauthorized, "'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires")
-		}
-		if errors.As(err, &ve) && ve.Errors&jwt.ValidationErrorIssuedAt != 0 {
-			return errorf(http.StatusUnauthorized, "'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued")
-		}
-		return errorf(http.StatusUnauthorized, "A JSON web token could not be decoded")
+	parser := jwt.NewParser(jwt.WithValidMethods([]string{"RS256"}), jwt.WithoutClaimsValidation())
+	if _, err := parser.ParseWithClaims(raw, claims, func(*jwt.Token) (any, error) { return pub, nil }); err != nil {
+		return errorf(http.StatusUnauthorized, "%s", jwtUndecodable)
 	}
-	if claims.ExpiresAt == nil {
-		return errorf(http.StatusUnauthorized, "'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires")
-	}
-	if time.Until(claims.ExpiresAt.Time) > 11*time.Minute {
-		return errorf(http.StatusUnauthorized, "'Expiration time' claim ('exp') is too far in the future")
-	}
-	if claims.Issuer != strconv.FormatInt(s.cfg.appID, 10) {
-		return errorf(http.StatusUnauthorized, "'Issuer' claim ('iss') must be an Integer")
-	}
-	return nil
+	return checkJWTClaims(claims, s.cfg.appID, time.Now())
 }
 
 // testAppKey is the App key of every NewServer of a test binary (unless given another),
@@ -195,7 +188,7 @@ func (s *Server) installLocked(login string) int64 {
 	}
 	id := s.st.nextID()
 	s.st.Installations[id] = &installation{ID: id, Account: login, Created: s.clock.Now()}
-	s.queueEvent("installation", func() any { return s.installationEventLocked("created", id) })
+	s.queueEvent("installation", func() map[string]any { return s.installationPayloadLocked("created", id) })
 	return id
 }
 
@@ -213,8 +206,8 @@ func (s *Server) installationJSON(in *installation) *github.Installation {
 		AccessTokensURL:     github.String(fmt.Sprintf("%sapp/installations/%d/access_tokens", base, in.ID)),
 		RepositoriesURL:     github.String(base + "installation/repositories"),
 		HTMLURL:             github.String(fmt.Sprintf("%s/organizations/%s/settings/installations/%d", s.URL, acct.Login, in.ID)),
-		Permissions:         s.installationPermissions(),
-		Events:              []string{"push", "pull_request", "installation"},
+		Permissions:         installationPermissions(s.grantedPermissions()),
+		Events:              s.appEvents(),
 		CreatedAt:           &github.Timestamp{Time: in.Created},
 		UpdatedAt:           &github.Timestamp{Time: in.Created},
 	}
@@ -255,6 +248,9 @@ func (s *Server) handleAccountInstallation(w http.ResponseWriter, r *http.Reques
 	writeErr(w, errNotFound)
 }
 
+// handleCreateAccessToken mints an installation token, narrowed to the repositories and
+// permissions the body asks for (tokenscope.go).
+// https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app
 func (s *Server) handleCreateAccessToken(w http.ResponseWriter, r *http.Request) {
 	id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	in := s.st.Installations[id]
@@ -262,12 +258,53 @@ func (s *Server) handleCreateAccessToken(w http.ResponseWriter, r *http.Request)
 		writeErr(w, errNotFound)
 		return
 	}
+	req, err := decodeTokenRequest(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	repos, perms, herr := s.scopeLocked(in, req)
+	if herr != nil {
+		writeErr(w, herr)
+		return
+	}
 	tok := s.mintTokenLocked(id)
-	writeJSON(w, http.StatusCreated, &github.InstallationToken{
+	tok.Repos, tok.Permissions = repos, perms
+	out := &github.InstallationToken{
 		Token:       github.String(tok.Token),
 		ExpiresAt:   &github.Timestamp{Time: s.clock.toWall(tok.ExpiresAt).UTC().Truncate(time.Second)},
-		Permissions: s.installationJSON(in).Permissions,
-	})
+		Permissions: installationPermissions(s.tokenPermissions(principal{perms: perms})),
+	}
+	full := asMap(out)
+	full["repository_selection"] = "all"
+	if repos != nil {
+		list := []map[string]any{}
+		for _, k := range repos {
+			list = append(list, s.fullRepoJSON(s.st.Repos[k]))
+		}
+		full["repository_selection"], full["repositories"] = "selected", list
+	}
+	writeJSON(w, http.StatusCreated, full)
+}
+
+// grantedPermissions are the App's permissions: its manifest's, or (without one) those the
+// fake's App has always shown.
+func (s *Server) grantedPermissions() map[string]string {
+	if s.cfg.appPerms != nil {
+		return s.cfg.appPerms
+	}
+	return map[string]string{
+		"administration": "write", "contents": "write", "pull_requests": "write", "issues": "write",
+		"checks": "write", "statuses": "write", "members": "read", "metadata": "read",
+	}
+}
+
+// appEvents are the events the App subscribes to: its manifest's, or the ones the fake sends.
+func (s *Server) appEvents() []string {
+	if s.cfg.appEvents != nil {
+		return s.cfg.appEvents
+	}
+	return []string{"push", "pull_request", "installation", "status", "check_run"}
 }
 
 func (s *Server) mintTokenLocked(installationID int64) *accessToken {
@@ -290,17 +327,25 @@ func (s *Server) handleInstallationRepos(w http.ResponseWriter, r *http.Request)
 		writeErr(w, errorf(http.StatusForbidden, "This endpoint requires an installation token"))
 		return
 	}
-	var repos []*github.Repository
+	var repos []*repoMeta
 	for _, k := range slices.Sorted(maps.Keys(s.st.Repos)) {
-		if rm := s.st.Repos[k]; strings.EqualFold(rm.Owner, in.Account) {
-			repos = append(repos, s.repoJSON(rm))
+		if rm := s.st.Repos[k]; strings.EqualFold(rm.Owner, in.Account) && p.inScope(rm) {
+			repos = append(repos, rm)
 		}
 	}
 	page, link := paginate(r, repos)
 	if link != "" {
 		w.Header().Set("Link", link)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(repos), "repositories": page})
+	out := make([]map[string]any, 0, len(page))
+	for _, rm := range page {
+		out = append(out, s.fullRepoJSON(rm))
+	}
+	selection := "all"
+	if p.repos != nil {
+		selection = "selected" // a token narrowed to some repositories
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(repos), "repositories": out, "repository_selection": selection})
 }
 
 func (s *Server) handleRateLimit(w http.ResponseWriter, r *http.Request) {
@@ -311,7 +356,7 @@ func (s *Server) handleRateLimit(w http.ResponseWriter, r *http.Request) {
 		return map[string]any{"limit": limit, "remaining": limit, "used": 0, "reset": reset, "resource": name}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"resources": map[string]any{"core": core, "search": other("search", 30), "graphql": other("graphql", 5000)},
+		"resources": map[string]any{"core": core, "search": other("search", 30), "graphql": s.graphQLBudget(principalOf(r).bucket)},
 		"rate":      core,
 	})
 }

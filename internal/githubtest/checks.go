@@ -85,7 +85,45 @@ func (req checkRunRequest) apply(cr *checkRun, now time.Time) {
 	}
 }
 
+// checkRunsDocURL is the documentation_url of GitHub's answers on check runs.
+const checkRunsDocURL = "https://docs.github.com/rest/checks/runs#create-a-check-run"
+
+// onlyApps refuses a check run request not made by a GitHub App: "To create a check run, you
+// must use a GitHub App. OAuth apps and authenticated users are not able to create a check
+// suite." A personal access token gets 403 "You must authenticate via a GitHub App."
+// https://docs.github.com/rest/checks/runs#create-a-check-run
+func onlyApps(w http.ResponseWriter, r *http.Request) bool {
+	if principalOf(r).kind == "installation" {
+		return true
+	}
+	writeJSON(w, http.StatusForbidden, apiError{Message: "You must authenticate via a GitHub App.", DocumentationURL: checkRunsDocURL})
+	return false
+}
+
+// validate refuses what GitHub refuses in a check run request: a conclusion missing while
+// status is completed or completed_at is given ("Required if you provide completed_at or a
+// status of completed"), the conclusion stale ("only GitHub can set this"), and an output
+// over GitHub's limits (checkRunOutputError).
+// https://docs.github.com/rest/checks/runs#update-a-check-run
+func (req checkRunRequest) validate() *httpError {
+	completed := (req.Status != nil && *req.Status == "completed") || req.CompletedAt != nil
+	switch {
+	case completed && req.Conclusion == nil:
+		return validationError("CheckRun", "conclusion", "missing_field",
+			"conclusion is required when status is completed or completed_at is given")
+	case req.Conclusion != nil && *req.Conclusion == "stale":
+		return validationError("CheckRun", "conclusion", "invalid", "stale can only be set by GitHub")
+	}
+	if req.Output != nil {
+		return checkRunOutputError(*req.Output)
+	}
+	return nil
+}
+
 func (s *Server) handleCreateCheckRun(w http.ResponseWriter, r *http.Request) {
+	if !onlyApps(w, r) {
+		return
+	}
 	rm, g, err := s.gitData(r, true)
 	if err != nil {
 		writeErr(w, err)
@@ -96,12 +134,12 @@ func (s *Server) handleCreateCheckRun(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	if err := annotationLimit(req); err != nil {
-		writeErr(w, err)
-		return
-	}
 	if req.Name == nil || req.HeadSHA == nil {
 		writeErr(w, validationFailed("CheckRun", "name", "missing_field"))
+		return
+	}
+	if herr := req.validate(); herr != nil {
+		writeErr(w, herr)
 		return
 	}
 	head, err := g.resolveCommit(*req.HeadSHA)
@@ -113,10 +151,14 @@ func (s *Server) handleCreateCheckRun(w http.ResponseWriter, r *http.Request) {
 	cr := &checkRun{ID: s.st.nextID(), Repo: repoKey(rm.Owner, rm.Name), HeadSHA: head.Hash.String(), Status: "queued", StartedAt: now, AppID: s.cfg.appID}
 	req.apply(cr, now)
 	s.st.CheckRuns[cr.ID] = cr
+	s.queueCheckRunEvents(rm, cr, "created", false, principalOf(r).login)
 	writeJSON(w, http.StatusCreated, s.fullCheckRunJSON(rm, cr))
 }
 
 func (s *Server) handleUpdateCheckRun(w http.ResponseWriter, r *http.Request) {
+	if !onlyApps(w, r) {
+		return
+	}
 	rm, err := s.writableRepo(r)
 	if err != nil {
 		writeErr(w, err)
@@ -133,12 +175,14 @@ func (s *Server) handleUpdateCheckRun(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	if err := annotationLimit(req); err != nil {
-		writeErr(w, err)
+	req.HeadSHA = nil
+	if herr := req.validate(); herr != nil {
+		writeErr(w, herr)
 		return
 	}
-	req.HeadSHA = nil
+	wasCompleted := cr.Status == "completed"
 	req.apply(cr, s.clock.Now())
+	s.queueCheckRunEvents(rm, cr, "", wasCompleted, principalOf(r).login)
 	writeJSON(w, http.StatusOK, s.fullCheckRunJSON(rm, cr))
 }
 
@@ -207,8 +251,11 @@ func (s *Server) handleCreateStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	st := &commitStatus{ID: s.st.nextID(), SHA: sha, State: req.State, Context: req.Context,
 		Description: req.Description, TargetURL: req.TargetURL, Creator: principalOf(r).login, CreatedAt: s.clock.Now()}
+	if principalOf(r).kind == "installation" {
+		st.AppID = s.cfg.appID // the App a required check bound to an App counts it from
+	}
 	rm.Statuses = append(rm.Statuses, st)
-	s.queueEvent("status", func() any { return s.statusEventLocked(rm, st) })
+	s.queueEvent("status", func() map[string]any { return s.statusPayloadLocked(rm, st) })
 	writeJSON(w, http.StatusCreated, s.statusJSON(rm, st))
 }
 
@@ -227,14 +274,16 @@ func (s *Server) handleListStatuses(w http.ResponseWriter, r *http.Request) {
 	writePage(w, r, out)
 }
 
-// statusEventLocked is the status webhook GitHub sends when a commit status is created.
-func (s *Server) statusEventLocked(rm *repoMeta, st *commitStatus) *github.StatusEvent {
-	ev := &github.StatusEvent{
-		ID: github.Int64(st.ID), SHA: github.String(st.SHA), State: github.String(st.State), Context: github.String(st.Context),
-		Description: github.String(st.Description), TargetURL: github.String(st.TargetURL),
-		Name: github.String(rm.fullName()), Repo: s.repoJSON(rm), Sender: s.userJSON(st.Creator),
-		CreatedAt: &github.Timestamp{Time: st.CreatedAt}, UpdatedAt: &github.Timestamp{Time: st.CreatedAt},
-		Installation: s.installationForLocked(rm.Owner),
+// queueCheckRunEvents queues the check_run events of a check run created (action "created",
+// and "completed" too when it is created completed) or updated (action "": "completed" when
+// the update completed it). GitHub sends them to the App that created the run.
+// https://docs.github.com/webhooks/webhook-events-and-payloads#check_run
+func (s *Server) queueCheckRunEvents(rm *repoMeta, cr *checkRun, action string, wasCompleted bool, sender string) {
+	if action != "" {
+		s.queueEvent("check_run", func() map[string]any { return s.checkRunPayloadLocked(rm, cr, action, sender) })
 	}
-	return ev
+	if cr.Status == "completed" && !wasCompleted {
+		snapshot := *cr
+		s.queueEvent("check_run", func() map[string]any { return s.checkRunPayloadLocked(rm, &snapshot, "completed", sender) })
+	}
 }

@@ -29,7 +29,9 @@ func TestCheckRunsAreListedByTheirCommit(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, res.CheckRuns, 1)
 	assert.Equal(t, "completed", res.CheckRuns[0].GetStatus())
-	ev, err := srv.CheckRunEvent(cr.GetID(), "rerequested")
+	payload, err := srv.CheckRunEvent(cr.GetID(), "rerequested")
 	require.NoError(t, err)
+	var ev github.CheckRunEvent
+	require.NoError(t, payload.Decode(&ev))
 	assert.Equal(t, head, ev.GetCheckRun().GetHeadSHA())
 }

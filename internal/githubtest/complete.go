@@ -38,14 +38,6 @@ func fill(out, defaults map[string]any) map[string]any {
 	return out
 }
 
-// appPermissions are the permissions the fake's App is granted.
-func appPermissions() map[string]any {
-	return map[string]any{
-		"administration": "write", "contents": "write", "pull_requests": "write", "issues": "write",
-		"checks": "write", "statuses": "write", "members": "read", "metadata": "read",
-	}
-}
-
 // appJSON is the fake's App as GitHub shows an integration (GET /app, a check run's "app").
 // https://docs.github.com/rest/apps/apps#get-the-authenticated-app
 func (s *Server) appJSON(now time.Time) map[string]any {
@@ -62,8 +54,8 @@ func (s *Server) appJSON(now time.Time) map[string]any {
 		"html_url":     s.URL + "/apps/" + s.cfg.appSlug,
 		"created_at":   ts,
 		"updated_at":   ts,
-		"permissions":  appPermissions(),
-		"events":       []string{"push", "pull_request", "installation"},
+		"permissions":  s.grantedPermissions(),
+		"events":       s.appEvents(),
 	}
 }
 
@@ -78,8 +70,8 @@ func (s *Server) fullInstallationJSON(in *installation) map[string]any {
 }
 
 // fullCheckRunJSON is a check run as the checks API answers it: checkRunJSON plus the full
-// App, null for a run not yet concluded, an empty output, no pull requests (the fake links
-// none) and a check suite (the fake has none: the run's id stands in for it).
+// App, null for a run not yet concluded, an empty output, the open pull requests whose head is
+// the run's commit and a check suite (the fake has none: the run's id stands in for it).
 // https://docs.github.com/rest/checks/runs#create-a-check-run
 func (s *Server) fullCheckRunJSON(rm *repoMeta, cr *checkRun) map[string]any {
 	out := asMap(s.checkRunJSON(rm, cr))
@@ -99,7 +91,7 @@ func (s *Server) fullCheckRunJSON(rm *repoMeta, cr *checkRun) map[string]any {
 	return fill(out, map[string]any{
 		"conclusion": nil, "completed_at": nil, "started_at": nil,
 		"check_suite":   map[string]any{"id": cr.ID},
-		"pull_requests": []any{},
+		"pull_requests": s.checkRunPullsLocked(rm, cr.HeadSHA),
 	})
 }
 

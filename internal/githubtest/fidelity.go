@@ -114,10 +114,11 @@ func (s *Server) newMergeCommitLocked(rm *repoMeta, g *gitRepo, tree plumbing.Ha
 }
 
 // mergeStateLocked is an open pull request's mergeStateStatus as far as the fake models it:
-// BLOCKED while the base branch's protection requires a review (the fake records no reviews,
-// see reviewDecision) or a status check the head does not pass (requiredchecks.go), CLEAN otherwise (mergeable, nothing to wait for).
+// BLOCKED while the base branch's protection requires something not yet there (a review, a
+// code owner's review, a required status check: mergeBlockersLocked), CLEAN otherwise
+// (mergeable, nothing to wait for).
 func (s *Server) mergeStateLocked(rm *repoMeta, is *issue) string {
-	if s.reviewDecision(rm, is) != nil || s.requiredChecksBlockLocked(rm, is) {
+	if len(s.mergeBlockersLocked(rm, is)) > 0 {
 		return "BLOCKED"
 	}
 	return "CLEAN"

@@ -81,14 +81,18 @@ func (s *Server) rollupState(rm *repoMeta, sha string) string {
 	return "SUCCESS"
 }
 
-// reviewDecision is a pull request's PullRequest.reviewDecision. The fake records no reviews,
-// so it is REVIEW_REQUIRED when the base branch's protection requires an approving review, and
-// null otherwise, as on GitHub for a pull request nobody reviewed.
+// reviewDecision is a pull request's PullRequest.reviewDecision while the base branch's
+// protection requires reviews: APPROVED once the approvals it requires are there (its number,
+// a code owner's), REVIEW_REQUIRED until then; null when no review is required.
 func (s *Server) reviewDecision(rm *repoMeta, is *issue) any {
-	if p := rm.Protection[is.Pull.Base]; p != nil && p.RequirePRReviews {
+	p := rm.Protection[is.Pull.Base]
+	if p == nil || !p.RequirePRReviews {
+		return nil
+	}
+	if len(s.reviewBlockersLocked(rm, is, p)) > 0 {
 		return "REVIEW_REQUIRED"
 	}
-	return nil
+	return "APPROVED"
 }
 
 // gqlDateTime formats a time as GitHub's DateTime scalar (ISO 8601, UTC).

@@ -45,10 +45,11 @@ func TestGraphQLStatusCheckRollup(t *testing.T) {
 	status("ci", "error")
 	assert.Equal(t, "ERROR", rollup())
 	status("ci", "success")
-	run, _, err := api.Checks.CreateCheckRun(ctx, "acme", "r", github.CreateCheckRunOptions{Name: "lint", HeadSHA: sha, Status: github.String("in_progress")})
+	app := s.ClientWithToken(s.InstallationToken("acme")) // check runs are for GitHub Apps only
+	run, _, err := app.Checks.CreateCheckRun(ctx, "acme", "r", github.CreateCheckRunOptions{Name: "lint", HeadSHA: sha, Status: github.String("in_progress")})
 	require.NoError(t, err)
 	assert.Equal(t, "PENDING", rollup(), "a check run still running")
-	_, _, err = api.Checks.UpdateCheckRun(ctx, "acme", "r", run.GetID(), github.UpdateCheckRunOptions{Name: "lint", Status: github.String("completed"), Conclusion: github.String("failure")})
+	_, _, err = app.Checks.UpdateCheckRun(ctx, "acme", "r", run.GetID(), github.UpdateCheckRunOptions{Name: "lint", Status: github.String("completed"), Conclusion: github.String("failure")})
 	require.NoError(t, err)
 	assert.Equal(t, "FAILURE", rollup())
 }

@@ -137,33 +137,34 @@ func (s *Server) repoJSON(rm *repoMeta) *github.Repository {
 	if topics == nil {
 		topics = []string{}
 	}
-	return &github.Repository{
-		ID:               github.Int64(rm.ID),
-		NodeID:           github.String(nodeID("Repository", rm.ID)),
-		Name:             github.String(rm.Name),
-		FullName:         github.String(rm.fullName()),
-		Owner:            s.userJSON(rm.Owner),
-		Private:          github.Bool(rm.Visibility != "public"),
-		Visibility:       github.String(rm.Visibility),
-		Description:      github.String(rm.Description),
-		DefaultBranch:    github.String(rm.DefaultBranch),
-		Archived:         github.Bool(rm.Archived),
-		Disabled:         github.Bool(false),
-		Fork:             github.Bool(false),
-		Topics:           topics,
-		Size:             github.Int(size),
-		HasIssues:        github.Bool(true),
-		URL:              github.String(api),
-		HTMLURL:          github.String(s.URL + "/" + rm.fullName()),
-		CloneURL:         github.String(s.URL + "/" + rm.fullName() + ".git"),
-		GitURL:           github.String(s.URL + "/" + rm.fullName() + ".git"),
-		CreatedAt:        &github.Timestamp{Time: rm.CreatedAt},
-		UpdatedAt:        &github.Timestamp{Time: rm.UpdatedAt},
-		PushedAt:         &github.Timestamp{Time: rm.PushedAt},
-		Permissions:      map[string]bool{"admin": true, "maintain": true, "push": true, "triage": true, "pull": true},
-		AllowMergeCommit: github.Bool(true), AllowSquashMerge: github.Bool(true), AllowRebaseMerge: github.Bool(true),
+	out := &github.Repository{
+		ID:             github.Int64(rm.ID),
+		NodeID:         github.String(nodeID("Repository", rm.ID)),
+		Name:           github.String(rm.Name),
+		FullName:       github.String(rm.fullName()),
+		Owner:          s.userJSON(rm.Owner),
+		Private:        github.Bool(rm.Visibility != "public"),
+		Visibility:     github.String(rm.Visibility),
+		Description:    github.String(rm.Description),
+		DefaultBranch:  github.String(rm.DefaultBranch),
+		Archived:       github.Bool(rm.Archived),
+		Disabled:       github.Bool(false),
+		Fork:           github.Bool(false),
+		Topics:         topics,
+		Size:           github.Int(size),
+		HasIssues:      github.Bool(true),
+		URL:            github.String(api),
+		HTMLURL:        github.String(s.URL + "/" + rm.fullName()),
+		CloneURL:       github.String(s.URL + "/" + rm.fullName() + ".git"),
+		GitURL:         github.String(s.URL + "/" + rm.fullName() + ".git"),
+		CreatedAt:      &github.Timestamp{Time: rm.CreatedAt},
+		UpdatedAt:      &github.Timestamp{Time: rm.UpdatedAt},
+		PushedAt:       &github.Timestamp{Time: rm.PushedAt},
+		Permissions:    map[string]bool{"admin": true, "maintain": true, "push": true, "triage": true, "pull": true},
 		AllowAutoMerge: github.Bool(rm.AllowAutoMerge),
 	}
+	mergeSettingsJSON(rm, out)
+	return out
 }
 
 func dirSize(dir string) int64 {

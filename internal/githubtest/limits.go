@@ -14,6 +14,8 @@ type bucket struct {
 	created     []time.Time // content-creating requests in the last hour (fake time)
 
 	points       map[string][]spent // by endpoint group: the last minute's requests
+	graphQLStart time.Time          // the GraphQL budget's window (graphqlbudget.go)
+	graphQLUsed  int                // points spent in it
 	mutating     int                // mutations in flight
 	lastMutation time.Time          // start of the latest admitted mutation
 }

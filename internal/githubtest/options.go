@@ -55,7 +55,11 @@ type config struct {
 	specReport     func(restspec.Violation)
 	noSpec         bool
 	appPerms       map[string]string // nil: installation tokens may do anything
+	appEvents      []string          // the App's webhook events (nil: every event the fake sends)
+	noManifest     bool              // do not read the repository's app.yml
 
+	graphQLLimit     int
+	graphQLLimitSet  bool
 	secondaryStatus  int
 	pointsPerMinute  int
 	pointsRetryAfter bool

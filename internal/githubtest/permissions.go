@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -70,6 +71,8 @@ var routePermissions = map[string]anyOf{
 	"GET /repos/{owner}/{repo}/pulls/{number}":                   reads("pull_requests"),
 	"PATCH /repos/{owner}/{repo}/pulls/{number}":                 writes("pull_requests"),
 	"PUT /repos/{owner}/{repo}/pulls/{number}/merge":             writes("contents"),
+	"GET /repos/{owner}/{repo}/pulls/{number}/reviews":           reads("pull_requests"),
+	"POST /repos/{owner}/{repo}/pulls/{number}/reviews":          writes("pull_requests"),
 	"POST /repos/{owner}/{repo}/issues":                          writes("issues"),
 	"GET /repos/{owner}/{repo}/issues/{number}":                  {{"issues", "read"}, {"pull_requests", "read"}},
 	"GET /repos/{owner}/{repo}/issues/{number}/comments":         {{"issues", "read"}, {"pull_requests", "read"}},
@@ -169,11 +172,26 @@ var errNotAccessible = &httpError{status: http.StatusForbidden, message: "Resour
 // https://docs.github.com/apps/sharing-github-apps/registering-a-github-app-from-a-manifest
 type appManifest struct {
 	DefaultPermissions map[string]string `yaml:"default_permissions"`
+	DefaultEvents      []string          `yaml:"default_events"`
 }
 
-// LoadAppPermissions reads the default_permissions of a GitHub App manifest. A manifest that
-// cannot be read or parsed, or grants no permission, is an error naming the file.
-func LoadAppPermissions(path string) (map[string]string, error) {
+// AppManifest is what the fake takes from a GitHub App manifest (app.yml): the permissions the
+// App's installations hold (default_permissions: an installation token may do nothing else)
+// and the events it subscribes to (default_events: what its webhooks carry). The in-test
+// server (NewServer) and the fakegithub program both read the repository's app.yml through it,
+// so that neither lets a token do what fleetbot's App could not.
+type AppManifest struct {
+	// Path is the file the manifest was read from.
+	Path string
+	// Permissions maps each permission to read, write or admin.
+	Permissions map[string]string
+	// Events are the webhook events the App subscribes to.
+	Events []string
+}
+
+// LoadAppManifest reads a GitHub App manifest. A manifest that cannot be read or parsed, or
+// grants no permission or an unknown level, is an error naming the file.
+func LoadAppManifest(path string) (*AppManifest, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the GitHub App manifest: %w", err)
@@ -190,12 +208,46 @@ func LoadAppPermissions(path string) (map[string]string, error) {
 			return nil, fmt.Errorf("%s: default_permissions.%s is %q; want read, write or admin", path, perm, level)
 		}
 	}
-	return m.DefaultPermissions, nil
+	return &AppManifest{Path: path, Permissions: m.DefaultPermissions, Events: m.DefaultEvents}, nil
+}
+
+// LoadAppPermissions reads the default_permissions of a GitHub App manifest (LoadAppManifest).
+func LoadAppPermissions(path string) (map[string]string, error) {
+	m, err := LoadAppManifest(path)
+	if err != nil {
+		return nil, err
+	}
+	return m.Permissions, nil
+}
+
+// RepoAppManifestPath is the App manifest of the repository the working directory is in:
+// app.yml beside the go.mod above it. It is an error when there is none.
+func RepoAppManifestPath() (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", fmt.Errorf("finding the repository's app.yml: %w", err)
+	}
+	path := filepath.Join(root, "app.yml")
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("finding the repository's app.yml: %w", err)
+	}
+	return path, nil
 }
 
 // WithAppPermissions makes installation tokens do only what perms grants (permission ->
 // read|write|admin, as in a manifest's default_permissions); anything else is 403 "Resource
-// not accessible by integration". NewServer uses the repository's app.yml when not given.
+// not accessible by integration". New uses the repository's app.yml when neither this nor
+// WithAppManifest is given.
 func WithAppPermissions(perms map[string]string) Option {
 	return func(c *config) { c.appPerms = perms }
 }
+
+// WithAppManifest is WithAppPermissions with the manifest's permissions, and its events as the
+// App's subscription (installation and installation_repositories are always delivered).
+func WithAppManifest(m *AppManifest) Option {
+	return func(c *config) { c.appPerms, c.appEvents = m.Permissions, m.Events }
+}
+
+// WithoutAppManifest lets installation tokens do anything, for a test of something else than
+// permissions that has no manifest to read; say why at the call site.
+func WithoutAppManifest() Option { return func(c *config) { c.noManifest = true } }

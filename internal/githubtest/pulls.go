@@ -35,7 +35,7 @@ func (s *Server) refsChangedLocked(rm *repoMeta, g *gitRepo, changes []refChange
 			}
 		}
 		ch := ch
-		s.queueEvent("push", func() any { return s.pushEventLocked(rm, g, ch, actor) })
+		s.queueEvent("push", func() map[string]any { return s.pushPayloadLocked(rm, g, ch, actor) })
 		for _, n := range slices.Sorted(maps.Keys(rm.Issues)) {
 			is := rm.Issues[n]
 			pr := is.Pull
@@ -47,8 +47,9 @@ func (s *Server) refsChangedLocked(rm *repoMeta, g *gitRepo, changes []refChange
 				is.State, is.ClosedAt, is.UpdatedAt = "closed", now, now
 				s.queuePullEvent(rm, is, "closed", actor)
 			case pr.Head == branch:
+				before := pr.HeadSHA
 				pr.HeadSHA, is.UpdatedAt = ch.after.String(), now
-				s.queuePullEvent(rm, is, "synchronize", actor)
+				s.queuePullEventChange(rm, is, "synchronize", actor, pullChange{before: before, after: pr.HeadSHA})
 			}
 			if pr.Base == branch && !ch.after.IsZero() && is.State == "open" && g.isAncestor(plumbing.NewHash(pr.HeadSHA), ch.after) {
 				is.State, is.ClosedAt, is.UpdatedAt = "closed", now, now
@@ -62,7 +63,12 @@ func (s *Server) refsChangedLocked(rm *repoMeta, g *gitRepo, changes []refChange
 }
 
 func (s *Server) queuePullEvent(rm *repoMeta, is *issue, action, actor string) {
-	s.queueEvent("pull_request", func() any { return s.pullRequestEventLocked(rm, is, action, actor) })
+	s.queuePullEventChange(rm, is, action, actor, pullChange{})
+}
+
+// queuePullEventChange queues a pull_request event with what changed (edited, synchronize).
+func (s *Server) queuePullEventChange(rm *repoMeta, is *issue, action, actor string, ch pullChange) {
+	s.queueEvent("pull_request", func() map[string]any { return s.pullRequestPayloadLocked(rm, is, action, actor, ch) })
 }
 
 func labelID(name string) int64 {
@@ -142,7 +148,11 @@ func (s *Server) pullJSON(rm *repoMeta, is *issue) *github.PullRequest {
 		}
 		// GitHub fills the merge commit's title and message it will use when none was given:
 		// the pull request's title and number, and its body.
-		out.AutoMerge = &github.PullRequestAutoMerge{MergeMethod: github.String(method), EnabledBy: s.userJSON(is.User),
+		by := pr.AutoMergeBy
+		if by == "" {
+			by = is.User
+		}
+		out.AutoMerge = &github.PullRequestAutoMerge{MergeMethod: github.String(method), EnabledBy: s.userJSON(by),
 			CommitTitle: github.String(fmt.Sprintf("%s (#%d)", is.Title, is.Number)), CommitMessage: github.String(is.Body)}
 	}
 	return out
@@ -263,6 +273,10 @@ func (s *Server) handleCreatePull(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, validationFailed("PullRequest", "title", "missing_field"))
 		return
 	}
+	if herr := pullBodyError(req.Body); herr != nil {
+		writeErr(w, herr)
+		return
+	}
 	for _, is := range rm.Issues {
 		if is.Pull != nil && is.State == "open" && is.Pull.Head == head && is.Pull.Base == req.Base {
 			writeErr(w, &httpError{status: http.StatusUnprocessableEntity, message: "Validation Failed",
@@ -303,8 +317,26 @@ func (s *Server) handleEditPull(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	if req.Body != nil {
+		if herr := pullBodyError(*req.Body); herr != nil {
+			writeErr(w, herr)
+			return
+		}
+	}
 	now := s.clock.Now()
 	actor := principalOf(r).login
+	var change pullChange
+	if req.Title != nil && *req.Title != is.Title {
+		old := is.Title
+		change.title = &old
+	}
+	if req.Body != nil && *req.Body != is.Body {
+		old := is.Body
+		change.body = &old
+	}
+	if req.Base != nil && *req.Base != is.Pull.Base {
+		change.baseChanged, change.baseRef, change.baseSHA = true, is.Pull.Base, is.Pull.BaseSHA
+	}
 	if req.Title != nil {
 		is.Title = *req.Title
 	}
@@ -336,8 +368,8 @@ func (s *Server) handleEditPull(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, validationFailed("PullRequest", "state", "invalid"))
 			return
 		}
-	} else if req.Title != nil || req.Body != nil || req.Base != nil {
-		s.queuePullEvent(rm, is, "edited", actor)
+	} else if change.title != nil || change.body != nil || change.baseChanged {
+		s.queuePullEventChange(rm, is, "edited", actor, change)
 	}
 	is.UpdatedAt = now
 	writeJSON(w, http.StatusOK, s.fullPullJSON(rm, is))
@@ -370,11 +402,11 @@ func (s *Server) handleMergePull(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, errorf(http.StatusConflict, "Head branch was modified. Review and try the merge again."))
 		return
 	}
-	actor := principalOf(r).login
-	if msg := s.requiredChecksRefusalLocked(rm, is, actor); msg != "" {
-		writeErr(w, errorf(http.StatusMethodNotAllowed, "%s", msg))
+	if he := s.mergeRefusalLocked(rm, is, req.MergeMethod, principalOf(r)); he != nil {
+		writeMergeRefusal(w, he)
 		return
 	}
+	actor := principalOf(r).login
 	h, err := s.mergePullLocked(rm, is, req.MergeMethod, req.CommitTitle, req.CommitMessage, actor)
 	if errors.Is(err, errConflict) {
 		writeErr(w, errorf(http.StatusMethodNotAllowed, "Pull Request is not mergeable"))
@@ -507,6 +539,10 @@ func (s *Server) handleCreateIssue(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, validationFailed("Issue", "title", "missing_field"))
 		return
 	}
+	if herr := issueBodyError(req.Body); herr != nil {
+		writeErr(w, herr)
+		return
+	}
 	is := s.newIssueLocked(rm, req.Title, req.Body, principalOf(r).login)
 	is.Labels = addLabels(is.Labels, req.Labels)
 	writeJSON(w, http.StatusCreated, s.fullIssueJSON(rm, is))
@@ -567,6 +603,10 @@ func (s *Server) handleCreateComment(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, validationFailed("IssueComment", "body", "missing_field"))
 		return
 	}
+	if herr := commentBodyError(req.Body); herr != nil {
+		writeErr(w, herr)
+		return
+	}
 	now := s.clock.Now()
 	c := &comment{ID: s.st.nextID(), Number: is.Number, Body: req.Body, User: principalOf(r).login, CreatedAt: now, UpdatedAt: now}
 	rm.Comments = append(rm.Comments, c)
@@ -600,6 +640,10 @@ func (s *Server) handleComment(w http.ResponseWriter, r *http.Request) {
 		}
 		if err := decodeBody(r, &req); err != nil {
 			writeErr(w, err)
+			return
+		}
+		if herr := commentBodyError(req.Body); herr != nil {
+			writeErr(w, herr)
 			return
 		}
 		c.Body, c.UpdatedAt = req.Body, s.clock.Now()

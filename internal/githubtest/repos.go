@@ -98,6 +98,7 @@ type createRepoRequest struct {
 	DefaultBranch *string `json:"default_branch"`
 	// AllowAutoMerge is off unless the request turns it on, as on GitHub.
 	AllowAutoMerge *bool `json:"allow_auto_merge"`
+	mergeSettings
 }
 
 func (req createRepoRequest) visibility() string {
@@ -131,6 +132,7 @@ func (s *Server) handleCreateOrgRepo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rm.AllowAutoMerge = req.AllowAutoMerge != nil && *req.AllowAutoMerge
+	req.mergeSettings.apply(rm)
 	writeJSON(w, http.StatusCreated, s.fullRepoJSON(rm))
 }
 
@@ -155,6 +157,7 @@ func (s *Server) handleCreateUserRepo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rm.AllowAutoMerge = req.AllowAutoMerge != nil && *req.AllowAutoMerge
+	req.mergeSettings.apply(rm)
 	writeJSON(w, http.StatusCreated, s.fullRepoJSON(rm))
 }
 
@@ -180,6 +183,7 @@ func (s *Server) handleEditRepo(w http.ResponseWriter, r *http.Request) {
 		Private       *bool   `json:"private"`
 		Visibility    *string `json:"visibility"`
 		AllowAuto     *bool   `json:"allow_auto_merge"`
+		mergeSettings
 	}
 	if err := decodeBody(r, &req); err != nil {
 		writeErr(w, err)
@@ -225,6 +229,7 @@ func (s *Server) handleEditRepo(w http.ResponseWriter, r *http.Request) {
 	if req.AllowAuto != nil {
 		rm.AllowAutoMerge = *req.AllowAuto
 	}
+	req.mergeSettings.apply(rm)
 	rm.UpdatedAt = s.clock.Now()
 	writeJSON(w, http.StatusOK, s.fullRepoJSON(rm))
 }
@@ -286,10 +291,12 @@ func (s *Server) handleTopics(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, err)
 			return
 		}
-		rm.Topics = []string{}
-		for _, n := range req.Names {
-			rm.Topics = append(rm.Topics, strings.ToLower(n))
+		topics, herr := normalizeTopics(req.Names)
+		if herr != nil {
+			writeErr(w, herr)
+			return
 		}
+		rm.Topics = topics
 		rm.UpdatedAt = s.clock.Now()
 	}
 	writeJSON(w, http.StatusOK, map[string][]string{"names": rm.Topics})

@@ -2,76 +2,52 @@ package githubtest
 
 import (
 	"fmt"
-	"maps"
-	"net/http"
-	"slices"
-	"strings"
 	"time"
 )
 
-// Required status checks, as GitHub's branch protection keeps and enforces them:
-// https://docs.github.com/rest/branches/branch-protection#update-branch-protection and
-// https://docs.github.com/repositories/configuring-branches-and-merges-in-your-repository/managing-protected-branches/about-protected-branches#require-status-checks-before-merging
-//
-// A required check names a context and, optionally, the GitHub App that must provide it
-// (app_id; -1 or absent-with-no-App-history: any source). A check bound to an App is satisfied
-// only by that App's newest check run of that name on the pull request's head, completed as
-// success, neutral or skipped: a check run of another App or a commit status of the same
-// context does not count. An unbound check is satisfied by the newest check run of that name or
-// the newest commit status of that context, whichever source. Merging a pull request whose
-// base requires a check that is not satisfied answers 405, unless a repository admin merges
-// and the protection does not enforce its rules on admins.
+// Required status checks bound to the GitHub App that must provide them. The protection is
+// read by parseProtection (protectionrules.go) and enforced on merges by mergeBlockersLocked
+// (mergerules.go); this file binds the checks given without an App when a protection is
+// stored, and holds the helpers tests use to act as another App (AddCheckRun) and to read
+// what a branch requires (RequiredChecks).
 
-// requiredCheckRequest is one entry of required_status_checks.checks in a protection request.
-type requiredCheckRequest struct {
-	Context string `json:"context"`
-	AppID   *int64 `json:"app_id"`
-}
-
-// anyApp is a required check's App when any source may provide it.
+// anyApp is a required check's App when any source may provide it (app_id -1).
 const anyApp = int64(-1)
 
-// setRequiredChecksLocked stores the required status checks of a protection request on p: the
-// deprecated contexts, or checks with their Apps. A context given without an App is bound to
-// the App that most recently provided a check run of that name on the repository, as GitHub
-// does, or to any source. GitHub's schema takes contexts or checks, not both, and not neither.
-func (s *Server) setRequiredChecksLocked(rm *repoMeta, p *protection, strict bool, contexts []string, checks []requiredCheckRequest) error {
-	switch {
-	case contexts != nil && checks != nil:
-		return errorf(http.StatusUnprocessableEntity, "Invalid request.\n\nOnly one of contexts and checks may be given in required_status_checks.")
-	case contexts == nil && checks == nil:
-		return errorf(http.StatusUnprocessableEntity, "Invalid request.\n\nNo subschema in \"anyOf\" matched.")
-	}
-	p.HasStatusChecks, p.StrictStatusChecks, p.RequiredStatusChecks, p.RequiredCheckApps = true, strict, nil, map[string]int64{}
-	for _, c := range contexts {
-		checks = append(checks, requiredCheckRequest{Context: c})
-	}
-	for _, c := range checks {
-		if c.Context == "" {
-			return validationFailed("RequiredStatusCheck", "context", "missing_field")
+// bindRequiredChecksLocked binds each required check of p given without an App (a deprecated
+// context, or a check without app_id) to the App that most recently provided a check of that
+// name on rm; a check no App provided yet may come from any source. GitHub: "Omit this field
+// to automatically select the GitHub App that has recently provided this check, or any app if
+// it was not set by a GitHub App"; contexts "If any of these checks have recently been set by
+// a particular GitHub App, they will be required to come from that app in future".
+// https://docs.github.com/rest/branches/branch-protection#update-branch-protection
+func (s *Server) bindRequiredChecksLocked(rm *repoMeta, p *protection) {
+	for _, c := range p.RequiredStatusChecks {
+		if _, bound := p.RequiredCheckApps[c]; bound {
+			continue
 		}
-		app := anyApp
-		switch {
-		case c.AppID != nil && *c.AppID > 0:
-			app = *c.AppID
-		case c.AppID == nil:
-			app = s.lastCheckAppLocked(rm, c.Context)
+		if app := s.lastCheckAppLocked(rm, c); app > 0 {
+			if p.RequiredCheckApps == nil {
+				p.RequiredCheckApps = map[string]int64{}
+			}
+			p.RequiredCheckApps[c] = app
 		}
-		if _, dup := p.RequiredCheckApps[c.Context]; !dup {
-			p.RequiredStatusChecks = append(p.RequiredStatusChecks, c.Context)
-		}
-		p.RequiredCheckApps[c.Context] = app
 	}
-	return nil
 }
 
-// lastCheckAppLocked is the App of the newest check run named context on rm, or anyApp.
+// lastCheckAppLocked is the App of the newest check run named context, or commit status of
+// that context, an App set on rm; 0 when none did.
 func (s *Server) lastCheckAppLocked(rm *repoMeta, context string) int64 {
 	key := repoKey(rm.Owner, rm.Name)
-	app, newest := anyApp, int64(0)
+	app, newest := int64(0), int64(0)
 	for id, cr := range s.st.CheckRuns {
-		if cr.Repo == key && cr.Name == context && id > newest {
+		if cr.Repo == key && cr.Name == context && cr.AppID > 0 && id > newest {
 			app, newest = cr.AppID, id
+		}
+	}
+	for _, st := range rm.Statuses {
+		if st.Context == context && st.AppID > 0 && st.ID > newest {
+			app, newest = st.AppID, st.ID
 		}
 	}
 	return app
@@ -84,106 +60,6 @@ func (p *protection) checkApp(context string) any {
 		return app
 	}
 	return nil
-}
-
-// checksJSON is required_status_checks.checks of a protection answer.
-func (p *protection) checksJSON() []map[string]any {
-	out := []map[string]any{}
-	for _, c := range p.RequiredStatusChecks {
-		out = append(out, map[string]any{"context": c, "app_id": p.checkApp(c)})
-	}
-	return out
-}
-
-// requiredChecksRefusalLocked is GitHub's 405 message when actor may not merge is because a
-// required status check of its base branch is not satisfied by its head; "" when it may.
-func (s *Server) requiredChecksRefusalLocked(rm *repoMeta, is *issue, actor string) string {
-	p := rm.Protection[is.Pull.Base]
-	if p == nil || !p.HasStatusChecks {
-		return ""
-	}
-	if !p.EnforceAdmins && s.effectivePermission(rm, actor) == "admin" {
-		return "" // an admin may bypass a protection not enforced on admins
-	}
-	for _, c := range p.RequiredStatusChecks {
-		switch s.checkStateLocked(rm, is.Pull.HeadSHA, c, p.RequiredCheckApps[c]) {
-		case checkPassed:
-		case checkFailing:
-			return fmt.Sprintf("Required status check %q is failing.", c)
-		case checkWrongApp:
-			return fmt.Sprintf("Required status check %q was not set by the expected GitHub app.", c)
-		default:
-			return fmt.Sprintf("Required status check %q is expected.", c)
-		}
-	}
-	return ""
-}
-
-// A required check's state on a commit.
-const (
-	checkMissing  = "missing"
-	checkPending  = "pending"
-	checkPassed   = "passed"
-	checkFailing  = "failing"
-	checkWrongApp = "wrong app"
-)
-
-// checkStateLocked is the state of required check context (bound to app, or anyApp) on sha.
-func (s *Server) checkStateLocked(rm *repoMeta, sha, context string, app int64) string {
-	key := repoKey(rm.Owner, rm.Name)
-	other := false
-	for _, id := range slices.Backward(slices.Sorted(maps.Keys(s.st.CheckRuns))) {
-		cr := s.st.CheckRuns[id]
-		if cr.Repo != key || cr.HeadSHA != sha || cr.Name != context {
-			continue
-		}
-		if app > 0 && cr.AppID != app {
-			other = true
-			continue
-		}
-		switch {
-		case cr.Status != "completed":
-			return checkPending
-		case cr.Conclusion == "success" || cr.Conclusion == "neutral" || cr.Conclusion == "skipped":
-			return checkPassed
-		}
-		return checkFailing
-	}
-	for _, st := range slices.Backward(rm.Statuses) {
-		if st.SHA != sha || st.Context != context {
-			continue
-		}
-		if app > 0 && (app != s.cfg.appID || !strings.EqualFold(st.Creator, s.botLogin())) {
-			other = true
-			break
-		}
-		switch st.State {
-		case "success":
-			return checkPassed
-		case "pending":
-			return checkPending
-		}
-		return checkFailing
-	}
-	if other {
-		return checkWrongApp
-	}
-	return checkMissing
-}
-
-// requiredChecksBlockLocked reports whether a required status check keeps an open pull request
-// from merging (its mergeStateStatus is then BLOCKED).
-func (s *Server) requiredChecksBlockLocked(rm *repoMeta, is *issue) bool {
-	p := rm.Protection[is.Pull.Base]
-	if p == nil || !p.HasStatusChecks {
-		return false
-	}
-	for _, c := range p.RequiredStatusChecks {
-		if s.checkStateLocked(rm, is.Pull.HeadSHA, c, p.RequiredCheckApps[c]) != checkPassed {
-			return true
-		}
-	}
-	return false
 }
 
 // AddCheckRun records a completed check run named name with conclusion on commit sha of

@@ -1,9 +1,7 @@
 package githubtest
 
 import (
-	"encoding/json"
 	"net/http"
-	"regexp"
 	"strings"
 
 	"github.com/vektah/gqlparser/v2/ast"
@@ -64,6 +62,8 @@ func (s *Server) routes() {
 	s.api("GET /repos/{owner}/{repo}/pulls/{number}", s.handleGetPull)
 	s.api("PATCH /repos/{owner}/{repo}/pulls/{number}", s.handleEditPull)
 	s.api("PUT /repos/{owner}/{repo}/pulls/{number}/merge", s.handleMergePull)
+	s.api("GET /repos/{owner}/{repo}/pulls/{number}/reviews", s.handleReviews)
+	s.api("POST /repos/{owner}/{repo}/pulls/{number}/reviews", s.handleReviews)
 	s.api("POST /repos/{owner}/{repo}/issues", s.handleCreateIssue)
 	s.api("GET /repos/{owner}/{repo}/issues/{number}", s.handleGetIssue)
 	s.api("GET /repos/{owner}/{repo}/issues/{number}/comments", s.handleListComments)
@@ -141,89 +141,38 @@ func (s *Server) locked(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-var (
-	pullRequestIDRe = regexp.MustCompile(`pullRequestId:\s*"([^"]+)"`)
-	mergeMethodRe   = regexp.MustCompile(`mergeMethod:\s*([A-Z]+)`)
-)
-
-// handleGraphQL runs queries (see graphql.go) and the enablePullRequestAutoMerge mutation.
+// handleGraphQL runs a GraphQL call (graphql.go): parsed and validated against GitHub's
+// schema, charged to the caller's GraphQL budget (graphqlbudget.go), then executed on the
+// query or mutation root; the answer holds exactly the fields the call selected.
 func (s *Server) handleGraphQL(w http.ResponseWriter, r *http.Request) {
 	var req gqlRequest
 	if err := decodeBody(r, &req); err != nil {
 		writeErr(w, err)
 		return
 	}
-	gqlError := func(msg string) {
-		writeJSON(w, http.StatusOK, map[string]any{"errors": []map[string]string{{"message": msg}}})
-	}
+	who := principalOf(r)
 	doc, errs := s.parseGraphQL(req.Query)
 	if len(errs) > 0 {
+		s.setGraphQLRateHeaders(w.Header(), s.spendGraphQL(who.bucket, graphQLCost{}, true))
 		writeJSON(w, http.StatusOK, map[string]any{"errors": errs})
 		return
 	}
 	op, err := operation(doc, req.OperationName)
 	if err != nil {
-		gqlError(err.Error())
+		s.setGraphQLRateHeaders(w.Header(), s.spendGraphQL(who.bucket, graphQLCost{}, true))
+		writeJSON(w, http.StatusOK, map[string]any{"errors": []map[string]string{{"message": err.Error()}}})
 		return
 	}
-	if op.Operation == ast.Query {
-		s.runGraphQLQuery(w, r, doc, op, req.Variables)
+	rate := s.spendGraphQL(who.bucket, costOf(doc, op, req.Variables), isDryRun(op, req.Variables))
+	s.setGraphQLRateHeaders(w.Header(), rate)
+	if rate.limited {
+		writeJSON(w, http.StatusOK, map[string]any{"errors": []map[string]string{{"type": "RATE_LIMITED",
+			"message": "API rate limit exceeded for " + who.bucket + ". (" + graphQLDocURL + ")"}}})
 		return
 	}
-	if !strings.Contains(req.Query, "enablePullRequestAutoMerge") {
-		gqlError("fake github: only the enablePullRequestAutoMerge mutation is supported")
-		return
+	var root gqlObject = &gqlQueryRoot{s: s, who: who, rate: rate}
+	if op.Operation == ast.Mutation {
+		root = &gqlMutationRoot{s: s, who: who}
 	}
-	var id string
-	if m := pullRequestIDRe.FindStringSubmatch(req.Query); m != nil {
-		id = m[1]
-	}
-	method := "MERGE" // GitHub's default mergeMethod
-	if m := mergeMethodRe.FindStringSubmatch(req.Query); m != nil {
-		method = m[1]
-	}
-	for k, v := range req.Variables {
-		switch v := v.(type) {
-		case string:
-			if k == "mergeMethod" || k == "method" {
-				method = v
-			} else {
-				id = v
-			}
-		case map[string]any:
-			if s, ok := v["pullRequestId"].(string); ok {
-				id = s
-			}
-			if s, ok := v["mergeMethod"].(string); ok {
-				method = s
-			}
-		}
-	}
-	for _, rm := range s.st.Repos {
-		for _, is := range rm.Issues {
-			if is.Pull == nil || nodeID("PullRequest", is.ID) != id {
-				continue
-			}
-			if is.State != "open" {
-				gqlError("Pull request is not in the correct state to enable auto-merge")
-				return
-			}
-			if msg := s.autoMergeRefusalLocked(rm, is); msg != "" {
-				writeJSON(w, http.StatusOK, map[string]any{
-					"data":   map[string]any{"enablePullRequestAutoMerge": nil},
-					"errors": []map[string]any{{"type": "UNPROCESSABLE", "path": []string{"enablePullRequestAutoMerge"}, "message": msg}},
-				})
-				return
-			}
-			is.Pull.AutoMerge = true
-			is.Pull.AutoMergeMethod = strings.ToLower(method)
-			out, _ := json.Marshal(map[string]any{"data": map[string]any{"enablePullRequestAutoMerge": map[string]any{
-				"pullRequest": map[string]any{"id": id, "number": is.Number,
-					"autoMergeRequest": map[string]any{"enabledAt": s.clock.Now(), "mergeMethod": method}}}}})
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write(out)
-			return
-		}
-	}
-	gqlError("Could not resolve to a node with the global id of '" + id + "'")
+	s.runGraphQL(w, doc, op, root, req.Variables)
 }

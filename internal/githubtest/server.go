@@ -62,6 +62,10 @@ type Server struct {
 	buckets  map[string]*bucket
 	inflight int
 
+	outMu      sync.Mutex     // guards outbox and delivering
+	outbox     []pendingEvent // webhooks to deliver, in order
+	delivering bool           // a deliverLoop is running
+
 	hooks    sync.WaitGroup
 	closeCtx context.Context
 	cancel   context.CancelFunc
@@ -75,19 +79,6 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	for _, o := range opts {
 		o(&probe)
 	}
-	if probe.appPerms == nil {
-		// The App's permissions are those of the repository's manifest: a permission missing
-		// there fails the test that needs it.
-		if root, err := moduleRoot(); err == nil {
-			if _, err := os.Stat(filepath.Join(root, "app.yml")); err == nil {
-				perms, err := LoadAppPermissions(filepath.Join(root, "app.yml"))
-				if err != nil {
-					t.Fatalf("starting fake github: %v", err)
-				}
-				opts = append([]Option{WithAppPermissions(perms)}, opts...)
-			}
-		}
-	}
 	if probe.appKey == nil && probe.appPub == nil {
 		// One App key for every test server of a test binary: generating a 2048-bit RSA
 		// key costs about a CPU-second under -race. A test that needs a key the server does
@@ -99,7 +90,7 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 		opts = append([]Option{WithAppKey(key)}, opts...)
 	}
 	if !probe.noSpec && probe.spec == nil {
-		opt, report := specOption(t)
+		opt, report := specOption(t, probe.ghes)
 		// Registered before Close: cleanups run last-in first-out, so the violations are
 		// reported after the last request has been answered.
 		t.Cleanup(report)
@@ -128,6 +119,18 @@ func New(dir string, opts ...Option) (*Server, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.appPerms == nil && !cfg.noManifest {
+		// The App's permissions and events are those of the repository's manifest, for the
+		// in-test server and the program alike: a permission missing there fails the test
+		// (or the demo) that needs it.
+		if path, err := RepoAppManifestPath(); err == nil {
+			m, err := LoadAppManifest(path)
+			if err != nil {
+				return nil, fmt.Errorf("starting fake github: %w", err)
+			}
+			WithAppManifest(m)(&cfg)
+		}
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "repos"), 0o755); err != nil {
 		return nil, fmt.Errorf("creating fake github state dir: %w", err)
@@ -253,6 +256,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	if isAPI && refuseWithoutUserAgent(w, r) {
+		entry.Status = http.StatusForbidden
+		s.record(entry)
+		return
+	}
 	p, authErr := s.authenticate(r, isAPI, route)
 	entry.Principal = p.login
 	if authErr != nil {
@@ -264,9 +272,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, authErr.status, authErr.message)
 		return
 	}
-	if p.kind == "installation" && s.cfg.appPerms != nil {
+	if p.kind == "installation" && outOfScope(p, r.URL.Path, isAPI) {
+		// A repository the token was not narrowed to: as if it did not exist.
+		entry.Status = http.StatusNotFound
+		s.record(entry)
+		writeErr(w, errNotFound)
+		return
+	}
+	if perms := s.tokenPermissions(p); p.kind == "installation" && perms != nil {
 		key := permissionKey(r, route, entry.Class == Read)
-		if ok, known := permitted(s.cfg.appPerms, key); !ok {
+		if ok, known := permitted(perms, key); !ok {
 			entry.Status = http.StatusForbidden
 			s.record(entry)
 			if !known {
@@ -281,11 +296,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
 
 	free := route == "GET /rate_limit"
+	// A GraphQL call spends its own budget, in points (graphqlbudget.go), not the REST one.
+	graphQL := route == "POST /api/graphql"
 	var ri rateInfo
 	doneMutating := func() {}
 	if !free {
 		var rej *limitRejection
-		ri, rej = s.admit(p.bucket, entry.Class)
+		if !graphQL {
+			ri, rej = s.admit(p.bucket, entry.Class)
+		}
 		if rej == nil {
 			var release func()
 			release, rej = s.admitSecondary(p.bucket, route, entry.Class)
@@ -295,7 +314,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if rej != nil {
-			s.setRateHeaders(w.Header(), ri, !rej.keepRate)
+			if graphQL {
+				rate := s.spendGraphQL(p.bucket, graphQLCost{}, true)
+				if !rej.keepRate {
+					rate.remaining = 0
+				}
+				s.setGraphQLRateHeaders(w.Header(), rate)
+			} else {
+				s.setRateHeaders(w.Header(), ri, !rej.keepRate)
+			}
 			if rej.retryAfter > 0 {
 				w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(rej.retryAfter)))
 				entry.RetryAfter = time.Duration(retryAfterSeconds(rej.retryAfter)) * time.Second
@@ -345,12 +372,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	switch {
+	case graphQL: // its handler set the GraphQL budget's headers
 	case free:
 		ri = s.rate(p.bucket)
+		s.setRateHeaders(h, ri, false)
 	case status != http.StatusNotModified:
 		ri = s.charge(p.bucket)
+		s.setRateHeaders(h, ri, false)
+	default:
+		s.setRateHeaders(h, ri, false)
 	}
-	s.setRateHeaders(h, ri, false)
 	if p.tokenExpiry != "" {
 		h.Set("Github-Authentication-Token-Expiration", p.tokenExpiry)
 	}
@@ -437,10 +468,12 @@ func (w *statusWriter) Flush() {
 
 // apiError is GitHub's error body.
 type apiError struct {
-	Message          string       `json:"message"`
-	Errors           []fieldError `json:"errors,omitempty"`
-	DocumentationURL string       `json:"documentation_url,omitempty"`
-	Status           string       `json:"status,omitempty"`
+	Message string `json:"message"`
+	// Errors is a []fieldError, or a []string where GitHub's description says an operation's
+	// errors are simple (validation-error-simple).
+	Errors           any    `json:"errors,omitempty"`
+	DocumentationURL string `json:"documentation_url,omitempty"`
+	Status           string `json:"status,omitempty"`
 }
 
 type fieldError struct {
@@ -455,6 +488,8 @@ type httpError struct {
 	status  int
 	message string
 	errors  []fieldError
+	// simple are errors GitHub words as plain strings (validation-error-simple).
+	simple []string
 }
 
 func (e *httpError) Error() string { return fmt.Sprintf("%d %s", e.status, e.message) }
@@ -487,7 +522,14 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 func writeErr(w http.ResponseWriter, err error) {
 	var he *httpError
 	if errors.As(err, &he) {
-		writeJSON(w, he.status, apiError{Message: he.message, Errors: he.errors,
+		var errs any
+		switch {
+		case he.simple != nil:
+			errs = he.simple
+		case he.errors != nil:
+			errs = he.errors
+		}
+		writeJSON(w, he.status, apiError{Message: he.message, Errors: errs,
 			DocumentationURL: "https://docs.github.com/rest", Status: strconv.Itoa(he.status)})
 		return
 	}

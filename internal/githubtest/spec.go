@@ -14,38 +14,51 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/githubtest/restspec"
 )
 
-// RESTSpecEnv names the file of GitHub's REST API description (api.github.com.json of the npm
-// package @octokit/openapi). When it is unset, restspec.DefaultPath under the module root is
-// used, where scripts/github-schemas.sh installs it.
+// RESTSpecEnv names a file of GitHub's REST API description (a file of the npm package
+// @octokit/openapi, e.g. ghes-3.17.json) to check against instead of the committed compact copy
+// of api.github.com's (SchemaCopiesDir).
 const RESTSpecEnv = "FLEETBOT_GITHUB_REST_SPEC"
 
-// restSpec is GitHub's REST description, loaded once per test binary: read-only after
-// loading. Only NewServer (test scope) uses it; a Server built with New checks nothing unless
-// given WithRESTSpec. It is loaded compacted to the operations the fake serves (see
-// restspec.LoadCompact; the compact copy is cached in .cache/github-schemas/ of the module):
-// parsing the whole description cost every test binary ~7 CPU-seconds under -race.
+// restSpec is GitHub's REST description of api.github.com as the tests check against it: the
+// committed compact copy (RESTCopy; the operations the fake serves in full, every other one by
+// name), checked against the whole published description when `make schemas` installed it.
+// Loaded once per test binary, read-only afterwards. Only NewServer (test scope) uses it; a
+// Server built with New checks nothing unless given WithRESTSpec.
 var restSpec = sync.OnceValues(func() (*restspec.Description, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return nil, err
 	}
-	path := os.Getenv(RESTSpecEnv)
-	if path == "" {
-		path = filepath.Join(root, restspec.DefaultPath)
+	if path := os.Getenv(RESTSpecEnv); path != "" {
+		return restspec.LoadCompact(path, filepath.Join(root, restSpecCache), restPatterns())
 	}
-	return restspec.LoadCompact(path, filepath.Join(root, restSpecCache), restPatterns())
+	return loadSpecCopy(root, RESTCopy)
 })
 
-// restSpecCache is where the compacted REST description is cached, under the module root
-// (next to what scripts/github-schemas.sh installs; not committed).
+// ghesSpec is restSpec for GitHub Enterprise Server: the compact copy of the newest GHES
+// description @octokit/openapi has (a server started WithEnterpriseServer is checked against it).
+var ghesSpec = sync.OnceValues(func() (*restspec.Description, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return nil, err
+	}
+	name, err := GHESCopy()
+	if err != nil {
+		return nil, err
+	}
+	return loadSpecCopy(root, name)
+})
+
+// loadSpecCopy loads the compact copy name of SchemaCopiesDir; an exchange of an operation it
+// knows by name only is checked against the published description of the same name when it is
+// installed, and not checked otherwise (the fake does not serve it: it answers 404).
+func loadSpecCopy(root, name string) (*restspec.Description, error) {
+	return restspec.LoadCopy(filepath.Join(root, SchemaCopiesDir, name), filepath.Join(root, publishedDir, "openapi", "generated", name))
+}
+
+// restSpecCache is where a description named by RESTSpecEnv is cached compacted, under the
+// module root (next to what scripts/github-schemas.sh installs; not committed).
 const restSpecCache = ".cache/github-schemas/compact"
-
-// warnNoSpec says once per test binary, on stderr, that the conformance check is off.
-var warnNoSpec = sync.OnceFunc(func() {
-	_, err := restSpec()
-	fmt.Fprintf(os.Stderr, "\n*** githubtest: GitHub REST conformance check OFF: %v\n"+
-		"*** run `make schemas` (scripts/github-schemas.sh) to check every request and response of the fake against GitHub's description.\n\n", err)
-})
 
 // WithRESTSpec checks every REST request the server receives and every response it sends
 // against d, handing each departure to report (from the server's goroutines).
@@ -122,30 +135,31 @@ var descriptionErrors = []struct {
 		match: func(v restspec.Violation) bool {
 			return v.Side == "request" && v.Missing && strings.HasPrefix(v.Detail, `field required_status_checks.contexts: property "contexts" is missing`)
 		},
-		why: "the description marks the deprecated contexts required beside checks; GitHub takes one of the two " +
-			"(its answer to neither is `No subschema in \"anyOf\" matched`, and a request with both is refused), " +
-			"go-github documents RequiredStatusChecks the same way, and only checks binds a check to an App",
+		why: "the description requires the deprecated contexts in required_status_checks; GitHub's documentation says " +
+			"\"use checks instead of contexts\", and GitHub takes exactly one of the two: checks alone is accepted, both " +
+			"or neither are 422 (google/go-github#2276, google/go-github#2976, ossf/allstar#155); only checks binds a check " +
+			"to an App",
 	},
 }
 
 // listedAccountField is a property of an installation's account in a list of installations.
 var listedAccountField = regexp.MustCompile(`^field [0-9]+\.account\.(name|slug|created_at|updated_at): property "[a-z_]+" is missing`)
 
-// specOption is NewServer's conformance check: GitHub's description when installed; when it is
-// missing, a test failure under CI=true and a loud note otherwise.
-func specOption(t testing.TB) (Option, func()) {
-	return specOptionFrom(t, restSpec, os.Getenv("CI") == "true", warnNoSpec)
+// specOption is NewServer's conformance check: GitHub's description (of GHES when ghes). A
+// description that cannot be loaded fails the test: the compact copies are committed.
+func specOption(t testing.TB, ghes bool) (Option, func()) {
+	load := restSpec
+	if ghes {
+		load = ghesSpec
+	}
+	return specOptionFrom(t, load)
 }
 
-// specOptionFrom is specOption with its loader, CI flag and warning passed in.
-func specOptionFrom(t testing.TB, load func() (*restspec.Description, error), ci bool, warn func()) (Option, func()) {
+// specOptionFrom is specOption with its loader passed in.
+func specOptionFrom(t testing.TB, load func() (*restspec.Description, error)) (Option, func()) {
 	d, err := load()
 	if err != nil {
-		if ci {
-			t.Fatalf("GitHub's REST description is needed under CI=true: %v (run `make schemas`)", err)
-			return func(*config) {}, func() {}
-		}
-		warn()
+		t.Fatalf("loading GitHub's REST description for the conformance check: %v (run make schemas)", err)
 		return func(*config) {}, func() {}
 	}
 	c := &specChecker{seen: map[string]int{}}
@@ -171,5 +185,5 @@ func (s *Server) checkSpec(r *http.Request, reqBody []byte, status int, h http.H
 }
 
 // RESTSpec returns GitHub's REST description as NewServer uses it (loaded once per test
-// binary), or an error saying how to install it.
+// binary), or an error saying what is wrong.
 func RESTSpec() (*restspec.Description, error) { return restSpec() }

@@ -57,6 +57,10 @@ type accessToken struct {
 	Login          string    `json:"login"`
 	InstallationID int64     `json:"installation_id,omitempty"`
 	ExpiresAt      time.Time `json:"expires_at,omitempty"`
+	// Repos narrows an installation token to these repositories (keys; nil: all of the
+	// installation's), Permissions to these permissions (nil: all of the App's).
+	Repos       []string          `json:"repos,omitempty"`
+	Permissions map[string]string `json:"permissions,omitempty"`
 }
 
 type repoMeta struct {
@@ -79,6 +83,11 @@ type repoMeta struct {
 	Collaborators map[string]string      `json:"collaborators"` // lower(login) -> permission
 	// AllowAutoMerge is the repository setting "Allow auto-merge" (GitHub's default: off).
 	AllowAutoMerge bool `json:"allow_auto_merge,omitempty"`
+	// NoMergeCommit, NoSquashMerge and NoRebaseMerge turn off a merge method (the settings
+	// allow_merge_commit, allow_squash_merge and allow_rebase_merge, on by default).
+	NoMergeCommit bool `json:"no_merge_commit,omitempty"`
+	NoSquashMerge bool `json:"no_squash_merge,omitempty"`
+	NoRebaseMerge bool `json:"no_rebase_merge,omitempty"`
 	// Verified holds the commits GitHub signed (created through the API without an author).
 	Verified map[string]bool `json:"verified"`
 }
@@ -113,6 +122,21 @@ type pull struct {
 	AutoMerge      bool      `json:"auto_merge"`
 	// AutoMergeMethod is the merge method auto-merge was enabled with (merge, squash, rebase).
 	AutoMergeMethod string `json:"auto_merge_method,omitempty"`
+	// AutoMergeAt and AutoMergeBy are when and by whom auto-merge was enabled.
+	AutoMergeAt time.Time `json:"auto_merge_at,omitempty"`
+	AutoMergeBy string    `json:"auto_merge_by,omitempty"`
+	// Reviews are the submitted reviews, oldest first.
+	Reviews []*review `json:"reviews,omitempty"`
+}
+
+// review is a submitted pull request review.
+type review struct {
+	ID          int64     `json:"id"`
+	User        string    `json:"user"`
+	State       string    `json:"state"` // APPROVED, CHANGES_REQUESTED, COMMENTED
+	Body        string    `json:"body"`
+	CommitID    string    `json:"commit_id"`
+	SubmittedAt time.Time `json:"submitted_at"`
 }
 
 type comment struct {
@@ -133,6 +157,8 @@ type commitStatus struct {
 	TargetURL   string    `json:"target_url"`
 	Creator     string    `json:"creator"`
 	CreatedAt   time.Time `json:"created_at"`
+	// AppID is the GitHub App whose installation token created the status (0: a user).
+	AppID int64 `json:"app_id,omitempty"`
 }
 
 type checkRun struct {
@@ -160,16 +186,16 @@ type protection struct {
 	DismissStaleReviews     bool     `json:"dismiss_stale_reviews"`
 	RequiredApprovals       int      `json:"required_approvals"`
 	RequiredStatusChecks    []string `json:"required_status_checks"`
-	StrictStatusChecks      bool     `json:"strict_status_checks"`
-	HasStatusChecks         bool     `json:"has_status_checks"`
-	EnforceAdmins           bool     `json:"enforce_admins"`
-	AllowForcePushes        bool     `json:"allow_force_pushes"`
-	AllowDeletions          bool     `json:"allow_deletions"`
-	RequireLinearHistory    bool     `json:"require_linear_history"`
-
-	// RequiredCheckApps binds each required check to the App that must provide it (-1 or
-	// absent: any source); see requiredchecks.go.
-	RequiredCheckApps map[string]int64 `json:"required_check_apps,omitempty"`
+	// RequiredCheckApps binds a required status check to the GitHub App that must provide it
+	// (context -> app_id, from checks: [{context, app_id}]); a context absent here may be
+	// provided by anyone.
+	RequiredCheckApps    map[string]int64 `json:"required_check_apps,omitempty"`
+	StrictStatusChecks   bool             `json:"strict_status_checks"`
+	HasStatusChecks      bool             `json:"has_status_checks"`
+	EnforceAdmins        bool             `json:"enforce_admins"`
+	AllowForcePushes     bool             `json:"allow_force_pushes"`
+	AllowDeletions       bool             `json:"allow_deletions"`
+	RequireLinearHistory bool             `json:"require_linear_history"`
 }
 
 func newState() *state {

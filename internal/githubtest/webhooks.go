@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -28,9 +29,15 @@ type pendingEvent struct {
 	payload any
 }
 
-// queueEvent builds (under Server.mu) and queues a webhook, when a hook URL is configured.
-func (s *Server) queueEvent(event string, build func() any) {
+// queueEvent builds (under Server.mu) and queues a webhook, when a hook URL is configured and
+// the App subscribes to the event (its manifest's default_events; installation events go to
+// every App): "You can subscribe your GitHub App to webhook events"; GitHub sends nothing else.
+// https://docs.github.com/apps/creating-github-apps/registering-a-github-app/using-webhooks-with-github-apps
+func (s *Server) queueEvent(event string, build func() map[string]any) {
 	if s.cfg.hookURL == "" && s.cfg.hookURLFile == "" {
+		return
+	}
+	if event != "installation" && event != "installation_repositories" && !slices.Contains(s.appEvents(), event) {
 		return
 	}
 	s.events = append(s.events, pendingEvent{event: event, payload: build()})
@@ -49,7 +56,9 @@ func (s *Server) hookTarget() string {
 	return strings.TrimSpace(string(b))
 }
 
-// flushEvents delivers queued webhooks in order, in the background.
+// flushEvents hands the webhooks queued by a request to the delivery loop, which delivers
+// them in the background one at a time, in the order the requests were answered (a request's
+// events before the next one's, as GitHub's come for one repository).
 func (s *Server) flushEvents() {
 	s.mu.Lock()
 	events := s.events
@@ -58,34 +67,67 @@ func (s *Server) flushEvents() {
 	if len(events) == 0 {
 		return
 	}
-	s.hooks.Add(1)
-	go func() {
-		defer s.hooks.Done()
-		url := s.hookTarget()
-		if url == "" {
-			s.cfg.logger.Info("no webhook URL yet; events dropped", "events", len(events), "file", s.cfg.hookURLFile)
+	s.outMu.Lock()
+	s.outbox = append(s.outbox, events...)
+	start := !s.delivering
+	s.delivering = true
+	s.outMu.Unlock()
+	if start {
+		s.hooks.Add(1)
+		go s.deliverLoop()
+	}
+}
+
+// WaitWebhooks waits until every webhook queued so far was delivered (or failed to be), without
+// stopping the server (Close cancels the deliveries still in flight).
+func (s *Server) WaitWebhooks() { s.hooks.Wait() }
+
+// deliverLoop delivers the outbox until it is empty.
+func (s *Server) deliverLoop() {
+	defer s.hooks.Done()
+	for {
+		s.outMu.Lock()
+		if len(s.outbox) == 0 {
+			s.delivering = false
+			s.outMu.Unlock()
 			return
 		}
-		for _, e := range events {
-			ctx, cancel := context.WithTimeout(s.closeCtx, 10*time.Second)
-			if err := s.Deliver(ctx, url, s.cfg.hookSecret, e.event, e.payload); err != nil {
-				s.cfg.logger.Warn("delivering webhook", "event", e.event, "err", err)
-			}
-			cancel()
+		e := s.outbox[0]
+		s.outbox = s.outbox[1:]
+		s.outMu.Unlock()
+		url := s.hookTarget()
+		if url == "" {
+			s.cfg.logger.Info("no webhook URL yet; event dropped", "event", e.event, "file", s.cfg.hookURLFile)
+			continue
 		}
-	}()
+		ctx, cancel := context.WithTimeout(s.closeCtx, 10*time.Second)
+		if err := s.Deliver(ctx, url, s.cfg.hookSecret, e.event, e.payload); err != nil {
+			s.cfg.logger.Warn("delivering webhook", "event", e.event, "err", err)
+		}
+		cancel()
+	}
 }
 
 // Sign returns the X-Hub-Signature-256 value GitHub sends for body: "sha256=" + hex HMAC-SHA256.
+// https://docs.github.com/webhooks/using-webhooks/validating-webhook-deliveries
 func Sign(secret string, body []byte) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write(body)
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
+// SignSHA1 returns the X-Hub-Signature value GitHub sends beside X-Hub-Signature-256, "for
+// compatibility with existing integrations": "sha1=" + hex HMAC-SHA1.
+// https://docs.github.com/webhooks/webhook-events-and-payloads#delivery-headers
+func SignSHA1(secret string, body []byte) string {
+	m := hmac.New(sha1.New, []byte(secret))
+	m.Write(body)
+	return "sha1=" + hex.EncodeToString(m.Sum(nil))
+}
+
 // Deliver POSTs payload (JSON-encoded) to url as GitHub delivers a webhook: signed with
-// X-Hub-Signature-256, with X-GitHub-Event, X-GitHub-Delivery and a GitHub-Hookshot user agent.
-// A response outside 2xx is an error.
+// X-Hub-Signature-256 and X-Hub-Signature (SHA-1), with X-GitHub-Event, X-GitHub-Delivery and a
+// GitHub-Hookshot user agent. A response outside 2xx is an error.
 func (s *Server) Deliver(ctx context.Context, url, secret, event string, payload any) error {
 	body, err := json.Marshal(payload)
 	if err != nil {
@@ -104,6 +146,7 @@ func (s *Server) Deliver(ctx context.Context, url, secret, event string, payload
 	req.Header.Set("X-GitHub-Hook-Installation-Target-ID", fmt.Sprint(s.cfg.appID))
 	if secret != "" {
 		req.Header.Set("X-Hub-Signature-256", Sign(secret, body))
+		req.Header.Set("X-Hub-Signature", SignSHA1(secret, body))
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -132,39 +175,6 @@ func (s *Server) installationForLocked(owner string) *github.Installation {
 		}
 	}
 	return nil
-}
-
-func (s *Server) pushEventLocked(rm *repoMeta, g *gitRepo, ch refChange, actor string) *github.PushEvent {
-	repo := s.repoJSON(rm)
-	ev := &github.PushEvent{
-		Ref:     github.String(ch.name),
-		Before:  github.String(ch.before.String()),
-		After:   github.String(ch.after.String()),
-		Created: github.Bool(ch.before.IsZero()),
-		Deleted: github.Bool(ch.after.IsZero()),
-		Forced:  github.Bool(!ch.before.IsZero() && !ch.after.IsZero() && !g.isAncestor(ch.before, ch.after)),
-		Compare: github.String(fmt.Sprintf("%s/%s/compare/%s...%s", s.URL, rm.fullName(), ch.before.String()[:12], ch.after.String()[:12])),
-		Repo: &github.PushEventRepository{
-			ID: repo.ID, NodeID: repo.NodeID, Name: repo.Name, FullName: repo.FullName, Owner: repo.Owner,
-			Private: repo.Private, DefaultBranch: repo.DefaultBranch, MasterBranch: repo.DefaultBranch,
-			HTMLURL: repo.HTMLURL, CloneURL: repo.CloneURL, URL: repo.HTMLURL, Archived: repo.Archived,
-			Topics: repo.Topics,
-		},
-		Pusher:       &github.CommitAuthor{Name: github.String(actor), Email: github.String(s.noreplyEmail(actor))},
-		Sender:       s.userJSON(actor),
-		Installation: s.installationForLocked(rm.Owner),
-		Commits:      []*github.HeadCommit{},
-	}
-	if !ch.after.IsZero() {
-		commits, _ := g.reachable(ch.after, ch.before)
-		for i := len(commits) - 1; i >= 0 && len(ev.Commits) < 20; i-- {
-			ev.Commits = append(ev.Commits, s.headCommitLocked(rm, g, commits[i]))
-		}
-		if c, err := g.commit(ch.after); err == nil {
-			ev.HeadCommit = s.headCommitLocked(rm, g, c)
-		}
-	}
-	return ev
 }
 
 func (s *Server) headCommitLocked(rm *repoMeta, g *gitRepo, c *object.Commit) *github.HeadCommit {
@@ -207,32 +217,9 @@ func (s *Server) headCommitLocked(rm *repoMeta, g *gitRepo, c *object.Commit) *g
 	return hc
 }
 
-func (s *Server) pullRequestEventLocked(rm *repoMeta, is *issue, action, actor string) *github.PullRequestEvent {
-	pr := s.pullJSON(rm, is)
-	return &github.PullRequestEvent{
-		Action: github.String(action), Number: pr.Number, PullRequest: pr,
-		Repo: s.repoJSON(rm), Sender: s.userJSON(actor), Installation: s.installationForLocked(rm.Owner),
-	}
-}
-
-func (s *Server) installationEventLocked(action string, id int64) *github.InstallationEvent {
-	in := s.st.Installations[id]
-	ev := &github.InstallationEvent{Action: github.String(action), Sender: s.userJSON(DefaultUser)}
-	if in != nil {
-		ev.Installation = s.installationJSON(in)
-		for _, k := range slices.Sorted(maps.Keys(s.st.Repos)) {
-			if rm := s.st.Repos[k]; strings.EqualFold(rm.Owner, in.Account) {
-				ev.Repositories = append(ev.Repositories, &github.Repository{ID: github.Int64(rm.ID),
-					Name: github.String(rm.Name), FullName: github.String(rm.fullName()), Private: github.Bool(rm.Visibility != "public")})
-			}
-		}
-	}
-	return ev
-}
-
 // PushEvent builds the push webhook GitHub would send for branch having moved from before to
-// its current commit (before "" means the branch was created).
-func (s *Server) PushEvent(owner, repo, branch, before string) (*github.PushEvent, error) {
+// its current commit (before "" means the branch was created), by the App's bot.
+func (s *Server) PushEvent(owner, repo, branch, before string) (*Payload, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rm := s.st.Repos[repoKey(owner, repo)]
@@ -248,43 +235,59 @@ func (s *Server) PushEvent(owner, repo, branch, before string) (*github.PushEven
 	if before != "" {
 		ch.before = plumbing.NewHash(before)
 	}
-	return s.pushEventLocked(rm, g, ch, s.botLogin()), nil
+	return &Payload{s.pushPayloadLocked(rm, g, ch, s.botLogin())}, nil
 }
 
 // PullRequestEvent builds the pull_request webhook for a pull request and an action
-// (opened, synchronize, closed, reopened, edited).
-func (s *Server) PullRequestEvent(owner, repo string, number int, action string) (*github.PullRequestEvent, error) {
+// (opened, synchronize, closed, reopened, edited), by DefaultUser.
+func (s *Server) PullRequestEvent(owner, repo string, number int, action string) (*Payload, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rm := s.st.Repos[repoKey(owner, repo)]
 	if rm == nil || rm.Issues[number] == nil || rm.Issues[number].Pull == nil {
 		return nil, fmt.Errorf("pull request %s/%s#%d not found", owner, repo, number)
 	}
-	return s.pullRequestEventLocked(rm, rm.Issues[number], action, DefaultUser), nil
+	is := rm.Issues[number]
+	ch := pullChange{before: is.Pull.HeadSHA, after: is.Pull.HeadSHA}
+	if action == "edited" {
+		ch.title = &is.Title
+	}
+	return &Payload{s.pullRequestPayloadLocked(rm, is, action, DefaultUser, ch)}, nil
 }
 
 // InstallationEvent builds the installation webhook (created, deleted, ...) for the App's
 // installation on account.
-func (s *Server) InstallationEvent(account, action string) (*github.InstallationEvent, error) {
+func (s *Server) InstallationEvent(account, action string) (*Payload, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, in := range s.st.Installations {
 		if strings.EqualFold(in.Account, account) {
-			return s.installationEventLocked(action, in.ID), nil
+			return &Payload{s.installationPayloadLocked(action, in.ID)}, nil
 		}
 	}
 	return nil, fmt.Errorf("no installation on %s", account)
 }
 
-// CheckRunEvent builds the check_run webhook for a check run (created, completed, rerequested).
-func (s *Server) CheckRunEvent(id int64, action string) (*github.CheckRunEvent, error) {
+// CheckRunEvent builds the check_run webhook for a check run (created, completed, rerequested),
+// sent by the App's bot.
+func (s *Server) CheckRunEvent(id int64, action string) (*Payload, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cr := s.st.CheckRuns[id]
 	if cr == nil {
 		return nil, fmt.Errorf("check run %d not found", id)
 	}
-	rm := s.st.Repos[cr.Repo]
-	return &github.CheckRunEvent{Action: github.String(action), CheckRun: s.checkRunJSON(rm, cr),
-		Repo: s.repoJSON(rm), Sender: s.userJSON(s.botLogin()), Installation: s.installationForLocked(rm.Owner)}, nil
+	return &Payload{s.checkRunPayloadLocked(s.st.Repos[cr.Repo], cr, action, s.botLogin())}, nil
+}
+
+// CheckSuiteEvent builds the check_suite webhook (completed, requested, rerequested) for the
+// suite of a check run (the fake keeps one suite per check run).
+func (s *Server) CheckSuiteEvent(id int64, action string) (*Payload, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cr := s.st.CheckRuns[id]
+	if cr == nil {
+		return nil, fmt.Errorf("check run %d not found", id)
+	}
+	return &Payload{s.checkSuitePayloadLocked(s.st.Repos[cr.Repo], cr, action, s.botLogin())}, nil
 }

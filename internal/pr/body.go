@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/manifest"
@@ -181,6 +182,8 @@ func body(d *Decision, t *fanout.Target, source string, m marker) string {
 		}
 		b.WriteString("\n</details>\n\n")
 	}
+	main := b.String()
+	b.Reset()
 	b.WriteString("### Review\n\n")
 	if len(t.Reviewers) == 0 {
 		b.WriteString("No reviewers configured.\n")
@@ -195,5 +198,48 @@ func body(d *Decision, t *fanout.Target, source string, m marker) string {
 	b.WriteString("\nfleetbot updates this PR while the control repo changes. A commit pushed to its branch by anyone else stops those updates.\n\n")
 	b.WriteString(m.String())
 	b.WriteString("\n")
-	return b.String()
+	return boundBody(main, b.String())
+}
+
+// MaxBodyBytes bounds a pull request body fleetbot writes. GitHub refuses a longer body with
+// 422 "body is too long (maximum is 65536 characters)"; it documents no limit, and it has been
+// measured counting characters for a pull request body and bytes (262,144) for issue bodies and
+// comments. A body of at most 65,536 bytes has at most 65,536 characters, so it passes every
+// reading of the limit.
+// https://docs.github.com/rest/pulls/pulls#create-a-pull-request (the 422),
+// https://github.com/dead-claudia/github-limits/pull/13 (the measurements)
+const MaxBodyBytes = 65536
+
+// bodyHeadroom is left free below MaxBodyBytes for the marker to grow in later updates
+// (withMarker rewrites only the marker of a body GitHub already has).
+const bodyHeadroom = 1024
+
+// bodyCutNote ends the part of a pull request body that was cut to fit.
+const bodyCutNote = "\n_… cut to fit GitHub's limit on a pull request body; `fleetbot plan` lists every file and object._\n\n"
+
+// boundBody joins the descriptive part of a body (main: what changes, the file and object
+// lists, which a large target makes long) and its tail (who reviews, the state marker, never
+// cut), cutting main at a line boundary when the whole would exceed MaxBodyBytes less
+// bodyHeadroom. A <details> block the cut leaves open is closed.
+func boundBody(main, tail string) string {
+	limit := MaxBodyBytes - bodyHeadroom
+	if len(main)+len(tail) <= limit {
+		return main + tail
+	}
+	const closeDetails = "\n</details>\n"
+	budget := limit - len(tail) - len(bodyCutNote) - len(closeDetails)
+	if budget < 0 {
+		budget = 0
+	}
+	for budget > 0 && budget < len(main) && !utf8.RuneStart(main[budget]) {
+		budget--
+	}
+	cut := main[:min(budget, len(main))]
+	if i := strings.LastIndexByte(cut, '\n'); i >= 0 {
+		cut = cut[:i+1]
+	}
+	if strings.Count(cut, "<details") > strings.Count(cut, "</details>") {
+		cut += closeDetails
+	}
+	return cut + bodyCutNote + tail
 }

@@ -2,11 +2,13 @@ package pr_test
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -359,4 +361,30 @@ func TestBinary(t *testing.T) {
 	assert.False(t, pr.Binary([]byte("héllo")))
 	assert.True(t, pr.Binary([]byte{0xff, 0xfe}))
 	assert.True(t, pr.Binary([]byte("a\x00b")))
+}
+
+// TestLargeTargetBodyFitsGitHub: a target of thousands of files (a workspace of many clusters)
+// once made a pull request body of hundreds of kilobytes, which GitHub refuses with 422 "body
+// is too long (maximum is 65536 characters)". The body is cut to at most pr.MaxBodyBytes, on a
+// line boundary, and keeps who reviews and the state marker whole.
+func TestLargeTargetBodyFitsGitHub(t *testing.T) {
+	f := newForge(t)
+	tg := clusterTarget()
+	tg.Files = maps.Clone(tg.Files)
+	for i := range 3000 {
+		name := fmt.Sprintf("app-%04d-ünïcødé", i)
+		tg.Files["platform/"+name+".yaml"] = []byte(strings.ReplaceAll(configMap, "name: m", "name: "+fmt.Sprintf("m%04d", i)))
+	}
+	_, p := step(t, f, tg, opts, pr.ActionCreate)
+	require.NotNil(t, p)
+	assert.LessOrEqual(t, len(p.Body), pr.MaxBodyBytes, "bytes")
+	assert.True(t, utf8.ValidString(p.Body))
+	assert.True(t, pr.HasMarker(p.Body), "the marker is kept")
+	assert.Equal(t, opts.Source, pr.SourceOf(p.Body))
+	assert.Contains(t, p.Body, "cut to fit GitHub's limit")
+	assert.Contains(t, p.Body, "@acme/platform", "who reviews is kept")
+	assert.Equal(t, strings.Count(p.Body, "<details"), strings.Count(p.Body, "</details>"), "an open block is closed")
+
+	d, _ := step(t, f, tg, opts, pr.ActionNoop)
+	assert.Equal(t, p.Number, d.PR.Number, "the cut body is fleetbot's: the next run is a no-op")
 }

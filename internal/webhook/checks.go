@@ -8,14 +8,22 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
-// Check-run limits GitHub enforces.
+// Check-run limits GitHub enforces
+// (https://docs.github.com/rest/checks/runs#create-a-check-run).
 const (
-	// MaxCheckText is the most bytes GitHub accepts in a check run's output summary or text
-	// (its documentation says characters; it counts the bytes of the UTF-8 encoding, so a
-	// summary of ✅ and … is refused well before 65,535 characters).
+	// MaxCheckText is the most BYTES (UTF-8) GitHub accepts in a check run's output summary
+	// or text. Its documentation says "65535 characters", but GitHub measures bytes: a
+	// longer one is 422 "summary exceeds a maximum bytesize of 65535" (github/docs#35252),
+	// and fleetbot's Markdown is full of multi-byte characters (→ ✅ — …).
 	MaxCheckText = 65535
 	// MaxAnnotations is the most annotations one check run request carries.
 	MaxAnnotations = 50
+	// MaxAnnotationMessage is the most bytes of an annotation's message ("The maximum size
+	// is 64 KB").
+	MaxAnnotationMessage = 64 << 10
+	// MaxAnnotationTitle is the most characters of an annotation's title ("The maximum size
+	// is 255 characters").
+	MaxAnnotationTitle = 255
 )
 
 // DefaultCheckName is the name of fleetbot's check run on control-repo
@@ -35,7 +43,7 @@ const (
 type CheckResult struct {
 	Conclusion string
 	Title      string
-	// Summary and Text are markdown; they are truncated to MaxCheckText.
+	// Summary and Text are markdown; they are truncated to MaxCheckText bytes.
 	Summary, Text string
 	// Annotations point at files of the repo checked (at most MaxAnnotations are sent on the
 	// control repo, MaxTenantAnnotations on a tenant repo).
@@ -97,24 +105,19 @@ type RolloutChecks interface {
 // truncationNote ends a truncated check run text.
 const truncationNote = "\n\n… truncated to fit GitHub's check run limit; run `fleetbot plan` for the full plan.\n"
 
-// TruncateMarkdown returns s if it has at most limit bytes; otherwise a prefix cut at a line
-// boundary (never inside a UTF-8 sequence), with open <details> blocks and code fences closed
-// and a note appended, within limit bytes.
+// TruncateMarkdown returns s if it has at most limit bytes (UTF-8, as GitHub measures a check
+// run's text); otherwise a prefix cut at a line boundary, with open <details> blocks and code
+// fences closed and a note appended, within limit bytes and valid UTF-8.
 func TruncateMarkdown(s string, limit int) string {
-	return truncateMarkdown(s, limit, truncationNote)
-}
-
-// truncateMarkdown is TruncateMarkdown with the note to append.
-func truncateMarkdown(s string, limit int, note string) string {
 	if len(s) <= limit {
 		return s
 	}
 	// Room for the note and for closing what the cut leaves open.
-	budget := limit - len(note) - 64
+	budget := limit - len(truncationNote) - 64
 	if budget <= 0 {
-		return utf8Prefix(note, max(limit, 0))
+		return TruncateBytes(truncationNote, limit)
 	}
-	cut := utf8Prefix(s, budget)
+	cut := TruncateBytes(s, budget)
 	if i := strings.LastIndexByte(cut, '\n'); i > 0 {
 		cut = cut[:i]
 	}
@@ -127,11 +130,16 @@ func truncateMarkdown(s string, limit int, note string) string {
 	for range min(max(open, 0), 4) {
 		closing.WriteString("\n</details>")
 	}
-	return cut + closing.String() + note
+	return cut + closing.String() + truncationNote
 }
 
-// utf8Prefix is the longest prefix of s of at most n bytes that does not split a character.
-func utf8Prefix(s string, n int) string {
+// TruncateBytes returns the longest prefix of s of at most n bytes that does not split a
+// UTF-8 sequence (GitHub measures a check run's summary and text, and an annotation's message,
+// in bytes).
+func TruncateBytes(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
 	if len(s) <= n {
 		return s
 	}
@@ -139,4 +147,13 @@ func utf8Prefix(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// TruncateRunes returns s cut to at most n characters (GitHub counts an annotation's title in
+// characters).
+func TruncateRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:max(n, 0)])
 }

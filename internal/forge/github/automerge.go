@@ -1,7 +1,9 @@
 package github
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -175,13 +177,21 @@ func (f *Forge) enableAutoMerge(ctx context.Context, nodeID, method, head string
 	if err != nil {
 		return err
 	}
+	var raw bytes.Buffer
+	resp, err := f.postGraphQL(ctx, req, &raw)
+	if err != nil {
+		return err
+	}
 	var out struct {
 		Errors []graphQLError `json:"errors"`
 	}
-	if _, err := f.api.Do(ctx, req, &out); err != nil {
-		return err
+	if err := json.Unmarshal(raw.Bytes(), &out); err != nil {
+		return fmt.Errorf("GraphQL: decoding the answer: %w", err)
 	}
 	if len(out.Errors) > 0 {
+		if out.Errors[0].Type == "RATE_LIMITED" {
+			return graphQLRateLimited(req, resp)
+		}
 		return &out.Errors[0]
 	}
 	return nil

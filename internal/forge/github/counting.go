@@ -24,8 +24,9 @@ type RequestStats struct {
 	Errors int64
 	// ByStatus counts responses per HTTP status code.
 	ByStatus map[int]int64
-	// RateRemaining and RateReset are the last x-ratelimit-remaining/-reset seen (-1 and zero
-	// when GitHub has not sent them yet).
+	// RateRemaining and RateReset are the last x-ratelimit-remaining/-reset of the REST budget
+	// seen (-1 and zero when GitHub has not sent them yet). A GraphQL answer's headers are its
+	// own budget's, in points (x-ratelimit-resource: graphql), and are not counted here.
 	RateRemaining int64
 	RateReset     time.Time
 }
@@ -70,6 +71,9 @@ func (c *Counters) record(k kind, resp *http.Response, err error) {
 	c.s.ByStatus[resp.StatusCode]++
 	if resp.StatusCode == http.StatusNotModified {
 		c.s.NotModified++
+	}
+	if res := resp.Header.Get("X-RateLimit-Resource"); res != "" && res != "core" {
+		return
 	}
 	if v, err := strconv.ParseInt(resp.Header.Get("X-RateLimit-Remaining"), 10, 64); err == nil {
 		c.s.RateRemaining = v

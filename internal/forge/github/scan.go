@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -339,7 +340,8 @@ func (f *Forge) graphQL(ctx context.Context, query string, vars map[string]any, 
 	// fleetbot reads (100 repos a page, pull request bodies included), and decoding them
 	// twice (the envelope, then its data) was a tenth of a busy service's CPU.
 	var raw bytes.Buffer
-	if _, err := f.api.Do(ctx, req, &raw); err != nil {
+	resp, err := f.postGraphQL(ctx, req, &raw)
+	if err != nil {
 		return err
 	}
 	out := struct {
@@ -354,6 +356,9 @@ func (f *Forge) graphQL(ctx context.Context, query string, vars map[string]any, 
 		return fmt.Errorf("GraphQL: decoding the answer: %w", err)
 	}
 	for _, e := range out.Errors {
+		if e.Type == "RATE_LIMITED" {
+			return graphQLRateLimited(req, resp)
+		}
 		if !slices.Contains(tolerate, e.Type) {
 			return fmt.Errorf("GraphQL: %s (at %v)", e.Message, e.Path)
 		}
@@ -364,6 +369,42 @@ func (f *Forge) graphQL(ctx context.Context, query string, vars map[string]any, 
 		return fmt.Errorf("GraphQL: no data in the answer")
 	}
 	return nil
+}
+
+// postGraphQL sends a GraphQL request through the client's transports (limits, budget,
+// counting, cache) and copies the answer's body into into. Not through go-github's Do: go-github
+// files the x-ratelimit-* headers of an answer under the rate category of its path, and the
+// GraphQL path of GitHub Enterprise Server (/api/graphql, unlike api.github.com's /graphql) is
+// "core" to it, so a spent GraphQL budget, which is apart from the REST one, would stop every
+// REST call of the client until the GraphQL budget reset ("not making remote request").
+func (f *Forge) postGraphQL(ctx context.Context, req *http.Request, into io.Writer) (*http.Response, error) {
+	resp, err := f.api.Client().Do(req.WithContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if err := gh.CheckResponse(resp); err != nil {
+		return resp, err
+	}
+	if _, err := io.Copy(into, resp.Body); err != nil {
+		return resp, fmt.Errorf("GraphQL: reading the answer: %w", err)
+	}
+	return resp, nil
+}
+
+// graphQLRateLimited is the error of a GraphQL call refused for its own budget: GitHub answers
+// it 200 with an error of type RATE_LIMITED and x-ratelimit-remaining: 0 (the GraphQL budget is
+// apart from the REST one, in points); the call may be sent again after x-ratelimit-reset, so it
+// is an ErrRateLimited the caller defers the work on, not a failure.
+// https://docs.github.com/graphql/overview/rate-limits-and-query-limits-for-the-graphql-api
+func graphQLRateLimited(req *http.Request, resp *http.Response) error {
+	reset := time.Now().Add(time.Hour)
+	if resp != nil {
+		if v, err := strconv.ParseInt(resp.Header.Get("X-RateLimit-Reset"), 10, 64); err == nil {
+			reset = time.Unix(v, 0)
+		}
+	}
+	return &RateLimitedError{Method: req.Method, URL: redact(req.URL), Reset: reset, Reason: "GraphQL points"}
 }
 
 // graphQLURL is the GraphQL endpoint beside a REST base URL: api.github.com/graphql, or

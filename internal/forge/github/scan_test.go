@@ -161,3 +161,32 @@ func TestScanHintServesEveryRunUntilTheRepoChanges(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEmpty(t, srv.Requests(), "a stale scan is not used")
 }
+
+// TestScanOverTheGraphQLBudget: GitHub keeps a GraphQL budget in points apart from the REST one
+// and answers a call over it 200 with an error of type RATE_LIMITED; the scan returns an
+// ErrRateLimited carrying the reset (the work is deferred, not failed), and the REST budget the
+// counters report is not the GraphQL one.
+// https://docs.github.com/graphql/overview/rate-limits-and-query-limits-for-the-graphql-api
+func TestScanOverTheGraphQLBudget(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// A page of the scan costs 2 points: 1 for the repositories, 100 x 2 nested connections
+	// (topics, pull requests) make 201 requests, 2 points.
+	srv := githubtest.NewServer(t, githubtest.WithGraphQLLimit(2))
+	srv.CreateOrg("acme")
+	srv.CreateTeam("acme", "platform")
+	srv.CreateRepo("acme", "cluster-a", nil)
+	c := newTokenClient(t, srv)
+	f := ghforge.NewForge(c, ghforge.ForgeOptions{})
+	_, _, err := f.Scan(ctx, "acme", "main", "fleetbot/sync", nil)
+	require.NoError(t, err, "2 points")
+	assert.Equal(t, int64(githubtest.DefaultPrimaryLimit-2), c.Stats().Requests.RateRemaining,
+		"the REST budget after 2 REST requests (identity, teams): the GraphQL call's headers are its own budget's")
+
+	_, _, err = f.Scan(ctx, "acme", "main", "fleetbot/sync", nil)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ghforge.ErrRateLimited)
+	var rl *ghforge.RateLimitedError
+	require.ErrorAs(t, err, &rl)
+	assert.True(t, rl.Reset.After(time.Now()), "the budget resets within the hour: %v", rl.Reset)
+}

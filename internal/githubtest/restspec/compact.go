@@ -24,6 +24,10 @@ const compactVersion = "restspec-compact-1"
 // exchange of it is checked against the full description.
 const stubExtension = "x-fleetbot-stub"
 
+// operationsExtension lists, in a copy (CompactCopy), every operation of the published
+// description as "METHOD /template": a request none of them matches is one GitHub does not have.
+const operationsExtension = "x-fleetbot-operations"
+
 // LoadCompact reads the description at path for checking exchanges of the operations that
 // serve (patterns in net/http.ServeMux syntax, "GET /repos/{owner}/{repo}/contents/{path...}")
 // reaches, through a compacted copy (see Compact) cached in cacheDir under a name made of the
@@ -57,6 +61,35 @@ func LoadCompact(path, cacheDir string, patterns []string) (*Description, error)
 	return d, nil
 }
 
+// LoadCopy loads a compact description committed at path (what CompactCopy made of the
+// published description). An exchange of an operation it does not have is checked against the
+// published description at fullPath, loaded then (once), when that file exists; without it
+// such an exchange is not checked (the copy cannot tell an operation GitHub lacks from one it
+// left out).
+func LoadCopy(path, fullPath string) (*Description, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the compact copy of GitHub's REST description: %w (run make schemas)", err)
+	}
+	d, err := load(path, data)
+	if err != nil {
+		return nil, err
+	}
+	d.partial = true
+	if list, ok := d.doc.Extensions[operationsExtension].([]any); ok {
+		d.others = map[string][]*route{}
+		for _, v := range list {
+			method, tmpl, _ := strings.Cut(fmt.Sprint(v), " ")
+			d.others[method] = append(d.others[method], newRoute(tmpl, nil))
+		}
+		sortRoutes(d.others)
+	}
+	if _, err := os.Stat(fullPath); err == nil {
+		d.full = sync.OnceValues(func() (*Description, error) { return Load(fullPath) })
+	}
+	return d, nil
+}
+
 // writeAtomic writes data to path through a temporary file and a rename, so a concurrent
 // reader (another test binary) sees the whole file or none.
 func writeAtomic(path string, data []byte) {
@@ -80,6 +113,18 @@ func writeAtomic(path string, data []byte) {
 // validation never reads: descriptions, summaries, examples, extensions, tags, webhooks, and
 // every component no kept operation refers to.
 func Compact(full []byte, patterns []string) ([]byte, error) {
+	return compact(full, patterns, true)
+}
+
+// CompactCopy is Compact without the stubs: a description of the operations patterns reach,
+// and of every other operation only its method and path template (in a list, so that a request
+// GitHub has no operation for is still told apart), as committed for the tests (LoadCopy).
+func CompactCopy(full []byte, patterns []string) ([]byte, error) {
+	return compact(full, patterns, false)
+}
+
+// compact is Compact, with stubs for the other operations or without them.
+func compact(full []byte, patterns []string, stubs bool) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(full))
 	dec.UseNumber() // numbers (minimum, maximum, defaults) stay as written
 	var doc map[string]any
@@ -126,8 +171,13 @@ func Compact(full []byte, patterns []string) ([]byte, error) {
 				keptOne = true
 				continue
 			}
-			op, _ := v.(map[string]any)
-			out[k] = map[string]any{"operationId": op["operationId"], stubExtension: true}
+			if stubs {
+				op, _ := v.(map[string]any)
+				out[k] = map[string]any{"operationId": op["operationId"], stubExtension: true}
+			}
+		}
+		if len(out) == 0 {
+			continue
 		}
 		if keptOne {
 			if ps, ok := item["parameters"]; ok {
@@ -173,6 +223,18 @@ func Compact(full []byte, patterns []string) ([]byte, error) {
 	}
 
 	out := map[string]any{"openapi": doc["openapi"], "info": doc["info"], "paths": outPaths, "components": outComps}
+	if !stubs {
+		var ops []string
+		for tmpl, raw := range paths {
+			for method := range raw.(map[string]any) {
+				if m := strings.ToUpper(method); isMethod(m) && !kept[m+" "+tmpl] {
+					ops = append(ops, m+" "+tmpl)
+				}
+			}
+		}
+		sort.Strings(ops)
+		out[operationsExtension] = ops
+	}
 	if s, ok := doc["servers"]; ok {
 		out["servers"] = s
 	}
@@ -280,4 +342,16 @@ func refs(v any, to []string) []string {
 func stub(op *openapi3.Operation) bool {
 	_, ok := op.Extensions[stubExtension]
 	return ok
+}
+
+// CoversPattern reports whether the description validates the exchanges of the operation a
+// ServeMux pattern ("GET /repos/{owner}/{repo}") reaches in full: it has the operation and
+// it is not a stub of a compact description.
+func (d *Description) CoversPattern(pattern string) bool {
+	method, path, ok := strings.Cut(pattern, " ")
+	if !ok {
+		return false
+	}
+	rt, _, ok := d.Match(method, samplePath(path))
+	return ok && !stub(rt.Operation)
 }

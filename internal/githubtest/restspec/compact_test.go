@@ -126,3 +126,40 @@ func TestLoadCompactChecksAsTheFullDescription(t *testing.T) {
 		}
 	}
 }
+
+// A committed copy (CompactCopy, LoadCopy) validates the operations it keeps as the full
+// description does; of the others it knows the paths only: without the full description an
+// exchange of one is not checked, one GitHub has no operation for is still a violation; with the
+// full description installed, both are checked against it.
+func TestCopyKnowsEveryOperationByPath(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fullPath := filepath.Join(dir, "api.json")
+	require.NoError(t, os.WriteFile(fullPath, []byte(tinyDescription), 0o644))
+	data, err := CompactCopy([]byte(tinyDescription), []string{"PATCH /repos/{owner}/{repo}"})
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), stubExtension, "no stubs in a copy")
+	assert.Contains(t, string(data), `"DELETE /repos/{owner}/{repo}"`, "the other operations by path")
+	copyPath := filepath.Join(dir, "copy.json")
+	require.NoError(t, os.WriteFile(copyPath, data, 0o644))
+
+	check := func(d *Description, method, path, body string) []string {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		var out []string
+		for _, v := range d.Check(context.Background(), Exchange{Request: req, RequestBody: []byte(body),
+			Status: 204, Header: http.Header{"Content-Type": {"application/json"}}}) {
+			out = append(out, v.String())
+		}
+		return out
+	}
+	bare, err := LoadCopy(copyPath, filepath.Join(dir, "not-installed.json"))
+	require.NoError(t, err)
+	assert.NotEmpty(t, check(bare, "PATCH", "/repos/acme/r", `{"visibility": "secret"}`), "a kept operation is checked")
+	assert.Empty(t, check(bare, "DELETE", "/repos/acme/r", `{"confirm": "yes"}`), "another operation is not checked without the full description")
+	assert.Equal(t, []string{"GET /nowhere: request: GitHub's REST API has no such operation"}, check(bare, "GET", "/nowhere", ""))
+
+	withFull, err := LoadCopy(copyPath, fullPath)
+	require.NoError(t, err)
+	assert.NotEmpty(t, check(withFull, "DELETE", "/repos/acme/r", `{"confirm": "yes"}`), "checked against the full description")
+	assert.NotEmpty(t, check(withFull, "GET", "/nowhere", ""))
+}

@@ -68,23 +68,7 @@ func (c *GitHubChecks) Start(ctx context.Context, sha string) (int64, error) {
 //
 // GitHub API docs: https://docs.github.com/rest/checks/runs#update-a-check-run
 func (c *GitHubChecks) Finish(ctx context.Context, id int64, r webhook.CheckResult) error {
-	out := &gh.CheckRunOutput{
-		Title:   gh.String(r.Title),
-		Summary: gh.String(webhook.TruncateMarkdown(r.Summary, webhook.MaxCheckText)),
-	}
-	if r.Text != "" {
-		out.Text = gh.String(webhook.TruncateMarkdown(r.Text, webhook.MaxCheckText))
-	}
-	for i, a := range r.Annotations {
-		if i == webhook.MaxAnnotations {
-			break
-		}
-		line := max(a.Line, 1)
-		out.Annotations = append(out.Annotations, &gh.CheckRunAnnotation{
-			Path: gh.String(a.Path), StartLine: gh.Int(line), EndLine: gh.Int(line),
-			AnnotationLevel: gh.String(a.Level), Message: gh.String(a.Message), Title: gh.String(a.Title),
-		})
-	}
+	out := checkOutput(r, r.Annotations[:min(len(r.Annotations), webhook.MaxAnnotations)])
 	_, _, err := c.api.Checks.UpdateCheckRun(ctx, c.owner, c.name, id, gh.UpdateCheckRunOptions{
 		Name: c.checkName, Status: gh.String("completed"), Conclusion: gh.String(r.Conclusion),
 		CompletedAt: &gh.Timestamp{Time: c.now()}, Output: out,
@@ -93,6 +77,28 @@ func (c *GitHubChecks) Finish(ctx context.Context, id int64, r webhook.CheckResu
 		return fmt.Errorf("completing check run %d on %s/%s: %w", id, c.owner, c.name, err)
 	}
 	return nil
+}
+
+// checkOutput is r's output with the annotations anns, every text within GitHub's limits: the
+// summary and text cut to webhook.MaxCheckText bytes as Markdown, each annotation's message to
+// webhook.MaxAnnotationMessage bytes and its title to webhook.MaxAnnotationTitle characters. The
+// control repo's check and the tenant check share it.
+//
+// GitHub API docs: https://docs.github.com/rest/checks/runs#update-a-check-run
+func checkOutput(r webhook.CheckResult, anns []webhook.Annotation) *gh.CheckRunOutput {
+	out := &gh.CheckRunOutput{Title: gh.String(r.Title), Summary: gh.String(webhook.TruncateMarkdown(r.Summary, webhook.MaxCheckText))}
+	if r.Text != "" {
+		out.Text = gh.String(webhook.TruncateMarkdown(r.Text, webhook.MaxCheckText))
+	}
+	for _, a := range anns {
+		line := max(a.Line, 1)
+		out.Annotations = append(out.Annotations, &gh.CheckRunAnnotation{
+			Path: gh.String(a.Path), StartLine: gh.Int(line), EndLine: gh.Int(line), AnnotationLevel: gh.String(a.Level),
+			Message: gh.String(webhook.TruncateBytes(a.Message, webhook.MaxAnnotationMessage)),
+			Title:   gh.String(webhook.TruncateRunes(a.Title, webhook.MaxAnnotationTitle)),
+		})
+	}
+	return out
 }
 
 // Progress creates or updates the rollout check run (webhook.RolloutCheckName) on commit sha:

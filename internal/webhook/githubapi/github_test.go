@@ -55,7 +55,7 @@ func newGHEnv(t *testing.T, verdict webhook.Verdict) *ghEnv {
 	srv.CreateRepo("acme", "control", files)
 	ctl, err := NewGitHubControl(srv.Client(), "acme/control")
 	require.NoError(t, err)
-	checks, err := NewGitHubChecks(srv.Client(), "acme/control", "")
+	checks, err := NewGitHubChecks(srv.ClientWithToken(srv.InstallationToken("acme")), "acme/control", "")
 	require.NoError(t, err)
 	e := &ghEnv{srv: srv, ctl: ctl, forges: map[webhook.ForgeMode]int{}}
 	forges := func(ctx context.Context, owner string, mode webhook.ForgeMode) (reconcile.Forge, error) {

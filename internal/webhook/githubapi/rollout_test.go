@@ -2,7 +2,9 @@ package githubapi
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	gh "github.com/google/go-github/v62/github"
 	"github.com/stretchr/testify/assert"
@@ -23,7 +25,7 @@ func TestRolloutCheckRunProgress(t *testing.T) {
 	srv.CreateOrg("acme")
 	srv.CreateRepo("acme", "control", map[string]string{"platform.yaml": "kind: Platform\n"})
 	sha := srv.Branch("acme", "control", "main")
-	checks, err := NewGitHubChecks(srv.Client(), "acme/control", "")
+	checks, err := NewGitHubChecks(srv.ClientWithToken(srv.InstallationToken("acme")), "acme/control", "")
 	require.NoError(t, err)
 	runs := func() []*gh.CheckRun {
 		name := webhook.RolloutCheckName
@@ -55,7 +57,7 @@ func TestRolloutCheckRunProgress(t *testing.T) {
 	assert.Empty(t, srv.Requests(), "an unchanged verdict (every resync) asks nothing of GitHub")
 
 	// A restarted service: one lookup by name, then the same run updated.
-	restarted, err := NewGitHubChecks(srv.Client(), "acme/control", "")
+	restarted, err := NewGitHubChecks(srv.ClientWithToken(srv.InstallationToken("acme")), "acme/control", "")
 	require.NoError(t, err)
 	wave2 := webhook.CheckResult{Title: "wave 2 of 3 (eu): 0 of 1 clusters done", Summary: "| 2 | eu | **active** | 0 / 1 |"}
 	require.NoError(t, restarted.Progress(ctx, sha, wave2))
@@ -89,4 +91,37 @@ func TestRolloutCheckRunProgress(t *testing.T) {
 	err = restarted.Progress(ctx, bad, wave1)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "acme/control@"+bad)
+}
+
+// TestCheckOutputFitsGitHubsByteLimit: a plan summary under 65,535 characters but over 65,535
+// bytes (fleetbot's Markdown is full of → ✅ — …) was sent whole, and GitHub refuses it with
+// 422 "summary exceeds a maximum bytesize of 65535"; the fake refuses it as GitHub does, and
+// fleetbot now cuts it by bytes. So are 60 annotations (50 a request) and an annotation's
+// 64 KB message.
+func TestCheckOutputFitsGitHubsByteLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := githubtest.NewServer(t)
+	srv.CreateOrg("acme")
+	srv.CreateRepo("acme", "control", map[string]string{"platform.yaml": "kind: Platform\n"})
+	sha := srv.Branch("acme", "control", "main")
+	checks, err := NewGitHubChecks(srv.ClientWithToken(srv.InstallationToken("acme")), "acme/control", "")
+	require.NoError(t, err)
+	var b strings.Builder
+	for utf8.RuneCountInString(b.String()) < webhook.MaxCheckText-2000 {
+		b.WriteString("- ✅ `cluster-a` → apply — 3 files …\n")
+	}
+	summary := b.String()
+	require.Greater(t, len(summary), webhook.MaxCheckText, "over the limit in bytes, not in characters")
+	var annotations []webhook.Annotation
+	for i := range 60 {
+		annotations = append(annotations, webhook.Annotation{Path: "platform.yaml", Line: i + 1, Level: "failure",
+			Message: strings.Repeat("→", 30000), Title: strings.Repeat("é", 300)})
+	}
+
+	id, err := checks.Start(ctx, sha)
+	require.NoError(t, err)
+	require.NoError(t, checks.Finish(ctx, id, webhook.CheckResult{Conclusion: webhook.ConclusionFailure, Title: "plan",
+		Summary: summary, Text: summary, Annotations: annotations}))
+	require.NoError(t, checks.Progress(ctx, sha, webhook.CheckResult{Title: "rollout", Summary: summary}))
 }

@@ -294,36 +294,3 @@ func (t *TenantRepos) Finish(ctx context.Context, repo string, id int64, r webho
 		}
 	}
 }
-
-// Bounds GitHub sets on an annotation.
-const (
-	maxAnnotationTitle   = 255
-	maxAnnotationMessage = 64 << 10
-)
-
-// checkOutput is r's output with the annotations anns, every text within GitHub's limits.
-func checkOutput(r webhook.CheckResult, anns []webhook.Annotation) *gh.CheckRunOutput {
-	out := &gh.CheckRunOutput{Title: gh.String(r.Title), Summary: gh.String(webhook.TruncateMarkdown(r.Summary, webhook.MaxCheckText))}
-	if r.Text != "" {
-		out.Text = gh.String(webhook.TruncateMarkdown(r.Text, webhook.MaxCheckText))
-	}
-	for _, a := range anns {
-		line := max(a.Line, 1)
-		out.Annotations = append(out.Annotations, &gh.CheckRunAnnotation{
-			Path: gh.String(a.Path), StartLine: gh.Int(line), EndLine: gh.Int(line), AnnotationLevel: gh.String(a.Level),
-			Message: gh.String(cutBytes(a.Message, maxAnnotationMessage)), Title: gh.String(cutBytes(a.Title, maxAnnotationTitle)),
-		})
-	}
-	return out
-}
-
-// cutBytes is the longest prefix of s of at most n bytes that does not split a character.
-func cutBytes(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
-}

@@ -202,9 +202,9 @@ func TestTenantCheckRunCarriesEveryAnnotation(t *testing.T) {
 	out := checkOutput(res, anns[:1])
 	a := out.Annotations[0]
 	assert.Equal(t, 1, a.GetStartLine(), "line 0 (a file-level problem) is line 1")
-	assert.LessOrEqual(t, len(a.GetMessage()), maxAnnotationMessage)
+	assert.LessOrEqual(t, len(a.GetMessage()), webhook.MaxAnnotationMessage)
 	assert.True(t, utf8.ValidString(a.GetMessage()))
-	assert.Len(t, a.GetTitle(), maxAnnotationTitle)
+	assert.Equal(t, webhook.MaxAnnotationTitle, utf8.RuneCountInString(a.GetTitle()), "255 characters")
 }
 
 // TestTenantCheckRunWithoutChecksWrite: an installation without checks: write is refused the

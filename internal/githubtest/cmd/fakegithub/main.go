@@ -4,7 +4,9 @@
 //	    --org acme --teams platform,payments-devs --app-key-out /tmp/fakegh/app.pem
 //
 // It prints the base URL and how to point fleetbot at it. Git data and metadata in --state
-// survive restarts.
+// survive restarts. Its App holds the permissions (and subscribes to the events) of the
+// repository's app.yml, found above the working directory, or of --app-manifest FILE: the same
+// model as the in-test server's (githubtest.AppManifest).
 package main
 
 import (
@@ -53,6 +55,7 @@ func run() error {
 		ccMin     = flag.Int("content-per-minute", 0, "content-creating requests per minute (0: off)")
 		ccHour    = flag.Int("content-per-hour", 0, "content-creating requests per hour (0: off)")
 		scale     = flag.Float64("time-scale", 1, "fake time runs this many times faster than the wall clock")
+		manifest  = flag.String("app-manifest", "", "the GitHub App manifest whose default_permissions installation tokens are held to and whose default_events webhooks carry (default: app.yml of the repository the working directory is in)")
 	)
 	flag.Parse()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -79,6 +82,21 @@ func run() error {
 		githubtest.WithTimeScale(*scale),
 		githubtest.WithLogger(logger),
 	}
+	// The App is fleetbot's, as the in-test server's is: a token may do only what app.yml
+	// grants (githubtest.AppManifest).
+	manifestPath := *manifest
+	if manifestPath == "" {
+		p, err := githubtest.RepoAppManifestPath()
+		if err != nil {
+			return fmt.Errorf("%w (give --app-manifest FILE)", err)
+		}
+		manifestPath = p
+	}
+	m, err := githubtest.LoadAppManifest(manifestPath)
+	if err != nil {
+		return err
+	}
+	opts = append(opts, githubtest.WithAppManifest(m))
 	if *ccMin > 0 || *ccHour > 0 {
 		opts = append(opts, githubtest.WithContentCreationLimit(*ccMin, *ccHour, true))
 	}
@@ -138,7 +156,7 @@ func run() error {
 	fmt.Printf("fake GitHub listening on %s (state in %s)\n", srv.URL, dir)
 	fmt.Printf("  export GITHUB_API_URL=%s\n", srv.APIURL())
 	fmt.Printf("  token:   GITHUB_TOKEN=%s (user %s)\n", *token, githubtest.DefaultUser)
-	fmt.Printf("  app:     id %d, private key %s\n", *appID, keyPath)
+	fmt.Printf("  app:     id %d, private key %s, permissions of %s\n", *appID, keyPath, manifestPath)
 	fmt.Printf("  git:     %s/OWNER/REPO.git (basic auth x-access-token:TOKEN)\n", srv.URL)
 	if *urlFile != "" {
 		// Written last, atomically: once it exists, the org, teams and App are there too.
