@@ -321,9 +321,10 @@ func TestMergeBlockedByCodeOwnerReview(t *testing.T) {
 }
 
 // TestMergeBlockedByRequiredStatusChecks: a required status check must pass on the head (a
-// commit status success, or a check run success, neutral or skipped): missing or running, the
-// merge is 405 `Required status check "ci" is expected.`. A check given as {context, app_id}
-// counts only from that App.
+// commit status success, or a check run success, neutral or skipped; both when both exist:
+// TestRequiredCheckRunAndStatusBothRequired): missing or running, the merge is 405
+// `Required status check "ci" is expected.`. A check given as {context, app_id} counts only
+// from that App (TestRequiredCheckBoundToAnApp).
 // https://docs.github.com/repositories/configuring-branches-and-merges-in-your-repository/managing-protected-branches/about-protected-branches#require-status-checks-before-merging,
 // https://docs.github.com/rest/branches/branch-protection#update-branch-protection
 func TestMergeBlockedByRequiredStatusChecks(t *testing.T) {
