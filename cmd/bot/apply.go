@@ -47,6 +47,12 @@ func (a *frontend) applyCommand() *cobra.Command {
 		Use:   "apply",
 		Short: "Reconcile every target repo: create repos, open, update or close fleetbot's pull requests",
 		Long:  applyLong,
+		Example: `  # the embedded local forge (.fleetbot/forge): no GitHub needed
+  fleetbot apply --control testdata/control
+  # GitHub, as the App's installation; every repo, not only the changed ones
+  fleetbot apply --control . --forge github --app-id 123456 --app-key private-key.pem --full
+  # a fleet shrinking on purpose by more than spec.maxRemovals
+  fleetbot apply --forge github --allow-removals`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := a.logger()

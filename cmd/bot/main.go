@@ -95,6 +95,13 @@ func (a *frontend) rootCommand() *cobra.Command {
 renders the desired tree of one repo per cluster and one per workspace with
 kustomize, and proposes it as a pull request per repo. Flux on each cluster
 applies what lands.`,
+		Example: `  # try it on the example control repo, with no GitHub: the local forge
+  fleetbot validate --control testdata/control
+  fleetbot apply --control testdata/control --forge local:.fleetbot/forge
+  fleetbot status --control testdata/control --forge local:.fleetbot/forge
+
+  # against GitHub, as the App's installation
+  fleetbot plan --forge github --app-id 123456 --app-key private-key.pem`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// --version prints what `fleetbot version` prints.
@@ -155,6 +162,10 @@ func (a *frontend) versionCommand() *cobra.Command {
 		Long: `version prints the fleetbot version; with -o json, fleetbot's one report
 (format_version, command "version") with the version, the Go release, the
 platform and the commit it was built from (docs/report.md).`,
+		Example: `  fleetbot version
+  fleetbot --version
+  # the report with a build section: version, commit, Go release, platform
+  fleetbot version -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if format == formatJSON {

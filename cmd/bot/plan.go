@@ -42,6 +42,13 @@ plan never writes.
 
 --detailed-exitcode (with --forge): 0 no changes, 1 error, 2 changes pending,
 3 blocked (a repo waits for a human: someone pushed to its bot branch).`,
+		Example: `  # the desired state only, offline
+  fleetbot plan --control .
+  # the real diff against the target repos on the local forge, or on GitHub
+  fleetbot plan --control . --forge local:.fleetbot/forge
+  fleetbot plan --control . --forge github --app-id 123456 --app-key private-key.pem
+  # in CI: exit 2 when something would change
+  fleetbot plan --forge github --detailed-exitcode -o json > plan.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := a.load(cmd.Context())

@@ -26,6 +26,9 @@ func (a *frontend) renderCommand() *cobra.Command {
 files and scaffolds) as a new repo would get it. Nothing is written when the
 control repo has any problem. DIR must be empty, missing, or an earlier
 render output (which is replaced).`,
+		Example: `  fleetbot render --control testdata/control --out /tmp/rendered
+  # what an apply on GitHub Enterprise would write into the Flux objects
+  fleetbot render --control . --out rendered --git-url https://github.example.com`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {

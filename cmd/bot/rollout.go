@@ -21,6 +21,9 @@ func (a *frontend) rolloutCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "rollout",
 		Short: "Show where the rollout of the control repo's revision stands, wave by wave; pause or resume it",
+		Example: `  fleetbot rollout status --control . --forge github
+  fleetbot rollout pause --control . --reason "canary alerts"
+  fleetbot rollout resume --control .`,
 	}
 	status := &cobra.Command{
 		Use:   "status",
@@ -29,6 +32,8 @@ func (a *frontend) rolloutCommand() *cobra.Command {
 the rollout gate's verdict for its revision: each wave (done, soaking, active, waiting,
 halted, paused) with its clusters changed, merged and healthy, the clusters whose pull
 request is held and why, and a halt. It never writes.`,
+		Example: `  fleetbot rollout status --control . --forge local:.fleetbot/forge
+  fleetbot rollout status --control . --forge github --app-id 123456 --app-key private-key.pem`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := a.load(cmd.Context())
@@ -80,6 +85,9 @@ Once the commit reaches the control repo's default branch, every front end (appl
 the Action, serve) honours it: no new rollout wave starts, no new pull request opens
 in a cluster repo and fleetbot enables no auto-merge; open pull requests are still
 updated in place. rollout status and plan show the pause and its reason.`,
+		Example: `  fleetbot rollout pause --control . --reason "canary alerts: INC-1234"
+  # write the file only; commit it yourself
+  fleetbot rollout pause --control . --reason "freeze" --no-commit`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			res, err := app.PauseRollout(a.control, reason, !noCommit)
@@ -104,6 +112,8 @@ func (a *frontend) rolloutResumeCommand() *cobra.Command {
 		Long: `rollout resume removes rollout/paused from the control repo (--control) and commits
 the removal when --control is in a git work tree (unless --no-commit). Once it reaches
 the default branch, the rollout continues where it stopped, from what the forge shows.`,
+		Example: `  fleetbot rollout resume --control .
+  fleetbot rollout resume --control . --no-commit`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			res, err := app.ResumeRollout(a.control, !noCommit)

@@ -36,6 +36,10 @@ on the local forge), and drift (access, CODEOWNERS), then a summary line.
 Exit status: 0, 3 when a shown repo is blocked on a human (someone pushed to
 fleetbot's branch), 1 on error (including a repo that could not be read).
 Without --forge it reads local:.fleetbot/forge.`,
+		Example: `  fleetbot status --control testdata/control
+  fleetbot status --control . --forge github --selector 'env=prod,region in (eu)' --group-by label:region
+  # only the repos blocked on a human, as JSON
+  fleetbot status --control . --forge github --blocked -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.status(cmd, &f)

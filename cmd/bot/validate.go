@@ -19,6 +19,9 @@ target, without writing anything. Every problem is listed with file:line and
 a hint; the exit status is 1 when there is any. Warnings (valid, but almost
 always a mistake, such as a component selector that matches no cluster) are
 printed too; --strict makes them errors.`,
+		Example: `  fleetbot validate --control path/to/control-repo
+  # warnings (a component selector matching no cluster) fail too
+  fleetbot validate --control . --strict`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := a.load(cmd.Context())
