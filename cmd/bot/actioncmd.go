@@ -21,7 +21,7 @@ func (a *frontend) newActionCommand(getenv func(string) string) *cobra.Command {
   fleetbot action
   # on your machine: the runner's environment by hand (docs/action.md)
   GITHUB_EVENT_NAME=pull_request GITHUB_EVENT_PATH=event.json INPUT_MODE=plan fleetbot action`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := a.logger()
 			if err != nil {

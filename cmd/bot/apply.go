@@ -53,7 +53,7 @@ func (a *frontend) applyCommand() *cobra.Command {
   fleetbot apply --control . --forge github --app-id 123456 --app-key private-key.pem --full
   # a fleet shrinking on purpose by more than spec.maxRemovals
   fleetbot apply --forge github --allow-removals`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := a.logger()
 			if err != nil {

@@ -24,7 +24,7 @@ func (a *frontend) checkCommand() *cobra.Command {
 		Example: `  fleetbot check control --control . --base origin/main --head HEAD --author octocat --author-teams payments-devs
   fleetbot check workspace --dir . --workspace payments
   fleetbot check cluster --dir .`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(a.checkControlCommand(), a.checkWorkspaceCommand(), a.checkClusterCommand())
 	return cmd
@@ -64,7 +64,7 @@ func (a *frontend) checkControlCommand() *cobra.Command {
   fleetbot check control --control . --base origin/main --head HEAD --author octocat --author-teams payments-devs
   # the teams looked up on GitHub; exit 3 when a platform admin must review
   fleetbot check control --control . --base origin/main --head HEAD --author octocat --forge github --strict -o markdown`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if base == "" || head == "" {
 				return errors.New("check control needs --base REF and --head REF")
@@ -167,7 +167,7 @@ func (a *frontend) checkWorkspaceCommand() *cobra.Command {
 	var dir, workspace, namespace, format, podSecurity string
 	var allow []string
 	cmd := &cobra.Command{
-		Use:   "workspace --dir DIR --workspace NAME",
+		Use: "workspace --dir DIR --workspace NAME",
 		Example: `  # in the workspace repo's CI
   fleetbot check workspace --dir . --workspace payments
   # a workspace the platform allows baseline pods and ServiceMonitors
@@ -238,7 +238,7 @@ status is 1 when there is any. Run it in the workspace repo's CI.`,
 func (a *frontend) checkClusterCommand() *cobra.Command {
 	var dir, format string
 	cmd := &cobra.Command{
-		Use:   "cluster --dir DIR",
+		Use: "cluster --dir DIR",
 		Example: `  # in the cluster repo's CI
   fleetbot check cluster --dir .
   fleetbot check cluster --dir path/to/cluster-prod-eu-1 -o json`,

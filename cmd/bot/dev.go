@@ -23,7 +23,7 @@ func (a *frontend) devCommand() *cobra.Command {
 		Short: "Tools for trying and measuring fleetbot: synthetic control repos, serving the local forge to Flux",
 		Example: `  fleetbot dev generate --clusters 1000 --out /tmp/fleet
   fleetbot dev git-serve --forge local:.fleetbot/forge`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 	}
 	dev.AddCommand(a.devGenerateCommand(), a.devGitServeCommand())
 	return dev
@@ -32,7 +32,7 @@ func (a *frontend) devCommand() *cobra.Command {
 func (a *frontend) devGitServeCommand() *cobra.Command {
 	var listen, listenFile string
 	cmd := &cobra.Command{
-		Use:   "git-serve [--forge local:PATH] [--listen ADDR] [--listen-file FILE]",
+		Use: "git-serve [--forge local:PATH] [--listen ADDR] [--listen-file FILE]",
 		Example: `  fleetbot dev git-serve --forge local:.fleetbot/forge
   # a free port, written to a file for scripts
   fleetbot dev git-serve --listen 127.0.0.1:0 --listen-file /tmp/git-serve.addr`,
@@ -103,7 +103,7 @@ func (a *frontend) devGenerateCommand() *cobra.Command {
 		out  string
 	)
 	cmd := &cobra.Command{
-		Use:   "generate --out DIR [--clusters N] [--workspaces W] [--apps A] [--seed S]",
+		Use: "generate --out DIR [--clusters N] [--workspaces W] [--apps A] [--seed S]",
 		Example: `  # a fleet of 1,000 clusters, then its plan and apply on the local forge
   fleetbot dev generate --clusters 1000 --out /tmp/fleet
   fleetbot apply --control /tmp/fleet --forge local:/tmp/forge
