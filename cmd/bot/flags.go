@@ -75,6 +75,11 @@ func formatVar(fs *pflag.FlagSet, p *string, allowed []string) {
 	fs.VarP(&choiceValue{p: p, allowed: allowed}, "format", "o", "output format: "+strings.Join(allowed, ", "))
 }
 
+// detailVar defines --detail: list every repo, not only those that change (text and markdown).
+func detailVar(fs *pflag.FlagSet, p *bool) {
+	fs.BoolVar(p, "detail", false, "list every repo (and, without --forge, every file), not only the repos that change; the JSON always has every repo")
+}
+
 // minInt64Value is an int64 flag with a lower bound, refused when parsed.
 type minInt64Value struct {
 	p   *int64

@@ -56,12 +56,18 @@ type exitCode = app.ExitCode
 // run executes the CLI and returns the process exit status. Tests call it
 // directly with their own args and writers.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	a := &frontend{stdout: stdout, stderr: stderr}
+	return (&frontend{stdout: stdout, stderr: stderr}).run(ctx, args)
+}
+
+// run executes the CLI with a's streams (and, in tests, its terminal check).
+func (a *frontend) run(ctx context.Context, args []string) int {
+	stderr := a.stderr
 	root := a.rootCommand()
 	root.SetArgs(args)
-	root.SetOut(stdout)
+	root.SetOut(a.stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	a.prog.end()
 	var code exitCode
 	switch {
 	case err == nil:
@@ -85,6 +91,20 @@ type frontend struct {
 	logLevel   string
 	logJSON    bool
 	github     githubFlags
+	// isTerminal says whether a writer is a terminal (nil: a real check of the file); tests
+	// inject it to see the progress a terminal gets.
+	isTerminal func(io.Writer) bool
+	// prog is the run's progress display on stderr (progress()).
+	prog *progress
+}
+
+// progress is the run's progress display: drawn on stderr while it is a terminal, nothing
+// otherwise. Everything else a command writes on stderr goes through it.
+func (a *frontend) progress() *progress {
+	if a.prog == nil {
+		a.prog = newProgress(a.stderr, a.isTerminal)
+	}
+	return a.prog
 }
 
 func (a *frontend) rootCommand() *cobra.Command {
@@ -139,9 +159,9 @@ func (a *frontend) logger() (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: level}
 	if a.logJSON {
 		opts.ReplaceAttr = durationSeconds
-		return slog.New(slog.NewJSONHandler(a.stderr, opts)), nil
+		return slog.New(slog.NewJSONHandler(a.progress(), opts)), nil
 	}
-	return slog.New(slog.NewTextHandler(a.stderr, opts)), nil
+	return slog.New(slog.NewTextHandler(a.progress(), opts)), nil
 }
 
 // durationSeconds writes a duration attribute of a JSON log line as seconds (a number, as

@@ -86,12 +86,13 @@ func (a *frontend) status(cmd *cobra.Command, f *statusFlags) error {
 		return err
 	}
 	defer targets.Close()
-	opts := app.StatusOptions{Only: only, Selector: sel, Blocked: f.blocked, GroupBy: group, Now: time.Now(), Logger: log}
+	opts := app.StatusOptions{Only: only, Selector: sel, Blocked: f.blocked, GroupBy: group, Now: time.Now(), Logger: log, Step: a.progress().step}
 	if spec == "github" {
 		root := app.ResolveGitURL("", app.ForgeGitHub, a.apiURL())
 		opts.RepoURL = func(full string) string { return root + "/" + full }
 	}
 	view, err := targets.Status(cmd.Context(), fl, opts)
+	a.progress().end()
 	if err != nil {
 		return err
 	}

@@ -42,12 +42,14 @@ type StatusOptions struct {
 	// Now is the time the view is shown at (pull request ages).
 	Now    time.Time
 	Logger *slog.Logger
+	// Step, when set, is told how far the plan is (RunOptions.Step).
+	Step func(phase string, done, total int)
 }
 
 // Status plans every target repo of f (read-only; the cost of a no-op plan) and builds the
 // fleet at a glance from the plan.
 func (t *Targets) Status(ctx context.Context, f *Fleet, o StatusOptions) (*StatusView, error) {
-	rep, err := reconcile.Plan(ctx, t.forge, f.Repo, f.Targets, reconcile.Options{Only: o.Only, Logger: o.Logger})
+	rep, err := reconcile.Plan(ctx, t.forge, f.Repo, f.Targets, reconcile.Options{Only: o.Only, Logger: o.Logger, Step: o.Step})
 	if err != nil {
 		return nil, err
 	}

@@ -38,14 +38,20 @@ func generateSchema(t *testing.T) []byte {
 		v.Const = FormatVersion
 	}
 	if v, ok := s.Properties.Get("command"); ok {
-		v.Enum = []any{CommandPlan, CommandApply, CommandCheck, CommandStatus, CommandVersion}
+		v.Enum = make([]any, len(Commands))
+		for i, c := range Commands {
+			v.Enum[i] = c
+		}
 	}
 	if d, ok := s.Definitions["Repo"]; ok {
 		if v, ok := d.Properties.Get("kind"); ok {
-			v.Enum = []any{"cluster", "workspace", "control"}
+			v.Enum = []any{"cluster", "workspace", "management", "control"}
 		}
 		if v, ok := d.Properties.Get("action"); ok {
-			v.Enum = []any{"create", "open", "update", "noop", ActionBlocked, "close", "remove", ActionDeferred, ActionFailed, ActionSkipped, ActionNone}
+			v.Enum = make([]any, len(Actions))
+			for i, a := range Actions {
+				v.Enum[i] = a
+			}
 		}
 	}
 	if d, ok := s.Definitions["Outcome"]; ok {

@@ -409,7 +409,7 @@ func row(e *Entry, in Input) Repo {
 			}
 		}
 	}
-	if r.State == StateInSync && r.Merged == "" && res.Action == pr.ActionNoop && r.PR == nil {
+	if r.State == StateInSync && r.Merged == "" && res.Action.InSync() && r.PR == nil {
 		// The default branch matches this revision's render.
 		r.Merged = r.Revision
 	}
@@ -445,7 +445,7 @@ func scrub(s string) string {
 // plannedState is the state a plan's action shows: what would be written is pending.
 func plannedState(a pr.Action, openPR bool) State {
 	switch a {
-	case pr.ActionNoop:
+	case pr.ActionNoop, pr.ActionCleanup:
 		if openPR {
 			return StatePROpen
 		}
@@ -459,7 +459,7 @@ func plannedState(a pr.Action, openPR bool) State {
 // appliedState is the state an apply's action left the repo in.
 func appliedState(a pr.Action, openPR bool) State {
 	switch a {
-	case pr.ActionNoop:
+	case pr.ActionNoop, pr.ActionCleanup:
 		if openPR {
 			return StatePROpen
 		}
