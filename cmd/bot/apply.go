@@ -88,7 +88,7 @@ func (a *frontend) applyCommand() *cobra.Command {
 				Logger:              log,
 				BaselineFile:        a.baselineFile(spec, f.Owner()),
 				Full:                fullRun, FullEvery: fullEvery, Salt: version,
-				Step:                a.progress().step,
+				Step: a.progress().step,
 			}
 			out, runErr := targets.Apply(cmd.Context(), f, opts)
 			a.progress().end()

@@ -277,7 +277,9 @@ func (d *Document) writeErrorsText(w io.Writer) error {
 
 // WriteMarkdown writes the whole report (every repo) for a pull-request comment or an Action
 // step summary: WriteMarkdownView with Detail.
-func (d *Document) WriteMarkdown(w io.Writer) error { return d.WriteMarkdownView(w, View{Detail: true}) }
+func (d *Document) WriteMarkdown(w io.Writer) error {
+	return d.WriteMarkdownView(w, View{Detail: true})
+}
 
 // WriteMarkdownView writes the report for a pull-request comment or an Action step summary:
 // the counts first (a comment's reader sees them without scrolling), the table of the repos v

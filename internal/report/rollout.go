@@ -26,7 +26,7 @@ type Rollout struct {
 	State string `json:"state"`
 	// Lists names the lists of waves the revision's waves come from (spec.rollout.waves, a
 	// component's own), in precedence order.
-	Lists []string `json:"lists,omitempty"`
+	Lists []string      `json:"lists,omitempty"`
 	Waves []RolloutWave `json:"waves"`
 	// Admitted are the changed clusters that may have a pull request for the revision now.
 	Admitted []string `json:"admitted,omitempty"`
