@@ -20,8 +20,10 @@ import (
 )
 
 // FormatVersion is the version of the JSON document. It changes only when a field changes
-// meaning or disappears; new fields may appear in the same version.
-const FormatVersion = 1
+// meaning or disappears; new fields may appear in the same version. Version 2: status lists
+// each repo once, in repos, with its status there (version 1 had the view's rows again in
+// status.repos).
+const FormatVersion = 2
 
 // Commands a Document reports on.
 const (
@@ -195,6 +197,9 @@ type Repo struct {
 	// cluster: created, values changed (old → new), orphaned or destroyed (with its node
 	// pools and machines).
 	Provision []string `json:"provision,omitempty"`
+	// Status is where the repo stands (status only): its state, open pull request, Flux
+	// health and drift.
+	Status *RepoStatus `json:"status,omitempty"`
 }
 
 // PR is a pull request.

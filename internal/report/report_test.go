@@ -42,7 +42,7 @@ func TestRoundTrip(t *testing.T) {
 	d := sample()
 	var buf bytes.Buffer
 	require.NoError(t, d.WriteJSON(&buf))
-	assert.Contains(t, buf.String(), `"format_version": 1,`)
+	assert.Contains(t, buf.String(), `"format_version": 2,`)
 	got, err := Decode(buf.Bytes())
 	require.NoError(t, err)
 	assert.Equal(t, d, got)
@@ -65,12 +65,12 @@ func TestDocumentClassAndRetry(t *testing.T) {
 // TestDecodeRefusesOtherVersions: a document of another format_version (or none) is refused
 // with what to do, not misread.
 func TestDecodeRefusesOtherVersions(t *testing.T) {
-	for _, in := range []string{`{"format_version": 2, "command": "plan"}`, `{"command": "plan"}`} {
+	for _, in := range []string{`{"format_version": 1, "command": "plan"}`, `{"format_version": 3, "command": "plan"}`, `{"command": "plan"}`} {
 		_, err := Decode([]byte(in))
 		require.Error(t, err, in)
-		assert.Contains(t, err.Error(), "this fleetbot reads 1", in)
+		assert.Contains(t, err.Error(), "this fleetbot reads 2", in)
 	}
-	_, err := Decode([]byte(`{"format_version": "1"}`))
+	_, err := Decode([]byte(`{"format_version": "2"}`))
 	assert.ErrorContains(t, err, "decoding a fleetbot report")
 }
 

@@ -115,7 +115,7 @@ func TestSchemaValidatesDocuments(t *testing.T) {
 	assert.NoError(t, valid(sample()))
 	for name, edit := range map[string]func(m map[string]any){
 		"no format_version":    func(m map[string]any) { delete(m, "format_version") },
-		"format_version 2":     func(m map[string]any) { m["format_version"] = 2 },
+		"format_version 1":     func(m map[string]any) { m["format_version"] = 1 },
 		"unknown command":      func(m map[string]any) { m["command"] = "destroy" },
 		"action outside words": func(m map[string]any) { m["repos"].([]any)[0].(map[string]any)["action"] = "no change" },
 		"class outside words": func(m map[string]any) {

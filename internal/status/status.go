@@ -30,6 +30,10 @@ type State string
 
 // States, from the most to the least urgent (the order of summaries and bars).
 const (
+	// StateUnhealthy: Flux reports the default branch failing (a failure or error commit
+	// status on its head): the cluster does not run what fleetbot merged. Failing names the
+	// Kustomization or HelmRelease, its message and link.
+	StateUnhealthy State = "unhealthy"
 	// StateFailed: the repo could not be read or written; Error says why.
 	StateFailed State = "failed"
 	// StateBlocked: the repo needs a human (report.ClassNeedsHuman): someone pushed to the bot
@@ -49,7 +53,7 @@ const (
 )
 
 // States lists every State in summary order.
-var States = []State{StateFailed, StateBlocked, StateDeferred, StatePending, StatePROpen, StateInSync, StateSkipped}
+var States = []State{StateUnhealthy, StateFailed, StateBlocked, StateDeferred, StatePending, StatePROpen, StateInSync, StateSkipped}
 
 // What an open pull request or a repo waits on (Repo.WaitingOn).
 const (
@@ -176,7 +180,9 @@ type Fleet struct {
 	// then RestWave (the clusters no wave matches); with no waves declared, one AllClusters
 	// bar. Cluster repos of the control repo only; none when the control repo is unknown.
 	Waves []Wave `json:"waves,omitempty"`
-	Repos []Repo `json:"repos"`
+	// Repos are the rows. In JSON each is the status of its entry in the report's repos
+	// (report.RepoStatus): one entry per repo, in one shape.
+	Repos []Repo `json:"-"`
 
 	// waves remembers how Build assigned waves, so Filtered can count its rows alike.
 	waves waveIndex
@@ -199,6 +205,9 @@ type Group struct {
 	States map[State]int `json:"states"`
 	// Done is how many repos carry the desired state (in sync).
 	Done int `json:"done"`
+	// Segments counts the repos per segment (healthy, done, open, pending, halted): the
+	// bar is drawn from them, in the colours of the rollout's bars.
+	Segments map[string]int `json:"segments"`
 }
 
 // Repo is one row: a target repo.
@@ -232,6 +241,12 @@ type Repo struct {
 	// Health is the combined commit status of the default-branch head (Flux posts one for
 	// the commit it applied): success, pending, failure, error or unknown.
 	Health string `json:"health"`
+	// Failing are the head's failing commit statuses: which Kustomization or HelmRelease
+	// fails, Flux's message and its link.
+	Failing []report.HealthCheck `json:"failing,omitempty"`
+	// Segment is where the repo counts in a progress bar, and the colour of its badge
+	// (healthy, done, open, pending, halted): one meaning of each colour across the page.
+	Segment string `json:"segment"`
 	// Drift lists what differs from the desired state and no pull request carries.
 	Drift []string `json:"drift,omitempty"`
 	// Summary says it all in one line.
@@ -310,6 +325,7 @@ func Build(in Input, o Options) *Fleet {
 			r.Wave = f.waves.of[e.Name]
 		}
 		r.Group = o.GroupBy.Of(&r)
+		r.Segment = segmentOf(&r, f.waves.halt)
 		f.Repos = append(f.Repos, r)
 	}
 	byRepo := func(a, b Repo) int { return strings.Compare(a.Repo, b.Repo) }
@@ -375,6 +391,10 @@ func row(e *Entry, in Input) Repo {
 	if obs.BaseStatus != "" {
 		r.Health = obs.BaseStatus
 	}
+	for _, c := range obs.BaseFailing {
+		r.Failing = append(r.Failing, report.HealthCheck{Context: c.Context, Object: report.FluxObject(c.Context), State: c.State,
+			Description: scrub(c.Description), URL: scrub(c.TargetURL)})
+	}
 	r.Merged = obs.Merged
 	if p := obs.PR; p != nil {
 		r.PR = &PR{Number: p.Number, URL: p.URL, Opened: p.Opened, Source: p.Source, Review: p.Review, Checks: p.Checks}
@@ -424,6 +444,11 @@ func row(e *Entry, in Input) Repo {
 	}
 	if r.State == StatePending {
 		r.WaitingOn = WaitApply
+	}
+	if unhealthy(r.Health) && (r.State == StateInSync || r.State == StatePROpen || r.State == StatePending) {
+		// Flux reports what the default branch carries failing: that comes first, whatever
+		// fleetbot's pull request is doing.
+		r.State = StateUnhealthy
 	}
 	r.Drift = drift(&res, e.Applied)
 	r.Summary = summaryLine(&r, &res)
@@ -536,10 +561,45 @@ func drift(res *reconcile.Result, applied bool) []string {
 	return out
 }
 
+// unhealthy reports whether a combined commit status says Flux fails.
+func unhealthy(health string) bool { return health == pr.StatusFailure || health == pr.StatusError }
+
+// healthLine says what fails on the cluster: "Kustomization/platform-metallb: <Flux's
+// message>", and how many more.
+func healthLine(r *Repo) string {
+	if len(r.Failing) == 0 {
+		return "Flux " + r.Health + " (no failing status named)"
+	}
+	f := r.Failing[0]
+	s := "Flux " + f.State + ": " + f.What()
+	if f.Description != "" {
+		s += ": " + firstLine(f.Description)
+	}
+	if n := len(r.Failing) - 1; n > 0 {
+		s += fmt.Sprintf(" (and %d more)", n)
+	}
+	return s
+}
+
 // summaryLine is a row's one-line summary.
 func summaryLine(r *Repo, res *reconcile.Result) string {
 	var s string
 	switch r.State {
+	case StateUnhealthy:
+		s = healthLine(r)
+		if r.PR != nil {
+			s += fmt.Sprintf("; PR #%d", r.PR.Number)
+			if age := r.PR.Age(); age != "" {
+				s += " open " + age
+			}
+			if r.WaitingOn != "" {
+				s += ", waiting on " + r.WaitingOn
+			}
+		}
+		if len(r.Drift) > 0 {
+			s += "; drift: " + strings.Join(r.Drift, ", ")
+		}
+		return s
 	case StateFailed:
 		s = "failed: " + firstLine(r.Error)
 	case StateDeferred:
@@ -656,11 +716,12 @@ func groups(repos []Repo) []Group {
 		r := &repos[i]
 		g := idx[r.Group]
 		if g == nil {
-			g = &Group{Name: r.Group, States: map[State]int{}}
+			g = &Group{Name: r.Group, States: map[State]int{}, Segments: map[string]int{}}
 			idx[r.Group] = g
 		}
 		g.Total++
 		g.States[r.State]++
+		g.Segments[r.Segment]++
 		if r.State == StateInSync {
 			g.Done++
 		}

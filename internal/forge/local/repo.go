@@ -150,6 +150,13 @@ func (f *Forge) Snapshot(ctx context.Context, owner, repo, defaultBranch, botBra
 		if snap.Files, err = listing(s, base.TreeHash); err != nil {
 			return nil, fmt.Errorf("repo %s: %w", p.full, err)
 		}
+		// Flux's health, for status views only: the statuses posted on the head
+		// (statuses.json). A corrupt file leaves it unknown here; the rollout, which
+		// decides on it, reports the file.
+		if all, err := readStatuses(p.statuses); err == nil {
+			head := newestStatuses(all, snap.Base.SHA)
+			snap.Base.Status, snap.Base.Failing = combined(head), pr.Failing(head)
+		}
 	}
 	bot, err := resolveBranch(s, botBranch)
 	if err != nil {
