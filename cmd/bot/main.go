@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -96,6 +97,18 @@ type frontend struct {
 	isTerminal func(io.Writer) bool
 	// prog is the run's progress display on stderr (progress()).
 	prog *progress
+	// now and newTicker are the clock and ticker of status --watch (nil: the system's);
+	// tests inject them.
+	now       func() time.Time
+	newTicker func(time.Duration) (<-chan time.Time, func())
+}
+
+// terminal reports whether w is a terminal (isTerminal, else a real check of the file).
+func (a *frontend) terminal(w io.Writer) bool {
+	if a.isTerminal != nil {
+		return a.isTerminal(w)
+	}
+	return fileIsTerminal(w)
 }
 
 // progress is the run's progress display: drawn on stderr while it is a terminal, nothing

@@ -218,7 +218,8 @@ func TestStatusBadInput(t *testing.T) {
 	}{
 		{[]string{"--repo", "cluster-nope"}, "--repo cluster-nope: no target repo of that name"},
 		{[]string{"--selector", "env in (prod"}, "--selector: selector \"env in (prod\""},
-		{[]string{"--format", "markdown"}, `--format "markdown": want text or json`},
+		{[]string{"--format", "markdown"}, `invalid argument "markdown" for "-o, --format" flag: want one of text, json`},
+		{[]string{"--interval", "0s"}, `invalid argument "0s" for "--interval" flag: want more than 0s`},
 		{[]string{"--group-by", "waves"}, "--group-by: group by \"waves\": want kind, wave or label:KEY"},
 	} {
 		code, out, errOut := cli(t, append([]string{"status", "--control", exampleControl, "--forge", forge}, tc.args...)...)

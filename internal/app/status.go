@@ -60,6 +60,13 @@ func (t *Targets) Status(ctx context.Context, f *Fleet, o StatusOptions) (*Statu
 	return status.Build(in, status.Options{GroupBy: o.GroupBy}).Filtered(status.Filter{Selector: o.Selector, Blocked: o.Blocked}), nil
 }
 
+// StatusFiles renders a status view as the /status pages, as files for a directory
+// (fleetbot status --html DIR): index.html and one page per repo, keyed by slash-separated path;
+// refresh > 0 makes each page reload itself that often.
+func StatusFiles(v *StatusView, refresh time.Duration) (map[string][]byte, error) {
+	return status.RenderStatic(v, status.StaticOptions{Refresh: refresh})
+}
+
 // StatusPagesConfig configures the /status pages of a service.
 type StatusPagesConfig struct {
 	// Token is the bearer token every request must carry; empty needs InsecureNoAuth (an

@@ -9,6 +9,7 @@ package status
 
 import (
 	"fmt"
+	"html/template"
 	"maps"
 	"regexp"
 	"slices"
@@ -97,6 +98,49 @@ type Input struct {
 	// Rollout is the rollout gate's verdict for Source when the results come from a plan that
 	// evaluated it (fleetbot status); nil otherwise. It adds each wave's state to its bar.
 	Rollout *rollout.Status
+	// Run is an apply in progress (serve's first apply of a fleet takes minutes): the target
+	// repos it plans. A repo without a result yet still has a row (pending: not applied yet),
+	// and the view says how many of them the run has applied. Nil when none runs.
+	Run *Run
+}
+
+// Run is an apply in progress: the revision it applies, when it started and the target repos
+// it plans. A repo's entry of that revision from then on is the run's: applied.
+type Run struct {
+	Source  string
+	Started time.Time
+	Repos   []RunRepo
+}
+
+// RunRepo is one target repo an apply in progress plans.
+type RunRepo struct {
+	// Repo is "owner/name"; Kind cluster, workspace or management; Name the cluster,
+	// workspace or management cluster.
+	Repo string
+	Kind fanout.Kind
+	Name string
+}
+
+// RunProgress is how far an apply in progress is: "applied 120 of 1050".
+type RunProgress struct {
+	Source  string    `json:"source,omitempty"`
+	Started time.Time `json:"started,omitzero"`
+	// Total is how many target repos the run plans, Applied how many of them it applied.
+	Total   int `json:"total"`
+	Applied int `json:"applied"`
+}
+
+// Line says it in words: "applying 0123456: 120 of 1050 repos applied".
+func (p *RunProgress) Line() string {
+	return fmt.Sprintf("applying %s: %d of %d %s applied", report.ShortSHA(p.Source), p.Applied, p.Total, plural(p.Total, "repo", "repos"))
+}
+
+// SVG draws the run's progress as a bar: applied, then not yet.
+func (p *RunProgress) SVG() template.HTML {
+	return BarSVG(p.Line(), p.Total, []Segment{
+		{N: p.Applied, Class: "w-done", Title: fmt.Sprintf("%d applied", p.Applied)},
+		{N: p.Total - p.Applied, Class: "w-pending", Title: fmt.Sprintf("%d not applied yet", p.Total-p.Applied)},
+	})
 }
 
 // Options tune Build.
@@ -180,6 +224,8 @@ type Fleet struct {
 	// then RestWave (the clusters no wave matches); with no waves declared, one AllClusters
 	// bar. Cluster repos of the control repo only; none when the control repo is unknown.
 	Waves []Wave `json:"waves,omitempty"`
+	// Run is how far an apply in progress is (Input.Run); nil when none runs.
+	Run *RunProgress `json:"run,omitempty"`
 	// Repos are the rows. In JSON each is the status of its entry in the report's repos
 	// (report.RepoStatus): one entry per repo, in one shape.
 	Repos []Repo `json:"-"`
@@ -328,14 +374,64 @@ func Build(in Input, o Options) *Fleet {
 		r.Segment = segmentOf(&r, f.waves.halt)
 		f.Repos = append(f.Repos, r)
 	}
+	f.Run = addRunRows(f, in, idx, o)
 	byRepo := func(a, b Repo) int { return strings.Compare(a.Repo, b.Repo) }
 	if !slices.IsSortedFunc(f.Repos, byRepo) { // serve's results come sorted
 		slices.SortStableFunc(f.Repos, byRepo)
 	}
 	f.Summary = summarize(f.Repos)
+	f.Summary.Line = withRun(f.Run, f.Summary.Line)
 	f.Groups = groups(f.Repos)
 	f.Waves = f.waves.bars(f.Repos, true)
 	return f
+}
+
+// notApplied is the summary of a repo an apply in progress has not reached yet.
+const notApplied = "not applied yet: the apply in progress reaches it"
+
+// addRunRows adds a row for each repo an apply in progress plans and no result covers yet
+// (pending: not applied yet), and counts the repos the run applied.
+func addRunRows(f *Fleet, in Input, idx controlIndex, o Options) *RunProgress {
+	run := in.Run
+	if run == nil {
+		return nil
+	}
+	p := &RunProgress{Source: run.Source, Started: run.Started, Total: len(run.Repos)}
+	entries := map[string]*Entry{}
+	for i := range in.Entries {
+		entries[strings.ToLower(in.Entries[i].Repo)] = &in.Entries[i]
+	}
+	for _, rr := range run.Repos {
+		e := entries[strings.ToLower(rr.Repo)]
+		if e != nil && e.Source == run.Source && !e.At.Before(run.Started) {
+			p.Applied++
+		}
+		if e != nil {
+			continue
+		}
+		r := Repo{Repo: rr.Repo, Name: rr.Name, Kind: string(rr.Kind), Revision: "", State: StatePending, WaitingOn: WaitApply,
+			Health: HealthUnknown, Summary: notApplied}
+		if in.RepoURL != nil {
+			r.URL = in.RepoURL(rr.Repo)
+		}
+		key := string(rr.Kind) + "/" + rr.Name
+		r.Labels, r.Provisions, r.ProvisionedBy = idx.labels[key], idx.provisions[key], idx.provisionedBy[key]
+		if rr.Kind == fanout.KindCluster && f.waves.declared {
+			r.Wave = f.waves.of[rr.Name]
+		}
+		r.Group = o.GroupBy.Of(&r)
+		r.Segment = segmentOf(&r, f.waves.halt)
+		f.Repos = append(f.Repos, r)
+	}
+	return p
+}
+
+// withRun starts a summary line with an apply in progress, if one runs.
+func withRun(p *RunProgress, line string) string {
+	if p == nil {
+		return line
+	}
+	return p.Line() + "; " + line
 }
 
 // controlIndex is what rows take from the control repo, by "kind/name".
@@ -682,10 +778,7 @@ func summarize(repos []Repo) Summary {
 		}
 		parts = append(parts, p)
 	}
-	s.Line = fmt.Sprintf("%d repos", s.Total)
-	if s.Total == 1 {
-		s.Line = "1 repo"
-	}
+	s.Line = fmt.Sprintf("%d %s", s.Total, plural(s.Total, "repo", "repos"))
 	if len(parts) > 0 {
 		s.Line += ": " + strings.Join(parts, ", ")
 	}

@@ -439,3 +439,118 @@ func TestNoCredentialsShown(t *testing.T) {
 		assert.Contains(t, out, "REDACTED@github.example/acme/cluster-x.git: 403", name)
 	}
 }
+
+// runInput is the first apply of a fleet in progress: four target repos planned, one applied
+// so far (its result), none of the others reached yet.
+func runInput() Input {
+	in := Input{Source: source, Now: now, Control: &control.Repo{Clusters: []*control.Cluster{
+		cluster("a", map[string]string{"env": "prod"}), cluster("b", nil), cluster("c", nil)}}}
+	in.Run = &Run{Source: source, Started: now.Add(-time.Minute), Repos: []RunRepo{
+		{Repo: "acme/cluster-a", Kind: fanout.KindCluster, Name: "a"}, {Repo: "acme/cluster-b", Kind: fanout.KindCluster, Name: "b"},
+		{Repo: "acme/cluster-c", Kind: fanout.KindCluster, Name: "c"}, {Repo: "acme/workspace-ws", Kind: fanout.KindWorkspace, Name: "ws"},
+	}}
+	in.Entries = []Entry{{Result: reconcile.Result{Repo: "acme/cluster-a", Kind: fanout.KindCluster, Name: "a", Action: pr.ActionCreate, PR: 1,
+		Observed: &pr.Observed{}}, Source: source, At: now, Applied: true}}
+	return in
+}
+
+// TestRunProgress: while an apply runs, every repo it plans has a row (pending: not applied
+// yet), and the view says how many it applied: not "0 repos".
+func TestRunProgress(t *testing.T) {
+	f := Build(runInput(), Options{})
+	require.Len(t, f.Repos, 4, "a row per planned repo, applied or not")
+	require.NotNil(t, f.Run)
+	assert.Equal(t, RunProgress{Source: source, Started: now.Add(-time.Minute), Total: 4, Applied: 1}, *f.Run)
+	assert.Equal(t, "applying 0123456: 1 of 4 repos applied; 4 repos: 3 pending, 1 pr-open (waiting on 1 review); Flux health: 4 unknown", f.Summary.Line)
+	b := f.Find("cluster-b")
+	require.NotNil(t, b)
+	assert.Equal(t, StatePending, b.State)
+	assert.Equal(t, WaitApply, b.WaitingOn)
+	assert.Equal(t, "not applied yet: the apply in progress reaches it", b.Summary)
+	assert.Equal(t, SegPending, b.Segment)
+	assert.Equal(t, Wave{Name: AllClusters, Total: 3, Open: 1, Pending: 2}, f.Waves[0], "the rollout bar counts them too")
+
+	// An entry of an earlier revision is not this run's.
+	in := runInput()
+	in.Entries[0].Source = "feedface"
+	assert.Equal(t, 0, Build(in, Options{}).Run.Applied)
+
+	h := newTestHandler(t, runInput, HandlerConfig{InsecureNoAuth: true})
+	code, body, _ := get(t, h, "/status", "")
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `<section class="card run" id="run" data-total="4" data-applied="1">`)
+	assert.Contains(t, body, "Applying <code>0123456</code>: 1 of 4 repos applied")
+	assert.Contains(t, body, `aria-label="applying 0123456: 1 of 4 repos applied"`)
+	assert.NotContains(t, body, "No target repo matches")
+	assert.Contains(t, body, `data-repo="acme/cluster-c" data-state="pending"`)
+
+	var buf bytes.Buffer
+	require.NoError(t, f.WriteJSON(&buf))
+	var doc struct {
+		Status struct {
+			Run RunProgress `json:"run"`
+		} `json:"status"`
+	}
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &doc))
+	assert.Equal(t, 1, doc.Status.Run.Applied)
+}
+
+// TestFailingShown: a repo Flux fails is first on the page (sorted by state), red, with the
+// failing Kustomization and Flux's message in its row, a link to Flux's target URL (an http
+// one only), and its page lists every failing object with its message.
+func TestFailingShown(t *testing.T) {
+	in := func() Input {
+		i := fleetInput()
+		i.Entries[1].Observed.BaseFailing = append(i.Entries[1].Observed.BaseFailing, pr.CommitStatus{Context: "helmrelease/redis/0c1d",
+			State: pr.StatusError, Description: "install retries exhausted", TargetURL: "javascript:alert(1)"})
+		return i
+	}
+	h := newTestHandler(t, in, HandlerConfig{InsecureNoAuth: true})
+	_, body, _ := get(t, h, "/status", "")
+	rows := strings.Split(body, `<tr data-repo="`)
+	require.Greater(t, len(rows), 2)
+	assert.True(t, strings.HasPrefix(rows[1], `acme/cluster-b" data-state="unhealthy" data-segment="halted"`), "the health failure is first")
+	assert.Contains(t, rows[1], `<span class="state seg-halted" title="halted">unhealthy</span>`)
+	assert.Contains(t, rows[1], "Flux failure: Kustomization/platform-metallb: IPAddressPool/metallb-system/pool dry-run failed: no matches for kind (and 1 more)")
+	assert.Contains(t, rows[1], `<a class="flux-link" href="https://flux.example/metallb">Flux ↗</a>`)
+	assert.NotContains(t, body, "javascript:", "only http(s) links")
+
+	_, detail, _ := get(t, h, "/status/repo/cluster-b", "")
+	assert.Contains(t, detail, `<section class="card failing" id="failing">`)
+	assert.Contains(t, detail, "<b>Kustomization/platform-metallb</b>")
+	assert.Contains(t, detail, "<pre class=\"message\">IPAddressPool/metallb-system/pool dry-run failed: no matches for kind\nmore</pre>")
+	assert.Contains(t, detail, `<a href="https://flux.example/metallb">open Flux's link ↗</a>`)
+	assert.Contains(t, detail, "<b>HelmRelease/redis</b>")
+	assert.Contains(t, detail, "install retries exhausted")
+}
+
+// TestStaticPages: RenderStatic writes the same pages as files: every row on one page, most
+// urgent first, relative links, no form, no sort links, no script; a repo name that cannot be a
+// file name is refused.
+func TestStaticPages(t *testing.T) {
+	files, err := RenderStatic(Build(fleetInput(), Options{}), StaticOptions{})
+	require.NoError(t, err)
+	var names []string
+	for n := range files {
+		names = append(names, n)
+	}
+	assert.ElementsMatch(t, []string{"index.html", "repo/cluster-a.html", "repo/cluster-b.html", "repo/cluster-c.html", "repo/cluster-d.html",
+		"repo/cluster-e.html", "repo/cluster-f.html", "repo/workspace-ws.html"}, names)
+	index := string(files["index.html"])
+	assert.Less(t, strings.Index(index, `data-repo="acme/cluster-b"`), strings.Index(index, `data-repo="acme/cluster-f"`), "unhealthy first, then failed")
+	assert.Contains(t, index, `<a href="repo/cluster-b.html">acme/cluster-b</a>`)
+	for _, absent := range []string{`href="/status`, "<form", "<script", `http-equiv="refresh"`, `id="pager"`} {
+		assert.NotContains(t, index, absent)
+	}
+	assert.Contains(t, index, `<meta http-equiv="Content-Security-Policy"`, "the same policy as served, in the page")
+	assert.Contains(t, string(files["repo/cluster-b.html"]), `<a href="../index.html">← fleet status</a>`)
+
+	files, err = RenderStatic(Build(fleetInput(), Options{}), StaticOptions{Refresh: 30 * time.Second})
+	require.NoError(t, err)
+	assert.Contains(t, string(files["index.html"]), `<meta http-equiv="refresh" content="30">`)
+
+	evil := fleetInput()
+	evil.Entries[0].Repo = "acme/../../etc/passwd"
+	_, err = RenderStatic(Build(evil, Options{}), StaticOptions{})
+	assert.ErrorContains(t, err, "cannot name a file")
+}

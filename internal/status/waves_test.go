@@ -351,7 +351,7 @@ func TestManagementRepos(t *testing.T) {
 	// links to its management repo.
 	h := newTestHandler(t, wavesInput, HandlerConfig{InsecureNoAuth: true})
 	_, body, _ := get(t, h, "/status?group=management", "")
-	assert.Regexp(t, `data-repo="acme/mgmt-hub"[\s\S]*?<td>management</td>[\s\S]*?provisions 2: r1, r2`, body)
+	assert.Regexp(t, `data-repo="acme/mgmt-hub"[\s\S]*?<td data-label="kind">management</td>[\s\S]*?provisions 2: r1, r2`, body)
 	_, body, _ = get(t, h, "/status/repo/mgmt-hub", "")
 	assert.Contains(t, body, `<dd id="provisions">r1, r2</dd>`)
 	_, body, _ = get(t, h, "/status/repo/cluster-r1", "")
