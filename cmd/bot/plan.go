@@ -34,8 +34,9 @@ func (a *frontend) planCommand() *cobra.Command {
 fleetbot would do. Without --forge it summarises the desired state (files,
 objects per kind, access). With --forge it diffs against the real target
 repos, one word per repo (the same in text, markdown, JSON and serve's metrics):
-create, open, update, noop, blocked (a human pushed to the bot branch), close,
-remove, deferred, failed or skipped, with the files and objects that change.
+create, open, update, noop, cleanup (only a merged pull request's branch goes),
+blocked (a human pushed to the bot branch), close, remove, deferred, failed or
+skipped, with the files and objects that change.
 plan never writes. The text lists the repos that change (--detail: every repo,
 and without --forge every file) and ends with the summary line.
 

@@ -124,7 +124,7 @@ func (r Result) Changed() bool { return r.Action.Writes() || r.AccessChanged }
 // Word is the one word for what happened to the repo, the same in every output (progress
 // lines, the text and Markdown tables, their summary counts, the JSON "action" and the
 // fleetbot_reconcile_outcomes_total label): the pr action ("create", "open", "update",
-// "noop", "blocked", "close", "remove"), or "deferred", "failed" or "skipped".
+// "noop", "cleanup", "blocked", "close", "remove"), or "deferred", "failed" or "skipped".
 func (r Result) Word() string {
 	switch {
 	case r.Deferred():
