@@ -106,10 +106,3 @@ func writeDesiredPlan(w io.Writer, format string, v report.View, f *app.Fleet) e
 	_, err = fmt.Fprintln(w, d.DesiredSummaryLine(v))
 	return err
 }
-
-func sourceLabel(rev string) string {
-	if rev == "" {
-		return "working tree (not a git checkout)"
-	}
-	return rev
-}

@@ -324,6 +324,14 @@ func (d *Document) WriteMarkdownView(w io.Writer, v View) error {
 	if quiet > 0 {
 		fmt.Fprintf(&b, "\n%s.\n", mdEscape(d.quietLine(quiet)))
 	}
+	d.writeMarkdownDetails(&b)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeMarkdownDetails writes what follows the table: the access lines per repo, the warnings
+// folded, and the files of each repo the run writes.
+func (d *Document) writeMarkdownDetails(b *strings.Builder) {
 	first := true
 	for _, r := range d.Repos {
 		lines := r.accessLines()
@@ -334,29 +342,27 @@ func (d *Document) WriteMarkdownView(w io.Writer, v View) error {
 			b.WriteString("\n#### Access\n\n")
 			first = false
 		}
-		fmt.Fprintf(&b, "- `%s`\n", r.Repo)
+		fmt.Fprintf(b, "- `%s`\n", r.Repo)
 		for _, l := range lines {
-			fmt.Fprintf(&b, "  - %s\n", mdEscape(l))
+			fmt.Fprintf(b, "  - %s\n", mdEscape(l))
 		}
 	}
 	if folded := FoldRepoWarnings(d.Repos); len(folded) > 0 {
 		b.WriteString("\n#### Warnings\n\n")
 		for _, f := range folded {
-			fmt.Fprintf(&b, "- %s (%s)\n", mdEscape(f.Text), mdEscape(f.Where()))
+			fmt.Fprintf(b, "- %s (%s)\n", mdEscape(f.Text), mdEscape(f.Where()))
 		}
 	}
 	for _, r := range d.Repos {
 		if len(r.Files.List) == 0 || !r.Writes {
 			continue
 		}
-		fmt.Fprintf(&b, "\n<details><summary><code>%s</code>: %d files</summary>\n\n", r.Repo, len(r.Files.List))
+		fmt.Fprintf(b, "\n<details><summary><code>%s</code>: %d files</summary>\n\n", r.Repo, len(r.Files.List))
 		for _, f := range r.Files.List {
-			fmt.Fprintf(&b, "- %s `%s`\n", f.Op, f.Path)
+			fmt.Fprintf(b, "- %s `%s`\n", f.Op, f.Path)
 		}
 		b.WriteString("\n</details>\n")
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // mdEscape keeps a cell of a Markdown table one cell: pipes escaped, newlines joined.

@@ -484,13 +484,7 @@ func row(e *Entry, in Input) Repo {
 	if obs == nil {
 		obs = &pr.Observed{}
 	}
-	if obs.BaseStatus != "" {
-		r.Health = obs.BaseStatus
-	}
-	for _, c := range obs.BaseFailing {
-		r.Failing = append(r.Failing, report.HealthCheck{Context: c.Context, Object: report.FluxObject(c.Context), State: c.State,
-			Description: scrub(c.Description), URL: scrub(c.TargetURL)})
-	}
+	r.readHealth(obs)
 	r.Merged = obs.Merged
 	if p := obs.PR; p != nil {
 		r.PR = &PR{Number: p.Number, URL: p.URL, Opened: p.Opened, Source: p.Source, Review: p.Review, Checks: p.Checks}
@@ -541,11 +535,7 @@ func row(e *Entry, in Input) Repo {
 	if r.State == StatePending {
 		r.WaitingOn = WaitApply
 	}
-	if unhealthy(r.Health) && (r.State == StateInSync || r.State == StatePROpen || r.State == StatePending) {
-		// Flux reports what the default branch carries failing: that comes first, whatever
-		// fleetbot's pull request is doing.
-		r.State = StateUnhealthy
-	}
+	r.markUnhealthy()
 	r.Drift = drift(&res, e.Applied)
 	r.Summary = summaryLine(&r, &res)
 	return r
@@ -655,6 +645,27 @@ func drift(res *reconcile.Result, applied bool) []string {
 		out = append(out, fmt.Sprintf("CODEOWNERS errors (%d)", n))
 	}
 	return out
+}
+
+// readHealth reads a row's Flux health from what the forge observed of the default branch head:
+// its combined commit status and the failing statuses (messages and links scrubbed).
+func (r *Repo) readHealth(obs *pr.Observed) {
+	if obs.BaseStatus != "" {
+		r.Health = obs.BaseStatus
+	}
+	for _, c := range obs.BaseFailing {
+		r.Failing = append(r.Failing, report.HealthCheck{Context: c.Context, Object: report.FluxObject(c.Context), State: c.State,
+			Description: scrub(c.Description), URL: scrub(c.TargetURL)})
+	}
+}
+
+// markUnhealthy makes a row whose default branch Flux reports failing unhealthy: that comes
+// first, whatever fleetbot's pull request is doing. A row that failed, is blocked, deferred or
+// skipped keeps that state.
+func (r *Repo) markUnhealthy() {
+	if unhealthy(r.Health) && (r.State == StateInSync || r.State == StatePROpen || r.State == StatePending) {
+		r.State = StateUnhealthy
+	}
 }
 
 // unhealthy reports whether a combined commit status says Flux fails.

@@ -150,13 +150,7 @@ func (f *Forge) Snapshot(ctx context.Context, owner, repo, defaultBranch, botBra
 		if snap.Files, err = listing(s, base.TreeHash); err != nil {
 			return nil, fmt.Errorf("repo %s: %w", p.full, err)
 		}
-		// Flux's health, for status views only: the statuses posted on the head
-		// (statuses.json). A corrupt file leaves it unknown here; the rollout, which
-		// decides on it, reports the file.
-		if all, err := readStatuses(p.statuses); err == nil {
-			head := newestStatuses(all, snap.Base.SHA)
-			snap.Base.Status, snap.Base.Failing = combined(head), pr.Failing(head)
-		}
+		readHealth(p.statuses, snap.Base)
 	}
 	bot, err := resolveBranch(s, botBranch)
 	if err != nil {
@@ -493,3 +487,15 @@ func (f *Forge) Capabilities() pr.Capabilities {
 }
 
 var _ pr.Forge = (*Forge)(nil)
+
+// readHealth sets a default-branch head's health, for status views only, from the statuses
+// posted on it (statuses.json). A corrupt file leaves it unknown here; the rollout, which
+// decides on it, reports the file.
+func readHealth(statuses string, head *pr.Commit) {
+	all, err := readStatuses(statuses)
+	if err != nil {
+		return
+	}
+	newest := newestStatuses(all, head.SHA)
+	head.Status, head.Failing = combined(newest), pr.Failing(newest)
+}
