@@ -17,7 +17,11 @@ func (a *frontend) newActionCommand(getenv func(string) string) *cobra.Command {
 		Use:   "action",
 		Short: "Run as a GitHub Actions step (action.yml): plan, apply, check-workspace or check-cluster",
 		Long:  action.Help,
-		Args:  cobra.NoArgs,
+		Example: `  # in a workflow step, what action.yml runs
+  fleetbot action
+  # on your machine: the runner's environment by hand (docs/action.md)
+  GITHUB_EVENT_NAME=pull_request GITHUB_EVENT_PATH=event.json INPUT_MODE=plan fleetbot action`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := a.logger()
 			if err != nil {

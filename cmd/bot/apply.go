@@ -30,6 +30,11 @@ catalog app: the repos running it; platform.yaml: every repo). Every
 --full-every, after a failed run, or with --full, it plans every repo again,
 which corrects changes made in target repos by hand.
 
+The text is one table, printed when the run is done: the repos it changed or
+that need a look (--detail: every repo), the access it converged, warnings once
+each with the repos they concern, and last the summary line. On a terminal,
+stderr shows the progress meanwhile (n of N repos, the rate, the time left).
+
 --detailed-exitcode: 0 done, 1 error, 2 repos deferred to the next run (write
 budget), 3 a repo waits for a human (someone pushed to its bot branch).`
 
@@ -42,12 +47,19 @@ func (a *frontend) applyCommand() *cobra.Command {
 		detailed            bool
 		fullRun             bool
 		fullEvery           time.Duration
+		detail              bool
 	)
 	cmd := &cobra.Command{
 		Use:   "apply",
 		Short: "Reconcile every target repo: create repos, open, update or close fleetbot's pull requests",
 		Long:  applyLong,
-		Args:  cobra.NoArgs,
+		Example: `  # the embedded local forge (.fleetbot/forge): no GitHub needed
+  fleetbot apply --control testdata/control
+  # GitHub, as the App's installation; every repo, not only the changed ones
+  fleetbot apply --control . --forge github --app-id 123456 --app-key private-key.pem --full
+  # a fleet shrinking on purpose by more than spec.maxRemovals
+  fleetbot apply --forge github --allow-removals`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := a.logger()
 			if err != nil {
@@ -76,22 +88,21 @@ func (a *frontend) applyCommand() *cobra.Command {
 				Logger:              log,
 				BaselineFile:        a.baselineFile(spec, f.Owner()),
 				Full:                fullRun, FullEvery: fullEvery, Salt: version,
+				Step: a.progress().step,
 			}
-			if format == formatText {
-				opts.Progress = func(r report.Repo) { fmt.Fprintln(a.stdout, r.Line()) }
-			}
-			report, runErr := targets.Apply(cmd.Context(), f, opts)
-			if report != nil && !issuesInText(format, report) {
-				if err := writeReport(a.stdout, format, report); err != nil {
+			out, runErr := targets.Apply(cmd.Context(), f, opts)
+			a.progress().end()
+			if out != nil && !issuesInText(format, out) {
+				if err := writeReport(a.stdout, format, report.View{Detail: detail}, out); err != nil {
 					return err
 				}
 			}
-			if ctx := cmd.Context(); runErr != nil && ctx.Err() != nil && report != nil {
+			if ctx := cmd.Context(); runErr != nil && ctx.Err() != nil && out != nil {
 				return fmt.Errorf("interrupted (%v): %d of %d repos not applied; each repo is left where a run can resume: run apply again to finish",
-					context.Cause(ctx), report.Failed(), report.Repos())
+					context.Cause(ctx), out.Failed(), out.Repos())
 			}
 			if runErr == nil && detailed {
-				return exitCode(report.ExitCode(true))
+				return exitCode(out.ExitCode(true))
 			}
 			return runErr
 		},
@@ -103,13 +114,14 @@ func (a *frontend) applyCommand() *cobra.Command {
 	cmd.Flags().DurationVar(&fullEvery, "full-every", app.DefaultFullEvery, "plan every target repo when the last full run is older than this (negative: only with --full or after a failure)")
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when done, 2 when repos were deferred, 3 when a repo waits for a human, 1 on error")
 	formatVar(cmd.Flags(), &format, formats())
+	detailVar(cmd.Flags(), &detail)
 	a.registerGitURL(cmd.Flags())
 	return cmd
 }
 
 // forgePlan plans against the forge named by --forge; it reports whether
 // anything would change.
-func (a *frontend) forgePlan(cmd *cobra.Command, f *app.Fleet, format string, allowRemovals, allowAccessRemovals bool) (*app.Outcome, error) {
+func (a *frontend) forgePlan(cmd *cobra.Command, f *app.Fleet, format string, v report.View, allowRemovals, allowAccessRemovals bool) (*app.Outcome, error) {
 	log, err := a.logger()
 	if err != nil {
 		return nil, err
@@ -119,18 +131,20 @@ func (a *frontend) forgePlan(cmd *cobra.Command, f *app.Fleet, format string, al
 		return nil, err
 	}
 	defer targets.Close()
-	report, err := targets.Plan(cmd.Context(), f, app.RunOptions{
+	out, err := targets.Plan(cmd.Context(), f, app.RunOptions{
 		AllowRemovals: allowRemovals, AllowAccessRemovals: allowAccessRemovals, Logger: log,
+		Step: a.progress().step,
 	})
-	if report != nil && !issuesInText(format, report) {
-		if werr := writeReport(a.stdout, format, report); werr != nil {
+	a.progress().end()
+	if out != nil && !issuesInText(format, out) {
+		if werr := writeReport(a.stdout, format, v, out); werr != nil {
 			return nil, werr
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	return report, nil
+	return out, nil
 }
 
 // issuesInText is true when a report carries control repo issues and the
@@ -139,16 +153,24 @@ func issuesInText(format string, r *app.Outcome) bool {
 	return format == formatText && r.HasIssues()
 }
 
-func writeReport(w io.Writer, format string, r *app.Outcome) error {
+// writeReport prints a plan's or an apply's report. The text lists the repos v asks for, the
+// rollout's verdict when the control repo declares waves, and ends with the summary line.
+func writeReport(w io.Writer, format string, v report.View, r *app.Outcome) error {
 	d := r.Document()
 	switch format {
 	case formatJSON:
 		return d.WriteJSON(w)
 	case formatMarkdown:
-		return d.WriteMarkdown(w)
-	default:
-		return d.WriteText(w)
+		return d.WriteMarkdownView(w, v)
 	}
+	if d.Rollout != nil && len(d.Errors) == 0 {
+		// The rollout's verdict goes above the report, whose summary line ends the output.
+		if err := d.Rollout.WriteText(w); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+	}
+	return d.WriteTextView(w, v)
 }
 
 // baselineFile is where an incremental apply keeps its baseline for the target repos of owner:

@@ -21,7 +21,10 @@ func (a *frontend) checkCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Review-time checks: a control-repo change (check control), a workspace or cluster repo (check workspace, check cluster)",
-		Args:  cobra.NoArgs,
+		Example: `  fleetbot check control --control . --base origin/main --head HEAD --author octocat --author-teams payments-devs
+  fleetbot check workspace --dir . --workspace payments
+  fleetbot check cluster --dir .`,
+		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(a.checkControlCommand(), a.checkWorkspaceCommand(), a.checkClusterCommand())
 	return cmd
@@ -57,7 +60,11 @@ func (a *frontend) checkControlCommand() *cobra.Command {
 		Use:   "control --base REF --head REF [--author LOGIN]",
 		Short: "Review a control-repo change: validity, the target repos and personas it reaches, and whether its author may make it",
 		Long:  checkControlLong,
-		Args:  cobra.NoArgs,
+		Example: `  # offline: the author's teams given
+  fleetbot check control --control . --base origin/main --head HEAD --author octocat --author-teams payments-devs
+  # the teams looked up on GitHub; exit 3 when a platform admin must review
+  fleetbot check control --control . --base origin/main --head HEAD --author octocat --forge github --strict -o markdown`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if base == "" || head == "" {
 				return errors.New("check control needs --base REF and --head REF")
@@ -160,7 +167,11 @@ func (a *frontend) checkWorkspaceCommand() *cobra.Command {
 	var dir, workspace, namespace, format, podSecurity string
 	var allow []string
 	cmd := &cobra.Command{
-		Use:   "workspace --dir DIR --workspace NAME",
+		Use: "workspace --dir DIR --workspace NAME",
+		Example: `  # in the workspace repo's CI
+  fleetbot check workspace --dir . --workspace payments
+  # a workspace the platform allows baseline pods and ServiceMonitors
+  fleetbot check workspace --dir . --workspace payments --pod-security baseline --allow ServiceMonitor.monitoring.coreos.com`,
 		Short: "Check a workspace repo offline: every clusters/*/ kustomization renders, stays in the workspace namespace and fetches nothing",
 		Long: `check workspace renders every clusters/<cluster>/ kustomization of the workspace
 repo at --dir with kustomize on an in-memory filesystem, as Flux will on each
@@ -227,7 +238,10 @@ status is 1 when there is any. Run it in the workspace repo's CI.`,
 func (a *frontend) checkClusterCommand() *cobra.Command {
 	var dir, format string
 	cmd := &cobra.Command{
-		Use:   "cluster --dir DIR",
+		Use: "cluster --dir DIR",
+		Example: `  # in the cluster repo's CI
+  fleetbot check cluster --dir .
+  fleetbot check cluster --dir path/to/cluster-prod-eu-1 -o json`,
 		Short: "Check a cluster repo offline: apps/ renders with no remote bases",
 		Long: `check cluster renders apps/ (the cluster admins' part) of the cluster repo at
 --dir with kustomize on an in-memory filesystem and fails on build errors,

@@ -23,7 +23,7 @@ func (a *frontend) apiURL() string {
 func (a *frontend) base(log *slog.Logger) app.Config {
 	cfg := app.Config{
 		GitURL: app.ResolveGitURL(a.gitURLFlag, a.forge, a.apiURL()),
-		Logger: log, Stats: a.stderr,
+		Logger: log, Stats: a.progress(),
 	}
 	cfg.GitHub.APIURL = a.apiURL()
 	cfg.GitHub.Budget = a.github.budget()
@@ -52,6 +52,8 @@ func (a *frontend) config(forge string, log *slog.Logger) (app.Config, error) {
 // load loads, validates and renders --control with the configuration of the flags (no
 // forge is opened, no credential read).
 func (a *frontend) load(ctx context.Context) (*app.Fleet, error) {
+	a.progress().stage("loading and rendering "+a.control, -1)
+	defer a.progress().end()
 	return a.base(nil).Load(ctx, a.control)
 }
 

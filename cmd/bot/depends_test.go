@@ -44,7 +44,7 @@ func TestPlanNeedsFollowDependsOn(t *testing.T) {
 	for _, r := range p.Repos {
 		assert.Empty(t, r.Needs, r.Repo)
 	}
-	code, out, errOut = cli(t, "plan", "--control", ctl)
+	code, out, errOut = cli(t, "plan", "--control", ctl, "--detail")
 	require.Equal(t, 0, code, errOut)
 	assert.NotContains(t, out, "needs:")
 	assert.Contains(t, out, "platform/metallb-crds/metallb-crds.yaml")
@@ -52,7 +52,7 @@ func TestPlanNeedsFollowDependsOn(t *testing.T) {
 	// Without the dependency, the CRDs come too late or not at all: metallb
 	// needs them from the cluster again.
 	replaceIn(t, filepath.Join(ctl, "catalog/metallb/app.yaml"), "  dependsOn: [metallb-crds]\n", "")
-	code, out, errOut = cli(t, "plan", "--control", ctl)
+	code, out, errOut = cli(t, "plan", "--control", ctl, "--detail")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "needs:    metallb: IPAddressPool.metallb.io, L2Advertisement.metallb.io from the cluster")
 }

@@ -21,7 +21,9 @@ func (a *frontend) devCommand() *cobra.Command {
 	dev := &cobra.Command{
 		Use:   "dev",
 		Short: "Tools for trying and measuring fleetbot: synthetic control repos, serving the local forge to Flux",
-		Args:  cobra.NoArgs,
+		Example: `  fleetbot dev generate --clusters 1000 --out /tmp/fleet
+  fleetbot dev git-serve --forge local:.fleetbot/forge`,
+		Args: cobra.NoArgs,
 	}
 	dev.AddCommand(a.devGenerateCommand(), a.devGitServeCommand())
 	return dev
@@ -30,7 +32,10 @@ func (a *frontend) devCommand() *cobra.Command {
 func (a *frontend) devGitServeCommand() *cobra.Command {
 	var listen, listenFile string
 	cmd := &cobra.Command{
-		Use:   "git-serve [--forge local:PATH] [--listen ADDR] [--listen-file FILE]",
+		Use: "git-serve [--forge local:PATH] [--listen ADDR] [--listen-file FILE]",
+		Example: `  fleetbot dev git-serve --forge local:.fleetbot/forge
+  # a free port, written to a file for scripts
+  fleetbot dev git-serve --listen 127.0.0.1:0 --listen-file /tmp/git-serve.addr`,
 		Short: "Serve the local forge's repos read-only over git smart HTTP, for a Flux that should apply them",
 		Long: `git-serve lets Flux (or git clone) read the repos of the local forge at
 http://ADDR/<owner>/<repo>.git, read-only: pushes are refused, fleetbot apply
@@ -98,7 +103,11 @@ func (a *frontend) devGenerateCommand() *cobra.Command {
 		out  string
 	)
 	cmd := &cobra.Command{
-		Use:   "generate --out DIR [--clusters N] [--workspaces W] [--apps A] [--seed S]",
+		Use: "generate --out DIR [--clusters N] [--workspaces W] [--apps A] [--seed S]",
+		Example: `  # a fleet of 1,000 clusters, then its plan and apply on the local forge
+  fleetbot dev generate --clusters 1000 --out /tmp/fleet
+  fleetbot apply --control /tmp/fleet --forge local:/tmp/forge
+  fleetbot dev generate --clusters 50 --workspaces 5 --apps 8 --seed 7 --out /tmp/small`,
 		Short: "Write a synthetic control repo of N clusters, W workspaces and A catalog apps into DIR",
 		Long: `generate writes a valid control repo for trying fleetbot at fleet scale:
 clusters with env/region/network labels and per-cluster values, workspaces

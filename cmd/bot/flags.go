@@ -20,7 +20,8 @@ type choiceValue struct {
 // choiceVar defines a flag that takes one of allowed; def must be one of them.
 func choiceVar(fs *pflag.FlagSet, p *string, name, def string, allowed []string, usage string) {
 	*p = def
-	fs.Var(&choiceValue{p: p, allowed: allowed}, name, fmt.Sprintf("%s: %s (default %s)", usage, strings.Join(allowed, ", "), def))
+	// The usage names the choices only: the help prints the default itself ((default "text")).
+	fs.Var(&choiceValue{p: p, allowed: allowed}, name, fmt.Sprintf("%s: %s", usage, strings.Join(allowed, ", ")))
 }
 
 func (c *choiceValue) String() string { return *c.p }
@@ -71,7 +72,12 @@ func formats() []string { return []string{formatText, formatMarkdown, formatJSON
 // fleetbot's one report (internal/report, docs/report.md).
 func formatVar(fs *pflag.FlagSet, p *string, allowed []string) {
 	*p = formatText
-	fs.VarP(&choiceValue{p: p, allowed: allowed}, "format", "o", fmt.Sprintf("output format: %s (default %s)", strings.Join(allowed, ", "), formatText))
+	fs.VarP(&choiceValue{p: p, allowed: allowed}, "format", "o", "output format: "+strings.Join(allowed, ", "))
+}
+
+// detailVar defines --detail: list every repo, not only those that change (text and markdown).
+func detailVar(fs *pflag.FlagSet, p *bool) {
+	fs.BoolVar(p, "detail", false, "list every repo (and, without --forge, every file), not only the repos that change; the JSON always has every repo")
 }
 
 // minInt64Value is an int64 flag with a lower bound, refused when parsed.

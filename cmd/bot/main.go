@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -56,12 +57,18 @@ type exitCode = app.ExitCode
 // run executes the CLI and returns the process exit status. Tests call it
 // directly with their own args and writers.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	a := &frontend{stdout: stdout, stderr: stderr}
+	return (&frontend{stdout: stdout, stderr: stderr}).run(ctx, args)
+}
+
+// run executes the CLI with a's streams (and, in tests, its terminal check).
+func (a *frontend) run(ctx context.Context, args []string) int {
+	stderr := a.stderr
 	root := a.rootCommand()
 	root.SetArgs(args)
-	root.SetOut(stdout)
+	root.SetOut(a.stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	a.prog.end()
 	var code exitCode
 	switch {
 	case err == nil:
@@ -85,6 +92,32 @@ type frontend struct {
 	logLevel   string
 	logJSON    bool
 	github     githubFlags
+	// isTerminal says whether a writer is a terminal (nil: a real check of the file); tests
+	// inject it to see the progress a terminal gets.
+	isTerminal func(io.Writer) bool
+	// prog is the run's progress display on stderr (progress()).
+	prog *progress
+	// now and newTicker are the clock and ticker of status --watch (nil: the system's);
+	// tests inject them.
+	now       func() time.Time
+	newTicker func(time.Duration) (<-chan time.Time, func())
+}
+
+// terminal reports whether w is a terminal (isTerminal, else a real check of the file).
+func (a *frontend) terminal(w io.Writer) bool {
+	if a.isTerminal != nil {
+		return a.isTerminal(w)
+	}
+	return fileIsTerminal(w)
+}
+
+// progress is the run's progress display: drawn on stderr while it is a terminal, nothing
+// otherwise. Everything else a command writes on stderr goes through it.
+func (a *frontend) progress() *progress {
+	if a.prog == nil {
+		a.prog = newProgress(a.stderr, a.isTerminal)
+	}
+	return a.prog
 }
 
 func (a *frontend) rootCommand() *cobra.Command {
@@ -95,6 +128,13 @@ func (a *frontend) rootCommand() *cobra.Command {
 renders the desired tree of one repo per cluster and one per workspace with
 kustomize, and proposes it as a pull request per repo. Flux on each cluster
 applies what lands.`,
+		Example: `  # try it on the example control repo, with no GitHub: the local forge
+  fleetbot validate --control testdata/control
+  fleetbot apply --control testdata/control --forge local:.fleetbot/forge
+  fleetbot status --control testdata/control --forge local:.fleetbot/forge
+
+  # against GitHub, as the App's installation
+  fleetbot plan --forge github --app-id 123456 --app-key private-key.pem`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// --version prints what `fleetbot version` prints.
@@ -132,9 +172,9 @@ func (a *frontend) logger() (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: level}
 	if a.logJSON {
 		opts.ReplaceAttr = durationSeconds
-		return slog.New(slog.NewJSONHandler(a.stderr, opts)), nil
+		return slog.New(slog.NewJSONHandler(a.progress(), opts)), nil
 	}
-	return slog.New(slog.NewTextHandler(a.stderr, opts)), nil
+	return slog.New(slog.NewTextHandler(a.progress(), opts)), nil
 }
 
 // durationSeconds writes a duration attribute of a JSON log line as seconds (a number, as
@@ -155,6 +195,10 @@ func (a *frontend) versionCommand() *cobra.Command {
 		Long: `version prints the fleetbot version; with -o json, fleetbot's one report
 (format_version, command "version") with the version, the Go release, the
 platform and the commit it was built from (docs/report.md).`,
+		Example: `  fleetbot version
+  fleetbot --version
+  # the report with a build section: version, commit, Go release, platform
+  fleetbot version -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if format == formatJSON {

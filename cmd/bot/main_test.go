@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // exampleControl is the example control repo every CLI test starts from.
@@ -64,6 +65,47 @@ func TestValidateExample(t *testing.T) {
 	code, out, errOut := cli(t, "validate", "--control", exampleControl)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "is valid: 4 cluster repo(s), 2 workspace repo(s), 4 app(s)")
+}
+
+// TestValidateJSON: validate -o json is the report (command validate): what a valid repo
+// renders and its warnings; for an invalid one every problem with file:line and hint, and exit 1.
+func TestValidateJSON(t *testing.T) {
+	t.Parallel()
+	ctl := copyControl(t)
+	// A component whose selector matches no cluster: a warning.
+	writeFile(t, filepath.Join(ctl, "catalog", "extra", "app.yaml"), "apiVersion: fleetbot.io/v1alpha1\nkind: App\nmetadata:\n  name: extra\nspec:\n  scope: cluster\n")
+	writeFile(t, filepath.Join(ctl, "catalog", "extra", "kustomization.yaml"), "resources: [cm.yaml]\n")
+	writeFile(t, filepath.Join(ctl, "catalog", "extra", "cm.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra, namespace: kube-system}\n")
+	replaceIn(t, filepath.Join(ctl, "platform.yaml"), "  components:\n", "  components:\n    - app: extra\n      clusterSelector: {matchLabels: {env: nowhere}}\n")
+	code, out, errOut := cli(t, "validate", "--control", ctl, "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	d, err := report.Decode([]byte(out))
+	require.NoError(t, err, out)
+	assert.Equal(t, report.CommandValidate, d.Command)
+	assert.Equal(t, &report.Validated{Clusters: 4, Workspaces: 2, Apps: 5}, d.Validated)
+	require.NotEmpty(t, d.Warnings)
+	assert.Contains(t, d.Warnings[0].Message, "clusterSelector matches none")
+	assert.Equal(t, "platform.yaml", d.Warnings[0].File)
+	assert.Positive(t, d.Warnings[0].Line)
+	assert.Empty(t, errOut, "the warnings are in the report, not on stderr")
+
+	code, out, _ = cli(t, "validate", "--control", ctl, "-o", "json", "--strict")
+	assert.Equal(t, 1, code, "--strict: warnings are errors")
+	d, err = report.Decode([]byte(out))
+	require.NoError(t, err, out)
+	assert.NotEmpty(t, d.Errors)
+	assert.Nil(t, d.Validated)
+
+	replaceIn(t, filepath.Join(ctl, "clusters", "prod-eu-1.yaml"), "metallb_range:", "metallb_rnage:")
+	code, out, _ = cli(t, "validate", "--control", ctl, "-o", "json")
+	assert.Equal(t, 1, code)
+	d, err = report.Decode([]byte(out))
+	require.NoError(t, err, out)
+	require.NotEmpty(t, d.Errors)
+	assert.Equal(t, "clusters/prod-eu-1.yaml", d.Errors[0].File)
+	assert.Positive(t, d.Errors[0].Line)
+	assert.NotEmpty(t, d.Errors[0].Hint)
+	assert.Nil(t, d.Validated, "nothing validated")
 }
 
 func TestRenderProducesGoldenTrees(t *testing.T) {
@@ -206,9 +248,19 @@ func TestUnreadableControlRepo(t *testing.T) {
 	assert.Contains(t, errOut, "hint")
 }
 
+// TestPlanOffline: the offline plan is one row per repo, what the clusters must provide folded
+// by component, and the summary line last; --detail lists every file; -o json and markdown.
 func TestPlanOffline(t *testing.T) {
 	t.Parallel()
 	code, out, errOut := cli(t, "plan", "--control", exampleControl)
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `(?m)^acme/cluster-prod-eu-1 +cluster +9 +2 +24 +payments-devs=pull, payments-sre=push, platform=admin +metallb$`, out)
+	assert.Contains(t, out, "\nNeeds (CRDs the cluster must already have):\n  metallb: IPAddressPool.metallb.io, L2Advertisement.metallb.io from the cluster (neither it nor a component it depends on renders the CRD; until the cluster has it, Kustomization platform-metallb fails, and what depends on it waits) [3 repos: acme/cluster-edge-1, acme/cluster-prod-eu-1, acme/cluster-prod-us-1]\n")
+	assert.NotContains(t, out, "platform/metallb/metallb.yaml", "files only with --detail")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	assert.Regexp(t, `^6 target repos \(4 cluster, 2 workspace\): \d+ managed files, 13 scaffolds, \d+ objects; desired state of .*--detail lists every file$`, lines[len(lines)-1], "the summary ends it")
+
+	code, out, errOut = cli(t, "plan", "--control", exampleControl, "--detail")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "acme/cluster-prod-eu-1  (cluster prod-eu-1)")
 	assert.Contains(t, out, "platform/metallb/metallb.yaml")
@@ -222,7 +274,7 @@ func TestPlanOffline(t *testing.T) {
 		Repos         []app.DesiredRepo `json:"desired"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &p))
-	assert.Equal(t, 1, p.FormatVersion)
+	assert.Equal(t, report.FormatVersion, p.FormatVersion)
 	require.Len(t, p.Repos, 6)
 	assert.Equal(t, "acme/cluster-edge-1", p.Repos[0].Repo)
 	// Which kinds each component needs the cluster to have (metallb's pool
@@ -257,8 +309,10 @@ func TestApplyThenPlanAgainstLocalForge(t *testing.T) {
 
 	code, out, errOut = cli(t, "apply", "--control", exampleControl, "--forge", forge)
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "acme/cluster-prod-eu-1: create PR #1")
-	assert.Contains(t, out, "6 repos: 6 create")
+	assert.Regexp(t, `(?m)^acme/cluster-prod-eu-1 +cluster +create +#1 +\+11 ~0 -0 +\+24 ~0 -0 +new repo$`, out)
+	assert.Equal(t, 1, strings.Count(out, "acme/cluster-prod-eu-1"), "one table, no progress lines before it")
+	assert.Regexp(t, `\n6 repos: 6 create \(source [0-9a-f]+(-dirty)?\)\n$`, out, "the summary ends it")
+	assert.Empty(t, errOut, "stderr is no terminal: no progress")
 
 	code, out, errOut = cli(t, "plan", "--control", exampleControl, "--forge", forge, "--detailed-exitcode")
 	require.Equal(t, 0, code, "nothing is pending after apply: %s\n%s", out, errOut)

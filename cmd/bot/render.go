@@ -26,6 +26,9 @@ func (a *frontend) renderCommand() *cobra.Command {
 files and scaffolds) as a new repo would get it. Nothing is written when the
 control repo has any problem. DIR must be empty, missing, or an earlier
 render output (which is replaced).`,
+		Example: `  fleetbot render --control testdata/control --out /tmp/rendered
+  # what an apply on GitHub Enterprise would write into the Flux objects
+  fleetbot render --control . --out rendered --git-url https://github.example.com`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
@@ -42,7 +45,7 @@ render output (which is replaced).`,
 			if err := checkOut(out); err != nil {
 				return err
 			}
-			files, err := writeRender(ctx, out, f.Targets)
+			files, err := writeRender(ctx, out, f.Targets, a.progress())
 			if err != nil {
 				return err
 			}
@@ -60,7 +63,9 @@ render output (which is replaced).`,
 // looks complete. A signal (ctx done) is honoured between any two files; what was written so far
 // is not removed then (a large fleet's tree takes longer to delete than a signal may wait) but
 // renamed to a .trash directory beside out, which the next render into out removes.
-func writeRender(ctx context.Context, out string, targets []*app.Target) (int, error) {
+func writeRender(ctx context.Context, out string, targets []*app.Target, prog *progress) (int, error) {
+	prog.stage("writing "+out, len(targets))
+	defer prog.end()
 	interrupted := func() error {
 		return fmt.Errorf("render interrupted (%w): %s is unchanged", context.Cause(ctx), out)
 	}
@@ -80,7 +85,7 @@ func writeRender(ctx context.Context, out string, targets []*app.Target) (int, e
 		}
 	}()
 	files := 0
-	for _, t := range targets {
+	for i, t := range targets {
 		tree := make(map[string][]byte, len(t.Files)+len(t.Scaffolds))
 		for p, c := range t.Scaffolds {
 			tree[p] = c
@@ -95,6 +100,7 @@ func writeRender(ctx context.Context, out string, targets []*app.Target) (int, e
 			return 0, err
 		}
 		files += len(tree)
+		prog.set(i+1, len(targets))
 	}
 	if err := os.WriteFile(filepath.Join(tmp, renderMarker), []byte("written by fleetbot render\n"), 0o644); err != nil {
 		return 0, fmt.Errorf("writing %s: %w", renderMarker, err)

@@ -61,8 +61,8 @@ func normalize(out string, revs map[string]string) string {
 	return out
 }
 
-// TestReportJSONGolden: plan, apply, status, check (control, workspace, cluster) and version
-// print one JSON shape (internal/report's Document, format_version 1) on a small fleet, each
+// TestReportJSONGolden: plan, apply, status, check (control, workspace, cluster), version,
+// validate and rollout status print one JSON shape (internal/report's Document) on a small fleet, each
 // document equal to its golden file, valid against schema/report.json, decoded by
 // report.Decode and written again unchanged; exit codes stay those of the README.
 func TestReportJSONGolden(t *testing.T) {
@@ -89,7 +89,7 @@ func TestReportJSONGolden(t *testing.T) {
 		t.Helper()
 		code, out, errOut := cli(t, s.args...)
 		require.Equal(t, s.code, code, "%s: %s%s", s.name, out, errOut)
-		checkReport(t, s.name, normalize(out, revs))
+		checkReport(t, s.name, out, normalize(out, revs))
 	}
 
 	run(step{"plan", []string{"plan", "--control", ctl, "--forge", forge, "-o", "json", "--detailed-exitcode"}, 2})
@@ -118,11 +118,21 @@ func TestReportJSONGolden(t *testing.T) {
 	writeFile(t, filepath.Join(ws, "clusters", "prod-eu-1", "rbac.yaml"), "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: god\n")
 	run(step{"check-workspace", []string{"check", "workspace", "--dir", ws, "--workspace", "payments", "-o", "json"}, 1})
 	run(step{"version", []string{"version", "-o", "json"}, 0})
+	run(step{"validate", []string{"validate", "--control", ctl, "-o", "json"}, 0})
+
+	// Waves: prod-eu-1 first, then the rest; rollout status reports the gate's verdict.
+	platform := filepath.Join(ctl, "platform.yaml")
+	b, err := os.ReadFile(platform)
+	require.NoError(t, err)
+	writeFile(t, platform, string(b)+"  rollout:\n    waves:\n      - name: eu\n        clusterSelector: {matchLabels: {region: eu}}\n")
+	gitIn(t, ctl, "commit", "-q", "-am", "waves")
+	revs[gitIn(t, ctl, "rev-parse", "HEAD")] = "WAVES"
+	run(step{"rollout-status", []string{"rollout", "status", "--control", ctl, "--forge", forge, "-o", "json"}, 0})
 }
 
-// checkReport compares one command's JSON with its golden file (rewritten with -update) and
-// checks what every report must be.
-func checkReport(t *testing.T, name, out string) {
+// checkReport compares one command's JSON (raw, and normalized: its commits and times
+// replaced) with its golden file (rewritten with -update) and checks what every report must be.
+func checkReport(t *testing.T, name, raw, out string) {
 	t.Helper()
 	golden := filepath.Join(reportGoldenDir, name+".json")
 	if *updateGolden {
@@ -138,16 +148,16 @@ func checkReport(t *testing.T, name, out string) {
 	assert.EqualValues(t, report.FormatVersion, top["format_version"], "%s: format_version", name)
 	assert.NotEmpty(t, top["command"], name)
 
-	d, err := report.Decode([]byte(out))
+	d, err := report.Decode([]byte(raw))
 	require.NoError(t, err, name)
 	var again strings.Builder
 	require.NoError(t, d.WriteJSON(&again), name)
-	assert.JSONEq(t, out, again.String(), "%s: decoding and writing the document again changes it", name)
+	assert.JSONEq(t, raw, again.String(), "%s: decoding and writing the document again changes it", name)
 
 	c := sjs.NewCompiler()
 	schema, err := c.Compile(reportSchema)
 	require.NoError(t, err)
-	inst, err := sjs.UnmarshalJSON(strings.NewReader(out))
+	inst, err := sjs.UnmarshalJSON(strings.NewReader(raw))
 	require.NoError(t, err)
 	assert.NoError(t, schema.Validate(inst), "%s: the document does not match %s", name, reportSchema)
 }

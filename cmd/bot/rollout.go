@@ -4,15 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // rolloutCommand is `fleetbot rollout`: where a rollout in waves stands (read-only), and
@@ -21,14 +18,22 @@ func (a *frontend) rolloutCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "rollout",
 		Short: "Show where the rollout of the control repo's revision stands, wave by wave; pause or resume it",
+		Example: `  fleetbot rollout status --control . --forge github
+  fleetbot rollout pause --control . --reason "canary alerts"
+  fleetbot rollout resume --control .`,
 	}
+	var format string
 	status := &cobra.Command{
 		Use:   "status",
 		Short: "Show each rollout wave's state, the clusters held and why (read-only)",
 		Long: `rollout status plans the control repo against --forge, as plan does, and prints
 the rollout gate's verdict for its revision: each wave (done, soaking, active, waiting,
 halted, paused) with its clusters changed, merged and healthy, the clusters whose pull
-request is held and why, and a halt. It never writes.`,
+request is held and why, and a halt. It never writes. With -o json: fleetbot's report
+(command "rollout") with the verdict in its rollout section.`,
+		Example: `  fleetbot rollout status --control . --forge local:.fleetbot/forge
+  fleetbot rollout status --control . --forge github --app-id 123456 --app-key private-key.pem
+  fleetbot rollout status --control . --forge github -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := a.load(cmd.Context())
@@ -36,6 +41,9 @@ request is held and why, and a halt. It never writes.`,
 				return app.DescribeLoadError(a.control, err)
 			}
 			if !f.Repo.HasRollout() {
+				if format == formatJSON {
+					return report.New(report.CommandRollout, f.Repo.Revision, nil).WriteJSON(a.stdout)
+				}
 				fmt.Fprintln(a.stdout, "no rollout waves declared (platform spec.rollout.waves, or a component's rollout.waves): every change reaches every cluster at once")
 				return nil
 			}
@@ -51,17 +59,25 @@ request is held and why, and a halt. It never writes.`,
 				return err
 			}
 			defer targets.Close()
-			out, err := targets.Plan(cmd.Context(), f, app.RunOptions{Logger: log})
+			out, err := targets.Plan(cmd.Context(), f, app.RunOptions{Logger: log, Step: a.progress().step})
+			a.progress().end()
 			if err != nil {
 				return err
 			}
 			if out == nil || out.Rollout() == nil {
 				return errors.New("the plan reported no rollout state")
 			}
-			return writeRolloutStatus(a.stdout, out.Rollout())
+			plan := out.Document()
+			if format == formatJSON {
+				d := report.New(report.CommandRollout, plan.Source, nil)
+				d.Rollout = plan.Rollout
+				return d.WriteJSON(a.stdout)
+			}
+			return plan.Rollout.WriteText(a.stdout)
 		},
 	}
 	a.registerGitURL(status.Flags())
+	formatVar(status.Flags(), &format, []string{formatText, formatJSON})
 
 	root.AddCommand(status, a.rolloutPauseCommand(), a.rolloutResumeCommand())
 	return root
@@ -80,6 +96,9 @@ Once the commit reaches the control repo's default branch, every front end (appl
 the Action, serve) honours it: no new rollout wave starts, no new pull request opens
 in a cluster repo and fleetbot enables no auto-merge; open pull requests are still
 updated in place. rollout status and plan show the pause and its reason.`,
+		Example: `  fleetbot rollout pause --control . --reason "canary alerts: INC-1234"
+  # write the file only; commit it yourself
+  fleetbot rollout pause --control . --reason "freeze" --no-commit`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			res, err := app.PauseRollout(a.control, reason, !noCommit)
@@ -104,6 +123,8 @@ func (a *frontend) rolloutResumeCommand() *cobra.Command {
 		Long: `rollout resume removes rollout/paused from the control repo (--control) and commits
 the removal when --control is in a git work tree (unless --no-commit). Once it reaches
 the default branch, the rollout continues where it stopped, from what the forge shows.`,
+		Example: `  fleetbot rollout resume --control .
+  fleetbot rollout resume --control . --no-commit`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			res, err := app.ResumeRollout(a.control, !noCommit)
@@ -174,52 +195,4 @@ func noteOf(note string) string {
 		return ""
 	}
 	return ": " + note
-}
-
-// writeRolloutStatus prints the rollout gate's verdict.
-func writeRolloutStatus(w io.Writer, st *app.RolloutStatus) error {
-	state := "in progress"
-	switch {
-	case st.Halted != nil:
-		state = "halted"
-	case st.Done:
-		state = "done"
-	case st.Paused:
-		state = "paused"
-	}
-	fmt.Fprintf(w, "rollout of %s: %s\n", sourceLabel(st.Revision), state)
-	if st.Paused {
-		fmt.Fprintf(w, "paused (%s)%s: no new wave starts and fleetbot merges nothing; fleetbot rollout resume continues it\n", app.PausedFile, noteOf(st.PauseNote))
-	}
-	if len(st.Lists) > 1 || (len(st.Lists) == 1 && st.Lists[0] != app.FleetWaves) {
-		fmt.Fprintf(w, "waves of: %s\n", strings.Join(st.Lists, ", then "))
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  WAVE\tSTATE\tCLUSTERS\tCHANGED\tMERGED\tHEALTHY\tSOAK UNTIL")
-	for _, ws := range st.Waves {
-		soak := "-"
-		if !ws.SoakUntil.IsZero() {
-			soak = ws.SoakUntil.UTC().Format(time.RFC3339)
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\t%s\n", ws.Name, ws.State, ws.Total, ws.Changed, ws.Merged, ws.Healthy, soak)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if h := st.Halted; h != nil {
-		fmt.Fprintf(w, "halted in wave %s on cluster %s: %s\n", h.Wave, h.Cluster, h.Reason)
-	}
-	if len(st.Admitted) > 0 {
-		fmt.Fprintf(w, "may have a pull request now: %s\n", strings.Join(st.Admitted, ", "))
-	}
-	if len(st.Held) > 0 {
-		fmt.Fprintln(w, "held:")
-		for _, c := range slices.Sorted(maps.Keys(st.Held)) {
-			fmt.Fprintf(w, "  %s: %s\n", c, st.Held[c])
-		}
-	}
-	if !st.NextCheck.IsZero() {
-		fmt.Fprintf(w, "next change by time alone: %s\n", st.NextCheck.UTC().Format(time.RFC3339))
-	}
-	return nil
 }

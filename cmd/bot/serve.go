@@ -122,6 +122,10 @@ Every flag can come from the environment as FLEETBOT_<FLAG> (for example
 FLEETBOT_CONTROL_REPO, FLEETBOT_WEBHOOK_SECRET_FILE); the App credentials
 from FLEETBOT_APP_ID and FLEETBOT_APP_KEY_FILE, GitHub Enterprise from
 GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.`,
+		Example: `  fleetbot serve --control-repo acme/fleet-control --app-id 123456 --app-key private-key.pem \
+      --webhook-secret-file webhook-secret --listen :8080
+  # with the status page at /status behind a bearer token
+  fleetbot serve --control-repo acme/fleet-control --webhook-secret-file webhook-secret --status --status-token-file status-token`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := flagsFromEnv(cmd.Flags(), append([]string{"listen", "listen-file", "control-repo", "webhook-secret-file", "git-url", "check-name",

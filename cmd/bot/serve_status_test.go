@@ -121,9 +121,16 @@ func TestServeStatusPage(t *testing.T) {
 	api := first.gh.Client()
 	_, _, err := api.PullRequests.Merge(ctx, "acme", "cluster-prod-eu-1", 1, "", &gh.PullRequestOptions{MergeMethod: "merge"})
 	require.NoError(t, err)
-	for repo, state := range map[string]string{"cluster-prod-eu-1": "success", "cluster-staging-eu-1": "failure"} {
-		_, _, err := api.Repositories.CreateStatus(ctx, "acme", repo, first.gh.Branch("acme", repo, "main"),
-			&gh.RepoStatus{State: gh.String(state), Context: gh.String("kustomization/flux-system")})
+	for _, st := range []struct{ repo, state, object, description, url string }{
+		{"cluster-prod-eu-1", "success", "flux-system", "Applied revision: main", ""},
+		{"cluster-staging-eu-1", "failure", "platform-monitoring", "DaemonSet/monitoring/node-exporter dry-run failed: " +
+			"spec.template.spec.containers[0].image: Required value", "https://grafana.example.com/d/flux?var-name=platform-monitoring"},
+	} {
+		s := &gh.RepoStatus{State: gh.String(st.state), Context: gh.String("kustomization/" + st.object + "/0c1d2e3f"), Description: gh.String(st.description)}
+		if st.url != "" {
+			s.TargetURL = gh.String(st.url)
+		}
+		_, _, err := api.Repositories.CreateStatus(ctx, "acme", st.repo, first.gh.Branch("acme", st.repo, "main"), s)
 		require.NoError(t, err)
 	}
 	first.gh.Commit("acme", "cluster-edge-1", "fleetbot/sync", "hand edit", map[string]string{"apps/mine.yaml": "kind: ConfigMap\n"})
@@ -155,6 +162,10 @@ func TestServeStatusPage(t *testing.T) {
 
 	proxy := authProxy(t, e.url)
 	dom := browse(t, bin, proxy+"/status?sort=repo", "--dump-dom")
+	byState := browse(t, bin, proxy+"/status", "--dump-dom")
+	assert.Regexp(t, `<tbody>\s*<tr data-repo="acme/cluster-staging-eu-1" data-state="unhealthy"`, byState, "the health failure first")
+	assert.Contains(t, byState, "Flux failure: Kustomization/platform-monitoring: DaemonSet/monitoring/node-exporter dry-run failed")
+	assert.Contains(t, byState, `<a class="flux-link" href="https://grafana.example.com/d/flux?var-name=platform-monitoring">Flux ↗</a>`)
 	// The screenshot is the test's artifact: kept under -outputdir with go test -artifacts
 	// (.ci/run does), or written where make screenshot asks.
 	shotDir := os.Getenv(ScreenshotDirEnv)
@@ -163,7 +174,7 @@ func TestServeStatusPage(t *testing.T) {
 	}
 	shot, err := filepath.Abs(filepath.Join(shotDir, "status.png"))
 	require.NoError(t, err)
-	browse(t, bin, proxy+"/status?sort=repo", "--screenshot="+shot, "--window-size=1280,900", "--hide-scrollbars")
+	browse(t, bin, proxy+"/status", "--screenshot="+shot, "--window-size=1400,900", "--hide-scrollbars")
 	// One repo's page, as a browser renders it: its last reconcile's report.
 	repoDOM := browse(t, bin, proxy+"/status/repo/cluster-staging-eu-1", "--dump-dom")
 	browse(t, bin, proxy+"/status/repo/cluster-staging-eu-1", "--screenshot="+filepath.Join(t.ArtifactDir(), "status-repo.png"),
@@ -176,20 +187,20 @@ func TestServeStatusPage(t *testing.T) {
 	assert.Equal(t, before, len(e.gh.Requests()), "loading the status pages made no GitHub request")
 
 	rows := map[string]string{}
-	for _, m := range regexp.MustCompile(`<tr data-repo="([^"]+)" data-state="([^"]+)">`).FindAllStringSubmatch(dom, -1) {
+	for _, m := range regexp.MustCompile(`<tr data-repo="([^"]+)" data-state="([^"]+)"`).FindAllStringSubmatch(dom, -1) {
 		rows[m[1]] = m[2]
 	}
 	assert.Equal(t, map[string]string{
 		"acme/cluster-edge-1": "blocked", "acme/cluster-prod-eu-1": "deferred", "acme/cluster-prod-us-1": "pr-open",
-		"acme/cluster-staging-eu-1": "pr-open", "acme/workspace-payments": "pr-open", "acme/workspace-search": "pr-open",
+		"acme/cluster-staging-eu-1": "unhealthy", "acme/workspace-payments": "pr-open", "acme/workspace-search": "pr-open",
 		"acme/cluster-lab-1": "deferred", "acme/mgmt-hub": "pr-open",
-	}, rows, "one row per target repo, in its state: the waves hold prod-eu-1's new change and the new lab-1 until staging is done")
-	assert.Contains(t, dom, "8 repos: 1 blocked, 2 deferred, 5 pr-open (waiting on 5 review); Flux health: 1 failure, 1 success, 6 unknown")
-	assert.Regexp(t, `data-repo="acme/cluster-prod-eu-1"[\s\S]*?<td>rollout</td>`, dom, "held by the rollout")
+	}, rows, "one row per target repo, in its state: the waves hold prod-eu-1's new change and the new lab-1 until staging is done; Flux fails staging")
+	assert.Contains(t, dom, "8 repos: 1 unhealthy, 1 blocked, 2 deferred, 4 pr-open (waiting on 4 review); Flux health: 1 failure, 1 success, 6 unknown")
+	assert.Regexp(t, `data-repo="acme/cluster-prod-eu-1"[\s\S]*?<td data-label="waiting">rollout</td>`, dom, "held by the rollout")
 	// The rollout picture: a bar per wave, its counts in the DOM and in the SVG's accessible name.
 	for _, w := range []struct{ name, counts, label string }{
-		{"staging", `data-total="1" data-healthy="0" data-done="0" data-open="1" data-pending="0" data-halted="0"`,
-			"wave staging: 1 cluster: 0 healthy, 0 done, 1 open, 0 pending, 0 halted"},
+		{"staging", `data-total="1" data-healthy="0" data-done="0" data-open="0" data-pending="0" data-halted="1"`,
+			"wave staging: 1 cluster: 0 healthy, 0 done, 0 open, 0 pending, 1 halted"},
 		{"prod", `data-total="3" data-healthy="0" data-done="0" data-open="1" data-pending="1" data-halted="1"`,
 			"wave prod: 3 clusters: 0 healthy, 0 done, 1 open, 1 pending, 1 halted"},
 		{"(rest)", `data-total="1" data-healthy="0" data-done="0" data-open="0" data-pending="1" data-halted="0"`,
@@ -199,9 +210,10 @@ func TestServeStatusPage(t *testing.T) {
 		assert.Regexp(t, `data-wave="`+regexp.QuoteMeta(w.name)+`"[\s\S]*?<svg [^>]*role="img" aria-label="`+regexp.QuoteMeta(w.label)+`"`, dom, "wave %s", w.name)
 	}
 	assert.Equal(t, 3, strings.Count(dom, `<div class="bar wave"`), "staging, prod and the clusters no wave matches")
-	assert.Equal(t, 5, strings.Count(dom, `<rect class="w-`), "one segment per non-empty count: staging 1, prod 3, the rest 1")
+	rollout, _, _ := strings.Cut(dom, `<section class="progress" id="progress">`)
+	assert.Equal(t, 5, strings.Count(rollout, `<rect class="w-`), "one segment per non-empty count: staging 1, prod 3, the rest 1")
 	// The management repo, with the cluster it provisions; the cluster links back to it.
-	assert.Regexp(t, `data-repo="acme/mgmt-hub"[\s\S]*?<td>management</td>[\s\S]*?provisions 1: lab-1`, dom)
+	assert.Regexp(t, `data-repo="acme/mgmt-hub"[\s\S]*?<td data-label="kind">management</td>[\s\S]*?provisions 1: lab-1`, dom)
 	assert.Regexp(t, `data-repo="acme/cluster-lab-1"[\s\S]*?provisioned by <a href="/status/repo/mgmt-hub">mgmt-hub</a>`, dom)
 	assert.Regexp(t, `data-repo="acme/cluster-prod-eu-1"[\s\S]*?class="h-success">success<`, dom, "Flux health of the merged repo")
 	assert.Regexp(t, `data-repo="acme/cluster-staging-eu-1"[\s\S]*?class="h-failure">failure<`, dom)

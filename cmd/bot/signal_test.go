@@ -43,20 +43,25 @@ func TestApplyStopsOnSIGINT(t *testing.T) {
 
 	for sig, says := range map[syscall.Signal]string{syscall.SIGINT: "interrupt", syscall.SIGTERM: "terminated"} {
 		t.Run(sig.String(), func(t *testing.T) {
-			apply := exec.Command(bin, "apply", "--control", filepath.Join(dir, "ctl"), "--forge", "local:"+filepath.Join(dir, "forge-"+says))
+			// apply prints its table at the end; its info log says when a repo is done, so the
+			// signal lands once five repos are written.
+			apply := exec.Command(bin, "apply", "--control", filepath.Join(dir, "ctl"), "--forge", "local:"+filepath.Join(dir, "forge-"+says),
+				"--log-level", "info")
 			var stderr bytes.Buffer
-			apply.Stderr = &stderr
-			stdout, err := apply.StdoutPipe()
+			pipe, err := apply.StderrPipe()
 			require.NoError(t, err)
 			require.NoError(t, apply.Start())
-			lines := bufio.NewScanner(stdout)
-			for n := 0; n < 5 && lines.Scan(); n++ {
+			lines := bufio.NewScanner(pipe)
+			for n := 0; n < 5 && lines.Scan(); {
+				stderr.WriteString(lines.Text() + "\n")
+				if strings.Contains(lines.Text(), "msg=reconciled") {
+					n++
+				}
 			}
 			require.NoError(t, apply.Process.Signal(sig))
-			go func() {
-				for lines.Scan() {
-				}
-			}()
+			for lines.Scan() {
+				stderr.WriteString(lines.Text() + "\n")
+			}
 			err = apply.Wait() // a hang is caught by go test's -timeout
 			var exit *exec.ExitError
 			require.ErrorAs(t, err, &exit)

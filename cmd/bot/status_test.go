@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/report"
+
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
 )
 
@@ -25,61 +27,76 @@ func gitIn(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// statusJSON is the part of status -o json's status section (the view) the tests read.
-type statusJSON struct {
-	FormatVersion int    `json:"format_version"`
-	Source        string `json:"source"`
-	Summary       struct {
-		Total int `json:"total"`
-	} `json:"summary"`
-	Repos []struct {
-		Repo          string   `json:"repo"`
-		Kind          string   `json:"kind"`
-		Provisions    []string `json:"provisions"`
-		ProvisionedBy string   `json:"provisionedBy"`
-		State         string   `json:"state"`
-		WaitingOn     string   `json:"waitingOn"`
-		Merged        string   `json:"merged"`
-		Health        string   `json:"health"`
-		Revision      string   `json:"revision"`
-		URL           string   `json:"url"`
-		PR            *struct {
-			Number int    `json:"number"`
-			Review string `json:"review"`
-			Checks string `json:"checks"`
-		} `json:"pr"`
-	} `json:"repos"`
+// statusRow is one repo of status -o json as the tests read it: its entry in the report's
+// repos, with its status.
+type statusRow struct {
+	Repo          string   `json:"repo"`
+	Kind          string   `json:"kind"`
+	Action        string   `json:"action"`
+	Provisions    []string `json:"provisions"`
+	ProvisionedBy string   `json:"provisionedBy"`
+	State         string   `json:"state"`
+	WaitingOn     string   `json:"waitingOn"`
+	Merged        string   `json:"merged"`
+	Health        string   `json:"health"`
+	Revision      string   `json:"revision"`
+	URL           string   `json:"url"`
+	PR            *struct {
+		Number int    `json:"number"`
+		Review string `json:"review"`
+		Checks string `json:"checks"`
+	} `json:"pr"`
 }
 
-// statusDoc is status -o json: fleetbot's one report, the view in its status section.
+// statusJSON is status -o json as the tests read it: the document's version and source, the
+// view's summary, and each repo once.
+type statusJSON struct {
+	FormatVersion int
+	Source        string
+	Summary       struct {
+		Total int `json:"total"`
+	}
+	Repos []statusRow
+}
+
+// statusDoc is status -o json: fleetbot's one report, each repo once in repos with its status,
+// the view's summary in the status section.
 type statusDoc struct {
 	FormatVersion int    `json:"format_version"`
 	Command       string `json:"command"`
 	Source        string `json:"source"`
 	Repos         []struct {
-		Repo   string `json:"repo"`
-		Action string `json:"action"`
+		Repo   string          `json:"repo"`
+		Kind   string          `json:"kind"`
+		Action string          `json:"action"`
+		Status json.RawMessage `json:"status"`
 	} `json:"repos"`
-	Status statusJSON `json:"status"`
+	Status struct {
+		Source  string          `json:"source"`
+		Summary json.RawMessage `json:"summary"`
+		Repos   json.RawMessage `json:"repos"`
+	} `json:"status"`
 }
 
-// decodeStatus decodes status -o json, checks that the report's repos are the view's rows,
-// and returns the view (with the document's format_version).
+// decodeStatus decodes status -o json, checks that it has each repo once (in repos, with its
+// status; none in the status section) and returns the rows.
 func decodeStatus(t *testing.T, out string) (statusJSON, map[string]int) {
 	t.Helper()
 	var doc statusDoc
 	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
 	assert.Equal(t, "status", doc.Command)
 	assert.Equal(t, doc.Source, doc.Status.Source)
-	require.Len(t, doc.Repos, len(doc.Status.Repos), "one report entry per row")
-	for i, r := range doc.Repos {
-		assert.Equal(t, doc.Status.Repos[i].Repo, r.Repo)
-		assert.NotEmpty(t, r.Action, r.Repo)
-	}
-	s := doc.Status
-	s.FormatVersion = doc.FormatVersion
+	assert.Empty(t, doc.Status.Repos, "each repo once, in one shape: no rows in the status section")
+	s := statusJSON{FormatVersion: doc.FormatVersion, Source: doc.Source}
+	require.NoError(t, json.Unmarshal(doc.Status.Summary, &s.Summary))
 	idx := map[string]int{}
-	for i, r := range s.Repos {
+	for i, r := range doc.Repos {
+		assert.NotEmpty(t, r.Action, r.Repo)
+		require.NotEmpty(t, r.Status, "%s has its status", r.Repo)
+		var row statusRow
+		require.NoError(t, json.Unmarshal(r.Status, &row))
+		row.Repo, row.Kind, row.Action = r.Repo, r.Kind, r.Action
+		s.Repos = append(s.Repos, row)
 		idx[r.Repo] = i
 	}
 	return s, idx
@@ -126,7 +143,7 @@ func TestStatusLocalForge(t *testing.T) {
 	code, out, errOut = cli(t, "status", "--control", ctl, "--forge", forge, "-o", "json")
 	require.Equal(t, exitBlocked, code, errOut)
 	s, idx := decodeStatus(t, out)
-	assert.Equal(t, 1, s.FormatVersion)
+	assert.Equal(t, report.FormatVersion, s.FormatVersion)
 	assert.Equal(t, rev, s.Source)
 	require.Len(t, s.Repos, 6)
 	eu := s.Repos[idx["acme/cluster-prod-eu-1"]]
@@ -201,7 +218,8 @@ func TestStatusBadInput(t *testing.T) {
 	}{
 		{[]string{"--repo", "cluster-nope"}, "--repo cluster-nope: no target repo of that name"},
 		{[]string{"--selector", "env in (prod"}, "--selector: selector \"env in (prod\""},
-		{[]string{"--format", "markdown"}, `--format "markdown": want text or json`},
+		{[]string{"--format", "markdown"}, `invalid argument "markdown" for "-o, --format" flag: want one of text, json`},
+		{[]string{"--interval", "0s"}, `invalid argument "0s" for "--interval" flag: want more than 0s`},
 		{[]string{"--group-by", "waves"}, "--group-by: group by \"waves\": want kind, wave or label:KEY"},
 	} {
 		code, out, errOut := cli(t, append([]string{"status", "--control", exampleControl, "--forge", forge}, tc.args...)...)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
-	"github.com/fleetbot-io/fleetbot/internal/manifest"
 	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
@@ -112,7 +111,3 @@ func reportProblems(problems []fanout.RepoProblem) []report.Problem {
 	}
 	return out
 }
-
-// ObjectCounts is the repo's rendered objects counted by kind, as one line ("3 Deployment,
-// 1 Namespace").
-func (d DesiredRepo) ObjectCounts() string { return manifest.FormatCounts(d.Objects) }

@@ -8,24 +8,11 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/manifest"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
-// DesiredRepo is the offline plan of one target repo.
-type DesiredRepo struct {
-	Repo      string            `json:"repo"`
-	Kind      fanout.Kind       `json:"kind"`
-	Name      string            `json:"name"`
-	Files     []string          `json:"files"`
-	Scaffolds []string          `json:"scaffolds"`
-	Objects   map[string]int    `json:"objects"`
-	Teams     map[string]string `json:"teams"`
-	Reviewers []string          `json:"reviewers"`
-	// Needs lists, per platform component of a cluster repo, the kinds
-	// (Kind.group) whose CRDs the cluster must already have: neither
-	// Kubernetes nor the component or what it depends on provides them (see
-	// manifest.NeedsFromCluster).
-	Needs map[string][]string `json:"needs,omitempty"`
-}
+// DesiredRepo is the offline plan of one target repo (report.DesiredRepo).
+type DesiredRepo = report.DesiredRepo
 
 // DesiredPlan is the plan without a forge: the desired state of every target repo.
 type DesiredPlan struct {
@@ -38,7 +25,7 @@ func BuildDesiredPlan(f *Fleet) (DesiredPlan, error) {
 	p := DesiredPlan{Source: f.Repo.Revision, Repos: []DesiredRepo{}}
 	for _, t := range f.Targets {
 		d := DesiredRepo{
-			Repo: t.FullName(), Kind: t.Kind, Name: t.Name,
+			Repo: t.FullName(), Kind: string(t.Kind), Name: t.Name,
 			Files: slices.Sorted(maps.Keys(t.Files)), Scaffolds: slices.Sorted(maps.Keys(t.Scaffolds)),
 			Teams: map[string]string{}, Reviewers: t.Reviewers,
 		}

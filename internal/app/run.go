@@ -56,6 +56,9 @@ type RunOptions struct {
 	Logger *slog.Logger
 	// Progress, when set, receives each target repo's row as it finishes.
 	Progress func(report.Repo)
+	// Step, when set, is told how far the run is (reconcile.Options.Step): the phase and done
+	// of total repos, for a progress display.
+	Step func(phase string, done, total int)
 	// BaselineFile, when set, makes an apply incremental: only the target repos whose desired
 	// state changed since the last converged run recorded there are planned, unless Full, or
 	// the last full run is older than FullEvery. Salt (the version) invalidates baselines of
@@ -69,7 +72,7 @@ type RunOptions struct {
 func (o RunOptions) reconcile() reconcile.Options {
 	opts := reconcile.Options{
 		AllowRemovals: o.AllowRemovals, AllowAccessRemovals: o.AllowAccessRemovals,
-		Concurrency: o.Concurrency, Source: o.Source, Logger: o.Logger,
+		Concurrency: o.Concurrency, Source: o.Source, Logger: o.Logger, Step: o.Step,
 	}
 	if o.Progress != nil {
 		opts.Progress = func(r reconcile.Result) { o.Progress(r.Row()) }

@@ -42,12 +42,14 @@ type StatusOptions struct {
 	// Now is the time the view is shown at (pull request ages).
 	Now    time.Time
 	Logger *slog.Logger
+	// Step, when set, is told how far the plan is (RunOptions.Step).
+	Step func(phase string, done, total int)
 }
 
 // Status plans every target repo of f (read-only; the cost of a no-op plan) and builds the
 // fleet at a glance from the plan.
 func (t *Targets) Status(ctx context.Context, f *Fleet, o StatusOptions) (*StatusView, error) {
-	rep, err := reconcile.Plan(ctx, t.forge, f.Repo, f.Targets, reconcile.Options{Only: o.Only, Logger: o.Logger})
+	rep, err := reconcile.Plan(ctx, t.forge, f.Repo, f.Targets, reconcile.Options{Only: o.Only, Logger: o.Logger, Step: o.Step})
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +58,13 @@ func (t *Targets) Status(ctx context.Context, f *Fleet, o StatusOptions) (*Statu
 		in.Entries = append(in.Entries, status.Entry{Result: r, Source: rep.Source, At: o.Now})
 	}
 	return status.Build(in, status.Options{GroupBy: o.GroupBy}).Filtered(status.Filter{Selector: o.Selector, Blocked: o.Blocked}), nil
+}
+
+// StatusFiles renders a status view as the /status pages, as files for a directory
+// (fleetbot status --html DIR): index.html and one page per repo, keyed by slash-separated path;
+// refresh > 0 makes each page reload itself that often.
+func StatusFiles(v *StatusView, refresh time.Duration) (map[string][]byte, error) {
+	return status.RenderStatic(v, status.StaticOptions{Refresh: refresh})
 }
 
 // StatusPagesConfig configures the /status pages of a service.

@@ -105,7 +105,7 @@ func New() *Metrics {
 		}, []string{"kind", "outcome"}),
 		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Subsystem: "reconcile", Name: "outcomes_total",
-			Help: "Target repo reconciles by outcome (the pr action: noop, open, update, close, create, remove, blocked; or failed, deferred, skipped: the same words as the plan and apply outputs). Per-repo detail is in the logs: a label per repo would be unbounded at thousands of repos.",
+			Help: "Target repo reconciles by outcome (the pr action: noop, cleanup, open, update, close, create, remove, blocked; or failed, deferred, skipped: the same words as the plan and apply outputs). Per-repo detail is in the logs: a label per repo would be unbounded at thousands of repos.",
 		}, []string{"outcome"}),
 	}
 	m.registry.MustRegister(
@@ -146,7 +146,7 @@ func EventLabel(event string) string {
 	case "", "none":
 		return "none"
 	case "push", "pull_request", "check_run", "check_suite", "installation", "installation_repositories",
-		"repository", "member", "membership", "team", "team_add", "branch_protection_rule", "ping":
+		"repository", "member", "membership", "team", "team_add", "branch_protection_rule", "status", "ping":
 		return event
 	}
 	return "other"

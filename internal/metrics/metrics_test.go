@@ -5,6 +5,8 @@ import (
 	"io"
 	"math"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 )
 
 func scrape(t *testing.T, m *Metrics) string {
@@ -142,4 +145,23 @@ func TestNoPerRepoLabels(t *testing.T) {
 func seriesCount(t *testing.T, m *Metrics) int {
 	t.Helper()
 	return len(regexp.MustCompile(`(?m)^fleetbot_`).FindAllString(scrape(t, m), -1))
+}
+
+// TestEventLabelCoversTheAppsEvents: every event the App subscribes to (app.yml's
+// default_events, the events serve acts on) is counted under its own name, not as "other" (a
+// Flux commit status on a cluster repo, the `status` event, was "other").
+func TestEventLabelCoversTheAppsEvents(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "app.yml"))
+	require.NoError(t, err)
+	var manifest struct {
+		DefaultEvents []string `json:"default_events"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &manifest))
+	require.NotEmpty(t, manifest.DefaultEvents, "app.yml lists no default_events")
+	for _, e := range append(manifest.DefaultEvents, "installation", "installation_repositories") {
+		assert.Equal(t, e, EventLabel(e), "event %s of app.yml", e)
+	}
+	m := New()
+	m.Delivery("status", OutcomeIgnored)
+	assert.Contains(t, scrape(t, m), `fleetbot_webhook_deliveries_total{event="status",outcome="ignored"} 1`)
 }

@@ -28,8 +28,14 @@ const (
 	// base).
 	ActionUpdate Action = "update"
 	// ActionNoop changes nothing: the repo, or its open PR, already carries
-	// the desired tree.
+	// the desired tree, and nothing is written.
 	ActionNoop Action = "noop"
+	// ActionCleanup leaves the content alone (the default branch already
+	// carries the desired tree) but tidies up after a pull request that is
+	// done: it deletes the bot branch of a merged or closed PR, and records a
+	// merge made outside the forge (the local forge's pulls.json). A run that
+	// writes is never called noop.
+	ActionCleanup Action = "cleanup"
 	// ActionBlocked leaves an open PR alone because someone else pushed to
 	// the bot branch.
 	ActionBlocked Action = "blocked"
@@ -42,14 +48,19 @@ const (
 )
 
 // Writes reports whether the action changes the target repo's content or
-// its PR.
+// its PR. Cleanup writes neither (a branch of a finished PR goes): it counts
+// as no change, for exit codes and changed-repo lists alike.
 func (a Action) Writes() bool {
 	switch a {
-	case ActionNoop, ActionBlocked:
+	case ActionNoop, ActionCleanup, ActionBlocked:
 		return false
 	}
 	return true
 }
+
+// InSync reports whether the action leaves the repo's content as it is because the default
+// branch or the open PR already carries the desired tree (noop, cleanup).
+func (a Action) InSync() bool { return a == ActionNoop || a == ActionCleanup }
 
 // File operations of a FileChange.
 const (
@@ -361,6 +372,9 @@ func decideWithoutPR(d *Decision, s *Snapshot, t *fanout.Target, branch string) 
 		if s.Bot != nil && s.PR != nil && s.PR.State != StateOpen && s.Bot.SHA == s.PR.HeadSHA {
 			d.DeleteBranch, d.PR = true, s.PR
 			d.Reason += fmt.Sprintf("; delete branch %s of %s PR #%d", branch, s.PR.State, s.PR.Number)
+		}
+		if d.DeleteBranch || d.RecordMerged {
+			d.Action = ActionCleanup
 		}
 		return
 	}

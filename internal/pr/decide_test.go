@@ -261,7 +261,7 @@ func TestDecide(t *testing.T) {
 				s.PR = &PullRequest{Number: 7, State: StateMerged, Inferred: true, HeadSHA: botSHA, Head: "fleetbot/sync", Base: "main"}
 				return s
 			},
-			want: want{action: ActionNoop, steps: []string{"recordMerged", "deleteBranch"}},
+			want: want{action: ActionCleanup, steps: []string{"recordMerged", "deleteBranch"}},
 		},
 		{
 			name: "after a merge, the next change opens a fresh PR",

@@ -12,6 +12,7 @@ package pr
 import (
 	"context"
 	"errors"
+	"sort"
 	"time"
 
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
@@ -132,9 +133,25 @@ type RolloutPR struct {
 
 // CommitStatus is one commit status (GitHub's StatusContext).
 type CommitStatus struct {
-	Context   string
-	State     string // StatusSuccess, StatusPending, StatusFailure or StatusError
-	CreatedAt time.Time
+	Context   string    `json:"context"`
+	State     string    `json:"state"` // StatusSuccess, StatusPending, StatusFailure or StatusError
+	CreatedAt time.Time `json:"createdAt,omitzero"`
+	// Description and TargetURL are what the poster said and linked (Flux: the failing
+	// object's message; a link when its Provider has one); for status views.
+	Description string `json:"description,omitempty"`
+	TargetURL   string `json:"targetUrl,omitempty"`
+}
+
+// Failing returns the statuses that fail (failure or error), sorted by context.
+func Failing(statuses []CommitStatus) []CommitStatus {
+	var out []CommitStatus
+	for _, s := range statuses {
+		if s.State == StatusFailure || s.State == StatusError {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Context < out[b].Context })
+	return out
 }
 
 // MergeRecorder is a forge that infers a merge done outside it (the local
@@ -213,6 +230,10 @@ type Commit struct {
 	// read them (StatusSuccess, ...; "" when the forge cannot tell): for
 	// status views, never for decisions, and never cached.
 	Status string `json:"-"`
+	// Failing are its failing commit statuses (Flux's failing Kustomization or
+	// HelmRelease, with its message and link), sorted by context: for status
+	// views, never for decisions, and never cached.
+	Failing []CommitStatus `json:"-"`
 }
 
 // Combined commit states of Commit.Status (GitHub's StatusState, lower case).

@@ -287,7 +287,8 @@ func TestRevertClosesPRAndDeletesBranch(t *testing.T) {
 
 // TestMergedByHandIsRecorded: a PR merged with plain git (the default branch moved to the bot
 // commit) is recorded merged on the next run, which then writes nothing else but the cleanup
-// of the merged branch.
+// of the merged branch: a run that writes is "cleanup", never "noop"; the run after writes
+// nothing and is noop.
 func TestMergedByHandIsRecorded(t *testing.T) {
 	ctx := context.Background()
 	f := newForge(t)
@@ -297,11 +298,15 @@ func TestMergedByHandIsRecorded(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, f.Forge.SetBranch(ctx, "acme", "cluster-a", "main", s.Bot.SHA, false))
 
-	d, _ := step(t, f, tg, opts, pr.ActionNoop)
+	d, _ := step(t, f, tg, opts, pr.ActionCleanup)
 	assert.True(t, d.RecordMerged)
+	assert.True(t, d.Writes())
+	assert.False(t, d.Action.Writes(), "cleanup writes neither content nor a pull request")
 	got := onlyPR(t, f)
 	assert.Equal(t, p.Number, got.Number)
 	assert.Equal(t, pr.StateMerged, got.State)
+	d, _ = step(t, f, tg, opts, pr.ActionNoop)
+	assert.False(t, d.Writes(), "noop writes nothing")
 }
 
 // TestRemovedTargetOpensRemovalPR: a cluster that left the control repo gets a PR removing
@@ -312,7 +317,7 @@ func TestRemovedTargetOpensRemovalPR(t *testing.T) {
 	tg := clusterTarget()
 	_, p := step(t, f, tg, opts, pr.ActionCreate)
 	require.NoError(t, f.Merge(ctx, "acme", "cluster-a", p.Number, local.MergeSquash))
-	step(t, f, tg, opts, pr.ActionNoop)
+	step(t, f, tg, opts, pr.ActionCleanup)
 
 	gone := clusterTarget()
 	gone.Removed = true

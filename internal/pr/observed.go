@@ -13,6 +13,9 @@ type Observed struct {
 	// one for the commit it applied); "" when the forge cannot tell.
 	Base       string `json:"base,omitempty"`
 	BaseStatus string `json:"baseStatus,omitempty"`
+	// BaseFailing are the failing commit statuses of the default-branch head: which
+	// Kustomization or HelmRelease fails, its message and link.
+	BaseFailing []CommitStatus `json:"baseFailing,omitempty"`
 	// Merged is the control-repo revision fleetbot's newest merged pull request carried, or
 	// the Fleetbot-Source trailer of the default-branch head; "" when unknown.
 	Merged string `json:"merged,omitempty"`
@@ -44,7 +47,7 @@ func observe(s *Snapshot, m marker) Observed {
 		return o
 	}
 	if s.Base != nil {
-		o.Base, o.BaseStatus = s.Base.SHA, s.Base.Status
+		o.Base, o.BaseStatus, o.BaseFailing = s.Base.SHA, s.Base.Status, s.Base.Failing
 		o.Merged = trailerSource(s.Base.Message)
 	}
 	if s.Merged != "" {

@@ -185,9 +185,11 @@ func noteProtection(f Forge, p *repoPlan) {
 // protectionWarning says which repo is not protected, what that leaves unenforced and what to
 // do about it.
 func protectionWarning(t *fanout.Target, reason string) string {
-	return fmt.Sprintf("branch protection of %s in %s is not enforced (GitHub: %q): pull requests, code-owner review, "+
+	// The repo is not named: the warning sits on its repo's entry, and the same text on every
+	// repo of a free organization folds into one line of the report.
+	return fmt.Sprintf("branch protection of %s is not enforced (GitHub: %q): pull requests, code-owner review, "+
 		"dismissal of stale reviews and the ban on force pushes and deletion are not required; every other managed "+
 		"setting is applied. To enforce it, make the repository public (visibility in platform.yaml) or move the "+
 		"organization %s to a paid GitHub plan (Team or Enterprise)",
-		t.DefaultBranch, t.FullName(), strings.TrimSpace(reason), t.Owner)
+		t.DefaultBranch, strings.TrimSpace(reason), t.Owner)
 }

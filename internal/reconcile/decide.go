@@ -75,8 +75,10 @@ func (e *decideEnv) prOptions(t *fanout.Target) pr.Options {
 func decideAll(ctx context.Context, f Forge, in runInput, sc *scoped) (repos, observers []*repoPlan) {
 	env := newDecideEnv(in, sc)
 	plans := make([]*repoPlan, len(sc.roles))
+	steps := newStepper(in.opts.Step, PhasePlan, len(plans))
 	each(ctx, len(plans), in.opts.Concurrency, func(i int) {
 		plans[i] = planRepo(ctx, f, sc.roles[i], env)
+		steps.step()
 	})
 	for i, p := range plans {
 		if p == nil {

@@ -18,6 +18,7 @@ import (
 func execute(ctx context.Context, f Forge, in runInput, pl *planned) {
 	env := &decideEnv{repo: in.repo, prOpts: prOptions(in.repo, in.opts)}
 	var mu, writes sync.Mutex
+	steps := newStepper(in.opts.Step, PhaseApply, len(pl.repos))
 	each(context.WithoutCancel(ctx), len(pl.repos), in.opts.Concurrency, func(i int) {
 		p := pl.repos[i]
 		log := in.opts.Logger.With("repo", p.target().FullName())
@@ -43,6 +44,7 @@ func execute(ctx context.Context, f Forge, in runInput, pl *planned) {
 			in.opts.Progress(p.res)
 			mu.Unlock()
 		}
+		steps.step()
 	})
 }
 

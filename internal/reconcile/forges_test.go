@@ -185,7 +185,7 @@ func TestLifecycleBothForges(t *testing.T) {
 			rep, err = apply(t, h.forge, fl, Options{})
 			require.NoError(t, err)
 			for _, r := range rep.Results {
-				assert.Equal(t, pr.ActionNoop, r.Action, r.Repo)
+				assert.Equal(t, pr.ActionCleanup, r.Action, r.Repo)
 			}
 			for _, repo := range all {
 				assert.Equal(t, pr.StateMerged, h.pulls(t, repo)[0].State, repo)

@@ -32,6 +32,46 @@ import (
 // DefaultConcurrency is how many repos are reconciled at once by default.
 const DefaultConcurrency = 4
 
+// Phases of a run, as Options.Step names them.
+const (
+	// PhaseRead reads the owner: its teams and repos (on GitHub, 100 repos a query).
+	PhaseRead = "read"
+	// PhasePlan observes and decides each repo of the run.
+	PhasePlan = "plan"
+	// PhaseApply executes the plan, repo by repo.
+	PhaseApply = "apply"
+)
+
+// stepper calls Options.Step from several workers, one call at a time; a nil stepper (no
+// Step) does nothing.
+type stepper struct {
+	mu    sync.Mutex
+	fn    func(phase string, done, total int)
+	phase string
+	done  int
+	total int
+}
+
+func newStepper(fn func(string, int, int), phase string, total int) *stepper {
+	if fn == nil {
+		return nil
+	}
+	s := &stepper{fn: fn, phase: phase, total: total}
+	fn(phase, 0, total)
+	return s
+}
+
+// step counts one repo done.
+func (s *stepper) step() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done++
+	s.fn(s.phase, s.done, s.total)
+}
+
 // Forge is what reconcile needs from a code host: the pr seam, discovery of
 // the repos fleetbot manages (to notice removed clusters and workspaces),
 // what the owner's org holds, and repo access settings.
@@ -88,6 +128,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Progress is called once per repo as it finishes, never concurrently.
 	Progress func(Result)
+	// Step, when set, is told how far the run is, for a progress display: the phase
+	// (PhaseRead, PhasePlan, PhaseApply) and done of total repos (total -1 while unknown). It
+	// is called when a phase starts (done 0) and once per repo, never concurrently.
+	Step func(phase string, done, total int)
 	// Now times the run (default time.Now).
 	Now func() time.Time
 	// Only restricts the run to these target repos (names without the

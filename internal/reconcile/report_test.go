@@ -48,7 +48,7 @@ func TestOneVocabularyInEveryOutput(t *testing.T) {
 		}
 	}
 	require.NoError(t, json.Unmarshal(js.Bytes(), &doc))
-	assert.Equal(t, 1, doc.FormatVersion)
+	assert.Equal(t, report.FormatVersion, doc.FormatVersion)
 
 	for i, res := range results {
 		w := want[i]

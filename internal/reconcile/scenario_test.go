@@ -73,7 +73,9 @@ func TestLifecycle(t *testing.T) {
 	rep, err = apply(t, f, fl, Options{})
 	require.NoError(t, err)
 	for _, r := range rep.Results {
-		assert.Equal(t, pr.ActionNoop, r.Action, r.Repo)
+		// The run records each merge and deletes the merged branch: it writes, so it is a
+		// cleanup, not a noop; it changes no content, so it counts as no change.
+		assert.Equal(t, pr.ActionCleanup, r.Action, r.Repo)
 		assert.False(t, r.Changed(), r.Repo)
 	}
 	assert.Equal(t, mains, mainRefs(t, f, all), "recognising merges never moves main")

@@ -66,6 +66,7 @@ func scope(ctx context.Context, f Forge, in runInput, started time.Time) (*scope
 		return nil, nil, err
 	}
 	fl := in.repo.Fleet()
+	newStepper(in.opts.Step, PhaseRead, -1)
 	org, managed, err := readOwner(ctx, f, fl.Owner, fl.DefaultBranch, fl.PRBranch, in.opts.Only)
 	if err != nil {
 		return nil, nil, err

@@ -225,7 +225,7 @@ func gateClusters(repos, observers []*repoPlan) []*repoPlan {
 // the reverse); p its newest pull request when found. It also returns the lists of waves a
 // merged pull request of this revision recorded.
 func observeRollout(d *pr.Decision, p pr.RolloutPR, found bool, source string) (rollout.Observed, []string) {
-	o := rollout.Observed{Changed: d == nil || (d.Action != pr.ActionNoop && d.Action != pr.ActionClose)}
+	o := rollout.Observed{Changed: d == nil || (!d.Action.InSync() && d.Action != pr.ActionClose)}
 	current := found && carriesRevision(p, d, source)
 	if !found || (p.State != pr.StateOpen && !current) {
 		return o, nil
@@ -267,7 +267,7 @@ func carriesRevision(p pr.RolloutPR, d *pr.Decision, source string) bool {
 	if p.Source == source {
 		return true
 	}
-	return p.State == pr.StateMerged && d != nil && d.Action == pr.ActionNoop && p.Tree != "" && p.Tree == d.Tree
+	return p.State == pr.StateMerged && d != nil && d.Action.InSync() && p.Tree != "" && p.Tree == d.Tree
 }
 
 // mergeByWave is how the pull request of each cluster of the revision's waves merges: as its

@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -25,7 +27,8 @@ func (r Repo) Line() string {
 			s += " (merged)"
 		}
 	}
-	if r.Files.Added+r.Files.Changed+r.Files.Removed > 0 {
+	if r.writesContent() && r.Files.Added+r.Files.Changed+r.Files.Removed > 0 {
+		// What this run writes: a noop's open PR already carries its files.
 		s += fmt.Sprintf(" (+%d ~%d -%d files)", r.Files.Added, r.Files.Changed, r.Files.Removed)
 	}
 	if r.Access != nil && r.Access.Changed {
@@ -50,12 +53,23 @@ func (r Repo) prCell() string {
 	return fmt.Sprintf("#%d", r.PR.Number)
 }
 
+// writesContent reports whether the run writes (a plan: would write) the repo's content or
+// pull request: not a noop, cleanup or blocked repo (an open pull request's files are not this
+// run's change), nor one that failed, was deferred or skipped.
+func (r Repo) writesContent() bool {
+	return r.Writes && r.Error == nil && r.Action != ActionDeferred && r.Action != ActionFailed && r.Skipped == ""
+}
+
+// filesCell counts the files this run writes; "-" when it writes none.
 func (r Repo) filesCell() string {
+	if !r.writesContent() {
+		return "-"
+	}
 	return fmt.Sprintf("+%d ~%d -%d", r.Files.Added, r.Files.Changed, r.Files.Removed)
 }
 
 func (r Repo) objectsCell() string {
-	if len(r.Objects) == 0 {
+	if len(r.Objects) == 0 || !r.writesContent() {
 		return "-"
 	}
 	var a, c, d int
@@ -121,29 +135,83 @@ func (r Repo) accessLines() []string {
 	return lines
 }
 
-// WriteText writes the summary table for a terminal.
-func (d *Document) WriteText(w io.Writer) error {
+// View says how much of a document the text and Markdown renderings show.
+type View struct {
+	// Detail lists every repo. Without it the table lists the repos the run changes or that
+	// need a look, and counts the quiet ones (noop and cleanup with nothing else to say) in one
+	// line: at a thousand repos, the table is the changes, not the fleet.
+	Detail bool
+}
+
+// Quiet reports whether a repo has nothing to say beyond its action word: nothing written but
+// housekeeping (noop, cleanup), no access change, no error, no CODEOWNERS problem. The compact
+// view counts such repos instead of listing them.
+func (r Repo) Quiet() bool {
+	return (r.Action == ActionNoop || r.Action == ActionCleanup) && !r.Changed && r.Error == nil && len(r.Codeowners) == 0
+}
+
+// listed returns the repos a view's table lists and how many it leaves out.
+func (d *Document) listed(v View) (rows []Repo, quiet int) {
+	if v.Detail {
+		return d.Repos, 0
+	}
+	for _, r := range d.Repos {
+		if r.Quiet() {
+			quiet++
+			continue
+		}
+		rows = append(rows, r)
+	}
+	return rows, quiet
+}
+
+// quietLine says how many repos the compact table left out, and how to see them.
+func (d *Document) quietLine(quiet int) string {
+	n := map[string]int{}
+	for _, r := range d.Repos {
+		if r.Quiet() {
+			n[r.Action]++
+		}
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(n)) {
+		parts = append(parts, fmt.Sprintf("%d %s", n[k], k))
+	}
+	return fmt.Sprintf("not listed: %d %s with nothing to do (%s); --detail lists every repo", quiet,
+		plural(quiet, "repo", "repos"), strings.Join(parts, ", "))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// WriteText writes the whole report for a terminal (every repo): WriteTextView with Detail.
+func (d *Document) WriteText(w io.Writer) error { return d.WriteTextView(w, View{Detail: true}) }
+
+// WriteTextView writes the report for a terminal: the table (the repos v lists), the access
+// lines, the warnings folded (each text once, with how many repos and which), the scope, a
+// refusal, and last the summary line, so the end of a long output says how it ended.
+func (d *Document) WriteTextView(w io.Writer, v View) error {
 	if len(d.Errors) > 0 {
 		return d.writeErrorsText(w)
 	}
-	if len(d.Repos) > 0 {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	var b strings.Builder
+	rows, quiet := d.listed(v)
+	if len(rows) > 0 {
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "REPO\tKIND\tACTION\tPR\tFILES\tOBJECTS\tDETAIL")
-		for _, r := range d.Repos {
+		for _, r := range rows {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Repo, r.Kind, r.Action, r.prCell(), r.filesCell(), r.objectsCell(), r.detail())
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "%d repos: %s", len(d.Repos), d.counts())
-	if d.Source != "" {
-		fmt.Fprintf(w, " (source %s)", ShortSHA12(d.Source))
-	}
-	fmt.Fprintln(w)
-	if d.Scope != "" {
-		fmt.Fprintf(w, "Scope: %s\n", d.Scope)
+	if quiet > 0 {
+		fmt.Fprintln(&b, d.quietLine(quiet))
 	}
 	first := true
 	for _, r := range d.Repos {
@@ -152,20 +220,42 @@ func (d *Document) WriteText(w io.Writer) error {
 			continue
 		}
 		if first {
-			fmt.Fprintln(w, "\nAccess:")
+			b.WriteString("\nAccess:\n")
 			first = false
 		}
-		fmt.Fprintf(w, "  %s\n", r.Repo)
+		fmt.Fprintf(&b, "  %s\n", r.Repo)
 		for _, l := range lines {
-			fmt.Fprintf(w, "    %s\n", l)
+			fmt.Fprintf(&b, "    %s\n", l)
 		}
+	}
+	if folded := FoldRepoWarnings(d.Repos); len(folded) > 0 {
+		b.WriteString("\nWarnings:\n")
+		for _, f := range folded {
+			fmt.Fprintf(&b, "  WARNING (%s): %s\n", f.Where(), f.Text)
+		}
+	}
+	if b.Len() > 0 {
+		b.WriteString("\n")
+	}
+	if d.Scope != "" {
+		fmt.Fprintf(&b, "Scope: %s\n", d.Scope)
 	}
 	if d.Refused != "" {
-		if _, err := fmt.Fprintf(w, "REFUSED: %s\n", d.Refused); err != nil {
-			return err
-		}
+		fmt.Fprintf(&b, "REFUSED: %s\n", d.Refused)
 	}
-	return nil
+	b.WriteString(d.SummaryLine())
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// SummaryLine is the report in one line: "6 repos: 1 open, 5 noop (source 0123456789ab)".
+func (d *Document) SummaryLine() string {
+	s := fmt.Sprintf("%d repos: %s", len(d.Repos), d.counts())
+	if d.Source != "" {
+		s += fmt.Sprintf(" (source %s)", ShortSHA12(d.Source))
+	}
+	return s
 }
 
 // writeErrorsText writes the control repo errors that stopped the run, one per line with its
@@ -185,8 +275,16 @@ func (d *Document) writeErrorsText(w io.Writer) error {
 	return err
 }
 
-// WriteMarkdown writes the summary for a pull-request comment or an Action step summary.
+// WriteMarkdown writes the whole report (every repo) for a pull-request comment or an Action
+// step summary: WriteMarkdownView with Detail.
 func (d *Document) WriteMarkdown(w io.Writer) error {
+	return d.WriteMarkdownView(w, View{Detail: true})
+}
+
+// WriteMarkdownView writes the report for a pull-request comment or an Action step summary:
+// the counts first (a comment's reader sees them without scrolling), the table of the repos v
+// lists, access lines, the warnings folded, and each written repo's files.
+func (d *Document) WriteMarkdownView(w io.Writer, v View) error {
 	var b strings.Builder
 	b.WriteString("### fleetbot")
 	if d.Source != "" {
@@ -211,10 +309,11 @@ func (d *Document) WriteMarkdown(w io.Writer) error {
 	if d.Refused != "" {
 		fmt.Fprintf(&b, "> [!CAUTION]\n> Refused: %s\n\n", mdEscape(d.Refused))
 	}
-	if len(d.Repos) > 0 {
+	rows, quiet := d.listed(v)
+	if len(rows) > 0 {
 		b.WriteString("| repo | kind | action | PR | files | objects | detail |\n|---|---|---|---|---|---|---|\n")
 	}
-	for _, r := range d.Repos {
+	for _, r := range rows {
 		act := r.Action
 		if r.Error != nil || r.Action == ActionDeferred {
 			act = "**" + act + "**"
@@ -222,6 +321,17 @@ func (d *Document) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s |\n", r.Repo, r.Kind, act, r.prCell(),
 			r.filesCell(), r.objectsCell(), mdEscape(r.detail()))
 	}
+	if quiet > 0 {
+		fmt.Fprintf(&b, "\n%s.\n", mdEscape(d.quietLine(quiet)))
+	}
+	d.writeMarkdownDetails(&b)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeMarkdownDetails writes what follows the table: the access lines per repo, the warnings
+// folded, and the files of each repo the run writes.
+func (d *Document) writeMarkdownDetails(b *strings.Builder) {
 	first := true
 	for _, r := range d.Repos {
 		lines := r.accessLines()
@@ -232,23 +342,27 @@ func (d *Document) WriteMarkdown(w io.Writer) error {
 			b.WriteString("\n#### Access\n\n")
 			first = false
 		}
-		fmt.Fprintf(&b, "- `%s`\n", r.Repo)
+		fmt.Fprintf(b, "- `%s`\n", r.Repo)
 		for _, l := range lines {
-			fmt.Fprintf(&b, "  - %s\n", mdEscape(l))
+			fmt.Fprintf(b, "  - %s\n", mdEscape(l))
+		}
+	}
+	if folded := FoldRepoWarnings(d.Repos); len(folded) > 0 {
+		b.WriteString("\n#### Warnings\n\n")
+		for _, f := range folded {
+			fmt.Fprintf(b, "- %s (%s)\n", mdEscape(f.Text), mdEscape(f.Where()))
 		}
 	}
 	for _, r := range d.Repos {
 		if len(r.Files.List) == 0 || !r.Writes {
 			continue
 		}
-		fmt.Fprintf(&b, "\n<details><summary><code>%s</code>: %d files</summary>\n\n", r.Repo, len(r.Files.List))
+		fmt.Fprintf(b, "\n<details><summary><code>%s</code>: %d files</summary>\n\n", r.Repo, len(r.Files.List))
 		for _, f := range r.Files.List {
-			fmt.Fprintf(&b, "- %s `%s`\n", f.Op, f.Path)
+			fmt.Fprintf(b, "- %s `%s`\n", f.Op, f.Path)
 		}
 		b.WriteString("\n</details>\n")
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // mdEscape keeps a cell of a Markdown table one cell: pipes escaped, newlines joined.

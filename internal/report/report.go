@@ -20,20 +20,42 @@ import (
 )
 
 // FormatVersion is the version of the JSON document. It changes only when a field changes
-// meaning or disappears; new fields may appear in the same version.
-const FormatVersion = 1
+// meaning or disappears; new fields may appear in the same version. Version 2: status lists
+// each repo once, in repos, with its status there (version 1 had the view's rows again in
+// status.repos).
+const FormatVersion = 2
 
 // Commands a Document reports on.
 const (
-	CommandPlan    = "plan"
-	CommandApply   = "apply"
-	CommandCheck   = "check"
-	CommandStatus  = "status"
-	CommandVersion = "version"
+	CommandValidate = "validate"
+	CommandPlan     = "plan"
+	CommandApply    = "apply"
+	CommandCheck    = "check"
+	CommandStatus   = "status"
+	CommandRollout  = "rollout"
+	CommandVersion  = "version"
 )
 
+// Commands lists every Command value, for the schema and the docs.
+var Commands = []string{CommandValidate, CommandPlan, CommandApply, CommandCheck, CommandStatus, CommandRollout, CommandVersion}
+
+// The pull-request actions of Repo.Action that say the content is left as it is.
+const (
+	// ActionNoop: the repo, or its open pull request, already carries the desired tree, and
+	// the run writes nothing.
+	ActionNoop = "noop"
+	// ActionCleanup: the default branch already carries the desired tree; the run only tidies
+	// up after a finished pull request (deletes its bot branch, records a merge done with plain
+	// git on the local forge). A run that writes anything is never called noop.
+	ActionCleanup = "cleanup"
+)
+
+// Actions lists every word of Repo.Action, in the order the docs list them.
+var Actions = []string{"create", "open", "update", ActionNoop, ActionCleanup, ActionBlocked, "close", "remove",
+	ActionDeferred, ActionFailed, ActionSkipped, ActionNone}
+
 // Actions of Repo.Action beyond the pull-request actions ("create", "open", "update", "noop",
-// "blocked", "close", "remove"): what happened instead of the planned action.
+// "cleanup", "blocked", "close", "remove"): what happened instead of the planned action.
 const (
 	ActionDeferred = "deferred"
 	ActionFailed   = "failed"
@@ -48,7 +70,8 @@ const (
 type Document struct {
 	// FormatVersion is FormatVersion; a reader checks it first.
 	FormatVersion int `json:"format_version"`
-	// Command is what produced the document: plan, apply, check, status or version.
+	// Command is what produced the document: validate, plan, apply, check, status, rollout
+	// (rollout status) or version.
 	Command string `json:"command"`
 	// Source is the control-repo commit the run rendered ("<sha>-dirty" for an uncommitted
 	// work tree; "" when unknown).
@@ -72,6 +95,11 @@ type Document struct {
 	// Errors are the problems of the run's input, each with file:line where known: control
 	// repo errors (nothing was planned or written), or what a check found.
 	Errors []Problem `json:"errors,omitempty"`
+	// Warnings are the control repo's findings that are valid but almost always a mistake (a
+	// component selector matching no cluster), each with file:line (validate).
+	Warnings []Problem `json:"warnings,omitempty"`
+	// Validated counts what a valid control repo renders (validate).
+	Validated *Validated `json:"validated,omitempty"`
 	// Checked lists what a check of a workspace or cluster repo rendered (its kustomization
 	// directories).
 	Checked []string `json:"checked,omitempty"`
@@ -79,12 +107,25 @@ type Document struct {
 	Review any `json:"review,omitempty"`
 	// Desired is an offline plan's desired state per target repo (plan without --forge): the
 	// files, objects per kind, access and reviewers fleetbot would propose.
-	Desired any `json:"desired,omitempty"`
+	Desired []DesiredRepo `json:"desired,omitempty"`
 	// Status is the fleet view of status (status.Fleet): per repo its state, revision, open
 	// pull request and what it waits on, Flux health and drift, with a summary and groups.
 	Status any `json:"status,omitempty"`
+	// Rollout is the rollout gate's verdict on the revision, wave by wave (rollout status,
+	// and a plan against a forge when the control repo declares waves).
+	Rollout *Rollout `json:"rollout,omitempty"`
 	// Build is the version of fleetbot (version).
 	Build *Build `json:"build,omitempty"`
+}
+
+// Validated counts the target repos and apps of a valid control repo.
+type Validated struct {
+	// Clusters, Workspaces and Management count the target repos per kind.
+	Clusters   int `json:"clusters"`
+	Workspaces int `json:"workspaces"`
+	Management int `json:"management"`
+	// Apps counts the catalog's apps.
+	Apps int `json:"apps"`
 }
 
 // Summary counts a document's repos.
@@ -107,12 +148,12 @@ type Summary struct {
 type Repo struct {
 	// Repo is "owner/name"; Name the cluster, workspace or control repo it renders.
 	Repo string `json:"repo"`
-	// Kind is cluster, workspace or control.
+	// Kind is cluster, workspace, management or control.
 	Kind string `json:"kind"`
 	Name string `json:"name,omitempty"`
 	// Action is the one word for the outcome, the same in every output: create, open,
-	// update, noop, blocked, close, remove, deferred, failed or skipped ("-" when the repo
-	// was never planned).
+	// update, noop, cleanup, blocked, close, remove, deferred, failed or skipped ("-" when the
+	// repo was never planned).
 	Action string `json:"action"`
 	// Outcome is what the result asks of whoever acts next: its class (done, deferred,
 	// retryable, needs-human or invalid-input), a machine reason (RateLimited,
@@ -139,7 +180,9 @@ type Repo struct {
 	Error *Problem `json:"error,omitempty"`
 	// PR is the pull request acted upon.
 	PR *PR `json:"pr,omitempty"`
-	// Files are the differences between the default branch and the desired tree.
+	// Files are the differences between the default branch and the desired tree: what the
+	// repo's pull request carries. Writes says whether this run writes them (a noop's open
+	// pull request carries them already); the text and Markdown tables show them only then.
 	Files Files `json:"files"`
 	// Objects counts Kubernetes object changes per kind (when a pull request is written).
 	Objects map[string]Counts `json:"objects,omitempty"`
@@ -154,6 +197,9 @@ type Repo struct {
 	// cluster: created, values changed (old → new), orphaned or destroyed (with its node
 	// pools and machines).
 	Provision []string `json:"provision,omitempty"`
+	// Status is where the repo stands (status only): its state, open pull request, Flux
+	// health and drift.
+	Status *RepoStatus `json:"status,omitempty"`
 }
 
 // PR is a pull request.

@@ -38,14 +38,20 @@ func generateSchema(t *testing.T) []byte {
 		v.Const = FormatVersion
 	}
 	if v, ok := s.Properties.Get("command"); ok {
-		v.Enum = []any{CommandPlan, CommandApply, CommandCheck, CommandStatus, CommandVersion}
+		v.Enum = make([]any, len(Commands))
+		for i, c := range Commands {
+			v.Enum[i] = c
+		}
 	}
 	if d, ok := s.Definitions["Repo"]; ok {
 		if v, ok := d.Properties.Get("kind"); ok {
-			v.Enum = []any{"cluster", "workspace", "control"}
+			v.Enum = []any{"cluster", "workspace", "management", "control"}
 		}
 		if v, ok := d.Properties.Get("action"); ok {
-			v.Enum = []any{"create", "open", "update", "noop", ActionBlocked, "close", "remove", ActionDeferred, ActionFailed, ActionSkipped, ActionNone}
+			v.Enum = make([]any, len(Actions))
+			for i, a := range Actions {
+				v.Enum[i] = a
+			}
 		}
 	}
 	if d, ok := s.Definitions["Outcome"]; ok {
@@ -109,7 +115,7 @@ func TestSchemaValidatesDocuments(t *testing.T) {
 	assert.NoError(t, valid(sample()))
 	for name, edit := range map[string]func(m map[string]any){
 		"no format_version":    func(m map[string]any) { delete(m, "format_version") },
-		"format_version 2":     func(m map[string]any) { m["format_version"] = 2 },
+		"format_version 1":     func(m map[string]any) { m["format_version"] = 1 },
 		"unknown command":      func(m map[string]any) { m["command"] = "destroy" },
 		"action outside words": func(m map[string]any) { m["repos"].([]any)[0].(map[string]any)["action"] = "no change" },
 		"class outside words": func(m map[string]any) {

@@ -67,8 +67,36 @@ func (r *Report) WriteText(w io.Writer) error {
 	if len(r.Personas) > 0 {
 		fmt.Fprintf(&b, "\npersonas affected: %s\n", strings.Join(r.Personas, "; "))
 	}
+	fmt.Fprintf(&b, "\n%s\n", r.SummaryLine())
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// SummaryLine says the review in one line, the last of its text: the verdict, the control repo
+// files changed (and how many the author's teams may not change alone), the target repos reached.
+func (r *Report) SummaryLine() string {
+	refused := 0
+	for _, f := range r.Files {
+		if !f.Allowed {
+			refused++
+		}
+	}
+	s := fmt.Sprintf("verdict %s: %d control repo %s changed", strings.ToUpper(r.Verdict), len(r.Files), plural(len(r.Files), "file", "files"))
+	if refused > 0 {
+		s += fmt.Sprintf(" (%d the author may not change alone)", refused)
+	}
+	s += fmt.Sprintf(", %d target %s reached", len(r.Targets), plural(len(r.Targets), "repo", "repos"))
+	if len(r.Issues) > 0 {
+		s += fmt.Sprintf(", %d problem(s) in the head", len(r.Issues))
+	}
+	return s
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // WriteMarkdown writes the report for a PR comment or a job summary.

@@ -98,6 +98,8 @@ func TestWorkspaceAdminEditsCluster(t *testing.T) {
 	assert.Contains(t, text.String(), "author's teams: none of the teams this change needs",
 		"the teams were given: known, not unknown")
 	assert.NotContains(t, text.String(), "(unknown)")
+	assert.True(t, strings.HasSuffix(text.String(), "\nverdict NEEDS PLATFORM ADMIN REVIEW: 1 control repo file changed (1 the author may not change alone), 1 target repo reached\n"),
+		"the summary line ends the text: %s", text.String())
 }
 
 func TestClusterAdminEditsOwnCluster(t *testing.T) {

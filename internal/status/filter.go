@@ -98,6 +98,7 @@ func (f *Fleet) Filtered(fl Filter) *Fleet {
 		}
 	}
 	out.Summary = summarize(out.Repos)
+	out.Summary.Line = withRun(f.Run, out.Summary.Line)
 	out.Groups = groups(out.Repos)
 	out.Waves = f.waves.bars(out.Repos, false)
 	return &out

@@ -74,6 +74,22 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	tpl, err := parseTemplates()
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{cfg: cfg, tpl: tpl, mux: http.NewServeMux()}
+	if len(cfg.Token) > 0 {
+		h.token = sha256.Sum256(cfg.Token)
+	}
+	h.mux.HandleFunc("GET /status", h.list)
+	h.mux.HandleFunc("GET /status/{$}", h.list)
+	h.mux.HandleFunc("GET /status/repo/{name}", h.detail)
+	return h, nil
+}
+
+// parseTemplates parses the pages' templates with their helper functions.
+func parseTemplates() (*template.Template, error) {
 	tpl, err := template.New("").Funcs(template.FuncMap{
 		"short":    report.ShortSHA,
 		"few":      few,
@@ -96,14 +112,38 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("status pages: parsing templates: %w", err)
 	}
-	h := &Handler{cfg: cfg, tpl: tpl, mux: http.NewServeMux()}
-	if len(cfg.Token) > 0 {
-		h.token = sha256.Sum256(cfg.Token)
-	}
-	h.mux.HandleFunc("GET /status", h.list)
-	h.mux.HandleFunc("GET /status/{$}", h.list)
-	h.mux.HandleFunc("GET /status/repo/{name}", h.detail)
-	return h, nil
+	return tpl, nil
+}
+
+// links are how a page links to the others: served (/status, /status/repo/NAME) or as static
+// files (index.html, repo/NAME.html), and whether and how often it reloads itself.
+type links struct {
+	// Static: files with relative links, no filter form, no sort links, no pager.
+	Static bool
+	// Home is the fleet page; a repo's page is RepoBase + name + RepoExt.
+	Home, RepoBase, RepoExt string
+	// Refresh is the reload interval in seconds (0: none); RefreshText says it in words.
+	Refresh     int
+	RefreshText string
+}
+
+// servedRefresh is how often a served page reloads itself.
+const servedRefresh = time.Minute
+
+func servedLinks() links {
+	return links{Home: "/status", RepoBase: "/status/repo/", Refresh: int(servedRefresh / time.Second), RefreshText: "minute"}
+}
+
+// legendEntry says what one colour means.
+type legendEntry struct{ Segment, Means string }
+
+// legend is the one legend of the page: every bar's segments, every badge's colour.
+var legend = []legendEntry{
+	{SegHealthy, "in sync, Flux reports it healthy"},
+	{SegDone, "in sync, no Flux verdict (or archived)"},
+	{SegOpen, "waits in fleetbot's pull request"},
+	{SegPending, "not written yet: the next apply, the write budget or its wave's turn"},
+	{SegHalted, "needs a human: Flux fails it, a human edited the bot branch, or it failed"},
 }
 
 // ServeHTTP checks the bearer token (in constant time), then serves the page.
@@ -130,11 +170,13 @@ var sortKeys = []string{"repo", "kind", "group", "state", "revision", "pr", "age
 
 // listPage is the model of /status.
 type listPage struct {
-	Fleet *Fleet // filtered
-	All   *Fleet
-	Rows  []*Repo
-	Bars  []bar
-	Waves []waveBar
+	Links  links
+	Legend []legendEntry
+	Fleet  *Fleet // filtered
+	All    *Fleet
+	Rows   []*Repo
+	Bars   []bar
+	Waves  []waveBar
 	// WavesDeclared: the bars are declared waves (otherwise one AllClusters bar).
 	WavesDeclared bool
 	Segments      []string
@@ -198,7 +240,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	}
 	q.Page, _ = strconv.Atoi(param(r, "page"))
 	all := Build(h.input(), Options{GroupBy: h.cfg.GroupBy, waves: &h.waves})
-	p := listPage{All: all, States: States, Segments: Segments, Q: q, WavesDeclared: all.waves.declared}
+	p := listPage{Links: servedLinks(), Legend: legend, All: all, States: States, Segments: Segments, Q: q, WavesDeclared: all.waves.declared}
 	fl := Filter{Group: q.Group, Wave: q.Wave, Text: q.Text}
 	if q.State != "" {
 		if slices.Contains(States, State(q.State)) {
@@ -360,6 +402,7 @@ func prAge(r *Repo) int64 {
 
 // detailPage is the model of /status/repo/{name}.
 type detailPage struct {
+	Links   links
 	Fleet   *Fleet
 	Repo    *Repo
 	Files   int
@@ -381,7 +424,12 @@ func (h *Handler) detail(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "fleetbot status: no target repo of that name", http.StatusNotFound)
 		return
 	}
-	p := detailPage{Fleet: f, Repo: row}
+	h.render(w, "detail.html", newDetailPage(f, row, servedLinks()))
+}
+
+// newDetailPage is the model of one repo's page.
+func newDetailPage(f *Fleet, row *Repo, l links) detailPage {
+	p := detailPage{Links: l, Fleet: f, Repo: row}
 	if res := row.Result(); res != nil {
 		p.Files = len(res.Files)
 		for _, k := range slices.Sorted(maps.Keys(res.Objects)) {
@@ -398,7 +446,7 @@ func (h *Handler) detail(w http.ResponseWriter, r *http.Request) {
 			p.Owners = append(p.Owners, e.String())
 		}
 	}
-	h.render(w, "detail.html", p)
+	return p
 }
 
 func (h *Handler) input() Input {

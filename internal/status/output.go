@@ -13,30 +13,45 @@ import (
 )
 
 // WriteJSON writes the view as fleetbot's one JSON report (internal/report): the document of
-// command "status", one entry per shown repo in "repos", and the view itself in "status".
+// command "status", one entry per shown repo in "repos" with where it stands in its status,
+// and the view's summary, groups and waves in "status".
 func (f *Fleet) WriteJSON(w io.Writer) error { return f.Document().WriteJSON(w) }
 
-// Document is the view as the report every command shares: its rows' results as the report's
-// repos (credentials in URLs scrubbed, as on the page), the view as the status section.
+// Document is the view as the report every command shares: each row once, as the report's
+// repo entry (its result, credentials in URLs scrubbed as on the page) with the row's status;
+// the view's summary, groups and waves as the status section.
 func (f *Fleet) Document() *report.Document {
 	rows := make([]report.Repo, 0, len(f.Repos))
 	for i := range f.Repos {
-		res := f.Repos[i].result
-		if res == nil {
-			continue
+		r := &f.Repos[i]
+		row := report.Repo{Repo: r.Repo, Kind: r.Kind, Name: r.Name, Action: report.ActionNone}
+		if res := r.result; res != nil {
+			row = res.Row()
 		}
-		row := res.Row()
 		row.Reason, row.Blocked, row.Deferred = scrub(row.Reason), scrub(row.Blocked), scrub(row.Deferred)
 		if row.Error != nil {
 			e := *row.Error
 			e.Message = scrub(e.Message)
 			row.Error = &e
 		}
+		row.Status = r.reportStatus()
 		rows = append(rows, row)
 	}
 	d := report.New(report.CommandStatus, f.Source, rows)
 	d.Status = f
 	return d
+}
+
+// reportStatus is the row as the report's RepoStatus.
+func (r *Repo) reportStatus() *report.RepoStatus {
+	s := &report.RepoStatus{State: string(r.State), Segment: r.Segment, Summary: r.Summary, Labels: r.Labels, Group: r.Group,
+		Wave: r.Wave, Provisions: r.Provisions, ProvisionedBy: r.ProvisionedBy, URL: r.URL, Revision: r.Revision, Merged: r.Merged,
+		WaitingOn: r.WaitingOn, Health: r.Health, Failing: r.Failing, Drift: r.Drift, CheckedAt: r.CheckedAt}
+	if p := r.PR; p != nil {
+		s.PR = &report.OpenPR{Number: p.Number, URL: p.URL, Opened: p.Opened, AgeSeconds: p.AgeSeconds, Source: p.Source,
+			Review: p.Review, Checks: p.Checks}
+	}
+	return s
 }
 
 // WriteText writes the view for a terminal: a table, one row per repo (a WAVE column when the
@@ -95,7 +110,7 @@ func (f *Fleet) WriteText(w io.Writer) error {
 	var notes []string
 	for i := range f.Repos {
 		r := &f.Repos[i]
-		if r.State == StateBlocked || r.State == StateFailed || r.State == StateDeferred {
+		if r.State == StateUnhealthy || r.State == StateBlocked || r.State == StateFailed || r.State == StateDeferred {
 			notes = append(notes, fmt.Sprintf("  %s: %s", r.Repo, r.Summary))
 		}
 	}

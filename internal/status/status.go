@@ -9,6 +9,7 @@ package status
 
 import (
 	"fmt"
+	"html/template"
 	"maps"
 	"regexp"
 	"slices"
@@ -30,6 +31,10 @@ type State string
 
 // States, from the most to the least urgent (the order of summaries and bars).
 const (
+	// StateUnhealthy: Flux reports the default branch failing (a failure or error commit
+	// status on its head): the cluster does not run what fleetbot merged. Failing names the
+	// Kustomization or HelmRelease, its message and link.
+	StateUnhealthy State = "unhealthy"
 	// StateFailed: the repo could not be read or written; Error says why.
 	StateFailed State = "failed"
 	// StateBlocked: the repo needs a human (report.ClassNeedsHuman): someone pushed to the bot
@@ -49,7 +54,7 @@ const (
 )
 
 // States lists every State in summary order.
-var States = []State{StateFailed, StateBlocked, StateDeferred, StatePending, StatePROpen, StateInSync, StateSkipped}
+var States = []State{StateUnhealthy, StateFailed, StateBlocked, StateDeferred, StatePending, StatePROpen, StateInSync, StateSkipped}
 
 // What an open pull request or a repo waits on (Repo.WaitingOn).
 const (
@@ -93,6 +98,49 @@ type Input struct {
 	// Rollout is the rollout gate's verdict for Source when the results come from a plan that
 	// evaluated it (fleetbot status); nil otherwise. It adds each wave's state to its bar.
 	Rollout *rollout.Status
+	// Run is an apply in progress (serve's first apply of a fleet takes minutes): the target
+	// repos it plans. A repo without a result yet still has a row (pending: not applied yet),
+	// and the view says how many of them the run has applied. Nil when none runs.
+	Run *Run
+}
+
+// Run is an apply in progress: the revision it applies, when it started and the target repos
+// it plans. A repo's entry of that revision from then on is the run's: applied.
+type Run struct {
+	Source  string
+	Started time.Time
+	Repos   []RunRepo
+}
+
+// RunRepo is one target repo an apply in progress plans.
+type RunRepo struct {
+	// Repo is "owner/name"; Kind cluster, workspace or management; Name the cluster,
+	// workspace or management cluster.
+	Repo string
+	Kind fanout.Kind
+	Name string
+}
+
+// RunProgress is how far an apply in progress is: "applied 120 of 1050".
+type RunProgress struct {
+	Source  string    `json:"source,omitempty"`
+	Started time.Time `json:"started,omitzero"`
+	// Total is how many target repos the run plans, Applied how many of them it applied.
+	Total   int `json:"total"`
+	Applied int `json:"applied"`
+}
+
+// Line says it in words: "applying 0123456: 120 of 1050 repos applied".
+func (p *RunProgress) Line() string {
+	return fmt.Sprintf("applying %s: %d of %d %s applied", report.ShortSHA(p.Source), p.Applied, p.Total, plural(p.Total, "repo", "repos"))
+}
+
+// SVG draws the run's progress as a bar: applied, then not yet.
+func (p *RunProgress) SVG() template.HTML {
+	return BarSVG(p.Line(), p.Total, []Segment{
+		{N: p.Applied, Class: "w-done", Title: fmt.Sprintf("%d applied", p.Applied)},
+		{N: p.Total - p.Applied, Class: "w-pending", Title: fmt.Sprintf("%d not applied yet", p.Total-p.Applied)},
+	})
 }
 
 // Options tune Build.
@@ -176,7 +224,11 @@ type Fleet struct {
 	// then RestWave (the clusters no wave matches); with no waves declared, one AllClusters
 	// bar. Cluster repos of the control repo only; none when the control repo is unknown.
 	Waves []Wave `json:"waves,omitempty"`
-	Repos []Repo `json:"repos"`
+	// Run is how far an apply in progress is (Input.Run); nil when none runs.
+	Run *RunProgress `json:"run,omitempty"`
+	// Repos are the rows. In JSON each is the status of its entry in the report's repos
+	// (report.RepoStatus): one entry per repo, in one shape.
+	Repos []Repo `json:"-"`
 
 	// waves remembers how Build assigned waves, so Filtered can count its rows alike.
 	waves waveIndex
@@ -199,6 +251,9 @@ type Group struct {
 	States map[State]int `json:"states"`
 	// Done is how many repos carry the desired state (in sync).
 	Done int `json:"done"`
+	// Segments counts the repos per segment (healthy, done, open, pending, halted): the
+	// bar is drawn from them, in the colours of the rollout's bars.
+	Segments map[string]int `json:"segments"`
 }
 
 // Repo is one row: a target repo.
@@ -232,6 +287,12 @@ type Repo struct {
 	// Health is the combined commit status of the default-branch head (Flux posts one for
 	// the commit it applied): success, pending, failure, error or unknown.
 	Health string `json:"health"`
+	// Failing are the head's failing commit statuses: which Kustomization or HelmRelease
+	// fails, Flux's message and its link.
+	Failing []report.HealthCheck `json:"failing,omitempty"`
+	// Segment is where the repo counts in a progress bar, and the colour of its badge
+	// (healthy, done, open, pending, halted): one meaning of each colour across the page.
+	Segment string `json:"segment"`
 	// Drift lists what differs from the desired state and no pull request carries.
 	Drift []string `json:"drift,omitempty"`
 	// Summary says it all in one line.
@@ -310,16 +371,67 @@ func Build(in Input, o Options) *Fleet {
 			r.Wave = f.waves.of[e.Name]
 		}
 		r.Group = o.GroupBy.Of(&r)
+		r.Segment = segmentOf(&r, f.waves.halt)
 		f.Repos = append(f.Repos, r)
 	}
+	f.Run = addRunRows(f, in, idx, o)
 	byRepo := func(a, b Repo) int { return strings.Compare(a.Repo, b.Repo) }
 	if !slices.IsSortedFunc(f.Repos, byRepo) { // serve's results come sorted
 		slices.SortStableFunc(f.Repos, byRepo)
 	}
 	f.Summary = summarize(f.Repos)
+	f.Summary.Line = withRun(f.Run, f.Summary.Line)
 	f.Groups = groups(f.Repos)
 	f.Waves = f.waves.bars(f.Repos, true)
 	return f
+}
+
+// notApplied is the summary of a repo an apply in progress has not reached yet.
+const notApplied = "not applied yet: the apply in progress reaches it"
+
+// addRunRows adds a row for each repo an apply in progress plans and no result covers yet
+// (pending: not applied yet), and counts the repos the run applied.
+func addRunRows(f *Fleet, in Input, idx controlIndex, o Options) *RunProgress {
+	run := in.Run
+	if run == nil {
+		return nil
+	}
+	p := &RunProgress{Source: run.Source, Started: run.Started, Total: len(run.Repos)}
+	entries := map[string]*Entry{}
+	for i := range in.Entries {
+		entries[strings.ToLower(in.Entries[i].Repo)] = &in.Entries[i]
+	}
+	for _, rr := range run.Repos {
+		e := entries[strings.ToLower(rr.Repo)]
+		if e != nil && e.Source == run.Source && !e.At.Before(run.Started) {
+			p.Applied++
+		}
+		if e != nil {
+			continue
+		}
+		r := Repo{Repo: rr.Repo, Name: rr.Name, Kind: string(rr.Kind), Revision: "", State: StatePending, WaitingOn: WaitApply,
+			Health: HealthUnknown, Summary: notApplied}
+		if in.RepoURL != nil {
+			r.URL = in.RepoURL(rr.Repo)
+		}
+		key := string(rr.Kind) + "/" + rr.Name
+		r.Labels, r.Provisions, r.ProvisionedBy = idx.labels[key], idx.provisions[key], idx.provisionedBy[key]
+		if rr.Kind == fanout.KindCluster && f.waves.declared {
+			r.Wave = f.waves.of[rr.Name]
+		}
+		r.Group = o.GroupBy.Of(&r)
+		r.Segment = segmentOf(&r, f.waves.halt)
+		f.Repos = append(f.Repos, r)
+	}
+	return p
+}
+
+// withRun starts a summary line with an apply in progress, if one runs.
+func withRun(p *RunProgress, line string) string {
+	if p == nil {
+		return line
+	}
+	return p.Line() + "; " + line
 }
 
 // controlIndex is what rows take from the control repo, by "kind/name".
@@ -372,9 +484,7 @@ func row(e *Entry, in Input) Repo {
 	if obs == nil {
 		obs = &pr.Observed{}
 	}
-	if obs.BaseStatus != "" {
-		r.Health = obs.BaseStatus
-	}
+	r.readHealth(obs)
 	r.Merged = obs.Merged
 	if p := obs.PR; p != nil {
 		r.PR = &PR{Number: p.Number, URL: p.URL, Opened: p.Opened, Source: p.Source, Review: p.Review, Checks: p.Checks}
@@ -409,7 +519,7 @@ func row(e *Entry, in Input) Repo {
 			}
 		}
 	}
-	if r.State == StateInSync && r.Merged == "" && res.Action == pr.ActionNoop && r.PR == nil {
+	if r.State == StateInSync && r.Merged == "" && res.Action.InSync() && r.PR == nil {
 		// The default branch matches this revision's render.
 		r.Merged = r.Revision
 	}
@@ -425,6 +535,7 @@ func row(e *Entry, in Input) Repo {
 	if r.State == StatePending {
 		r.WaitingOn = WaitApply
 	}
+	r.markUnhealthy()
 	r.Drift = drift(&res, e.Applied)
 	r.Summary = summaryLine(&r, &res)
 	return r
@@ -445,7 +556,7 @@ func scrub(s string) string {
 // plannedState is the state a plan's action shows: what would be written is pending.
 func plannedState(a pr.Action, openPR bool) State {
 	switch a {
-	case pr.ActionNoop:
+	case pr.ActionNoop, pr.ActionCleanup:
 		if openPR {
 			return StatePROpen
 		}
@@ -459,7 +570,7 @@ func plannedState(a pr.Action, openPR bool) State {
 // appliedState is the state an apply's action left the repo in.
 func appliedState(a pr.Action, openPR bool) State {
 	switch a {
-	case pr.ActionNoop:
+	case pr.ActionNoop, pr.ActionCleanup:
 		if openPR {
 			return StatePROpen
 		}
@@ -536,10 +647,66 @@ func drift(res *reconcile.Result, applied bool) []string {
 	return out
 }
 
+// readHealth reads a row's Flux health from what the forge observed of the default branch head:
+// its combined commit status and the failing statuses (messages and links scrubbed).
+func (r *Repo) readHealth(obs *pr.Observed) {
+	if obs.BaseStatus != "" {
+		r.Health = obs.BaseStatus
+	}
+	for _, c := range obs.BaseFailing {
+		r.Failing = append(r.Failing, report.HealthCheck{Context: c.Context, Object: report.FluxObject(c.Context), State: c.State,
+			Description: scrub(c.Description), URL: scrub(c.TargetURL)})
+	}
+}
+
+// markUnhealthy makes a row whose default branch Flux reports failing unhealthy: that comes
+// first, whatever fleetbot's pull request is doing. A row that failed, is blocked, deferred or
+// skipped keeps that state.
+func (r *Repo) markUnhealthy() {
+	if unhealthy(r.Health) && (r.State == StateInSync || r.State == StatePROpen || r.State == StatePending) {
+		r.State = StateUnhealthy
+	}
+}
+
+// unhealthy reports whether a combined commit status says Flux fails.
+func unhealthy(health string) bool { return health == pr.StatusFailure || health == pr.StatusError }
+
+// healthLine says what fails on the cluster: "Kustomization/platform-metallb: <Flux's
+// message>", and how many more.
+func healthLine(r *Repo) string {
+	if len(r.Failing) == 0 {
+		return "Flux " + r.Health + " (no failing status named)"
+	}
+	f := r.Failing[0]
+	s := "Flux " + f.State + ": " + f.What()
+	if f.Description != "" {
+		s += ": " + firstLine(f.Description)
+	}
+	if n := len(r.Failing) - 1; n > 0 {
+		s += fmt.Sprintf(" (and %d more)", n)
+	}
+	return s
+}
+
 // summaryLine is a row's one-line summary.
 func summaryLine(r *Repo, res *reconcile.Result) string {
 	var s string
 	switch r.State {
+	case StateUnhealthy:
+		s = healthLine(r)
+		if r.PR != nil {
+			s += fmt.Sprintf("; PR #%d", r.PR.Number)
+			if age := r.PR.Age(); age != "" {
+				s += " open " + age
+			}
+			if r.WaitingOn != "" {
+				s += ", waiting on " + r.WaitingOn
+			}
+		}
+		if len(r.Drift) > 0 {
+			s += "; drift: " + strings.Join(r.Drift, ", ")
+		}
+		return s
 	case StateFailed:
 		s = "failed: " + firstLine(r.Error)
 	case StateDeferred:
@@ -622,10 +789,7 @@ func summarize(repos []Repo) Summary {
 		}
 		parts = append(parts, p)
 	}
-	s.Line = fmt.Sprintf("%d repos", s.Total)
-	if s.Total == 1 {
-		s.Line = "1 repo"
-	}
+	s.Line = fmt.Sprintf("%d %s", s.Total, plural(s.Total, "repo", "repos"))
 	if len(parts) > 0 {
 		s.Line += ": " + strings.Join(parts, ", ")
 	}
@@ -656,11 +820,12 @@ func groups(repos []Repo) []Group {
 		r := &repos[i]
 		g := idx[r.Group]
 		if g == nil {
-			g = &Group{Name: r.Group, States: map[State]int{}}
+			g = &Group{Name: r.Group, States: map[State]int{}, Segments: map[string]int{}}
 			idx[r.Group] = g
 		}
 		g.Total++
 		g.States[r.State]++
+		g.Segments[r.Segment]++
 		if r.State == StateInSync {
 			g.Done++
 		}

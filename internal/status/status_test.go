@@ -51,9 +51,11 @@ func fleetInput() Input {
 	entries := []reconcile.Result{
 		// in sync, Flux healthy
 		res("a", pr.ActionNoop, &pr.Observed{Base: "b1", BaseStatus: pr.StatusSuccess, Merged: "feedface"}),
-		// open PR waiting on review
-		res("b", pr.ActionNoop, &pr.Observed{BaseStatus: pr.StatusFailure, PR: &pr.ObservedPR{Number: 7, URL: "https://github.example/acme/cluster-b/pull/7",
-			Source: source, Opened: opened, Review: pr.ReviewRequired, Checks: pr.StatusSuccess}}),
+		// open PR waiting on review, while Flux fails what the default branch carries
+		res("b", pr.ActionNoop, &pr.Observed{BaseStatus: pr.StatusFailure, BaseFailing: []pr.CommitStatus{{Context: "kustomization/platform-metallb/0c1d",
+			State: pr.StatusFailure, Description: "IPAddressPool/metallb-system/pool dry-run failed: no matches for kind\nmore", TargetURL: "https://flux.example/metallb"}},
+			PR: &pr.ObservedPR{Number: 7, URL: "https://github.example/acme/cluster-b/pull/7",
+				Source: source, Opened: opened, Review: pr.ReviewRequired, Checks: pr.StatusSuccess}}),
 		// open PR with failing checks
 		res("c", pr.ActionNoop, &pr.Observed{PR: &pr.ObservedPR{Number: 3, Opened: now.Add(-2 * time.Hour), Review: pr.ReviewApproved, Checks: pr.StatusFailure}}),
 		// blocked by a human commit
@@ -92,14 +94,21 @@ func TestBuildRowsPerState(t *testing.T) {
 	assert.Equal(t, map[string]string{"env": "prod"}, a.Labels)
 	assert.Equal(t, "https://github.example/acme/cluster-a", a.URL)
 
+	assert.Equal(t, SegHealthy, a.Segment)
+
+	// Flux's failure comes first: the badge says unhealthy (halted, red), whatever the pull
+	// request does, with the failing Kustomization, its message and link.
 	b := byName["b"]
-	assert.Equal(t, StatePROpen, b.State)
+	assert.Equal(t, StateUnhealthy, b.State)
+	assert.Equal(t, SegHalted, b.Segment)
 	require.NotNil(t, b.PR)
 	assert.Equal(t, 7, b.PR.Number)
 	assert.Equal(t, "2d", b.PR.Age(), "opened 50h before now")
 	assert.Equal(t, WaitReview, b.WaitingOn)
 	assert.Equal(t, "failure", b.Health)
-	assert.Equal(t, "PR #7 open 2d, waiting on review; Flux failure", b.Summary)
+	assert.Equal(t, []report.HealthCheck{{Context: "kustomization/platform-metallb/0c1d", Object: "Kustomization/platform-metallb", State: "failure",
+		Description: "IPAddressPool/metallb-system/pool dry-run failed: no matches for kind\nmore", URL: "https://flux.example/metallb"}}, b.Failing)
+	assert.Equal(t, "Flux failure: Kustomization/platform-metallb: IPAddressPool/metallb-system/pool dry-run failed: no matches for kind; PR #7 open 2d, waiting on review", b.Summary)
 
 	assert.Equal(t, WaitChecks, byName["c"].WaitingOn, "approved but its checks fail")
 	assert.Equal(t, "2h", byName["c"].PR.Age())
@@ -126,8 +135,8 @@ func TestBuildRowsPerState(t *testing.T) {
 
 	assert.True(t, f.Blocked())
 	assert.Equal(t, 7, f.Summary.Total)
-	assert.Equal(t, map[State]int{StateInSync: 1, StatePROpen: 2, StateBlocked: 1, StatePending: 1, StateFailed: 1, StateDeferred: 1}, f.Summary.States)
-	assert.Equal(t, "7 repos: 1 failed, 1 blocked, 1 deferred, 1 pending, 2 pr-open (waiting on 1 review, 1 checks), 1 in-sync; Flux health: 1 failure, 1 success, 5 unknown", f.Summary.Line)
+	assert.Equal(t, map[State]int{StateUnhealthy: 1, StateInSync: 1, StatePROpen: 1, StateBlocked: 1, StatePending: 1, StateFailed: 1, StateDeferred: 1}, f.Summary.States)
+	assert.Equal(t, "7 repos: 1 unhealthy, 1 failed, 1 blocked, 1 deferred, 1 pending, 1 pr-open (waiting on 1 checks), 1 in-sync; Flux health: 1 failure, 1 success, 5 unknown", f.Summary.Line)
 }
 
 func TestBuildAppliedResults(t *testing.T) {
@@ -202,15 +211,24 @@ func TestJSONIsVersioned(t *testing.T) {
 	assert.EqualValues(t, report.FormatVersion, top["format_version"])
 	assert.Equal(t, "status", top["command"])
 	assert.Equal(t, source, top["source"])
-	require.Len(t, top["repos"].([]any), 7, "the report's repos: one per row")
+	repos := top["repos"].([]any)
+	require.Len(t, repos, 7, "the report's repos: one per row")
 	doc := top["status"].(map[string]any)
-	repos := doc["repos"].([]any)
-	require.Len(t, repos, 7)
+	assert.NotContains(t, doc, "repos", "each repo once, in one shape: the view's rows are the entries' status")
+	assert.Contains(t, doc, "summary")
+	assert.Contains(t, doc, "groups")
 	b := repos[1].(map[string]any)
 	assert.Equal(t, "acme/cluster-b", b["repo"])
-	assert.Equal(t, "pr-open", b["state"])
-	assert.Equal(t, "review", b["waitingOn"])
-	assert.EqualValues(t, 50*3600, b["pr"].(map[string]any)["ageSeconds"])
+	assert.Equal(t, "noop", b["action"])
+	st := b["status"].(map[string]any)
+	assert.Equal(t, "unhealthy", st["state"])
+	assert.Equal(t, "halted", st["segment"])
+	assert.Equal(t, "review", st["waitingOn"])
+	assert.EqualValues(t, 50*3600, st["pr"].(map[string]any)["ageSeconds"])
+	assert.Equal(t, "Kustomization/platform-metallb", st["failing"].([]any)[0].(map[string]any)["object"])
+	d, err := report.Decode(buf.Bytes())
+	require.NoError(t, err, "the report reads it back")
+	assert.Equal(t, "unhealthy", d.Repos[1].Status.State)
 }
 
 func TestText(t *testing.T) {
@@ -219,11 +237,12 @@ func TestText(t *testing.T) {
 	out := buf.String()
 	assert.Contains(t, out, "fleetbot status of control revision 0123456")
 	assert.Regexp(t, `REPO\s+KIND\s+LABELS\s+STATE\s+REVISION\s+PR\s+AGE\s+WAITING ON\s+MERGED\s+HEALTH\s+DRIFT`, out, "every field of a row")
-	assert.Regexp(t, `acme/cluster-b\s+cluster\s+env=prod\s+pr-open\s+0123456\s+#7\s+2d\s+review\s+-\s+failure\s+-`, out)
+	assert.Regexp(t, `acme/cluster-b\s+cluster\s+env=prod\s+unhealthy\s+0123456\s+#7\s+2d\s+review\s+-\s+failure\s+-`, out)
 	assert.Regexp(t, `acme/cluster-a\s+cluster\s+env=prod\s+in-sync\s+0123456\s+-\s+-\s+-\s+feedfac\s+success`, out)
 	assert.Regexp(t, `acme/cluster-e\s+.*\s+pending\s+.*\s+apply\s+.*access \(2\)`, out)
-	assert.Contains(t, out, "Needs attention:\n  acme/cluster-d: blocked: commit 1234567")
-	assert.Contains(t, out, "\n7 repos: 1 failed, 1 blocked")
+	assert.Contains(t, out, "\n  acme/cluster-d: blocked: commit 1234567")
+	assert.Contains(t, out, "Needs attention:\n  acme/cluster-b: Flux failure: Kustomization/platform-metallb: IPAddressPool/metallb-system/pool dry-run failed")
+	assert.True(t, strings.HasSuffix(out, "\n7 repos: 1 unhealthy, 1 failed, 1 blocked, 1 deferred, 1 pending, 1 pr-open (waiting on 1 checks), 1 in-sync; Flux health: 1 failure, 1 success, 5 unknown\n"), "the summary ends it")
 }
 
 func newTestHandler(t testing.TB, in func() Input, cfg HandlerConfig) http.Handler {
@@ -273,12 +292,12 @@ func TestPageShowsFleet(t *testing.T) {
 	h := newTestHandler(t, fleetInput, HandlerConfig{InsecureNoAuth: true})
 	code, body, _ := get(t, h, "/status", "")
 	require.Equal(t, http.StatusOK, code)
-	assert.Contains(t, body, `id="summary">7 repos: 1 failed, 1 blocked`)
+	assert.Contains(t, body, `id="summary">7 repos: 1 unhealthy, 1 failed, 1 blocked`)
 	assert.Contains(t, body, `<a href="https://github.example/acme/cluster-b/pull/7">#7</a>`, "links to the PR")
 	assert.Contains(t, body, `href="https://github.example/acme/cluster-a"`, "links to the repo")
 	assert.Contains(t, body, `href="/status/repo/cluster-d"`, "links to the detail page")
 	assert.Contains(t, body, `<div class="bar" data-group="cluster">`)
-	assert.Contains(t, body, `<rect class="f-in-sync"`)
+	assert.Contains(t, body, `<rect class="w-healthy"`, "group bars are drawn in the colours of the wave bars")
 	assert.Contains(t, body, "1/6 in sync")
 	assert.Contains(t, body, `id="legend">`, "the bars' colours are explained")
 	assert.Contains(t, body, `<meta http-equiv="refresh" content="60">`, "the page reloads itself, filters kept")
@@ -419,4 +438,119 @@ func TestNoCredentialsShown(t *testing.T) {
 		assert.NotContains(t, out, secret, name)
 		assert.Contains(t, out, "REDACTED@github.example/acme/cluster-x.git: 403", name)
 	}
+}
+
+// runInput is the first apply of a fleet in progress: four target repos planned, one applied
+// so far (its result), none of the others reached yet.
+func runInput() Input {
+	in := Input{Source: source, Now: now, Control: &control.Repo{Clusters: []*control.Cluster{
+		cluster("a", map[string]string{"env": "prod"}), cluster("b", nil), cluster("c", nil)}}}
+	in.Run = &Run{Source: source, Started: now.Add(-time.Minute), Repos: []RunRepo{
+		{Repo: "acme/cluster-a", Kind: fanout.KindCluster, Name: "a"}, {Repo: "acme/cluster-b", Kind: fanout.KindCluster, Name: "b"},
+		{Repo: "acme/cluster-c", Kind: fanout.KindCluster, Name: "c"}, {Repo: "acme/workspace-ws", Kind: fanout.KindWorkspace, Name: "ws"},
+	}}
+	in.Entries = []Entry{{Result: reconcile.Result{Repo: "acme/cluster-a", Kind: fanout.KindCluster, Name: "a", Action: pr.ActionCreate, PR: 1,
+		Observed: &pr.Observed{}}, Source: source, At: now, Applied: true}}
+	return in
+}
+
+// TestRunProgress: while an apply runs, every repo it plans has a row (pending: not applied
+// yet), and the view says how many it applied: not "0 repos".
+func TestRunProgress(t *testing.T) {
+	f := Build(runInput(), Options{})
+	require.Len(t, f.Repos, 4, "a row per planned repo, applied or not")
+	require.NotNil(t, f.Run)
+	assert.Equal(t, RunProgress{Source: source, Started: now.Add(-time.Minute), Total: 4, Applied: 1}, *f.Run)
+	assert.Equal(t, "applying 0123456: 1 of 4 repos applied; 4 repos: 3 pending, 1 pr-open (waiting on 1 review); Flux health: 4 unknown", f.Summary.Line)
+	b := f.Find("cluster-b")
+	require.NotNil(t, b)
+	assert.Equal(t, StatePending, b.State)
+	assert.Equal(t, WaitApply, b.WaitingOn)
+	assert.Equal(t, "not applied yet: the apply in progress reaches it", b.Summary)
+	assert.Equal(t, SegPending, b.Segment)
+	assert.Equal(t, Wave{Name: AllClusters, Total: 3, Open: 1, Pending: 2}, f.Waves[0], "the rollout bar counts them too")
+
+	// An entry of an earlier revision is not this run's.
+	in := runInput()
+	in.Entries[0].Source = "feedface"
+	assert.Equal(t, 0, Build(in, Options{}).Run.Applied)
+
+	h := newTestHandler(t, runInput, HandlerConfig{InsecureNoAuth: true})
+	code, body, _ := get(t, h, "/status", "")
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `<section class="card run" id="run" data-total="4" data-applied="1">`)
+	assert.Contains(t, body, "Applying <code>0123456</code>: 1 of 4 repos applied")
+	assert.Contains(t, body, `aria-label="applying 0123456: 1 of 4 repos applied"`)
+	assert.NotContains(t, body, "No target repo matches")
+	assert.Contains(t, body, `data-repo="acme/cluster-c" data-state="pending"`)
+
+	var buf bytes.Buffer
+	require.NoError(t, f.WriteJSON(&buf))
+	var doc struct {
+		Status struct {
+			Run RunProgress `json:"run"`
+		} `json:"status"`
+	}
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &doc))
+	assert.Equal(t, 1, doc.Status.Run.Applied)
+}
+
+// TestFailingShown: a repo Flux fails is first on the page (sorted by state), red, with the
+// failing Kustomization and Flux's message in its row, a link to Flux's target URL (an http
+// one only), and its page lists every failing object with its message.
+func TestFailingShown(t *testing.T) {
+	in := func() Input {
+		i := fleetInput()
+		i.Entries[1].Observed.BaseFailing = append(i.Entries[1].Observed.BaseFailing, pr.CommitStatus{Context: "helmrelease/redis/0c1d",
+			State: pr.StatusError, Description: "install retries exhausted", TargetURL: "javascript:alert(1)"})
+		return i
+	}
+	h := newTestHandler(t, in, HandlerConfig{InsecureNoAuth: true})
+	_, body, _ := get(t, h, "/status", "")
+	rows := strings.Split(body, `<tr data-repo="`)
+	require.Greater(t, len(rows), 2)
+	assert.True(t, strings.HasPrefix(rows[1], `acme/cluster-b" data-state="unhealthy" data-segment="halted"`), "the health failure is first")
+	assert.Contains(t, rows[1], `<span class="state seg-halted" title="halted">unhealthy</span>`)
+	assert.Contains(t, rows[1], "Flux failure: Kustomization/platform-metallb: IPAddressPool/metallb-system/pool dry-run failed: no matches for kind (and 1 more)")
+	assert.Contains(t, rows[1], `<a class="flux-link" href="https://flux.example/metallb">Flux ↗</a>`)
+	assert.NotContains(t, body, "javascript:", "only http(s) links")
+
+	_, detail, _ := get(t, h, "/status/repo/cluster-b", "")
+	assert.Contains(t, detail, `<section class="card failing" id="failing">`)
+	assert.Contains(t, detail, "<b>Kustomization/platform-metallb</b>")
+	assert.Contains(t, detail, "<pre class=\"message\">IPAddressPool/metallb-system/pool dry-run failed: no matches for kind\nmore</pre>")
+	assert.Contains(t, detail, `<a href="https://flux.example/metallb">open Flux's link ↗</a>`)
+	assert.Contains(t, detail, "<b>HelmRelease/redis</b>")
+	assert.Contains(t, detail, "install retries exhausted")
+}
+
+// TestStaticPages: RenderStatic writes the same pages as files: every row on one page, most
+// urgent first, relative links, no form, no sort links, no script; a repo name that cannot be a
+// file name is refused.
+func TestStaticPages(t *testing.T) {
+	files, err := RenderStatic(Build(fleetInput(), Options{}), StaticOptions{})
+	require.NoError(t, err)
+	var names []string
+	for n := range files {
+		names = append(names, n)
+	}
+	assert.ElementsMatch(t, []string{"index.html", "repo/cluster-a.html", "repo/cluster-b.html", "repo/cluster-c.html", "repo/cluster-d.html",
+		"repo/cluster-e.html", "repo/cluster-f.html", "repo/workspace-ws.html"}, names)
+	index := string(files["index.html"])
+	assert.Less(t, strings.Index(index, `data-repo="acme/cluster-b"`), strings.Index(index, `data-repo="acme/cluster-f"`), "unhealthy first, then failed")
+	assert.Contains(t, index, `<a href="repo/cluster-b.html">acme/cluster-b</a>`)
+	for _, absent := range []string{`href="/status`, "<form", "<script", `http-equiv="refresh"`, `id="pager"`} {
+		assert.NotContains(t, index, absent)
+	}
+	assert.Contains(t, index, `<meta http-equiv="Content-Security-Policy"`, "the same policy as served, in the page")
+	assert.Contains(t, string(files["repo/cluster-b.html"]), `<a href="../index.html">← fleet status</a>`)
+
+	files, err = RenderStatic(Build(fleetInput(), Options{}), StaticOptions{Refresh: 30 * time.Second})
+	require.NoError(t, err)
+	assert.Contains(t, string(files["index.html"]), `<meta http-equiv="refresh" content="30">`)
+
+	evil := fleetInput()
+	evil.Entries[0].Repo = "acme/../../etc/passwd"
+	_, err = RenderStatic(Build(evil, Options{}), StaticOptions{})
+	assert.ErrorContains(t, err, "cannot name a file")
 }

@@ -52,12 +52,13 @@ func (w *Wave) SVG() template.HTML {
 	return BarSVG(w.Label(), w.Total, segs)
 }
 
-// SVG draws the group's bar: its repos per state (classes f-in-sync, f-pr-open, ...).
+// SVG draws the group's bar: its repos per segment, in the classes and colours of the wave
+// bars (w-healthy, w-done, ...): a colour means the same in every bar of the page.
 func (g *Group) SVG() template.HTML {
-	segs := make([]Segment, 0, len(States))
-	for _, st := range States {
-		n := g.States[st]
-		segs = append(segs, Segment{N: n, Class: "f-" + string(st), Title: fmt.Sprintf("%d %s", n, st)})
+	segs := make([]Segment, 0, len(Segments))
+	for _, seg := range Segments {
+		n := g.Segments[seg]
+		segs = append(segs, Segment{N: n, Class: "w-" + seg, Title: fmt.Sprintf("%d %s", n, seg)})
 	}
 	return BarSVG(fmt.Sprintf("%s: %d of %d in sync", g.Name, g.Done, g.Total), g.Total, segs)
 }

@@ -101,7 +101,7 @@ func plural(n int, one, many string) string {
 func segmentOf(r *Repo, halt string) string {
 	failing := r.Health == pr.StatusFailure || r.Health == pr.StatusError
 	switch {
-	case r.State == StateFailed, r.State == StateBlocked, halt != "" && r.Name == halt,
+	case r.State == StateUnhealthy, r.State == StateFailed, r.State == StateBlocked, halt != "" && r.Name == halt && r.Kind == string(fanout.KindCluster),
 		r.State == StateInSync && failing:
 		return SegHalted
 	case r.State == StateInSync && r.Health == pr.StatusSuccess:
@@ -221,7 +221,7 @@ func (x *waveIndex) bars(repos []Repo, keepEmpty bool) []Wave {
 		}
 		w := &out[pos[name]]
 		w.Total++
-		switch segmentOf(r, x.halt) {
+		switch r.Segment {
 		case SegHealthy:
 			w.Healthy++
 		case SegDone:

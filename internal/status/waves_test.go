@@ -21,6 +21,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 	"github.com/fleetbot-io/fleetbot/internal/rollout"
 )
 
@@ -130,13 +131,14 @@ func TestWavesViewModel(t *testing.T) {
 	var doc struct {
 		Status struct {
 			Waves []Wave `json:"waves"`
-			Repos []Repo `json:"repos"`
 		} `json:"status"`
+		Repos []report.Repo `json:"repos"`
 	}
 	require.NoError(t, json.Unmarshal(buf.Bytes(), &doc))
 	require.Len(t, doc.Status.Waves, 4)
 	assert.Equal(t, Wave{Name: "canary", Total: 3, Healthy: 1, Open: 1, Halted: 1}, doc.Status.Waves[0])
-	assert.Equal(t, "canary", doc.Status.Repos[0].Wave)
+	require.NotNil(t, doc.Repos[0].Status)
+	assert.Equal(t, "canary", doc.Repos[0].Status.Wave)
 
 	// Text: a WAVE column, and the rollout per wave.
 	buf.Reset()
@@ -150,12 +152,12 @@ func TestWavesViewModel(t *testing.T) {
 func TestWavesNoneDeclared(t *testing.T) {
 	f := Build(fleetInput(), Options{})
 	require.Len(t, f.Waves, 1, "no waves declared: one bar for every cluster")
-	assert.Equal(t, Wave{Name: AllClusters, Total: 6, Healthy: 1, Open: 2, Pending: 1, Halted: 2}, f.Waves[0],
-		"a healthy, b and c open, d blocked and f failed halted, e pending; the workspace is in no wave")
+	assert.Equal(t, Wave{Name: AllClusters, Total: 6, Healthy: 1, Open: 1, Pending: 1, Halted: 3}, f.Waves[0],
+		"a healthy, c open, b unhealthy, d blocked and f failed halted, e pending; the workspace is in no wave")
 	for _, r := range f.Repos {
 		assert.Empty(t, r.Wave, "%s: no wave column without waves", r.Repo)
 	}
-	assert.Equal(t, "all clusters: 6 clusters: 1 healthy, 0 done, 2 open, 1 pending, 2 halted", f.Waves[0].Label())
+	assert.Equal(t, "all clusters: 6 clusters: 1 healthy, 0 done, 1 open, 1 pending, 3 halted", f.Waves[0].Label())
 	assert.Len(t, f.Filtered(Filter{Wave: AllClusters}).Repos, 6, "the one bar's link selects every cluster")
 	var buf bytes.Buffer
 	require.NoError(t, f.WriteText(&buf))
@@ -228,7 +230,8 @@ func TestWaveSVG(t *testing.T) {
 	assert.Equal(t, "wave "+evil+": 1 cluster: 0 healthy, 0 done, 0 open, 1 pending, 0 halted", d.AriaLabel)
 	assert.NotContains(t, string((&Wave{Name: evil}).SVG()), "<script>")
 
-	// Group bars are drawn the same way, per state.
+	// Group bars are drawn the same way, with the same segments and classes: a colour means
+	// one thing across the page.
 	f := Build(fleetInput(), Options{})
 	gd := parseSVG(t, f.Groups[0].SVG())
 	assert.Equal(t, "cluster: 1 of 6 in sync", gd.AriaLabel)
@@ -238,9 +241,9 @@ func TestWaveSVG(t *testing.T) {
 		classes = append(classes, r.Class)
 		sum += r.Width
 	}
-	assert.Equal(t, []string{"f-failed", "f-blocked", "f-pending", "f-pr-open", "f-in-sync"}, classes)
+	assert.Equal(t, []string{"w-healthy", "w-open", "w-pending", "w-halted"}, classes)
 	assert.InDelta(t, 100, sum, 0.01)
-	assert.InDelta(t, 200.0/6, gd.Rects[3].Width, 0.001, "2 of 6 open")
+	assert.InDelta(t, 300.0/6, gd.Rects[3].Width, 0.001, "3 of 6 halted: unhealthy, blocked, failed")
 }
 
 func TestPageShowsWaves(t *testing.T) {
@@ -300,7 +303,8 @@ func TestManagementRepos(t *testing.T) {
 	assert.Equal(t, StateInSync, idle.State)
 	assert.Equal(t, "acme/mgmt-hub", f.Find("cluster-r1").ProvisionedBy)
 	assert.Empty(t, f.Find("cluster-c1").ProvisionedBy)
-	assert.Equal(t, 4, f.Summary.States[StateInSync], "c1, c2 (Flux failing), p1 and mgmt-idle are in sync")
+	assert.Equal(t, 3, f.Summary.States[StateInSync], "c1, p1 and mgmt-idle are in sync")
+	assert.Equal(t, 1, f.Summary.States[StateUnhealthy], "c2 carries the desired state, and Flux fails it")
 	kinds := map[string]int{}
 	for _, g := range f.Groups {
 		kinds[g.Name] = g.Total
@@ -321,25 +325,22 @@ func TestManagementRepos(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, f.WriteJSON(&buf))
 	var doc struct {
-		Repos  []map[string]any `json:"repos"`
-		Status struct {
-			Repos []Repo `json:"repos"`
-		} `json:"status"`
+		Repos []report.Repo `json:"repos"`
 	}
 	require.NoError(t, json.Unmarshal(buf.Bytes(), &doc))
 	var found bool
-	for _, r := range doc.Status.Repos {
+	for _, r := range doc.Repos {
 		if r.Repo == "acme/mgmt-hub" {
 			found = true
 			assert.Equal(t, "management", r.Kind)
-			assert.Equal(t, []string{"r1", "r2"}, r.Provisions)
+			assert.Equal(t, []string{"r1", "r2"}, r.Status.Provisions)
 		}
 		if r.Repo == "acme/cluster-r2" {
-			assert.Equal(t, "acme/mgmt-hub", r.ProvisionedBy)
+			assert.Equal(t, "acme/mgmt-hub", r.Status.ProvisionedBy)
 		}
 	}
-	assert.True(t, found, "the management repo is in the JSON view")
-	assert.Len(t, doc.Repos, 10, "and in the report's repos")
+	assert.True(t, found, "the management repo is in the report's repos, with its status")
+	assert.Len(t, doc.Repos, 10)
 	buf.Reset()
 	require.NoError(t, f.WriteText(&buf))
 	out := buf.String()
@@ -350,7 +351,7 @@ func TestManagementRepos(t *testing.T) {
 	// links to its management repo.
 	h := newTestHandler(t, wavesInput, HandlerConfig{InsecureNoAuth: true})
 	_, body, _ := get(t, h, "/status?group=management", "")
-	assert.Regexp(t, `data-repo="acme/mgmt-hub"[\s\S]*?<td>management</td>[\s\S]*?provisions 2: r1, r2`, body)
+	assert.Regexp(t, `data-repo="acme/mgmt-hub"[\s\S]*?<td data-label="kind">management</td>[\s\S]*?provisions 2: r1, r2`, body)
 	_, body, _ = get(t, h, "/status/repo/mgmt-hub", "")
 	assert.Contains(t, body, `<dd id="provisions">r1, r2</dd>`)
 	_, body, _ = get(t, h, "/status/repo/cluster-r1", "")

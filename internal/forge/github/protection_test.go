@@ -28,16 +28,21 @@ func TestFreePlanProtectionUnavailable(t *testing.T) {
 			assert.NoError(t, r.Err, "%s: %s is not failed", run, r.Repo)
 			require.Len(t, r.Warnings, 1, "%s: %s: one warning", run, r.Repo)
 			w := r.Warnings[0]
-			for _, want := range []string{r.Repo, "not enforced", "code-owner review", "make the repository public", "paid GitHub plan",
+			for _, want := range []string{"not enforced", "code-owner review", "make the repository public", "paid GitHub plan",
 				"Upgrade to GitHub Pro"} {
 				assert.Contains(t, w, want, "%s: %s", run, r.Repo)
 			}
 			assert.Contains(t, r.Line(), "WARNING: ", run)
+			assert.True(t, strings.HasPrefix(r.Line(), r.Repo+": "), "%s: the line names the repo", run)
 			assert.NotEmpty(t, e.srv.TeamPermissions("acme", name), "%s: %s: the teams are granted all the same", run, r.Repo)
 			assert.False(t, e.srv.Protected("acme", name, "main"), run)
 		}
 	}
 	check("new repos")
+	// Every repo has the same warning: the text report says it once, naming the repos.
+	var text strings.Builder
+	require.NoError(t, e.apply(t, e.forge(t, false)).WriteText(&text))
+	assert.Equal(t, 1, strings.Count(text.String(), "is not enforced"), text.String())
 	e.srv.ResetLog()
 	check("next run")
 	for _, r := range e.srv.Requests() {

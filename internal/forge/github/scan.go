@@ -30,10 +30,12 @@ const scanPRs = 3
 // the default and bot branches, the newest pull request from the bot branch), plus what a status
 // view shows at no extra request: the combined status of both heads (Flux posts one on the
 // commit it applied; the bot head's is the pull request's checks) and the pull request's age and
-// review decision. None of these are connections, so they add nothing to the query's cost.
+// review decision, and the default branch head's commit statuses (Flux's, per Kustomization or
+// HelmRelease: a failing one's message and link). None of these are connections, so they add
+// nothing to the query's cost.
 var repoFields = `name isArchived description autoMergeAllowed
       repositoryTopics(first: 20) { nodes { topic { name } } }
-      base: ref(qualifiedName: $base) { target { oid ... on Commit { statusCheckRollup { state } } } }
+      base: ref(qualifiedName: $base) { target { oid ... on Commit { statusCheckRollup { state } status { contexts { context state description targetUrl } } } } }
       bot: ref(qualifiedName: $bot) { target { oid ... on Commit { statusCheckRollup { state } } } }
       pullRequests(headRefName: $botName, baseRefName: $baseName, first: ` + strconv.Itoa(scanPRs) + `, orderBy: {field: CREATED_AT, direction: DESC}, states: [OPEN, CLOSED, MERGED]) {
         nodes { number state title body url headRefName baseRefName headRefOid isCrossRepository createdAt reviewDecision }
@@ -55,7 +57,36 @@ type scanRef struct {
 		StatusCheckRollup *struct {
 			State string `json:"state"`
 		} `json:"statusCheckRollup"`
+		// Status is the commit's statuses, the newest of each context (the base head only).
+		Status *struct {
+			Contexts []struct {
+				Context     string  `json:"context"`
+				State       string  `json:"state"`
+				Description *string `json:"description"`
+				TargetURL   *string `json:"targetUrl"`
+			} `json:"contexts"`
+		} `json:"status"`
 	} `json:"target"`
+}
+
+// failing is the head's failing commit statuses, in pr's words.
+func (r *scanRef) failing() []pr.CommitStatus {
+	if r == nil || r.Target.Status == nil {
+		return nil
+	}
+	var all []pr.CommitStatus
+	for _, c := range r.Target.Status.Contexts {
+		all = append(all, pr.CommitStatus{Context: c.Context, State: strings.ToLower(c.State),
+			Description: deref(c.Description), TargetURL: deref(c.TargetURL)})
+	}
+	return pr.Failing(all)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // status is the head's combined status in pr's words ("" when it has none).
@@ -119,6 +150,7 @@ type headHint struct {
 	// For status views only (never cached): the heads' combined statuses, the review decision
 	// of pr, and the source of the newest merged pull request seen.
 	baseStatus, botStatus, review, merged string
+	baseFailing                           []pr.CommitStatus
 }
 
 // decorate adds the status-view facts of the scan to a snapshot of the same heads.
@@ -128,7 +160,7 @@ func (h *headHint) decorate(s *pr.Snapshot) {
 		return
 	}
 	if s.Base != nil && s.Base.SHA == h.base {
-		s.Base.Status = h.baseStatus
+		s.Base.Status, s.Base.Failing = h.baseStatus, h.baseFailing
 	}
 	if s.Bot != nil && s.Bot.SHA == h.bot {
 		s.Bot.Status = h.botStatus
@@ -197,6 +229,7 @@ func (f *Forge) hint(owner string, r scanRepo, defaultBranch, botBranch string, 
 		h.bot = r.Bot.Target.OID
 	}
 	h.baseStatus, h.botStatus = r.Base.status(), r.Bot.status()
+	h.baseFailing = r.Base.failing()
 	h.prKnown = true
 	for _, p := range r.PullRequests.Nodes {
 		if p.IsCrossRepository {

@@ -190,3 +190,33 @@ func TestScanOverTheGraphQLBudget(t *testing.T) {
 	require.ErrorAs(t, err, &rl)
 	assert.True(t, rl.Reset.After(time.Now()), "the budget resets within the hour: %v", rl.Reset)
 }
+
+// TestScanReadsFailingHealth: the scan carries, for status views, the default branch head's
+// failing commit statuses (Flux's failing Kustomization, its message and link) into the next
+// snapshot, at no request of their own; a success stays out.
+func TestScanReadsFailingHealth(t *testing.T) {
+	t.Parallel()
+	srv := githubtest.NewServer(t)
+	srv.CreateOrg("acme")
+	ctx := context.Background()
+	srv.CreateRepo("acme", "cluster-a", nil)
+	head := srv.Commit("acme", "cluster-a", "main", "init", map[string]string{"README.md": "x"})
+	api := srv.Client()
+	for _, st := range []*gh.RepoStatus{
+		{Context: gh.String("kustomization/flux-system/0c1d"), State: gh.String("success"), Description: gh.String("Applied revision: main@sha1:" + head)},
+		{Context: gh.String("kustomization/platform-metallb/0c1d"), State: gh.String("failure"),
+			Description: gh.String("IPAddressPool/metallb-system/pool dry-run failed: no matches for kind"), TargetURL: gh.String("https://flux.example.com/metallb")},
+	} {
+		_, _, err := api.Repositories.CreateStatus(ctx, "acme", "cluster-a", head, st)
+		require.NoError(t, err)
+	}
+	f := ghforge.NewForge(newTokenClient(t, srv), ghforge.ForgeOptions{})
+	_, _, err := f.Scan(ctx, "acme", "main", "fleetbot/sync", nil)
+	require.NoError(t, err)
+	srv.ResetLog()
+	s, err := f.Snapshot(ctx, "acme", "cluster-a", "main", "fleetbot/sync")
+	require.NoError(t, err)
+	assert.Equal(t, "failure", s.Base.Status)
+	assert.Equal(t, []pr.CommitStatus{{Context: "kustomization/platform-metallb/0c1d", State: "failure",
+		Description: "IPAddressPool/metallb-system/pool dry-run failed: no matches for kind", TargetURL: "https://flux.example.com/metallb"}}, s.Base.Failing)
+}

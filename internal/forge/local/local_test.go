@@ -323,3 +323,38 @@ func TestConcurrentCommits(t *testing.T) {
 		assert.Equal(t, strings.Repeat(r, 3)+"\n", string(out), "repo %s", r)
 	}
 }
+
+// TestSnapshotHealth: the default branch head's commit statuses (statuses.json, as Flux posts
+// them on GitHub) give its combined health and the failing contexts with their message and
+// link, for status views; none is unknown, and a corrupt file leaves it unknown.
+func TestSnapshotHealth(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	f := open(t, dir)
+	head := seed(t, f, map[string]string{"README.md": "hi\n"})
+	s, err := f.Snapshot(ctx, "acme", "r", "main", "fleetbot/sync")
+	require.NoError(t, err)
+	assert.Empty(t, s.Base.Status, "no status: unknown")
+
+	require.NoError(t, f.SetStatus("acme", "r", head.SHA, "kustomization/flux-system/abc", pr.StatusSuccess))
+	require.NoError(t, f.PostStatus("acme", "r", head.SHA, pr.CommitStatus{Context: "kustomization/platform-metallb/abc", State: pr.StatusFailure,
+		Description: "IPAddressPool/metallb-system/pool dry-run failed: no matches for kind", TargetURL: "https://grafana.example.com/d/flux"}))
+	require.NoError(t, f.SetStatus("acme", "r", "0000000000000000000000000000000000000000", "kustomization/apps/abc", pr.StatusError))
+	s, err = f.Snapshot(ctx, "acme", "r", "main", "fleetbot/sync")
+	require.NoError(t, err)
+	assert.Equal(t, pr.StatusFailure, s.Base.Status)
+	assert.Equal(t, []pr.CommitStatus{{Context: "kustomization/platform-metallb/abc", State: pr.StatusFailure, CreatedAt: fixedClock()(),
+		Description: "IPAddressPool/metallb-system/pool dry-run failed: no matches for kind", TargetURL: "https://grafana.example.com/d/flux"}},
+		s.Base.Failing, "the head's failing statuses only")
+
+	require.NoError(t, f.SetStatus("acme", "r", head.SHA, "kustomization/platform-metallb/abc", pr.StatusSuccess))
+	s, err = f.Snapshot(ctx, "acme", "r", "main", "fleetbot/sync")
+	require.NoError(t, err)
+	assert.Equal(t, pr.StatusSuccess, s.Base.Status, "the newest status of each context counts")
+	assert.Empty(t, s.Base.Failing)
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "acme", "r.statuses.json"), []byte("{not json"), 0o644))
+	s, err = f.Snapshot(ctx, "acme", "r", "main", "fleetbot/sync")
+	require.NoError(t, err, "health is for views: a corrupt file fails no snapshot")
+	assert.Empty(t, s.Base.Status)
+}

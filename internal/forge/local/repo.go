@@ -150,6 +150,7 @@ func (f *Forge) Snapshot(ctx context.Context, owner, repo, defaultBranch, botBra
 		if snap.Files, err = listing(s, base.TreeHash); err != nil {
 			return nil, fmt.Errorf("repo %s: %w", p.full, err)
 		}
+		readHealth(p.statuses, snap.Base)
 	}
 	bot, err := resolveBranch(s, botBranch)
 	if err != nil {
@@ -486,3 +487,15 @@ func (f *Forge) Capabilities() pr.Capabilities {
 }
 
 var _ pr.Forge = (*Forge)(nil)
+
+// readHealth sets a default-branch head's health, for status views only, from the statuses
+// posted on it (statuses.json). A corrupt file leaves it unknown here; the rollout, which
+// decides on it, reports the file.
+func readHealth(statuses string, head *pr.Commit) {
+	all, err := readStatuses(statuses)
+	if err != nil {
+		return
+	}
+	newest := newestStatuses(all, head.SHA)
+	head.Status, head.Failing = combined(newest), pr.Failing(newest)
+}

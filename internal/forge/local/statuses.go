@@ -17,6 +17,10 @@ type status struct {
 	Context   string    `json:"context"`
 	State     string    `json:"state"`
 	CreatedAt time.Time `json:"createdAt"`
+	// Description and TargetURL are GitHub's description and target_url: what the poster
+	// says (Flux: the object's message) and links.
+	Description string `json:"description,omitempty"`
+	TargetURL   string `json:"targetUrl,omitempty"`
 }
 
 // ErrCorruptStatuses is returned when a statuses.json file cannot be decoded. The file is left
@@ -34,6 +38,12 @@ func readStatuses(name string) ([]status, error) {
 // POST /repos/{owner}/{repo}/statuses/{sha} does: for tests and demos standing in for Flux.
 // state is success, pending, failure or error.
 func (f *Forge) SetStatus(owner, repo, sha, context, state string) error {
+	return f.PostStatus(owner, repo, sha, pr.CommitStatus{Context: context, State: state})
+}
+
+// PostStatus posts a commit status with its description and target URL (SetStatus).
+func (f *Forge) PostStatus(owner, repo, sha string, st pr.CommitStatus) error {
+	context, state := st.Context, st.State
 	switch state {
 	case pr.StatusSuccess, pr.StatusPending, pr.StatusFailure, pr.StatusError:
 	default:
@@ -52,7 +62,8 @@ func (f *Forge) SetStatus(owner, repo, sha, context, state string) error {
 	if err != nil {
 		return err
 	}
-	all = append(all, status{SHA: sha, Context: context, State: state, CreatedAt: f.opts.Now().UTC()})
+	all = append(all, status{SHA: sha, Context: context, State: state, CreatedAt: f.opts.Now().UTC(),
+		Description: st.Description, TargetURL: st.TargetURL})
 	b, err := encodeJSON(all)
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", p.statuses, err)
@@ -117,8 +128,38 @@ func newestStatuses(all []status, sha string) []pr.CommitStatus {
 			continue
 		}
 		seen[s.Context] = true
-		out = append(out, pr.CommitStatus{Context: s.Context, State: s.State, CreatedAt: s.CreatedAt})
+		out = append(out, pr.CommitStatus{Context: s.Context, State: s.State, CreatedAt: s.CreatedAt,
+			Description: s.Description, TargetURL: s.TargetURL})
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Context < out[b].Context })
 	return out
+}
+
+// combined is the combined state of a commit's statuses, as GitHub's combined status and
+// StatusCheckRollup.state say it: failure when one failed, error when one errored, pending
+// while one is pending, else success; "" when the commit has none.
+func combined(statuses []pr.CommitStatus) string {
+	if len(statuses) == 0 {
+		return ""
+	}
+	var failed, errored, pending bool
+	for _, s := range statuses {
+		switch s.State {
+		case pr.StatusFailure:
+			failed = true
+		case pr.StatusError:
+			errored = true
+		case pr.StatusPending:
+			pending = true
+		}
+	}
+	switch {
+	case failed:
+		return pr.StatusFailure
+	case errored:
+		return pr.StatusError
+	case pending:
+		return pr.StatusPending
+	}
+	return pr.StatusSuccess
 }

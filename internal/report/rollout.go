@@ -1,0 +1,157 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Rollout states of Rollout.State.
+const (
+	RolloutInProgress = "in progress"
+	RolloutHalted     = "halted"
+	RolloutDone       = "done"
+	RolloutPaused     = "paused"
+)
+
+// Rollout is the rollout gate's verdict on one control-repo revision: each wave's state and
+// counts, the clusters that may have a pull request now and those held, a halt or a pause.
+type Rollout struct {
+	// Revision is the control-repo revision rolled out.
+	Revision string `json:"revision,omitempty"`
+	// State is the rollout's: in progress, halted, done or paused.
+	State string `json:"state"`
+	// Lists names the lists of waves the revision's waves come from (spec.rollout.waves, a
+	// component's own), in precedence order.
+	Lists []string      `json:"lists,omitempty"`
+	Waves []RolloutWave `json:"waves"`
+	// Admitted are the changed clusters that may have a pull request for the revision now.
+	Admitted []string `json:"admitted,omitempty"`
+	// Held are the changed clusters that must not get a new pull request yet, with why.
+	Held []HeldCluster `json:"held,omitempty"`
+	// Halted says why the rollout stopped.
+	Halted *RolloutHalt `json:"halted,omitempty"`
+	// PauseNote is the reason of a pause (rollout/paused).
+	PauseNote string `json:"pauseNote,omitempty"`
+	// NextCheck is the earliest time the verdict can change by time alone (a soak ending, a
+	// health timeout).
+	NextCheck time.Time `json:"nextCheck,omitzero"`
+}
+
+// RolloutWave is one wave of a rollout.
+type RolloutWave struct {
+	Name string `json:"name"`
+	// State is done, soaking, active, waiting, halted or paused.
+	State string `json:"state"`
+	// Total clusters, Changed by the revision, and of those Merged and Healthy.
+	Total   int `json:"total"`
+	Changed int `json:"changed"`
+	Merged  int `json:"merged"`
+	Healthy int `json:"healthy"`
+	// SoakUntil is when the wave's soak ends (soaking).
+	SoakUntil time.Time `json:"soakUntil,omitzero"`
+}
+
+// HeldCluster is a cluster whose pull request the rollout holds, and why.
+type HeldCluster struct {
+	Cluster string `json:"cluster"`
+	Reason  string `json:"reason"`
+}
+
+// RolloutHalt says where and why a rollout stopped.
+type RolloutHalt struct {
+	Wave    string `json:"wave"`
+	Cluster string `json:"cluster"`
+	Reason  string `json:"reason"`
+}
+
+// fleetWaves is the name of the fleet's own list of waves (control.FleetWaves).
+const fleetWaves = "spec.rollout.waves"
+
+// pausedFile is the control repo's pause file (control.PausedFile).
+const pausedFile = "rollout/paused"
+
+// WriteText writes the verdict for a terminal: the state, a pause, the lists of waves, a table
+// of the waves, a halt, the clusters admitted and held, and when time alone changes it.
+func (r *Rollout) WriteText(w io.Writer) error {
+	var b strings.Builder
+	rev := r.Revision
+	if rev == "" {
+		rev = "working tree (not a git checkout)"
+	}
+	fmt.Fprintf(&b, "rollout of %s: %s\n", rev, r.State)
+	if r.State == RolloutPaused {
+		note := ""
+		if r.PauseNote != "" {
+			note = ": " + r.PauseNote
+		}
+		fmt.Fprintf(&b, "paused (%s)%s: no new wave starts and fleetbot merges nothing; fleetbot rollout resume continues it\n", pausedFile, note)
+	}
+	if len(r.Lists) > 1 || (len(r.Lists) == 1 && r.Lists[0] != fleetWaves) {
+		fmt.Fprintf(&b, "waves of: %s\n", strings.Join(r.Lists, ", then "))
+	}
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  WAVE\tSTATE\tCLUSTERS\tCHANGED\tMERGED\tHEALTHY\tSOAK UNTIL")
+	for _, ws := range r.Waves {
+		soak := "-"
+		if !ws.SoakUntil.IsZero() {
+			soak = ws.SoakUntil.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\t%s\n", ws.Name, ws.State, ws.Total, ws.Changed, ws.Merged, ws.Healthy, soak)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if h := r.Halted; h != nil {
+		fmt.Fprintf(&b, "halted in wave %s on cluster %s: %s\n", h.Wave, h.Cluster, h.Reason)
+	}
+	if len(r.Admitted) > 0 {
+		fmt.Fprintf(&b, "may have a pull request now: %s\n", strings.Join(r.Admitted, ", "))
+	}
+	if len(r.Held) > 0 {
+		b.WriteString("held:\n")
+		for _, h := range r.Held {
+			fmt.Fprintf(&b, "  %s: %s\n", h.Cluster, h.Reason)
+		}
+	}
+	if !r.NextCheck.IsZero() {
+		fmt.Fprintf(&b, "next change by time alone: %s\n", r.NextCheck.UTC().Format(time.RFC3339))
+	}
+	b.WriteString(r.SummaryLine())
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// SummaryLine says the verdict in one line: "rollout in progress: 3 waves: 1 done, 1 active,
+// 1 waiting; 2 clusters held".
+func (r *Rollout) SummaryLine() string {
+	n := map[string]int{}
+	var order []string
+	for _, w := range r.Waves {
+		if n[w.State] == 0 {
+			order = append(order, w.State)
+		}
+		n[w.State]++
+	}
+	parts := make([]string, len(order))
+	for i, st := range order {
+		parts[i] = fmt.Sprintf("%d %s", n[st], st)
+	}
+	s := fmt.Sprintf("rollout %s: %d %s", r.State, len(r.Waves), plural(len(r.Waves), "wave", "waves"))
+	if len(parts) > 0 {
+		s += ": " + strings.Join(parts, ", ")
+	}
+	if len(r.Held) > 0 {
+		s += fmt.Sprintf("; %d %s held", len(r.Held), plural(len(r.Held), "cluster", "clusters"))
+	}
+	return s
+}
+
+// SortHeld sorts Held by cluster, the order every output lists them in.
+func (r *Rollout) SortHeld() {
+	slices.SortFunc(r.Held, func(a, b HeldCluster) int { return strings.Compare(a.Cluster, b.Cluster) })
+}
