@@ -298,6 +298,12 @@ func rolloutRuleWarnings(r *Repo) Issues {
 		is.Add(src.At("spec.rollout.health.url"), "use https: the signature proves who sent an event, but over http anyone on the way can read it",
 			"health url %s is not https", spec.Rollout.Health.URL)
 	}
+	return append(is, recordWarnings(r, declared)...)
+}
+
+// recordWarnings lists the rollout records that name no declared wave or no cluster.
+func recordWarnings(r *Repo, declared map[string]bool) Issues {
+	var is Issues
 	for _, rec := range r.Approvals {
 		if !declared[rec.Name] {
 			is.Add(rec.Source.At(""), "remove the file: it approves nothing", "%s approves wave %s, which is not declared", rec.Source.File, rec.Name)
