@@ -416,3 +416,15 @@ func allLimits(a, b []intstr.IntOrString) []intstr.IntOrString {
 	}
 	return append(slices.Clone(a), b...)
 }
+
+// HealthDelivery is spec.rollout.health with its default: the github provider.
+func (r *Repo) HealthDelivery() HealthSpec {
+	var h HealthSpec
+	if r != nil && r.Platform != nil {
+		h = r.Platform.Spec.Rollout.Health
+	}
+	if h.Provider == "" {
+		h.Provider = HealthGitHub
+	}
+	return h
+}
