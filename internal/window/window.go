@@ -81,13 +81,7 @@ func (s Schedule) NextOpen(t time.Time) (time.Time, bool) {
 	if s.Open(t) {
 		return t, true
 	}
-	// The open set can only begin where an allow window opens or a deny window closes.
-	return s.first(t, func(w Window, iv interval) time.Time {
-		if w.Deny {
-			return iv.to
-		}
-		return iv.from
-	}, true)
+	return s.first(t, true)
 }
 
 // NextClose returns, for an open t, the first instant after t that is not open (in t's
@@ -96,30 +90,42 @@ func (s Schedule) NextClose(t time.Time) (time.Time, bool) {
 	if !s.Open(t) {
 		return time.Time{}, false
 	}
-	// The open set can only end where an allow window closes or a deny window opens.
-	return s.first(t, func(w Window, iv interval) time.Time {
-		if w.Deny {
-			return iv.from
-		}
-		return iv.to
-	}, false)
+	return s.first(t, false)
 }
 
-// first returns the earliest boundary after t (edge picks it from each occurrence of each
-// window within Horizon) at which Open equals open.
-func (s Schedule) first(t time.Time, edge func(Window, interval) time.Time, open bool) (time.Time, bool) {
-	var edges []time.Time
+// edge is where an occurrence of a window begins (+1) or ends (-1).
+type edge struct {
+	at    time.Time
+	deny  bool
+	delta int
+}
+
+// first returns the earliest instant after t, within Horizon, at which Open equals open. It
+// sweeps the windows' occurrences once in time order, counting the allow and deny windows
+// in force: the open state can only change where an occurrence begins or ends.
+func (s Schedule) first(t time.Time, open bool) (time.Time, bool) {
+	var edges []edge
+	anyAllow := false
 	for _, w := range s {
+		anyAllow = anyAllow || !w.Deny
 		for _, iv := range w.occurrences(t.Add(-w.Duration), t.Add(Horizon)) {
-			if e := edge(w, iv); e.After(t) {
-				edges = append(edges, e)
-			}
+			edges = append(edges, edge{iv.from, w.Deny, 1}, edge{iv.to, w.Deny, -1})
 		}
 	}
-	slices.SortFunc(edges, func(a, b time.Time) int { return a.Compare(b) })
-	for _, e := range edges {
-		if s.Open(e) == open {
-			return e.In(t.Location()), true
+	slices.SortFunc(edges, func(a, b edge) int { return a.at.Compare(b.at) })
+	allows, denies := 0, 0
+	horizon := t.Add(Horizon) // past it the occurrences that follow are not counted
+	for i := 0; i < len(edges) && !edges[i].at.After(horizon); {
+		at := edges[i].at
+		for ; i < len(edges) && edges[i].at.Equal(at); i++ { // every edge of one instant
+			if edges[i].deny {
+				denies += edges[i].delta
+			} else {
+				allows += edges[i].delta
+			}
+		}
+		if at.After(t) && ((allows > 0 || !anyAllow) && denies == 0) == open {
+			return at.In(t.Location()), true
 		}
 	}
 	return time.Time{}, false
