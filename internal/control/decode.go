@@ -501,7 +501,7 @@ func typeName(goType string) string {
 		return "a list"
 	case goType == "control.Values" || strings.HasPrefix(goType, "map["):
 		return "a mapping"
-	case goType == "control.intOrPercent":
+	case goType == "control.CountOrPercent":
 		return "a count or a percentage"
 	}
 	return "an object"
@@ -537,7 +537,7 @@ func yamlMessage(err error) string {
 }
 
 // platformDoc mirrors Platform for decoding: yaml cannot decode
-// intstr.IntOrString, so the count-or-percent fields use intOrPercent. The
+// intstr.IntOrString, so the count-or-percent fields use CountOrPercent. The
 // yaml tags must stay those of PlatformSpec and AccessSpec (a test checks).
 type platformDoc struct {
 	TypeMeta `yaml:",inline"`
@@ -553,7 +553,7 @@ type platformSpecDoc struct {
 	PullRequests  PullRequestSpec `yaml:"pullRequests,omitempty"`
 	Flux          FluxSpec        `yaml:"flux,omitempty"`
 	Access        accessSpecDoc   `yaml:"access,omitempty"`
-	MaxRemovals   *intOrPercent   `yaml:"maxRemovals,omitempty"`
+	MaxRemovals   *CountOrPercent `yaml:"maxRemovals,omitempty"`
 	Components    []Component     `yaml:"components,omitempty"`
 
 	ManagementClusters []ManagementCluster `yaml:"managementClusters,omitempty"`
@@ -564,33 +564,46 @@ type platformSpecDoc struct {
 }
 
 type accessSpecDoc struct {
-	Mode              string        `yaml:"mode,omitempty"`
-	MaxAccessRemovals *intOrPercent `yaml:"maxAccessRemovals,omitempty"`
+	Mode              string          `yaml:"mode,omitempty"`
+	MaxAccessRemovals *CountOrPercent `yaml:"maxAccessRemovals,omitempty"`
 }
 
-// intOrPercent decodes a YAML integer as an int and anything else as a
-// string ("10%"); validation checks the string form.
-type intOrPercent intstr.IntOrString
+// CountOrPercent is a count (3) or a percentage of a set's size ("10%"), as Kubernetes'
+// intstr.IntOrString; YAML decodes an integer as the count and any other scalar as the
+// string that validation checks.
+type CountOrPercent intstr.IntOrString
 
 // UnmarshalYAML implements yaml.Unmarshaler.
-func (v *intOrPercent) UnmarshalYAML(n *yaml.Node) error {
+func (v *CountOrPercent) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: cannot unmarshal !!%s into control.intOrPercent",
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: cannot unmarshal !!%s into control.CountOrPercent",
 			n.Line, strings.TrimPrefix(n.ShortTag(), "!!"))}}
 	}
 	if n.ShortTag() == "!!int" {
 		i, err := strconv.ParseInt(n.Value, 0, 32)
 		if err != nil {
-			return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: cannot unmarshal !!int `%s` into control.intOrPercent", n.Line, n.Value)}}
+			return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: cannot unmarshal !!int `%s` into control.CountOrPercent", n.Line, n.Value)}}
 		}
-		*v = intOrPercent(intstr.FromInt32(int32(i)))
+		*v = CountOrPercent(intstr.FromInt32(int32(i)))
 		return nil
 	}
-	*v = intOrPercent(intstr.FromString(n.Value))
+	*v = CountOrPercent(intstr.FromString(n.Value))
 	return nil
 }
 
-func (v *intOrPercent) intstr() *intstr.IntOrString {
+// MarshalJSON writes the count as a number and the percentage as a string, as
+// intstr.IntOrString does.
+func (v CountOrPercent) MarshalJSON() ([]byte, error) {
+	return intstr.IntOrString(v).MarshalJSON()
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (v *CountOrPercent) UnmarshalJSON(b []byte) error {
+	return (*intstr.IntOrString)(v).UnmarshalJSON(b)
+}
+
+// IntOrString returns the value as Kubernetes' type, nil for nil.
+func (v *CountOrPercent) IntOrString() *intstr.IntOrString {
 	if v == nil {
 		return nil
 	}
@@ -612,9 +625,9 @@ func (p *platformDoc) platform(src Source) *Platform {
 			Flux:          s.Flux,
 			Access: AccessSpec{
 				Mode:              s.Access.Mode,
-				MaxAccessRemovals: s.Access.MaxAccessRemovals.intstr(),
+				MaxAccessRemovals: s.Access.MaxAccessRemovals.IntOrString(),
 			},
-			MaxRemovals: s.MaxRemovals.intstr(),
+			MaxRemovals: s.MaxRemovals.IntOrString(),
 			Components:  s.Components,
 
 			ManagementClusters: s.ManagementClusters,

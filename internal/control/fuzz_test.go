@@ -14,7 +14,8 @@ import (
 
 // fuzzTargets are the control-repo files a fuzz input replaces, chosen by its first byte:
 // every kind of object the loader decodes.
-var fuzzTargets = []string{"platform.yaml", "clusters/fuzz.yaml", "workspaces/fuzz.yaml", "catalog/podinfo/app.yaml", "catalog/podinfo/fuzz.yaml"}
+var fuzzTargets = []string{"platform.yaml", "clusters/fuzz.yaml", "workspaces/fuzz.yaml", "catalog/podinfo/app.yaml", "catalog/podinfo/fuzz.yaml",
+	"rollout/approvals/fuzz.yaml", "rollout/skips/fuzz.yaml", ".github/CODEOWNERS"}
 
 // maxLoadAlloc bounds what one Load of a small control repo may allocate, whatever the
 // input: an alias bomb or a deeply nested document must be refused, not expanded.
@@ -43,6 +44,12 @@ func FuzzControlDecode(f *testing.F) {
 		}
 	}
 	f.Add(byte(1), []byte("apiVersion: fleetbot.io/v1alpha1\nkind: Cluster\nmetadata: {name: fuzz}\nspec:\n  admins: [x]\n  values: {a: \"1\"}\n"))
+	f.Add(byte(5), []byte("digest: sha256:0000000000000000000000000000000000000000000000000000000000000000\nrevision: 0123abc\nnote: ok\n"))
+	f.Add(byte(6), []byte("digest: sha256:x\n"))
+	f.Add(byte(7), []byte("* @acme/platform\n/rollout/approvals/ @acme/release [bot] x@y.z # c\n!x\n**/a/**/b? @u\n"))
+	f.Add(byte(0), []byte("apiVersion: fleetbot.io/v1alpha1\nkind: Platform\nmetadata: {name: acme}\nspec:\n  owner: acme\n  admins: [platform]\n"+
+		"  rollout:\n    windows:\n      - {kind: deny, days: [Mon], start: \"23:59\", duration: 168h, timeZone: Pacific/Chatham}\n"+
+		"    waves:\n      - {name: a, clusterSelector: {}, maxUnavailable: 50%, maxFailures: 1, approval: required, onFailure: rollback}\n"))
 
 	f.Fuzz(func(t *testing.T, which byte, data []byte) {
 		file := fuzzTargets[int(which)%len(fuzzTargets)]

@@ -108,6 +108,8 @@ type loader struct {
 	files, bytes int
 	// platform is where the Platform was found, for "second Platform" issues.
 	platform Position
+	// inputs are the files the render reads, for Repo.Digest.
+	inputs inputs
 }
 
 func (l *loader) run() error {
@@ -138,6 +140,13 @@ func (l *loader) run() error {
 	if err := l.loadPause(top); err != nil {
 		return err
 	}
+	if err := l.loadRecords(top); err != nil {
+		return err
+	}
+	if err := l.loadCodeowners(top); err != nil {
+		return err
+	}
+	l.repo.Digest = l.inputs.digest()
 	applyDefaults(l.repo)
 	sortRepo(l.repo)
 	return nil
@@ -311,6 +320,7 @@ func (l *loader) object(name string, e fs.DirEntry, kind, dir string) (*document
 	if err != nil {
 		return nil, err
 	}
+	l.inputs.add(name, data)
 	d := parseDocument(name, data, &l.is)
 	if d == nil || !l.placed(d, kind, dir, &l.is) {
 		return nil, nil
@@ -507,6 +517,7 @@ func (l *loader) readCluster(d *clusterDecoder, name string, e fs.DirEntry, dir 
 	if err != nil {
 		return err
 	}
+	l.inputs.add(name, data)
 	f := &clusterFile{name: name, from: from, dir: dir, data: data}
 	d.files = append(d.files, f)
 	if f.cluster = l.cache.cluster(name, data); f.cluster == nil {
@@ -615,6 +626,7 @@ func (l *loader) loadApp(dir string) error {
 		if err != nil {
 			return err
 		}
+		l.inputs.add(name, data)
 		files[rel] = data
 		return nil
 	})

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -78,6 +79,7 @@ func (w Wave) SoakDuration() time.Duration {
 // duration.
 func (v *validator) rollout(r RolloutSpec, src Source) {
 	v.waves(r.Waves, src, "spec.rollout.waves")
+	v.rolloutRules(r, src)
 	if r.HealthTimeout != "" {
 		d, err := time.ParseDuration(r.HealthTimeout)
 		switch {
@@ -135,6 +137,7 @@ func (v *validator) waves(waves []Wave, src Source, base string) {
 		default:
 			v.add(src.At(path+".merge"), "use manual or auto, or leave it out for spec.pullRequests.merge", "wave %q: invalid merge mode %q", w.Name, w.Merge)
 		}
+		v.waveRules(w, src, path)
 	}
 }
 
@@ -145,6 +148,7 @@ func (v *validator) waves(waves []Wave, src Source, base string) {
 func rolloutWarnings(r *Repo) Issues {
 	src := r.Platform.Source
 	is := waveWarnings(r.Platform.Spec.Rollout.Waves, r.Clusters, src, "spec.rollout.waves", "")
+	is = append(is, rolloutRuleWarnings(r)...)
 	for i, comp := range r.Platform.Spec.Components {
 		if comp.Rollout == nil {
 			continue
@@ -280,6 +284,16 @@ type PlannedWave struct {
 	// AutoMerge: every combined wave merges automatically (its merge, else
 	// spec.pullRequests.merge, is auto).
 	AutoMerge bool
+	// MaxUnavailable and MaxFailures are the failure budgets of the combined waves, each with
+	// its defaults (maxUnavailable 0, maxFailures its maxUnavailable): every one applies, so
+	// the smallest binds. The implicit last wave has a budget of 0.
+	MaxUnavailable, MaxFailures []intstr.IntOrString
+	// Rollback: a combined wave rolls back on failure (its onFailure, else
+	// spec.rollout.onFailure, is rollback); otherwise the rollout halts.
+	Rollback bool
+	// Approvals name the combined waves that require approval (approval: required): the wave
+	// starts once each of them is approved (rollout/approvals/<name>.yaml).
+	Approvals []string
 }
 
 // RolloutPlan is the waves one control-repo revision takes through the fleet.
@@ -331,12 +345,16 @@ func (r *Repo) RolloutPlan(components []string, fleet bool) RolloutPlan {
 		lists = append(lists, list{FleetWaves, waves})
 	}
 	defaultAuto := r.Platform != nil && r.Platform.Spec.PullRequests.Merge == MergeAuto
+	var spec RolloutSpec
+	if r.Platform != nil {
+		spec = r.Platform.Spec.Rollout
+	}
 	wave := func(w Wave) PlannedWave {
 		auto := defaultAuto
 		if w.Merge != "" {
 			auto = w.Merge == MergeAuto
 		}
-		return PlannedWave{Name: w.Name, MaxParallel: w.MaxParallel, Soak: w.SoakDuration(), AutoMerge: auto}
+		return plannedRules(PlannedWave{Name: w.Name, MaxParallel: w.MaxParallel, Soak: w.SoakDuration(), AutoMerge: auto}, spec, w)
 	}
 	plan := RolloutPlan{}
 	for _, l := range lists {
@@ -349,7 +367,7 @@ func (r *Repo) RolloutPlan(components []string, fleet bool) RolloutPlan {
 		for i, w := range waves {
 			out[i] = wave(w)
 		}
-		rest := PlannedWave{Name: RestWave, AutoMerge: defaultAuto}
+		rest := wave(Wave{Name: RestWave})
 		for _, c := range r.Clusters {
 			if i := waveOf(waves, c.Metadata.Labels); i >= 0 {
 				out[i].Clusters = append(out[i].Clusters, c.Metadata.Name)
@@ -396,6 +414,7 @@ func (r *Repo) RolloutPlan(components []string, fleet bool) RolloutPlan {
 				}
 				g.wave.Soak = max(g.wave.Soak, pw.Soak)
 				g.wave.AutoMerge = g.wave.AutoMerge && pw.AutoMerge
+				combineRules(&g.wave, pw, k == 0)
 			}
 			g.wave.Name = strings.Join(names, "+")
 			if rest {

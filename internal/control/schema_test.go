@@ -52,7 +52,7 @@ func generateSchema(t *testing.T, kind string, typ any, file string) []byte {
 		FieldNameTag:   "yaml",
 		Mapper: func(rt reflect.Type) *jsonschema.Schema {
 			switch rt {
-			case reflect.TypeFor[intstr.IntOrString]():
+			case reflect.TypeFor[intstr.IntOrString](), reflect.TypeFor[CountOrPercent]():
 				return &jsonschema.Schema{
 					Description: "a count or a percentage (\"10%\")",
 					OneOf: []*jsonschema.Schema{
@@ -90,6 +90,19 @@ func generateSchema(t *testing.T, kind string, typ any, file string) []byte {
 		"Requirement.operator":      {"In", "NotIn", "Exists", "DoesNotExist"},
 		"Component.podSecurity":     {PodSecurityPrivileged, PodSecurityBaseline, PodSecurityRestricted},
 		"WorkspaceSpec.podSecurity": {PodSecurityRestricted, PodSecurityBaseline},
+		"RolloutSpec.onFailure":     {OnFailureHalt, OnFailureRollback},
+		"Wave.onFailure":            {OnFailureHalt, OnFailureRollback},
+		"Wave.approval":             {ApprovalRequired},
+		"ChangeWindow.kind":         {WindowAllow, WindowDeny},
+		"HealthSpec.provider":       {HealthGitHub, HealthGenericHMAC},
+	}
+	if d, ok := s.Definitions["ChangeWindow"]; ok {
+		if v, ok := d.Properties.Get("days"); ok && v.Items != nil {
+			v.Items.Enum = []any{"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"}
+		}
+		if v, ok := d.Properties.Get("start"); ok {
+			v.Pattern = `^([01][0-9]|2[0-3]):[0-5][0-9]$`
+		}
 	}
 	if d, ok := s.Definitions["ValueSpec"]; ok {
 		if v, ok := d.Properties.Get("default"); ok {

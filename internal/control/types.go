@@ -190,8 +190,75 @@ type RolloutSpec struct {
 	// matches it; clusters no wave matches form a last, implicit wave.
 	Waves []Wave `yaml:"waves,omitempty" json:"waves,omitempty"`
 	// HealthTimeout is how long, after a merge, Flux has to report the merge commit healthy
-	// before the rollout halts, as a Go duration such as 30m or 1h (default 30m).
+	// before the cluster counts as not reported (against its wave's maxUnavailable), as a Go
+	// duration such as 30m or 1h (default 30m).
 	HealthTimeout string `yaml:"healthTimeout,omitempty" json:"healthTimeout,omitempty"`
+	// OnFailure is what a rollout does when a wave goes over its failure budget: halt (the
+	// default: nothing new starts) or rollback (also restore, on every repo the revision
+	// reached, the last revision that was healthy there). A wave may set its own.
+	OnFailure string `yaml:"onFailure,omitempty" json:"onFailure,omitempty"`
+	// Windows are the change windows: no new pull request opens and nothing merges outside
+	// an allow window or inside a deny window (deny wins); open pull requests are still
+	// updated. None: any time.
+	Windows []ChangeWindow `yaml:"windows,omitempty" json:"windows,omitempty"`
+	// Health says how Flux on each cluster reports health to fleetbot (default: commit
+	// statuses through a github Provider).
+	Health HealthSpec `yaml:"health,omitempty" json:"health,omitempty"`
+}
+
+// Rollout failure actions (spec.rollout.onFailure, a wave's onFailure).
+const (
+	// OnFailureHalt stops the rollout: no new pull request opens, what merged stays.
+	OnFailureHalt = "halt"
+	// OnFailureRollback stops it and restores the last healthy revision where it reached.
+	OnFailureRollback = "rollback"
+)
+
+// ApprovalRequired is a wave's approval setting that makes it wait for an approval.
+const ApprovalRequired = "required"
+
+// Change window kinds.
+const (
+	WindowAllow = "allow"
+	WindowDeny  = "deny"
+)
+
+// ChangeWindow is one weekly window of spec.rollout.windows.
+type ChangeWindow struct {
+	// Kind is allow (rollouts may proceed inside it) or deny (a freeze: they may not).
+	Kind string `yaml:"kind" json:"kind"`
+	// Days are the weekdays the window opens on (Mon, Tue, Wed, Thu, Fri, Sat, Sun), in its
+	// time zone; none: every day.
+	Days []string `yaml:"days,omitempty" json:"days,omitempty"`
+	// Start is the time of day it opens, HH:MM on a 24-hour clock in its time zone.
+	Start string `yaml:"start" json:"start"`
+	// Duration is how long it stays open, as a Go duration such as 8h or 30m (at most 168h);
+	// it is elapsed time, so a window across a daylight-saving change keeps its length.
+	Duration string `yaml:"duration" json:"duration"`
+	// TimeZone is an IANA time zone such as Europe/Berlin (default UTC).
+	TimeZone string `yaml:"timeZone,omitempty" json:"timeZone,omitempty"`
+}
+
+// Health providers: how Flux reports a cluster's health (spec.rollout.health.provider).
+const (
+	// HealthGitHub: notification-controller posts commit statuses on the cluster repo with a
+	// GitHub credential each cluster holds (the Kustomizations of flux-system).
+	HealthGitHub = "github"
+	// HealthGenericHMAC: notification-controller posts every event of the cluster's
+	// Kustomizations and HelmReleases, in flux-system and in each workspace namespace, to
+	// fleetbot serve, signed with a key per cluster; no cluster holds a GitHub credential.
+	HealthGenericHMAC = "generic-hmac"
+)
+
+// HealthSpec says how Flux reports health to fleetbot.
+type HealthSpec struct {
+	// Provider is github (commit statuses, the default) or generic-hmac (events to fleetbot
+	// serve's health endpoint, signed per cluster).
+	Provider string `yaml:"provider,omitempty" json:"provider,omitempty"`
+	// URL is fleetbot serve's health endpoint as the clusters reach it, e.g.
+	// https://fleetbot.example.com/health (required with generic-hmac). Each cluster posts
+	// to URL/<cluster>, each workspace namespace to URL/<cluster>/<namespace>.
+	URL string `yaml:"url,omitempty" json:"url,omitempty"`
 }
 
 // ComponentRollout overrides spec.rollout.waves for the changes to one platform component.
@@ -214,6 +281,20 @@ type Wave struct {
 	Soak string `yaml:"soak,omitempty" json:"soak,omitempty"`
 	// Merge is manual or auto for this wave's pull requests (default: spec.pullRequests.merge).
 	Merge string `yaml:"merge,omitempty" json:"merge,omitempty"`
+	// MaxFailures is how many of the wave's clusters taking part in a revision may fail
+	// (Flux reported a failure for the merge) while the rollout goes on, as a count or a
+	// percentage of those clusters, rounded down (default: maxUnavailable).
+	MaxFailures *CountOrPercent `yaml:"maxFailures,omitempty" json:"maxFailures,omitempty"`
+	// MaxUnavailable is how many of them may be unavailable, failed or not reported healthy
+	// within healthTimeout of their merge, while the rollout goes on, as a count or a
+	// percentage rounded down (default 0: the first failure or silent cluster stops it).
+	MaxUnavailable *CountOrPercent `yaml:"maxUnavailable,omitempty" json:"maxUnavailable,omitempty"`
+	// OnFailure overrides spec.rollout.onFailure for this wave: halt or rollback.
+	OnFailure string `yaml:"onFailure,omitempty" json:"onFailure,omitempty"`
+	// Approval: required makes the wave wait, once the waves before it are done, until it is
+	// approved (fleetbot rollout approve WAVE: the file rollout/approvals/WAVE.yaml, committed
+	// to the control repo and reviewed as its CODEOWNERS say).
+	Approval string `yaml:"approval,omitempty" json:"approval,omitempty"`
 }
 
 // RepoSpec names and shapes the target repos.
@@ -388,6 +469,17 @@ type Repo struct {
 	// Paused is set when the control repo holds rollout/paused: no rollout wave starts and
 	// fleetbot merges nothing (see PausedFile).
 	Paused *Pause
+	// Digest identifies the content of the control repo: every input of the render
+	// (platform.yaml, clusters/, workspaces/, catalog/) by name and content, as
+	// "sha256:<hex>". The rollout records (rollout/) and everything else are not inputs, so a
+	// commit that only pauses, approves or skips keeps the digest; records are bound to it.
+	Digest string
+	// Approvals are the rollout/approvals/<wave>.yaml records, Skips the
+	// rollout/skips/<cluster>.yaml ones, whatever content they are about (see
+	// ApprovedWaves, SkippedClusters).
+	Approvals, Skips []RolloutRecord
+	// Codeowners is the control repo's CODEOWNERS, nil when it has none.
+	Codeowners *Codeowners
 	// Warnings are findings that are legal but almost always a mistake (a component whose
 	// clusterSelector matches no cluster: a typo removes it from every cluster). validate and
 	// plan print them; with --strict they are errors.

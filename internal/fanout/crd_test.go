@@ -17,6 +17,7 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	notificationv1beta3 "github.com/fluxcd/notification-controller/api/v1beta3"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	sjs "github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
@@ -177,8 +178,10 @@ func TestManagementObjectsMatchCRDSchemas(t *testing.T) {
 					typed = &kustomizev1.Kustomization{}
 				case "Namespace":
 					typed = &corev1.Namespace{}
-				case "Provider", "Alert":
-					// No notification API module in go.mod: the schema alone.
+				case notificationv1beta3.ProviderKind:
+					typed = &notificationv1beta3.Provider{}
+				case notificationv1beta3.AlertKind:
+					typed = &notificationv1beta3.Alert{}
 				default:
 					t.Errorf("%s: unexpected kind", at)
 					continue

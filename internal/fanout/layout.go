@@ -180,8 +180,12 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 		x.addOnce(c.Source.At("metadata.name"), "", "cluster %s: rendering Flux objects: %v", name, err)
 	}
 	if x.repo.HasRollout() {
-		// Rollout waves are gated on Flux's health, which Flux reports as commit statuses.
-		flux = append(append(flux, "---\n"...), fluxHealth(x.r.gitURL+"/"+s.owner+"/"+repo)...)
+		// Rollout waves are gated on Flux's health: commit statuses, or events to serve.
+		health, err := x.health(name, in, x.r.gitURL+"/"+s.owner+"/"+repo)
+		if err != nil {
+			x.addOnce(c.Source.At("metadata.name"), "", "cluster %s: rendering the health reporting objects: %v", name, err)
+		}
+		flux = append(append(flux, "---\n"...), health...)
 	}
 	t.Files[FluxPath] = flux
 	t.Files[CodeownersPath] = policy.CODEOWNERS(s.owner, []policy.Rule{

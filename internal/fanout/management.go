@@ -10,6 +10,8 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
+	notificationv1 "github.com/fluxcd/notification-controller/api/v1"
+	notificationv1beta3 "github.com/fluxcd/notification-controller/api/v1beta3"
 	"github.com/fluxcd/pkg/apis/meta"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -139,7 +141,7 @@ func (x *run) managementTarget(m *control.ManagementCluster) *Target {
 	}
 	t.Files[FluxPath] = flux
 	t.Files[CodeownersPath] = policy.CODEOWNERS(s.owner, []policy.Rule{{Pattern: "*", Teams: s.admins}})
-	t.Files[ReadmePath] = managementReadme(s, m, repo, clusters, x.clusterRepo, x.repo.HasRollout())
+	t.Files[ReadmePath] = managementReadme(s, m, repo, clusters, x.clusterRepo, x.repo.HasRollout(), x.repo.HealthDelivery().Provider == control.HealthGenericHMAC)
 	t.Access = policy.ControlRepoAccess(s.admins, s.branch)
 	t.Access.AllowAutoMerge = s.autoMerge
 	return t
@@ -248,13 +250,15 @@ func (x *run) provisionObjects(c *control.Cluster, profile *control.ProvisionPro
 	}
 	objs := []any{hr, git, hub("platform", "./"+PlatformDir, ""), hub("apps", "./apps", "platform")}
 	if x.repo.HasRollout() {
-		objs = append(objs, hubHealth(name, git.Spec.URL, om)...)
+		objs = append(objs, x.hubHealth(name, ns, git.Spec.URL, om)...)
 	}
 	return objs
 }
 
 // notificationObject is a notification-controller object (Provider, Alert)
-// with a free-form spec: go.mod carries no notification API module.
+// with a free-form spec: the github health objects keep the bytes they had
+// before the notification API module was required (the generic-hmac ones are
+// its typed objects).
 type notificationObject struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata"`
@@ -277,8 +281,34 @@ func HubHealthName(cluster string) string { return cluster + "-health" }
 // the management cluster, whose notification-controller posts
 // "kustomization/<cluster>-platform/<uid prefix>" (and -apps) on them, which
 // the wave gate reads like any cluster's. The Provider reads the Secret
-// HealthSecret of the provision namespace.
-func hubHealth(cluster, repoURL string, om func(string) metav1.ObjectMeta) []any {
+// HealthSecret of the provision namespace. With generic-hmac health the
+// Provider instead posts the hub Kustomizations' events to fleetbot serve
+// (HealthURL of the provision namespace), signed with the token of the
+// Secret <cluster>-health there: each cluster its own key.
+func (x *run) hubHealth(cluster, ns, repoURL string, om func(string) metav1.ObjectMeta) []any {
+	if h := x.repo.HealthDelivery(); h.Provider == control.HealthGenericHMAC {
+		name := HubHealthName(cluster)
+		o := om(name)
+		md := map[string]string{HealthMetaCluster: cluster}
+		objs := hmacHealth(name, ns, HealthURL(h.URL, cluster, ns), name, md, []notificationv1.CrossNamespaceObjectReference{
+			{Kind: kustomizev1.KustomizationKind, Name: cluster + "-platform"},
+			{Kind: kustomizev1.KustomizationKind, Name: cluster + "-apps"},
+		})
+		for _, obj := range objs { // the hub objects' labels and annotations
+			switch obj := obj.(type) {
+			case *notificationv1beta3.Provider:
+				obj.ObjectMeta = o
+			case *notificationv1beta3.Alert:
+				obj.ObjectMeta = o
+			}
+		}
+		return objs
+	}
+	return githubHubHealth(cluster, repoURL, om)
+}
+
+// githubHubHealth is hubHealth's github Provider and Alert, posting commit statuses.
+func githubHubHealth(cluster, repoURL string, om func(string) metav1.ObjectMeta) []any {
 	name := HubHealthName(cluster)
 	return []any{
 		&notificationObject{
@@ -358,7 +388,7 @@ func scalarValue(s string) any {
 	return s
 }
 
-func managementReadme(s settings, m *control.ManagementCluster, repo string, clusters []*control.Cluster, clusterRepo func(string) string, waves bool) []byte {
+func managementReadme(s settings, m *control.ManagementCluster, repo string, clusters []*control.Cluster, clusterRepo func(string) string, waves, hmac bool) []byte {
 	var b strings.Builder
 	platform := teams(s.owner, s.admins, "platform admins")
 	ns := m.ProvisionNamespace()
@@ -393,7 +423,10 @@ func managementReadme(s settings, m *control.ManagementCluster, repo string, clu
 	b.WriteString("## Files\n\n")
 	b.WriteString("- `provision/sources/<profile>.yaml`: the pinned chart source (HelmRepository or OCIRepository) of each profile in use.\n")
 	b.WriteString("- `provision/clusters/<cluster>.yaml`: the cluster's HelmRelease (its values: `cluster.name`, `kubernetesVersion`, `region`, `nodePools`, and the profile's further values), the GitRepository of its cluster repo, and the Kustomizations `<cluster>-platform` (path `./platform`) and `<cluster>-apps` (path `./apps`, after `<cluster>-platform`), which apply to the new cluster through `spec.kubeConfig.secretRef` = the Secret `<cluster>-kubeconfig` (key `value`) that Cluster API writes. They fail and are retried every minute until that Secret exists and the cluster answers.\n")
-	if waves {
+	switch {
+	case waves && hmac:
+		fmt.Fprintf(&b, "- With the rollout in waves, also the Provider and Alert `<cluster>-health`: the management cluster's Flux posts the hub Kustomizations' events to fleetbot serve (the wave gate waits for their health), signed with the Secret `<cluster>-health` in `%s` that the platform admins create per cluster (key `token`: the cluster's key for namespace `%s`, see the fleetbot README).\n", ns, ns)
+	case waves:
 		fmt.Fprintf(&b, "- With the rollout in waves, also the Provider and Alert `<cluster>-health`: the management cluster's Flux posts the hub Kustomizations' health as commit statuses on the cluster repo (the wave gate waits for them), with the Secret `%s` in `%s` that the platform admins create once (key `token`, allowed to write commit statuses on every cluster repo here; and `ca.crt` for a GitHub Enterprise Server with a private CA).\n", HealthSecret, ns)
 	}
 	b.WriteString("\n")

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/fleetbot-io/fleetbot/internal/window"
 )
 
 // DefaultHealthTimeout is how long a merged change may wait for Flux's healthy status
@@ -26,6 +28,15 @@ type Wave struct {
 	MaxParallel int
 	// Soak is how long the wave must stay healthy before the next wave starts.
 	Soak time.Duration
+	// Budget is how many of its clusters may fail or stay silent while the rollout goes on
+	// (zero: none).
+	Budget Budget
+	// Rollback: when the wave goes over its budget the rollout rolls back (Halt.Rollback),
+	// not only halts.
+	Rollback bool
+	// Approvals name the approvals the wave waits for before its first pull request opens
+	// (approval: required); none: it starts as soon as the waves before it are done.
+	Approvals []string
 }
 
 // Health is Flux's verdict on the commit a cluster applied, from its commit status.
@@ -78,6 +89,19 @@ type Options struct {
 	// (the held clusters' reason carries it).
 	Paused    bool
 	PauseNote string
+	// Schedule is the change windows: outside them no new pull request opens (open ones are
+	// still updated) and Status.MergesAllowed is false. Nil: always open.
+	Schedule window.Schedule
+	// Approved are the approvals recorded for the revision's content (see Wave.Approvals).
+	Approved map[string]bool
+	// Skipped are the clusters the revision's rollout leaves out: no new pull request, no
+	// wait for their health, not counted against a budget (an open pull request is still
+	// updated).
+	Skipped map[string]bool
+	// Failed, when set, is the failure the revision repeats (Failure.Repeats): it was rolled
+	// back, so no new pull request opens for it anywhere until a control-repo commit changes
+	// what it renders where it failed.
+	Failed *Failure
 }
 
 // WaveState is where one wave stands.
@@ -88,8 +112,12 @@ const (
 	WaveSoaking WaveState = "soaking" // merged and healthy, waiting for the soak to pass
 	WaveActive  WaveState = "active"  // pull requests may be open
 	WaveWaiting WaveState = "waiting" // an earlier wave is not done yet
-	WaveHalted  WaveState = "halted"  // a cluster failed or timed out; nothing new starts
+	WaveHalted  WaveState = "halted"  // over its failure budget; nothing new starts
 	WavePaused  WaveState = "paused"  // the rollout is paused before this wave's next pull request
+	// WaveAwaitingApproval: the waves before it are done; it waits for its approval.
+	WaveAwaitingApproval WaveState = "awaiting-approval"
+	// WaveClosed: outside the change windows before this wave's next pull request.
+	WaveClosed WaveState = "closed"
 )
 
 // WaveStatus is the progress of one wave.
@@ -100,6 +128,14 @@ type WaveStatus struct {
 	Total, Changed, Merged, Healthy int
 	// SoakUntil is when the wave's soak ends (WaveSoaking).
 	SoakUntil time.Time
+	// Failed are the clusters Flux reported failed for the revision, Unreported those with no
+	// healthy verdict within the health timeout: both count against the budget
+	// (MaxUnavailable of them, MaxFailures of the failed, for the clusters taking part).
+	// Skipped are the changed clusters the rollout leaves out. Each is in cluster order.
+	Failed, Unreported, Skipped []string
+	MaxUnavailable, MaxFailures int
+	// Awaiting are the approvals the wave waits for (WaveAwaitingApproval).
+	Awaiting []string
 }
 
 // Halt says why a rollout stopped.
@@ -107,6 +143,10 @@ type Halt struct {
 	Wave    string
 	Cluster string
 	Reason  string
+	// Rollback: the wave rolls back on failure; the caller plans it (PlanRollback).
+	Rollback bool
+	// RolledBack: the revision repeats a failure that was rolled back (Options.Failed).
+	RolledBack bool
 }
 
 // Status is the outcome of Evaluate.
@@ -129,18 +169,25 @@ type Status struct {
 	// Done: every wave is done.
 	Done bool
 	// NextCheck is the earliest time the verdict can change by time alone (a soak ending, a
-	// health timeout), zero when only a new observation can change it.
+	// health timeout, a change window opening or closing), zero when only a new observation
+	// can change it.
 	NextCheck time.Time
+	// Window is where the change windows stand at the time of the verdict; nil without
+	// windows.
+	Window *WindowStatus
 }
 
 // Evaluate decides, for revision, which clusters may have a pull request at now.
 //
-// A wave is done when each of its changed clusters has merged the revision and Flux reported
-// it healthy, and the wave's soak has passed since the last of those verdicts. Waves start
-// in order. A failure, or a merge with no healthy verdict within the health timeout, halts
-// the rollout: no new pull request opens anywhere. An open pull request of another revision
-// is updated in place wherever it is (that is how a new revision supersedes a halted one); a
-// new pull request opens only in a started wave, and at most MaxParallel are open in it.
+// A wave is done when each of its changed clusters (skipped ones left out) has merged the
+// revision and Flux reported it healthy, or counts against the wave's failure budget (failed,
+// or no healthy verdict within the health timeout), and the wave's soak has passed since the
+// last of those verdicts. Waves start in order; a wave that requires approval starts once it
+// is approved. A wave over its budget halts the rollout (Halt.Rollback says whether it rolls
+// back): no new pull request opens anywhere. An open pull request of another revision is
+// updated in place wherever it is (that is how a new revision supersedes a halted one); a new
+// pull request opens only in a started wave, at most MaxParallel are open in it, and none
+// while the rollout is paused or outside the change windows.
 func Evaluate(revision string, waves []Wave, observed map[string]Observed, now time.Time, opts Options) Status {
 	if opts.HealthTimeout <= 0 {
 		opts.HealthTimeout = DefaultHealthTimeout
@@ -149,6 +196,8 @@ func Evaluate(revision string, waves []Wave, observed map[string]Observed, now t
 		Status:   Status{Revision: revision, Held: map[string]string{}, Paused: opts.Paused, PauseNote: opts.PauseNote},
 		observed: observed, now: now, opts: opts, admitted: map[string]bool{},
 	}
+	e.Window = windowStatus(opts.Schedule, now)
+	e.repeatsFailure()
 	for _, w := range waves {
 		t := e.tally(w)
 		e.Waves = append(e.Waves, e.settle(w, t))
@@ -158,6 +207,7 @@ func Evaluate(revision string, waves []Wave, observed map[string]Observed, now t
 		e.Admitted = append(e.Admitted, c)
 	}
 	sort.Strings(e.Admitted)
+	e.windowCheck()
 	e.Done = e.Halted == nil && e.blocked == ""
 	if e.Halted != nil || e.Done {
 		e.NextCheck = time.Time{}
@@ -184,6 +234,8 @@ type waveTally struct {
 	lastHealthy time.Time
 	open        int
 	candidates  []string
+	// counted are the clusters counting against the budget, in cluster order.
+	counted []counted
 }
 
 // tally counts a wave's changed clusters by where their pull request stands. An open pull
@@ -197,12 +249,19 @@ func (e *evaluation) tally(w Wave) waveTally {
 		if !o.Changed {
 			continue
 		}
+		if e.opts.Skipped[c] {
+			t.status.Skipped = append(t.status.Skipped, c)
+			if o.PR != nil && o.PR.Open {
+				e.admitted[c] = true // updated in place, never a new one
+			}
+			continue
+		}
 		t.status.Changed++
 		pr := o.PR
 		switch {
 		case pr != nil && pr.Revision == e.Revision && pr.Merged:
 			t.status.Merged++
-			e.weighMerge(w, c, pr, &t)
+			e.weighMerge(c, pr, &t)
 		case pr != nil && pr.Open:
 			t.open++
 			e.admitted[c] = true
@@ -210,13 +269,15 @@ func (e *evaluation) tally(w Wave) waveTally {
 			t.candidates = append(t.candidates, c)
 		}
 	}
+	e.weighBudget(w, &t)
 	return t
 }
 
 // weighMerge counts a cluster that merged the revision: healthy (its verdict dates the wave's
-// soak), failed (the rollout halts), or still waiting for Flux (it halts once the health
-// timeout passes; until then the timeout is when the verdict can change by time alone).
-func (e *evaluation) weighMerge(w Wave, c string, pr *PR, t *waveTally) {
+// soak), failed, or still waiting for Flux, which counts as not reported once the health
+// timeout passes (until then the timeout is when the verdict can change by time alone).
+// Failed and not reported clusters count against the wave's budget (weighBudget).
+func (e *evaluation) weighMerge(c string, pr *PR, t *waveTally) {
 	switch pr.Health {
 	case HealthSuccess:
 		t.status.Healthy++
@@ -224,21 +285,23 @@ func (e *evaluation) weighMerge(w Wave, c string, pr *PR, t *waveTally) {
 			t.lastHealthy = pr.HealthAt
 		}
 	case HealthFailure:
-		e.halt(w, c, fmt.Sprintf("Flux reported a failure for the merge of #%d", pr.Number))
+		t.counted = append(t.counted, counted{cluster: c, failed: true, at: pr.HealthAt,
+			reason: fmt.Sprintf("Flux reported a failure for the merge of #%d", pr.Number)})
 	default:
 		deadline := pr.MergedAt.Add(e.opts.HealthTimeout)
 		if !e.now.Before(deadline) {
-			e.halt(w, c, fmt.Sprintf("no healthy status from Flux within %s of the merge of #%d (last: %s)", e.opts.HealthTimeout, pr.Number, pr.Health))
+			t.counted = append(t.counted, counted{cluster: c, at: deadline,
+				reason: fmt.Sprintf("no healthy status from Flux within %s of the merge of #%d (last: %s)", e.opts.HealthTimeout, pr.Number, pr.Health)})
 		} else {
 			e.NextCheck = earliest(e.NextCheck, deadline)
 		}
 	}
 }
 
-// halt records the first failure of the rollout; later ones change nothing.
+// halt records the first wave of the rollout to go over its budget; later ones change nothing.
 func (e *evaluation) halt(w Wave, c, reason string) {
 	if e.Halted == nil {
-		e.Halted = &Halt{Wave: w.Name, Cluster: c, Reason: reason}
+		e.Halted = &Halt{Wave: w.Name, Cluster: c, Reason: reason, Rollback: w.Rollback}
 	}
 }
 
@@ -264,13 +327,21 @@ func (e *evaluation) settle(w Wave, t waveTally) WaveStatus {
 		ws.State = WavePaused
 		hold(e.pauseReason())
 		e.blocked = e.pauseReason()
-	case len(t.candidates) > 0 || t.open > 0 || ws.Merged > ws.Healthy:
+	case e.Window != nil && !e.Window.Open && len(t.candidates) > 0:
+		ws.State = WaveClosed
+		hold(e.Window.reason())
+		e.blocked = e.Window.reason()
+	case len(t.candidates) > 0 && len(e.awaiting(w)) > 0:
+		ws.State, ws.Awaiting = WaveAwaitingApproval, e.awaiting(w)
+		hold(approvalReason(w, ws.Awaiting))
+		e.blocked = approvalReason(w, ws.Awaiting)
+	case len(t.candidates) > 0 || t.open > 0 || t.awaiting():
 		ws.State = WaveActive
 		e.admit(w, t)
 		e.blocked = fmt.Sprintf("wave %s is not done (%d of %d changed clusters healthy)", w.Name, ws.Healthy, ws.Changed)
-	case ws.Changed > 0 && e.now.Before(t.lastHealthy.Add(w.Soak)):
+	case ws.Changed > 0 && e.now.Before(t.lastVerdict().Add(w.Soak)):
 		ws.State = WaveSoaking
-		ws.SoakUntil = t.lastHealthy.Add(w.Soak)
+		ws.SoakUntil = t.lastVerdict().Add(w.Soak)
 		e.NextCheck = earliest(e.NextCheck, ws.SoakUntil)
 		e.blocked = fmt.Sprintf("wave %s soaks until %s", w.Name, ws.SoakUntil.UTC().Format(time.RFC3339))
 	default:

@@ -1,0 +1,221 @@
+package rollout
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	eventv1 "github.com/fluxcd/pkg/apis/event/v1beta1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Health events: what Flux's notification-controller posts to fleetbot serve through a
+// generic-hmac Provider (spec.rollout.health.provider: generic-hmac). Its Forwarder sends the
+// event (github.com/fluxcd/pkg/apis/event/v1beta1 Event) as the JSON body and, in the header
+// X-Signature, "sha256=" and the hex HMAC-SHA256 of that body under the Provider Secret's token
+// (notification-controller internal/notifier/forwarder.go).
+const (
+	// HealthSignatureHeader carries the body's signature.
+	HealthSignatureHeader = "X-Signature"
+	// MaxHealthEventBytes bounds a body: an event's message is at most 39,000 characters
+	// (the Event API's limit), and the rest is an object reference and a little metadata.
+	MaxHealthEventBytes = 64 << 10
+	// maxMetadata bounds an event's metadata entries (Flux sets a handful, an Alert a few).
+	maxMetadata = 64
+	// maxMetadataBytes bounds one metadata key or value.
+	maxMetadataBytes = 4096
+)
+
+// MetaCluster is the event metadata key fleetbot's Alerts set to the cluster's name
+// (spec.eventMetadata), so every event names where it comes from.
+const MetaCluster = "fleetbot.io/cluster"
+
+// FluxNamespace is where a cluster's own Flux objects live, and the namespace of the events a
+// cluster's flux-system Provider posts.
+const FluxNamespace = "flux-system"
+
+// Errors of ParseHealthEvent: the request is not what a cluster's notification-controller
+// sends, and must change nothing.
+var (
+	// ErrHealthSignature: the signature is missing, malformed, or made with none of the keys.
+	ErrHealthSignature = errors.New("health event signature does not verify")
+	// ErrHealthEvent: a signed body that is not an event fleetbot accepts from that endpoint.
+	ErrHealthEvent = errors.New("invalid health event")
+)
+
+// HealthEndpoint is where an event was posted: serve's health URL for a cluster's
+// flux-system Provider (<url>/<cluster>), or for one of its workspace namespaces
+// (<url>/<cluster>/<namespace>). The keys that verify it are that endpoint's: a workspace
+// namespace's key is derived from the cluster's (NamespaceKey), so a tenant, who can read the
+// Secret in its namespace, can sign events about its own namespace and nothing else.
+type HealthEndpoint struct {
+	Cluster string
+	// Namespace is the workspace namespace, "" for the cluster's flux-system.
+	Namespace string
+}
+
+// namespace is the namespace every event posted to the endpoint must be about.
+func (at HealthEndpoint) namespace() string {
+	if at.Namespace == "" {
+		return FluxNamespace
+	}
+	return at.Namespace
+}
+
+// HealthEvent is one verified event: a Kustomization or HelmRelease of a cluster, what it
+// reported, and the revision it reported about.
+type HealthEvent struct {
+	// Cluster and Namespace say where it comes from (the endpoint's; the object's namespace).
+	Cluster, Namespace string
+	// Kind is Kustomization or HelmRelease, Name the object's name.
+	Kind, Name string
+	// Severity is info or error: an error is a failure of the object.
+	Severity string
+	// Reason is the controller's reason (ReconciliationSucceeded, HealthCheckFailed, ...).
+	Reason  string
+	Message string
+	// Revision is the source revision the object reported about (metadata revision, e.g.
+	// main@sha1:<commit> for a Kustomization, the chart version for a HelmRelease), "" if none.
+	Revision string
+	// Time is when the controller recorded it.
+	Time time.Time
+}
+
+// Failed reports whether the event is a failure (severity error).
+func (e HealthEvent) Failed() bool { return e.Severity == eventv1.EventSeverityError }
+
+// watchedKinds are the kinds fleetbot's Alerts send, by the API group of each.
+var watchedKinds = map[string]string{
+	"Kustomization": "kustomize.toolkit.fluxcd.io",
+	"HelmRelease":   "helm.toolkit.fluxcd.io",
+}
+
+// ParseHealthEvent verifies and reads one POST of notification-controller's generic-hmac
+// Provider: body as received, signature the X-Signature header, keys the endpoint's keys
+// (the current one and, while it is rotated, the previous one). It checks, in this order and
+// before anything is decoded, the size, the signature's form and the HMAC against every key in
+// constant time; then that the body is one event about a Kustomization or HelmRelease in the
+// endpoint's namespace, with bounded fields. Every refusal wraps ErrHealthSignature or
+// ErrHealthEvent and names no content of the request.
+func ParseHealthEvent(body []byte, signature string, keys [][]byte, at HealthEndpoint) (HealthEvent, error) {
+	if len(body) > MaxHealthEventBytes {
+		return HealthEvent{}, fmt.Errorf("%w: body of %d bytes, more than %d", ErrHealthEvent, len(body), MaxHealthEventBytes)
+	}
+	if err := verifyHealthSignature(body, signature, keys); err != nil {
+		return HealthEvent{}, err
+	}
+	var ev eventv1.Event
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&ev); err != nil {
+		return HealthEvent{}, fmt.Errorf("%w: not an event: %s", ErrHealthEvent, jsonProblem(err))
+	}
+	if dec.More() {
+		return HealthEvent{}, fmt.Errorf("%w: data after the event", ErrHealthEvent)
+	}
+	return healthEvent(ev, at)
+}
+
+// verifyHealthSignature checks signature ("sha256=<hex>") against the body's HMAC-SHA256 under
+// every key, each compared in constant time and all of them always, so the time taken says
+// nothing about which key (or how much of a signature) matched.
+func verifyHealthSignature(body []byte, signature string, keys [][]byte) error {
+	hexSig, ok := strings.CutPrefix(signature, "sha256=")
+	if !ok || len(hexSig) != 2*sha256.Size {
+		return fmt.Errorf("%w: want sha256= and %d hex digits in %s", ErrHealthSignature, 2*sha256.Size, HealthSignatureHeader)
+	}
+	sig, err := hex.DecodeString(hexSig)
+	if err != nil {
+		return fmt.Errorf("%w: the signature is not hex", ErrHealthSignature)
+	}
+	match := false
+	usable := 0
+	for _, k := range keys {
+		if len(k) == 0 {
+			continue // an empty key would let anyone sign
+		}
+		usable++
+		m := hmac.New(sha256.New, k)
+		m.Write(body)
+		match = hmac.Equal(m.Sum(nil), sig) || match
+	}
+	switch {
+	case usable == 0:
+		return fmt.Errorf("%w: no key for this endpoint", ErrHealthSignature)
+	case !match:
+		return fmt.Errorf("%w: made with none of the endpoint's keys", ErrHealthSignature)
+	}
+	return nil
+}
+
+// healthEvent checks a decoded event against the endpoint and bounds its fields.
+func healthEvent(ev eventv1.Event, at HealthEndpoint) (HealthEvent, error) {
+	obj := ev.InvolvedObject
+	bad := func(format string, args ...any) (HealthEvent, error) {
+		return HealthEvent{}, fmt.Errorf("%w: "+format, append([]any{ErrHealthEvent}, args...)...)
+	}
+	group, watched := watchedKinds[obj.Kind]
+	switch {
+	case !watched:
+		return bad("the object is no Kustomization or HelmRelease")
+	case obj.APIVersion != "" && !strings.HasPrefix(obj.APIVersion, group+"/"):
+		return bad("a %s of another API group than %s", obj.Kind, group)
+	case obj.Namespace != at.namespace():
+		return bad("the object is not in namespace %s, the one this endpoint reports for", at.namespace())
+	case len(validation.IsDNS1123Subdomain(obj.Name)) > 0:
+		return bad("the object's name is no Kubernetes name")
+	case ev.Severity != eventv1.EventSeverityInfo && ev.Severity != eventv1.EventSeverityError:
+		return bad("severity is neither info nor error")
+	case ev.Reason == "" || len(ev.Reason) > 1024:
+		return bad("the reason is empty or longer than 1024 bytes")
+	case len(ev.Message) > 39000:
+		return bad("the message is longer than 39000 bytes")
+	case ev.Timestamp.IsZero():
+		return bad("no timestamp")
+	case len(ev.Metadata) > maxMetadata:
+		return bad("%d metadata entries, more than %d", len(ev.Metadata), maxMetadata)
+	}
+	for k, v := range ev.Metadata {
+		if len(k) > maxMetadataBytes || len(v) > maxMetadataBytes {
+			return bad("a metadata entry is longer than %d bytes", maxMetadataBytes)
+		}
+	}
+	if c, ok := ev.Metadata[MetaCluster]; ok && c != at.Cluster {
+		return bad("the Alert names another cluster than the endpoint's %s", at.Cluster)
+	}
+	revision, _ := ev.GetRevision()
+	return HealthEvent{
+		Cluster: at.Cluster, Namespace: obj.Namespace, Kind: obj.Kind, Name: obj.Name,
+		Severity: ev.Severity, Reason: ev.Reason, Message: ev.Message,
+		Revision: revision, Time: ev.Timestamp.UTC(),
+	}, nil
+}
+
+// jsonProblem says what kind of JSON error err is, without the input's text.
+func jsonProblem(err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("JSON syntax error at byte %d", syn.Offset)
+	case errors.As(err, &typ):
+		return fmt.Sprintf("field %s has the wrong type", typ.Field)
+	}
+	return "not JSON"
+}
+
+// NamespaceKey derives the key of a cluster's workspace namespace from the cluster's key: the
+// token of the health Secret fleetbot's Provider in that namespace reads. It is the hex
+// HMAC-SHA256 of "fleetbot health namespace <namespace>" under the cluster key, so one secret
+// per cluster serves all its namespaces, and a key read from one namespace signs for no other
+// and not for flux-system.
+func NamespaceKey(clusterKey []byte, namespace string) []byte {
+	m := hmac.New(sha256.New, clusterKey)
+	m.Write([]byte("fleetbot health namespace " + namespace))
+	return []byte(hex.EncodeToString(m.Sum(nil)))
+}

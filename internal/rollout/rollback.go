@@ -1,0 +1,140 @@
+package rollout
+
+import (
+	"sort"
+	"time"
+)
+
+// Merge is one merge of fleetbot's pull request into a target repo's default branch.
+type Merge struct {
+	// Revision is the control-repo revision the pull request carried.
+	Revision string
+	// Tree is the git tree the merge left on the default branch (the content to restore).
+	Tree string
+	// Commit is the merge commit.
+	Commit   string
+	MergedAt time.Time
+	// Health is Flux's verdict on the merge (HealthSuccess: it was healthy there).
+	Health Health
+	// Rollback: the pull request was a rollback of a failed revision.
+	Rollback bool
+}
+
+// History is what fleetbot merged in one target repo (a cluster or workspace repo), oldest
+// first.
+type History struct {
+	Repo   string
+	Merges []Merge
+}
+
+// Restore is one pull request of a rollback: it puts back on Repo the content of To, the last
+// merge that was healthy there, replacing From, the failed revision's merge.
+type Restore struct {
+	Repo     string
+	From, To Merge
+}
+
+// RollbackPlan is what rolling back a failed revision does.
+type RollbackPlan struct {
+	// Failed marks the revision so it is not rolled out again (see Failure.Repeats).
+	Failed Failure
+	// Restores are the pull requests to open, by repo.
+	Restores []Restore
+	// Stuck are the repos the failed revision reached that have nothing to restore, with why
+	// (a human decides: fix forward, or revert the control repo).
+	Stuck map[string]string
+}
+
+// Failure is a revision that went over its budget and was rolled back: the trees it merged,
+// by repo, where it reached.
+type Failure struct {
+	Revision string
+	Trees    map[string]string
+}
+
+// Repeats reports whether a revision that renders desired (tree by repo) would roll the
+// failure out again: it renders, in every repo the failed revision reached, the very tree that
+// failed there. A control-repo commit that changes what any of those repos gets is a new
+// rollout; one that changes nothing there (a pause, an approval, a change elsewhere) is not.
+func (f *Failure) Repeats(desired map[string]string) bool {
+	if f == nil || len(f.Trees) == 0 {
+		return false
+	}
+	for repo, tree := range f.Trees {
+		if desired[repo] != tree {
+			return false
+		}
+	}
+	return true
+}
+
+// PlanRollback plans the rollback of the revision failed over the target repos' histories.
+//
+// A repo takes part when its newest merge is of the failed revision (a repo that moved on to a
+// newer revision, or never merged the failed one, is left alone; one whose newest merge is
+// already a rollback is done). Its restore target is its newest earlier merge that Flux
+// reported healthy there and whose tree differs from the failed one: the last revision that
+// was healthy in that repo, which may be a different one in each. A repo with no such merge
+// (the failed revision was its first, or nothing before was reported healthy) is Stuck.
+//
+// It is a pure function of the histories: planned again after some restores merged, it plans
+// the rest, so a restarted service continues where it was.
+func PlanRollback(failed string, histories []History) RollbackPlan {
+	plan := RollbackPlan{Failed: Failure{Revision: failed, Trees: map[string]string{}}, Stuck: map[string]string{}}
+	for _, h := range histories {
+		if len(h.Merges) == 0 {
+			continue
+		}
+		newest := h.Merges[len(h.Merges)-1]
+		// A failed merge whose rollback merged is still the failure's: its tree stays marked.
+		if newest.Rollback {
+			if m, ok := lastOf(h.Merges, failed); ok {
+				plan.Failed.Trees[h.Repo] = m.Tree
+			}
+			continue
+		}
+		if newest.Revision != failed {
+			continue
+		}
+		plan.Failed.Trees[h.Repo] = newest.Tree
+		if to, ok := restoreTarget(h.Merges[:len(h.Merges)-1], newest.Tree); ok {
+			plan.Restores = append(plan.Restores, Restore{Repo: h.Repo, From: newest, To: to})
+		} else {
+			plan.Stuck[h.Repo] = "no earlier merge was reported healthy here: nothing to restore (fix forward, or revert the control repo)"
+		}
+	}
+	sort.Slice(plan.Restores, func(a, b int) bool { return plan.Restores[a].Repo < plan.Restores[b].Repo })
+	return plan
+}
+
+// restoreTarget is the newest of merges that was healthy and left another tree than failed.
+func restoreTarget(merges []Merge, failed string) (Merge, bool) {
+	for i := len(merges) - 1; i >= 0; i-- {
+		if m := merges[i]; m.Health == HealthSuccess && m.Tree != failed {
+			return m, true
+		}
+	}
+	return Merge{}, false
+}
+
+// lastOf is the newest merge of revision in merges.
+func lastOf(merges []Merge, revision string) (Merge, bool) {
+	for i := len(merges) - 1; i >= 0; i-- {
+		if merges[i].Revision == revision && !merges[i].Rollback {
+			return merges[i], true
+		}
+	}
+	return Merge{}, false
+}
+
+// repeatsFailure holds every wave when the revision repeats a rolled-back failure
+// (Options.Failed): no new pull request opens anywhere, open ones are still updated.
+func (e *evaluation) repeatsFailure() {
+	f := e.opts.Failed
+	if f == nil {
+		return
+	}
+	e.Halted = &Halt{RolledBack: true,
+		Reason: "revision " + f.Revision + " failed and was rolled back; this revision renders the same where it failed: a control-repo commit that changes it starts a new rollout"}
+	e.blocked = "rollout halted: " + e.Halted.Reason
+}

@@ -1,0 +1,60 @@
+package rollout
+
+import (
+	"time"
+
+	"github.com/fleetbot-io/fleetbot/internal/window"
+)
+
+// WindowStatus is where the change windows stand at a verdict.
+type WindowStatus struct {
+	// Open: a new pull request may open and fleetbot may merge.
+	Open bool
+	// Next is when that changes: the next opening of a closed schedule, the next closing of an
+	// open one; zero when it does not change within a year (window.Horizon).
+	Next time.Time
+}
+
+// windowStatus evaluates the change windows at now; nil without windows.
+func windowStatus(s window.Schedule, now time.Time) *WindowStatus {
+	if len(s) == 0 {
+		return nil
+	}
+	ws := &WindowStatus{Open: s.Open(now)}
+	if ws.Open {
+		ws.Next, _ = s.NextClose(now)
+	} else {
+		ws.Next, _ = s.NextOpen(now)
+	}
+	return ws
+}
+
+// reason is why a closed schedule holds a cluster.
+func (ws *WindowStatus) reason() string {
+	if ws.Next.IsZero() {
+		return "outside the change windows (none opens within a year)"
+	}
+	return "outside the change windows until " + ws.Next.UTC().Format(time.RFC3339)
+}
+
+// MergesAllowed reports whether fleetbot may merge a pull request or enable auto-merge now:
+// the rollout is not paused and the change windows are open. Open pull requests are updated
+// in place either way.
+func (s *Status) MergesAllowed() bool {
+	return !s.Paused && (s.Window == nil || s.Window.Open)
+}
+
+// windowCheck adds to NextCheck the window change the verdict depends on: the opening that
+// releases a wave held by the windows, or the closing that would hold what is admitted.
+func (e *evaluation) windowCheck() {
+	if e.Window == nil || e.Window.Next.IsZero() || e.Halted != nil || e.Done {
+		return
+	}
+	closedWave := false
+	for _, ws := range e.Waves {
+		closedWave = closedWave || ws.State == WaveClosed
+	}
+	if closedWave || (e.Window.Open && len(e.Admitted) > 0) {
+		e.NextCheck = earliest(e.NextCheck, e.Window.Next)
+	}
+}
