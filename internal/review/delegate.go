@@ -121,6 +121,10 @@ func delegated(fc FileChange, c fileDiff, rules []ownerRule, base, head *control
 		fc.Reason = reason
 		return fc
 	}
+	if reason := workspaceMove(c.path, bc, hc, base, head, m); reason != "" {
+		fc.Reason = reason
+		return fc
+	}
 	owner := "code owners of " + c.path + " (" + pattern + ")"
 	if team, ok := m.in(teams); ok {
 		fc.Owner, fc.Allowed = owner, true
@@ -130,6 +134,40 @@ func delegated(fc FileChange, c fileDiff, rules []ownerRule, base, head *control
 	fc.Owner = owner
 	fc.Reason = "only platform admins or the owners of " + c.path + " by the control repo's CODEOWNERS (" + strings.Join(teams, ", ") + ") may add or change it"
 	return fc
+}
+
+// workspaceMove says why a delegated team may not make the change of the cluster at file from
+// bc (nil: added) to hc to spec.workspace, or "": a workspace's apps, with their Secrets and
+// ConfigMaps, run on every cluster of the workspace, and the cluster's admins hold
+// cluster-admin there, so adopting a cluster into a workspace (or taking it out of one) is the
+// workspace admins' decision as well as the cluster's owners': the author must be a workspace
+// admin of the workspace it leaves and of the one it joins.
+func workspaceMove(file string, bc, hc *control.Cluster, base, head *control.Repo, m *membership) string {
+	from := ""
+	if bc != nil {
+		from = bc.Spec.Workspace
+	}
+	to := hc.Spec.Workspace
+	if from == to {
+		return ""
+	}
+	for _, side := range []struct {
+		name, verb string
+		repo       *control.Repo
+	}{{from, "takes it out of", base}, {to, "adopts it into", head}} {
+		if side.name == "" {
+			continue
+		}
+		w := side.repo.Workspace(side.name)
+		if w == nil {
+			continue // the head does not validate, or the workspace goes too: platform admins' change
+		}
+		if _, ok := m.in(w.Spec.Admins); !ok {
+			return fmt.Sprintf("%s %s workspace %s (spec.workspace): the workspace's apps and their secrets run on every cluster of the workspace, whose admins hold cluster-admin there, so only platform admins or the workspace admins of %s (%s) may change it",
+				file, side.verb, side.name, side.name, strings.Join(w.Spec.Admins, ", "))
+		}
+	}
+	return ""
 }
 
 func clusterIn(r *control.Repo, file string) *control.Cluster {

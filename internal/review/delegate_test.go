@@ -210,3 +210,54 @@ func replaceIn(t *testing.T, m fstest.MapFS, file, old, new string) string {
 	require.Contains(t, data, old, file)
 	return strings.ReplaceAll(data, old, new)
 }
+
+// TestDelegatedTeamMovesItsClusterBetweenWorkspaces: a team owning a cluster file by CODEOWNERS
+// may not adopt the cluster into another team's workspace (that workspace's apps and secrets
+// would run on a cluster the team administers), nor take it out of one, unless it is also a
+// workspace admin there; platform admins may.
+func TestDelegatedTeamMovesItsClusterBetweenWorkspaces(t *testing.T) {
+	workspace := func(name, admins string) string {
+		return "apiVersion: fleetbot.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: " + name + "\nspec:\n  admins: [" + admins + "]\n"
+	}
+	inWorkspace := func(ws string) string {
+		return strings.Replace(paymentsCluster, "spec:\n", "spec:\n  workspace: "+ws+"\n", 1)
+	}
+	base := provisionBase(t, map[string]string{
+		"workspaces/search.yaml":      workspace("search", "search-devs"),
+		"workspaces/payments.yaml":    workspace("payments", "payments-sre"),
+		"clusters/payments-eu-1.yaml": paymentsCluster,
+	})
+	for _, tc := range []struct {
+		name, from, to string
+		teams          []string
+		allowed        bool
+		reason         string
+	}{
+		{"into another team's workspace", "", "search", []string{"payments-sre"}, false,
+			"clusters/payments-eu-1.yaml adopts it into workspace search (spec.workspace): the workspace's apps and their secrets run on every cluster of the workspace, whose admins hold cluster-admin there, so only platform admins or the workspace admins of search (search-devs) may change it"},
+		{"into its own workspace", "", "payments", []string{"payments-sre"}, true, ""},
+		{"out of another team's workspace", "search", "", []string{"payments-sre"}, false, "takes it out of workspace search"},
+		{"from its own into another's", "payments", "search", []string{"payments-sre"}, false, "adopts it into workspace search"},
+		{"admin of both", "payments", "search", []string{"payments-sre", "search-devs"}, true, ""},
+		{"platform admin", "", "search", []string{"platform"}, true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := base
+			if tc.from != "" {
+				b = with(base, map[string]string{"clusters/payments-eu-1.yaml": inWorkspace(tc.from)})
+			}
+			to := paymentsCluster
+			if tc.to != "" {
+				to = inWorkspace(tc.to)
+			}
+			rep := review(t, b, with(b, map[string]string{"clusters/payments-eu-1.yaml": to}), "carol", memberOf(tc.teams...))
+			require.Len(t, rep.Files, 1)
+			if tc.allowed {
+				assert.Equal(t, Allowed, rep.Verdict, rep.Reasons)
+				return
+			}
+			assert.Equal(t, NeedsPlatformAdmin, rep.Verdict, rep.Reasons)
+			assert.Contains(t, rep.Files[0].Reason, tc.reason)
+		})
+	}
+}
