@@ -671,3 +671,40 @@ func TestActionApplyFailureIsAnnotated(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(step.outputs["pull-requests"]), &pulls))
 	assert.Len(t, pulls, 5, "the other repos got their PRs")
 }
+
+// TestActionCheckWorkspaceLevelAndAllowlist: check-workspace holds the repo to the workspace's
+// Pod Security level and the platform's allowlist as its inputs say (a workspace repo's CI
+// cannot read the control repo): a pod that baseline admits and restricted refuses fails by
+// default and passes with pod-security: baseline; a kind the platform added passes only with
+// allow; privileged is refused as a level.
+func TestActionCheckWorkspaceLevelAndAllowlist(t *testing.T) {
+	t.Parallel()
+	srv := githubtest.NewServer(t)
+	run := newSimRunner(t, srv)
+	run.env["GITHUB_REPOSITORY"] = "acme/workspace-payments"
+	run.event("pull_request", "feedc0de00000000000000000000000000000008", "refs/pull/4/merge", map[string]any{"number": 4})
+	require.NoError(t, os.RemoveAll(run.workspace))
+	require.NoError(t, os.CopyFS(run.workspace, os.DirFS(filepath.Join(goldenDir, "workspace-payments"))))
+	kust := filepath.Join(run.workspace, "apps", "kustomization.yaml")
+	b, err := os.ReadFile(kust)
+	require.NoError(t, err)
+	writeFile(t, kust, strings.Replace(string(b), "resources: []", "resources:\n- web.yaml\n- monitor.yaml", 1))
+	// Runs as root with the default capabilities: baseline admits it, restricted does not.
+	writeFile(t, filepath.Join(run.workspace, "apps", "web.yaml"), "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n"+
+		"  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: web, image: nginx}]\n")
+	writeFile(t, filepath.Join(run.workspace, "apps", "monitor.yaml"), "apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata:\n  name: web\nspec:\n  selector: {matchLabels: {app: web}}\n  endpoints: [{port: http}]\n")
+
+	step := run.run(map[string]string{"MODE": action.ModeCheckWorkspace})
+	assert.Equal(t, 1, step.code, step.stdout)
+	assert.Regexp(t, `::error file=apps/web\.yaml,line=\d+.*restricted`, step.stdout)
+	assert.Regexp(t, `::error file=apps/monitor\.yaml.*ServiceMonitor`, step.stdout)
+
+	step = run.run(map[string]string{"MODE": action.ModeCheckWorkspace, "POD-SECURITY": "baseline", "ALLOW": "ServiceMonitor.monitoring.coreos.com"})
+	assert.Equal(t, 0, step.code, step.stdout+step.stderr)
+	assert.Contains(t, step.summary, "✅ No problems in")
+
+	step = run.run(map[string]string{"MODE": action.ModeCheckWorkspace, "POD-SECURITY": "privileged"})
+	assert.Equal(t, 1, step.code)
+	assert.Contains(t, step.stdout+step.stderr, `input pod-security "privileged": a workspace namespace is restricted (the default) or baseline`)
+	assert.Empty(t, srv.Requests(), "checks are offline")
+}

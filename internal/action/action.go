@@ -52,7 +52,7 @@ const (
 
 // InputNames are the inputs action.yml declares, each read by readActionInputs.
 func InputNames() []string {
-	return []string{"mode", "control-dir", "app-id", "private-key", "token", "github-url", "allow-removals", "name", "cache-dir"}
+	return []string{"mode", "control-dir", "app-id", "private-key", "token", "github-url", "allow-removals", "name", "namespace", "pod-security", "allow", "cache-dir"}
 }
 
 // OutputNames are the step outputs finish writes.
@@ -142,6 +142,11 @@ type actionInputs struct {
 	allowRemovals bool
 	// name is the workspace or cluster a check-* mode checks.
 	name string
+	// workspace is what check-workspace holds the repo to beyond its name: its namespace (""
+	// the workspace's name), Pod Security level ("" restricted) and the platform's extension of
+	// the tenant allowlist (platform.yaml spec.tenants.allow), from the namespace, pod-security
+	// and allow inputs.
+	workspace app.WorkspaceCheck
 	// cacheDir keeps the snapshot cache and the incremental baseline between runs (with
 	// actions/cache); "" keeps them for the run only.
 	cacheDir string
@@ -220,7 +225,30 @@ func readActionInputs(env *ghaction.Env, cmds *ghaction.Commands) (actionInputs,
 	}
 	in.name = env.Input("name")
 	in.cacheDir = env.Input("cache-dir")
+	if in.workspace, err = workspaceInputs(env); err != nil {
+		return in, err
+	}
 	return in, nil
+}
+
+// workspaceInputs reads check-workspace's namespace, pod-security and allow inputs: what the
+// control repo says of the workspace, which a workspace repo's CI cannot read (fleetbot serve's
+// tenant check reads it from the control repo itself).
+func workspaceInputs(env *ghaction.Env) (app.WorkspaceCheck, error) {
+	wc := app.WorkspaceCheck{Namespace: env.Input("namespace"), PodSecurity: env.Input("pod-security")}
+	switch wc.PodSecurity {
+	case "", "restricted", "baseline":
+	default:
+		return wc, fmt.Errorf("input pod-security %q: a workspace namespace is restricted (the default) or baseline, as spec.podSecurity of the workspace in the control repo says; never privileged", wc.PodSecurity)
+	}
+	for _, f := range strings.FieldsFunc(env.Input("allow"), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
+		k, err := app.ParseTenantKind(f)
+		if err != nil {
+			return wc, fmt.Errorf("input allow: %w", err)
+		}
+		wc.Allow = append(wc.Allow, k)
+	}
+	return wc, nil
 }
 
 // readPrivateKey takes the private-key input: the PEM itself or, for a runner that keeps
@@ -504,7 +532,7 @@ func (r *actionRun) checkTarget(kind string) error {
 		name = strings.TrimPrefix(r.env.Repo(), kind+"-")
 	}
 	res := &Result{Mode: r.in.mode, Event: r.env.EventName, Source: r.env.SHA}
-	issues, err := checkTargetRepo(kind, r.env.Workspace, name)
+	issues, err := checkTargetRepo(kind, r.env.Workspace, name, r.in.workspace)
 	if err != nil {
 		return fmt.Errorf("checking %s repo %s: %w", kind, name, err)
 	}
@@ -883,11 +911,13 @@ const (
 
 // checkTargetRepo is check workspace / check cluster on the checkout at dir: it renders the
 // human-owned kustomizations offline and returns the problems as issues on file and line.
-// A workspace's objects must stay in its namespace, taken to be its name.
-func checkTargetRepo(kind, dir, name string) (app.Issues, error) {
+// A workspace's objects must stay in its namespace (wc's, else its name), at its Pod Security
+// level, within the tenant allowlist as the platform extends it.
+func checkTargetRepo(kind, dir, name string, wc app.WorkspaceCheck) (app.Issues, error) {
 	check := app.CheckClusterRepo
 	if kind == kindWorkspace {
-		check = func(dir string) ([]string, []report.Problem, error) { return app.CheckWorkspaceRepo(dir, name, name) }
+		wc.Workspace = name
+		check = func(dir string) ([]string, []report.Problem, error) { return app.CheckWorkspaceRepoWith(dir, wc) }
 	}
 	entries, problems, err := check(dir)
 	if err != nil {
