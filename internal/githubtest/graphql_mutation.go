@@ -23,9 +23,12 @@ type gqlMutationRoot struct {
 func (m *gqlMutationRoot) typename() string { return "Mutation" }
 
 func (m *gqlMutationRoot) field(name string, args map[string]any) (any, error) {
-	if name == "enablePullRequestAutoMerge" {
-		input, _ := args["input"].(map[string]any)
+	input, _ := args["input"].(map[string]any)
+	switch name {
+	case "enablePullRequestAutoMerge":
 		return m.enableAutoMerge(input)
+	case "updateRefs":
+		return m.updateRefs(input)
 	}
 	return nil, fmt.Errorf("fake github: Mutation.%s is not implemented", name)
 }

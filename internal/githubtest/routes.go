@@ -151,6 +151,9 @@ func (s *Server) handleGraphQL(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	who := principalOf(r)
+	if s.withoutUpdateRefs(w, req.Query) {
+		return
+	}
 	doc, errs := s.parseGraphQL(req.Query)
 	if len(errs) > 0 {
 		s.setGraphQLRateHeaders(w.Header(), s.spendGraphQL(who.bucket, graphQLCost{}, true))
