@@ -64,6 +64,10 @@ type Server struct {
 	buckets  map[string]*bucket
 	inflight int
 
+	hookMu       sync.Mutex // guards deliveries and nextDelivery (deliveries.go)
+	deliveries   []*HookDelivery
+	nextDelivery int64
+
 	outMu      sync.Mutex     // guards outbox and delivering
 	outbox     []pendingEvent // webhooks to deliver, in order
 	delivering bool           // a deliverLoop is running
