@@ -671,7 +671,8 @@ func (f *Forge) checkPR(ctx context.Context, owner, repo string) error {
 //   - an empty repo's bootstrap: one Contents API PUT (content) before its root commit;
 //   - a commit: POST tree and POST commit (content), plus a POST blob (content) per binary
 //     file, which a tree cannot carry inline;
-//   - a branch created or moved: POST or PATCH ref (content); deleted: DELETE ref;
+//   - a branch created or moved: POST ref or the GraphQL mutation updateRefs (content: the
+//     budget counts a ref move as content creation); deleted: updateRefs (refs.go);
 //   - a pull request opened: POST pulls (content), POST labels; auto-merge: at most PATCH the
 //     repo's setting, the GraphQL mutation and a PUT merge (content) when GitHub refuses
 //     auto-merge on a pull request that is already mergeable;
