@@ -193,40 +193,19 @@ func nilIfZero(n int64) any {
 // delivery that got no answer at all is in neither).
 // https://docs.github.com/rest/apps/webhooks#list-deliveries-for-an-app-webhook
 func (s *Server) handleListDeliveries(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	per, err := strconv.Atoi(q.Get("per_page"))
-	if err != nil || per <= 0 {
-		per = DefaultPerPage
-	}
-	per = min(per, MaxPerPage)
-	after := int64(-1)
-	if c := q.Get("cursor"); c != "" {
-		n, err := strconv.ParseInt(strings.TrimPrefix(c, "v1_"), 10, 64)
-		if err != nil || !strings.HasPrefix(c, "v1_") {
-			writeErr(w, validationFailed("HookDelivery", "cursor", "invalid")) // wording not documented
-			return
-		}
-		after = n
-	}
-	status := q.Get("status")
-	if status != "" && status != "success" && status != "failure" {
-		writeErr(w, validationFailed("HookDelivery", "status", "invalid"))
+	q, err := deliveryQueryOf(r)
+	if err != nil {
+		writeErr(w, err)
 		return
 	}
 	s.hookMu.Lock()
-	all := s.retainedLocked()
 	var items []map[string]any
-	more := false
-	last := int64(0)
-	for _, d := range all {
-		if after >= 0 && d.ID >= after {
+	more, last := false, int64(0)
+	for _, d := range s.retainedLocked() {
+		if !q.keeps(d) {
 			continue
 		}
-		if status == "success" && (d.StatusCode < 200 || d.StatusCode > 399) ||
-			status == "failure" && (d.StatusCode < 400 || d.StatusCode > 599) {
-			continue
-		}
-		if len(items) == per {
+		if len(items) == q.per {
 			more = true
 			break
 		}
@@ -239,7 +218,7 @@ func (s *Server) handleListDeliveries(w http.ResponseWriter, r *http.Request) {
 	}
 	if more {
 		q2 := r.URL.Query()
-		q2.Set("per_page", strconv.Itoa(per))
+		q2.Set("per_page", strconv.Itoa(q.per))
 		q2.Set("cursor", "v1_"+strconv.FormatInt(last, 10))
 		scheme := "http"
 		if r.TLS != nil {
@@ -248,6 +227,47 @@ func (s *Server) handleListDeliveries(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Link", fmt.Sprintf(`<%s://%s%s?%s>; rel="next"`, scheme, r.Host, r.URL.EscapedPath(), q2.Encode()))
 	}
 	writeJSON(w, http.StatusOK, items)
+}
+
+// deliveryQuery is a list request's page size, cursor (the last id of the previous page; -1
+// for the first page) and status filter.
+type deliveryQuery struct {
+	per    int
+	after  int64
+	status string
+}
+
+func deliveryQueryOf(r *http.Request) (deliveryQuery, error) {
+	q := r.URL.Query()
+	dq := deliveryQuery{per: DefaultPerPage, after: -1, status: q.Get("status")}
+	if per, err := strconv.Atoi(q.Get("per_page")); err == nil && per > 0 {
+		dq.per = min(per, MaxPerPage)
+	}
+	if c := q.Get("cursor"); c != "" {
+		n, err := strconv.ParseInt(strings.TrimPrefix(c, "v1_"), 10, 64)
+		if err != nil || !strings.HasPrefix(c, "v1_") {
+			return dq, validationFailed("HookDelivery", "cursor", "invalid") // wording not documented
+		}
+		dq.after = n
+	}
+	if dq.status != "" && dq.status != "success" && dq.status != "failure" {
+		return dq, validationFailed("HookDelivery", "status", "invalid")
+	}
+	return dq, nil
+}
+
+// keeps reports whether d is on the pages the query reads: after its cursor, and of its status
+// (success: a status code of 200-399, failure: 400-599).
+func (q deliveryQuery) keeps(d *HookDelivery) bool {
+	switch {
+	case q.after >= 0 && d.ID >= q.after:
+		return false
+	case q.status == "success":
+		return d.StatusCode >= 200 && d.StatusCode <= 399
+	case q.status == "failure":
+		return d.StatusCode >= 400 && d.StatusCode <= 599
+	}
+	return true
 }
 
 // deliveryByID finds a retained delivery (hookMu held); nil when there is none.

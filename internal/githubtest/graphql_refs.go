@@ -79,7 +79,7 @@ func checkRefUpdate(g *gitRepo, u any) (refChange, error) {
 	name, before, after := str(m["name"]), str(m["beforeOid"]), str(m["afterOid"])
 	force, _ := m["force"].(bool)
 	if !validRefName(name) {
-		return refChange{}, fmt.Errorf("A ref update was rejected: %q is not a valid ref name", name) // wording not documented
+		return refChange{}, githubError(fmt.Sprintf("A ref update was rejected: %q is not a valid ref name", name)) // wording not documented
 	}
 	cur, exists := g.ref(name)
 	ch := refChange{name: name, before: cur, how: refHow{"graphql", GuardNone}}
@@ -90,26 +90,26 @@ func checkRefUpdate(g *gitRepo, u any) (refChange, error) {
 	case before != "":
 		ch.how.guard = GuardExpected
 		if !isSHA(before) && before != zeroOID {
-			return refChange{}, fmt.Errorf("A ref update was rejected: beforeOid %q is not an object id", before)
+			return refChange{}, githubError(fmt.Sprintf("A ref update was rejected: beforeOid %q is not an object id", before))
 		}
 		if plumbing.NewHash(before) != ch.before {
-			return refChange{}, fmt.Errorf("A ref update was rejected: %s is at %s, not at the beforeOid %s", name, oidOrZero(ch.before), before)
+			return refChange{}, githubError(fmt.Sprintf("A ref update was rejected: %s is at %s, not at the beforeOid %s", name, oidOrZero(ch.before), before))
 		}
 	case !force:
 		ch.how.guard = GuardFastForward
 	}
 	if after == zeroOID {
 		if !exists {
-			return refChange{}, fmt.Errorf("A ref update was rejected: %s does not exist", name)
+			return refChange{}, githubError(fmt.Sprintf("A ref update was rejected: %s does not exist", name))
 		}
 		return ch, nil
 	}
 	h := plumbing.NewHash(after)
 	if t, ok := g.objectType(h); !isSHA(after) || !ok || (strings.HasPrefix(name, "refs/heads/") && t != plumbing.CommitObject) {
-		return refChange{}, fmt.Errorf("A ref update was rejected: object %s does not exist", after)
+		return refChange{}, githubError(fmt.Sprintf("A ref update was rejected: object %s does not exist", after))
 	}
 	if exists && !force && !g.isAncestor(cur, h) {
-		return refChange{}, fmt.Errorf("A ref update was rejected: %s: Update is not a fast forward", name)
+		return refChange{}, githubError(fmt.Sprintf("A ref update was rejected: %s: Update is not a fast forward", name))
 	}
 	ch.after = h
 	return ch, nil
