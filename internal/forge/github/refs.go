@@ -263,8 +263,8 @@ func (f *Forge) leaseMove(ctx context.Context, owner, repo string, e *repoEntry,
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &lease) && lease.now.String() == sha:
-		return nil // moved there already
+	case errors.As(err, &lease) && hashString(lease.now) == sha:
+		return nil // moved (or deleted) already
 	case errors.As(err, &lease):
 		f.forgetRefs(owner, repo, e)
 		return refMoved(full, branch, hashString(lease.now), expect)

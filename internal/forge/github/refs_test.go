@@ -146,29 +146,58 @@ func TestBranchCreationNamesThatItMustNotExist(t *testing.T) {
 
 // TestBranchDeletionNamesTheHeadItRead: when the default branch already matches, fleetbot
 // closes its pull request and deletes the bot branch, but only while the branch is where it
-// read it: a commit pushed since keeps the branch (pr.ErrRefMoved).
+// read it: a commit pushed since keeps the branch (pr.ErrRefMoved). Without the race the
+// branch is deleted, with updateRefs or, where GitHub has none, a git push.
 func TestBranchDeletionNamesTheHeadItRead(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	ctx := context.Background()
-	f := e.forge(t, false)
-	tg := clusterTarget(t, e)
-	applyStep(t, e, f, tg, pr.ActionCreate)
-	// The control repo goes back to what the default branch holds.
-	boot := map[string][]byte{}
-	for _, p := range []string{"README.md", ".github/CODEOWNERS"} {
-		boot[p] = tg.Files[p]
+	for _, tc := range []struct {
+		name string
+		opts []githubtest.Option
+		via  string
+	}{
+		{"updateRefs", nil, "graphql"},
+		{"no updateRefs", []githubtest.Option{githubtest.WithoutUpdateRefs()}, "git"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for _, race := range []bool{true, false} {
+				e := newEnv(t, tc.opts...)
+				ctx := context.Background()
+				f := e.forge(t, false)
+				tg := clusterTarget(t, e)
+				d, err := pr.Plan(ctx, f, tg, raceOpts)
+				require.NoError(t, err)
+				_, err = pr.Apply(ctx, f, tg, d, raceOpts)
+				require.NoError(t, err)
+				// The control repo goes back to what the default branch holds.
+				boot := map[string][]byte{}
+				for _, p := range []string{"README.md", ".github/CODEOWNERS"} {
+					boot[p] = tg.Files[p]
+				}
+				tg.Files = boot
+				d, err = pr.Plan(ctx, f, tg, raceOpts)
+				require.NoError(t, err)
+				require.True(t, d.DeleteBranch, d.Reason)
+				if !race {
+					e.srv.ResetRefMoves()
+					_, err = pr.Apply(ctx, f, tg, d, raceOpts)
+					require.NoError(t, err)
+					assert.Empty(t, e.srv.Branch("acme", tg.Repo, "fleetbot/sync"), "deleted")
+					moves := e.srv.RefMoves()
+					require.Len(t, moves, 1)
+					assert.Equal(t, tc.via, moves[0].Via)
+					assert.Equal(t, githubtest.GuardExpected, moves[0].Guard)
+					continue
+				}
+				e.srv.CreateUser("alice")
+				human := e.srv.CommitAs("alice", "acme", tg.Repo, "fleetbot/sync", "keep this", map[string]string{"notes.txt": "mine\n"})
+				_, err = pr.Apply(ctx, f, tg, d, raceOpts)
+				require.ErrorIs(t, err, pr.ErrRefMoved)
+				assert.Equal(t, human, e.srv.Branch("acme", tg.Repo, "fleetbot/sync"), "the branch and its new commit stay")
+				assertNoStaleMoves(t, e)
+			}
+		})
 	}
-	tg.Files = boot
-	d, err := pr.Plan(ctx, f, tg, raceOpts)
-	require.NoError(t, err)
-	require.True(t, d.DeleteBranch, d.Reason)
-	e.srv.CreateUser("alice")
-	human := e.srv.CommitAs("alice", "acme", tg.Repo, "fleetbot/sync", "keep this", map[string]string{"notes.txt": "mine\n"})
-	_, err = pr.Apply(ctx, f, tg, d, raceOpts)
-	require.ErrorIs(t, err, pr.ErrRefMoved)
-	assert.Equal(t, human, e.srv.Branch("acme", tg.Repo, "fleetbot/sync"), "the branch and its new commit stay")
-	assertNoStaleMoves(t, e)
 }
 
 // TestRepeatedMoveAfterALostAnswer: a move whose answer was lost after GitHub made it is asked
