@@ -14,10 +14,12 @@ type gqlTypedError struct{ typ, msg string }
 
 func (e *gqlTypedError) Error() string { return e.msg }
 
-// gqlMutationRoot is the Mutation type; who is the caller.
+// gqlMutationRoot is the Mutation type; who is the caller; a mutation writing one repository
+// records it in repo (nil: nowhere), for the request log (Request.Repo).
 type gqlMutationRoot struct {
-	s   *Server
-	who principal
+	s    *Server
+	who  principal
+	repo *string
 }
 
 func (m *gqlMutationRoot) typename() string { return "Mutation" }

@@ -38,6 +38,9 @@ func (m *gqlMutationRoot) updateRefs(input map[string]any) (any, error) {
 	if rm == nil {
 		return nil, &gqlTypedError{"NOT_FOUND", "Could not resolve to a node with the global id of '" + id + "'"}
 	}
+	if m.repo != nil {
+		*m.repo = rm.fullName()
+	}
 	if rm.Archived {
 		return nil, &gqlTypedError{"FORBIDDEN", "Repository was archived so is read-only."} // wording not documented
 	}

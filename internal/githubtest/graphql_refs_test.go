@@ -100,6 +100,15 @@ func TestUpdateRefsEnforcesBeforeOid(t *testing.T) {
 		moves[i].Time = want[i].Time
 	}
 	assert.Equal(t, want, moves)
+	// The request log names the repository a mutation wrote, as it does a REST call's.
+	n := 0
+	for _, r := range s.Requests() {
+		if r.Route == "POST /api/graphql" {
+			n++
+			assert.Equal(t, "acme/r", r.Repo)
+		}
+	}
+	assert.Positive(t, n)
 }
 
 // TestUpdateRefsNeedsContentsWrite: an installation token moves refs with updateRefs only with

@@ -178,7 +178,8 @@ func (s *Server) handleGraphQL(w http.ResponseWriter, r *http.Request) {
 	}
 	var root gqlObject = &gqlQueryRoot{s: s, who: who, rate: rate}
 	if op.Operation == ast.Mutation {
-		root = &gqlMutationRoot{s: s, who: who}
+		repo, _ := r.Context().Value(mutatedRepoKey{}).(*string)
+		root = &gqlMutationRoot{s: s, who: who, repo: repo}
 	}
 	s.runGraphQL(w, doc, op, root, req.Variables)
 }

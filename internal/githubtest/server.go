@@ -207,7 +207,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_, pattern := mux.Handler(r)
 	route := strings.Replace(pattern, " "+apiPrefix, " ", 1)
-	entry := Request{Method: r.Method, Path: r.URL.Path, Route: route, Class: classify(r.Method, route), Time: now}
+	entry := Request{Method: r.Method, Path: r.URL.Path, Route: route, Class: classify(r.Method, route), Time: now,
+		Repo: repoOfPath(route, r.URL.Path)}
 	var mutations []string // the fields a GraphQL mutation selects on Mutation
 	if route == "POST /api/graphql" && r.Body != nil {
 		// A GraphQL query is a read (1 point), a mutation a write (5 points).
@@ -316,6 +317,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+	// A GraphQL mutation names the repository it writes by node id: its resolver says which.
+	var mutated string
+	r = r.WithContext(context.WithValue(r.Context(), mutatedRepoKey{}, &mutated))
 
 	free := route == "GET /rate_limit"
 	// A GraphQL call spends its own budget, in points (graphqlbudget.go), not the REST one.
@@ -375,6 +379,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	buf := &bufferedWriter{header: http.Header{}, status: http.StatusOK}
 	mux.ServeHTTP(buf, r)
+	if mutated != "" {
+		entry.Repo = mutated
+	}
 	s.flushEvents()
 	h := w.Header()
 	for k, v := range buf.header {
