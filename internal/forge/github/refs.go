@@ -139,8 +139,9 @@ func (f *Forge) updateRef(ctx context.Context, owner, repo string, e *repoEntry,
 	case ge.Type == "NOT_FOUND":
 		// The repository's node id is stale (a repository deleted and created again under
 		// its name): read it again next time.
-		e.nodeID = ""
-		e.state().NodeID = ""
+		st := e.state()
+		e.nodeID, st.NodeID = "", ""
+		f.saveState(owner, repo, st)
 	}
 	return f.checkMoved(ctx, owner, repo, e, branch, sha, expect, graphQLAnswer(ge.Type, ge.Message))
 }
