@@ -209,8 +209,8 @@ const mintToken = "POST /app/installations/{id}/access_tokens"
 func targetWrites(srv *githubtest.Server) []string {
 	var out []string
 	for _, r := range srv.Requests() {
-		if r.Class != githubtest.Read && r.Route != mintToken && !strings.HasPrefix(r.Path, "/api/v3/repos/acme/control/") {
-			out = append(out, r.Method+" "+r.Path)
+		if r.Class != githubtest.Read && r.Route != mintToken && r.Repo != "acme/control" {
+			out = append(out, r.Repo+": "+r.Method+" "+r.Path)
 		}
 	}
 	return out

@@ -64,14 +64,13 @@ func TestApplyGitHubIsIncrementalAndWarmAcrossRuns(t *testing.T) {
 		if r.Class == githubtest.Read {
 			reads++
 		}
-		rest, ok := strings.CutPrefix(r.Path, "/api/v3/repos/acme/")
+		repo, ok := strings.CutPrefix(r.Repo, "acme/") // a REST path's, or a GraphQL mutation's (updateRefs)
 		if !ok {
 			if r.Route != "GET /user" { // who the token belongs to: once per process, not per run
 				org++
 			}
 			continue
 		}
-		repo, _, _ := strings.Cut(rest, "/")
 		touched[repo] = true
 	}
 	assert.Equal(t, map[string]bool{"cluster-edge-1": true}, touched, "only the changed cluster's repo: %v", routesOf(srv.Requests()))

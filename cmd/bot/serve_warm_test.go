@@ -26,9 +26,8 @@ func targetRequests(reqs []githubtest.Request) (byRepo map[string]int, org []str
 		if r.Class == githubtest.Read {
 			reads++
 		}
-		if rest, ok := strings.CutPrefix(r.Path, "/api/v3/repos/acme/"); ok {
-			repo, _, _ := strings.Cut(rest, "/")
-			byRepo[repo]++
+		if repo, ok := strings.CutPrefix(r.Repo, "acme/"); ok {
+			byRepo[repo]++ // a REST path's repo, or the one a GraphQL mutation (updateRefs) wrote
 			continue
 		}
 		org = append(org, r.Route)

@@ -42,13 +42,16 @@ func principalOf(r *http.Request) principal {
 
 // appRoutes are authenticated with the App's JWT instead of a token.
 var appRoutes = map[string]bool{
-	"GET /app":                                   true,
-	"GET /app/installations":                     true,
-	"GET /app/installations/{id}":                true,
-	"POST /app/installations/{id}/access_tokens": true,
-	"GET /orgs/{org}/installation":               true,
-	"GET /users/{username}/installation":         true,
-	"GET /repos/{owner}/{repo}/installation":     true,
+	"GET /app":                                         true,
+	"GET /app/installations":                           true,
+	"GET /app/hook/deliveries":                         true,
+	"GET /app/hook/deliveries/{delivery_id}":           true,
+	"POST /app/hook/deliveries/{delivery_id}/attempts": true,
+	"GET /app/installations/{id}":                      true,
+	"POST /app/installations/{id}/access_tokens":       true,
+	"GET /orgs/{org}/installation":                     true,
+	"GET /users/{username}/installation":               true,
+	"GET /repos/{owner}/{repo}/installation":           true,
 }
 
 // authenticate resolves the Authorization header (or git's basic auth) to a principal.

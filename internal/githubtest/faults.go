@@ -3,6 +3,7 @@ package githubtest
 import (
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -24,6 +25,9 @@ type FaultSpec struct {
 	Times int
 	// OnCall affects only the n-th matching call (1-based; 0: every call).
 	OnCall int
+	// Mutation, when set, matches only GraphQL mutations that run this field of Mutation
+	// ("updateRefs"), not the queries and other mutations sent to the same route.
+	Mutation string
 }
 
 type fault struct {
@@ -76,10 +80,13 @@ func globRegexp(glob string) *regexp.Regexp {
 }
 
 // matchFault finds the fault that fires for this request, counting calls.
-func (s *Server) matchFault(method, path, route string) (FaultSpec, bool) {
+func (s *Server) matchFault(method, path, route string, mutations []string) (FaultSpec, bool) {
 	s.ctlMu.Lock()
 	defer s.ctlMu.Unlock()
 	for _, f := range s.faults {
+		if f.spec.Mutation != "" && !slices.Contains(mutations, f.spec.Mutation) {
+			continue
+		}
 		if f.route != "" {
 			if f.route != route {
 				continue

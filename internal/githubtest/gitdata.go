@@ -476,7 +476,8 @@ func (s *Server) handleCreateRef(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, errorf(http.StatusUnprocessableEntity, "Reference already exists"))
 		return
 	}
-	if err := s.moveRefLocked(rm, g, req.Ref, h, principalOf(r).login); err != nil {
+	// GitHub refuses to create a ref that exists: the creation names "absent" as the old head.
+	if err := s.moveRefLocked(rm, g, req.Ref, h, principalOf(r).login, refHow{"rest", GuardExpected}); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -513,7 +514,11 @@ func (s *Server) handleUpdateRef(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, errorf(http.StatusUnprocessableEntity, "Update is not a fast forward"))
 		return
 	}
-	if err := s.moveRefLocked(rm, g, name, h, principalOf(r).login); err != nil {
+	how := refHow{"rest", GuardFastForward}
+	if req.Force {
+		how.guard = GuardNone
+	}
+	if err := s.moveRefLocked(rm, g, name, h, principalOf(r).login, how); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -532,7 +537,7 @@ func (s *Server) handleDeleteRef(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, errorf(http.StatusUnprocessableEntity, "Reference does not exist"))
 		return
 	}
-	if err := s.moveRefLocked(rm, g, name, plumbing.ZeroHash, principalOf(r).login); err != nil {
+	if err := s.moveRefLocked(rm, g, name, plumbing.ZeroHash, principalOf(r).login, refHow{"rest", GuardNone}); err != nil {
 		writeErr(w, err)
 		return
 	}

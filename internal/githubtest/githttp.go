@@ -100,12 +100,14 @@ func (s *Server) handleGit(w http.ResponseWriter, r *http.Request) {
 	var changes []refChange
 	for name, h := range after {
 		if before[name] != h {
-			changes = append(changes, refChange{name: name, before: before[name], after: h})
+			// A push's command names the ref's old value, which receive-pack checks under the
+			// ref's lock.
+			changes = append(changes, refChange{name: name, before: before[name], after: h, how: refHow{"git", GuardExpected}})
 		}
 	}
 	for name, h := range before {
 		if _, ok := after[name]; !ok {
-			changes = append(changes, refChange{name: name, before: h, after: plumbing.ZeroHash})
+			changes = append(changes, refChange{name: name, before: h, after: plumbing.ZeroHash, how: refHow{"git", GuardExpected}})
 		}
 	}
 	if err := s.refsChangedLocked(rm, g, changes, user); err != nil {
@@ -117,6 +119,7 @@ func (s *Server) handleGit(w http.ResponseWriter, r *http.Request) {
 type refChange struct {
 	name          string // full name, refs/heads/x
 	before, after plumbing.Hash
+	how           refHow
 }
 
 func (s *Server) gitDir(rm *repoMeta) string {

@@ -168,19 +168,31 @@ func operation(doc *ast.QueryDocument, name string) (*ast.OperationDefinition, e
 	return doc.Operations[0], nil
 }
 
-// isGraphQLQuery reports whether a GraphQL request body is a query (a read), for the request
-// log and the limits: GitHub counts a query as 1 point and a mutation as 5.
-func (s *Server) isGraphQLQuery(body []byte) bool {
+// graphQLOperation reports whether a GraphQL request body is a query (a read, for the request
+// log and the limits: GitHub counts a query as 1 point and a mutation as 5), and the names of
+// the fields a mutation selects on Mutation (each needs its permission).
+func (s *Server) graphQLOperation(body []byte) (read bool, mutations []string) {
 	var req gqlRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		return false
+		return false, nil
 	}
 	doc := s.parsed(req.Query).doc
 	if doc == nil {
-		return false
+		return false, nil
 	}
 	op, err := operation(doc, req.OperationName)
-	return err == nil && op.Operation == ast.Query
+	if err != nil {
+		return false, nil
+	}
+	if op.Operation == ast.Query {
+		return true, nil
+	}
+	for _, sel := range op.SelectionSet {
+		if f, ok := sel.(*ast.Field); ok && f.Name != "__typename" {
+			mutations = append(mutations, f.Name)
+		}
+	}
+	return false, mutations
 }
 
 // gqlObject is a GraphQL object of the fake: it resolves one field at a time.

@@ -14,18 +14,23 @@ type gqlTypedError struct{ typ, msg string }
 
 func (e *gqlTypedError) Error() string { return e.msg }
 
-// gqlMutationRoot is the Mutation type; who is the caller.
+// gqlMutationRoot is the Mutation type; who is the caller; a mutation writing one repository
+// records it in repo (nil: nowhere), for the request log (Request.Repo).
 type gqlMutationRoot struct {
-	s   *Server
-	who principal
+	s    *Server
+	who  principal
+	repo *string
 }
 
 func (m *gqlMutationRoot) typename() string { return "Mutation" }
 
 func (m *gqlMutationRoot) field(name string, args map[string]any) (any, error) {
-	if name == "enablePullRequestAutoMerge" {
-		input, _ := args["input"].(map[string]any)
+	input, _ := args["input"].(map[string]any)
+	switch name {
+	case "enablePullRequestAutoMerge":
 		return m.enableAutoMerge(input)
+	case "updateRefs":
+		return m.updateRefs(input)
 	}
 	return nil, fmt.Errorf("fake github: Mutation.%s is not implemented", name)
 }

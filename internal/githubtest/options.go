@@ -57,6 +57,7 @@ type config struct {
 	appPerms       map[string]string // nil: installation tokens may do anything
 	appEvents      []string          // the App's webhook events (nil: every event the fake sends)
 	noManifest     bool              // do not read the repository's app.yml
+	noUpdateRefs   bool              // the GraphQL schema has no updateRefs (WithoutUpdateRefs)
 
 	graphQLLimit     int
 	graphQLLimitSet  bool
@@ -146,3 +147,8 @@ func WithAnonymousReads() Option { return func(c *config) { c.anonymousReads = t
 // WithTLS makes NewServer serve HTTPS (httptest's certificate for 127.0.0.1, see CertPEM), for
 // a client that refuses plain HTTP or is to be given a CA, as a GitHub Enterprise client is.
 func WithTLS() Option { return func(c *config) { c.tls = true } }
+
+// WithoutUpdateRefs makes the fake a GitHub whose GraphQL schema has no updateRefs mutation (a
+// GitHub Enterprise Server without it, or one where its schema preview is not enabled): a
+// document naming it is answered "Field 'updateRefs' doesn't exist on type 'Mutation'".
+func WithoutUpdateRefs() Option { return func(c *config) { c.noUpdateRefs = true } }

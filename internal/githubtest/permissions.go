@@ -109,10 +109,12 @@ var routePermissions = map[string]anyOf{
 	"DELETE /repos/{owner}/{repo}/branches/{branch}/protection":     writes("administration"),
 	"GET /repos/{owner}/{repo}/codeowners/errors":                   reads("metadata"),
 
-	// GraphQL: a query reads repositories and pull requests; the one mutation the fake runs,
-	// enablePullRequestAutoMerge, writes a pull request.
-	"POST /api/graphql query":    reads("metadata"),
-	"POST /api/graphql mutation": writes("pull_requests"),
+	// GraphQL: a query reads repositories and pull requests; each mutation the fake runs needs
+	// what its REST counterpart does: enablePullRequestAutoMerge writes a pull request,
+	// updateRefs moves refs (as PATCH git/refs does).
+	"POST /api/graphql query":                               reads("metadata"),
+	"POST /api/graphql mutation enablePullRequestAutoMerge": writes("pull_requests"),
+	"POST /api/graphql mutation updateRefs":                 writes("contents"),
 
 	// git smart HTTP
 	"GET /{owner}/{repo}/info/refs upload-pack":  reads("contents"),
@@ -152,7 +154,18 @@ func permitted(granted map[string]string, key string) (bool, bool) {
 	return false, true
 }
 
-// permissionKey is the routePermissions key of a request.
+// permittedOK is permitted for one of several keys: it reports whether key is permitted and
+// clears *known when no permission is documented for it.
+func permittedOK(granted map[string]string, key string, known *bool) bool {
+	ok, k := permitted(granted, key)
+	if !k {
+		*known = false
+	}
+	return ok
+}
+
+// permissionKey is the routePermissions key of a request (a GraphQL mutation's is followed by
+// the name of each mutation it runs).
 func permissionKey(r *http.Request, route string, graphQLRead bool) string {
 	switch {
 	case route == "POST /api/graphql" && graphQLRead:

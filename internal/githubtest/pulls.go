@@ -22,6 +22,7 @@ import (
 func (s *Server) refsChangedLocked(rm *repoMeta, g *gitRepo, changes []refChange, actor string) error {
 	now := s.clock.Now()
 	sort.Slice(changes, func(i, j int) bool { return changes[i].name < changes[j].name })
+	s.recordRefMovesLocked(rm, changes, actor)
 	for _, ch := range changes {
 		branch, ok := strings.CutPrefix(ch.name, "refs/heads/")
 		if !ok {
@@ -484,7 +485,7 @@ func (s *Server) mergePullLocked(rm *repoMeta, is *issue, method, title, message
 	is.State, is.ClosedAt, is.UpdatedAt = "closed", now, now
 	pr.Merged, pr.MergedAt, pr.MergedBy, pr.MergeCommitSHA, pr.BaseSHA = true, now, actor, h.String(), base.String()
 	s.queuePullEvent(rm, is, "closed", actor)
-	return h, s.moveRefLocked(rm, g, "refs/heads/"+pr.Base, h, actor)
+	return h, s.moveRefLocked(rm, g, "refs/heads/"+pr.Base, h, actor, refHow{"merge", GuardServer})
 }
 
 // issueFromReq finds issue or pull request {number}.

@@ -82,7 +82,7 @@ func (s *Server) createRepoLocked(owner, name, visibility, description string, a
 		if description != "" {
 			content += "\n" + description + "\n"
 		}
-		if _, err := s.commitFilesLocked(rm, g, rm.DefaultBranch, map[string][]byte{"README.md": []byte(content)}, nil, "Initial commit", actor); err != nil {
+		if _, err := s.commitFilesLocked(rm, g, rm.DefaultBranch, map[string][]byte{"README.md": []byte(content)}, nil, "Initial commit", actor, "contents"); err != nil {
 			return nil, err
 		}
 	}
@@ -536,7 +536,7 @@ func (s *Server) handlePutContents(w http.ResponseWriter, r *http.Request) {
 	if author == nil {
 		author = req.Committer.signature(now)
 	}
-	h, err := s.commitFilesLocked(rm, g, branch, map[string][]byte{p: data}, author, req.Message, principalOf(r).login)
+	h, err := s.commitFilesLocked(rm, g, branch, map[string][]byte{p: data}, author, req.Message, principalOf(r).login, "contents")
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -556,7 +556,7 @@ func (s *Server) handlePutContents(w http.ResponseWriter, r *http.Request) {
 // commitFilesLocked commits files (nil content deletes) on top of branch (creating it, also in
 // an empty repository) and moves the branch, as the contents API and the test helpers do.
 // A nil author makes the actor the author and the commit verified.
-func (s *Server) commitFilesLocked(rm *repoMeta, g *gitRepo, branch string, files map[string][]byte, author *object.Signature, message, actor string) (plumbing.Hash, error) {
+func (s *Server) commitFilesLocked(rm *repoMeta, g *gitRepo, branch string, files map[string][]byte, author *object.Signature, message, actor, via string) (plumbing.Hash, error) {
 	var parents []plumbing.Hash
 	var flat map[string]flatEntry
 	head, ok := g.branch(branch)
@@ -592,7 +592,7 @@ func (s *Server) commitFilesLocked(rm *repoMeta, g *gitRepo, branch string, file
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return h, s.moveRefLocked(rm, g, "refs/heads/"+branch, h, actor)
+	return h, s.moveRefLocked(rm, g, "refs/heads/"+branch, h, actor, refHow{via, GuardServer})
 }
 
 // newCommitLocked writes a commit. Without author and committer, GitHub records and signs it
@@ -623,8 +623,9 @@ func (s *Server) newCommitLocked(rm *repoMeta, g *gitRepo, tree plumbing.Hash, p
 	return h, nil
 }
 
-// moveRefLocked sets a ref and applies the consequences (pull requests, webhooks).
-func (s *Server) moveRefLocked(rm *repoMeta, g *gitRepo, name string, h plumbing.Hash, actor string) error {
+// moveRefLocked sets a ref and applies the consequences (pull requests, webhooks, the ref-move
+// log), how says through which door and with which guard.
+func (s *Server) moveRefLocked(rm *repoMeta, g *gitRepo, name string, h plumbing.Hash, actor string, how refHow) error {
 	before, _ := g.ref(name)
 	if h.IsZero() {
 		if err := g.deleteRef(name); err != nil {
@@ -633,7 +634,7 @@ func (s *Server) moveRefLocked(rm *repoMeta, g *gitRepo, name string, h plumbing
 	} else if err := g.setRef(name, h); err != nil {
 		return err
 	}
-	return s.refsChangedLocked(rm, g, []refChange{{name: name, before: before, after: h}}, actor)
+	return s.refsChangedLocked(rm, g, []refChange{{name: name, before: before, after: h, how: how}}, actor)
 }
 
 func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {

@@ -48,6 +48,33 @@ type Request struct {
 	Time time.Time
 	// RetryAfter is the Retry-After of a rate-limit answer (fake time; 0 when it had none).
 	RetryAfter time.Duration
+	// Repo is the repository ("owner/name") the request reads or writes: the one its REST or
+	// git path names, or the one a GraphQL mutation named by its node id (updateRefs); "" for
+	// requests on no one repository (an organization's, an App's, a GraphQL query).
+	Repo string
+}
+
+// mutatedRepoKey is the context key under which a GraphQL mutation's resolver records the
+// repository it wrote (a *string), for Request.Repo.
+type mutatedRepoKey struct{}
+
+// repoOfPath is the repository a REST (under /repos/{owner}/{repo}) or git smart-HTTP route
+// names in path; "" for any other.
+func repoOfPath(route, path string) string {
+	var rest string
+	switch {
+	case strings.Contains(route, " /repos/{owner}/{repo}"):
+		_, rest, _ = strings.Cut(path, "/repos/")
+	case strings.Contains(route, " /{owner}/{repo}/"):
+		rest = strings.TrimPrefix(path, "/")
+	default:
+		return ""
+	}
+	parts := strings.SplitN(rest, "/", 3)
+	if len(parts) < 2 {
+		return ""
+	}
+	return parts[0] + "/" + strings.TrimSuffix(parts[1], ".git")
 }
 
 // Counts sums a request log by class.

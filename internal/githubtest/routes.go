@@ -15,6 +15,9 @@ func (s *Server) routes() {
 	// apps and installations (JWT-authenticated where GitHub requires it)
 	s.api("GET /app", s.handleGetApp)
 	s.api("GET /app/installations", s.handleListInstallations)
+	s.api("GET /app/hook/deliveries", s.handleListDeliveries)
+	s.api("GET /app/hook/deliveries/{delivery_id}", s.handleGetDelivery)
+	s.api("POST /app/hook/deliveries/{delivery_id}/attempts", s.handleRedeliver)
 	s.api("GET /app/installations/{id}", s.handleGetInstallation)
 	s.api("POST /app/installations/{id}/access_tokens", s.handleCreateAccessToken)
 	s.api("GET /orgs/{org}/installation", s.handleAccountInstallation)
@@ -151,6 +154,9 @@ func (s *Server) handleGraphQL(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	who := principalOf(r)
+	if s.withoutUpdateRefs(w, req.Query) {
+		return
+	}
 	doc, errs := s.parseGraphQL(req.Query)
 	if len(errs) > 0 {
 		s.setGraphQLRateHeaders(w.Header(), s.spendGraphQL(who.bucket, graphQLCost{}, true))
@@ -172,7 +178,8 @@ func (s *Server) handleGraphQL(w http.ResponseWriter, r *http.Request) {
 	}
 	var root gqlObject = &gqlQueryRoot{s: s, who: who, rate: rate}
 	if op.Operation == ast.Mutation {
-		root = &gqlMutationRoot{s: s, who: who}
+		repo, _ := r.Context().Value(mutatedRepoKey{}).(*string)
+		root = &gqlMutationRoot{s: s, who: who, repo: repo}
 	}
 	s.runGraphQL(w, doc, op, root, req.Variables)
 }

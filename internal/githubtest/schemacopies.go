@@ -122,7 +122,7 @@ func indentJSON(data []byte) []byte {
 // listed here and the type keeps their fields.
 var graphQLSubset = map[string][]string{
 	"Query":                             {"repository", "repositoryOwner", "organization", "user", "rateLimit"},
-	"Mutation":                          {"enablePullRequestAutoMerge"},
+	"Mutation":                          {"enablePullRequestAutoMerge", "updateRefs"},
 	"RepositoryOwner":                   {"id", "login", "repositories"},
 	"Actor":                             {"login"},
 	"Node":                              {"id"},
@@ -149,6 +149,7 @@ var graphQLSubset = map[string][]string{
 	"AutoMergeRequest":                  {"enabledAt", "mergeMethod", "enabledBy"},
 	"RateLimit":                         {"cost", "limit", "remaining", "used", "resetAt", "nodeCount"},
 	"EnablePullRequestAutoMergePayload": {"clientMutationId", "pullRequest", "actor"},
+	"UpdateRefsPayload":                 {"clientMutationId"},
 }
 
 // graphQLSchemaSubset cuts GitHub's schema to graphQLSubset (see there), printed as SDL in the

@@ -55,12 +55,18 @@ type Server struct {
 	sizes  map[string]sizeEntry // repo sizes by git dir, see repoSizeLocked
 	loose  *gitloose.Writer     // writes every repository's new git objects
 	gits   map[string]*gitRepo  // repositories opened by the REST side, by git dir
+	// refMoves is every ref move, oldest first (reflog.go).
+	refMoves []RefMove
 
 	ctlMu    sync.Mutex // guards the request log, faults, limit buckets, in-flight count
 	reqlog   []Request
 	faults   []*fault
 	buckets  map[string]*bucket
 	inflight int
+
+	hookMu       sync.Mutex // guards deliveries and nextDelivery (deliveries.go)
+	deliveries   []*HookDelivery
+	nextDelivery int64
 
 	outMu      sync.Mutex     // guards outbox and delivering
 	outbox     []pendingEvent // webhooks to deliver, in order
@@ -201,13 +207,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_, pattern := mux.Handler(r)
 	route := strings.Replace(pattern, " "+apiPrefix, " ", 1)
-	entry := Request{Method: r.Method, Path: r.URL.Path, Route: route, Class: classify(r.Method, route), Time: now}
+	entry := Request{Method: r.Method, Path: r.URL.Path, Route: route, Class: classify(r.Method, route), Time: now,
+		Repo: repoOfPath(route, r.URL.Path)}
+	var mutations []string // the fields a GraphQL mutation selects on Mutation
 	if route == "POST /api/graphql" && r.Body != nil {
 		// A GraphQL query is a read (1 point), a mutation a write (5 points).
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxGraphQLBody))
 		_ = r.Body.Close()
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if err == nil && s.isGraphQLQuery(body) {
+		read := false
+		if err == nil {
+			read, mutations = s.graphQLOperation(body)
+		}
+		if read {
 			entry.Class = Read
 		}
 	}
@@ -225,7 +237,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.leave()
 
 	lose := false
-	if spec, ok := s.matchFault(r.Method, r.URL.Path, route); ok {
+	if spec, ok := s.matchFault(r.Method, r.URL.Path, route, mutations); ok {
 		lose = spec.LoseResponse
 		if spec.Latency > 0 {
 			select {
@@ -280,8 +292,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if perms := s.tokenPermissions(p); p.kind == "installation" && perms != nil {
-		key := permissionKey(r, route, entry.Class == Read)
-		if ok, known := permitted(perms, key); !ok {
+		key, ok, known := permissionKey(r, route, entry.Class == Read), true, true
+		for _, m := range mutations {
+			// Each mutation needs its own permission (updateRefs contents, auto-merge pull
+			// requests); a document that selects none is refused when it runs.
+			if key = permissionKey(r, route, false) + " " + m; !permittedOK(perms, key, &known) {
+				ok = false
+				break
+			}
+		}
+		if len(mutations) == 0 {
+			ok, known = permitted(perms, key)
+		}
+		if !ok {
 			entry.Status = http.StatusForbidden
 			s.record(entry)
 			if !known {
@@ -294,6 +317,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+	// A GraphQL mutation names the repository it writes by node id: its resolver says which.
+	var mutated string
+	r = r.WithContext(context.WithValue(r.Context(), mutatedRepoKey{}, &mutated))
 
 	free := route == "GET /rate_limit"
 	// A GraphQL call spends its own budget, in points (graphqlbudget.go), not the REST one.
@@ -353,6 +379,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	buf := &bufferedWriter{header: http.Header{}, status: http.StatusOK}
 	mux.ServeHTTP(buf, r)
+	if mutated != "" {
+		entry.Repo = mutated
+	}
 	s.flushEvents()
 	h := w.Header()
 	for k, v := range buf.header {

@@ -237,7 +237,7 @@ func (s *Server) CommitAs(login, owner, repo, branch, message string, files map[
 	}
 	s.ensureAccountLocked(login, "User")
 	author := &object.Signature{Name: login, Email: s.noreplyEmail(login), When: s.clock.Now()}
-	h, err := s.commitFilesLocked(rm, g, branch, changes, author, message, login)
+	h, err := s.commitFilesLocked(rm, g, branch, changes, author, message, login, "setup")
 	if err != nil {
 		s.fail(fmt.Errorf("committing to %s/%s %s: %w", owner, repo, branch, err))
 		return ""

@@ -1,7 +1,6 @@
 package githubtest
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -10,9 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -23,10 +20,16 @@ import (
 	"github.com/google/go-github/v62/github"
 )
 
-// pendingEvent is a webhook queued under the lock and delivered after the request.
+// pendingEvent is a webhook queued under the lock and delivered after the request: an event's
+// payload, or a redelivery of an attempt (its GUID, bytes, URL and secret).
 type pendingEvent struct {
 	event   string
 	payload any
+
+	redelivery  bool
+	guid        string
+	body        []byte
+	url, secret string
 }
 
 // queueEvent builds (under Server.mu) and queues a webhook, when a hook URL is configured and
@@ -64,6 +67,11 @@ func (s *Server) flushEvents() {
 	events := s.events
 	s.events = nil
 	s.mu.Unlock()
+	s.enqueue(events)
+}
+
+// enqueue hands events to the delivery loop, starting it when it is not running.
+func (s *Server) enqueue(events []pendingEvent) {
 	if len(events) == 0 {
 		return
 	}
@@ -96,12 +104,26 @@ func (s *Server) deliverLoop() {
 		s.outbox = s.outbox[1:]
 		s.outMu.Unlock()
 		url := s.hookTarget()
+		if url == "" && e.redelivery {
+			url = e.url // delivered with Deliver to a URL of the test's
+		}
 		if url == "" {
 			s.cfg.logger.Info("no webhook URL yet; event dropped", "event", e.event, "file", s.cfg.hookURLFile)
 			continue
 		}
+		// GitHub.com gives a delivery 10 seconds to be answered.
 		ctx, cancel := context.WithTimeout(s.closeCtx, 10*time.Second)
-		if err := s.Deliver(ctx, url, s.cfg.hookSecret, e.event, e.payload); err != nil {
+		var err error
+		if e.redelivery {
+			secret := s.cfg.hookSecret
+			if s.hookTarget() == "" {
+				secret = e.secret
+			}
+			err = s.send(ctx, url, secret, e.event, e.guid, e.body, true)
+		} else {
+			err = s.Deliver(ctx, url, s.cfg.hookSecret, e.event, e.payload)
+		}
+		if err != nil {
 			s.cfg.logger.Warn("delivering webhook", "event", e.event, "err", err)
 		}
 		cancel()
@@ -126,38 +148,15 @@ func SignSHA1(secret string, body []byte) string {
 }
 
 // Deliver POSTs payload (JSON-encoded) to url as GitHub delivers a webhook: signed with
-// X-Hub-Signature-256 and X-Hub-Signature (SHA-1), with X-GitHub-Event, X-GitHub-Delivery and a
-// GitHub-Hookshot user agent. A response outside 2xx is an error.
+// X-Hub-Signature-256 and X-Hub-Signature (SHA-1), with X-GitHub-Event, a new X-GitHub-Delivery
+// GUID and a GitHub-Hookshot user agent, recorded in the delivery log (Deliveries, and the
+// App's GET /app/hook/deliveries). A response outside 2xx is an error.
 func (s *Server) Deliver(ctx context.Context, url, secret, event string, payload any) error {
 	body, err := json.Marshal(payload)
 	if err != nil {
 		return fmt.Errorf("encoding %s webhook: %w", event, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("building %s webhook: %w", event, err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "GitHub-Hookshot/fake")
-	req.Header.Set("X-GitHub-Event", event)
-	req.Header.Set("X-GitHub-Delivery", deliveryID())
-	req.Header.Set("X-GitHub-Hook-ID", "1")
-	req.Header.Set("X-GitHub-Hook-Installation-Target-Type", "integration")
-	req.Header.Set("X-GitHub-Hook-Installation-Target-ID", fmt.Sprint(s.cfg.appID))
-	if secret != "" {
-		req.Header.Set("X-Hub-Signature-256", Sign(secret, body))
-		req.Header.Set("X-Hub-Signature", SignSHA1(secret, body))
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("delivering %s webhook: %w", event, err)
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("delivering %s webhook to %s: status %d", event, url, resp.StatusCode)
-	}
-	return nil
+	return s.send(ctx, url, secret, event, deliveryID(), body, false)
 }
 
 func deliveryID() string {

@@ -39,7 +39,8 @@ const (
 	OutcomeBadSignature = "bad_signature"
 	// OutcomeTooLarge: body over the size cap (413).
 	OutcomeTooLarge = "too_large"
-	// OutcomeBusy: too many deliveries being read and verified at once (503, redelivered).
+	// OutcomeBusy: too many deliveries being read and verified at once (503; GitHub does not
+	// redeliver it by itself).
 	OutcomeBusy = "busy"
 	// OutcomeBadRequest: not a POST, no event header or an unparsable payload (400).
 	OutcomeBadRequest = "bad_request"

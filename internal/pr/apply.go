@@ -138,20 +138,20 @@ func createAndBootstrap(ctx context.Context, f Forge, t *fanout.Target, d *Decis
 	if err != nil {
 		return Commit{}, wrap("bootstrap commit", err)
 	}
-	if err := f.SetBranch(ctx, owner, repo, d.defBr, c.SHA, false); err != nil {
+	// The default branch of a new or empty repo: it must not exist yet.
+	if err := f.SetBranch(ctx, owner, repo, d.defBr, c.SHA, ""); err != nil {
 		return Commit{}, wrap("creating branch "+d.defBr, err)
 	}
 	return c, nil
 }
 
-// pushBranch writes the bot commit on base and force-moves the bot branch to it when the
-// decision says so, and returns the branch's head: the commit the pull request carries, and
-// the one its marker records as fleetbot's own.
+// pushBranch writes the bot commit on base and moves the bot branch to it when the decision
+// says so, from the head the snapshot showed (none: the branch must not exist), and returns
+// the branch's head: the commit the pull request carries, and the one its marker records as
+// fleetbot's own. A branch someone moved since the snapshot is never overwritten: the forge
+// refuses the move with ErrRefMoved.
 func pushBranch(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Options, base Commit, wrap stepError) (string, error) {
-	head := ""
-	if d.bot != nil {
-		head = d.bot.SHA
-	}
+	head := d.botHead()
 	if !d.PushBranch {
 		return head, nil
 	}
@@ -164,7 +164,7 @@ func pushBranch(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o O
 	if c.Tree != d.Tree {
 		return "", wrap("commit", fmt.Errorf("forge wrote tree %s, expected %s", c.Tree, d.Tree))
 	}
-	if err := f.SetBranch(ctx, t.Owner, t.Repo, o.Branch, c.SHA, true); err != nil {
+	if err := f.SetBranch(ctx, t.Owner, t.Repo, o.Branch, c.SHA, head); err != nil {
 		return "", wrap("pushing branch "+o.Branch, err)
 	}
 	return c.SHA, nil
@@ -229,9 +229,18 @@ func closePR(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Opti
 		}
 	}
 	if d.DeleteBranch {
-		if err := f.DeleteBranch(ctx, t.Owner, t.Repo, o.Branch); err != nil {
+		if err := f.DeleteBranch(ctx, t.Owner, t.Repo, o.Branch, d.botHead()); err != nil {
 			return wrap("deleting branch "+o.Branch, err)
 		}
 	}
 	return nil
+}
+
+// botHead is the bot branch's head in the snapshot the decision was made on ("" when it had
+// none): the head every move of the branch names as the one it replaces.
+func (d *Decision) botHead() string {
+	if d.bot == nil {
+		return ""
+	}
+	return d.bot.SHA
 }

@@ -152,7 +152,8 @@ type Decision struct {
 	// repo: README, CODEOWNERS and scaffolds only.
 	Bootstrap []Change `json:"bootstrap,omitempty"`
 	// Changes make the bot commit on top of the base; PushBranch commits
-	// them and force-moves the bot branch there.
+	// them and moves the bot branch there from the head the snapshot read
+	// (not a fast-forward when the base moved: a compare-and-swap).
 	Changes    []Change `json:"changes,omitempty"`
 	PushBranch bool     `json:"pushBranch,omitempty"`
 	OpenPR     bool     `json:"openPR,omitempty"`

@@ -39,6 +39,14 @@ var ErrNotFound = errors.New("not found")
 var ErrDeferred = report.Classify(errors.New("deferred: write budget exhausted"),
 	report.Outcome{Class: report.ClassDeferred, Reason: report.ReasonBudgetExhausted})
 
+// ErrRefMoved is returned (wrapped) by SetBranch and DeleteBranch when the branch is no longer
+// at the head the caller read: another writer (a person, another replica of fleetbot) moved it
+// since, and the forge wrote nothing. The write was lost, not refused: plan the repo again from
+// a fresh snapshot (where a commit someone else pushed to the bot branch blocks the pull
+// request). Class retryable, reason RefMoved.
+var ErrRefMoved = report.Classify(errors.New("branch moved since it was read"),
+	report.Outcome{Class: report.ClassRetryable, Reason: report.ReasonRefMoved})
+
 // ErrStale is returned (wrapped) by forges that find, before writing, that the snapshot a
 // decision was made on is out of date (a pull request closed by hand): plan again.
 var ErrStale = errors.New("snapshot out of date")
@@ -59,11 +67,16 @@ type Forge interface {
 	// Commit writes one tree (baseTree plus changes) and one commit on top of
 	// parent (empty for a root commit). It does not move any branch.
 	Commit(ctx context.Context, owner, repo string, c NewCommit) (Commit, error)
-	// SetBranch points branch at sha, creating it when missing. Without
-	// force, the move must be a fast-forward.
-	SetBranch(ctx context.Context, owner, repo, branch, sha string, force bool) error
-	// DeleteBranch deletes a branch; a missing branch is not an error.
-	DeleteBranch(ctx context.Context, owner, repo, branch string) error
+	// SetBranch points branch at sha, as a compare-and-swap on expect: the
+	// head the caller read ("" when it read no such branch, which must then
+	// not exist). A branch found at any other commit is left as it is, with
+	// an error wrapping ErrRefMoved. The move need not be a fast-forward:
+	// naming the head it replaces is what keeps it from discarding commits.
+	SetBranch(ctx context.Context, owner, repo, branch, sha, expect string) error
+	// DeleteBranch deletes branch while it is still at expect, the head the
+	// caller read; a branch already gone is not an error, one found at any
+	// other commit is left, with an error wrapping ErrRefMoved.
+	DeleteBranch(ctx context.Context, owner, repo, branch, expect string) error
 	// OpenPR opens a pull request and returns it with its number and URL.
 	OpenPR(ctx context.Context, owner, repo string, p NewPR) (*PullRequest, error)
 	// UpdatePR rewrites the title and body of an open pull request.

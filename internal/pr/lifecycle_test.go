@@ -63,14 +63,14 @@ func (c *counting) Commit(ctx context.Context, owner, repo string, nc pr.NewComm
 	return c.Forge.Commit(ctx, owner, repo, nc)
 }
 
-func (c *counting) SetBranch(ctx context.Context, owner, repo, branch, sha string, force bool) error {
+func (c *counting) SetBranch(ctx context.Context, owner, repo, branch, sha, expect string) error {
 	c.count("SetBranch")
-	return c.Forge.SetBranch(ctx, owner, repo, branch, sha, force)
+	return c.Forge.SetBranch(ctx, owner, repo, branch, sha, expect)
 }
 
-func (c *counting) DeleteBranch(ctx context.Context, owner, repo, branch string) error {
+func (c *counting) DeleteBranch(ctx context.Context, owner, repo, branch, expect string) error {
 	c.count("DeleteBranch")
-	return c.Forge.DeleteBranch(ctx, owner, repo, branch)
+	return c.Forge.DeleteBranch(ctx, owner, repo, branch, expect)
 }
 
 func (c *counting) OpenPR(ctx context.Context, owner, repo string, np pr.NewPR) (*pr.PullRequest, error) {
@@ -215,7 +215,7 @@ func TestUpdateInPlaceAndRebuildOnMovedBase(t *testing.T) {
 	c, err := f.Forge.Commit(ctx, "acme", "cluster-a", pr.NewCommit{Parent: s.Base.SHA, BaseTree: s.Base.Tree,
 		Changes: []pr.Change{{Path: "apps/team.yaml", Content: []byte("kind: ConfigMap\n")}}, Message: "team app\n"})
 	require.NoError(t, err)
-	require.NoError(t, f.Forge.SetBranch(ctx, "acme", "cluster-a", "main", c.SHA, false))
+	require.NoError(t, f.Forge.SetBranch(ctx, "acme", "cluster-a", "main", c.SHA, s.Base.SHA))
 
 	d, _ = step(t, f, tg, o, pr.ActionUpdate)
 	assert.Contains(t, d.Reason, "moved")
@@ -240,7 +240,7 @@ func TestHumanCommitBlocksOnce(t *testing.T) {
 	human, err := f.Forge.Commit(ctx, "acme", "cluster-a", pr.NewCommit{Parent: s.Bot.SHA, BaseTree: s.Bot.Tree,
 		Changes: []pr.Change{{Path: "platform/m.yaml", Content: []byte("kind: ConfigMap # edited by hand\n")}}, Message: "hotfix\n"})
 	require.NoError(t, err)
-	require.NoError(t, f.Forge.SetBranch(ctx, "acme", "cluster-a", "fleetbot/sync", human.SHA, false))
+	require.NoError(t, f.Forge.SetBranch(ctx, "acme", "cluster-a", "fleetbot/sync", human.SHA, s.Bot.SHA))
 
 	tg.Files = maps.Clone(tg.Files)
 	tg.Files["platform/m.yaml"] = []byte(strings.Replace(configMap, `"1"`, `"3"`, 1))
@@ -296,7 +296,7 @@ func TestMergedByHandIsRecorded(t *testing.T) {
 	_, p := step(t, f, tg, opts, pr.ActionCreate)
 	s, err := f.Snapshot(ctx, "acme", "cluster-a", "main", "fleetbot/sync")
 	require.NoError(t, err)
-	require.NoError(t, f.Forge.SetBranch(ctx, "acme", "cluster-a", "main", s.Bot.SHA, false))
+	require.NoError(t, f.Forge.SetBranch(ctx, "acme", "cluster-a", "main", s.Bot.SHA, s.Base.SHA))
 
 	d, _ := step(t, f, tg, opts, pr.ActionCleanup)
 	assert.True(t, d.RecordMerged)

@@ -124,8 +124,24 @@ func convergeAccess(ctx context.Context, f Forge, p *repoPlan, d *pr.Decision, l
 // whether merge: auto merged it at once, a protection the forge could not apply, and the
 // CODEOWNERS of a repo whose bootstrap commit just landed it (checked now, while the repo is
 // new).
+//
+// A write that lost a race (pr.ErrRefMoved: someone moved a branch after the snapshot, and the
+// forge, naming the head it read, wrote nothing over it) plans the repo once more from a fresh
+// snapshot and executes that decision instead, in the same run: a commit a person pushed to the
+// bot branch then blocks the pull request at once, and a branch another writer moved is built
+// on where it is. A second lost race is the repo's result: retryable, reason RefMoved.
 func writeContent(ctx context.Context, f Forge, p *repoPlan, d *pr.Decision, o pr.Options) error {
 	pull, err := pr.Apply(ctx, f, p.target(), d, o)
+	if errors.Is(err, pr.ErrRefMoved) {
+		p.res.setPR(pull)
+		if d, err = replan(ctx, f, p, o); err != nil {
+			return fmt.Errorf("planning %s again after a lost race: %w", p.target().FullName(), err)
+		}
+		pull, err = d.PR, nil
+		if d.Writes() {
+			pull, err = pr.Apply(ctx, f, p.target(), d, o)
+		}
+	}
 	p.res.setPR(pull)
 	if err != nil {
 		return err
@@ -154,13 +170,21 @@ func admitWrites(ctx context.Context, f Forge, p *repoPlan, o pr.Options) (*pr.D
 	if !errors.Is(err, pr.ErrStale) {
 		return p.content, err
 	}
+	return replan(ctx, f, p, o)
+}
+
+// replan plans the repo again from a fresh snapshot, which becomes the repo's decision and
+// result, and asks a WriteGate forge to admit its writes.
+func replan(ctx context.Context, f Forge, p *repoPlan, o pr.Options) (*pr.Decision, error) {
+	t := p.target()
 	d, err := pr.Plan(ctx, f, t, o)
 	if err != nil {
 		return nil, err
 	}
 	p.content = d
 	p.res.fromDecision(d)
-	if !d.Writes() {
+	g := f.Capabilities().WriteGate
+	if !d.Writes() || g == nil {
 		return d, nil
 	}
 	return d, g.BeforeWrite(ctx, t.Owner, t.Repo, d.Cost())

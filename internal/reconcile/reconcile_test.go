@@ -87,7 +87,7 @@ func TestFailingRepoIsIsolated(t *testing.T) {
 	require.NoError(t, f.ClosePR(context.Background(), "acme", "cluster-c", 1, ""))
 	refs, err := f.Refs("acme", "cluster-c")
 	require.NoError(t, err)
-	require.NoError(t, f.SetBranch(context.Background(), "acme", "cluster-c", "develop", refs["main"], false))
+	require.NoError(t, f.SetBranch(context.Background(), "acme", "cluster-c", "develop", refs["main"], ""))
 	require.NoError(t, deleteRef(dir, "cluster-c", "main"))
 
 	fl["a"], fl["b"], fl["c"] = "2", "2", "2"

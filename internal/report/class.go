@@ -49,6 +49,10 @@ const (
 	// ReasonHumanCommitOnBranch: someone else pushed to fleetbot's branch; fleetbot no longer
 	// updates the pull request.
 	ReasonHumanCommitOnBranch = "HumanCommitOnBranch"
+	// ReasonRefMoved: a branch fleetbot was moving is no longer at the head it read (another
+	// writer moved it since); nothing was written, and the repo is planned again from a fresh
+	// snapshot.
+	ReasonRefMoved = "RefMoved"
 	// ReasonTeamNotFound: the control repo names a team the organization does not have.
 	ReasonTeamNotFound = "TeamNotFound"
 	// ReasonTooManyRemovals: the run would remove more target repos (or grants) than

@@ -407,7 +407,7 @@ func TestLostWriteResponses(t *testing.T) {
 		"POST /repos/{owner}/{repo}/git/trees",
 		"POST /repos/{owner}/{repo}/git/commits",
 		"POST /repos/{owner}/{repo}/git/refs",
-		"PATCH /repos/{owner}/{repo}/git/refs/{ref...}",
+		"POST /api/graphql updateRefs", // the bootstrap commit replacing an empty repo's placeholder
 		"PUT /repos/{owner}/{repo}/branches/{branch}/protection",
 		"PUT /orgs/{org}/teams/{team_slug}/repos/{owner}/{repo}",
 		"POST /repos/{owner}/{repo}/pulls",
@@ -417,7 +417,11 @@ func TestLostWriteResponses(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
 			e.targets = oneOfEachKind(t, e.targets) // the fault hits one repo; one bystander of the other kind
-			e.srv.Fault(route, githubtest.FaultSpec{LoseResponse: true, Times: 1})
+			mutation := ""
+			if r, ok := strings.CutSuffix(route, " updateRefs"); ok {
+				route, mutation = r, "updateRefs" // one GraphQL mutation, not the scans
+			}
+			e.srv.Fault(route, githubtest.FaultSpec{LoseResponse: true, Times: 1, Mutation: mutation})
 			_, _ = reconcile.Apply(context.Background(), e.forge(t, false), e.repo, e.targets, reconcile.Options{Source: "c0ffee"})
 			e.srv.ClearFaults()
 			lost := false

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gh "github.com/google/go-github/v62/github"
@@ -94,6 +95,10 @@ type known struct {
 
 	// blobs are the blobs read so far, by hash (content-addressed: never stale).
 	blobs blobCache
+
+	// noUpdateRefs is set once GitHub answered that its GraphQL schema has no updateRefs (a
+	// GitHub Enterprise Server without it): branch moves then go through git push with a lease.
+	noUpdateRefs atomic.Bool
 }
 
 // repoEntry is one repo's cached state behind its own lock.
@@ -117,6 +122,9 @@ type repoEntry struct {
 	protectionUnavailable string
 	// hint is what the latest Scan saw of the repo, for the next Snapshot.
 	hint *headHint
+	// nodeID is the repository's GraphQL node id (updateRefs names the repo by it), from the
+	// latest scan or the snapshot cache; "" when unknown.
+	nodeID string
 	// autoMergeSeen is the repo's "Allow auto-merge" setting as the latest Scan (or fleetbot's
 	// own write) saw it; nil when unknown. Access reports it at no request of its own.
 	autoMergeSeen *bool
@@ -349,24 +357,30 @@ func (f *Forge) bootstrapEmpty(ctx context.Context, owner, repo string, e *repoE
 	return nil
 }
 
-// SetBranch implements pr.Forge: POST a missing ref, PATCH an existing one. Only fleetbot's
-// own bot branch is ever forced (pr passes force for it alone), and the default branch once,
-// when it still points at the placeholder commit of an empty-repo bootstrap.
-func (f *Forge) SetBranch(ctx context.Context, owner, repo, branch, sha string, force bool) error {
+// SetBranch implements pr.Forge: a compare-and-swap of the branch from expect to sha (refs.go):
+// POST a branch the caller read as missing, GraphQL updateRefs with beforeOid for one it read
+// at expect. The default branch of an empty repo, which the forge made itself with a
+// placeholder commit (bootstrapEmpty), is moved from that placeholder. With
+// ContentTransportGit, a commit built in memory is pushed with a lease on expect instead.
+func (f *Forge) SetBranch(ctx context.Context, owner, repo, branch, sha, expect string) error {
 	e, unlock := f.entry(owner, repo)
 	defer unlock()
 	st := e.state()
 	pushed := false
 	if w := e.commits[sha]; w != nil && w.local != nil && !w.local.pushed {
 		var err error
-		pushed, err = f.pushOrFallBack(ctx, owner, repo, e, branch, w)
+		pushed, err = f.pushOrFallBack(ctx, owner, repo, e, branch, expect, w)
 		w.local = nil // its objects are GitHub's now, or the commit is abandoned
 		if err != nil {
 			return err
 		}
 	}
-	cur, exists := st.Branches[branch]
-	bootstrap := exists && cur != "" && cur == st.Placeholder && branch == st.DefaultBranch
+	if cur := st.Branches[branch]; expect == "" && cur != "" && cur == st.Placeholder && branch == st.DefaultBranch {
+		// The default branch the forge itself made for an empty repo's bootstrap (perhaps in
+		// this very call, when a refused push fell back to the Git Data API).
+		expect = st.Placeholder
+	}
+	bootstrap := expect != "" && expect == st.Placeholder && branch == st.DefaultBranch
 	if pushed {
 		bootstrap = branch == st.DefaultBranch && st.Empty
 		st.Empty = false
@@ -375,15 +389,15 @@ func (f *Forge) SetBranch(ctx context.Context, owner, repo, branch, sha string, 
 				return err
 			}
 		}
-	} else if err := f.moveRef(ctx, owner, repo, branch, sha, exists, force || bootstrap); err != nil {
+	} else if err := f.moveBranch(ctx, owner, repo, e, branch, sha, expect); err != nil {
 		return err
 	}
 	if st.Branches == nil {
 		st.Branches = map[string]string{}
 	}
 	st.Branches[branch] = sha
-	if st.BotBranch == "" && force && branch != st.DefaultBranch {
-		st.BotBranch = branch // a repo created in this run: pr forces only the bot branch
+	if st.BotBranch == "" && branch != st.DefaultBranch {
+		st.BotBranch = branch // a repo created in this run: pr moves only the bot branch besides
 	}
 	w := e.commits[sha]
 	switch branch {
@@ -409,27 +423,6 @@ func (f *Forge) SetBranch(ctx context.Context, owner, repo, branch, sha string, 
 		}
 	}
 	f.saveState(owner, repo, st)
-	return nil
-}
-
-// moveRef creates (POST) or moves (PATCH) a branch through the Git Data API.
-func (f *Forge) moveRef(ctx context.Context, owner, repo, branch, sha string, exists, force bool) error {
-	full := owner + "/" + repo
-	ref := &gh.Reference{Ref: gh.String("refs/heads/" + branch), Object: &gh.GitObject{SHA: gh.String(sha)}}
-	if !exists {
-		_, resp, err := f.api.Git.CreateRef(ctx, owner, repo, ref)
-		if err != nil && statusOf(resp) == http.StatusUnprocessableEntity && strings.Contains(strings.ToLower(errMessage(err)), "already exists") {
-			// Our view was stale: the branch exists. Move it as asked.
-			exists = true
-		} else if err != nil {
-			return errf(err, "creating branch "+branch+" in", full)
-		}
-	}
-	if exists {
-		if _, _, err := f.api.Git.UpdateRef(ctx, owner, repo, ref, force); err != nil {
-			return errf(err, "moving branch "+branch+" in", full)
-		}
-	}
 	return nil
 }
 
@@ -473,14 +466,14 @@ func (f *Forge) afterBootstrap(ctx context.Context, owner, repo string, e *repoE
 	return nil
 }
 
-// DeleteBranch implements pr.Forge; a missing branch is not an error.
-func (f *Forge) DeleteBranch(ctx context.Context, owner, repo, branch string) error {
+// DeleteBranch implements pr.Forge: GraphQL updateRefs deletes the branch while it is at
+// expect (refs.go); a branch already gone is not an error.
+func (f *Forge) DeleteBranch(ctx context.Context, owner, repo, branch, expect string) error {
 	e, unlock := f.entry(owner, repo)
 	defer unlock()
 	st := e.state()
-	resp, err := f.api.Git.DeleteRef(ctx, owner, repo, "refs/heads/"+branch)
-	if err != nil && statusOf(resp) != http.StatusUnprocessableEntity && !IsNotFound(err) {
-		return errf(err, "deleting branch "+branch+" in", owner+"/"+repo)
+	if err := f.moveBranch(ctx, owner, repo, e, branch, "", expect); err != nil {
+		return err
 	}
 	delete(st.Branches, branch)
 	if branch == st.BotBranch {
@@ -678,7 +671,8 @@ func (f *Forge) checkPR(ctx context.Context, owner, repo string) error {
 //   - an empty repo's bootstrap: one Contents API PUT (content) before its root commit;
 //   - a commit: POST tree and POST commit (content), plus a POST blob (content) per binary
 //     file, which a tree cannot carry inline;
-//   - a branch created or moved: POST or PATCH ref (content); deleted: DELETE ref;
+//   - a branch created or moved: POST ref or the GraphQL mutation updateRefs (content: the
+//     budget counts a ref move as content creation); deleted: updateRefs (refs.go);
 //   - a pull request opened: POST pulls (content), POST labels; auto-merge: at most PATCH the
 //     repo's setting, the GraphQL mutation and a PUT merge (content) when GitHub refuses
 //     auto-merge on a pull request that is already mergeable;

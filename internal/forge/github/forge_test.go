@@ -117,10 +117,7 @@ func (e *env) costs() map[string]cost {
 			strings.HasSuffix(r.Route, "/installation") {
 			continue // token minting and installation lookup: once per process, not per repo
 		}
-		repo := ""
-		if i := strings.Index(r.Path, "/repos/acme/"); i >= 0 {
-			repo = strings.SplitN(r.Path[i+len("/repos/acme/"):], "/", 2)[0]
-		}
+		repo, _ := strings.CutPrefix(r.Repo, "acme/") // a REST path's, or updateRefs' repository
 		c := out[repo]
 		switch r.Class {
 		case githubtest.Read:
@@ -235,7 +232,7 @@ func TestRequestCosts(t *testing.T) {
 	}
 	c = e.costs()["cluster-edge-1"]
 	t.Logf("update: %d reads, %d writes (%d content-creating)", c.reads, c.writes, c.content)
-	assert.LessOrEqual(t, c.writes, 4, "tree, commit, ref, pull request body")
+	assert.Equal(t, 4, c.writes, "tree, commit, ref move (updateRefs), pull request body")
 
 	// Plan, from a new process with a read-only client: no write, ever.
 	editTarget(t, e.targets, "cluster-prod-eu-1")

@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/memory"
@@ -50,8 +51,22 @@ func ParseContentTransport(s string) (ContentTransport, error) {
 	return "", fmt.Errorf("content transport %q: want %q (Git Data API) or %q (git push over HTTPS)", s, ContentTransportAPI, ContentTransportGit)
 }
 
-// errLeaseFailed: the branch is no longer at the value the push expected.
-var errLeaseFailed = errors.New("the branch moved since it was read")
+// leaseError is a push refused because the branch is no longer at the value it names: now is
+// where the branch is (zero: absent; zero too when the refusal did not say and the refs could
+// not be read again).
+type leaseError struct {
+	branch   string
+	old, now plumbing.Hash
+	detail   string
+}
+
+func (e *leaseError) Error() string {
+	s := fmt.Sprintf("the branch moved since it was read: %s is at %s, expected %s", e.branch, short(e.now), short(e.old))
+	if e.detail != "" {
+		s += " (" + e.detail + ")"
+	}
+	return s
+}
 
 // localCommit is a commit built in memory for a git push: its new objects (the commit, every
 // tree of its listing, the blobs it writes) and what the Git Data API needs to write the same
@@ -180,11 +195,12 @@ func (f *Forge) gitURL(owner, repo string) string {
 	return u.String()
 }
 
-// push sends lc to branch with one receive-pack request whose command names the branch's
-// expected old value (zero: the branch must not exist), so that a branch moved by anyone else
-// since it was read is never overwritten: that refusal is errLeaseFailed. It reads the refs
-// first (one GET) and sends nothing when they already show the lease broken.
-func (f *Forge) push(ctx context.Context, owner, repo, branch string, old plumbing.Hash, lc *localCommit) error {
+// pushRef moves branch from old to next (zero: delete it) with one receive-pack request whose
+// command names old as the branch's value (zero: the branch must not exist), sending lc's
+// objects (nil: none, an empty pack; a deletion sends no pack), so that a branch moved by
+// anyone else since it was read is never overwritten: that refusal is a *leaseError. It reads
+// the refs first (one GET) and sends nothing when they already show the lease broken.
+func (f *Forge) pushRef(ctx context.Context, owner, repo, branch string, old, next plumbing.Hash, lc *localCommit) error {
 	name := plumbing.NewBranchReferenceName(branch)
 	sess, adv, cur, err := f.remoteRef(ctx, owner, repo, name)
 	if err != nil {
@@ -192,18 +208,27 @@ func (f *Forge) push(ctx context.Context, owner, repo, branch string, old plumbi
 	}
 	defer func() { _ = sess.Close() }()
 	if cur != old {
-		return fmt.Errorf("%w: %s is at %s, expected %s", errLeaseFailed, branch, short(cur), short(old))
+		return &leaseError{branch: branch, old: old, now: cur}
 	}
 	req := packp.NewReferenceUpdateRequestFromCapabilities(adv.Capabilities)
-	req.Commands = []*packp.Command{{Name: name, Old: old, New: lc.hash}}
-	var pack bytes.Buffer
-	if _, err := packfile.NewEncoder(&pack, lc.objs, false).Encode(lc.hashes, 0); err != nil {
-		return fmt.Errorf("packing the commit: %w", err)
+	req.Commands = []*packp.Command{{Name: name, Old: old, New: next}}
+	if !next.IsZero() {
+		var pack bytes.Buffer
+		var objs storer.EncodedObjectStorer = memory.NewStorage()
+		var hashes []plumbing.Hash
+		if lc != nil {
+			objs, hashes = lc.objs, lc.hashes
+		}
+		if _, err := packfile.NewEncoder(&pack, objs, false).Encode(hashes, 0); err != nil {
+			return fmt.Errorf("packing the commit: %w", err)
+		}
+		req.Packfile = io.NopCloser(&pack)
 	}
-	req.Packfile = io.NopCloser(&pack)
 	rs, err := sess.ReceivePack(ctx, req)
 	if err == nil {
-		lc.pushed = true
+		if lc != nil {
+			lc.pushed = true
+		}
 		return nil
 	}
 	if rs != nil {
@@ -211,16 +236,15 @@ func (f *Forge) push(ctx context.Context, owner, repo, branch string, old plumbi
 			if cs.Error() == nil {
 				continue
 			}
-			if leaseRefusal(cs.Status) {
-				return fmt.Errorf("%w: %s refused: %s", errLeaseFailed, branch, cs.Status)
-			}
-			// Another reason (a hook, a protected branch): whether the branch moved meanwhile
-			// decides between replanning and the API, so read it again (one GET).
-			if s2, _, now, rerr := f.remoteRef(ctx, owner, repo, name); rerr == nil {
+			// Whether the branch moved meanwhile decides between a lost lease and another
+			// refusal (a hook, a protected branch), so read it again (one GET).
+			now, known := plumbing.ZeroHash, false
+			if s2, _, h, rerr := f.remoteRef(ctx, owner, repo, name); rerr == nil {
 				_ = s2.Close()
-				if now != old {
-					return fmt.Errorf("%w: %s refused (%s) and now at %s, expected %s", errLeaseFailed, branch, cs.Status, short(now), short(old))
-				}
+				now, known = h, true
+			}
+			if known && now != old || !known && leaseRefusal(cs.Status) {
+				return &leaseError{branch: branch, old: old, now: now, detail: "refused: " + cs.Status}
 			}
 		}
 	}
@@ -293,28 +317,32 @@ func (t gitAuthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.next.RoundTrip(r)
 }
 
-// pushOrFallBack pushes w (built by Commit) to branch with a lease on the value the forge
-// last read. pushed is true when the push landed. A broken lease is pr.ErrStale: someone
-// moved the branch since it was read, and the repo is planned again (a human commit on the bot
-// branch then blocks it, as with the Git Data API). Any other refusal (a protected branch, a
-// token without contents:write over git, the network) writes the same commit through the Git
-// Data API, and SetBranch moves the branch with it.
-func (f *Forge) pushOrFallBack(ctx context.Context, owner, repo string, e *repoEntry, branch string, w *written) (pushed bool, err error) {
+// pushOrFallBack pushes w (built by Commit) to branch with a lease on expect, the head the
+// caller read ("" absent). pushed is true when the push landed. A broken lease is
+// pr.ErrRefMoved: someone moved the branch since it was read, and the repo is planned again (a
+// human commit on the bot branch then blocks it, as with the Git Data API). Any other refusal
+// (a protected branch, a token without contents:write over git, the network) writes the same
+// commit through the Git Data API, and SetBranch moves the branch with it, as a
+// compare-and-swap too.
+func (f *Forge) pushOrFallBack(ctx context.Context, owner, repo string, e *repoEntry, branch, expect string, w *written) (pushed bool, err error) {
 	full := owner + "/" + repo
-	st := e.state()
 	lc := w.local
 	old := plumbing.ZeroHash
-	if h, ok := st.Branches[branch]; ok && h != "" {
-		old = plumbing.NewHash(h)
+	if expect != "" {
+		old = plumbing.NewHash(expect)
 	}
-	perr := f.push(ctx, owner, repo, branch, old, lc)
+	perr := f.pushRef(ctx, owner, repo, branch, old, lc.hash, lc)
+	var lease *leaseError
 	switch {
 	case perr == nil:
 		return true, nil
-	case errors.Is(perr, errLeaseFailed):
-		st.RefsETag = "" // read the refs again next time
-		f.saveState(owner, repo, st)
-		return false, fmt.Errorf("%w: git push of %s to %s: %w; fleetbot plans the repo again", pr.ErrStale, report.ShortSHA(lc.hash.String()), full, perr)
+	case errors.As(perr, &lease) && lease.now == lc.hash:
+		lc.pushed = true // pushed by an earlier call whose answer was lost
+		return true, nil
+	case errors.As(perr, &lease):
+		f.forgetRefs(owner, repo, e)
+		return false, fmt.Errorf("git push of %s to %s: %w", report.ShortSHA(lc.hash.String()), full,
+			refMoved(full, branch, hashString(lease.now), expect))
 	case ctx.Err() != nil:
 		return false, fmt.Errorf("git push of %s to %s: %w", branch, full, ctx.Err())
 	}

@@ -186,7 +186,7 @@ func TestGitPushWritesWhatTheAPIWrites(t *testing.T) {
 
 // TestGitPushLeaseKeepsAHumanPush: a human pushes to the bot branch after fleetbot read it;
 // fleetbot's push, leased on the value it read, does not overwrite that commit: Apply fails
-// with pr.ErrStale, and the next plan blocks the pull request as with the Git Data API.
+// with pr.ErrRefMoved, and the next plan blocks the pull request as with the Git Data API.
 func TestGitPushLeaseKeepsAHumanPush(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -203,7 +203,7 @@ func TestGitPushLeaseKeepsAHumanPush(t *testing.T) {
 	e.srv.CreateUser("alice")
 	human := e.srv.CommitAs("alice", "acme", tg.Repo, "fleetbot/sync", "hand fix", map[string]string{"notes.txt": "mine\n"})
 	_, err = pr.Apply(ctx, f, tg, d, opts)
-	require.ErrorIs(t, err, pr.ErrStale)
+	require.ErrorIs(t, err, pr.ErrRefMoved)
 	assert.Contains(t, err.Error(), "fleetbot/sync")
 	assert.Equal(t, human, e.srv.Branch("acme", tg.Repo, "fleetbot/sync"), "the human commit stays")
 
@@ -238,7 +238,7 @@ func TestGitPushLeaseCheckedByTheServer(t *testing.T) {
 	}
 	rec.mu.Unlock()
 	_, err = pr.Apply(ctx, f, tg, d, opts)
-	require.ErrorIs(t, err, pr.ErrStale)
+	require.ErrorIs(t, err, pr.ErrRefMoved)
 	require.NotEmpty(t, human, "the human push happened between the refs and the push")
 	assert.Equal(t, human, e.srv.Branch("acme", tg.Repo, "fleetbot/sync"), "the human commit stays")
 	d, err = pr.Plan(ctx, f, tg, opts)

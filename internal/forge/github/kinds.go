@@ -173,6 +173,9 @@ func kindOf(req *http.Request) kind {
 	if isReadRequest(req) {
 		return kindRead
 	}
+	if content, _ := req.Context().Value(contentKey{}).(bool); content && isGraphQL(req) {
+		return kindContent // a mutation that moves a ref (refs.go)
+	}
 	for _, re := range contentCreating[req.Method] {
 		if re.MatchString(req.URL.Path) {
 			return kindContent

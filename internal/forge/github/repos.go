@@ -136,9 +136,9 @@ func (f *Forge) CreateRepo(ctx context.Context, spec pr.RepoSpec) error {
 	}
 	st := &repoState{
 		Version: cacheVersion, DefaultBranch: spec.DefaultBranch, Empty: true, PRRead: true,
-		RepoDefault: r.GetDefaultBranch(),
+		RepoDefault: r.GetDefaultBranch(), NodeID: r.GetNodeID(), // updateRefs names the repo by its node id
 	}
-	e.st, e.fresh = st, true
+	e.st, e.fresh, e.nodeID = st, true, r.GetNodeID()
 	topics := []string{ManagedTopic, kindTopic(spec.Kind)}
 	if _, _, err := f.api.Repositories.ReplaceAllTopics(ctx, spec.Owner, spec.Repo, topics); err != nil {
 		return errf(err, "setting the topics of", full)

@@ -26,14 +26,14 @@ const scanPageSize = 100
 const scanPRs = 3
 
 // repoFields is what one scan reads of each repository: what Org and ListManaged need (name,
-// archived, topics, description) and what Snapshot needs to tell an unchanged repo (the heads of
-// the default and bot branches, the newest pull request from the bot branch), plus what a status
-// view shows at no extra request: the combined status of both heads (Flux posts one on the
-// commit it applied; the bot head's is the pull request's checks) and the pull request's age and
-// review decision, and the default branch head's commit statuses (Flux's, per Kustomization or
-// HelmRelease: a failing one's message and link). None of these are connections, so they add
-// nothing to the query's cost.
-var repoFields = `name isArchived description autoMergeAllowed
+// archived, topics, description), the node id updateRefs names it by (refs.go), and what
+// Snapshot needs to tell an unchanged repo (the heads of the default and bot branches, the
+// newest pull request from the bot branch), plus what a status view shows at no extra request:
+// the combined status of both heads (Flux posts one on the commit it applied; the bot head's is
+// the pull request's checks) and the pull request's age and review decision, and the default
+// branch head's commit statuses (Flux's, per Kustomization or HelmRelease: a failing one's
+// message and link). None of these are connections, so they add nothing to the query's cost.
+var repoFields = `id name isArchived description autoMergeAllowed
       repositoryTopics(first: 20) { nodes { topic { name } } }
       base: ref(qualifiedName: $base) { target { oid ... on Commit { statusCheckRollup { state } status { contexts { context state description targetUrl } } } } }
       bot: ref(qualifiedName: $bot) { target { oid ... on Commit { statusCheckRollup { state } } } }
@@ -112,6 +112,7 @@ type scanPR struct {
 }
 
 type scanRepo struct {
+	ID               string  `json:"id"`
 	Name             string  `json:"name"`
 	IsArchived       bool    `json:"isArchived"`
 	Description      *string `json:"description"`
@@ -252,6 +253,9 @@ func (f *Forge) hint(owner string, r scanRepo, defaultBranch, botBranch string, 
 	h.seen = markOf(e.st)
 	e.hint = h
 	e.autoMergeSeen = r.AutoMergeAllowed
+	if r.ID != "" {
+		e.nodeID = r.ID
+	}
 	unlock()
 }
 

@@ -46,6 +46,8 @@ type repoState struct {
 	// Placeholder is the Contents API commit that made an empty repo's default branch, to be
 	// replaced by the bootstrap commit.
 	Placeholder string `json:"placeholder,omitempty"`
+	// NodeID is the repository's GraphQL node id, which updateRefs names it by.
+	NodeID string `json:"nodeId,omitempty"`
 	// RepoDefault is the default branch GitHub gave a repo fleetbot created.
 	RepoDefault string `json:"repoDefault,omitempty"`
 	// Access is the last observed (or written) access, at AccessAt (Unix seconds).
@@ -170,7 +172,7 @@ func (f *Forge) Snapshot(ctx context.Context, owner, repo, defaultBranch, botBra
 		next := &repoState{Version: cacheVersion, DefaultBranch: defaultBranch, BotBranch: botBranch, Empty: true, PRRead: true}
 		if st != nil {
 			next.RepoDefault, next.Access, next.AccessAt = st.RepoDefault, st.Access, st.AccessAt
-			next.Codeowners = st.Codeowners
+			next.Codeowners, next.NodeID = st.Codeowners, st.NodeID
 		}
 		e.st, e.fresh = next, true
 		return &pr.Snapshot{Exists: true, Empty: true}, nil
@@ -186,6 +188,7 @@ func (f *Forge) Snapshot(ctx context.Context, owner, repo, defaultBranch, botBra
 	next := &repoState{Version: cacheVersion, DefaultBranch: defaultBranch, BotBranch: botBranch, RefsETag: newTag, Branches: branches}
 	if st != nil {
 		next.RepoDefault, next.Access, next.AccessAt, next.Placeholder = st.RepoDefault, st.Access, st.AccessAt, st.Placeholder
+		next.NodeID = st.NodeID
 		next.Codeowners = st.Codeowners // keyed by blob and access: still valid
 	}
 	moved := st == nil || !st.PRRead

@@ -17,6 +17,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/gittree"
 	"github.com/fleetbot-io/fleetbot/internal/policy"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 func fixedClock() func() time.Time {
@@ -44,7 +45,7 @@ func seed(t *testing.T, f *Forge, files map[string]string) pr.Commit {
 	}
 	c, err := f.Commit(ctx, "acme", "r", pr.NewCommit{Changes: ch, Message: "init\n"})
 	require.NoError(t, err)
-	require.NoError(t, f.SetBranch(ctx, "acme", "r", "main", c.SHA, false))
+	require.NoError(t, f.SetBranch(ctx, "acme", "r", "main", c.SHA, ""))
 	return c
 }
 
@@ -81,7 +82,7 @@ func TestCreateCommitSnapshot(t *testing.T) {
 		{Path: "README.md", Delete: true}, {Path: "platform/a.yaml", Content: []byte("kind: A\n")},
 	}})
 	require.NoError(t, err)
-	require.NoError(t, f.SetBranch(ctx, "acme", "r", "fleetbot/sync", c2.SHA, true))
+	require.NoError(t, f.SetBranch(ctx, "acme", "r", "fleetbot/sync", c2.SHA, ""))
 	got, err := f.Blob(ctx, "acme", "r", gittree.BlobHash([]byte("kind: A\n")))
 	require.NoError(t, err)
 	assert.Equal(t, "kind: A\n", string(got))
@@ -95,10 +96,10 @@ func TestCreateCommitSnapshot(t *testing.T) {
 		require.NoError(t, err, string(out))
 	}
 
-	// Fast-forward only without force.
-	require.NoError(t, f.SetBranch(ctx, "acme", "r", "main", c2.SHA, false))
-	err = f.SetBranch(ctx, "acme", "r", "main", c.SHA, false)
-	assert.ErrorIs(t, err, ErrNotFastForward)
+	// A move names the head it replaces.
+	require.NoError(t, f.SetBranch(ctx, "acme", "r", "main", c2.SHA, c.SHA))
+	err = f.SetBranch(ctx, "acme", "r", "main", c.SHA, c.SHA)
+	assert.ErrorIs(t, err, pr.ErrRefMoved)
 
 	a, err := f.Access(ctx, "acme", "r")
 	require.NoError(t, err)
@@ -119,13 +120,13 @@ func TestPullRequestsAndMergeDetection(t *testing.T) {
 			c, err := f.Commit(ctx, "acme", "r", pr.NewCommit{Parent: base.SHA, BaseTree: base.Tree, Message: "x\n",
 				Changes: []pr.Change{{Path: "platform/a.yaml", Content: []byte("a: 1\n")}}})
 			require.NoError(t, err)
-			require.NoError(t, f.SetBranch(ctx, "acme", "r", "fleetbot/sync", c.SHA, true))
+			require.NoError(t, f.SetBranch(ctx, "acme", "r", "fleetbot/sync", c.SHA, ""))
 			p, err := f.OpenPR(ctx, "acme", "r", pr.NewPR{Head: "fleetbot/sync", Base: "main", Title: "t", Body: "b"})
 			require.NoError(t, err)
 			assert.Equal(t, 1, p.Number)
 			_, err = f.OpenPR(ctx, "acme", "r", pr.NewPR{Head: "fleetbot/sync", Base: "main", Title: "t", Body: "b"})
 			assert.Error(t, err, "a second open PR for the same head")
-			assert.ErrorIs(t, f.DeleteBranch(ctx, "acme", "r", "fleetbot/sync"), ErrBranchHasOpenPR)
+			assert.ErrorIs(t, f.DeleteBranch(ctx, "acme", "r", "fleetbot/sync", c.SHA), ErrBranchHasOpenPR)
 
 			s, err := f.Snapshot(ctx, "acme", "r", "main", "fleetbot/sync")
 			require.NoError(t, err)
@@ -152,9 +153,54 @@ func TestPullRequestsAndMergeDetection(t *testing.T) {
 			assert.False(t, s.PR.Inferred)
 			assert.Equal(t, c.Tree, s.Base.Tree)
 			assert.Equal(t, c.SHA, s.PR.HeadSHA)
-			require.NoError(t, f.DeleteBranch(ctx, "acme", "r", "fleetbot/sync"))
+			require.NoError(t, f.DeleteBranch(ctx, "acme", "r", "fleetbot/sync", c.SHA))
 		})
 	}
+}
+
+// TestBranchMovesAreCompareAndSwap: every move of a branch names the head it replaces. A
+// commit someone pushed after fleetbot read the branch is never overwritten or deleted: the
+// move is refused with pr.ErrRefMoved and the branch keeps the commit; a branch created
+// meanwhile is not taken over either. A repeated move to where the branch already is succeeds.
+func TestBranchMovesAreCompareAndSwap(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := open(t, t.TempDir())
+	base := seed(t, f, map[string]string{"README.md": "hi\n"})
+	commit := func(msg, content string) pr.Commit {
+		c, err := f.Commit(ctx, "acme", "r", pr.NewCommit{Parent: base.SHA, BaseTree: base.Tree, Message: msg + "\n",
+			Changes: []pr.Change{{Path: "platform/a.yaml", Content: []byte(content)}}})
+		require.NoError(t, err)
+		return c
+	}
+	bot := commit("bot", "a: 1\n")
+	require.NoError(t, f.SetBranch(ctx, "acme", "r", "fleetbot/sync", bot.SHA, ""))
+	read, err := f.Snapshot(ctx, "acme", "r", "main", "fleetbot/sync")
+	require.NoError(t, err)
+
+	// A person pushes to the bot branch after fleetbot's snapshot...
+	human := commit("human", "a: 2\n")
+	require.NoError(t, f.SetBranch(ctx, "acme", "r", "fleetbot/sync", human.SHA, bot.SHA))
+	// ...then fleetbot moves it from the head it read: refused, nothing lost.
+	next := commit("bot again", "a: 3\n")
+	err = f.SetBranch(ctx, "acme", "r", "fleetbot/sync", next.SHA, read.Bot.SHA)
+	require.ErrorIs(t, err, pr.ErrRefMoved)
+	assert.Contains(t, err.Error(), "acme/r: branch fleetbot/sync is at "+human.SHA[:7]+", not at "+bot.SHA[:7])
+	assert.Equal(t, report.ClassRetryable, report.ClassOf(err).Class)
+	assert.Equal(t, report.ReasonRefMoved, report.ClassOf(err).Reason)
+	err = f.DeleteBranch(ctx, "acme", "r", "fleetbot/sync", read.Bot.SHA)
+	require.ErrorIs(t, err, pr.ErrRefMoved)
+	refs, err := f.Refs("acme", "r")
+	require.NoError(t, err)
+	assert.Equal(t, human.SHA, refs["fleetbot/sync"], "the human commit is kept")
+
+	// Creating names that the branch must not exist.
+	require.ErrorIs(t, f.SetBranch(ctx, "acme", "r", "fleetbot/sync", next.SHA, ""), pr.ErrRefMoved)
+	// A repeated move to where the branch is (an answer lost) is no error.
+	require.NoError(t, f.SetBranch(ctx, "acme", "r", "fleetbot/sync", human.SHA, bot.SHA))
+	// Deleting a branch already gone is no error.
+	require.NoError(t, f.DeleteBranch(ctx, "acme", "r", "fleetbot/sync", human.SHA))
+	require.NoError(t, f.DeleteBranch(ctx, "acme", "r", "fleetbot/sync", human.SHA))
 }
 
 func TestCorruptPullsIsNeverOverwritten(t *testing.T) {
@@ -184,8 +230,8 @@ func TestMissingDefaultBranch(t *testing.T) {
 	ctx := context.Background()
 	f := open(t, t.TempDir())
 	c := seed(t, f, map[string]string{"README.md": "hi\n"})
-	require.NoError(t, f.SetBranch(ctx, "acme", "r", "other", c.SHA, false))
-	require.NoError(t, f.DeleteBranch(ctx, "acme", "r", "main"))
+	require.NoError(t, f.SetBranch(ctx, "acme", "r", "other", c.SHA, ""))
+	require.NoError(t, f.DeleteBranch(ctx, "acme", "r", "main", c.SHA))
 	s, err := f.Snapshot(ctx, "acme", "r", "main", "fleetbot/sync")
 	require.NoError(t, err)
 	assert.True(t, s.Exists)
@@ -298,7 +344,7 @@ func TestConcurrentCommits(t *testing.T) {
 					errs <- err
 					return
 				}
-				if err := f.SetBranch(ctx, "acme", r, "main", c.SHA, false); err != nil {
+				if err := f.SetBranch(ctx, "acme", r, "main", c.SHA, parent); err != nil {
 					errs <- err
 					return
 				}

@@ -351,5 +351,5 @@ func (f *Forge) land(p repoPaths, q *pull, method MergeMethod) error {
 			return err
 		}
 	}
-	return setBranch(s, p.full, q.Base, target.String(), false)
+	return setBranch(s, p.full, q.Base, target.String(), base.Hash.String())
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/fleetbot-io/fleetbot/internal/gitloose"
@@ -369,13 +370,11 @@ func (lw looseWriter) store(t plumbing.ObjectType, data []byte) (plumbing.Hash, 
 	return lw.w.Write(lw.objects, t, data)
 }
 
-// ErrNotFastForward is returned by SetBranch without force when the move
-// would drop commits.
-var ErrNotFastForward = errors.New("not a fast-forward")
-
-// SetBranch implements pr.Forge. The move is a compare-and-swap against the
-// value read, so a concurrent writer is detected rather than overwritten.
-func (f *Forge) SetBranch(ctx context.Context, owner, repo, branch, sha string, force bool) error {
+// SetBranch implements pr.Forge: a compare-and-swap of the branch from expect to sha, under
+// the repo's lock and through go-git's CheckAndSetReference (which re-reads the ref file under
+// its file lock before writing it), so that a branch moved by anyone else since the caller read
+// it is refused with pr.ErrRefMoved, never overwritten.
+func (f *Forge) SetBranch(ctx context.Context, owner, repo, branch, sha, expect string) error {
 	p, err := f.paths(owner, repo)
 	if err != nil {
 		return err
@@ -385,49 +384,75 @@ func (f *Forge) SetBranch(ctx context.Context, owner, repo, branch, sha string, 
 	if err != nil {
 		return err
 	}
-	return setBranch(s, p.full, branch, sha, force)
+	return setBranch(s, p.full, branch, sha, expect)
 }
 
-func setBranch(s *filesystem.Storage, full, branch, sha string, force bool) error {
+// setBranch moves branch from expect ("" absent) to sha, refusing with pr.ErrRefMoved when the
+// branch is elsewhere.
+func setBranch(s *filesystem.Storage, full, branch, sha, expect string) error {
 	h := plumbing.NewHash(sha)
-	nc, err := object.GetCommit(s, h)
-	if err != nil {
+	if _, err := object.GetCommit(s, h); err != nil {
 		return fmt.Errorf("repo %s: branch %s: commit %s: %w", full, branch, sha, err)
 	}
 	name := branchRef(branch)
-	old, err := s.Reference(name)
-	if err != nil && !errors.Is(err, plumbing.ErrReferenceNotFound) {
-		return fmt.Errorf("repo %s: reading branch %s: %w", full, branch, err)
+	cur, err := branchHead(s, full, name)
+	if err != nil {
+		return err
 	}
-	if old != nil && old.Hash() == h {
+	if cur != expect {
+		if cur == sha {
+			return nil // moved there already (a repeated call)
+		}
+		return refMoved(full, branch, cur, expect)
+	}
+	if cur == sha {
 		return nil
 	}
-	if old != nil && !force {
-		oc, err := object.GetCommit(s, old.Hash())
-		if err != nil {
-			return fmt.Errorf("repo %s: branch %s: %w", full, branch, err)
-		}
-		ok, err := oc.IsAncestor(nc)
-		if err != nil {
-			return fmt.Errorf("repo %s: branch %s: %w", full, branch, err)
-		}
-		if !ok {
-			return fmt.Errorf("repo %s: moving %s from %s to %s: %w", full, branch, old.Hash(), sha, ErrNotFastForward)
-		}
+	var old *plumbing.Reference
+	if expect != "" {
+		old = plumbing.NewHashReference(name, plumbing.NewHash(expect))
 	}
-	if err := s.CheckAndSetReference(plumbing.NewHashReference(name, h), old); err != nil {
+	err = s.CheckAndSetReference(plumbing.NewHashReference(name, h), old)
+	if errors.Is(err, storage.ErrReferenceHasChanged) {
+		now, _ := branchHead(s, full, name)
+		return refMoved(full, branch, now, expect)
+	}
+	if err != nil {
 		return fmt.Errorf("repo %s: setting branch %s: %w", full, branch, err)
 	}
 	return nil
+}
+
+// branchHead is the commit a branch points at, "" when it does not exist.
+func branchHead(s *filesystem.Storage, full string, name plumbing.ReferenceName) (string, error) {
+	ref, err := s.Reference(name)
+	switch {
+	case errors.Is(err, plumbing.ErrReferenceNotFound):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("repo %s: reading %s: %w", full, name.Short(), err)
+	}
+	return ref.Hash().String(), nil
+}
+
+// refMoved is the error of a branch found at cur when the caller expected it at expect.
+func refMoved(full, branch, cur, expect string) error {
+	at := func(h string) string {
+		if h == "" {
+			return "absent"
+		}
+		return "at " + h[:min(len(h), 7)]
+	}
+	return fmt.Errorf("repo %s: branch %s is %s, not %s as read: %w", full, branch, at(cur), at(expect), pr.ErrRefMoved)
 }
 
 // ErrBranchHasOpenPR is returned by DeleteBranch for the head branch of an
 // open pull request.
 var ErrBranchHasOpenPR = errors.New("branch is the head of an open pull request")
 
-// DeleteBranch implements pr.Forge. It refuses to delete the head branch of
-// an open pull request.
-func (f *Forge) DeleteBranch(ctx context.Context, owner, repo, branch string) error {
+// DeleteBranch implements pr.Forge. It refuses to delete the head branch of an open pull
+// request, and a branch no longer at expect (pr.ErrRefMoved); a missing branch is not an error.
+func (f *Forge) DeleteBranch(ctx context.Context, owner, repo, branch, expect string) error {
 	p, err := f.paths(owner, repo)
 	if err != nil {
 		return err
@@ -445,6 +470,15 @@ func (f *Forge) DeleteBranch(ctx context.Context, owner, repo, branch string) er
 		if q.State == pr.StateOpen && q.Head == branch {
 			return fmt.Errorf("repo %s: deleting %s: %w (#%d)", p.full, branch, ErrBranchHasOpenPR, q.Number)
 		}
+	}
+	cur, err := branchHead(s, p.full, branchRef(branch))
+	switch {
+	case err != nil:
+		return err
+	case cur == "":
+		return nil
+	case cur != expect:
+		return refMoved(p.full, branch, cur, expect)
 	}
 	if err := s.RemoveReference(branchRef(branch)); err != nil && !errors.Is(err, plumbing.ErrReferenceNotFound) {
 		return fmt.Errorf("repo %s: deleting %s: %w", p.full, branch, err)
