@@ -128,7 +128,7 @@ func TestBranchCreationNamesThatItMustNotExist(t *testing.T) {
 	// Merge fleetbot's pull request: the bot branch is deleted by the next run.
 	_, _, err := e.srv.Client().PullRequests.Merge(ctx, "acme", tg.Repo, d.PR.Number, "", nil)
 	require.NoError(t, err)
-	applyStep(t, e, f, tg, pr.ActionNoop)
+	applyStep(t, e, f, tg, pr.ActionCleanup)
 	require.Empty(t, e.srv.Branch("acme", tg.Repo, "fleetbot/sync"))
 
 	editFile(tg, "new change")
