@@ -30,7 +30,7 @@ func get(t *testing.T, h http.Handler, path string) (int, string) {
 
 // TestServerHealthReadinessAndDeliveries: what a Kubernetes probe and GitHub see while serve
 // starts, runs and stops: alive at once; not ready (with the reason) until GitHub is reached;
-// deliveries refused with 503 (GitHub redelivers) until the dispatcher is set, then verified
+// deliveries refused with 503 (failed deliveries, in the App's delivery log) until the dispatcher is set, then verified
 // and queued; not ready again on shutdown; metrics count the refused deliveries.
 func TestServerHealthReadinessAndDeliveries(t *testing.T) {
 	t.Parallel()
@@ -48,7 +48,7 @@ func TestServerHealthReadinessAndDeliveries(t *testing.T) {
 
 	push := post{event: "push", delivery: "early", body: pushBody("acme/control", "refs/heads/main", "alice")}
 	code, _ = push.do(t, h)
-	assert.Equal(t, http.StatusServiceUnavailable, code, "a delivery before the service is connected is refused, so GitHub redelivers it")
+	assert.Equal(t, http.StatusServiceUnavailable, code, "a delivery before the service is connected is refused: it fails, and stays in the App's delivery log")
 
 	srv.SetReady(errors.New("not connected to GitHub: 401 Bad credentials"))
 	code, body = get(t, h, "/readyz")
