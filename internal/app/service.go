@@ -11,6 +11,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+	"github.com/fleetbot-io/fleetbot/internal/rollout"
 )
 
 // The application's vocabulary for front ends that keep state between runs (the webhook
@@ -47,7 +48,7 @@ type (
 const (
 	// FluxStatusPrefix starts the context of the commit statuses Flux's notification-controller
 	// posts for a Kustomization: only those count as a cluster's health.
-	FluxStatusPrefix = reconcile.FluxStatusPrefix
+	FluxStatusPrefix = rollout.FluxStatusPrefix
 	// PausedFile is the control repo file whose presence pauses every rollout.
 	PausedFile = control.PausedFile
 	// FleetWaves names the fleet-wide wave list (platform spec.rollout.waves) in a plan.

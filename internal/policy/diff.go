@@ -3,7 +3,6 @@ package policy
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -80,8 +79,12 @@ type Plan struct {
 
 // Empty reports whether the plan changes nothing.
 func (p *Plan) Empty() bool {
-	return len(p.Grants) == 0 && len(p.Changes) == 0 && len(p.Revokes) == 0 &&
-		len(p.RemoveCollaborators) == 0 && p.Protection == nil && !p.AllowAutoMerge
+	for _, u := range Units {
+		if u.Changes(p) {
+			return false
+		}
+	}
+	return true
 }
 
 // Removals counts the planned grants that take rights away: revokes,
@@ -105,76 +108,9 @@ func (p *Plan) Removals() int {
 // its inputs, so plan and apply agree and tests need no code host.
 func Diff(desired, observed Access, opts DiffOptions) Plan {
 	var p Plan
-	protected := func(name string) bool { return slices.Contains(opts.Protected, name) }
-
-	for _, name := range slices.Sorted(maps.Keys(desired.Teams)) {
-		want := desired.Teams[name]
-		have, ok := observed.Teams[name]
-		switch {
-		case !ok:
-			p.Grants = append(p.Grants, Grant{Name: name, Role: want})
-		case have == want:
-		case Rank(want) > Rank(have):
-			p.Changes = append(p.Changes, Change{Name: name, From: have, To: want})
-		case opts.Additive:
-			p.Withheld = append(p.Withheld, fmt.Sprintf("team %s: keeps %s instead of %s (additive mode)", name, have, want))
-		case protected(name):
-			p.Withheld = append(p.Withheld, fmt.Sprintf("team %s: keeps %s instead of %s (protected)", name, have, want))
-		default:
-			p.Changes = append(p.Changes, Change{Name: name, From: have, To: want})
-		}
+	for _, u := range Units {
+		u.Diff(desired, observed, opts, &p)
 	}
-	for _, name := range slices.Sorted(maps.Keys(observed.Teams)) {
-		if _, ok := desired.Teams[name]; ok {
-			continue
-		}
-		have := observed.Teams[name]
-		switch {
-		case protected(name):
-			p.Withheld = append(p.Withheld, fmt.Sprintf("team %s: keeps %s although not desired (protected)", name, have))
-		case opts.Additive:
-			p.Withheld = append(p.Withheld, fmt.Sprintf("team %s: keeps %s although not desired (additive mode)", name, have))
-		default:
-			p.Revokes = append(p.Revokes, Grant{Name: name, Role: have})
-		}
-	}
-	for _, login := range slices.Sorted(maps.Keys(observed.Collaborators)) {
-		have := observed.Collaborators[login]
-		if want, ok := desired.Collaborators[login]; ok && want == have {
-			continue
-		}
-		switch {
-		case protected(login):
-			p.Withheld = append(p.Withheld, fmt.Sprintf("collaborator %s: keeps %s (protected)", login, have))
-		case opts.Additive:
-			p.Withheld = append(p.Withheld, fmt.Sprintf("collaborator %s: keeps %s (additive mode)", login, have))
-		default:
-			p.RemoveCollaborators = append(p.RemoveCollaborators, Grant{Name: login, Role: have})
-		}
-	}
-
-	if desired.Protection != nil && observed.ProtectionUnavailable == "" {
-		p.ProtectionDrift = protectionDrift(*desired.Protection, observed.Protection)
-		if len(p.ProtectionDrift) > 0 {
-			want := *desired.Protection
-			// Approvals are a floor: a count raised by hand survives the fix
-			// of an unrelated setting.
-			if o := observed.Protection; o != nil && o.Branch == want.Branch && o.RequiredApprovals > want.RequiredApprovals {
-				want.RequiredApprovals = o.RequiredApprovals
-			}
-			// Required checks are a floor too: the fix of a setting keeps the checks someone
-			// else requires (a CI workflow's) and whether branches must be up to date.
-			if o := observed.Protection; o != nil && o.Branch == want.Branch {
-				want.RequiredChecks = mergeChecks(want.RequiredChecks, o.RequiredChecks)
-				want.StrictChecks = want.StrictChecks || o.StrictChecks
-			}
-			p.Protection = &want
-		}
-	}
-
-	// Allowing auto-merge only adds a capability, so additive mode applies it too.
-	p.AllowAutoMerge = desired.AllowAutoMerge && !observed.AllowAutoMerge
-
 	total := len(observed.Teams) + len(observed.Collaborators)
 	if allowed, err := maxRemovals(opts.MaxRemovals, total); err != nil {
 		p.Refused = &RemovalsError{Detail: "invalid maxAccessRemovals: " + err.Error(), Err: err}

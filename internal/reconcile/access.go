@@ -161,7 +161,7 @@ func applyAccess(ctx context.Context, f Forge, p *repoPlan) error {
 	if p.res.Access != nil {
 		p.res.Access.Applied = true
 	}
-	if len(ap.Grants)+len(ap.Changes)+len(ap.Revokes) > 0 {
+	if (policy.Teams{}).Changes(&ap) {
 		checkCodeowners(ctx, f, p, policy.Converge(p.access.observed, ap), false)
 	}
 	return nil

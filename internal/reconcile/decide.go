@@ -8,6 +8,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/policy"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
+	"github.com/fleetbot-io/fleetbot/internal/rollout"
 )
 
 // repoPlan is one repo of the run once decided: its role, the decisions the run executes there
@@ -55,7 +56,7 @@ func newDecideEnv(in runInput, sc *scoped) *decideEnv {
 		// own waves: which waves the revision takes depends on every cluster's change. In a
 		// sharded full run the owner's scan already holds every repo's heads, so an observer's
 		// plan (content only, no access) costs no request on GitHub.
-		readObservers: in.opts.Only == nil || hasComponentWaves(in.repo),
+		readObservers: in.opts.Only == nil || rollout.NeedsEveryChange(in.repo),
 	}
 }
 
@@ -63,7 +64,7 @@ func newDecideEnv(in runInput, sc *scoped) *decideEnv {
 // merge mode when the fleet rolls out in waves (what Cost prices for opening its pull request).
 func (e *decideEnv) prOptions(t *fanout.Target) pr.Options {
 	o := e.prOpts
-	if hasWaves(e.repo) && t.Kind == fanout.KindCluster && !t.Removed {
+	if rollout.Enabled(e.repo) && t.Kind == fanout.KindCluster && !t.Removed {
 		o.AutoMerge = e.repo.ClusterAutoMerge(t.Name)
 	}
 	return o

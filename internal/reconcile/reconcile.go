@@ -272,7 +272,7 @@ func plan(ctx context.Context, f Forge, in runInput) (*planned, *Report, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	rep = &Report{Source: in.opts.Source, Rollout: verdict.status, started: started,
+	rep = &Report{Source: in.opts.Source, Rollout: verdict.Status, started: started,
 		Removals: g.removals, MaxRemovals: g.max, Refused: g.refused}
 	return &planned{repos: repos, verdict: verdict, rep: rep}, rep, nil
 }

@@ -249,35 +249,8 @@ func (r *Report) Document() *report.Document {
 	for _, is := range r.Issues {
 		d.Errors = append(d.Errors, report.Problem{File: is.Pos.File, Line: is.Pos.Line, Message: is.Message, Hint: is.Hint})
 	}
-	d.Rollout = RolloutReport(r.Rollout)
+	d.Rollout = r.Rollout.Report()
 	return d
-}
-
-// RolloutReport is the rollout gate's verdict as the report shows it (nil for nil: no waves).
-func RolloutReport(st *rollout.Status) *report.Rollout {
-	if st == nil {
-		return nil
-	}
-	out := &report.Rollout{Revision: st.Revision, State: report.RolloutInProgress, Lists: st.Lists,
-		Admitted: st.Admitted, PauseNote: st.PauseNote, NextCheck: st.NextCheck, Waves: []report.RolloutWave{}}
-	switch {
-	case st.Halted != nil:
-		out.State = report.RolloutHalted
-		out.Halted = &report.RolloutHalt{Wave: st.Halted.Wave, Cluster: st.Halted.Cluster, Reason: st.Halted.Reason}
-	case st.Done:
-		out.State = report.RolloutDone
-	case st.Paused:
-		out.State = report.RolloutPaused
-	}
-	for _, w := range st.Waves {
-		out.Waves = append(out.Waves, report.RolloutWave{Name: w.Name, State: string(w.State), Total: w.Total,
-			Changed: w.Changed, Merged: w.Merged, Healthy: w.Healthy, SoakUntil: w.SoakUntil})
-	}
-	for c, why := range st.Held {
-		out.Held = append(out.Held, report.HeldCluster{Cluster: c, Reason: why})
-	}
-	out.SortHeld()
-	return out
 }
 
 // finish sorts the results by repo, as every output lists them, and times the run.

@@ -12,6 +12,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/policy"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/report"
+	"github.com/fleetbot-io/fleetbot/internal/rollout"
 )
 
 // A repo's role in a run decides what the run reads, decides and writes there. There are four,
@@ -103,7 +104,7 @@ func checkInput(in runInput) error {
 // repo, and a control repo that is also a target.
 func assignRoles(in runInput, fl control.Fleet, managed []pr.ManagedRepo) ([]role, error) {
 	inScope := scopeOf(in.opts)
-	waves := hasWaves(in.repo)
+	waves := rollout.Enabled(in.repo)
 	roles := make([]role, 0, len(in.targets)+len(managed)+1)
 	wanted := map[string]bool{}
 	for _, t := range in.targets {

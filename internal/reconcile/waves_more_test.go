@@ -159,7 +159,7 @@ func TestRolloutPausedMergesNothing(t *testing.T) {
 		env := &decideEnv{repo: ctl, prOpts: prOptions(ctl, in.opts)}
 		out := map[string]bool{}
 		for _, p := range pl.repos {
-			_, inWave := pl.verdict.merge[p.target().Repo]
+			_, inWave := pl.verdict.Merge[p.target().Repo]
 			require.True(t, inWave, p.target().Repo)
 			out[p.target().Name] = pl.verdict.prOptions(env, p.target()).AutoMerge
 		}

@@ -5,6 +5,17 @@
 // commits' statuses) and the time, and returns which clusters may have a pull request now
 // and why the others wait. Nothing is remembered between calls, so a restarted service or a
 // scheduled Action run continues where the last one was, from the same observations.
+//
+// The package owns rollouts end to end, as one slice; the other floors only call it:
+//
+//   - plan and gate: Gate plans a revision's waves from the control model and evaluates them
+//     on what the forge shows (Input: the clusters' decisions and newest pull requests);
+//     Verdict.Holds says which target repos wait, Verdict.Merge how each cluster's pull
+//     request merges (reconcile's gate phase reads the forge and calls it);
+//   - the next wake-up: Status.NextWake (serve's rollout watch schedules a full apply then);
+//   - the words: Status.CheckRun (the control commit's rollout check run), Status.Report
+//     (the report's rollout section, `fleetbot rollout status`);
+//   - the picture: View and Bar (the status page's bar per wave; internal/status draws it).
 package rollout
 
 import (

@@ -100,7 +100,7 @@ func (f *Fleet) Filtered(fl Filter) *Fleet {
 	out.Summary = summarize(out.Repos)
 	out.Summary.Line = withRun(f.Run, out.Summary.Line)
 	out.Groups = groups(out.Repos)
-	out.Waves = f.waves.bars(out.Repos, false)
+	out.Waves = waveBars(&f.waves, out.Repos, false)
 	return &out
 }
 
@@ -121,5 +121,5 @@ func (f *Fleet) waveOf(r *Repo) string {
 	if r.Kind != string(fanout.KindCluster) {
 		return ""
 	}
-	return f.waves.of[r.Name]
+	return f.waves.WaveOf(r.Name)
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fleetbot-io/fleetbot/internal/report"
+	"github.com/fleetbot-io/fleetbot/internal/rollout"
 )
 
 // DefaultPageSize is how many rows one page of /status shows.
@@ -51,7 +52,7 @@ type HandlerConfig struct {
 // page of rows at a time) and GET /status/repo/{name} (one repo and its last report).
 type Handler struct {
 	cfg   HandlerConfig
-	waves waveCache
+	waves rollout.ViewCache
 	mux   *http.ServeMux
 	tpl   *template.Template
 	token [sha256.Size]byte
@@ -240,7 +241,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	}
 	q.Page, _ = strconv.Atoi(param(r, "page"))
 	all := Build(h.input(), Options{GroupBy: h.cfg.GroupBy, waves: &h.waves})
-	p := listPage{Links: servedLinks(), Legend: legend, All: all, States: States, Segments: Segments, Q: q, WavesDeclared: all.waves.declared}
+	p := listPage{Links: servedLinks(), Legend: legend, All: all, States: States, Segments: Segments, Q: q, WavesDeclared: all.waves.Declared()}
 	fl := Filter{Group: q.Group, Wave: q.Wave, Text: q.Text}
 	if q.State != "" {
 		if slices.Contains(States, State(q.State)) {

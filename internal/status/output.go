@@ -65,7 +65,7 @@ func (f *Fleet) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "fleetbot status of control revision %s\n\n", src)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	// The WAVE column shows only when the control repo declares rollout waves.
-	waves := f.waves.declared
+	waves := f.waves.Declared()
 	head := "REPO\tKIND\tLABELS\tSTATE\tREVISION\tPR\tAGE\tWAITING ON\tMERGED\tHEALTH\tDRIFT"
 	if waves {
 		head = "REPO\tKIND\tLABELS\tWAVE\tSTATE\tREVISION\tPR\tAGE\tWAITING ON\tMERGED\tHEALTH\tDRIFT"

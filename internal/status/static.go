@@ -46,7 +46,7 @@ func RenderStatic(all *Fleet, o StaticOptions) (map[string][]byte, error) {
 	}
 	sortRows(rows, "state", false)
 	p := listPage{Links: l, Legend: legend, All: all, Fleet: all, Rows: rows, States: States, Segments: Segments,
-		WavesDeclared: all.waves.declared, Page: 1, Pages: 1, First: 1, Last: len(rows)}
+		WavesDeclared: all.waves.Declared(), Page: 1, Pages: 1, First: 1, Last: len(rows)}
 	for _, k := range sortKeys {
 		p.Headers = append(p.Headers, header{Label: k, Key: k})
 	}

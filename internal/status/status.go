@@ -149,7 +149,7 @@ type Options struct {
 	GroupBy Grouper
 
 	// waves caches the wave assignment across Builds of the same control repo (the pages).
-	waves *waveCache
+	waves *rollout.ViewCache
 }
 
 // Grouper names a grouping and the group of a repo.
@@ -231,7 +231,7 @@ type Fleet struct {
 	Repos []Repo `json:"-"`
 
 	// waves remembers how Build assigned waves, so Filtered can count its rows alike.
-	waves waveIndex
+	waves rollout.View
 }
 
 // Summary counts repos per state, per what they wait on and per Flux health.
@@ -356,7 +356,7 @@ func Build(in Input, o Options) *Fleet {
 	f := &Fleet{Source: in.Source, GeneratedAt: in.Now, GroupBy: o.GroupBy.Name,
 		Repos: make([]Repo, 0, len(in.Entries))}
 	idx := indexControl(in.Control)
-	f.waves = newWaveIndex(in.Control, in.Rollout, o.waves)
+	f.waves = rollout.NewView(in.Control, in.Rollout, o.waves)
 	for i := range in.Entries {
 		e := &in.Entries[i]
 		if e.Kind != fanout.KindCluster && e.Kind != fanout.KindWorkspace && e.Kind != fanout.KindManagement {
@@ -367,11 +367,11 @@ func Build(in Input, o Options) *Fleet {
 		r.Labels = idx.labels[key]
 		r.Provisions = idx.provisions[key]
 		r.ProvisionedBy = idx.provisionedBy[key]
-		if e.Kind == fanout.KindCluster && f.waves.declared {
-			r.Wave = f.waves.of[e.Name]
+		if e.Kind == fanout.KindCluster && f.waves.Declared() {
+			r.Wave = f.waves.WaveOf(e.Name)
 		}
 		r.Group = o.GroupBy.Of(&r)
-		r.Segment = segmentOf(&r, f.waves.halt)
+		r.Segment = segmentOf(&r, f.waves.HaltedOn())
 		f.Repos = append(f.Repos, r)
 	}
 	f.Run = addRunRows(f, in, idx, o)
@@ -382,7 +382,7 @@ func Build(in Input, o Options) *Fleet {
 	f.Summary = summarize(f.Repos)
 	f.Summary.Line = withRun(f.Run, f.Summary.Line)
 	f.Groups = groups(f.Repos)
-	f.Waves = f.waves.bars(f.Repos, true)
+	f.Waves = waveBars(&f.waves, f.Repos, true)
 	return f
 }
 
@@ -416,11 +416,11 @@ func addRunRows(f *Fleet, in Input, idx controlIndex, o Options) *RunProgress {
 		}
 		key := string(rr.Kind) + "/" + rr.Name
 		r.Labels, r.Provisions, r.ProvisionedBy = idx.labels[key], idx.provisions[key], idx.provisionedBy[key]
-		if rr.Kind == fanout.KindCluster && f.waves.declared {
-			r.Wave = f.waves.of[rr.Name]
+		if rr.Kind == fanout.KindCluster && f.waves.Declared() {
+			r.Wave = f.waves.WaveOf(rr.Name)
 		}
 		r.Group = o.GroupBy.Of(&r)
-		r.Segment = segmentOf(&r, f.waves.halt)
+		r.Segment = segmentOf(&r, f.waves.HaltedOn())
 		f.Repos = append(f.Repos, r)
 	}
 	return p

@@ -42,8 +42,11 @@ func BarSVG(label string, total int, segs []Segment) template.HTML {
 	return template.HTML(b.String()) // every caller-supplied string above is escaped
 }
 
-// SVG draws the wave's bar: its clusters per segment (classes w-healthy, w-done, ...).
-func (w *Wave) SVG() template.HTML {
+// SVG draws the wave's bar (waveSVG).
+func (b waveBar) SVG() template.HTML { return waveSVG(&b.Wave) }
+
+// waveSVG draws a wave's bar: its clusters per segment (classes w-healthy, w-done, ...).
+func waveSVG(w *Wave) template.HTML {
 	segs := make([]Segment, 0, len(Segments))
 	for _, seg := range Segments {
 		n := w.Count(seg)

@@ -176,18 +176,18 @@ func (s *Service) rollout(ctx context.Context, sha string, fl *app.Fleet, rep *a
 		s.cfg.Rollout.Observe(nil, time.Time{})
 		return
 	}
-	p := app.DescribeRollout(rep.Rollout)
+	p := rep.Rollout.CheckRun()
 	var repos []string
-	if p.Conclusion != app.ProgressDone {
+	if !p.Done() {
 		repos = fl.ClusterRepos()
 	}
-	s.cfg.Rollout.Observe(repos, p.NextCheck)
+	s.cfg.Rollout.Observe(repos, rep.Rollout.NextWake())
 	if s.cfg.RolloutChecks == nil || p.Changed == 0 {
 		return
 	}
 	s.mu.Lock()
 	prev, prevDone := s.rolloutSHA, s.rolloutDone
-	s.rolloutSHA, s.rolloutDone = sha, p.Conclusion == app.ProgressDone
+	s.rolloutSHA, s.rolloutDone = sha, p.Done()
 	s.mu.Unlock()
 	if prev != "" && prev != sha && !prevDone {
 		superseded := CheckResult{Conclusion: ConclusionNeutral, Title: "superseded by " + report.ShortSHA(sha),

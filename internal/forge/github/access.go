@@ -55,11 +55,65 @@ func (f *Forge) Access(ctx context.Context, owner, repo string) (policy.Access, 
 	return cloneAccess(a), nil
 }
 
+// accessUnit is how the GitHub forge observes and applies one access unit (policy.Unit):
+// observe reads the unit's setting into the access (the repo's record, read first, gave the
+// default branch and the repo settings), give applies what the plan adds or raises, and take
+// what it removes or lowers, which waits until every unit gave (and is skipped when the plan was
+// refused by its removal limit: Plan.Refused). A nil step has nothing to do on GitHub.
+type accessUnit struct {
+	unit    policy.UnitName
+	observe func(f *Forge, ctx context.Context, r accessRepo, a *policy.Access) error
+	give    func(f *Forge, ctx context.Context, r accessRepo, p policy.Plan) error
+	take    func(f *Forge, ctx context.Context, r accessRepo, p policy.Plan) error
+}
+
+// accessRepo is the repo an accessUnit works on: owner, name, its default branch (observe
+// only) and its cache entry (locked by the caller).
+type accessRepo struct {
+	owner, repo, branch string
+	e                   *repoEntry
+}
+
+func (r accessRepo) full() string { return r.owner + "/" + r.repo }
+
+// accessUnits are the units in the order they are applied: the protection first (a repo whose
+// bootstrap was interrupted gets it before any team can push), then the teams' grants and raised
+// roles, then the repo settings; then, what each takes away (revoked and lowered teams, then
+// direct collaborators). They are observed in the same order. Every policy.Unit has one entry
+// (TestAccessUnitsCoverPolicy).
+var accessUnits = []accessUnit{
+	{unit: policy.UnitProtection, observe: observeProtection, give: giveProtection},
+	{unit: policy.UnitTeams, observe: observeTeams, give: giveTeams, take: takeTeams},
+	{unit: policy.UnitRepoSettings, give: giveRepoSettings}, // observed with the repo's record
+	{unit: policy.UnitCollaborators, observe: observeCollaborators, take: takeCollaborators},
+}
+
+// accessReadOrder is the order of the reads (each one request or one listing): teams,
+// collaborators, then the protection, as GitHub's answers were always read.
+var accessReadOrder = []policy.UnitName{policy.UnitTeams, policy.UnitCollaborators, policy.UnitProtection}
+
+// readAccess observes every unit that has a read of its own, in accessReadOrder.
 func (f *Forge) readAccess(ctx context.Context, owner, repo, branch string) (policy.Access, error) {
-	full := owner + "/" + repo
+	r := accessRepo{owner: owner, repo: repo, branch: branch}
 	a := policy.Access{Teams: map[string]policy.Role{}}
-	err := EachPage(func(o gh.ListOptions) ([]*gh.Team, *gh.Response, error) {
-		ts, resp, err := f.api.Repositories.ListTeams(ctx, owner, repo, &o)
+	for _, name := range accessReadOrder {
+		for _, u := range accessUnits {
+			if u.unit != name || u.observe == nil {
+				continue
+			}
+			if err := u.observe(f, ctx, r, &a); err != nil {
+				return a, err
+			}
+		}
+	}
+	return a, nil
+}
+
+// observeTeams lists the teams that hold a role on the repo.
+func observeTeams(f *Forge, ctx context.Context, r accessRepo, a *policy.Access) error {
+	full := r.full()
+	return EachPage(func(o gh.ListOptions) ([]*gh.Team, *gh.Response, error) {
+		ts, resp, err := f.api.Repositories.ListTeams(ctx, r.owner, r.repo, &o)
 		return ts, resp, errf(err, "listing the teams of", full)
 	}, func(ts []*gh.Team) (bool, error) {
 		for _, t := range ts {
@@ -71,12 +125,13 @@ func (f *Forge) readAccess(ctx context.Context, owner, repo, branch string) (pol
 		}
 		return false, nil
 	})
-	if err != nil {
-		return a, err
-	}
-	err = EachPage(func(o gh.ListOptions) ([]*gh.User, *gh.Response, error) {
-		us, resp, err := f.api.Repositories.ListCollaborators(ctx, owner, repo, &gh.ListCollaboratorsOptions{Affiliation: "direct", ListOptions: o})
-		return us, resp, errf(err, "listing the collaborators of", full)
+}
+
+// observeCollaborators lists the repo's direct collaborators.
+func observeCollaborators(f *Forge, ctx context.Context, r accessRepo, a *policy.Access) error {
+	return EachPage(func(o gh.ListOptions) ([]*gh.User, *gh.Response, error) {
+		us, resp, err := f.api.Repositories.ListCollaborators(ctx, r.owner, r.repo, &gh.ListCollaboratorsOptions{Affiliation: "direct", ListOptions: o})
+		return us, resp, errf(err, "listing the collaborators of", r.full())
 	}, func(us []*gh.User) (bool, error) {
 		for _, u := range us {
 			if a.Collaborators == nil {
@@ -86,21 +141,87 @@ func (f *Forge) readAccess(ctx context.Context, owner, repo, branch string) (pol
 		}
 		return false, nil
 	})
-	if err != nil {
-		return a, err
-	}
-	p, _, err := f.api.Repositories.GetBranchProtection(ctx, owner, repo, branch)
+}
+
+// observeProtection reads the protection of the default branch (none, or unavailable on the
+// organization's plan).
+func observeProtection(f *Forge, ctx context.Context, r accessRepo, a *policy.Access) error {
+	p, _, err := f.api.Repositories.GetBranchProtection(ctx, r.owner, r.repo, r.branch)
 	reason, unavailable := protectionUnavailable(err)
 	switch {
 	case errors.Is(err, gh.ErrBranchNotProtected), IsNotFound(err):
 	case unavailable:
 		a.ProtectionUnavailable = reason
 	case err != nil:
-		return a, errf(err, "reading the protection of "+branch+" in", full)
+		return errf(err, "reading the protection of "+r.branch+" in", r.full())
 	default:
-		a.Protection = fromProtection(branch, p)
+		a.Protection = fromProtection(r.branch, p)
 	}
-	return a, nil
+	return nil
+}
+
+// giveProtection sets the protection the plan requires; a plan GitHub cannot enforce on the
+// organization's plan is remembered as a warning, and the rest is applied.
+func giveProtection(f *Forge, ctx context.Context, r accessRepo, p policy.Plan) error {
+	if p.Protection == nil {
+		return nil
+	}
+	err := f.protect(ctx, r.owner, r.repo, p.Protection)
+	if reason, unavailable := protectionUnavailable(err); unavailable {
+		r.e.protectionUnavailable = reason
+		return nil
+	}
+	return err
+}
+
+// giveTeams grants the plan's teams and changes their roles (not the lowered ones when the plan
+// was refused by its removal limit).
+func giveTeams(f *Forge, ctx context.Context, r accessRepo, p policy.Plan) error {
+	grants := map[string]policy.Role{}
+	for _, g := range p.Grants {
+		grants[g.Name] = g.Role
+	}
+	for _, c := range p.Changes {
+		if p.Refused != nil && policy.Rank(c.To) < policy.Rank(c.From) {
+			continue
+		}
+		grants[c.Name] = c.To
+	}
+	return f.grantTeams(ctx, r.owner, r.repo, grants, nil)
+}
+
+// giveRepoSettings allows auto-merge when the plan needs it.
+func giveRepoSettings(f *Forge, ctx context.Context, r accessRepo, p policy.Plan) error {
+	if !p.AllowAutoMerge {
+		return nil
+	}
+	full := r.full()
+	if _, _, err := f.api.Repositories.Edit(ctx, r.owner, r.repo, &gh.Repository{AllowAutoMerge: gh.Bool(true)}); err != nil {
+		return fmt.Errorf("%w: %s does not allow auto-merge and fleetbot could not allow it (the App needs administration: write, or an org admin turns on \"Allow auto-merge\"): %w",
+			ErrAutoMerge, full, errf(err, "allowing auto-merge on", full))
+	}
+	r.e.autoMergeSeen = gh.Bool(true)
+	return nil
+}
+
+// takeTeams removes the teams the plan revokes.
+func takeTeams(f *Forge, ctx context.Context, r accessRepo, p policy.Plan) error {
+	for _, t := range p.Revokes {
+		if _, err := f.api.Teams.RemoveTeamRepoBySlug(ctx, r.owner, t.Name, r.owner, r.repo); err != nil && !IsNotFound(err) {
+			return errf(err, "removing team "+t.Name+" from", r.full())
+		}
+	}
+	return nil
+}
+
+// takeCollaborators removes the direct collaborators the plan removes.
+func takeCollaborators(f *Forge, ctx context.Context, r accessRepo, p policy.Plan) error {
+	for _, c := range p.RemoveCollaborators {
+		if _, err := f.api.Repositories.RemoveCollaborator(ctx, r.owner, r.repo, c.Name); err != nil && !IsNotFound(err) {
+			return errf(err, "removing collaborator "+c.Name+" from", r.full())
+		}
+	}
+	return nil
 }
 
 // grantTeams gives each team its role on the repo, skipping those already at it.
@@ -324,13 +445,12 @@ func (f *Forge) orgTeams(ctx context.Context, owner string) (policy.Org, error) 
 	return o, nil
 }
 
-// ApplyAccess implements reconcile.Forge: protection first (a repo whose bootstrap was
-// interrupted gets it before any team can push), then grants and role changes, then revokes
-// and collaborator removals (skipped, with the downgrades, when the plan was
-// refused by its removal limit). The cached observation is dropped, so the next Access reads
-// what GitHub now says.
+// ApplyAccess implements reconcile.Forge: what every unit gives, in accessUnits' order
+// (protection first, then grants and role changes, then the repo settings), then what each
+// takes away (revokes, then collaborator removals; skipped, with the downgrades, when the plan
+// was refused by its removal limit). The cached observation is dropped, so the next Access
+// reads what GitHub now says.
 func (f *Forge) ApplyAccess(ctx context.Context, owner, repo string, p policy.Plan) error {
-	full := owner + "/" + repo
 	e, unlock := f.entry(owner, repo)
 	defer unlock()
 	st := e.state()
@@ -338,46 +458,24 @@ func (f *Forge) ApplyAccess(ctx context.Context, owner, repo string, p policy.Pl
 		st.Access, st.AccessAt = nil, 0
 		f.saveState(owner, repo, st)
 	}()
-	grants := map[string]policy.Role{}
-	for _, g := range p.Grants {
-		grants[g.Name] = g.Role
-	}
-	for _, c := range p.Changes {
-		if p.Refused != nil && policy.Rank(c.To) < policy.Rank(c.From) {
+	r := accessRepo{owner: owner, repo: repo, e: e}
+	for _, u := range accessUnits {
+		if u.give == nil {
 			continue
 		}
-		grants[c.Name] = c.To
-	}
-	if p.Protection != nil {
-		err := f.protect(ctx, owner, repo, p.Protection)
-		if reason, unavailable := protectionUnavailable(err); unavailable {
-			// Not enforceable on this plan: reported as a warning, the rest is applied.
-			e.protectionUnavailable = reason
-		} else if err != nil {
+		if err := u.give(f, ctx, r, p); err != nil {
 			return err
 		}
-	}
-	if err := f.grantTeams(ctx, owner, repo, grants, nil); err != nil {
-		return err
-	}
-	if p.AllowAutoMerge {
-		if _, _, err := f.api.Repositories.Edit(ctx, owner, repo, &gh.Repository{AllowAutoMerge: gh.Bool(true)}); err != nil {
-			return fmt.Errorf("%w: %s does not allow auto-merge and fleetbot could not allow it (the App needs administration: write, or an org admin turns on \"Allow auto-merge\"): %w",
-				ErrAutoMerge, full, errf(err, "allowing auto-merge on", full))
-		}
-		e.autoMergeSeen = gh.Bool(true)
 	}
 	if p.Refused != nil {
 		return nil
 	}
-	for _, r := range p.Revokes {
-		if _, err := f.api.Teams.RemoveTeamRepoBySlug(ctx, owner, r.Name, owner, repo); err != nil && !IsNotFound(err) {
-			return errf(err, "removing team "+r.Name+" from", full)
+	for _, u := range accessUnits {
+		if u.take == nil {
+			continue
 		}
-	}
-	for _, c := range p.RemoveCollaborators {
-		if _, err := f.api.Repositories.RemoveCollaborator(ctx, owner, repo, c.Name); err != nil && !IsNotFound(err) {
-			return errf(err, "removing collaborator "+c.Name+" from", full)
+		if err := u.take(f, ctx, r, p); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -34,18 +34,55 @@ type settings struct {
 	Archived bool `json:"archived,omitempty"`
 }
 
+// localUnit is how the local forge observes and stores one access unit (policy.Unit) in a
+// repo's settings file: observe copies the unit's fields into the access, store the access's
+// into the file. ApplyAccess stores what policy.Converge says the plan leaves, unit by unit.
+type localUnit struct {
+	unit    policy.UnitName
+	observe func(s *settings, a *policy.Access)
+	store   func(s *settings, a policy.Access)
+}
+
+// localUnits has one entry per policy.Unit (TestLocalUnitsCoverPolicy).
+var localUnits = []localUnit{
+	{unit: policy.UnitTeams,
+		observe: func(s *settings, a *policy.Access) { a.Teams = s.Teams },
+		store: func(s *settings, a policy.Access) {
+			s.Teams = a.Teams
+			if s.Teams == nil {
+				s.Teams = map[string]policy.Role{}
+			}
+		}},
+	{unit: policy.UnitCollaborators,
+		observe: func(s *settings, a *policy.Access) { a.Collaborators = s.Collaborators },
+		store: func(s *settings, a policy.Access) {
+			s.Collaborators = a.Collaborators
+			if s.Collaborators == nil {
+				s.Collaborators = map[string]policy.Role{}
+			}
+		}},
+	{unit: policy.UnitProtection,
+		observe: func(s *settings, a *policy.Access) { a.Protection = s.Protection },
+		store:   func(s *settings, a policy.Access) { s.Protection = a.Protection }},
+	{unit: policy.UnitRepoSettings,
+		observe: func(s *settings, a *policy.Access) { a.AllowAutoMerge = s.AllowAutoMerge },
+		store:   func(s *settings, a policy.Access) { s.AllowAutoMerge = a.AllowAutoMerge }},
+}
+
+// setAccess stores every unit of a in the settings.
 func (s *settings) setAccess(a policy.Access) {
-	s.Teams, s.Protection, s.Collaborators, s.AllowAutoMerge = a.Teams, a.Protection, a.Collaborators, a.AllowAutoMerge
-	if s.Teams == nil {
-		s.Teams = map[string]policy.Role{}
-	}
-	if s.Collaborators == nil {
-		s.Collaborators = map[string]policy.Role{}
+	for _, u := range localUnits {
+		u.store(s, a)
 	}
 }
 
+// access observes every unit of the settings.
 func (s *settings) access() policy.Access {
-	return policy.Access{Teams: s.Teams, Protection: s.Protection, Collaborators: s.Collaborators, AllowAutoMerge: s.AllowAutoMerge}
+	var a policy.Access
+	for _, u := range localUnits {
+		u.observe(s, &a)
+	}
+	return a
 }
 
 // ErrCorruptSettings is returned when a settings.json file cannot be

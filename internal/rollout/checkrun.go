@@ -1,4 +1,4 @@
-package app
+package rollout
 
 import (
 	"fmt"
@@ -6,22 +6,21 @@ import (
 	"time"
 
 	"github.com/fleetbot-io/fleetbot/internal/report"
-	"github.com/fleetbot-io/fleetbot/internal/rollout"
 )
 
-// Rollout progress conclusions: the rollout check run stays in progress (ProgressRunning)
-// until every wave is done (ProgressDone) or a cluster halted it (ProgressHalted).
+// Conclusions of the rollout check run: it stays in progress (CheckRunning) until every wave
+// is done (CheckDone) or a cluster halted it (CheckHalted).
 const (
-	ProgressRunning = ""
-	ProgressDone    = "success"
-	ProgressHalted  = "failure"
+	CheckRunning = ""
+	CheckDone    = "success"
+	CheckHalted  = "failure"
 )
 
-// RolloutProgress is the rollout gate's verdict on one revision, worded for the control repo's
-// check run: which wave the rollout is in, how many clusters of each wave are done, and why it
+// CheckRun is the rollout gate's verdict on one revision, worded for the control repo's check
+// run: which wave the rollout is in, how many clusters of each wave are done, and why it
 // halted.
-type RolloutProgress struct {
-	// Conclusion is ProgressRunning, ProgressDone or ProgressHalted.
+type CheckRun struct {
+	// Conclusion is CheckRunning, CheckDone or CheckHalted.
 	Conclusion string
 	// Title is one line: "wave 2 of 3 (eu): 1 of 2 clusters done", "halted on c02: ...".
 	Title string
@@ -34,28 +33,31 @@ type RolloutProgress struct {
 	NextCheck time.Time
 }
 
-// DescribeRollout words a rollout verdict for the control repo's check run. A wave's done count
-// is its clusters the revision leaves alone plus those merged and reported healthy by Flux.
-func DescribeRollout(st *rollout.Status) RolloutProgress {
-	p := RolloutProgress{NextCheck: st.NextCheck}
+// Done reports whether the rollout is done (CheckDone): no cluster takes part any more.
+func (p CheckRun) Done() bool { return p.Conclusion == CheckDone }
+
+// CheckRun words the verdict for the control repo's check run. A wave's done count is its
+// clusters the revision leaves alone plus those merged and reported healthy by Flux.
+func (s *Status) CheckRun() CheckRun {
+	p := CheckRun{NextCheck: s.NextWake()}
 	current := -1
-	for i, ws := range st.Waves {
+	for i, ws := range s.Waves {
 		p.Changed += ws.Changed
-		if current < 0 && ws.State != rollout.WaveDone {
+		if current < 0 && ws.State != WaveDone {
 			current = i
 		}
 	}
 	switch {
-	case st.Halted != nil:
-		p.Conclusion = ProgressHalted
-		p.Title = fmt.Sprintf("rollout halted on %s: %s", st.Halted.Cluster, st.Halted.Reason)
-	case st.Done:
-		p.Conclusion = ProgressDone
-		p.Title = fmt.Sprintf("rollout done: %d of %d waves", len(st.Waves), len(st.Waves))
+	case s.Halted != nil:
+		p.Conclusion = CheckHalted
+		p.Title = fmt.Sprintf("rollout halted on %s: %s", s.Halted.Cluster, s.Halted.Reason)
+	case s.Done:
+		p.Conclusion = CheckDone
+		p.Title = fmt.Sprintf("rollout done: %d of %d waves", len(s.Waves), len(s.Waves))
 	case current >= 0:
-		ws := st.Waves[current]
-		p.Title = fmt.Sprintf("wave %d of %d (%s): %d of %d clusters done", current+1, len(st.Waves), ws.Name, waveDone(ws), ws.Total)
-		if ws.State == rollout.WaveSoaking {
+		ws := s.Waves[current]
+		p.Title = fmt.Sprintf("wave %d of %d (%s): %d of %d clusters done", current+1, len(s.Waves), ws.Name, waveDone(ws), ws.Total)
+		if ws.State == WaveSoaking {
 			p.Title += ", soaking until " + ws.SoakUntil.UTC().Format(time.RFC3339)
 		}
 	default:
@@ -63,25 +65,25 @@ func DescribeRollout(st *rollout.Status) RolloutProgress {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Rollout of control-repo revision `%s` in %d waves; each starts once the one before is merged, reported healthy by Flux and soaked.\n\n",
-		report.ShortSHA(st.Revision), len(st.Waves))
-	if h := st.Halted; h != nil {
+		report.ShortSHA(s.Revision), len(s.Waves))
+	if h := s.Halted; h != nil {
 		fmt.Fprintf(&b, "**Halted on %s** (wave %s): %s. No new pull request opens until Flux reports it healthy or a new control-repo commit supersedes this rollout.\n\n",
 			h.Cluster, h.Wave, h.Reason)
 	}
 	b.WriteString("| # | wave | state | done / total | changed | merged | healthy | soak until |\n|---|---|---|---|---|---|---|---|\n")
-	for i, ws := range st.Waves {
+	for i, ws := range s.Waves {
 		soak := "-"
 		if !ws.SoakUntil.IsZero() {
 			soak = ws.SoakUntil.UTC().Format(time.RFC3339)
 		}
 		state := string(ws.State)
-		if i == current && st.Halted == nil {
+		if i == current && s.Halted == nil {
 			state = "**" + state + "**"
 		}
 		fmt.Fprintf(&b, "| %d | %s | %s | %d / %d | %d | %d | %d | %s |\n", i+1, ws.Name, state, waveDone(ws), ws.Total, ws.Changed, ws.Merged, ws.Healthy, soak)
 	}
-	if len(st.Held) > 0 {
-		fmt.Fprintf(&b, "\n%d cluster(s) wait for their wave; `fleetbot rollout status` lists them with why.\n", len(st.Held))
+	if len(s.Held) > 0 {
+		fmt.Fprintf(&b, "\n%d cluster(s) wait for their wave; `fleetbot rollout status` lists them with why.\n", len(s.Held))
 	}
 	if !p.NextCheck.IsZero() {
 		fmt.Fprintf(&b, "\nNext check by time alone: %s.\n", p.NextCheck.UTC().Format(time.RFC3339))
@@ -92,6 +94,6 @@ func DescribeRollout(st *rollout.Status) RolloutProgress {
 
 // waveDone is how many of a wave's clusters are done with the revision: unchanged, or merged
 // and healthy.
-func waveDone(ws rollout.WaveStatus) int {
+func waveDone(ws WaveStatus) int {
 	return ws.Total - ws.Changed + ws.Healthy
 }

@@ -1,0 +1,296 @@
+package rollout
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/pr"
+)
+
+// FluxStatusPrefix starts the context of every commit status Flux's notification-controller
+// posts for a Kustomization with a github Provider ("kustomization/<name>/<uid prefix>"): only
+// those count as a cluster's health.
+const FluxStatusPrefix = "kustomization/"
+
+// Enabled reports whether the control repo declares a rollout in waves (the fleet's, or a
+// component's own): without it there is nothing to gate.
+func Enabled(repo *control.Repo) bool {
+	return repo != nil && repo.HasRollout()
+}
+
+// NeedsEveryChange reports whether a platform component declares its own waves: then the gate
+// needs every cluster's change (also of the clusters outside a limited run) to know which
+// waves the revision takes.
+func NeedsEveryChange(repo *control.Repo) bool {
+	if repo == nil || repo.Platform == nil {
+		return false
+	}
+	for _, c := range repo.Platform.Spec.Components {
+		if c.Rollout != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Cluster is one cluster repo the gate weighs, as the run decided it and the forge shows it.
+type Cluster struct {
+	// Name is the cluster's name in the control repo, Repo its repo (without the owner).
+	Name, Repo string
+	// Decision is the run's pull-request decision for the repo (nil: not planned, taken for
+	// changed, so its wave is not done: such a run may hold what a full run admits, never the
+	// reverse).
+	Decision *pr.Decision
+	// PR is fleetbot's newest pull request of the repo when Found.
+	PR    pr.RolloutPR
+	Found bool
+}
+
+// Input is everything the gate reads: the control repo (its waves, pause, health timeout),
+// the revision rolled out, the time, and the cluster repos with what the forge shows of them.
+type Input struct {
+	Control  *control.Repo
+	Revision string
+	Now      time.Time
+	Clusters []Cluster
+}
+
+// MergeSettings are what a cluster's wave decides of its pull request: whether it merges
+// automatically (never while the rollout is paused), and the lists of waves the revision
+// takes, recorded in its body (pr.Options.AutoMerge, pr.Options.Waves).
+type MergeSettings struct {
+	AutoMerge bool
+	Waves     []string
+}
+
+// Verdict is the gate's answer for one run: the rollout's status, and how each cluster's pull
+// request merges.
+type Verdict struct {
+	// Status is the rollout's status for the revision.
+	Status *Status
+	// Merge is, by cluster repo, how its pull request merges.
+	Merge map[string]MergeSettings
+
+	control *control.Repo
+}
+
+// Gate plans the revision's waves from the control repo (the components with their own waves
+// that its changes touch, spec.rollout.waves for anything else) and evaluates them on what the
+// forge shows (Evaluate). It is pure: the same input gives the same verdict.
+func Gate(in Input) Verdict {
+	obs := map[string]Observed{}
+	var recorded [][]string
+	for _, c := range in.Clusters {
+		o, waves := observe(c, in.Revision)
+		obs[c.Name] = o
+		if waves != nil {
+			recorded = append(recorded, waves)
+		}
+	}
+	plan := revisionPlan(in.Control, in.Clusters, recorded)
+	ro := Options{HealthTimeout: in.Control.HealthTimeout(), Paused: in.Control.Paused != nil}
+	if in.Control.Paused != nil {
+		ro.PauseNote = in.Control.Paused.Reason
+	}
+	st := Evaluate(in.Revision, waves(plan), obs, in.Now, ro)
+	st.Lists = plan.Lists
+	return Verdict{Status: &st, Merge: mergeByWave(plan, in.Clusters, in.Control.Paused == nil), control: in.Control}
+}
+
+// revisionPlan is the waves the run's revision takes (control.Repo.RolloutPlan): the
+// components with their own waves that its changes touch, and spec.rollout.waves when they
+// touch anything else. A change is read from each cluster's pending files (the default
+// branch against the desired tree) and, for the clusters that merged it, from the lists their
+// pull request recorded (recorded), so the plan does not change as the rollout progresses. A
+// cluster that could not be planned counts as touching every list.
+func revisionPlan(repo *control.Repo, clusters []Cluster, recorded [][]string) control.RolloutPlan {
+	own := map[string]bool{}
+	for _, c := range repo.Platform.Spec.Components {
+		if c.Rollout != nil {
+			own[c.App] = true
+		}
+	}
+	touched := map[string]bool{}
+	fleet := false
+	for _, c := range clusters {
+		if c.Decision == nil {
+			fleet = true
+			for app := range own {
+				touched[app] = true
+			}
+			continue
+		}
+		for _, f := range c.Decision.Files {
+			if app, ok := fanout.ComponentOfPath(f.Path); ok && own[app] {
+				touched[app] = true
+			} else {
+				fleet = true
+			}
+		}
+	}
+	for _, lists := range recorded {
+		for _, l := range lists {
+			if app, ok := strings.CutPrefix(l, control.ComponentWaves("")); ok && own[app] {
+				touched[app] = true
+			} else if l == control.FleetWaves {
+				fleet = true
+			}
+		}
+	}
+	return repo.RolloutPlan(slices.Sorted(maps.Keys(touched)), fleet)
+}
+
+// waves resolves a plan's waves for Evaluate.
+func waves(plan control.RolloutPlan) []Wave {
+	out := make([]Wave, 0, len(plan.Waves))
+	for _, w := range plan.Waves {
+		out = append(out, Wave{Name: w.Name, Clusters: w.Clusters, MaxParallel: w.MaxParallel, Soak: w.Soak})
+	}
+	return out
+}
+
+// HealthOf is Flux's verdict on a merge commit, from the newest status of each of its
+// kustomization/ contexts: a failure (or error) wins, then pending; success needs every one
+// to be success, and is dated by the last of them.
+func HealthOf(statuses []pr.CommitStatus) (Health, time.Time) {
+	h, at := HealthUnknown, time.Time{}
+	newest := map[string]pr.CommitStatus{}
+	for _, s := range statuses {
+		if !strings.HasPrefix(s.Context, FluxStatusPrefix) {
+			continue
+		}
+		if o, ok := newest[s.Context]; !ok || s.CreatedAt.After(o.CreatedAt) {
+			newest[s.Context] = s
+		}
+	}
+	if len(newest) == 0 {
+		return h, at
+	}
+	h = HealthSuccess
+	for _, s := range newest {
+		switch s.State {
+		case pr.StatusFailure, pr.StatusError:
+			if h != HealthFailure || s.CreatedAt.Before(at) {
+				at = s.CreatedAt
+			}
+			h = HealthFailure
+		case pr.StatusSuccess:
+			if h == HealthSuccess && s.CreatedAt.After(at) {
+				at = s.CreatedAt
+			}
+		default:
+			if h == HealthSuccess {
+				h, at = HealthPending, s.CreatedAt
+			}
+		}
+	}
+	return h, at
+}
+
+// observe is what the gate sees of one cluster (Observed): whether the revision changes it,
+// and its pull request when it is open or carried this revision (or exactly the tree this
+// revision renders: a later control-repo commit that leaves the cluster alone must not let it
+// skip its health check and soak). It also returns the lists of waves a merged pull request
+// of this revision recorded.
+func observe(c Cluster, source string) (Observed, []string) {
+	d, p := c.Decision, c.PR
+	o := Observed{Changed: d == nil || (!d.Action.InSync() && d.Action != pr.ActionClose)}
+	current := c.Found && carriesRevision(p, d, source)
+	if !c.Found || (p.State != pr.StateOpen && !current) {
+		return o, nil
+	}
+	rp := &PR{Number: p.Number, Revision: p.Source, Open: p.State == pr.StateOpen}
+	if current {
+		rp.Revision = source
+	}
+	o.PR = rp
+	if rp.Open && d != nil && d.Action != pr.ActionClose {
+		// An open pull request that already carries the desired tree plans as a no-op, yet
+		// the repo still differs from its default branch.
+		o.Changed = true
+	}
+	if p.State != pr.StateMerged {
+		return o, nil
+	}
+	rp.Merged, rp.MergedAt = true, p.MergedAt
+	rp.Health, rp.HealthAt = HealthOf(p.Statuses)
+	if rp.Health == HealthUnknown && p.Head != "" {
+		// The default branch moved on before Flux reported (a cluster admin's commit): Flux
+		// applies, and reports on, the newer head, which holds the merge (a protected default
+		// branch is never rewritten).
+		rp.Health, rp.HealthAt = HealthOf(p.HeadStatuses)
+	}
+	// The revision's change reached the default branch through this pull request: the
+	// cluster is part of the rollout even though it matches now.
+	o.Changed = true
+	if p.Source == source {
+		return o, p.Waves
+	}
+	return o, nil
+}
+
+// carriesRevision reports whether a cluster's pull request belongs to the rollout of source:
+// it carried the revision, or it was merged with exactly the tree the revision renders (d, the
+// cluster's decision, finds the repo in sync with it).
+func carriesRevision(p pr.RolloutPR, d *pr.Decision, source string) bool {
+	if p.Source == source {
+		return true
+	}
+	return p.State == pr.StateMerged && d != nil && d.Action.InSync() && p.Tree != "" && p.Tree == d.Tree
+}
+
+// mergeByWave is how the pull request of each cluster of the revision's waves merges: as its
+// wave says, and never automatically while the rollout is paused (nor is auto-merge enabled).
+func mergeByWave(plan control.RolloutPlan, clusters []Cluster, unpaused bool) map[string]MergeSettings {
+	byName := make(map[string]string, len(clusters))
+	for _, c := range clusters {
+		byName[c.Name] = c.Repo
+	}
+	out := map[string]MergeSettings{}
+	for _, w := range plan.Waves {
+		for _, c := range w.Clusters {
+			if repo, ok := byName[c]; ok {
+				out[repo] = MergeSettings{AutoMerge: w.AutoMerge && unpaused, Waves: plan.Lists}
+			}
+		}
+	}
+	return out
+}
+
+// Holds reports why the gate holds a new pull request in target repo t, if it does: a cluster
+// the rollout status holds, and a workspace while one of its clusters is held (a workspace
+// repo serves all its clusters at once, so its change goes with the last wave of its
+// clusters). A removed repo, and any other kind, is never held.
+func (v *Verdict) Holds(t *fanout.Target) (string, bool) {
+	if v == nil || v.Status == nil || t.Removed {
+		return "", false
+	}
+	switch t.Kind {
+	case fanout.KindCluster:
+		why, ok := v.Status.Held[t.Name]
+		return why, ok
+	case fanout.KindWorkspace:
+		if waiting := v.heldClusters(t.Name); len(waiting) > 0 {
+			return fmt.Sprintf("the workspace's change goes with the last wave of its clusters; waiting for %s", strings.Join(waiting, ", ")), true
+		}
+	}
+	return "", false
+}
+
+// heldClusters are the clusters of a workspace the rollout holds, sorted.
+func (v *Verdict) heldClusters(workspace string) []string {
+	var waiting []string
+	for _, c := range v.control.Clusters {
+		if _, held := v.Status.Held[c.Metadata.Name]; held && c.Spec.Workspace == workspace {
+			waiting = append(waiting, c.Metadata.Name)
+		}
+	}
+	sort.Strings(waiting)
+	return waiting
+}

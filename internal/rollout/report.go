@@ -1,0 +1,47 @@
+package rollout
+
+import (
+	"time"
+
+	"github.com/fleetbot-io/fleetbot/internal/report"
+)
+
+// NextWake is when a service should evaluate the rollout again although nothing new was
+// observed: the earliest time the verdict changes by time alone (a soak ending, a health
+// timeout, a change window opening or closing). Zero when only a new observation can change
+// it: the rollout is done or halted, or waits for a merge or a health verdict. A nil status (no
+// waves) never wakes.
+func (s *Status) NextWake() time.Time {
+	if s == nil {
+		return time.Time{}
+	}
+	return s.NextCheck
+}
+
+// Report is the verdict as the report shows it (`fleetbot rollout status`, the report's JSON);
+// nil for nil: no waves.
+func (s *Status) Report() *report.Rollout {
+	if s == nil {
+		return nil
+	}
+	out := &report.Rollout{Revision: s.Revision, State: report.RolloutInProgress, Lists: s.Lists,
+		Admitted: s.Admitted, PauseNote: s.PauseNote, NextCheck: s.NextCheck, Waves: []report.RolloutWave{}}
+	switch {
+	case s.Halted != nil:
+		out.State = report.RolloutHalted
+		out.Halted = &report.RolloutHalt{Wave: s.Halted.Wave, Cluster: s.Halted.Cluster, Reason: s.Halted.Reason}
+	case s.Done:
+		out.State = report.RolloutDone
+	case s.Paused:
+		out.State = report.RolloutPaused
+	}
+	for _, w := range s.Waves {
+		out.Waves = append(out.Waves, report.RolloutWave{Name: w.Name, State: string(w.State), Total: w.Total,
+			Changed: w.Changed, Merged: w.Merged, Healthy: w.Healthy, SoakUntil: w.SoakUntil})
+	}
+	for c, why := range s.Held {
+		out.Held = append(out.Held, report.HeldCluster{Cluster: c, Reason: why})
+	}
+	out.SortHeld()
+	return out
+}
