@@ -60,7 +60,7 @@ test-short:
 FUZZTIME    ?= 30s
 FUZZTARGETS ?= ./internal/control:FuzzControlDecode ./internal/fanout:FuzzValueSubstitution \
 	./internal/fanout:FuzzKustomizationLoad ./internal/policy:FuzzCodeowners ./internal/webhook:FuzzWebhookPayload \
-	./internal/pr:FuzzMarker ./internal/webhook:FuzzFrontBatch ./internal/webhook/githubapi:FuzzTenantTree \
+	./internal/pr:FuzzMarker ./internal/webhook:FuzzFrontBatch ./internal/githubapi:FuzzTenantTree \
 	./internal/fanout:FuzzTenantObject ./internal/rollout:FuzzParseHealthEvent
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s; seed corpora in testdata/fuzz run in make test too)

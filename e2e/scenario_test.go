@@ -37,8 +37,7 @@ func TestFleetOnFlux(t *testing.T) {
 		name string
 		run  func(t *testing.T)
 	}{
-		{"bootstrap on the old single platform Kustomization", func(t *testing.T) { clusterHead = e.oldLayoutBootstrapScenario(t) }},
-		{"per-component Kustomizations take over, nothing deleted", func(t *testing.T) { clusterHead = e.handoffScenario(t) }},
+		{"bootstrap: one Kustomization per component", func(t *testing.T) { clusterHead = e.bootstrapScenario(t) }},
 		{"value change is applied", func(t *testing.T) { clusterHead = e.valueChangeScenario(t, clusterHead) }},
 		{"workspace repo read without a secret", func(t *testing.T) { e.noSecretScenario(t) }},
 		{"removed component is pruned", func(t *testing.T) { clusterHead = e.removeComponentScenario(t) }},
@@ -136,9 +135,8 @@ func (e *environment) noSecretScenario(t *testing.T) {
 // removeComponentScenario: the component no longer selects this cluster
 // (and the cluster's value for it goes: a value no deployed app declares is
 // an error); once the PR is merged, flux-system deletes its Kustomization,
-// whose finalizer prunes its objects, the namespace included. The retired
-// platform Kustomization, which still lists them, deletes nothing else:
-// the widgets component keeps its custom resource.
+// whose finalizer prunes its objects, the namespace included, and nothing
+// else: the widgets component keeps its custom resource.
 func (e *environment) removeComponentScenario(t *testing.T) string {
 	path := filepath.Join(e.control, "platform.yaml")
 	data, err := os.ReadFile(path)
@@ -155,7 +153,7 @@ func (e *environment) removeComponentScenario(t *testing.T) string {
 	e.commitControl(t, "monitoring only on prod clusters")
 	e.apply(t)
 	head := e.merge(t, clusterRepo)
-	widgets := e.uids(t, handoffObjects[:2])
+	widgets := e.uids(t, componentObjects[:2])
 	e.requestReconcile(t, "flux-system", "flux-system")
 	e.waitApplied(t, "flux-system", "flux-system", head)
 	e.waitObject(t, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "platform-monitoring", "deleted", absent)
@@ -163,7 +161,7 @@ func (e *environment) removeComponentScenario(t *testing.T) string {
 	e.waitObject(t, "rbac.authorization.k8s.io/v1", "ClusterRole", "", "node-exporter", "pruned", absent)
 	e.waitObject(t, "v1", "Namespace", "", "monitoring", "pruned and deleted", absent)
 	e.waitApplied(t, "flux-system", "platform-widgets", head)
-	assert.Equal(t, widgets, e.uids(t, handoffObjects[:2]), "the other components keep their objects")
+	assert.Equal(t, widgets, e.uids(t, componentObjects[:2]), "the other components keep their objects")
 	return head
 }
 

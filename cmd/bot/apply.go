@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -181,9 +179,5 @@ func (a *frontend) baselineFile(spec, owner string) string {
 	if spec != "github" {
 		return ""
 	}
-	dir := a.github.cache(a.apiURL())
-	if dir == "" {
-		return ""
-	}
-	return filepath.Join(dir, ".baseline-"+strings.ToLower(owner)+".json")
+	return app.BaselineFile(a.github.cache(a.apiURL()), owner)
 }

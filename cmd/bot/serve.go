@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,9 +17,9 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
+	"github.com/fleetbot-io/fleetbot/internal/githubapi"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
-	"github.com/fleetbot-io/fleetbot/internal/webhook/githubapi"
 )
 
 // Defaults of fleetbot serve.
@@ -410,7 +409,7 @@ func (r *serveRun) service(ctx context.Context, gh *githubConn, forges *app.Inst
 		Forges: forges.Forge, Checks: checks, RolloutChecks: checks, Rollout: r.rollout, Clock: cfg.Clock,
 		Concurrency: cfg.Concurrency, Shard: cfg.Shard,
 		Logger: r.log, Metrics: r.metrics, BeforeJob: cfg.BeforeJob,
-		Baselines: app.NewBaselines(baselineFile(cfg), r.log), Salt: version,
+		Baselines: app.NewBaselines(app.ServeBaselineFile(cfg.App.CacheDir, cfg.Control, cfg.Shard), r.log), Salt: version, Requeue: r.queue.RetryAt,
 		TenantCheck: app.RequiredCheck{Context: cfg.TenantCheck, AppID: cfg.App.GitHub.AppID},
 		Tenants:     githubapi.NewTenantRepos(forges.API, cfg.TenantCheck),
 		CanCheck: func(ctx context.Context, owner string) (bool, error) {
@@ -418,20 +417,6 @@ func (r *serveRun) service(ctx context.Context, gh *githubConn, forges *app.Inst
 			return level == "write" || level == "admin", err
 		},
 	})
-}
-
-// baselineFile is where serve keeps what its last converged apply left every target repo at,
-// so that the first push after a restart is incremental too: in the snapshot cache (a dot name,
-// which no org's directory there can have), per control repo and shard; "" keeps it in memory.
-func baselineFile(cfg serveConfig) string {
-	if cfg.App.CacheDir == "" {
-		return ""
-	}
-	name := ".baseline-serve-" + strings.ToLower(strings.ReplaceAll(cfg.Control, "/", "_"))
-	if cfg.Shard.Count > 1 {
-		name += fmt.Sprintf("-shard%dof%d", cfg.Shard.Index, cfg.Shard.Count)
-	}
-	return filepath.Join(cfg.App.CacheDir, name+".json")
 }
 
 // githubConn is what connecting to GitHub established.

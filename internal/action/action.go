@@ -512,7 +512,7 @@ func (r *actionRun) applyTargets(ctx context.Context, f *app.Fleet, res *Result)
 	if dir := r.cacheDir(); dir != "" {
 		// With a cache kept between runs (actions/cache), a push plans only the target repos
 		// whose desired state changed; scheduled and manual runs plan every repo.
-		opts.BaselineFile = filepath.Join(dir, ".baseline-"+strings.ToLower(f.Owner())+".json")
+		opts.BaselineFile = app.BaselineFile(dir, f.Owner())
 		opts.Full, opts.Salt = r.env.EventName != ghaction.EventPush, r.opts.Version
 	}
 	out, err := targets.Apply(ctx, f, opts)

@@ -183,3 +183,29 @@ func TestFrontEndsCallTheApplicationLayer(t *testing.T) {
 		}
 	}
 }
+
+// TestAdaptersImportNoFrontEnd: no adapter imports a front end, even transitively (go list
+// -deps): an adapter implements the small interfaces a front end declares, and the front end's
+// composition root wires it in (issue 32: internal/webhook/githubapi imported internal/webhook).
+func TestAdaptersImportNoFrontEnd(t *testing.T) {
+	t.Parallel()
+	floors := readFloors(t)
+	pkgs := listPackages(t)
+	for pkg, row := range floors {
+		if row.floor != "adapter" {
+			continue
+		}
+		for _, allowed := range row.allowed {
+			assert.NotEqual(t, "front end", floors[allowed].floor, "docs/architecture.md:%d: adapter %s may import front end %s: declare the interface it serves above, and wire it in the composition root", row.line, pkg, allowed)
+		}
+		for _, dep := range pkgs[pkg].deps {
+			rel, ok := strings.CutPrefix(dep, modulePath)
+			if !ok {
+				continue
+			}
+			if below, ok := floors[rel]; ok {
+				assert.NotEqual(t, "front end", below.floor, "adapter %s depends on front end %s", pkg, rel)
+			}
+		}
+	}
+}

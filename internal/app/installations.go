@@ -89,7 +89,7 @@ func (s *Installations) Client(ctx context.Context, owner string, readOnly bool)
 }
 
 // API returns the REST client of owner's installation, read-only unless write: what the
-// webhook service's GitHub adapters (internal/webhook/githubapi) read and write through.
+// webhook service's GitHub adapters (internal/githubapi) read and write through.
 func (s *Installations) API(ctx context.Context, owner string, write bool) (*gh.Client, error) {
 	c, err := s.Client(ctx, owner, !write)
 	if err != nil {

@@ -2,7 +2,10 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
@@ -145,4 +148,29 @@ type RepoReport struct {
 	// Source is the control-repo commit that apply rendered; At is when it finished.
 	Source string
 	At     time.Time
+}
+
+// BaselineFile is where the baselines of the target repos of owner live for the CLI and the
+// Action, beside the GitHub snapshot cache cacheDir (a dot name, which no org's directory there
+// can have); "" when there is no cache (every apply is then full). ServeBaselineFile is serve's.
+// These are the one place that names them.
+func BaselineFile(cacheDir, owner string) string {
+	if cacheDir == "" {
+		return ""
+	}
+	return filepath.Join(cacheDir, ".baseline-"+strings.ToLower(owner)+".json")
+}
+
+// ServeBaselineFile is where serve keeps what its last converged apply left every target repo
+// at, so that the first push after a restart is incremental too: in the snapshot cache cacheDir,
+// per control repo ("owner/name") and shard; "" (no cache) keeps it in memory.
+func ServeBaselineFile(cacheDir, control string, shard Shard) string {
+	if cacheDir == "" {
+		return ""
+	}
+	name := ".baseline-serve-" + strings.ToLower(strings.ReplaceAll(control, "/", "_"))
+	if shard.Count > 1 {
+		name += fmt.Sprintf("-shard%dof%d", shard.Index, shard.Count)
+	}
+	return filepath.Join(cacheDir, name+".json")
 }

@@ -57,13 +57,7 @@ func TestComponentKustomizations(t *testing.T) {
 			ks[k.Name] = k
 		}
 	}
-	assert.Equal(t, []string{"platform", "fleetbot-tenancy", "platform-metallb", "platform-monitoring", "apps"}, names)
-
-	retired := ks["platform"]
-	assert.True(t, retired.Spec.Suspend, "the retired platform Kustomization never reconciles again")
-	assert.False(t, retired.Spec.Prune, "its deletion must not delete what it applied")
-	assert.Equal(t, "./platform", retired.Spec.Path)
-	assert.Contains(t, retired.Annotations[noteAnnotation], "Never resume it")
+	assert.Equal(t, []string{"fleetbot-tenancy", "platform-metallb", "platform-monitoring", "apps"}, names)
 
 	for _, app := range []string{"metallb", "monitoring"} {
 		k := ks["platform-"+app]
@@ -100,17 +94,9 @@ func TestComponentKustomizations(t *testing.T) {
 	}
 }
 
-// TestPlatformDirHandoff pins the property the handoff from the retired
-// platform Kustomization rests on. Should it reconcile a new revision with
-// its old spec (path ./platform, prune) before flux-system suspends it, Flux
-// finds no kustomization.yaml in ./platform and generates one listing every
-// YAML file and every subdirectory that holds a kustomization.yaml, without
-// descending into those (fluxcd/pkg/kustomize scanManifests, used by
-// kustomize-controller v1.9.6). With only such subdirectories, one per
-// Kustomization, it then applies exactly the objects the new Kustomizations
-// apply, so its garbage collection deletes nothing that stays. e2e's
-// TestUpgradeFromSinglePlatform checks the same on a real Flux.
-func TestPlatformDirHandoff(t *testing.T) {
+// TestPlatformDirs: platform/ holds one directory per component, each with its
+// kustomization.yaml and its Kustomization platform-<app>, and nothing else.
+func TestPlatformDirs(t *testing.T) {
 	t.Parallel()
 	for _, tg := range mustRender(t, NewRenderer(Options{}), load(t, withDependsOn(t))) {
 		if tg.Kind != KindCluster {

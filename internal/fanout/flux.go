@@ -31,26 +31,13 @@ const (
 
 // Names of the Kustomizations fleetbot writes into flux/fleetbot.yaml.
 const (
-	// retiredPlatform is the Kustomization that applied all of ./platform
-	// before components got one Kustomization each. It stays, suspended and
-	// without prune, so that neither its garbage collection nor its deletion
-	// removes what it applied on clusters that ran the old layout.
-	retiredPlatform = "platform"
 	// componentPrefix starts the name of a component's Kustomization.
 	componentPrefix = "platform-"
 	// tenancyKustomization applies the tenancy policy directory.
 	tenancyKustomization = "fleetbot-tenancy"
 	// appsKustomization applies the cluster admins' apps/.
 	appsKustomization = "apps"
-	// noteAnnotation explains an object to whoever reads it on the cluster.
-	noteAnnotation = "fleetbot.io/note"
 )
-
-// retiredPlatformNote is the annotation and comment of the retired
-// platform Kustomization.
-const retiredPlatformNote = "Retired: the Kustomizations platform-<app> apply ./platform/<app>, one per component. " +
-	"Kept suspended and without prune so that neither its garbage collection nor its deletion removes what it applied under the old layout (one Kustomization for all of ./platform). " +
-	"Never resume it; see the fleetbot README, section Platform components on the cluster."
 
 // component is one platform component of a cluster as Flux sees it: the
 // app's name and the apps whose Kustomizations must be Ready first.
@@ -75,10 +62,9 @@ type fluxInput struct {
 	podSecurity string
 }
 
-// fluxObjects renders flux/fleetbot.yaml for one cluster: the retired
-// platform Kustomization, one Kustomization per platform component and one
-// for the tenancy policy, the apps Kustomization, all on the bootstrap
-// source, and, for a workspace cluster, the namespace-confined objects that
+// fluxObjects renders flux/fleetbot.yaml for one cluster: the tenancy
+// policy's Kustomization, one Kustomization per platform component, the apps
+// Kustomization, all on the bootstrap source, and, for a workspace cluster, the namespace-confined objects that
 // reconcile the workspace repo as the workspace's own ServiceAccount.
 func fluxObjects(in fluxInput, components []component) ([]byte, error) {
 	head, err := fluxHead(in.interval)
@@ -125,26 +111,11 @@ func fluxKustomization(name, path string, interval time.Duration) *kustomizev1.K
 	}
 }
 
-// fluxHead renders the header, the retired platform Kustomization and the
-// tenancy policy's Kustomization, which are the same on every cluster.
+// fluxHead renders the header and the tenancy policy's Kustomization, which
+// are the same on every cluster.
 func fluxHead(interval time.Duration) ([]byte, error) {
-	retired := fluxKustomization(retiredPlatform, "./"+PlatformDir, interval)
-	retired.Annotations = map[string]string{noteAnnotation: retiredPlatformNote}
-	retired.Spec.Prune = false
-	retired.Spec.Suspend = true
-	return marshalAll(managedHeader+retiredPlatformComment,
-		retired,
-		fluxKustomization(tenancyKustomization, "./"+PlatformDir+"/"+TenancyDir, interval),
-	)
+	return marshalAll(managedHeader, fluxKustomization(tenancyKustomization, "./"+PlatformDir+"/"+TenancyDir, interval))
 }
-
-// retiredPlatformComment precedes the retired platform Kustomization.
-const retiredPlatformComment = `# Kustomization platform is retired: it applied all of ./platform before each
-# component got its own Kustomization platform-<app>. It stays suspended, with
-# prune off, so that on clusters that ran it neither its garbage collection
-# nor its deletion removes the objects the new Kustomizations took over.
-# Never resume it.
-`
 
 // fluxComponent renders the Kustomization of one platform component.
 func fluxComponent(interval time.Duration, c component) ([]byte, error) {

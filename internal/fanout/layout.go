@@ -124,12 +124,8 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 	name := c.Metadata.Name
 	repo := x.clusterRepo(name)
 	t := x.newTarget(KindCluster, name, repo, s)
-	// One directory per component, each with its kustomization.yaml and
-	// none at platform/ itself: the retired platform Kustomization, should
-	// it reconcile this revision before it is suspended, then builds what
-	// Flux generates for a directory without one, which lists every
-	// subdirectory holding a kustomization.yaml: the same objects as the
-	// old layout, so its garbage collection deletes nothing.
+	// One directory per component, each with its kustomization.yaml (applied
+	// by the component's own Kustomization), none at platform/ itself.
 	var components []component
 	selected := map[string]bool{}
 	for _, d := range deps {
@@ -329,8 +325,7 @@ func clusterReadme(b *bytes.Buffer, s settings, c *control.Cluster, repo string,
 	b.WriteString("Run once against the cluster (add `--personal` when the owner is a user, not an organisation):\n\n")
 	fmt.Fprintf(b, "```sh\nflux bootstrap github --owner=%s --repository=%s --branch=%s --path=flux\n```\n\n", s.owner, repo, s.branch)
 	b.WriteString("Flux then applies `flux/fleetbot.yaml`: one Kustomization `platform-<component>` per component (path `./platform/<component>`), `fleetbot-tenancy` (path `./platform/" + TenancyDir + "`) and `apps` (path `./apps`). ")
-	b.WriteString("`apps` waits for no component: until what it uses exists (a component's CRDs), it fails and is retried every interval. ")
-	b.WriteString("The Kustomization `platform` is suspended on purpose: it applied all of `./platform` before components got their own, and stays suspended with prune off so that nothing it applied is deleted. Never resume it.\n")
+	b.WriteString("`apps` waits for no component: until what it uses exists (a component's CRDs), it fails and is retried every interval.\n")
 
 	b.WriteString("\n## Multi-tenancy lockdown\n\n")
 	b.WriteString("`flux/flux-system/kustomization.yaml` patches the Flux controllers as the Flux documentation's multi-tenancy lockdown does: `--no-cross-namespace-refs=true` (kustomize-, helm-, notification- and the image controllers), `--no-remote-bases=true` (kustomize-controller) and `--default-service-account=default` (kustomize- and helm-controller), and runs the `flux-system` Kustomization as `kustomize-controller`. ")

@@ -373,10 +373,9 @@ func TestFluxObjectsStrict(t *testing.T) {
 				k := &kustomizev1.Kustomization{}
 				obj = k
 				require.NoError(t, yaml.UnmarshalStrict([]byte(d), obj), "%s:\n%s", tg.Repo, d)
-				// Only the retired platform Kustomization is suspended and
-				// does not prune (see retiredPlatform).
-				assert.Equal(t, k.Name == retiredPlatform && k.Namespace == FluxNamespace, k.Spec.Suspend, k.Name)
-				assert.Equal(t, !k.Spec.Suspend, k.Spec.Prune, k.Name)
+				// Every Kustomization reconciles and prunes.
+				assert.False(t, k.Spec.Suspend, k.Name)
+				assert.True(t, k.Spec.Prune, k.Name)
 				assert.NotZero(t, k.Spec.Interval.Duration)
 				assert.Empty(t, k.Spec.SourceRef.Namespace, "no cross-namespace refs (lockdown)")
 				for _, dep := range k.Spec.DependsOn {
@@ -412,8 +411,8 @@ func TestFluxObjectsStrict(t *testing.T) {
 			kinds[tm.Kind]++
 		}
 		c := loadExample(t).Cluster(tg.Name)
-		// platform (retired), fleetbot-tenancy, one per component, apps.
-		ks := 3 + countComponents(tg)
+		// fleetbot-tenancy, one per component, apps.
+		ks := 2 + countComponents(tg)
 		if c.Spec.Workspace == "" {
 			assert.Equal(t, map[string]int{"Kustomization": ks}, kinds, tg.Repo)
 		} else {

@@ -160,7 +160,7 @@ func TestCheckJobPlansOnAReadOnlyForgeAndReportsTheChange(t *testing.T) {
 	e := newCheckEnv(t, nil, nil)
 	head := e.ctl.push(edit(t, readControl(t), "clusters/edge-2.yaml", "", newCluster))
 
-	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: head, PR: 7}))
+	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: head, PR: 7}, nil))
 	run := e.checks.last(t)
 	assert.Equal(t, head, run.sha, "the check run is on the pull request's head")
 	assert.Equal(t, ConclusionSuccess, run.res.Conclusion, "changes are what a control pull request is for")
@@ -183,7 +183,7 @@ func TestCheckJobFailsAnInvalidControlRepoWithAnnotations(t *testing.T) {
 	bad := e.ctl.push(edit(t, readControl(t), "clusters/edge-2.yaml", "", newCluster+"spec:\n  bogus: 1\n"))
 
 	for range 2 {
-		require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: bad}))
+		require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: bad}, nil))
 	}
 	run := e.checks.last(t)
 	assert.Equal(t, ConclusionFailure, run.res.Conclusion)
@@ -213,7 +213,7 @@ func TestCheckJobOnAnUnreadableCommitIsNeutralAndRetried(t *testing.T) {
 	delete(e.ctl.commits, sha) // not readable yet
 	e.ctl.mu.Unlock()
 
-	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: sha}))
+	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: sha}, nil))
 	run := e.checks.last(t)
 	assert.Equal(t, ConclusionNeutral, run.res.Conclusion)
 	assert.Equal(t, "fleetbot could not read the control repo", run.res.Title)
@@ -221,7 +221,7 @@ func TestCheckJobOnAnUnreadableCommitIsNeutralAndRetried(t *testing.T) {
 	assert.Contains(t, run.res.Summary, "re-run the check")
 
 	e.ctl.push(files)
-	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: sha}))
+	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: sha}, nil))
 	run = e.checks.last(t)
 	assert.Equal(t, ConclusionSuccess, run.res.Conclusion, "the re-run reads the commit afresh")
 	assert.Equal(t, 2, e.ctl.loads[sha])
@@ -233,7 +233,7 @@ func TestCheckJobWhenTheTargetReposCannotBeReached(t *testing.T) {
 	t.Parallel()
 	e := newCheckEnv(t, nil, errors.New("installation on acme: 401 Bad credentials"))
 	head := e.ctl.push(readControl(t))
-	require.NoError(t, e.svc.Execute(context.Background(), Job{Kind: KindCheck, Repo: "acme/control", SHA: head}))
+	require.NoError(t, e.svc.Execute(context.Background(), Job{Kind: KindCheck, Repo: "acme/control", SHA: head}, nil))
 	run := e.checks.last(t)
 	assert.Equal(t, ConclusionNeutral, run.res.Conclusion)
 	assert.Equal(t, "fleetbot could not reach the target repos", run.res.Title)
@@ -248,13 +248,13 @@ func TestCheckJobFailsAPlanTheRemovalGuardRefuses(t *testing.T) {
 	e := newCheckEnv(t, nil, nil)
 	files := readControl(t)
 	e.ctl.push(files)
-	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", Reason: "resync"}))
+	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", Reason: "resync"}, nil))
 	before := forgeState(t, e.dir)
 	require.Len(t, before, 6, "the fleet exists")
 
 	fewer := edit(t, edit(t, files, "clusters/edge-1.yaml", "", ""), "clusters/prod-us-1.yaml", "", "")
 	head := e.ctl.push(fewer)
-	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: head, PR: 3}))
+	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: head, PR: 3}, nil))
 	run := e.checks.last(t)
 	assert.Equal(t, ConclusionFailure, run.res.Conclusion)
 	assert.True(t, strings.HasPrefix(run.res.Title, "plan refused: "), run.res.Title)
@@ -271,7 +271,7 @@ func TestCheckJobCancelledStillFinishesTheCheckRun(t *testing.T) {
 	head := e.ctl.push(readControl(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: head}))
+	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: head}, nil))
 	run := e.checks.last(t)
 	assert.Equal(t, ConclusionCancelled, run.res.Conclusion)
 	assert.Contains(t, run.res.Summary, "Re-run it")
@@ -289,12 +289,12 @@ func TestCheckJobErrors(t *testing.T) {
 	svc, err := NewService(ServiceConfig{Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}),
 		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return nil, errors.New("unused") }})
 	require.NoError(t, err)
-	err = svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: head})
+	err = svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: head}, nil)
 	assert.ErrorContains(t, err, "no check runs configured")
 
 	e := newCheckEnv(t, nil, nil)
 	e.checks.startErr = errors.New("403 Resource not accessible by integration")
-	err = e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: e.ctl.push(readControl(t))})
+	err = e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: e.ctl.push(readControl(t))}, nil)
 	assert.ErrorContains(t, err, "403 Resource not accessible")
 	assert.Empty(t, e.forgeModes(), "nothing is planned without a check run to report it on")
 }
@@ -317,7 +317,7 @@ func TestCheckJobAddsCheckControl(t *testing.T) {
 	head := e.ctl.push(edit(t, files, "clusters/edge-2.yaml", "", newCluster))
 	e.ctl.prBase, e.ctl.prAuthor = base, "mallory"
 
-	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: head, PR: 9}))
+	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: head, PR: 9}, nil))
 	run := e.checks.last(t)
 	assert.Equal(t, 1, e.ctl.pullRequested, "base and author come from the pull request")
 	assert.Equal(t, ConclusionNeutral, run.res.Conclusion, "the verdict's neutral beats the plan's success")
@@ -330,7 +330,7 @@ func TestCheckJobAddsCheckControl(t *testing.T) {
 
 	// A base given by the event is used as is; a head that does not load fails the check.
 	bad := e.ctl.push(edit(t, files, "clusters/edge-2.yaml", "", newCluster+"spec:\n  bogus: 1\n"))
-	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: bad, PR: 9, Base: base, Author: "mallory"}))
+	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: bad, PR: 9, Base: base, Author: "mallory"}, nil))
 	assert.Equal(t, 1, e.ctl.pullRequested, "no lookup when the event carried base and author")
 	assert.Equal(t, ConclusionFailure, e.checks.last(t).res.Conclusion)
 }
@@ -364,7 +364,7 @@ func TestCheckControlThatCannotRunIsNeutral(t *testing.T) {
 			e.ctl.prErr = c.prErr
 			j := c.job(base, head)
 			j.Kind, j.Repo = KindCheck, "acme/control"
-			require.NoError(t, e.svc.Execute(ctx, j))
+			require.NoError(t, e.svc.Execute(ctx, j, nil))
 			run := e.checks.last(t)
 			assert.Equal(t, ConclusionNeutral, run.res.Conclusion)
 			assert.Equal(t, "7 of 7 target repos change", run.res.Title, "no verdict to name")
@@ -477,7 +477,7 @@ func TestCheckPlansWhatMergingChanges(t *testing.T) {
 		ctl.head = base // a pull request's head is not the default branch's
 		ctl.mu.Unlock()
 		before := forgeState(t, dir)
-		require.NoError(t, svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: head, PR: 7, Base: base}), name)
+		require.NoError(t, svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: head, PR: 7, Base: base}, nil), name)
 		assert.Equal(t, before, forgeState(t, dir), "%s: a check never writes", name)
 		return checks.last(t), counted.take()
 	}
@@ -486,7 +486,7 @@ func TestCheckPlansWhatMergingChanges(t *testing.T) {
 	assert.Len(t, read, 6, "no converged apply: every target repo")
 	assert.NotContains(t, run.res.Summary, "Only the")
 
-	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: base, Reason: "resync"}))
+	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: base, Reason: "resync"}, nil))
 	counted.take()
 
 	run, read = check("a cluster's value", edit(t, files, "clusters/edge-1.yaml", "192.168.50.0/28", "192.168.60.0/28"))

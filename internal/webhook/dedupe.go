@@ -4,8 +4,9 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 )
 
-// DefaultDedupeSize is how many delivery ids are remembered by default:
-// GitHub redelivers by hand or after a timeout, well within this many.
+// DefaultDedupeSize is how many delivery ids are remembered by default: a
+// redelivery (asked for by hand or from the App's delivery log; GitHub does not
+// redeliver by itself) comes well within this many.
 const DefaultDedupeSize = 10000
 
 // seenSet remembers the most recent delivery ids (X-GitHub-Delivery), so a

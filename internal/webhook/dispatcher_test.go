@@ -192,7 +192,7 @@ func TestHandlersDecide(t *testing.T) {
 
 type execFunc func(ctx context.Context, j Job) error
 
-func (f execFunc) Execute(ctx context.Context, j Job) error { return f(ctx, j) }
+func (f execFunc) Execute(ctx context.Context, j Job, _ Lease) error { return f(ctx, j) }
 
 func TestPoolRecoversPanicsAndGivesFreshContexts(t *testing.T) {
 	t.Parallel()

@@ -85,7 +85,7 @@ func (s *Service) reconcileDrifts(ctx context.Context, e *fleetEntry, jobs []Job
 	for _, i := range live {
 		run.Access = run.Access || jobs[i].Access
 	}
-	rep, err := s.applyReport(ctx, run, only, e)
+	rep, err := s.applyReport(ctx, run, only, e, NoLease{})
 	if err != nil {
 		attributeDrifts(errs, byName, len(only), rep, err)
 	}

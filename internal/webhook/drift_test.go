@@ -138,7 +138,7 @@ type batchExec struct {
 	called  chan struct{}
 }
 
-func (e *batchExec) Execute(_ context.Context, j Job) error {
+func (e *batchExec) Execute(_ context.Context, j Job, _ Lease) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.single = append(e.single, j.Repo)
@@ -300,13 +300,13 @@ func TestServiceDriftBatchIsOneApply(t *testing.T) {
 		},
 	})
 	require.NoError(t, err)
-	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}))
+	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}, nil))
 	all := fg.take()
 	require.Len(t, all, 6)
 	fg.takeOrg()
 
 	// One lone drift: one org read, one repo, as before.
-	require.NoError(t, svc.Execute(ctx, Job{Kind: KindDrift, Repo: "acme/" + all[0]}))
+	require.NoError(t, svc.Execute(ctx, Job{Kind: KindDrift, Repo: "acme/" + all[0]}, nil))
 	org, list := fg.takeOrg()
 	assert.Equal(t, []string{all[0]}, fg.take())
 	require.Positive(t, org+list, "the fake counts the org-level reads")
@@ -378,7 +378,7 @@ func TestShardedServiceDriftBatch(t *testing.T) {
 		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return fg, nil },
 	})
 	require.NoError(t, err)
-	require.NoError(t, full.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}))
+	require.NoError(t, full.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}, nil))
 	all := fg.take()
 	shard := reconcile.Shard{Index: 0, Count: 2}
 	svc, err := NewService(ServiceConfig{
@@ -422,7 +422,7 @@ func TestDriftReadsAccessAfreshOnlyForAccessEvents(t *testing.T) {
 		},
 	})
 	require.NoError(t, err)
-	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}))
+	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}, nil))
 	all := fg.take()
 	require.GreaterOrEqual(t, len(all), 2)
 	modes, heads = nil, 0
@@ -431,7 +431,7 @@ func TestDriftReadsAccessAfreshOnlyForAccessEvents(t *testing.T) {
 	merged := Job{Kind: KindDrift, Repo: "acme/" + all[1], Reason: "pull_request.closed"}
 	member := Job{Kind: KindDrift, Repo: "acme/" + all[1], Reason: "member.added", Access: true}
 
-	require.NoError(t, svc.Execute(ctx, push))
+	require.NoError(t, svc.Execute(ctx, push, nil))
 	assert.Equal(t, []ForgeMode{ForgeApply}, modes, "a push cannot change access: the apply forge's observation stands")
 	assert.Equal(t, 1, heads, "one read of the control head per drift")
 	modes, heads = nil, 0
@@ -439,7 +439,7 @@ func TestDriftReadsAccessAfreshOnlyForAccessEvents(t *testing.T) {
 	assert.Equal(t, []ForgeMode{ForgeApply}, modes)
 	assert.Equal(t, 1, heads, "one read of the control head per batch")
 	modes = nil
-	require.NoError(t, svc.Execute(ctx, member))
+	require.NoError(t, svc.Execute(ctx, member, nil))
 	assert.Equal(t, []ForgeMode{ForgeDrift}, modes, "a collaborator added: read access afresh")
 	modes = nil
 	require.Equal(t, []error{nil, nil}, svc.ExecuteDrifts(ctx, []Job{push, member}))
@@ -488,7 +488,7 @@ type phasedExec struct {
 
 func (e *phasedExec) PreparesApplies() bool { return e.prepares }
 
-func (e *phasedExec) Execute(ctx context.Context, j Job) error {
+func (e *phasedExec) Execute(ctx context.Context, j Job, lease Lease) error {
 	if j.Kind == KindDrift {
 		e.driftStarted <- struct{}{}
 		<-e.release
@@ -498,7 +498,7 @@ func (e *phasedExec) Execute(ctx context.Context, j Job) error {
 		return nil
 	}
 	close(e.applyCalled)
-	if err := Exclusive(ctx); err != nil {
+	if err := lease.Claim(ctx, nil, true); err != nil {
 		return err
 	}
 	e.mu.Lock()
@@ -508,7 +508,7 @@ func (e *phasedExec) Execute(ctx context.Context, j Job) error {
 }
 
 // TestPoolApplyPhases: an executor that prepares its applies is called while a drift runs and
-// writes only after it (Exclusive); for any other executor the Pool itself waits for the drift
+// writes only after it (its Lease's Claim); for any other executor the Pool itself waits for the drift
 // before calling it.
 func TestPoolApplyPhases(t *testing.T) {
 	t.Parallel()

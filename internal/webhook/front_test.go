@@ -165,7 +165,7 @@ func TestFrontRefusesWhatTheDispatcherRefuses(t *testing.T) {
 // TestFrontHoldsWhatTheJobProcessCannotTakeYet: while the job process is starting (503 for
 // the batch) or its queue is full (503 for a delivery), the front keeps the deliveries, in
 // order, and hands them over once it can; none is lost or counted twice. Beyond Capacity held
-// deliveries the front answers 503, and GitHub may redeliver.
+// deliveries the front answers 503 (a failed delivery, in the App's delivery log).
 func TestFrontHoldsWhatTheJobProcessCannotTakeYet(t *testing.T) {
 	t.Parallel()
 	job := newJobSide(t, 2)

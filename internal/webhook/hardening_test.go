@@ -31,8 +31,8 @@ func (b *blockingBody) Read(p []byte) (int, error) {
 }
 
 // TestAttackSlowUnauthenticatedBodies: clients that send headers and then trickle their bodies
-// hold at most MaxUnverified slots; the next delivery is refused at once with 503 (GitHub
-// redelivers), and a signed delivery goes through once a slot is free.
+// hold at most MaxUnverified slots; the next delivery is refused at once with 503 (a failed
+// delivery, in the App's delivery log), and a signed delivery goes through once a slot is free.
 func TestAttackSlowUnauthenticatedBodies(t *testing.T) {
 	t.Parallel()
 	q := NewQueue(10)

@@ -239,7 +239,7 @@ func TestIncrementalApplyMatchesFull(t *testing.T) {
 	step := func(name string, files fstest.MapFS) []string {
 		t.Helper()
 		sha := ctl.push(files)
-		require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "push", Incremental: true}), name)
+		require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "push", Incremental: true}, nil), name)
 		read := incr.take()
 		repo, err := ctl.Load(ctx, sha)
 		require.NoError(t, err, name)
@@ -257,7 +257,7 @@ func TestIncrementalApplyMatchesFull(t *testing.T) {
 	mergeAll(t, fullDir)
 	for _, repo := range mergeAll(t, incrDir) {
 		// GitHub sends pull_request.closed for each merge: a drift job per repo.
-		require.NoError(t, svc.Execute(ctx, Job{Kind: KindDrift, Repo: "acme/" + repo, Reason: "pull_request.closed"}))
+		require.NoError(t, svc.Execute(ctx, Job{Kind: KindDrift, Repo: "acme/" + repo, Reason: "pull_request.closed"}, nil))
 	}
 	incr.take()
 	assert.Len(t, step("after the merges", files), 0, "same commit, converged: nothing to read")
@@ -315,7 +315,7 @@ func TestShardedServiceAppliesItsOwnRepos(t *testing.T) {
 		})
 		require.NoError(t, err)
 		svcs = append(svcs, svc)
-		require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}))
+		require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}, nil))
 		read := forge.take()
 		require.NotEmpty(t, read, "shard %d", i)
 		for _, r := range read {
@@ -328,9 +328,9 @@ func TestShardedServiceAppliesItsOwnRepos(t *testing.T) {
 	// Drift on a repo goes to its owner; the other replica leaves it to that one's resync.
 	for _, r := range all {
 		owner := reconcile.ShardOf(r, 2)
-		require.NoError(t, svcs[1-owner].Execute(ctx, Job{Kind: KindDrift, Repo: "acme/" + r}))
+		require.NoError(t, svcs[1-owner].Execute(ctx, Job{Kind: KindDrift, Repo: "acme/" + r}, nil))
 		assert.Empty(t, forge.take(), "replica %d ignores drift on %s", 1-owner, r)
-		require.NoError(t, svcs[owner].Execute(ctx, Job{Kind: KindDrift, Repo: "acme/" + r}))
+		require.NoError(t, svcs[owner].Execute(ctx, Job{Kind: KindDrift, Repo: "acme/" + r}, nil))
 		assert.Equal(t, []string{r}, forge.take(), "replica %d reconciles %s", owner, r)
 	}
 }
@@ -347,7 +347,8 @@ func TestServiceClaimsWhatItApplies(t *testing.T) {
 	})
 	require.NoError(t, err)
 	var claims []string
-	ctx := context.WithValue(context.Background(), claimKey{}, func(_ context.Context, repos []string, all bool) error {
+	ctx := context.Background()
+	lease := leaseFunc(func(_ context.Context, repos []string, all bool) error {
 		if len(forge.take()) > 0 {
 			t.Error("a target repo was read before the claim")
 		}
@@ -358,22 +359,27 @@ func TestServiceClaimsWhatItApplies(t *testing.T) {
 		}
 		return nil
 	})
-	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}))
+	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}, lease))
 	assert.Equal(t, []string{"all"}, claims, "a resync claims every repo")
 	forge.take()
 
 	head := ctl.push(edit(t, readControl(t), "clusters/edge-1.yaml", "192.168.50.0/28", "192.168.51.0/28"))
-	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: head, Reason: "push", Incremental: true}))
+	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: head, Reason: "push", Incremental: true}, lease))
 	assert.Equal(t, []string{"all", "cluster-edge-1"}, claims, "a push claims the repos it changed")
 
-	require.NoError(t, svc.Execute(ctx, Job{Kind: KindDrift, Repo: "acme/cluster-prod-eu-1", Reason: "push"}))
+	require.NoError(t, svc.Execute(ctx, Job{Kind: KindDrift, Repo: "acme/cluster-prod-eu-1", Reason: "push"}, lease))
 	assert.Len(t, claims, 2, "a drift claims nothing")
 
-	refused := context.WithValue(context.Background(), claimKey{}, func(context.Context, []string, bool) error {
-		return context.Canceled
-	})
+	refused := leaseFunc(func(context.Context, []string, bool) error { return context.Canceled })
 	forge.take()
-	err = svc.Execute(refused, Job{Kind: KindApply, Repo: "acme/control", SHA: head, Reason: "resync"})
+	err = svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: head, Reason: "resync"}, refused)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Empty(t, forge.take(), "no claim, no repo touched")
+}
+
+// leaseFunc is a Lease made of a function.
+type leaseFunc func(ctx context.Context, repos []string, all bool) error
+
+func (f leaseFunc) Claim(ctx context.Context, repos []string, all bool) error {
+	return f(ctx, repos, all)
 }

@@ -32,37 +32,35 @@ const (
 
 // Executor does the work of a job.
 type Executor interface {
-	Execute(ctx context.Context, j Job) error
+	// Execute runs j. lease is what the running job holds of the queue: an apply job claims
+	// the target repos it writes through it (Lease.Claim); for other jobs it claims nothing.
+	Execute(ctx context.Context, j Job, lease Lease) error
 }
 
-// ApplyPreparer is an Executor that claims the target repos of its apply jobs itself, with
-// Claim or Exclusive, once it knows them and has done the work that touches no target repo
-// (reading and rendering the control repo), so that drifts run meanwhile and beside it. For
-// other Executors the Pool claims every repo before Execute.
+// Lease is a running job's hold on the queue, passed to Executor.Execute: an apply job claims
+// through it the target repos it is about to write (Queue.Claim), so that no drift of them runs
+// meanwhile. It is an explicit parameter, never a value in a context.
+type Lease interface {
+	// Claim claims target repos (names without owner), or every repo when all, for the running
+	// job: it returns once no drift of them runs, and no drift of them starts until the job is
+	// done. It returns ctx's error when ctx ends first (the job then writes nothing).
+	Claim(ctx context.Context, repos []string, all bool) error
+}
+
+// NoLease is the Lease of a job that claims nothing: a drift, a check, a job run outside a Pool.
+type NoLease struct{}
+
+// Claim claims nothing and returns nil.
+func (NoLease) Claim(context.Context, []string, bool) error { return nil }
+
+// ApplyPreparer is an Executor that claims the target repos of its apply jobs itself, through
+// its Lease, once it knows them and has done the work that touches no target repo (reading and
+// rendering the control repo), so that drifts run meanwhile and beside it. For other Executors
+// the Pool claims every repo before Execute.
 type ApplyPreparer interface {
 	Executor
 	// PreparesApplies reports that Execute claims what an apply job writes before it writes.
 	PreparesApplies() bool
-}
-
-// claimKey is the context key of an apply job's way to claim target repos.
-type claimKey struct{}
-
-// Claim claims target repos (names without owner) for the apply job run with ctx
-// (Queue.Claim): it returns once no drift of them runs, and no drift of them starts until the
-// job is done. An ApplyPreparer calls it (or Exclusive) before its apply job writes to them.
-// Outside an apply job of a Pool it does nothing.
-func Claim(ctx context.Context, repos []string) error { return claimIn(ctx, repos, false) }
-
-// Exclusive claims every target repo for the apply job run with ctx (see Claim).
-func Exclusive(ctx context.Context) error { return claimIn(ctx, nil, true) }
-
-// claimIn claims repos (all of them when all) with the claim ctx carries, if any.
-func claimIn(ctx context.Context, repos []string, all bool) error {
-	if claim, ok := ctx.Value(claimKey{}).(func(context.Context, []string, bool) error); ok {
-		return claim(ctx, repos, all)
-	}
-	return nil
 }
 
 // DriftBatcher is an Executor that does the work of several drift jobs (of one owner, distinct
@@ -336,24 +334,25 @@ type panicError struct {
 
 func (e *panicError) Error() string { return fmt.Sprintf("panic: %v", e.value) }
 
-// execute calls the executor, turning a panic into an error. An apply job gets its way to
-// claim target repos in ctx (Claim, Exclusive), or claims them all first when the executor
-// does not prepare its applies.
+// execute calls the executor, turning a panic into an error. An apply job gets the queue as its
+// Lease to claim target repos with, or claims them all first when the executor does not prepare
+// its applies; other jobs get NoLease.
 func (p *Pool) execute(ctx context.Context, j Job) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = &panicError{value: v, stack: debug.Stack()}
 		}
 	}()
+	var lease Lease = NoLease{}
 	if j.Kind == KindApply {
-		ctx = context.WithValue(ctx, claimKey{}, p.Queue.Claim)
+		lease = p.Queue
 		if ap, ok := p.Exec.(ApplyPreparer); !ok || !ap.PreparesApplies() {
 			if err := p.Queue.Exclusive(ctx); err != nil {
 				return err
 			}
 		}
 	}
-	return p.Exec.Execute(ctx, j)
+	return p.Exec.Execute(ctx, j, lease)
 }
 
 // executeDrifts runs a batch of jobs with run, turning a panic into an error of every job and

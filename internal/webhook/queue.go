@@ -62,6 +62,19 @@ type Queue struct {
 	timerAt   time.Time
 	timerGen  int
 	stopTimer func() bool
+	// later holds the jobs to push at a known time (RetryAt), by key; laterAt is when its
+	// wake-up fires (zero: none armed), laterGen tells the armed one from a stale one,
+	// stopLater cancels it.
+	later     map[string]laterJob
+	laterAt   time.Time
+	laterGen  int
+	stopLater func() bool
+}
+
+// laterJob is a job to push at a known time.
+type laterJob struct {
+	job Job
+	at  time.Time
 }
 
 // QueueConfig configures a Queue.
@@ -94,7 +107,77 @@ func NewQueueWith(cfg QueueConfig) *Queue {
 		cfg.Clock = WallClock{}
 	}
 	return &Queue{capacity: cfg.Capacity, delay: max(0, cfg.DriftDelay), clock: cfg.Clock,
-		waiting: map[string]*Job{}, due: map[string]time.Time{}, running: map[string]Kind{}, changed: make(chan struct{})}
+		waiting: map[string]*Job{}, due: map[string]time.Time{}, running: map[string]Kind{}, later: map[string]laterJob{}, changed: make(chan struct{})}
+}
+
+// RetryAt pushes j at at, by the queue's clock: a repo whose run was deferred until a known
+// time (a rate limit's reset, the write budget's next slot) runs again then, not at the next
+// resync. It holds one job per key, at the earliest time asked; a held job does not count
+// against the capacity until it is pushed (a rate limit deferring every repo must not refuse
+// deliveries meanwhile), and is then pushed as any job is (coalescing, or refused when the
+// queue is full: the resync catches up). A time already past pushes at once.
+func (q *Queue) RetryAt(j Job, at time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	key := j.Key()
+	if old, ok := q.later[key]; ok && !at.Before(old.at) {
+		return
+	}
+	q.later[key] = laterJob{job: j, at: at}
+	q.armLater()
+}
+
+// Later is how many jobs wait for their time (RetryAt) before they are pushed.
+func (q *Queue) Later() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.later)
+}
+
+// armLater makes sure a wake-up fires when the earliest held job is due; call with q.mu held.
+func (q *Queue) armLater() {
+	var first time.Time
+	for _, l := range q.later {
+		if first.IsZero() || l.at.Before(first) {
+			first = l.at
+		}
+	}
+	if first.IsZero() || (!q.laterAt.IsZero() && !q.laterAt.After(first)) {
+		return // nothing held, or a wake-up fires by then already
+	}
+	if q.stopLater != nil {
+		q.stopLater()
+	}
+	q.laterGen++
+	gen := q.laterGen
+	q.laterAt = first
+	q.stopLater = q.clock.AfterFunc(max(first.Sub(q.clock.Now()), 0), func() { q.pushDue(gen) })
+}
+
+// pushDue pushes the held jobs that are due and arms the wake-up of the next ones.
+func (q *Queue) pushDue(gen int) {
+	q.mu.Lock()
+	if gen != q.laterGen {
+		q.mu.Unlock()
+		return
+	}
+	q.laterAt, q.stopLater = time.Time{}, nil
+	now := q.clock.Now()
+	var due []Job
+	for k, l := range q.later {
+		if !l.at.After(now) {
+			j := l.job
+			j.Queued = now
+			due = append(due, j)
+			delete(q.later, k)
+		}
+	}
+	q.armLater()
+	q.mu.Unlock()
+	for _, j := range due {
+		// A full queue refuses it as it refuses a delivery; the resync catches up.
+		_, _ = q.Push(j)
+	}
 }
 
 // Push queues j, or merges it into the waiting job with the same key (or
@@ -471,7 +554,8 @@ func (q *Queue) Running() int {
 	return len(q.running)
 }
 
-// Drain removes and returns the waiting jobs, oldest first: at shutdown
+// Drain removes and returns the waiting jobs, oldest first, then those held for a later time
+// (RetryAt): at shutdown
 // they are handed back (logged), and the next process's first resync
 // redoes their work.
 func (q *Queue) Drain() []Job {
@@ -481,11 +565,19 @@ func (q *Queue) Drain() []Job {
 	for _, k := range q.order {
 		out = append(out, *q.waiting[k])
 	}
-	q.order, q.waiting, q.due, q.waitingD = nil, map[string]*Job{}, map[string]time.Time{}, 0
+	for _, l := range q.later {
+		out = append(out, l.job)
+	}
+	q.order, q.waiting, q.due, q.waitingD, q.later = nil, map[string]*Job{}, map[string]time.Time{}, 0, map[string]laterJob{}
 	if q.stopTimer != nil {
 		q.stopTimer()
 		q.timerAt, q.stopTimer = time.Time{}, nil
 		q.timerGen++
 	}
+	if q.stopLater != nil {
+		q.stopLater()
+		q.laterAt, q.stopLater = time.Time{}, nil
+	}
+	q.laterGen++
 	return out
 }

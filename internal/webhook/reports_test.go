@@ -32,7 +32,7 @@ func TestServiceKeepsTheLastReportOfEachRepo(t *testing.T) {
 
 	files := edit(t, readControl(t), "clusters/edge-2.yaml", "", "apiVersion: fleetbot.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: edge-2\n  labels: {env: prod}\n")
 	first := ctl.push(files)
-	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", Reason: "resync"}))
+	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", Reason: "resync"}, nil))
 	reps := svc.Reports()
 	assert.Equal(t, first, reps.Source)
 	require.NotNil(t, reps.Control)
@@ -42,7 +42,7 @@ func TestServiceKeepsTheLastReportOfEachRepo(t *testing.T) {
 		assert.Equal(t, first, r.Source)
 	}
 
-	require.NoError(t, svc.Execute(ctx, Job{Kind: KindDrift, Repo: "acme/cluster-edge-1", Reason: "push"}))
+	require.NoError(t, svc.Execute(ctx, Job{Kind: KindDrift, Repo: "acme/cluster-edge-1", Reason: "push"}, nil))
 	byRepo := map[string]RepoReport{}
 	for _, r := range svc.Reports().Repos {
 		byRepo[r.Result.Repo] = r
@@ -52,7 +52,7 @@ func TestServiceKeepsTheLastReportOfEachRepo(t *testing.T) {
 	assert.Equal(t, pr.ActionCreate, byRepo["acme/cluster-prod-eu-1"].Result.Action)
 
 	second := ctl.push(edit(t, files, "clusters/edge-2.yaml", "", ""))
-	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", Reason: "resync"}))
+	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", Reason: "resync"}, nil))
 	reps = svc.Reports()
 	assert.Equal(t, second, reps.Source)
 	var names []string

@@ -30,7 +30,7 @@ func get(t *testing.T, h http.Handler, path string) (int, string) {
 
 // TestServerHealthReadinessAndDeliveries: what a Kubernetes probe and GitHub see while serve
 // starts, runs and stops: alive at once; not ready (with the reason) until GitHub is reached;
-// deliveries refused with 503 (GitHub redelivers) until the dispatcher is set, then verified
+// deliveries refused with 503 (failed deliveries, in the App's delivery log) until the dispatcher is set, then verified
 // and queued; not ready again on shutdown; metrics count the refused deliveries.
 func TestServerHealthReadinessAndDeliveries(t *testing.T) {
 	t.Parallel()
@@ -48,7 +48,7 @@ func TestServerHealthReadinessAndDeliveries(t *testing.T) {
 
 	push := post{event: "push", delivery: "early", body: pushBody("acme/control", "refs/heads/main", "alice")}
 	code, _ = push.do(t, h)
-	assert.Equal(t, http.StatusServiceUnavailable, code, "a delivery before the service is connected is refused, so GitHub redelivers it")
+	assert.Equal(t, http.StatusServiceUnavailable, code, "a delivery before the service is connected is refused: it fails, and stays in the App's delivery log")
 
 	srv.SetReady(errors.New("not connected to GitHub: 401 Bad credentials"))
 	code, body = get(t, h, "/readyz")
@@ -141,11 +141,11 @@ func TestServiceRefusesBadJobsAndConfigs(t *testing.T) {
 		}})
 	require.NoError(t, err)
 	ctx := context.Background()
-	assert.ErrorContains(t, svc.Execute(ctx, Job{Kind: "rebase", Repo: "acme/control"}), `unknown job kind "rebase"`)
-	assert.ErrorContains(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", Reason: "refused"}), "injected fault")
+	assert.ErrorContains(t, svc.Execute(ctx, Job{Kind: "rebase", Repo: "acme/control"}, nil), `unknown job kind "rebase"`)
+	assert.ErrorContains(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", Reason: "refused"}, nil), "injected fault")
 	assert.Zero(t, opened, "a refused job opens no forge")
 	assert.Empty(t, ctl.loads, "and reads no control repo")
-	assert.ErrorContains(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control"}), "no forge in this test", "a forge error fails the job")
+	assert.ErrorContains(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control"}, nil), "no forge in this test", "a forge error fails the job")
 }
 
 // TestDriftOutsideThePlatformOwnerIsIgnored: an event on a repo of another owner (an App
@@ -161,7 +161,7 @@ func TestDriftOutsideThePlatformOwnerIsIgnored(t *testing.T) {
 			return nil, errors.New("unused")
 		}})
 	require.NoError(t, err)
-	require.NoError(t, svc.Execute(context.Background(), Job{Kind: KindDrift, Repo: "globex/cluster-edge-1", Reason: "push"}))
+	require.NoError(t, svc.Execute(context.Background(), Job{Kind: KindDrift, Repo: "globex/cluster-edge-1", Reason: "push"}, nil))
 	assert.Zero(t, opened)
 }
 
@@ -171,12 +171,12 @@ func TestApplyOnAnInvalidControlRepoNamesTheCommit(t *testing.T) {
 	t.Parallel()
 	e := newCheckEnv(t, nil, nil)
 	sha := e.ctl.push(edit(t, readControl(t), "clusters/edge-2.yaml", "", newCluster+"spec:\n  bogus: 1\n"))
-	err := e.svc.Execute(context.Background(), Job{Kind: KindApply, Repo: "acme/control", Reason: "push", Incremental: true})
+	err := e.svc.Execute(context.Background(), Job{Kind: KindApply, Repo: "acme/control", Reason: "push", Incremental: true}, nil)
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), "control repo at "+sha[:7]+": "), err.Error())
 	assert.Contains(t, err.Error(), "clusters/edge-2.yaml")
 	assert.Empty(t, e.forgeModes(), "no forge opened")
 	assert.Empty(t, forgeState(t, e.dir))
-	err = e.svc.Execute(context.Background(), Job{Kind: KindDrift, Repo: "acme/cluster-edge-1", Reason: "push"})
+	err = e.svc.Execute(context.Background(), Job{Kind: KindDrift, Repo: "acme/cluster-edge-1", Reason: "push"}, nil)
 	assert.ErrorContains(t, err, "control repo at "+sha[:7], "a drift job on an invalid head fails the same way")
 }

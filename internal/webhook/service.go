@@ -128,6 +128,11 @@ type ServiceConfig struct {
 	TenantCheck app.RequiredCheck
 	// Tenants reads workspace and cluster repos and writes their tenant check runs.
 	Tenants TenantChecks
+	// Requeue, when set, pushes a job at a known time (Queue.RetryAt): a run that deferred
+	// target repos until a known time (a rate limit's reset, the write budget's next slot)
+	// queues a drift of each of them for then, and a run deferred as a whole queues itself
+	// again; nil leaves them to the next resync.
+	Requeue func(j Job, at time.Time)
 	// CanCheck reports whether the App's installation on owner may write check runs (checks:
 	// write); nil: it may. Without it the check is not required there (nothing could pass it),
 	// and serve says so in its log.
@@ -208,11 +213,15 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 }
 
 // PreparesApplies implements ApplyPreparer: an apply job reads and renders the control repo
-// while drifts run, and claims the target repos it plans (Claim, Exclusive) only then.
+// while drifts run, and claims the target repos it plans (through its Lease) only then.
 func (s *Service) PreparesApplies() bool { return true }
 
-// Execute runs one job.
-func (s *Service) Execute(ctx context.Context, j Job) error {
+// Execute runs one job; an apply job claims the target repos it writes through lease (nil:
+// NoLease, it claims nothing).
+func (s *Service) Execute(ctx context.Context, j Job, lease Lease) error {
+	if lease == nil {
+		lease = NoLease{}
+	}
 	if s.cfg.BeforeJob != nil {
 		if err := s.cfg.BeforeJob(ctx, j); err != nil {
 			return err
@@ -220,7 +229,7 @@ func (s *Service) Execute(ctx context.Context, j Job) error {
 	}
 	switch j.Kind {
 	case KindApply:
-		return s.apply(ctx, j)
+		return s.apply(ctx, j, lease)
 	case KindDrift:
 		return s.drift(ctx, j)
 	case KindCheck:
@@ -299,7 +308,7 @@ func isInvalid(err error) bool {
 // only the target repos whose desired state changed since the last converged apply (the
 // baselines); other apply jobs (resync, installation changes) plan every repo and are the
 // safety net.
-func (s *Service) apply(ctx context.Context, j Job) error {
+func (s *Service) apply(ctx context.Context, j Job, lease Lease) error {
 	if !j.Incremental {
 		// A full apply (the resync, an installation's permissions accepted) asks again whether
 		// the App may write check runs: the tenant check is required from then on.
@@ -311,7 +320,7 @@ func (s *Service) apply(ctx context.Context, j Job) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.applyReport(ctx, j, nil, e)
+	_, err = s.applyReport(ctx, j, nil, e, lease)
 	return err
 }
 
@@ -332,8 +341,8 @@ func (s *Service) headEntry(ctx context.Context) (*fleetEntry, error) {
 
 // applyReport applies e, the control repo at a commit, loaded and rendered, and returns the
 // run's report (nil when the run did not start); only, when set, restricts it to those target
-// repos (a drift batch).
-func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *fleetEntry) (*app.Report, error) {
+// repos (a drift batch); an apply job claims what it writes through lease.
+func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *fleetEntry, lease Lease) (*app.Report, error) {
 	sha, fl := e.sha, e.fleet
 	log := s.log.With("delivery", j.Delivery, "kind", j.Kind)
 	opts := app.ServiceOptions{
@@ -365,14 +374,10 @@ func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *flee
 		// The control repo is read and rendered; once the run knows its target repos (every
 		// one, or the ones an incremental push changed), it claims them: the drifts of other
 		// workers keep off them meanwhile, and go on elsewhere.
-		opts.Claim = func(ctx context.Context, only []string) error {
-			if only == nil {
-				return Exclusive(ctx)
-			}
-			return Claim(ctx, only)
-		}
+		opts.Claim = func(ctx context.Context, only []string) error { return lease.Claim(ctx, only, only == nil) }
 	}
 	rep, err := app.ApplyFleet(ctx, forge, fl, opts)
+	s.requeue(j, rep, err, log)
 	if rep != nil && only == nil && !rep.Incremental && rep.Refused == nil {
 		// Only a full run weighs every cluster: a limited one may hold what a full one admits.
 		s.rollout(ctx, sha, fl, rep, log)
@@ -389,6 +394,34 @@ func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *flee
 			"repos", len(rep.Results), "changed", changed, "failed", len(rep.Failed()), "deferred", len(rep.Deferred()))
 	}
 	return rep, err
+}
+
+// requeue asks the queue to run again, at the time they may change by time alone, the repos of
+// rep deferred until a known time (a drift of each), or j itself when the run as a whole was
+// deferred until one (the org's read rate-limited). A repo held by a rollout wave is left to
+// the rollout's own wake-up (RolloutWatch), which applies the whole fleet.
+func (s *Service) requeue(j Job, rep *app.Report, err error, log *slog.Logger) {
+	if s.cfg.Requeue == nil {
+		return
+	}
+	retried := 0
+	if rep != nil {
+		for _, r := range rep.Results {
+			o := r.Outcome()
+			if o.Class != report.ClassDeferred || o.RetryAt.IsZero() || o.Reason == report.ReasonHeldByRollout {
+				continue
+			}
+			s.cfg.Requeue(Job{Kind: KindDrift, Repo: r.Repo, Reason: "retry." + o.Reason}, o.RetryAt)
+			log.Info("repo deferred; queued again at its retry time", "repo", r.Repo, "reason", o.Reason, "at", o.RetryAt.UTC().Format(time.RFC3339))
+			retried++
+		}
+	}
+	if o := report.ClassOf(err); retried == 0 && err != nil && o.Class == report.ClassDeferred && !o.RetryAt.IsZero() {
+		again := j
+		again.Delivery, again.Merged, again.Reason = "", 0, "retry."+o.Reason
+		s.cfg.Requeue(again, o.RetryAt)
+		log.Info("run deferred; queued again at its retry time", "reason", o.Reason, "at", o.RetryAt.UTC().Format(time.RFC3339))
+	}
 }
 
 // outcomeOf names a result for the reconcile outcome metric.

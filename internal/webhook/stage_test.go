@@ -110,7 +110,7 @@ type stagingExec struct {
 	alone   []string // the jobs other than drifts, each run on its own
 }
 
-func (e *stagingExec) Execute(_ context.Context, j Job) error {
+func (e *stagingExec) Execute(_ context.Context, j Job, _ Lease) error {
 	if j.Kind == KindDrift {
 		return errors.New("a staged drift job must not run alone")
 	}
@@ -335,7 +335,7 @@ func TestServiceStagedDriftsUseTheStagedHead(t *testing.T) {
 		},
 	})
 	require.NoError(t, err)
-	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}))
+	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}, nil))
 	all := fg.take()
 	fg.takeOrg()
 	admitted = nil

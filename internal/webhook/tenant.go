@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
@@ -106,10 +107,10 @@ func tenantCheckResult(t app.Tenant, sha string, entries []string, problems []re
 	return res
 }
 
-// tenantAnnotations are the first MaxTenantAnnotations problems as annotations.
+// tenantAnnotations are the first checkrun.MaxTenantAnnotations problems as annotations.
 func tenantAnnotations(problems []report.Problem) []Annotation {
-	out := make([]Annotation, 0, min(len(problems), MaxTenantAnnotations))
-	for _, p := range problems[:min(len(problems), MaxTenantAnnotations)] {
+	out := make([]Annotation, 0, min(len(problems), checkrun.MaxTenantAnnotations))
+	for _, p := range problems[:min(len(problems), checkrun.MaxTenantAnnotations)] {
 		msg := p.Message
 		if p.Object != "" {
 			msg = p.Object + ": " + msg

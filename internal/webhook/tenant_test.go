@@ -232,7 +232,7 @@ func TestTenantJobChecksAWorkspaceRepo(t *testing.T) {
 		"apps/web.yaml":                         deployment,
 	})
 
-	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindTenant, Repo: repo, SHA: sha('1'), PR: 3}))
+	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindTenant, Repo: repo, SHA: sha('1'), PR: 3}, nil))
 	runs := e.tenants.taken()
 	require.Len(t, runs, 1)
 	r := runs[0]
@@ -254,7 +254,7 @@ func TestTenantJobChecksAWorkspaceRepo(t *testing.T) {
 	assert.Contains(t, byFile["apps/flux.yaml"].Message, "spec.kubeConfig")
 	assert.Contains(t, byFile["apps/flux.yaml"].Message, "hint: ")
 
-	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindTenant, Repo: repo, SHA: sha('2')}))
+	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindTenant, Repo: repo, SHA: sha('2')}, nil))
 	r = e.tenants.taken()[0]
 	assert.Equal(t, ConclusionFailure, r.res.Conclusion)
 	require.NotEmpty(t, r.res.Annotations)
@@ -262,7 +262,7 @@ func TestTenantJobChecksAWorkspaceRepo(t *testing.T) {
 	assert.Equal(t, 4, r.res.Annotations[0].Line, "the line naming the path that leaves the repo")
 	assert.Contains(t, r.res.Annotations[0].Message, "../../../outside")
 
-	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindTenant, Repo: repo, SHA: sha('3')}))
+	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindTenant, Repo: repo, SHA: sha('3')}, nil))
 	r = e.tenants.taken()[0]
 	assert.Equal(t, ConclusionSuccess, r.res.Conclusion)
 	assert.Equal(t, "1 kustomization(s) render cleanly", r.res.Title)
@@ -281,12 +281,12 @@ func TestTenantJobChecksAClusterRepoWithClusterRules(t *testing.T) {
 	e.tenants.commit(repo, ok, map[string]string{"apps/kustomization.yaml": kustomization("crb.yaml"), "apps/crb.yaml": clusterRB})
 	e.tenants.commit(repo, remote, map[string]string{"apps/kustomization.yaml": kustomization("https://github.com/evil/base")})
 
-	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindTenant, Repo: repo, SHA: ok}))
+	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindTenant, Repo: repo, SHA: ok}, nil))
 	r := e.tenants.taken()[0]
 	assert.Equal(t, ConclusionSuccess, r.res.Conclusion, "%+v", r.res)
 	assert.Contains(t, r.res.Summary, "fleetbot check cluster --dir .")
 
-	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindTenant, Repo: repo, SHA: remote}))
+	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindTenant, Repo: repo, SHA: remote}, nil))
 	r = e.tenants.taken()[0]
 	assert.Equal(t, ConclusionFailure, r.res.Conclusion)
 	require.NotEmpty(t, r.res.Annotations)
@@ -300,7 +300,7 @@ func TestTenantJobLeavesOtherReposAlone(t *testing.T) {
 	e := newTenantEnv(t)
 	e.tenants.readErr = errors.New("must not be read")
 	for _, repo := range []string{"acme/website", "acme/control", "acme/workspace-nope", "other/cluster-prod-eu-1"} {
-		require.NoError(t, e.svc.Execute(context.Background(), Job{Kind: KindTenant, Repo: repo, SHA: strings.Repeat("a", 40)}), repo)
+		require.NoError(t, e.svc.Execute(context.Background(), Job{Kind: KindTenant, Repo: repo, SHA: strings.Repeat("a", 40)}, nil), repo)
 	}
 	assert.Empty(t, e.tenants.taken())
 }
@@ -312,7 +312,7 @@ func TestTenantJobThatCannotReadFails(t *testing.T) {
 	t.Parallel()
 	e := newTenantEnv(t)
 	e.tenants.readErr = errors.New("too many files")
-	require.NoError(t, e.svc.Execute(context.Background(), Job{Kind: KindTenant, Repo: "acme/cluster-edge-1", SHA: strings.Repeat("a", 40)}))
+	require.NoError(t, e.svc.Execute(context.Background(), Job{Kind: KindTenant, Repo: "acme/cluster-edge-1", SHA: strings.Repeat("a", 40)}, nil))
 	r := e.tenants.taken()[0]
 	assert.Equal(t, ConclusionFailure, r.res.Conclusion)
 	assert.Equal(t, "fleetbot could not read this commit", r.res.Title)
@@ -322,7 +322,7 @@ func TestTenantJobThatCannotReadFails(t *testing.T) {
 	e.tenants.commit("acme/cluster-edge-1", strings.Repeat("b", 40), map[string]string{"apps/kustomization.yaml": kustomization()})
 	ctx, cancel := context.WithCancel(context.Background())
 	e.svc.cfg.BeforeJob = func(context.Context, Job) error { cancel(); return nil }
-	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindTenant, Repo: "acme/cluster-edge-1", SHA: strings.Repeat("b", 40)}))
+	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindTenant, Repo: "acme/cluster-edge-1", SHA: strings.Repeat("b", 40)}, nil))
 	r = e.tenants.taken()[0]
 	assert.True(t, r.finished)
 	assert.Equal(t, ConclusionCancelled, r.res.Conclusion)
@@ -357,7 +357,7 @@ func TestTenantCheckRequiredWhereTheAppMayWriteChecks(t *testing.T) {
 	for _, req := range required() {
 		assert.False(t, req, "nothing could pass a check the App may not write")
 	}
-	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindTenant, Repo: "acme/cluster-edge-1", SHA: strings.Repeat("a", 40)}))
+	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindTenant, Repo: "acme/cluster-edge-1", SHA: strings.Repeat("a", 40)}, nil))
 	assert.Empty(t, e.tenants.taken(), "no check run without checks: write")
 
 	e.mu.Lock()

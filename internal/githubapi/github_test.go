@@ -127,7 +127,7 @@ func TestServiceAppliesTheControlRepoFromGitHub(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newGHEnv(t, nil)
-	require.NoError(t, e.svc.Execute(ctx, webhook.Job{Kind: webhook.KindApply, Repo: "acme/control", Reason: "push"}))
+	require.NoError(t, e.svc.Execute(ctx, webhook.Job{Kind: webhook.KindApply, Repo: "acme/control", Reason: "push"}, nil))
 	pulls := e.srv.Pulls("acme", "cluster-prod-eu-1")
 	require.Len(t, pulls, 1)
 	assert.Equal(t, "fleetbot/sync", pulls[0].GetHead().GetRef())
@@ -137,7 +137,7 @@ func TestServiceAppliesTheControlRepoFromGitHub(t *testing.T) {
 	assert.Equal(t, head, reps.Source, "the report names the control commit applied")
 
 	e.srv.ResetLog()
-	require.NoError(t, e.svc.Execute(ctx, webhook.Job{Kind: webhook.KindApply, Repo: "acme/control", Reason: "resync"}))
+	require.NoError(t, e.svc.Execute(ctx, webhook.Job{Kind: webhook.KindApply, Repo: "acme/control", Reason: "resync"}, nil))
 	assert.Zero(t, e.targetWrites(), "a second apply of the same commit writes nothing")
 }
 
@@ -159,7 +159,7 @@ func TestHostileControlLinksOverTheAPI(t *testing.T) {
 	sha := e.commitLinks(t, links)
 	e.srv.ResetLog()
 
-	err := e.svc.Execute(ctx, webhook.Job{Kind: webhook.KindApply, Repo: "acme/control", Reason: "push"})
+	err := e.svc.Execute(ctx, webhook.Job{Kind: webhook.KindApply, Repo: "acme/control", Reason: "push"}, nil)
 	var is control.Issues
 	require.True(t, errors.As(err, &is), "want issues, got %v", err)
 	msg := err.Error()
@@ -174,7 +174,7 @@ func TestHostileControlLinksOverTheAPI(t *testing.T) {
 	assert.Zero(t, e.targetWrites(), "an invalid control repo writes nothing")
 	assert.Zero(t, e.forges[webhook.ForgeApply], "no forge is even opened")
 
-	require.NoError(t, e.svc.Execute(ctx, webhook.Job{Kind: webhook.KindCheck, Repo: "acme/control", SHA: sha, PR: 1}))
+	require.NoError(t, e.svc.Execute(ctx, webhook.Job{Kind: webhook.KindCheck, Repo: "acme/control", SHA: sha, PR: 1}, nil))
 	cr := e.checkRun(t, sha)
 	assert.Equal(t, webhook.ConclusionFailure, cr.GetConclusion())
 	assert.Contains(t, cr.GetOutput().GetTitle(), "invalid control repo")
@@ -263,7 +263,7 @@ func TestCheckRunPlansAPullRequest(t *testing.T) {
 	require.NoError(t, err)
 	e.srv.ResetLog()
 
-	require.NoError(t, e.svc.Execute(ctx, webhook.Job{Kind: webhook.KindCheck, Repo: "acme/control", SHA: head, PR: p.GetNumber()}))
+	require.NoError(t, e.svc.Execute(ctx, webhook.Job{Kind: webhook.KindCheck, Repo: "acme/control", SHA: head, PR: p.GetNumber()}, nil))
 	cr := e.checkRun(t, head)
 	assert.Equal(t, webhook.ConclusionNeutral, cr.GetConclusion(), "the verdict's neutral beats the plan's success")
 	assert.Contains(t, cr.GetOutput().GetTitle(), "target repos change")
@@ -300,7 +300,7 @@ func TestGitHubControlRefusesWhatIsNotACommit(t *testing.T) {
 // readControl is the example control repo (testdata/control) in memory.
 func readControl(t *testing.T) fstest.MapFS {
 	t.Helper()
-	root := filepath.Join("..", "..", "..", "testdata", "control")
+	root := filepath.Join("..", "..", "testdata", "control")
 	files := fstest.MapFS{}
 	require.NoError(t, fs.WalkDir(os.DirFS(root), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

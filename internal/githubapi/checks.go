@@ -9,7 +9,7 @@ import (
 
 	gh "github.com/google/go-github/v62/github"
 
-	"github.com/fleetbot-io/fleetbot/internal/webhook"
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 )
 
 // GitHubChecks implements webhook.CheckRuns with the Checks API on one repo.
@@ -38,14 +38,14 @@ type rolloutRun struct {
 const rolloutMemo = 8
 
 // NewGitHubChecks returns check runs named checkName (default
-// webhook.DefaultCheckName) on the repo "owner/name".
+// checkrun.DefaultCheckName) on the repo "owner/name".
 func NewGitHubChecks(api *gh.Client, fullName, checkName string) (*GitHubChecks, error) {
 	owner, name, ok := strings.Cut(fullName, "/")
 	if !ok || owner == "" || name == "" {
 		return nil, fmt.Errorf("control repo %q: want owner/name", fullName)
 	}
 	if checkName == "" {
-		checkName = webhook.DefaultCheckName
+		checkName = checkrun.DefaultCheckName
 	}
 	return &GitHubChecks{api: api, owner: owner, name: name, checkName: checkName, now: time.Now}, nil
 }
@@ -67,8 +67,8 @@ func (c *GitHubChecks) Start(ctx context.Context, sha string) (int64, error) {
 // Finish completes a check run, truncating its output to GitHub's limits.
 //
 // GitHub API docs: https://docs.github.com/rest/checks/runs#update-a-check-run
-func (c *GitHubChecks) Finish(ctx context.Context, id int64, r webhook.CheckResult) error {
-	out := checkOutput(r, r.Annotations[:min(len(r.Annotations), webhook.MaxAnnotations)])
+func (c *GitHubChecks) Finish(ctx context.Context, id int64, r checkrun.Result) error {
+	out := checkOutput(r, r.Annotations[:min(len(r.Annotations), checkrun.MaxAnnotations)])
 	_, _, err := c.api.Checks.UpdateCheckRun(ctx, c.owner, c.name, id, gh.UpdateCheckRunOptions{
 		Name: c.checkName, Status: gh.String("completed"), Conclusion: gh.String(r.Conclusion),
 		CompletedAt: &gh.Timestamp{Time: c.now()}, Output: out,
@@ -80,42 +80,42 @@ func (c *GitHubChecks) Finish(ctx context.Context, id int64, r webhook.CheckResu
 }
 
 // checkOutput is r's output with the annotations anns, every text within GitHub's limits: the
-// summary and text cut to webhook.MaxCheckText bytes as Markdown, each annotation's message to
-// webhook.MaxAnnotationMessage bytes and its title to webhook.MaxAnnotationTitle characters. The
+// summary and text cut to checkrun.MaxCheckText bytes as Markdown, each annotation's message to
+// checkrun.MaxAnnotationMessage bytes and its title to checkrun.MaxAnnotationTitle characters. The
 // control repo's check and the tenant check share it.
 //
 // GitHub API docs: https://docs.github.com/rest/checks/runs#update-a-check-run
-func checkOutput(r webhook.CheckResult, anns []webhook.Annotation) *gh.CheckRunOutput {
-	out := &gh.CheckRunOutput{Title: gh.String(r.Title), Summary: gh.String(webhook.TruncateMarkdown(r.Summary, webhook.MaxCheckText))}
+func checkOutput(r checkrun.Result, anns []checkrun.Annotation) *gh.CheckRunOutput {
+	out := &gh.CheckRunOutput{Title: gh.String(r.Title), Summary: gh.String(checkrun.TruncateMarkdown(r.Summary, checkrun.MaxCheckText))}
 	if r.Text != "" {
-		out.Text = gh.String(webhook.TruncateMarkdown(r.Text, webhook.MaxCheckText))
+		out.Text = gh.String(checkrun.TruncateMarkdown(r.Text, checkrun.MaxCheckText))
 	}
 	for _, a := range anns {
 		line := max(a.Line, 1)
 		out.Annotations = append(out.Annotations, &gh.CheckRunAnnotation{
 			Path: gh.String(a.Path), StartLine: gh.Int(line), EndLine: gh.Int(line), AnnotationLevel: gh.String(a.Level),
-			Message: gh.String(webhook.TruncateBytes(a.Message, webhook.MaxAnnotationMessage)),
-			Title:   gh.String(webhook.TruncateRunes(a.Title, webhook.MaxAnnotationTitle)),
+			Message: gh.String(checkrun.TruncateBytes(a.Message, checkrun.MaxAnnotationMessage)),
+			Title:   gh.String(checkrun.TruncateRunes(a.Title, checkrun.MaxAnnotationTitle)),
 		})
 	}
 	return out
 }
 
-// Progress creates or updates the rollout check run (webhook.RolloutCheckName) on commit sha:
+// Progress creates or updates the rollout check run (checkrun.RolloutCheckName) on commit sha:
 // in progress while r.Conclusion is empty, completed with it otherwise. An unchanged r writes
 // nothing; a check run already completed is never reopened: a changed verdict gets a new
 // check run, which GitHub shows in its place. After a restart the run is found again by name
 // on the commit (one request).
 //
 // GitHub API docs: https://docs.github.com/rest/checks/runs#list-check-runs-for-a-git-reference
-func (c *GitHubChecks) Progress(ctx context.Context, sha string, r webhook.CheckResult) error {
+func (c *GitHubChecks) Progress(ctx context.Context, sha string, r checkrun.Result) error {
 	key := r.Conclusion + "\x00" + r.Title + "\x00" + r.Summary
 	run, known := c.rolloutRun(sha)
 	if known && run.result == key {
 		return nil
 	}
 	if !known {
-		name := webhook.RolloutCheckName
+		name := checkrun.RolloutCheckName
 		runs, _, err := c.api.Checks.ListCheckRunsForRef(ctx, c.owner, c.name, sha, &gh.ListCheckRunsOptions{CheckName: &name, Filter: gh.String("latest")})
 		if err != nil {
 			return fmt.Errorf("finding the rollout check run on %s/%s@%s: %w", c.owner, c.name, sha, err)
@@ -126,7 +126,7 @@ func (c *GitHubChecks) Progress(ctx context.Context, sha string, r webhook.Check
 			}
 		}
 	}
-	out := &gh.CheckRunOutput{Title: gh.String(r.Title), Summary: gh.String(webhook.TruncateMarkdown(r.Summary, webhook.MaxCheckText))}
+	out := &gh.CheckRunOutput{Title: gh.String(r.Title), Summary: gh.String(checkrun.TruncateMarkdown(r.Summary, checkrun.MaxCheckText))}
 	status, conclusion := gh.String("in_progress"), (*string)(nil)
 	var completedAt *gh.Timestamp
 	if r.Conclusion != "" {
@@ -134,7 +134,7 @@ func (c *GitHubChecks) Progress(ctx context.Context, sha string, r webhook.Check
 	}
 	if run.id == 0 || run.completed {
 		cr, _, err := c.api.Checks.CreateCheckRun(ctx, c.owner, c.name, gh.CreateCheckRunOptions{
-			Name: webhook.RolloutCheckName, HeadSHA: sha, Status: status, Conclusion: conclusion,
+			Name: checkrun.RolloutCheckName, HeadSHA: sha, Status: status, Conclusion: conclusion,
 			StartedAt: &gh.Timestamp{Time: c.now()}, CompletedAt: completedAt, Output: out,
 		})
 		if err != nil {
@@ -143,7 +143,7 @@ func (c *GitHubChecks) Progress(ctx context.Context, sha string, r webhook.Check
 		run.id = cr.GetID()
 	} else {
 		_, _, err := c.api.Checks.UpdateCheckRun(ctx, c.owner, c.name, run.id, gh.UpdateCheckRunOptions{
-			Name: webhook.RolloutCheckName, Status: status, Conclusion: conclusion, CompletedAt: completedAt, Output: out,
+			Name: checkrun.RolloutCheckName, Status: status, Conclusion: conclusion, CompletedAt: completedAt, Output: out,
 		})
 		if err != nil {
 			return fmt.Errorf("updating rollout check run %d on %s/%s: %w", run.id, c.owner, c.name, err)

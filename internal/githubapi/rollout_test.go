@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
@@ -108,11 +109,11 @@ func TestCheckOutputFitsGitHubsByteLimit(t *testing.T) {
 	checks, err := NewGitHubChecks(srv.ClientWithToken(srv.InstallationToken("acme")), "acme/control", "")
 	require.NoError(t, err)
 	var b strings.Builder
-	for utf8.RuneCountInString(b.String()) < webhook.MaxCheckText-2000 {
+	for utf8.RuneCountInString(b.String()) < checkrun.MaxCheckText-2000 {
 		b.WriteString("- ✅ `cluster-a` → apply — 3 files …\n")
 	}
 	summary := b.String()
-	require.Greater(t, len(summary), webhook.MaxCheckText, "over the limit in bytes, not in characters")
+	require.Greater(t, len(summary), checkrun.MaxCheckText, "over the limit in bytes, not in characters")
 	var annotations []webhook.Annotation
 	for i := range 60 {
 		annotations = append(annotations, webhook.Annotation{Path: "platform.yaml", Line: i + 1, Level: "failure",

@@ -13,8 +13,8 @@ import (
 
 	gh "github.com/google/go-github/v62/github"
 
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	"github.com/fleetbot-io/fleetbot/internal/control"
-	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
 // Bounds of a tenant check's read of a workspace or cluster repo through the API. A check
@@ -58,10 +58,10 @@ type TenantRepos struct {
 }
 
 // NewTenantRepos returns the tenant check runs named checkName (default
-// webhook.DefaultTenantCheckName), read and written through client.
+// checkrun.DefaultTenantCheckName), read and written through client.
 func NewTenantRepos(client ClientFunc, checkName string) *TenantRepos {
 	if checkName == "" {
-		checkName = webhook.DefaultTenantCheckName
+		checkName = checkrun.DefaultTenantCheckName
 	}
 	return &TenantRepos{client: client, checkName: checkName, now: time.Now, blobs: map[string][]byte{}}
 }
@@ -264,12 +264,12 @@ func permissionHint(err error, owner string) string {
 }
 
 // Finish completes tenant check run id of repo with r: its annotations (at most
-// webhook.MaxTenantAnnotations) go webhook.MaxAnnotations per request, GitHub appending each
+// checkrun.MaxTenantAnnotations) go checkrun.MaxAnnotations per request, GitHub appending each
 // request's to the check run's; the last request completes it, so that a check run whose
 // annotations are not all written is never complete.
 //
 // GitHub API docs: https://docs.github.com/rest/checks/runs#update-a-check-run
-func (t *TenantRepos) Finish(ctx context.Context, repo string, id int64, r webhook.CheckResult) error {
+func (t *TenantRepos) Finish(ctx context.Context, repo string, id int64, r checkrun.Result) error {
 	owner, name, err := splitRepo(repo)
 	if err != nil {
 		return err
@@ -278,9 +278,9 @@ func (t *TenantRepos) Finish(ctx context.Context, repo string, id int64, r webho
 	if err != nil {
 		return err
 	}
-	anns := r.Annotations[:min(len(r.Annotations), webhook.MaxTenantAnnotations)]
+	anns := r.Annotations[:min(len(r.Annotations), checkrun.MaxTenantAnnotations)]
 	for {
-		batch := anns[:min(len(anns), webhook.MaxAnnotations)]
+		batch := anns[:min(len(anns), checkrun.MaxAnnotations)]
 		anns = anns[len(batch):]
 		opts := gh.UpdateCheckRunOptions{Name: t.checkName, Output: checkOutput(r, batch)}
 		if len(anns) == 0 {

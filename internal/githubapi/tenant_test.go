@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
@@ -194,7 +195,7 @@ func TestTenantCheckRunCarriesEveryAnnotation(t *testing.T) {
 	assert.Equal(t, "completed", cr.GetStatus())
 	assert.Equal(t, "failure", cr.GetConclusion())
 	sum := cr.GetOutput().GetSummary()
-	assert.LessOrEqual(t, len(sum), webhook.MaxCheckText)
+	assert.LessOrEqual(t, len(sum), checkrun.MaxCheckText)
 	assert.True(t, utf8.ValidString(sum))
 	assert.Contains(t, sum, "truncated")
 
@@ -202,9 +203,9 @@ func TestTenantCheckRunCarriesEveryAnnotation(t *testing.T) {
 	out := checkOutput(res, anns[:1])
 	a := out.Annotations[0]
 	assert.Equal(t, 1, a.GetStartLine(), "line 0 (a file-level problem) is line 1")
-	assert.LessOrEqual(t, len(a.GetMessage()), webhook.MaxAnnotationMessage)
+	assert.LessOrEqual(t, len(a.GetMessage()), checkrun.MaxAnnotationMessage)
 	assert.True(t, utf8.ValidString(a.GetMessage()))
-	assert.Equal(t, webhook.MaxAnnotationTitle, utf8.RuneCountInString(a.GetTitle()), "255 characters")
+	assert.Equal(t, checkrun.MaxAnnotationTitle, utf8.RuneCountInString(a.GetTitle()), "255 characters")
 }
 
 // TestTenantCheckRunWithoutChecksWrite: an installation without checks: write is refused the
