@@ -40,6 +40,10 @@ const (
 	ContentTransportGit ContentTransport = "git"
 )
 
+// DefaultContentTransport is the content transport of fleetbot's commands (apply, serve) when
+// none is asked for; ForgeOptions' zero value is ContentTransportAPI.
+const DefaultContentTransport = ContentTransportAPI
+
 // ParseContentTransport reads a --content-transport value: "api" (or "") or "git".
 func ParseContentTransport(s string) (ContentTransport, error) {
 	switch ContentTransport(strings.ToLower(strings.TrimSpace(s))) {
