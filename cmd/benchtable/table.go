@@ -13,7 +13,6 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/bench"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
-	"github.com/fleetbot-io/fleetbot/internal/githubtest"
 )
 
 // results is everything one run measured.
@@ -79,19 +78,12 @@ func openPRsMet(g *bench.GitHubResult) bool {
 	return op.Changed > 0 && op.ContentCreating <= targetOpenPRContent*op.Changed && g.OpenPRsFanOut.Elapsed <= targetOpenPRFanOut
 }
 
-// contentRoutes lists the content-creating routes of a request log by count, as GitHub's
-// limits (and the fake) count them.
-func contentRoutes(all map[string]int) string {
-	cc := map[string]int{}
-	for r, k := range all {
-		if githubtest.ContentCreatingRoute(r) {
-			cc[r] = k
-		}
-	}
-	if len(cc) == 0 {
+// routesOrNone is routes, or "none" for an empty count.
+func routesOrNone(m map[string]int) string {
+	if len(m) == 0 {
 		return "none"
 	}
-	return routes(cc)
+	return routes(m)
 }
 
 func mark(ok bool) string {
@@ -206,12 +198,12 @@ func (r *results) markdown() []byte {
 		first := g.FirstRollout
 		newPer := float64(first.ContentCreating) / float64(max(1, g.Created))
 		p("| 8 | First rollout: %s new repos created, bootstrapped and given their first pull request (default settings, no limits) | %s reads, %s writes, **%s content-creating = %.2f per new repo** (%s); at GitHub's content limits (%d/min, %d/h) that many take at least **%s** | ≤ %d per new repo; ≤ %s for %s clusters | %s |\n",
-			n(g.Created), n(first.Reads), n(first.Writes), n(first.ContentCreating), newPer, contentRoutes(first.Routes), ghforge.DefaultPerMinute, ghforge.DefaultPerHour,
+			n(g.Created), n(first.Reads), n(first.Writes), n(first.ContentCreating), newPer, routesOrNone(first.ContentRoutes), ghforge.DefaultPerMinute, ghforge.DefaultPerHour,
 			hm(g.FirstRolloutMinimum), targetNewRepoContent, hm(targetFirstRollout), n(targetFirstRolloutRepos), mark(firstRolloutMet(g)))
 		op, ofo := g.OpenPRs, g.OpenPRsFanOut
 		openPer := float64(op.ContentCreating) / float64(max(1, op.Changed))
 		p("| 8 | Fleet-wide change to open pull requests: the component changed again on %s repos before anyone merged, under the default content budget | %s reads, %s writes, **%s content-creating = %.2f per changed repo** (%s); **%s** simulated in %d runs (minimum %s) | ≤ %d per changed repo, ≤ %s | %s |\n",
-			n(op.Changed), n(op.Reads), n(op.Writes), n(op.ContentCreating), openPer, contentRoutes(op.Routes), hm(ofo.Elapsed), ofo.Runs, hm(ofo.Minimum),
+			n(op.Changed), n(op.Reads), n(op.Writes), n(op.ContentCreating), openPer, routesOrNone(op.ContentRoutes), hm(ofo.Elapsed), ofo.Runs, hm(ofo.Minimum),
 			targetOpenPRContent, hm(targetOpenPRFanOut), mark(openPRsMet(g)))
 	} else {
 		p("| 2, 3 | Incremental plan, GitHub cost and fan-out | not measured in this run | | |\n")
@@ -566,7 +558,7 @@ const methodNotes = `## How each row is measured
 8. **Onboarding and open pull requests (issue 34).** In the GitHub child of row 3: the setup's first apply, which
    creates every repo, bootstraps it and opens its first pull request with the default settings (the content
    transport of ` + "`--content-transport`" + `'s default), is counted from the fake's request log; content-creating requests
-   are those the fake classes so (` + "`githubtest.ContentCreatingRoute`" + `: creates of repos, blobs, trees, commits, refs,
+   are those the fake classes so (creates of repos, blobs, trees, commits, refs,
    contents, pull requests, merges, issues, comments, and every git push; docs/github.md says which of these GitHub
    documents and which are counted conservatively). The time is ` + "`bench.MinimumTime`" + ` of that many requests at
    GitHub's content limits: the setup itself runs without limits. Then, after the component fan-out of row 3

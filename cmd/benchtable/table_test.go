@@ -25,11 +25,11 @@ func TestMarkdownMarksTargetsAndExplainsGaps(t *testing.T) {
 			Incremental: bench.Incremental{Load: 200 * time.Millisecond, Render: 200 * time.Millisecond, Plan: 900 * time.Millisecond, Org: 700 * time.Millisecond, OrgRequests: 12, Changed: 1},
 			FanOut:      bench.FanOut{Repos: 1000, Runs: 8, Elapsed: 7*time.Hour + 6*time.Minute, ContentWrites: 4000, Minimum: 7*time.Hour + 6*time.Minute},
 			Created:     1020,
-			FirstRollout: bench.Cost{Repos: 1020, Changed: 1020, Reads: 40, Writes: 5100, ContentCreating: 2900, Routes: map[string]int{
-				"POST /orgs/{org}/repos": 1020, "POST /{owner}/{repo}/git-receive-pack": 1020, "POST /repos/{owner}/{repo}/pulls": 860, "PUT /repos/{owner}/{repo}/topics": 1020}},
+			FirstRollout: bench.Cost{Repos: 1020, Changed: 1020, Reads: 40, Writes: 5100, ContentCreating: 2900, ContentRoutes: map[string]int{
+				"POST /orgs/{org}/repos": 1020, "POST /{owner}/{repo}/git-receive-pack": 1020, "POST /repos/{owner}/{repo}/pulls": 860}},
 			FirstRolloutMinimum: 5*time.Hour + 40*time.Minute,
-			OpenPRs: bench.Cost{Repos: 1020, Changed: 1000, Reads: 12, Writes: 2000, ContentCreating: 1000, Routes: map[string]int{
-				"POST /{owner}/{repo}/git-receive-pack": 1000, "PATCH /repos/{owner}/{repo}/pulls/{number}": 1000}},
+			OpenPRs: bench.Cost{Repos: 1020, Changed: 1000, Reads: 12, Writes: 2000, ContentCreating: 1000, ContentRoutes: map[string]int{
+				"POST /{owner}/{repo}/git-receive-pack": 1000}},
 			OpenPRsFanOut: bench.FanOut{Repos: 1000, Runs: 3, Elapsed: 2 * time.Hour, Minimum: time.Hour + 6*time.Minute},
 		},
 		serve: &bench.ServeResult{Repos: 1020, Rate: 1000, Deliveries: 10000, P50: time.Millisecond, P99: 3 * time.Millisecond, Statuses: map[int]int{202: 10000},

@@ -57,6 +57,8 @@ type Cost struct {
 	// a figure is taken from.
 	Requests int
 	Routes   map[string]int
+	// ContentRoutes counts the content-creating requests GitHub accepted by route.
+	ContentRoutes map[string]int
 	// Wall is the wall time of the run(s).
 	Wall time.Duration
 }
@@ -408,7 +410,7 @@ func mergeAll(ctx context.Context, c *gh.Client, rep *reconcile.Report) error {
 
 // counts sums the fake's request log since its last reset.
 func counts(srv *githubtest.Server) Cost {
-	c := Cost{Routes: map[string]int{}}
+	c := Cost{Routes: map[string]int{}, ContentRoutes: map[string]int{}}
 	for _, r := range srv.Requests() {
 		c.Requests++
 		c.Routes[r.Route]++
@@ -433,6 +435,7 @@ func counts(srv *githubtest.Server) Cost {
 			c.Writes++
 			if r.Status < 400 {
 				c.ContentCreating++
+				c.ContentRoutes[r.Route]++
 			}
 		}
 	}

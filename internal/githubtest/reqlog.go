@@ -102,10 +102,6 @@ var contentCreating = map[string]bool{
 	"POST /{owner}/{repo}/git-receive-pack":               true,
 }
 
-// ContentCreatingRoute reports whether the fake counts requests on route ("POST
-// /repos/{owner}/{repo}/git/trees", as Request.Route names it) as content-creating.
-func ContentCreatingRoute(route string) bool { return contentCreating[route] }
-
 // classify returns the class of a request on route.
 func classify(method, route string) Class {
 	if contentCreating[route] {

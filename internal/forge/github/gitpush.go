@@ -43,7 +43,7 @@ const (
 
 // DefaultContentTransport is the content transport of fleetbot's commands (apply, serve) when
 // none is asked for; ForgeOptions' zero value is ContentTransportAPI.
-const DefaultContentTransport = ContentTransportAPI
+const DefaultContentTransport = ContentTransportGit
 
 // ParseContentTransport reads a --content-transport value: "api" (or "") or "git".
 func ParseContentTransport(s string) (ContentTransport, error) {
