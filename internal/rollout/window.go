@@ -1,7 +1,10 @@
 package rollout
 
 import (
+	"strings"
 	"time"
+
+	"github.com/fleetbot-io/fleetbot/internal/report"
 
 	"github.com/fleetbot-io/fleetbot/internal/window"
 )
@@ -27,6 +30,13 @@ func windowStatus(s window.Schedule, now time.Time) *WindowStatus {
 		ws.Next, _ = s.NextOpen(now)
 	}
 	return ws
+}
+
+// Sentence words where the change windows stand, for the check run.
+func (ws *WindowStatus) Sentence() string {
+	w := report.RolloutWindow{Open: ws.Open, Next: ws.Next}
+	s := w.Sentence()
+	return strings.ToUpper(s[:1]) + s[1:] + "."
 }
 
 // reason is why a closed schedule holds a cluster.
