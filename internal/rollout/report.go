@@ -45,9 +45,7 @@ func (s *Status) Report() *report.Rollout {
 			last.MaxUnavailable, last.MaxFailures = w.MaxUnavailable, w.MaxFailures
 		}
 	}
-	if s.Window != nil {
-		out.Window = &report.RolloutWindow{Open: s.Window.Open, Next: s.Window.Next}
-	}
+	out.Window = s.Window.Report()
 	for c, why := range s.Held {
 		out.Held = append(out.Held, report.HeldCluster{Cluster: c, Reason: why})
 	}
