@@ -360,7 +360,9 @@ func (e *environment) missingCRDScenario(t *testing.T) {
 
 	code, out, errOut := e.fleetbotRun(t, "plan", "--control", e.control, "--git-url", e.gitURL)
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "needs:    metallb: IPAddressPool.metallb.io, L2Advertisement.metallb.io from the cluster")
+	// The plan folds what every cluster needs into one line per component (issue 36).
+	assert.Contains(t, out, "metallb: IPAddressPool.metallb.io, L2Advertisement.metallb.io from the cluster")
+	assert.Regexp(t, `(?m)^acme/cluster-staging-eu-1 .* metallb$`, out, "the metal cluster's row says it needs metallb's CRDs")
 
 	e.apply(t)
 	head := e.merge(t, clusterRepo)

@@ -323,7 +323,11 @@ func TestActionApplyOnPush(t *testing.T) {
 
 	step := run.run(appInputs(srv, "apply"))
 	require.Equal(t, 0, step.code, step.stdout+step.stderr)
-	assert.Contains(t, step.stdout, "acme/cluster-prod-eu-1: create")
+	// The log: the progress of each phase (a line per tenth; six repos: when done), the table
+	// of the repos that changed, and the summary line last.
+	assert.Contains(t, step.stdout, "fleetbot: applied 6 of 6 repos\n")
+	assert.Regexp(t, `\nacme/cluster-prod-eu-1 +cluster +create +#1 `, step.stdout)
+	assert.True(t, strings.HasSuffix(step.stdout, "\n6 repos: 6 create (source "+sha[:12]+")\n"), step.stdout)
 	assert.Contains(t, step.summary, "## fleetbot apply\n")
 	assert.Contains(t, step.summary, "6 repos: 6 create")
 

@@ -28,8 +28,12 @@ func TestApplyStopsOnSIGINT(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	// go install, not go build -o: it links only when the binary it installed before is stale
-	// (go build -o links every time, seconds of CPU). The module's .cache holds it.
+	// The fleet, generated in-process while the binary builds.
+	code, _, errOut := cli(t, "dev", "generate", "--clusters", "400", "--out", filepath.Join(dir, "ctl"))
+	require.Equal(t, 0, code, errOut)
+	// A binary without the race detector: applying 400 clusters under it costs ten times the
+	// CPU. go install, not go build -o: it links only when the binary it installed before is
+	// stale (go build -o links every time, seconds of CPU). The module's .cache holds it.
 	binDir, err := filepath.Abs(filepath.Join("..", "..", ".cache", "test-bin"))
 	require.NoError(t, err)
 	build := exec.Command("go", "install", ".")
@@ -37,14 +41,12 @@ func TestApplyStopsOnSIGINT(t *testing.T) {
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	bin := filepath.Join(binDir, "bot")
-	gen := exec.Command(bin, "dev", "generate", "--clusters", "400", "--out", filepath.Join(dir, "ctl"))
-	out, err = gen.CombinedOutput()
-	require.NoError(t, err, "%s", out)
 
 	for sig, says := range map[syscall.Signal]string{syscall.SIGINT: "interrupt", syscall.SIGTERM: "terminated"} {
 		t.Run(sig.String(), func(t *testing.T) {
 			// apply prints its table at the end; its info log says when a repo is done, so the
 			// signal lands once five repos are written.
+			t.Parallel()
 			apply := exec.Command(bin, "apply", "--control", filepath.Join(dir, "ctl"), "--forge", "local:"+filepath.Join(dir, "forge-"+says),
 				"--log-level", "info")
 			var stderr bytes.Buffer

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	gh "github.com/google/go-github/v62/github"
 
@@ -40,6 +41,16 @@ const PlanMarker = "<!-- fleetbot:plan -->"
 
 // maxCommentBytes keeps a comment under GitHub's 65,536-character body limit.
 const maxCommentBytes = 65000
+
+// At fleet scale the step says what matters and stays bounded: the log lists at most logRows
+// repos, the job summary (and the plan comment) at most summaryRows, the most urgent first
+// (failed, blocked, deferred before the changes), each followed by how many more there are and
+// where every repo is (the plan-json file); warnings are folded, one line per text with its
+// count. The job summary is also cut to ghaction.MaxSummaryBytes, GitHub's limit per step.
+const (
+	logRows     = 50
+	summaryRows = 100
+)
 
 // Step outputs of the action (action.yml outputs).
 const (
@@ -429,11 +440,7 @@ func (r *actionRun) planTargets(ctx context.Context, f *app.Fleet, res *Result) 
 		return nil
 	}
 	res.setOutcome(out)
-	if res.Report != nil {
-		r.cmds.Group("fleetbot plan")
-		_ = res.Report.WriteText(r.opts.Stdout)
-		r.cmds.EndGroup()
-	}
+	r.logReport(res.Report)
 	return err
 }
 
@@ -476,14 +483,8 @@ func (r *actionRun) apply(ctx context.Context) error {
 	res.Valid = len(res.Issues) == 0
 	r.annotate(res.Issues)
 	if res.outcome != nil {
-		for _, x := range res.outcome.Results() {
-			switch {
-			case x.Row.Outcome.Class == report.ClassDeferred:
-				r.cmds.Annotate(ghaction.Annotation{Level: ghaction.LevelWarning, Title: "fleetbot", Message: x.Row.Line()})
-			case x.Failed:
-				r.cmds.Annotate(ghaction.Annotation{Level: ghaction.LevelError, Title: "fleetbot", Message: x.Row.Line()})
-			}
-		}
+		r.annotateRepos(res.Report)
+		r.logReport(res.Report)
 	}
 	if err := r.finish(res, r.applyMarkdown(res)); err != nil {
 		return err
@@ -506,7 +507,7 @@ func (r *actionRun) applyTargets(ctx context.Context, f *app.Fleet, res *Result)
 	defer targets.Close()
 	opts := app.RunOptions{
 		AllowRemovals: r.in.allowRemovals, Source: f.Repo.Revision, Logger: r.log,
-		Progress: func(x report.Repo) { fmt.Fprintln(r.opts.Stdout, x.Line()) },
+		Step: (&stepLog{w: r.opts.Stdout}).step,
 	}
 	if dir := r.cacheDir(); dir != "" {
 		// With a cache kept between runs (actions/cache), a push plans only the target repos
@@ -544,7 +545,7 @@ func (r *actionRun) checkTarget(kind string) error {
 	if res.Valid {
 		fmt.Fprintf(&b, "✅ No problems in %s repo `%s`.\n", kind, name)
 	} else {
-		writeIssues(&b, res.Issues)
+		r.writeIssues(&b, res.Issues)
 	}
 	if err := r.finish(res, b.String()); err != nil {
 		return err
@@ -655,11 +656,7 @@ func upsertComment(ctx context.Context, api *gh.Client, owner, repo string, numb
 
 // finish writes plan-json, the step outputs and the job summary.
 func (r *actionRun) finish(res *Result, summary string) error {
-	dir := r.env.RunnerTemp
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	planPath := filepath.Join(dir, PlanJSONName)
+	planPath := r.planJSONPath()
 	b, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return err
@@ -720,11 +717,83 @@ func (r *actionRun) finish(res *Result, summary string) error {
 			}
 		}
 	}
+	r.cmds.Overflow("the job summary")
 	if r.env.StepSummary == "" {
 		_, err := io.WriteString(r.opts.Stdout, summary)
 		return err
 	}
 	return ghaction.AppendSummary(r.env.StepSummary, summary)
+}
+
+// planJSONPath is the file plan-json names: RUNNER_TEMP/fleetbot-plan.json.
+func (r *actionRun) planJSONPath() string {
+	dir := r.env.RunnerTemp
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, PlanJSONName)
+}
+
+// logView is how the log and the job summary show a report at scale: at most rows repos, then
+// where every repo is.
+func (r *actionRun) logView(rows int) report.View {
+	return report.View{Limit: rows, Rest: "the plan-json output (" + r.planJSONPath() + "; keep it with actions/upload-artifact)"}
+}
+
+// logReport writes a plan or apply report to the step's log as the CLI prints it: the repos
+// that change or need a look (at most logRows, the most urgent first, then how many more), the
+// others counted in one line, each warning once with how many repos have it, and last the
+// summary line with the counts by action.
+func (r *actionRun) logReport(d *report.Document) {
+	if d == nil {
+		return
+	}
+	_ = d.WriteTextView(r.opts.Stdout, r.logView(logRows))
+}
+
+// annotateRepos annotates each deferred (a warning) and failed (an error) repo; past GitHub's
+// ten of a level, Commands counts the rest in one annotation (finish).
+func (r *actionRun) annotateRepos(d *report.Document) {
+	for _, x := range d.Repos {
+		switch {
+		case x.Outcome.Class == report.ClassDeferred:
+			r.cmds.Annotate(ghaction.Annotation{Level: ghaction.LevelWarning, Title: "fleetbot", Message: x.Line()})
+		case x.Action == report.ActionFailed || (x.Error != nil && x.Action != report.ActionDeferred):
+			r.cmds.Annotate(ghaction.Annotation{Level: ghaction.LevelError, Title: "fleetbot", Message: x.Line()})
+		}
+	}
+	r.cmds.Overflow("the job summary")
+}
+
+// stepLog writes a run's progress to the step's log, bounded: a line as each phase reaches a
+// tenth of its repos (a phase of fewer than ten repos: when it is done), so a run of a thousand
+// repos logs about thirty lines, not a thousand; the runner stamps each line's time.
+type stepLog struct {
+	w     io.Writer
+	mu    sync.Mutex
+	phase string
+	tenth int
+}
+
+func (s *stepLog) step(phase string, done, total int) {
+	if total <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if phase != s.phase {
+		s.phase, s.tenth = phase, 0
+	}
+	tenth := done * 10 / total
+	if tenth <= s.tenth || (total < 10 && done < total) {
+		return
+	}
+	s.tenth = tenth
+	verb := map[string]string{"read": "read", "plan": "planned", "apply": "applied"}[phase]
+	if verb == "" {
+		verb = phase
+	}
+	fmt.Fprintf(s.w, "fleetbot: %s %d of %d repos\n", verb, done, total)
 }
 
 // annotate writes one error annotation per issue, on its file and line.
@@ -774,7 +843,7 @@ func (r *actionRun) planMarkdown(res *Result, pull *ghaction.PullRequest) string
 		fmt.Fprintf(&b, "Control repo `%s` at `%s`.\n\n", r.env.Repository, short(res.Source))
 	}
 	if !res.Valid {
-		writeIssues(&b, res.Issues)
+		r.writeIssues(&b, res.Issues)
 		b.WriteString("\nNothing was planned: fix these and push again.\n")
 	}
 	if res.Review != nil {
@@ -786,9 +855,9 @@ func (r *actionRun) planMarkdown(res *Result, pull *ghaction.PullRequest) string
 	}
 	switch {
 	case res.Report != nil:
-		_ = res.Report.WriteMarkdown(&b)
+		_ = res.Report.WriteMarkdownView(&b, r.logView(summaryRows))
 	case res.Desired != nil:
-		writeDesiredMarkdown(&b, *res.Desired)
+		r.writeDesiredMarkdown(&b, *res.Desired)
 	}
 	r.footer(&b)
 	return b.String()
@@ -800,7 +869,7 @@ func (r *actionRun) applyMarkdown(res *Result) string {
 	switch {
 	case !res.Valid:
 		fmt.Fprintf(&b, "## fleetbot apply: ❌ %d problem(s), nothing written\n\n", len(res.Issues))
-		writeIssues(&b, res.Issues)
+		r.writeIssues(&b, res.Issues)
 	case res.outcome != nil && res.outcome.Failed() > 0:
 		fmt.Fprintf(&b, "## fleetbot apply: ⚠️ %d repo(s) failed\n\n", res.outcome.Failed())
 	default:
@@ -811,7 +880,7 @@ func (r *actionRun) applyMarkdown(res *Result) string {
 		fmt.Fprintf(&b, "> [!NOTE]\n> %s\n\n", n)
 	}
 	if res.Report != nil {
-		_ = res.Report.WriteMarkdown(&b)
+		_ = res.Report.WriteMarkdownView(&b, r.logView(summaryRows))
 	}
 	r.footer(&b)
 	return b.String()
@@ -824,18 +893,30 @@ func (r *actionRun) footer(b *strings.Builder) {
 	}
 }
 
-func writeIssues(b *strings.Builder, issues app.Issues) {
+// writeIssues writes the problems as a table, at most summaryRows of them, then how many more
+// and where they all are.
+func (r *actionRun) writeIssues(b *strings.Builder, issues app.Issues) {
 	b.WriteString("| file | problem | hint |\n|---|---|---|\n")
-	for _, i := range issues {
+	for _, i := range issues[:min(len(issues), summaryRows)] {
 		fmt.Fprintf(b, "| `%s` | %s | %s |\n", i.Pos.String(), mdCell(i.Message), mdCell(i.Hint))
+	}
+	if more := len(issues) - summaryRows; more > 0 {
+		fmt.Fprintf(b, "\nand %d more problem(s): %s lists every one.\n", more, mdCell(r.logView(0).Rest))
 	}
 }
 
-func writeDesiredMarkdown(b *strings.Builder, p app.DesiredPlan) {
-	b.WriteString("### Desired state\n\n| repo | kind | files | objects | access |\n|---|---|---|---|---|\n")
-	for _, d := range p.Repos {
+// writeDesiredMarkdown writes the desired state of each target repo, at most summaryRows of
+// them, then how many more and where they all are.
+func (r *actionRun) writeDesiredMarkdown(b *strings.Builder, p app.DesiredPlan) {
+	b.WriteString("### Desired state\n\n")
+	fmt.Fprintf(b, "%d target repos.\n\n", len(p.Repos))
+	b.WriteString("| repo | kind | files | objects | access |\n|---|---|---|---|---|\n")
+	for _, d := range p.Repos[:min(len(p.Repos), summaryRows)] {
 		fmt.Fprintf(b, "| `%s` | %s | %d managed, %d scaffold | %s | %s |\n", d.Repo, d.Kind,
 			len(d.Files), len(d.Scaffolds), mdCell(d.ObjectCounts()), mdCell(app.FormatTeams(d.Teams)))
+	}
+	if more := len(p.Repos) - summaryRows; more > 0 {
+		fmt.Fprintf(b, "\nand %d more target repos: %s lists every one.\n", more, mdCell(r.logView(0).Rest))
 	}
 }
 

@@ -17,5 +17,10 @@
 //
 // The runnable blocks of one document run in order in one bash session (set -euo pipefail),
 // in a git repository holding a copy of the repository's tracked files (as a fresh clone is),
-// offline; background jobs are killed at the end.
+// offline. A block that starts a process (the fake GitHub, fleetbot serve) must stop it in the
+// same document: after the last block, a process still in the session's process group fails
+// the test, named with its command line (a `go run` of a server leaves its child running when
+// go run is killed: the documents start built binaries). Whatever is left is then killed. A
+// document with runnable blocks says what they assume ("**Assumes:**", before the first one):
+// the directory, the tools, the state they start from.
 package doctest

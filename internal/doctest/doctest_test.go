@@ -146,7 +146,13 @@ func unmet(b block, got []string) []string {
 // the command that runs this test.
 func script(blocks []block) string {
 	var b strings.Builder
-	b.WriteString("set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true' EXIT\n")
+	// __group lists in __pids every process of the shell's process group but the shell itself
+	// and zombies (the test starts bash as a group leader, and what the blocks start, a go run's
+	// child included, stays in the group). It reads /proc in the shell itself: no fork.
+	// On exit, whatever is left in the group is stopped: background jobs, and what they started
+	// (a go run's child, orphaned when its parent is stopped), which jobs -p does not list.
+	b.WriteString(groupFunc)
+	b.WriteString("set -euo pipefail\ntrap '__group; kill ${__pids[@]+\"${__pids[@]}\"} 2>/dev/null || true; wait 2>/dev/null || true' EXIT\n")
 	for _, bl := range blocks {
 		fmt.Fprintf(&b, "# --- block at line %d\necho '>>> block at line %d' >&2\n", bl.line, bl.line)
 		for _, l := range strings.Split(bl.text, "\n") {
@@ -156,7 +162,48 @@ func script(blocks []block) string {
 			b.WriteString(l + "\n")
 		}
 	}
+	b.WriteString(leftoverCheck)
 	return b.String()
+}
+
+// leftoverMarker starts the line the script writes for each process the blocks left running.
+const leftoverMarker = ">>> left running: "
+
+// groupFunc defines __group (see script). /proc/PID/stat is "pid (comm) state ppid pgrp ...";
+// the command name may hold spaces and parentheses, so the fields are read after its last ") ".
+const groupFunc = `__group() {
+  __pids=()
+  [ -d /proc/self ] || return 0
+  local stat line fields pid
+  for stat in /proc/[0-9]*/stat; do
+    { read -r line < "$stat"; } 2>/dev/null || continue
+    fields=(${line##*) })
+    pid=${stat#/proc/}; pid=${pid%/stat}
+    if [ "${fields[2]}" = "$$" ] && [ "$pid" != "$$" ] && [ "${fields[0]}" != Z ]; then
+      __pids+=("$pid")
+    fi
+  done
+}
+`
+
+// leftoverCheck runs after a document's last block: every process still in the shell's group
+// is one the blocks started and did not stop.
+const leftoverCheck = `# --- after the last block: whatever the blocks started must have stopped
+__group
+for __pid in ${__pids[@]+"${__pids[@]}"}; do
+  echo "` + leftoverMarker + `$__pid $(tr '\0' ' ' < /proc/$__pid/cmdline 2>/dev/null)" >&2
+done
+`
+
+// leftovers returns the processes the script reported as left running.
+func leftovers(out []byte) []string {
+	var left []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(l, leftoverMarker); ok {
+			left = append(left, strings.TrimSpace(rest))
+		}
+	}
+	return left
 }
 
 // repoCopy copies the repository's tracked files (as a fresh clone has them) to a new directory.
@@ -213,6 +260,54 @@ func TestRunnableBlocksParse(t *testing.T) {
 	assert.Equal(t, map[int][]string{3: {"a"}, 9: {"b", "c", ""}}, got)
 	bad := strictness([]block{{line: 1, text: "curl -s $API/x | jq .\ncurl -s $API/y | jq -e .\n# curl | jq .\n"}})
 	assert.Len(t, bad, 1, "a jq without -e passes on empty input")
+}
+
+// TestLeftoverCheck: the check after a document's blocks names a process a block started and
+// no block stopped (here a sleep in the background, and a go-run-like parent's child), and is
+// quiet when the blocks stop what they start.
+func TestLeftoverCheck(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc: the check reads it")
+	}
+	run := func(text string) []string {
+		t.Helper()
+		cmd := exec.Command("bash", "-c", script([]block{{line: 1, text: text}}))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.WaitDelay = time.Minute // a process that escaped the group holding the pipe
+		out, err := cmd.CombinedOutput()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		require.NoError(t, err, "%s", out)
+		return leftovers(out)
+	}
+	// The parent, as go run, has started its child (written its pid) when it is stopped.
+	left := run("sleep 600 &\nf=$(mktemp)\nbash -c \"sleep 700 & echo \\$! > $f; wait\" &\nuntil [ -s $f ]; do sleep 0.05; done\nkill $!; wait $! || true\n")
+	assert.Len(t, left, 2, "the first sleep, and the child of the killed parent: %v", left)
+	assert.True(t, slices.ContainsFunc(left, func(s string) bool { return strings.HasSuffix(s, "sleep 600") }), left)
+	assert.True(t, slices.ContainsFunc(left, func(s string) bool { return strings.HasSuffix(s, "sleep 700") }), left)
+	assert.Empty(t, run("sleep 600 &\npid=$!\nkill $pid; wait $pid || true\n"))
+}
+
+// assumesMarker opens the sentence in which a document with runnable blocks says, before its
+// first one, what they assume: the directory they run from, the tools, the state they start
+// from (an empty forge, a fresh temporary directory), what runs in the background.
+const assumesMarker = "**Assumes:**"
+
+// TestDocumentsSayWhatTheyAssume: every document with runnable blocks says what they assume
+// before the first of them, so a reader who runs them on a machine in another state knows.
+func TestDocumentsSayWhatTheyAssume(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	for _, doc := range append(docs, filepath.Join(root, "README.md")) {
+		md, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		first := bytes.Index(md, []byte(marker))
+		if first < 0 {
+			continue
+		}
+		assert.Contains(t, string(md[:first]), assumesMarker, "%s: say what its runnable blocks assume (%s ...) before the first", doc, assumesMarker)
+	}
 }
 
 // TestRunnableBlocksAreStrict: every documented jq fails on empty input, so a curl that prints
@@ -295,11 +390,18 @@ func TestDocumentedCommandsRun(t *testing.T) {
 			cmd.Env = append(append([]string(nil), env...), "XDG_CACHE_HOME="+t.TempDir(), "TMPDIR="+t.TempDir())
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+			// A process that left the group (setsid) and holds the output pipe does not keep
+			// the test waiting past the shell's exit.
+			cmd.WaitDelay = time.Minute
 			out, err := cmd.CombinedOutput()
 			// Whatever the blocks left running in the background goes with the group.
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			if err != nil {
 				t.Fatalf("%s: the documented commands fail as written: %v\n%s", name, err, tail(out, 6000))
+			}
+			if left := leftovers(out); len(left) > 0 {
+				t.Errorf("%s: its blocks leave processes running (pid, command line):\n  %s\nstop in the document what it starts (kill \"$pid\"; wait \"$pid\"), a go run's child too: start a built binary instead",
+					name, strings.Join(left, "\n  "))
 			}
 			outs := blockOutputs(out)
 			for _, b := range blocks {

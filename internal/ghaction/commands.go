@@ -28,13 +28,24 @@ type Annotation struct {
 	Message string
 }
 
+// MaxAnnotations is how many annotations of one level a step shows: "GitHub Actions are
+// limited to 10 warning annotations and 10 error annotations per step"
+// (https://docs.github.com/en/rest/checks/runs#update-a-check-run, output.annotations); the
+// runner drops the rest unseen. Notices are held to the same number.
+const MaxAnnotations = 10
+
 // Commands writes workflow commands (::name key=value::data) to w, the step's stdout.
 type Commands struct {
 	w io.Writer
+	// shown and held count the annotations of each level written and held back (past
+	// MaxAnnotations-1, the last place kept for Overflow's count).
+	shown, held map[Level]int
 }
 
 // NewCommands returns a Commands writing to w.
-func NewCommands(w io.Writer) *Commands { return &Commands{w: w} }
+func NewCommands(w io.Writer) *Commands {
+	return &Commands{w: w, shown: map[Level]int{}, held: map[Level]int{}}
+}
 
 // Mask asks the runner to replace secret with *** in every later log line. A multi-line
 // secret (a PEM key) is masked line by line, since the runner matches masks per line; blank
@@ -49,12 +60,39 @@ func (c *Commands) Mask(secret string) {
 	}
 }
 
-// Annotate writes a (level) annotation.
+// Annotate writes a (level) annotation; past MaxAnnotations-1 of its level it is held back
+// and counted, for Overflow to say so in the last place GitHub shows.
 func (c *Commands) Annotate(a Annotation) {
 	level := a.Level
 	if level == "" {
 		level = LevelError
 	}
+	if c.shown == nil {
+		c.shown, c.held = map[Level]int{}, map[Level]int{}
+	}
+	if c.shown[level] >= MaxAnnotations-1 {
+		c.held[level]++
+		return
+	}
+	c.shown[level]++
+	c.write(level, a)
+}
+
+// Overflow writes, for each level whose annotations Annotate held back, one annotation counting
+// them and saying where they all are (where, e.g. "the job summary").
+func (c *Commands) Overflow(where string) {
+	for _, level := range []Level{LevelError, LevelWarning, LevelNotice} {
+		if n := c.held[level]; n > 0 {
+			c.write(level, Annotation{Level: level, Title: "fleetbot", Message: fmt.Sprintf(
+				"%d more %s annotations not shown (GitHub shows %d per step): %s has them all", n, level, MaxAnnotations, where)})
+			c.shown[level]++
+			c.held[level] = 0
+		}
+	}
+}
+
+// write writes annotation a at level.
+func (c *Commands) write(level Level, a Annotation) {
 	var props []string
 	add := func(k, v string) {
 		if v != "" {

@@ -11,8 +11,11 @@ import (
 	"unicode/utf8"
 )
 
-// MaxSummaryBytes is the most a step may write to its job summary; GitHub rejects a larger
-// one and shows none.
+// MaxSummaryBytes is the most a step may write to its job summary: "each step is restricted to
+// a maximum size of 1MiB ... If more than 1MiB of content is added for a step, then the upload
+// for the step will fail and an error annotation will be created"
+// (https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-commands#step-isolation-and-limits):
+// a larger one shows nothing at all.
 const MaxSummaryBytes = 1 << 20
 
 // SetOutput appends the step output name=value to the GITHUB_OUTPUT file at path, in the

@@ -3,6 +3,7 @@ package ghaction
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,6 +114,24 @@ func TestCommands(t *testing.T) {
 ::group::plan
 ::endgroup::
 `, b.String())
+}
+
+// TestAnnotationsPastGitHubsLimit: GitHub shows ten annotations of a level per step; past nine,
+// Annotate holds them back and Overflow's tenth counts them, once.
+func TestAnnotationsPastGitHubsLimit(t *testing.T) {
+	var b bytes.Buffer
+	c := NewCommands(&b)
+	for i := range 25 {
+		c.Annotate(Annotation{Message: fmt.Sprintf("error %d", i)})
+	}
+	c.Annotate(Annotation{Level: LevelWarning, Message: "one warning"})
+	c.Overflow("the job summary")
+	c.Overflow("the job summary")
+	out := b.String()
+	assert.Equal(t, MaxAnnotations, strings.Count("\n"+out, "\n::error"), out)
+	assert.Contains(t, out, "::error::error 8\n::warning::one warning\n")
+	assert.NotContains(t, out, "error 9\n")
+	assert.True(t, strings.HasSuffix(out, "::error title=fleetbot::16 more error annotations not shown (GitHub shows 10 per step): the job summary has them all\n"), out)
 }
 
 func TestOutputsRoundTrip(t *testing.T) {

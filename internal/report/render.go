@@ -141,6 +141,41 @@ type View struct {
 	// need a look, and counts the quiet ones (noop and cleanup with nothing else to say) in one
 	// line: at a thousand repos, the table is the changes, not the fleet.
 	Detail bool
+	// Limit caps the rows the table lists, the repos of the access lines and the folded warnings
+	// (0: no cap): the most urgent rows first (failed, blocked, deferred before the changes),
+	// the rest counted in one line that says where the whole report is (Rest). The Action's log
+	// and job summary set it, so a thousand changed repos stay a page.
+	Limit int
+	// Rest says where the rows a Limit leaves out are, e.g. "the plan-json output".
+	Rest string
+}
+
+// limitRows keeps the first v.Limit rows by urgency (the most urgent class first, then by
+// repo, as d.Repos are sorted) and returns how many it left out.
+func (v View) limitRows(rows []Repo) ([]Repo, int) {
+	if v.Limit <= 0 || len(rows) <= v.Limit {
+		return rows, 0
+	}
+	sorted := slices.Clone(rows)
+	slices.SortStableFunc(sorted, func(a, b Repo) int { return b.Outcome.Class.rank() - a.Outcome.Class.rank() })
+	return sorted[:v.Limit], len(rows) - v.Limit
+}
+
+// moreLine counts the rows a Limit left out and says where they are.
+func (v View) moreLine(n int) string {
+	s := fmt.Sprintf("and %d more %s that change or need a look", n, plural(n, "repo", "repos"))
+	if v.Rest != "" {
+		s += ": " + v.Rest + " lists every repo"
+	}
+	return s
+}
+
+// limitFolded keeps the first v.Limit folded warnings.
+func (v View) limitFolded(f []Folded) ([]Folded, int) {
+	if v.Limit <= 0 || len(f) <= v.Limit {
+		return f, 0
+	}
+	return f[:v.Limit], len(f) - v.Limit
 }
 
 // Quiet reports whether a repo has nothing to say beyond its action word: nothing written but
@@ -165,8 +200,9 @@ func (d *Document) listed(v View) (rows []Repo, quiet int) {
 	return rows, quiet
 }
 
-// quietLine says how many repos the compact table left out, and how to see them.
-func (d *Document) quietLine(quiet int) string {
+// quietLine says how many repos the compact table left out, and how to see them: --detail, or
+// where v says the whole report is.
+func (d *Document) quietLine(quiet int, v View) string {
 	n := map[string]int{}
 	for _, r := range d.Repos {
 		if r.Quiet() {
@@ -177,8 +213,12 @@ func (d *Document) quietLine(quiet int) string {
 	for _, k := range slices.Sorted(maps.Keys(n)) {
 		parts = append(parts, fmt.Sprintf("%d %s", n[k], k))
 	}
-	return fmt.Sprintf("not listed: %d %s with nothing to do (%s); --detail lists every repo", quiet,
-		plural(quiet, "repo", "repos"), strings.Join(parts, ", "))
+	how := "--detail lists every repo"
+	if v.Rest != "" {
+		how = v.Rest + " lists every repo"
+	}
+	return fmt.Sprintf("not listed: %d %s with nothing to do (%s); %s", quiet,
+		plural(quiet, "repo", "repos"), strings.Join(parts, ", "), how)
 }
 
 func plural(n int, one, many string) string {
@@ -200,6 +240,7 @@ func (d *Document) WriteTextView(w io.Writer, v View) error {
 	}
 	var b strings.Builder
 	rows, quiet := d.listed(v)
+	rows, more := v.limitRows(rows)
 	if len(rows) > 0 {
 		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "REPO\tKIND\tACTION\tPR\tFILES\tOBJECTS\tDETAIL")
@@ -210,29 +251,34 @@ func (d *Document) WriteTextView(w io.Writer, v View) error {
 			return err
 		}
 	}
-	if quiet > 0 {
-		fmt.Fprintln(&b, d.quietLine(quiet))
+	if more > 0 {
+		fmt.Fprintln(&b, v.moreLine(more))
 	}
-	first := true
-	for _, r := range d.Repos {
-		lines := r.accessLines()
-		if len(lines) == 0 {
-			continue
-		}
-		if first {
+	if quiet > 0 {
+		fmt.Fprintln(&b, d.quietLine(quiet, v))
+	}
+	access, moreAccess := d.accessRepos(v)
+	for i, r := range access {
+		if i == 0 {
 			b.WriteString("\nAccess:\n")
-			first = false
 		}
 		fmt.Fprintf(&b, "  %s\n", r.Repo)
-		for _, l := range lines {
+		for _, l := range r.accessLines() {
 			fmt.Fprintf(&b, "    %s\n", l)
 		}
 	}
-	if folded := FoldRepoWarnings(d.Repos); len(folded) > 0 {
+	if moreAccess > 0 {
+		fmt.Fprintf(&b, "  and %d more %s with access changes or errors\n", moreAccess, plural(moreAccess, "repo", "repos"))
+	}
+	folded, moreFolded := v.limitFolded(FoldRepoWarnings(d.Repos))
+	if len(folded) > 0 {
 		b.WriteString("\nWarnings:\n")
 		for _, f := range folded {
 			fmt.Fprintf(&b, "  WARNING (%s): %s\n", f.Where(), f.Text)
 		}
+	}
+	if moreFolded > 0 {
+		fmt.Fprintf(&b, "  and %d more %s\n", moreFolded, plural(moreFolded, "warning", "warnings"))
 	}
 	if b.Len() > 0 {
 		b.WriteString("\n")
@@ -310,6 +356,7 @@ func (d *Document) WriteMarkdownView(w io.Writer, v View) error {
 		fmt.Fprintf(&b, "> [!CAUTION]\n> Refused: %s\n\n", mdEscape(d.Refused))
 	}
 	rows, quiet := d.listed(v)
+	rows, more := v.limitRows(rows)
 	if len(rows) > 0 {
 		b.WriteString("| repo | kind | action | PR | files | objects | detail |\n|---|---|---|---|---|---|---|\n")
 	}
@@ -321,39 +368,48 @@ func (d *Document) WriteMarkdownView(w io.Writer, v View) error {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s |\n", r.Repo, r.Kind, act, r.prCell(),
 			r.filesCell(), r.objectsCell(), mdEscape(r.detail()))
 	}
-	if quiet > 0 {
-		fmt.Fprintf(&b, "\n%s.\n", mdEscape(d.quietLine(quiet)))
+	if more > 0 {
+		fmt.Fprintf(&b, "\n%s.\n", mdEscape(v.moreLine(more)))
 	}
-	d.writeMarkdownDetails(&b)
+	if quiet > 0 {
+		fmt.Fprintf(&b, "\n%s.\n", mdEscape(d.quietLine(quiet, v)))
+	}
+	d.writeMarkdownDetails(&b, v, rows)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
 // writeMarkdownDetails writes what follows the table: the access lines per repo, the warnings
-// folded, and the files of each repo the run writes.
-func (d *Document) writeMarkdownDetails(b *strings.Builder) {
-	first := true
-	for _, r := range d.Repos {
-		lines := r.accessLines()
-		if len(lines) == 0 {
-			continue
-		}
-		if first {
+// folded, and the files of each repo the run writes (with a Limit, of the rows listed only).
+func (d *Document) writeMarkdownDetails(b *strings.Builder, v View, rows []Repo) {
+	access, moreAccess := d.accessRepos(v)
+	for i, r := range access {
+		if i == 0 {
 			b.WriteString("\n#### Access\n\n")
-			first = false
 		}
 		fmt.Fprintf(b, "- `%s`\n", r.Repo)
-		for _, l := range lines {
+		for _, l := range r.accessLines() {
 			fmt.Fprintf(b, "  - %s\n", mdEscape(l))
 		}
 	}
-	if folded := FoldRepoWarnings(d.Repos); len(folded) > 0 {
+	if moreAccess > 0 {
+		fmt.Fprintf(b, "- and %d more %s with access changes or errors\n", moreAccess, plural(moreAccess, "repo", "repos"))
+	}
+	folded, moreFolded := v.limitFolded(FoldRepoWarnings(d.Repos))
+	if len(folded) > 0 {
 		b.WriteString("\n#### Warnings\n\n")
 		for _, f := range folded {
 			fmt.Fprintf(b, "- %s (%s)\n", mdEscape(f.Text), mdEscape(f.Where()))
 		}
 	}
-	for _, r := range d.Repos {
+	if moreFolded > 0 {
+		fmt.Fprintf(b, "- and %d more %s\n", moreFolded, plural(moreFolded, "warning", "warnings"))
+	}
+	files := d.Repos
+	if v.Limit > 0 {
+		files = rows
+	}
+	for _, r := range files {
 		if len(r.Files.List) == 0 || !r.Writes {
 			continue
 		}
@@ -363,6 +419,24 @@ func (d *Document) writeMarkdownDetails(b *strings.Builder) {
 		}
 		b.WriteString("\n</details>\n")
 	}
+}
+
+// accessRepos are the repos with access lines (drift, a refusal, CODEOWNERS errors), at most
+// v.Limit of them, and how many more there are.
+func (d *Document) accessRepos(v View) ([]Repo, int) {
+	var out []Repo
+	more := 0
+	for _, r := range d.Repos {
+		if len(r.accessLines()) == 0 {
+			continue
+		}
+		if v.Limit > 0 && len(out) == v.Limit {
+			more++
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, more
 }
 
 // mdEscape keeps a cell of a Markdown table one cell: pipes escaped, newlines joined.
