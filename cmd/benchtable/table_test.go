@@ -24,6 +24,13 @@ func TestMarkdownMarksTargetsAndExplainsGaps(t *testing.T) {
 				"POST /api/graphql": 11, "GET /orgs/{org}/teams": 1, "POST /app/installations/{id}/access_tokens": 1, "GET /orgs/{org}/installation": 1}},
 			Incremental: bench.Incremental{Load: 200 * time.Millisecond, Render: 200 * time.Millisecond, Plan: 900 * time.Millisecond, Org: 700 * time.Millisecond, OrgRequests: 12, Changed: 1},
 			FanOut:      bench.FanOut{Repos: 1000, Runs: 8, Elapsed: 7*time.Hour + 6*time.Minute, ContentWrites: 4000, Minimum: 7*time.Hour + 6*time.Minute},
+			Created:     1020,
+			FirstRollout: bench.Cost{Repos: 1020, Changed: 1020, Reads: 40, Writes: 5100, ContentCreating: 2900, ContentRoutes: map[string]int{
+				"POST /orgs/{org}/repos": 1020, "POST /{owner}/{repo}/git-receive-pack": 1020, "POST /repos/{owner}/{repo}/pulls": 860}},
+			FirstRolloutMinimum: 5*time.Hour + 40*time.Minute,
+			OpenPRs: bench.Cost{Repos: 1020, Changed: 1000, Reads: 12, Writes: 2000, ContentCreating: 1000, ContentRoutes: map[string]int{
+				"POST /{owner}/{repo}/git-receive-pack": 1000}},
+			OpenPRsFanOut: bench.FanOut{Repos: 1000, Runs: 3, Elapsed: 2 * time.Hour, Minimum: time.Hour + 6*time.Minute},
 		},
 		serve: &bench.ServeResult{Repos: 1020, Rate: 1000, Deliveries: 10000, P50: time.Millisecond, P99: 3 * time.Millisecond, Statuses: map[int]int{202: 10000},
 			QueueMax: 10, QueueSize: 1000, Jobs: map[string]int{"apply ok": 3}, SenderNice: -10,
@@ -61,7 +68,14 @@ func TestMarkdownMarksTargetsAndExplainsGaps(t *testing.T) {
 	assert.Contains(t, md, "| ≤ 0.3 s (issue 17); < 10 s, < 1 GiB on 2 cores (issue 9) | **not met** |", "a 600 ms render of 1,000 clusters")
 	assert.Contains(t, md, "- **Render of 1,000 × 20** took 600 ms")
 	assert.Contains(t, md, "| 6 | `fleetbot serve`'s `/status` page of 10,201 repos (10,000 clusters, 4 rollout waves), server-side: view built from the results, filtered, sorted, one page of 200 rows | slowest median **40 ms**: first page 40 ms (max 60 ms, 300 KiB); detail 20 ms (max 25 ms, 8 KiB) | < 200 ms a page (issue 22) | met |")
+	assert.Contains(t, md, "**2,900 content-creating = 2.84 per new repo** (1020× `POST /orgs/{org}/repos`, 1020× `POST /{owner}/{repo}/git-receive-pack`, 860× `POST /repos/{owner}/{repo}/pulls`); at GitHub's content limits (80/min, 500/h) that many take at least **5h40m00s** | ≤ 3 per new repo; ≤ 6h00m00s for 1,000 clusters | met |")
+	assert.Contains(t, md, "**1,000 content-creating = 1.00 per changed repo** (1000× `POST /{owner}/{repo}/git-receive-pack`); **2h00m00s** simulated in 3 runs (minimum 1h06m00s) | ≤ 1 per changed repo, ≤ 2h10m00s | met |")
 	assert.Equal(t, 2, strings.Count(md, "**not met**"), "only the render and the incremental plan miss")
+
+	r.github.OpenPRs.ContentCreating = 2000
+	md = string(r.markdown())
+	assert.Contains(t, md, "| ≤ 1 per changed repo, ≤ 2h10m00s | **not met** |")
+	assert.Contains(t, md, "- **Change to open pull requests** (row 8) cost 2,000 content-creating requests for 1,000 repos")
 
 	r.status.Pages[0].Median = 250 * time.Millisecond
 	md = string(r.markdown())

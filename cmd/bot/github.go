@@ -38,7 +38,7 @@ func (g *githubFlags) register(fs *pflag.FlagSet) {
 	minIntVar(fs, &g.perHour, "content-per-hour", ghforge.DefaultPerHour, 1, "content-creating GitHub requests allowed per rolling hour")
 	positiveDurationVar(fs, &g.maxWait, "max-wait", ghforge.DefaultMaxWait, "longest wait for a GitHub limit; a repo whose writes would wait longer is deferred to the next run")
 	fs.DurationVar(&g.interval, "mutation-interval", ghforge.DefaultMinInterval, "least time between two GitHub mutations of the installation (GitHub's guidance: 1s; 0: none)")
-	choiceVar(fs, &g.transport, "content-transport", string(ghforge.ContentTransportAPI),
+	choiceVar(fs, &g.transport, "content-transport", string(ghforge.DefaultContentTransport),
 		[]string{string(ghforge.ContentTransportAPI), string(ghforge.ContentTransportGit)},
 		"how commits reach GitHub: the Git Data API, or one git push per commit over HTTPS with the installation token (the API as fallback; docs/github.md, \"Content transport\")")
 	fs.StringVar(&g.cacheDir, "github-cache", "", `snapshot cache directory (default: the user cache dir; "off" keeps it in memory)`)

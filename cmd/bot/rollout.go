@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,10 +18,13 @@ import (
 func (a *frontend) rolloutCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "rollout",
-		Short: "Show where the rollout of the control repo's revision stands, wave by wave; pause or resume it",
+		Short: "Show where the rollout of the control repo's revision stands, wave by wave; pause, resume, approve, skip or roll it back",
 		Example: `  fleetbot rollout status --control . --forge github
   fleetbot rollout pause --control . --reason "canary alerts"
-  fleetbot rollout resume --control .`,
+  fleetbot rollout resume --control .
+  fleetbot rollout approve prod --control . --note "canary looked fine"
+  fleetbot rollout skip edge-7 --control . --note "being rebuilt"
+  fleetbot rollout rollback --control . --note "INC-1234"`,
 	}
 	var format string
 	status := &cobra.Command{
@@ -79,7 +83,8 @@ request is held and why, and a halt. It never writes. With -o json: fleetbot's r
 	a.registerGitURL(status.Flags())
 	formatVar(status.Flags(), &format, []string{formatText, formatJSON})
 
-	root.AddCommand(status, a.rolloutPauseCommand(), a.rolloutResumeCommand())
+	root.AddCommand(status, a.rolloutPauseCommand(), a.rolloutResumeCommand(),
+		a.rolloutApproveCommand(), a.rolloutSkipCommand(), a.rolloutRollbackCommand())
 	return root
 }
 
@@ -137,6 +142,109 @@ the default branch, the rollout continues where it stopped, from what the forge 
 	}
 	resume.Flags().BoolVar(&noCommit, "no-commit", false, "remove rollout/paused without committing the removal")
 	return resume
+}
+
+// rolloutRecordCommand is one of `fleetbot rollout approve|skip|rollback`: it loads the
+// control repo (for its content digest), writes the record with run and says what it did.
+func (a *frontend) rolloutRecordCommand(cmd *cobra.Command, run func(f *app.Fleet, args []string, note string, commit bool) (app.RecordResult, error)) *cobra.Command {
+	var note, format string
+	var noCommit bool
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		f, err := a.load(c.Context())
+		if err != nil {
+			return app.DescribeLoadError(a.control, err)
+		}
+		res, err := run(f, args, note, !noCommit)
+		if err != nil {
+			return err
+		}
+		if format == formatJSON {
+			enc := json.NewEncoder(a.stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(res)
+		}
+		writeRecordResult(a.stdout, res)
+		return nil
+	}
+	cmd.Flags().StringVar(&note, "note", "", "why (the record's note, shown to the people reviewing it)")
+	cmd.Flags().BoolVar(&noCommit, "no-commit", false, "write the record without committing it")
+	formatVar(cmd.Flags(), &format, []string{formatText, formatJSON})
+	return cmd
+}
+
+// rolloutApproveCommand is `fleetbot rollout approve WAVE` (app.ApproveWave).
+func (a *frontend) rolloutApproveCommand() *cobra.Command {
+	return a.rolloutRecordCommand(&cobra.Command{
+		Use:   "approve WAVE",
+		Short: "Approve a wave with approval: required: write rollout/approvals/WAVE.yaml and commit it",
+		Long: `rollout approve writes rollout/approvals/WAVE.yaml in the control repo (--control) with
+the digest of the control repo's content, and commits that one file when --control is in
+a git work tree (unless --no-commit). Push it through a pull request: once it reaches the
+default branch, the wave starts as soon as the waves before it are done. The approval
+applies to this content only: a later commit that changes what the control repo renders
+needs a new one. Who may approve is who may merge the file: its code owners in the
+control repo's CODEOWNERS (fleetbot check control judges the commit's author).`,
+		Example: `  fleetbot rollout approve prod --control . --note "canary looked fine"
+  fleetbot rollout approve prod --control . -o json`,
+		Args: cobra.ExactArgs(1),
+	}, func(f *app.Fleet, args []string, note string, commit bool) (app.RecordResult, error) {
+		return app.ApproveWave(a.control, f.Repo, args[0], note, commit)
+	})
+}
+
+// rolloutSkipCommand is `fleetbot rollout skip CLUSTER` (app.SkipCluster).
+func (a *frontend) rolloutSkipCommand() *cobra.Command {
+	return a.rolloutRecordCommand(&cobra.Command{
+		Use:   "skip CLUSTER",
+		Short: "Leave a cluster out of the rollout of this content: write rollout/skips/CLUSTER.yaml and commit it",
+		Long: `rollout skip writes rollout/skips/CLUSTER.yaml in the control repo (--control) with the
+digest of the control repo's content, and commits that one file (unless --no-commit).
+Once it reaches the default branch, the rollout leaves the cluster out: no new pull
+request opens there, its wave does not wait for its health, and it does not count
+against the wave's failure budget (an open pull request is still updated). The skip
+lapses with the next commit that changes what the control repo renders.`,
+		Example: `  fleetbot rollout skip edge-7 --control . --note "switched off for maintenance"
+  fleetbot rollout skip edge-7 --control . --no-commit`,
+		Args: cobra.ExactArgs(1),
+	}, func(f *app.Fleet, args []string, note string, commit bool) (app.RecordResult, error) {
+		return app.SkipCluster(a.control, f.Repo, args[0], note, commit)
+	})
+}
+
+// rolloutRollbackCommand is `fleetbot rollout rollback` (app.RollBack).
+func (a *frontend) rolloutRollbackCommand() *cobra.Command {
+	return a.rolloutRecordCommand(&cobra.Command{
+		Use:   "rollback",
+		Short: "Mark the control repo's content rolled back: write rollout/rollback.yaml and commit it",
+		Long: `rollout rollback writes rollout/rollback.yaml in the control repo (--control) with the
+digest of the control repo's content, and commits that one file (unless --no-commit).
+Once it reaches the default branch, every front end holds the rollout of this content
+everywhere: no new pull request opens for it (open ones are still updated), and rollout
+status, the check run and the status page say it was rolled back and why (--note). The
+mark lapses with the next commit that changes what the control repo renders, such as
+the revert of the failed change, which rolls out as a new revision.`,
+		Example: `  fleetbot rollout rollback --control . --note "INC-1234: canary p99 doubled"
+  fleetbot rollout rollback --control . -o json`,
+		Args: cobra.NoArgs,
+	}, func(f *app.Fleet, _ []string, note string, commit bool) (app.RecordResult, error) {
+		return app.RollBack(a.control, f.Repo, note, commit)
+	})
+}
+
+// writeRecordResult says what rollout approve, skip or rollback did and what is left to do.
+func writeRecordResult(w io.Writer, res app.RecordResult) {
+	switch {
+	case !res.Changed:
+		fmt.Fprintf(w, "%s is already recorded for this content: nothing written\n", res.File)
+	case res.Commit != "":
+		fmt.Fprintf(w, "%s written and committed as %s", res.File, res.Commit[:min(12, len(res.Commit))])
+		if res.Branch != "" {
+			fmt.Fprintf(w, " on %s", res.Branch)
+		}
+		fmt.Fprintf(w, "; push it to the control repo's default branch (through a pull request its code owners review): it takes effect with the first run that reads that commit\n")
+	default:
+		fmt.Fprintf(w, "%s written; commit that and push it to the control repo's default branch: it takes effect with the first run that reads that commit\n", res.File)
+	}
 }
 
 // writePauseResult says what rollout pause or resume did and what is left to do.

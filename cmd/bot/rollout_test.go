@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/app"
 )
 
 // TestRolloutCommands: with waves declared, plan shows which clusters each wave takes, apply
@@ -136,4 +139,58 @@ func TestRolloutComponentWavesPlan(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, `platform.yaml:27: wave "us-first": soak -1h is negative`)
 	assert.NoDirExists(t, out2, "nothing rendered")
+}
+
+// TestRolloutApproveSkipRollbackLocalForge: an approval wave holds its clusters until
+// rollout approve records the approval; rollout skip leaves a cluster out; rollout rollback
+// holds the content everywhere and says why; each is a file in the control repo, bound to its
+// content, and -o json reports what was written.
+func TestRolloutApproveSkipRollbackLocalForge(t *testing.T) {
+	t.Parallel()
+	ctl := copyControl(t)
+	platform := filepath.Join(ctl, "platform.yaml")
+	b, err := os.ReadFile(platform)
+	require.NoError(t, err)
+	writeFile(t, platform, string(b)+"  rollout:\n    waves:\n      - name: staging\n        clusterSelector: {matchLabels: {env: staging}}\n        approval: required\n")
+	forge := filepath.Join(t.TempDir(), "forge")
+
+	code, out, errOut := cli(t, "apply", "--control", ctl, "--forge", "local:"+forge)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "held by the rollout: wave staging waits for approval (fleetbot rollout approve staging)")
+
+	code, _, errOut = cli(t, "rollout", "approve", "prod", "--control", ctl)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, `wave "prod" does not require approval: the waves with approval: required are staging`)
+
+	code, out, errOut = cli(t, "rollout", "approve", "staging", "--note", "change reviewed", "--control", ctl, "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	var res app.RecordResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	assert.Equal(t, "rollout/approvals/staging.yaml", res.File)
+	assert.True(t, res.Changed)
+	assert.Regexp(t, `^sha256:[0-9a-f]{64}$`, res.Digest)
+	rec, err := os.ReadFile(filepath.Join(ctl, "rollout", "approvals", "staging.yaml"))
+	require.NoError(t, err)
+	assert.Equal(t, "digest: "+res.Digest+"\nnote: change reviewed\n", string(rec))
+	code, out, errOut = cli(t, "rollout", "approve", "staging", "--note", "change reviewed", "--control", ctl)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "rollout/approvals/staging.yaml is already recorded for this content: nothing written")
+
+	code, out, errOut = cli(t, "apply", "--control", ctl, "--forge", "local:"+forge)
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `acme/cluster-staging-eu-1\s+cluster\s+create\s+#1`, out, "approved: the wave starts")
+
+	code, _, errOut = cli(t, "rollout", "skip", "nowhere-1", "--control", ctl)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, `cluster "nowhere-1" is not in clusters/`)
+	code, out, errOut = cli(t, "rollout", "skip", "prod-eu-1", "--control", ctl, "--note", "being rebuilt")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "rollout/skips/prod-eu-1.yaml written; commit that and push it")
+
+	code, out, errOut = cli(t, "rollout", "rollback", "--control", ctl, "--note", "INC-1234")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "rollout/rollback.yaml written")
+	code, out, errOut = cli(t, "rollout", "status", "--control", ctl, "--forge", "local:"+forge)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "halted: rolled back by hand (rollout/rollback.yaml): INC-1234: no new pull request opens for this content")
 }

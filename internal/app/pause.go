@@ -47,14 +47,14 @@ func PauseRollout(dir, reason string, commit bool) (PauseResult, error) {
 	case !utf8.Valid(content) || bytes.IndexByte(content, 0) >= 0:
 		return res, fmt.Errorf("--reason is not UTF-8 text: say why the rollout is paused in a line of text")
 	}
-	file, err := pauseFile(dir)
+	file, err := recordFile(dir, control.PausedFile)
 	if err != nil {
 		return res, err
 	}
 	if old, err := os.ReadFile(file); err == nil && bytes.Equal(old, content) {
 		return res, nil // already paused, for that reason
 	}
-	c, err := prepareCommit(dir, commit)
+	c, err := prepareCommit(dir, commit, control.PausedFile)
 	if err != nil {
 		return res, err
 	}
@@ -78,14 +78,14 @@ func PauseRollout(dir, reason string, commit bool) (PauseResult, error) {
 // what the forge shows.
 func ResumeRollout(dir string, commit bool) (PauseResult, error) {
 	res := PauseResult{File: control.PausedFile}
-	file, err := pauseFile(dir)
+	file, err := recordFile(dir, control.PausedFile)
 	if err != nil {
 		return res, err
 	}
 	if _, err := os.Lstat(file); errors.Is(err, fs.ErrNotExist) {
 		return res, nil // not paused
 	}
-	c, err := prepareCommit(dir, commit)
+	c, err := prepareCommit(dir, commit, control.PausedFile)
 	if err != nil {
 		return res, err
 	}
@@ -102,33 +102,39 @@ func ResumeRollout(dir string, commit bool) (PauseResult, error) {
 	return res, err
 }
 
-// pauseFile is the pause file of the control repo at dir, which must hold platform.yaml (a
-// pause written anywhere else would pause nothing).
-func pauseFile(dir string) (string, error) {
+// recordFile is the rollout record rel (the pause file, an approval, a skip, the rollback)
+// of the control repo at dir, which must hold platform.yaml (a record written anywhere else
+// would record nothing); the directories on its way must be directories, the file a regular
+// file if it exists.
+func recordFile(dir, rel string) (string, error) {
 	if _, err := os.Stat(filepath.Join(dir, "platform.yaml")); err != nil {
 		return "", fmt.Errorf("--control %s is not a control repo (no platform.yaml): %w", dir, err)
 	}
-	if info, err := os.Lstat(filepath.Join(dir, path.Dir(control.PausedFile))); err == nil && !info.IsDir() {
-		return "", fmt.Errorf("%s: %s is not a directory: move it away to record a pause there", dir, path.Dir(control.PausedFile))
+	for d := path.Dir(rel); d != "."; d = path.Dir(d) {
+		if info, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(d))); err == nil && !info.IsDir() {
+			return "", fmt.Errorf("%s: %s is not a directory: move it away to record %s there", dir, d, rel)
+		}
 	}
-	if info, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(control.PausedFile))); err == nil && !info.Mode().IsRegular() {
-		return "", fmt.Errorf("%s: %s is not a regular file: remove it", dir, control.PausedFile)
+	if info, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(rel))); err == nil && !info.Mode().IsRegular() {
+		return "", fmt.Errorf("%s: %s is not a regular file: remove it", dir, rel)
 	}
-	return filepath.Join(dir, filepath.FromSlash(control.PausedFile)), nil
+	return filepath.Join(dir, filepath.FromSlash(rel)), nil
 }
 
-// pauseCommit commits the pause file in the control repo's git work tree (wt nil: no commit).
+// pauseCommit commits one rollout record in the control repo's git work tree (wt nil: no
+// commit).
 type pauseCommit struct {
 	repo *git.Repository
 	wt   *git.Worktree
-	path string // the pause file relative to the work tree's root
+	path string // the record relative to the work tree's root
 	opts *git.CommitOptions
 }
 
-// prepareCommit checks, before anything is written, that the pause file can be committed
-// alone: dir is in a git work tree (else no commit is made), nothing else is staged (a commit
-// would take it along), and git knows who commits (user.name and user.email).
-func prepareCommit(dir string, commit bool) (*pauseCommit, error) {
+// prepareCommit checks, before anything is written, that the record file (relative to the
+// control repo) can be committed alone: dir is in a git work tree (else no commit is made),
+// nothing else is staged (a commit would take it along), and git knows who commits
+// (user.name and user.email).
+func prepareCommit(dir string, commit bool, file string) (*pauseCommit, error) {
 	if !commit {
 		return &pauseCommit{}, nil
 	}
@@ -148,25 +154,25 @@ func prepareCommit(dir string, commit bool) (*pauseCommit, error) {
 	if err != nil {
 		return nil, err
 	}
-	rel := path.Join(sub, control.PausedFile)
+	rel := path.Join(sub, file)
 	st, err := wt.Status()
 	if err != nil {
 		return nil, fmt.Errorf("reading the git status of %s: %w", dir, err)
 	}
 	for p, s := range st {
 		if p != rel && s.Staging != git.Unmodified && s.Staging != git.Untracked {
-			return nil, fmt.Errorf("%s has staged changes (%s, ...): commit or unstage them first, or pass --no-commit and commit %s yourself; nothing was written", dir, p, control.PausedFile)
+			return nil, fmt.Errorf("%s has staged changes (%s, ...): commit or unstage them first, or pass --no-commit and commit %s yourself; nothing was written", dir, p, file)
 		}
 	}
 	opts := &git.CommitOptions{}
 	if err := opts.Validate(r); err != nil {
-		return nil, fmt.Errorf("committing %s in %s: %w (set git config user.name and user.email, or pass --no-commit); nothing was written", control.PausedFile, dir, err)
+		return nil, fmt.Errorf("committing %s in %s: %w (set git config user.name and user.email, or pass --no-commit); nothing was written", file, dir, err)
 	}
 	return &pauseCommit{repo: r, wt: wt, path: rel, opts: opts}, nil
 }
 
-// commit records the pause file's change (removed: its removal) as one commit, returning it
-// and its branch.
+// commit records the record's change (removed: its removal) as one commit, returning it and
+// its branch.
 func (c *pauseCommit) commit(msg string, removed bool) (string, string, error) {
 	if c.wt == nil {
 		return "", "", nil

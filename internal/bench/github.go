@@ -22,6 +22,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/fleetgen"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
+	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 )
 
@@ -56,6 +57,8 @@ type Cost struct {
 	// a figure is taken from.
 	Requests int
 	Routes   map[string]int
+	// ContentRoutes counts the content-creating requests GitHub accepted by route.
+	ContentRoutes map[string]int
 	// Wall is the wall time of the run(s).
 	Wall time.Duration
 }
@@ -119,6 +122,12 @@ type GitHubResult struct {
 	Concurrency     int
 	// Setup is the wall time to create and converge the fleet (no limits).
 	Setup time.Duration
+	// FirstRollout is the setup's first apply, which creates every repo and opens its first
+	// pull request (no limits); Created the repos it created, and FirstRolloutMinimum the
+	// least time GitHub's content limits allow for its content-creating requests.
+	FirstRollout        Cost
+	Created             int
+	FirstRolloutMinimum time.Duration
 	// Noop is a full reconcile with nothing to do.
 	Noop Cost
 	// OneCluster is a full reconcile after one cluster's value changed;
@@ -127,9 +136,13 @@ type GitHubResult struct {
 	OneCluster, OneClusterOnly Cost
 	// Component is every run of the fan-out of one platform component
 	// changed on every cluster.
-	Component   Cost
-	FanOut      FanOut
-	Incremental Incremental
+	Component Cost
+	FanOut    FanOut
+	// OpenPRs is the fan-out of a second change to that component while the first one's pull
+	// requests are still open: every changed repo's pull request is updated, none opened.
+	OpenPRs       Cost
+	OpenPRsFanOut FanOut
+	Incremental   Incremental
 	// Client is the measuring client's counters after everything.
 	Client ghforge.Stats
 }
@@ -230,11 +243,24 @@ func GitHub(ctx context.Context, o GitHubOptions) (*GitHubResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	sf := ghforge.NewForge(sc, ghforge.ForgeOptions{CacheDir: cacheDir})
+	sf := ghforge.NewForge(sc, ghforge.ForgeOptions{CacheDir: cacheDir, ContentTransport: ghforge.DefaultContentTransport})
+	srv.ResetLog()
+	firstStart := time.Now()
 	rep, err := reconcile.Apply(ctx, sf, fl.repo, fl.targets, reconcile.Options{Concurrency: 16})
 	if err != nil {
 		return nil, fmt.Errorf("setup: first apply: %w", err)
 	}
+	res.FirstRollout = counts(srv)
+	res.FirstRollout.Wall, res.FirstRollout.Repos = time.Since(firstStart), len(rep.Results)
+	for _, r := range rep.Results {
+		if r.Changed() {
+			res.FirstRollout.Changed++
+		}
+		if r.Action == pr.ActionCreate {
+			res.Created++
+		}
+	}
+	res.FirstRolloutMinimum = MinimumTime(res.FirstRollout.ContentCreating, ghforge.DefaultPerMinute, ghforge.DefaultPerHour)
 	human := platformAdmin(srv, fl.repo)
 	if err := mergeAll(ctx, human, rep); err != nil {
 		return nil, err
@@ -253,7 +279,7 @@ func GitHub(ctx context.Context, o GitHubOptions) (*GitHubResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	mf := ghforge.NewForge(mc, ghforge.ForgeOptions{CacheDir: cacheDir})
+	mf := ghforge.NewForge(mc, ghforge.ForgeOptions{CacheDir: cacheDir, ContentTransport: ghforge.DefaultContentTransport})
 	opts := reconcile.Options{Concurrency: o.Concurrency}
 	if o.Latency > 0 {
 		srv.Fault("*", githubtest.FaultSpec{Latency: o.Latency})
@@ -319,6 +345,18 @@ func GitHub(ctx context.Context, o GitHubOptions) (*GitHubResult, error) {
 	if res.Component, res.FanOut, err = measureFanOut(ctx, srv, mc, mf, fl, clock, opts, log); err != nil {
 		return nil, fmt.Errorf("fan-out: %w", err)
 	}
+
+	// The same component changed again before anyone merged: every pull request is updated.
+	if err := clock.Sleep(ctx, time.Hour); err != nil {
+		return nil, err
+	}
+	log.Info("github: fan-out of a second change to the open pull requests")
+	if err := fl.edit("catalog/monitoring/app.yaml", "v1.1.0", "v1.2.0"); err != nil {
+		return nil, err
+	}
+	if res.OpenPRs, res.OpenPRsFanOut, err = measureFanOut(ctx, srv, mc, mf, fl, clock, opts, log); err != nil {
+		return nil, fmt.Errorf("fan-out to open pull requests: %w", err)
+	}
 	res.Client = mc.Stats()
 	return res, nil
 }
@@ -372,7 +410,7 @@ func mergeAll(ctx context.Context, c *gh.Client, rep *reconcile.Report) error {
 
 // counts sums the fake's request log since its last reset.
 func counts(srv *githubtest.Server) Cost {
-	c := Cost{Routes: map[string]int{}}
+	c := Cost{Routes: map[string]int{}, ContentRoutes: map[string]int{}}
 	for _, r := range srv.Requests() {
 		c.Requests++
 		c.Routes[r.Route]++
@@ -397,6 +435,7 @@ func counts(srv *githubtest.Server) Cost {
 			c.Writes++
 			if r.Status < 400 {
 				c.ContentCreating++
+				c.ContentRoutes[r.Route]++
 			}
 		}
 	}
@@ -485,7 +524,7 @@ func measureIncremental(ctx context.Context, srv *githubtest.Server, f *ghforge.
 // deferred, until none is left, skipping the clock over budget waits and,
 // between runs, to when the budget can afford the next repo within the
 // client's MaxWait (what a service's scheduler would do).
-func measureFanOut(ctx context.Context, srv *githubtest.Server, c *ghforge.Client, f reconcile.Forge, fl *fleet, clock *VirtualClock, opts reconcile.Options, log *slog.Logger) (Cost, FanOut, error) {
+func measureFanOut(ctx context.Context, srv *githubtest.Server, c *ghforge.Client, f *ghforge.Forge, fl *fleet, clock *VirtualClock, opts reconcile.Options, log *slog.Logger) (Cost, FanOut, error) {
 	srv.ResetLog()
 	budget0 := c.Stats().Budget
 	var fo FanOut
@@ -516,7 +555,8 @@ func measureFanOut(ctx context.Context, srv *githubtest.Server, c *ghforge.Clien
 		}
 		// The next run takes only what this one left (deferred or failed).
 		run.Only = left
-		const perRepo = 4 // tree, commit, ref, pull request
+		// A commit, its branch move and a pull request: what the forge prices a changed repo at.
+		_, perRepo := f.Requests(pr.Cost{Commits: 1, BranchMoves: 1, PROpens: 1})
 		if _, wait := c.Budget().Afford(perRepo); wait > c.Budget().Config().MaxWait {
 			if err := clock.Sleep(ctx, wait-c.Budget().Config().MaxWait); err != nil {
 				return Cost{}, fo, err

@@ -608,8 +608,12 @@ func pushCost(reqs []githubtest.Request, owner string) PushResult {
 		case strings.HasPrefix(r.Route, "POST /app/") || r.Route == "GET /app":
 		case strings.HasPrefix(r.Path, "/api/v3/repos/"+owner+"/control/") || r.Path == "/api/v3/repos/"+owner+"/control":
 			p.ControlReads++
-		case strings.HasPrefix(r.Path, "/api/v3/repos/"+owner+"/"):
-			name, _, _ := strings.Cut(strings.TrimPrefix(r.Path, "/api/v3/repos/"+owner+"/"), "/")
+		case strings.HasPrefix(r.Path, "/api/v3/repos/"+owner+"/") || strings.HasPrefix(r.Path, "/"+owner+"/"):
+			// A REST path of a target repo, or its git smart HTTP (a push: the ref
+			// advertisement, then the receive-pack).
+			rest := strings.TrimPrefix(strings.TrimPrefix(r.Path, "/api/v3/repos/"+owner+"/"), "/"+owner+"/")
+			name, _, _ := strings.Cut(rest, "/")
+			name = strings.TrimSuffix(name, ".git")
 			touched[name] = true
 			if r.Class == githubtest.Read {
 				p.TargetReads++

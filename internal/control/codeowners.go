@@ -62,6 +62,29 @@ func (c *Codeowners) Owner(p string) (CodeownersRule, bool) {
 	return CodeownersRule{}, false
 }
 
+// Teams returns the team slugs the rule names (@org/team), lower-cased; users and emails are
+// not teams.
+func (r CodeownersRule) Teams() []string {
+	var out []string
+	for _, o := range r.Owners {
+		if _, team, ok := strings.Cut(strings.TrimPrefix(o, "@"), "/"); ok && strings.HasPrefix(o, "@") {
+			out = append(out, strings.ToLower(team))
+		}
+	}
+	return out
+}
+
+// Users returns the user logins the rule names (@login), lower-cased, bots included.
+func (r CodeownersRule) Users() []string {
+	var out []string
+	for _, o := range r.Owners {
+		if strings.HasPrefix(o, "@") && !strings.Contains(o, "/") {
+			out = append(out, strings.ToLower(o[1:]))
+		}
+	}
+	return out
+}
+
 // codeownersPattern compiles a CODEOWNERS pattern, in GitHub's reading of gitignore's rules: a
 // pattern with a slash at its start or in its middle is anchored at the repo root, otherwise
 // it matches at any depth; a pattern naming a directory owns everything under it, except that

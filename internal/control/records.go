@@ -23,6 +23,10 @@ const (
 	// SkipsDir holds one file per skipped cluster, <cluster>.yaml (`fleetbot rollout skip
 	// CLUSTER`): the rollout of the content it names leaves the cluster out.
 	SkipsDir = "rollout/skips"
+	// RollbackFile marks the content it names as rolled back (`fleetbot rollout rollback`):
+	// no new pull request opens for it anywhere until a control-repo commit changes what the
+	// control repo renders.
+	RollbackFile = "rollout/rollback.yaml"
 	// MaxRecordBytes bounds one record: a digest, a revision and a short note.
 	MaxRecordBytes = 4096
 )
@@ -51,6 +55,10 @@ var (
 	revisionRe = regexp.MustCompile(`^[0-9a-f]{7,64}$`)
 )
 
+// IsRevision reports whether s names a control-repo commit as a record's revision may: its
+// hex SHA (7 to 64 digits).
+func IsRevision(s string) bool { return revisionRe.MatchString(s) }
+
 // Current reports whether the record is about the content r holds.
 func (rec RolloutRecord) Current(r *Repo) bool {
 	return r != nil && r.Digest != "" && rec.Digest == r.Digest
@@ -64,6 +72,14 @@ func (r *Repo) ApprovedWaves() map[string]bool {
 // SkippedClusters returns the clusters the rollout of the content r holds leaves out.
 func (r *Repo) SkippedClusters() map[string]bool {
 	return currentNames(r, r.Skips)
+}
+
+// RolledBack returns the rollback record when it is about the content r holds, else nil.
+func (r *Repo) RolledBack() *RolloutRecord {
+	if r == nil || r.Rollback == nil || !r.Rollback.Current(r) {
+		return nil
+	}
+	return r.Rollback
 }
 
 func currentNames(r *Repo, recs []RolloutRecord) map[string]bool {
@@ -98,8 +114,8 @@ func (in *inputs) digest() string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// loadRecords reads the rollout records: rollout/approvals/<wave>.yaml and
-// rollout/skips/<cluster>.yaml.
+// loadRecords reads the rollout records: rollout/approvals/<wave>.yaml,
+// rollout/skips/<cluster>.yaml and rollout/rollback.yaml.
 func (l *loader) loadRecords(top map[string]fs.DirEntry) error {
 	dir, ok := top[path.Dir(ApprovalsDir)]
 	if !ok || !dir.IsDir() {
@@ -109,8 +125,26 @@ func (l *loader) loadRecords(top map[string]fs.DirEntry) error {
 	if l.repo.Approvals, err = l.records(ApprovalsDir, "wave"); err != nil {
 		return err
 	}
-	l.repo.Skips, err = l.records(SkipsDir, "cluster")
-	return err
+	if l.repo.Skips, err = l.records(SkipsDir, "cluster"); err != nil {
+		return err
+	}
+	entries, err := fs.ReadDir(l.fsys, path.Dir(RollbackFile))
+	if err != nil {
+		return fmt.Errorf("%w: listing %s: %w", ErrUnreadable, path.Dir(RollbackFile), err)
+	}
+	for _, e := range entries {
+		if e.Name() != path.Base(RollbackFile) || e.IsDir() {
+			continue
+		}
+		rec, ok, err := l.record(RollbackFile, e, "rollback")
+		if err != nil {
+			return err
+		}
+		if ok {
+			l.repo.Rollback = &rec
+		}
+	}
+	return nil
 }
 
 // records reads the records of dir, each named after its wave or cluster (what).
@@ -172,7 +206,7 @@ func (l *loader) record(name string, e fs.DirEntry, what string) (RolloutRecord,
 		return RolloutRecord{}, false, nil
 	}
 	rec.Name, rec.Source = base, d.src
-	hint := fmt.Sprintf("write it with fleetbot rollout %s, which takes the digest from the control repo", map[string]string{"wave": "approve", "cluster": "skip"}[what])
+	hint := fmt.Sprintf("write it with fleetbot rollout %s, which takes the digest from the control repo", map[string]string{"wave": "approve", "cluster": "skip", "rollback": "rollback"}[what])
 	switch {
 	case rec.Digest == "":
 		l.is.Add(d.src.At("digest"), hint, "the record names no digest: it would apply to no content")

@@ -214,6 +214,7 @@ func TestRolloutRecords(t *testing.T) {
 		"rollout/skips/prod-eu-1.yaml":  "digest: " + digest + "\nnote: cluster is being rebuilt\n",
 		"rollout/approvals/README.md":   "approvals live here\n",
 		"rollout/paused":                "maintenance\n",
+		"rollout/rollback.yaml":         "digest: " + digest + "\nrevision: 0123abcd\nnote: canary alerts\n",
 	}
 	repo, err = Load(fixture(t, withRecords))
 	require.NoError(t, err)
@@ -223,6 +224,9 @@ func TestRolloutRecords(t *testing.T) {
 	require.Len(t, repo.Approvals, 1)
 	assert.Equal(t, RolloutRecord{Name: "canary", Digest: digest, Revision: "0123abcd", Note: "canary looked fine", Source: repo.Approvals[0].Source}, repo.Approvals[0])
 	assert.Equal(t, "rollout/approvals/canary.yaml", repo.Approvals[0].Source.File)
+	require.NotNil(t, repo.RolledBack())
+	assert.Equal(t, "canary alerts", repo.RolledBack().Note)
+	assert.Equal(t, "rollout/rollback.yaml", repo.RolledBack().Source.File)
 
 	// A new cluster: new content, the records lapse (they stay in the repo, applying to nothing).
 	withRecords["clusters/edge-1.yaml"] = "apiVersion: fleetbot.io/v1alpha1\nkind: Cluster\nmetadata: {name: edge-1}\n"
@@ -231,6 +235,7 @@ func TestRolloutRecords(t *testing.T) {
 	assert.NotEqual(t, digest, repo.Digest)
 	assert.Empty(t, repo.ApprovedWaves())
 	assert.Empty(t, repo.SkippedClusters())
+	assert.Nil(t, repo.RolledBack(), "a newer control commit ends the rollback's hold")
 	assert.Len(t, repo.Approvals, 1)
 }
 

@@ -478,6 +478,8 @@ type Repo struct {
 	// rollout/skips/<cluster>.yaml ones, whatever content they are about (see
 	// ApprovedWaves, SkippedClusters).
 	Approvals, Skips []RolloutRecord
+	// Rollback is the rollout/rollback.yaml record, nil without one (see RolledBack).
+	Rollback *RolloutRecord
 	// Codeowners is the control repo's CODEOWNERS, nil when it has none.
 	Codeowners *Codeowners
 	// Warnings are findings that are legal but almost always a mistake (a component whose

@@ -373,7 +373,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var reqBody []byte
 	checkSpec := s.cfg.spec != nil && specCheckable(r.URL.Path)
 	if checkSpec && r.Body != nil {
-		reqBody, _ = io.ReadAll(io.LimitReader(r.Body, 100<<20))
+		var err error
+		reqBody, err = io.ReadAll(io.LimitReader(r.Body, 100<<20))
+		// A client that went away mid-request (a stopped serve, a cancelled context) sent a
+		// cut body: the handler answers it as GitHub answers broken JSON, and the exchange is
+		// not one the description can judge (no client sent that body on purpose).
+		checkSpec = err == nil
 		_ = r.Body.Close()
 		r.Body = io.NopCloser(bytes.NewReader(reqBody))
 	}

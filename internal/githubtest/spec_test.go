@@ -2,6 +2,9 @@ package githubtest_test
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -72,4 +75,39 @@ func TestRESTSpecMatchesSlashedRef(t *testing.T) {
 	rt, _, ok = d.Match("GET", "/repos/acme/r")
 	require.True(t, ok)
 	assert.Equal(t, "repos/get", rt.Operation.OperationID)
+}
+
+// A client that goes away in the middle of its request body (a serve stopped mid-apply) sent
+// no request GitHub's description can judge: the conformance check stays quiet about the cut
+// body, which a stopped client never meant to send.
+func TestRESTSpecIgnoresABodyCutByTheClient(t *testing.T) {
+	t.Parallel()
+	d := loadSpec(t)
+	var mu sync.Mutex
+	var got []restspec.Violation
+	srv := githubtest.NewServer(t, githubtest.WithRESTSpec(d, func(v restspec.Violation) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, v)
+	}))
+	srv.CreateOrg("acme")
+	srv.CreateRepo("acme", "r", map[string]string{"README.md": "hi\n"})
+
+	u, err := url.Parse(srv.APIURL())
+	require.NoError(t, err)
+	conn, err := net.Dial("tcp", u.Host)
+	require.NoError(t, err)
+	body := `{"title":"t","head":"fleetbot/sync","base":"main"}`
+	_, err = fmt.Fprintf(conn, "POST %srepos/acme/r/pulls HTTP/1.1\r\nHost: %s\r\nAuthorization: token %s\r\n"+
+		"User-Agent: test\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		u.Path, u.Host, githubtest.DefaultToken, len(body), body[:20])
+	require.NoError(t, err)
+	require.NoError(t, conn.Close()) // gone, 20 bytes into a body of more
+	srv.Close()                      // waits for the handler
+
+	mu.Lock()
+	defer mu.Unlock()
+	for _, v := range got {
+		assert.NotContains(t, v.String(), "unexpected EOF", "a cut body is not a conformance finding")
+	}
 }

@@ -81,9 +81,16 @@ func Apply(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Option
 	wrap := func(step string, err error) error {
 		return fmt.Errorf("%s: %s: %w", t.FullName(), step, err)
 	}
-	base, err := createAndBootstrap(ctx, f, t, d, wrap)
+	// A forge that moves several branches in one write creates the bootstrap's default branch
+	// together with the bot branch (pushBranch), rather than on its own.
+	joint := f.Capabilities().Branches != nil && d.PushBranch
+	base, err := createAndBootstrap(ctx, f, t, d, joint, wrap)
 	if err != nil {
 		return nil, err
+	}
+	var pending *BranchMove
+	if joint && len(d.Bootstrap) > 0 {
+		pending = &BranchMove{Branch: d.defBr, SHA: base.SHA}
 	}
 	// A merge done by hand is recorded first: the PR that opens below
 	// replaces d.PR, and a forge may refuse a second open PR from the bot
@@ -93,7 +100,7 @@ func Apply(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Option
 			return nil, wrap(fmt.Sprintf("recording PR #%d merged", d.PR.Number), err)
 		}
 	}
-	head, err := pushBranch(ctx, f, t, d, o, base, wrap)
+	head, err := pushBranch(ctx, f, t, d, o, base, pending, wrap)
 	if err != nil {
 		return nil, err
 	}
@@ -115,8 +122,9 @@ type stepError func(step string, err error) error
 
 // createAndBootstrap creates a repo that does not exist and writes the root commit of the
 // default branch of a new or empty one (README, CODEOWNERS, scaffolds), which the branch
-// fleetbot pushes then builds on; it returns the commit the bot commit goes on top of.
-func createAndBootstrap(ctx context.Context, f Forge, t *fanout.Target, d *Decision, wrap stepError) (Commit, error) {
+// fleetbot pushes then builds on; it returns the commit the bot commit goes on top of. With
+// defer set it writes the commit but leaves the branch to the caller (Capabilities.Branches).
+func createAndBootstrap(ctx context.Context, f Forge, t *fanout.Target, d *Decision, deferBranch bool, wrap stepError) (Commit, error) {
 	owner, repo := t.Owner, t.Repo
 	if d.CreateRepo {
 		err := f.CreateRepo(ctx, RepoSpec{
@@ -138,6 +146,9 @@ func createAndBootstrap(ctx context.Context, f Forge, t *fanout.Target, d *Decis
 	if err != nil {
 		return Commit{}, wrap("bootstrap commit", err)
 	}
+	if deferBranch {
+		return c, nil
+	}
 	// The default branch of a new or empty repo: it must not exist yet.
 	if err := f.SetBranch(ctx, owner, repo, d.defBr, c.SHA, ""); err != nil {
 		return Commit{}, wrap("creating branch "+d.defBr, err)
@@ -149,8 +160,9 @@ func createAndBootstrap(ctx context.Context, f Forge, t *fanout.Target, d *Decis
 // says so, from the head the snapshot showed (none: the branch must not exist), and returns
 // the branch's head: the commit the pull request carries, and the one its marker records as
 // fleetbot's own. A branch someone moved since the snapshot is never overwritten: the forge
-// refuses the move with ErrRefMoved.
-func pushBranch(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Options, base Commit, wrap stepError) (string, error) {
+// refuses the move with ErrRefMoved. A pending move (a new repo's default branch, at base) goes
+// with the bot branch's in one SetBranches.
+func pushBranch(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o Options, base Commit, pending *BranchMove, wrap stepError) (string, error) {
 	head := d.botHead()
 	if !d.PushBranch {
 		return head, nil
@@ -163,6 +175,13 @@ func pushBranch(ctx context.Context, f Forge, t *fanout.Target, d *Decision, o O
 	}
 	if c.Tree != d.Tree {
 		return "", wrap("commit", fmt.Errorf("forge wrote tree %s, expected %s", c.Tree, d.Tree))
+	}
+	if pending != nil {
+		moves := []BranchMove{*pending, {Branch: o.Branch, SHA: c.SHA, Expect: head}}
+		if err := f.Capabilities().Branches.SetBranches(ctx, t.Owner, t.Repo, moves); err != nil {
+			return "", wrap("creating branches "+pending.Branch+" and "+o.Branch, err)
+		}
+		return c.SHA, nil
 	}
 	if err := f.SetBranch(ctx, t.Owner, t.Repo, o.Branch, c.SHA, head); err != nil {
 		return "", wrap("pushing branch "+o.Branch, err)

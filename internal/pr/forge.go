@@ -111,6 +111,24 @@ type Capabilities struct {
 	// Rollout reads, for many repos at once, what a wave check needs: fleetbot's newest pull
 	// request and its merge commit's statuses.
 	Rollout RolloutReader
+	// Branches moves several branches of a repo in one write; Apply creates a new repo's
+	// default branch and its bot branch with it.
+	Branches BranchSetter
+}
+
+// BranchSetter is a forge that moves several branches of one repo in one write (GitHub with
+// git push: one push, a command per branch), where SetBranch would write once per branch.
+// Apply gives it a new repo's bootstrap branch and bot branch together: one content-creating
+// write instead of two.
+type BranchSetter interface {
+	// SetBranches is SetBranch of each move, in order, as one write; every move is a
+	// compare-and-swap as in SetBranch, and a lost one is ErrRefMoved with none applied.
+	SetBranches(ctx context.Context, owner, repo string, moves []BranchMove) error
+}
+
+// BranchMove is one branch move of SetBranches: Branch to SHA, from Expect ("" absent).
+type BranchMove struct {
+	Branch, SHA, Expect string
 }
 
 // RolloutReader is a forge that reads, in a few batched requests (GitHub: GraphQL, 100 repos a

@@ -39,6 +39,28 @@ type Rollout struct {
 	// NextCheck is the earliest time the verdict can change by time alone (a soak ending, a
 	// health timeout).
 	NextCheck time.Time `json:"nextCheck,omitzero"`
+	// Window is where the change windows (spec.rollout.windows) stand; nil without windows.
+	Window *RolloutWindow `json:"window,omitempty"`
+}
+
+// RolloutWindow is where the change windows stand: open (a new pull request may open and
+// fleetbot may merge) or not, and when that changes (zero: not within a year).
+type RolloutWindow struct {
+	Open bool      `json:"open"`
+	Next time.Time `json:"next,omitzero"`
+}
+
+// Sentence words the window's state in one line.
+func (w *RolloutWindow) Sentence() string {
+	switch {
+	case w.Open && w.Next.IsZero():
+		return "change windows: open"
+	case w.Open:
+		return "change windows: open until " + w.Next.UTC().Format(time.RFC3339)
+	case w.Next.IsZero():
+		return "change windows: closed; none opens within a year"
+	}
+	return "change windows: closed until " + w.Next.UTC().Format(time.RFC3339) + " (no new pull request opens and nothing merges; open ones are still updated)"
 }
 
 // RolloutWave is one wave of a rollout.
@@ -53,6 +75,16 @@ type RolloutWave struct {
 	Healthy int `json:"healthy"`
 	// SoakUntil is when the wave's soak ends (soaking).
 	SoakUntil time.Time `json:"soakUntil,omitzero"`
+	// Failed and Unreported are the clusters that failed or did not report within the health
+	// timeout (counted against the wave's failure budget, MaxUnavailable of both and
+	// MaxFailures of the failed); Skipped those the rollout leaves out (rollout/skips).
+	Failed         []string `json:"failed,omitempty"`
+	Unreported     []string `json:"unreported,omitempty"`
+	Skipped        []string `json:"skipped,omitempty"`
+	MaxUnavailable int      `json:"maxUnavailable,omitempty"`
+	MaxFailures    int      `json:"maxFailures,omitempty"`
+	// Awaiting are the approvals the wave waits for (fleetbot rollout approve).
+	Awaiting []string `json:"awaiting,omitempty"`
 }
 
 // HeldCluster is a cluster whose pull request the rollout holds, and why.
@@ -66,6 +98,10 @@ type RolloutHalt struct {
 	Wave    string `json:"wave"`
 	Cluster string `json:"cluster"`
 	Reason  string `json:"reason"`
+	// Rollback: the wave rolls back on failure; RolledBack: the content was rolled back
+	// (rollout/rollback.yaml, or a rolled-back failure it repeats).
+	Rollback   bool `json:"rollback,omitempty"`
+	RolledBack bool `json:"rolledBack,omitempty"`
 }
 
 // fleetWaves is the name of the fleet's own list of waves (control.FleetWaves).
@@ -105,8 +141,19 @@ func (r *Rollout) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if h := r.Halted; h != nil {
+	writeWaveLists(&b, r.Waves)
+	switch h := r.Halted; {
+	case h == nil:
+	case h.Cluster == "":
+		fmt.Fprintf(&b, "halted: %s\n", h.Reason)
+	default:
 		fmt.Fprintf(&b, "halted in wave %s on cluster %s: %s\n", h.Wave, h.Cluster, h.Reason)
+		if h.Rollback {
+			fmt.Fprintf(&b, "wave %s rolls back on failure: fleetbot rollout rollback records the rollback of this content\n", h.Wave)
+		}
+	}
+	if r.Window != nil {
+		b.WriteString(r.Window.Sentence() + "\n")
 	}
 	if len(r.Admitted) > 0 {
 		fmt.Fprintf(&b, "may have a pull request now: %s\n", strings.Join(r.Admitted, ", "))
@@ -124,6 +171,26 @@ func (r *Rollout) WriteText(w io.Writer) error {
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeWaveLists names each wave's failed, unreported and skipped clusters and the approvals
+// it waits for.
+func writeWaveLists(b *strings.Builder, waves []RolloutWave) {
+	for _, ws := range waves {
+		if len(ws.Failed) > 0 {
+			fmt.Fprintf(b, "wave %s: failed (%d, maxFailures %d): %s\n", ws.Name, len(ws.Failed), ws.MaxFailures, strings.Join(ws.Failed, ", "))
+		}
+		if len(ws.Unreported) > 0 {
+			fmt.Fprintf(b, "wave %s: not reported in time (%d unavailable with the failed, maxUnavailable %d): %s\n",
+				ws.Name, len(ws.Failed)+len(ws.Unreported), ws.MaxUnavailable, strings.Join(ws.Unreported, ", "))
+		}
+		if len(ws.Skipped) > 0 {
+			fmt.Fprintf(b, "wave %s: skipped: %s\n", ws.Name, strings.Join(ws.Skipped, ", "))
+		}
+		for _, a := range ws.Awaiting {
+			fmt.Fprintf(b, "wave %s waits for approval: fleetbot rollout approve %s\n", ws.Name, a)
+		}
+	}
 }
 
 // SummaryLine says the verdict in one line: "rollout in progress: 3 waves: 1 done, 1 active,

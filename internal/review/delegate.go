@@ -1,92 +1,13 @@
 package review
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"io/fs"
 	"path"
 	"slices"
 	"strings"
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
 )
-
-// codeownersPaths are where GitHub looks for a repo's CODEOWNERS, in its order.
-var codeownersPaths = []string{".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS"}
-
-// ownerRule is one CODEOWNERS line: a pattern and the team slugs it names
-// (@org/team; users and emails are not teams and are ignored).
-type ownerRule struct {
-	pattern string
-	teams   []string
-}
-
-// codeowners reads the control repo's CODEOWNERS from fsys (the base: a
-// change cannot grant its author rights by editing it, and editing it
-// needs a platform admin). Missing or unreadable: no rules.
-func codeowners(fsys fs.FS) []ownerRule {
-	if fsys == nil {
-		return nil
-	}
-	for _, p := range codeownersPaths {
-		data, err := fs.ReadFile(fsys, p)
-		if err != nil {
-			continue
-		}
-		var rules []ownerRule
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		for sc.Scan() {
-			line := strings.TrimSpace(sc.Text())
-			if line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
-			fields := strings.Fields(line)
-			r := ownerRule{pattern: fields[0]}
-			for _, o := range fields[1:] {
-				if strings.HasPrefix(o, "#") {
-					break
-				}
-				if _, team, ok := strings.Cut(strings.TrimPrefix(o, "@"), "/"); ok && strings.HasPrefix(o, "@") {
-					r.teams = append(r.teams, strings.ToLower(team))
-				}
-			}
-			rules = append(rules, r)
-		}
-		return rules
-	}
-	return nil
-}
-
-// ownersOf returns the teams of the last rule matching p (GitHub: the last
-// matching pattern takes precedence), and the pattern.
-func ownersOf(rules []ownerRule, p string) ([]string, string) {
-	for i := len(rules) - 1; i >= 0; i-- {
-		if codeownersMatch(rules[i].pattern, p) {
-			return rules[i].teams, rules[i].pattern
-		}
-	}
-	return nil, ""
-}
-
-// codeownersMatch matches the gitignore-style patterns CODEOWNERS uses, in
-// the forms a control repo needs: "*", a directory ("/clusters/team-a/"),
-// and a glob anchored at the root ("/clusters/payments-*.yaml") or, without
-// a slash, matching a file name anywhere ("*.yaml").
-func codeownersMatch(pattern, p string) bool {
-	switch {
-	case pattern == "*":
-		return true
-	case strings.HasSuffix(pattern, "/"):
-		dir := strings.TrimPrefix(pattern, "/")
-		return strings.HasPrefix(p, dir)
-	case !strings.Contains(strings.TrimSuffix(pattern, "/"), "/"):
-		ok, _ := path.Match(pattern, path.Base(p))
-		return ok
-	}
-	ok, _ := path.Match(strings.TrimPrefix(pattern, "/"), p)
-	return ok
-}
 
 // delegated lets the teams that own a cluster file by the control repo's
 // CODEOWNERS add or change it, which platform admins otherwise must do,
@@ -100,12 +21,13 @@ func codeownersMatch(pattern, p string) bool {
 // (spec.retiredClusters of the base: its kubeconfig Secret and HelmRelease are
 // retained on the management cluster, and the new file would point the hub at
 // them) or a management cluster's. fc is judge's verdict for the path.
-func delegated(fc FileChange, c fileDiff, rules []ownerRule, base, head *control.Repo, m *membership) FileChange {
+func delegated(fc FileChange, c fileDiff, base, head *control.Repo, m *membership) FileChange {
 	if fc.Allowed || base == nil || head == nil || !strings.HasPrefix(c.path, "clusters/") || (c.op != OpAdded && c.op != OpChanged) {
 		return fc
 	}
-	teams, pattern := ownersOf(rules, c.path)
-	teams = slices.DeleteFunc(slices.Clone(teams), func(t string) bool { return slices.Contains(base.Platform.Spec.Admins, t) })
+	rule, _ := base.Codeowners.Owner(c.path)
+	teams, pattern := rule.Teams(), rule.Pattern
+	teams = slices.DeleteFunc(teams, func(t string) bool { return slices.Contains(base.Platform.Spec.Admins, t) })
 	if len(teams) == 0 {
 		return fc
 	}

@@ -176,9 +176,8 @@ func Review(in Input, r Renderer) (*Report, error) {
 		return nil, err
 	}
 	m := &membership{member: in.Member, found: map[string]bool{}}
-	owners := codeowners(in.Base)
 	for _, c := range changed {
-		rep.Files = append(rep.Files, delegated(judge(c, base, head, m), c, owners, base, head, m))
+		rep.Files = append(rep.Files, approval(delegated(judge(c, base, head, m), c, base, head, m), c, base, in.Author, m))
 	}
 	rep.AuthorTeams = m.teams()
 	rep.MembershipUnknown = in.Member == nil || m.err != nil

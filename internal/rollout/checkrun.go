@@ -48,6 +48,9 @@ func (s *Status) CheckRun() CheckRun {
 		}
 	}
 	switch {
+	case s.Halted != nil && s.Halted.Cluster == "":
+		p.Conclusion = CheckHalted
+		p.Title = "rollout halted: " + s.Halted.Reason
 	case s.Halted != nil:
 		p.Conclusion = CheckHalted
 		p.Title = fmt.Sprintf("rollout halted on %s: %s", s.Halted.Cluster, s.Halted.Reason)
@@ -66,9 +69,9 @@ func (s *Status) CheckRun() CheckRun {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Rollout of control-repo revision `%s` in %d waves; each starts once the one before is merged, reported healthy by Flux and soaked.\n\n",
 		report.ShortSHA(s.Revision), len(s.Waves))
-	if h := s.Halted; h != nil {
-		fmt.Fprintf(&b, "**Halted on %s** (wave %s): %s. No new pull request opens until Flux reports it healthy or a new control-repo commit supersedes this rollout.\n\n",
-			h.Cluster, h.Wave, h.Reason)
+	writeHalt(&b, s.Halted)
+	if w := s.Window; w != nil {
+		b.WriteString(w.Sentence() + "\n\n")
 	}
 	b.WriteString("| # | wave | state | done / total | changed | merged | healthy | soak until |\n|---|---|---|---|---|---|---|---|\n")
 	for i, ws := range s.Waves {
@@ -82,6 +85,7 @@ func (s *Status) CheckRun() CheckRun {
 		}
 		fmt.Fprintf(&b, "| %d | %s | %s | %d / %d | %d | %d | %d | %s |\n", i+1, ws.Name, state, waveDone(ws), ws.Total, ws.Changed, ws.Merged, ws.Healthy, soak)
 	}
+	writeBudgetLists(&b, s.Waves)
 	if len(s.Held) > 0 {
 		fmt.Fprintf(&b, "\n%d cluster(s) wait for their wave; `fleetbot rollout status` lists them with why.\n", len(s.Held))
 	}
@@ -96,4 +100,37 @@ func (s *Status) CheckRun() CheckRun {
 // and healthy.
 func waveDone(ws WaveStatus) int {
 	return ws.Total - ws.Changed + ws.Healthy
+}
+
+// writeHalt words a halt for the check run: on which cluster, why, and what follows (a wave
+// that rolls back on failure says how the rollback is recorded).
+func writeHalt(b *strings.Builder, h *Halt) {
+	switch {
+	case h == nil:
+	case h.Cluster == "":
+		fmt.Fprintf(b, "**Halted**: %s.\n\n", h.Reason)
+	default:
+		fmt.Fprintf(b, "**Halted on %s** (wave %s): %s. No new pull request opens until Flux reports it healthy or a new control-repo commit supersedes this rollout.\n\n",
+			h.Cluster, h.Wave, h.Reason)
+	}
+	if h != nil && h.Rollback {
+		fmt.Fprintf(b, "Wave %s rolls back on failure (onFailure: rollback): `fleetbot rollout rollback` records the rollback of this content in the control repo, so no front end rolls it out again until a newer control-repo commit.\n\n", h.Wave)
+	}
+}
+
+// writeBudgetLists names, per wave, the clusters that failed or did not report within the
+// wave's failure budget, and those the rollout skips.
+func writeBudgetLists(b *strings.Builder, waves []WaveStatus) {
+	for _, ws := range waves {
+		if len(ws.Failed) > 0 {
+			fmt.Fprintf(b, "\nWave %s: failed (%d of maxFailures %d): %s.\n", ws.Name, len(ws.Failed), ws.MaxFailures, strings.Join(ws.Failed, ", "))
+		}
+		if len(ws.Unreported) > 0 {
+			fmt.Fprintf(b, "\nWave %s: not reported within the health timeout (with the failed, %d of maxUnavailable %d): %s.\n",
+				ws.Name, len(ws.Failed)+len(ws.Unreported), ws.MaxUnavailable, strings.Join(ws.Unreported, ", "))
+		}
+		if len(ws.Skipped) > 0 {
+			fmt.Fprintf(b, "\nWave %s: skipped (rollout/skips): %s.\n", ws.Name, strings.Join(ws.Skipped, ", "))
+		}
+	}
 }

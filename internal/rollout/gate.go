@@ -94,13 +94,26 @@ func Gate(in Input) Verdict {
 		}
 	}
 	plan := revisionPlan(in.Control, in.Clusters, recorded)
-	ro := Options{HealthTimeout: in.Control.HealthTimeout(), Paused: in.Control.Paused != nil}
-	if in.Control.Paused != nil {
-		ro.PauseNote = in.Control.Paused.Reason
-	}
-	st := Evaluate(in.Revision, waves(plan), obs, in.Now, ro)
+	st := Evaluate(in.Revision, waves(plan), obs, in.Now, options(in.Control))
 	st.Lists = plan.Lists
-	return Verdict{Status: &st, Merge: mergeByWave(plan, in.Clusters, in.Control.Paused == nil), control: in.Control}
+	return Verdict{Status: &st, Merge: mergeByWave(plan, in.Clusters, st.MergesAllowed()), control: in.Control}
+}
+
+// options are the rollout settings and records the control repo holds, for Evaluate: the
+// health timeout, a pause, the change windows, the approvals and skips recorded for its
+// content (rollout/approvals, rollout/skips) and a rollback recorded for it
+// (rollout/rollback.yaml): each record applies while the control repo renders what it
+// rendered when the record was written (control.RolloutRecord.Current).
+func options(repo *control.Repo) Options {
+	ro := Options{HealthTimeout: repo.HealthTimeout(), Paused: repo.Paused != nil, Schedule: repo.Schedule(),
+		Approved: repo.ApprovedWaves(), Skipped: repo.SkippedClusters()}
+	if repo.Paused != nil {
+		ro.PauseNote = repo.Paused.Reason
+	}
+	if rb := repo.RolledBack(); rb != nil {
+		ro.Failed = &Failure{Revision: rb.Revision, Recorded: true, Note: rb.Note}
+	}
+	return ro
 }
 
 // revisionPlan is the waves the run's revision takes (control.Repo.RolloutPlan): the
@@ -150,7 +163,8 @@ func revisionPlan(repo *control.Repo, clusters []Cluster, recorded [][]string) c
 func waves(plan control.RolloutPlan) []Wave {
 	out := make([]Wave, 0, len(plan.Waves))
 	for _, w := range plan.Waves {
-		out = append(out, Wave{Name: w.Name, Clusters: w.Clusters, MaxParallel: w.MaxParallel, Soak: w.Soak})
+		out = append(out, Wave{Name: w.Name, Clusters: w.Clusters, MaxParallel: w.MaxParallel, Soak: w.Soak,
+			Budget: Budget{MaxUnavailable: w.MaxUnavailable, MaxFailures: w.MaxFailures}, Rollback: w.Rollback, Approvals: w.Approvals})
 	}
 	return out
 }
@@ -246,8 +260,9 @@ func carriesRevision(p pr.RolloutPR, d *pr.Decision, source string) bool {
 }
 
 // mergeByWave is how the pull request of each cluster of the revision's waves merges: as its
-// wave says, and never automatically while the rollout is paused (nor is auto-merge enabled).
-func mergeByWave(plan control.RolloutPlan, clusters []Cluster, unpaused bool) map[string]MergeSettings {
+// wave says, and never automatically while the rollout is paused or the change windows are
+// closed (nor is auto-merge enabled then: Status.MergesAllowed).
+func mergeByWave(plan control.RolloutPlan, clusters []Cluster, mergesAllowed bool) map[string]MergeSettings {
 	byName := make(map[string]string, len(clusters))
 	for _, c := range clusters {
 		byName[c.Name] = c.Repo
@@ -256,7 +271,7 @@ func mergeByWave(plan control.RolloutPlan, clusters []Cluster, unpaused bool) ma
 	for _, w := range plan.Waves {
 		for _, c := range w.Clusters {
 			if repo, ok := byName[c]; ok {
-				out[repo] = MergeSettings{AutoMerge: w.AutoMerge && unpaused, Waves: plan.Lists}
+				out[repo] = MergeSettings{AutoMerge: w.AutoMerge && mergesAllowed, Waves: plan.Lists}
 			}
 		}
 	}

@@ -29,7 +29,8 @@ func (s *Status) Report() *report.Rollout {
 	switch {
 	case s.Halted != nil:
 		out.State = report.RolloutHalted
-		out.Halted = &report.RolloutHalt{Wave: s.Halted.Wave, Cluster: s.Halted.Cluster, Reason: s.Halted.Reason}
+		out.Halted = &report.RolloutHalt{Wave: s.Halted.Wave, Cluster: s.Halted.Cluster, Reason: s.Halted.Reason,
+			Rollback: s.Halted.Rollback, RolledBack: s.Halted.RolledBack}
 	case s.Done:
 		out.State = report.RolloutDone
 	case s.Paused:
@@ -37,8 +38,14 @@ func (s *Status) Report() *report.Rollout {
 	}
 	for _, w := range s.Waves {
 		out.Waves = append(out.Waves, report.RolloutWave{Name: w.Name, State: string(w.State), Total: w.Total,
-			Changed: w.Changed, Merged: w.Merged, Healthy: w.Healthy, SoakUntil: w.SoakUntil})
+			Changed: w.Changed, Merged: w.Merged, Healthy: w.Healthy, SoakUntil: w.SoakUntil,
+			Failed: w.Failed, Unreported: w.Unreported, Skipped: w.Skipped, Awaiting: w.Awaiting})
+		if len(w.Failed)+len(w.Unreported) > 0 {
+			last := &out.Waves[len(out.Waves)-1]
+			last.MaxUnavailable, last.MaxFailures = w.MaxUnavailable, w.MaxFailures
+		}
 	}
+	out.Window = s.Window.Report()
 	for c, why := range s.Held {
 		out.Held = append(out.Held, report.HeldCluster{Cluster: c, Reason: why})
 	}

@@ -3,7 +3,17 @@ package rollout
 import (
 	"sort"
 	"time"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
 )
+
+// noteOf is ": note", or "" without one.
+func noteOf(note string) string {
+	if note == "" {
+		return ""
+	}
+	return ": " + note
+}
 
 // Merge is one merge of fleetbot's pull request into a target repo's default branch.
 type Merge struct {
@@ -50,6 +60,11 @@ type RollbackPlan struct {
 type Failure struct {
 	Revision string
 	Trees    map[string]string
+	// Recorded: the failure is the control repo's rollback record (rollout/rollback.yaml,
+	// `fleetbot rollout rollback`), bound to the content it names rather than to trees; Note
+	// says why.
+	Recorded bool
+	Note     string
 }
 
 // Repeats reports whether a revision that renders desired (tree by repo) would roll the
@@ -136,5 +151,12 @@ func (e *evaluation) repeatsFailure() {
 	}
 	e.Halted = &Halt{RolledBack: true,
 		Reason: "revision " + f.Revision + " failed and was rolled back; this revision renders the same where it failed: a control-repo commit that changes it starts a new rollout"}
+	if f.Recorded {
+		e.Halted.Reason = "rolled back by hand (" + control.RollbackFile + ")" + noteOf(f.Note) +
+			": no new pull request opens for this content; a control-repo commit that changes what it renders starts a new rollout"
+		if f.Revision != "" {
+			e.Halted.Reason = "revision " + f.Revision + " " + e.Halted.Reason
+		}
+	}
 	e.blocked = "rollout halted: " + e.Halted.Reason
 }

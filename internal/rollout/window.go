@@ -1,7 +1,11 @@
 package rollout
 
 import (
+	"strings"
 	"time"
+
+	"github.com/fleetbot-io/fleetbot/internal/control"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 
 	"github.com/fleetbot-io/fleetbot/internal/window"
 )
@@ -13,6 +17,20 @@ type WindowStatus struct {
 	// Next is when that changes: the next opening of a closed schedule, the next closing of an
 	// open one; zero when it does not change within a year (window.Horizon).
 	Next time.Time
+}
+
+// WindowsAt is where the control repo's change windows stand at now (nil without windows):
+// what `fleetbot status` and the status page show even when no rollout was evaluated.
+func WindowsAt(repo *control.Repo, now time.Time) *WindowStatus {
+	return windowStatus(repo.Schedule(), now)
+}
+
+// Report is the window's state as the report and the status views show it.
+func (ws *WindowStatus) Report() *report.RolloutWindow {
+	if ws == nil {
+		return nil
+	}
+	return &report.RolloutWindow{Open: ws.Open, Next: ws.Next}
 }
 
 // windowStatus evaluates the change windows at now; nil without windows.
@@ -27,6 +45,13 @@ func windowStatus(s window.Schedule, now time.Time) *WindowStatus {
 		ws.Next, _ = s.NextOpen(now)
 	}
 	return ws
+}
+
+// Sentence words where the change windows stand, for the check run.
+func (ws *WindowStatus) Sentence() string {
+	w := report.RolloutWindow{Open: ws.Open, Next: ws.Next}
+	s := w.Sentence()
+	return strings.ToUpper(s[:1]) + s[1:] + "."
 }
 
 // reason is why a closed schedule holds a cluster.

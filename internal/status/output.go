@@ -107,6 +107,9 @@ func (f *Fleet) WriteText(w io.Writer) error {
 			fmt.Fprintf(w, "  %s\n", f.Waves[i].Label())
 		}
 	}
+	if f.Window != nil {
+		fmt.Fprintf(w, "\n%s\n", strings.ToUpper(f.Window.Sentence()[:1])+f.Window.Sentence()[1:])
+	}
 	var notes []string
 	for i := range f.Repos {
 		r := &f.Repos[i]

@@ -224,6 +224,9 @@ type Fleet struct {
 	// then RestWave (the clusters no wave matches); with no waves declared, one AllClusters
 	// bar. Cluster repos of the control repo only; none when the control repo is unknown.
 	Waves []Wave `json:"waves,omitempty"`
+	// Window is where the control repo's change windows (spec.rollout.windows) stand at
+	// GeneratedAt, and the next opening or closing; nil without windows.
+	Window *report.RolloutWindow `json:"window,omitempty"`
 	// Run is how far an apply in progress is (Input.Run); nil when none runs.
 	Run *RunProgress `json:"run,omitempty"`
 	// Repos are the rows. In JSON each is the status of its entry in the report's repos
@@ -383,6 +386,11 @@ func Build(in Input, o Options) *Fleet {
 	f.Summary.Line = withRun(f.Run, f.Summary.Line)
 	f.Groups = groups(f.Repos)
 	f.Waves = waveBars(&f.waves, f.Repos, true)
+	if in.Rollout != nil && in.Rollout.Window != nil {
+		f.Window = in.Rollout.Window.Report()
+	} else if in.Control != nil {
+		f.Window = rollout.WindowsAt(in.Control, in.Now).Report()
+	}
 	return f
 }
 

@@ -403,3 +403,29 @@ func TestWavesOfALimitedPlan(t *testing.T) {
 	in.Entries = kept[1:]
 	assert.Empty(t, Build(in, Options{}).Waves, "only a management repo planned: no cluster, no bar")
 }
+
+// TestStatusShowsNextWindow: with change windows declared, status says in text, JSON and on
+// the page whether they are open and when that changes.
+func TestStatusShowsNextWindow(t *testing.T) {
+	t.Parallel()
+	in := wavesInput()
+	// now is Tuesday 2026-11-24 12:00 UTC: a window opening on Wednesdays at 09:00 is closed.
+	in.Control.Platform.Spec.Rollout.Windows = []control.ChangeWindow{{Kind: control.WindowAllow, Days: []string{"Wed"}, Start: "09:00", Duration: "8h"}}
+	f := Build(in, Options{})
+	require.NotNil(t, f.Window)
+	assert.Equal(t, report.RolloutWindow{Open: false, Next: time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)}, *f.Window)
+
+	var text bytes.Buffer
+	require.NoError(t, f.WriteText(&text))
+	assert.Contains(t, text.String(), "\nChange windows: closed until 2026-11-25T09:00:00Z (no new pull request opens and nothing merges; open ones are still updated)\n")
+	var js bytes.Buffer
+	require.NoError(t, f.WriteJSON(&js))
+	assert.Contains(t, js.String(), `"window": {`)
+	assert.Contains(t, js.String(), `"next": "2026-11-25T09:00:00Z"`)
+	files, err := RenderStatic(f, StaticOptions{})
+	require.NoError(t, err)
+	assert.Contains(t, string(files["index.html"]), `id="window" data-open="false">change windows: closed until 2026-11-25T09:00:00Z`)
+
+	in.Control.Platform.Spec.Rollout.Windows = nil
+	assert.Nil(t, Build(in, Options{}).Window, "no windows: nothing to show")
+}

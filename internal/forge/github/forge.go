@@ -365,9 +365,14 @@ func (f *Forge) bootstrapEmpty(ctx context.Context, owner, repo string, e *repoE
 func (f *Forge) SetBranch(ctx context.Context, owner, repo, branch, sha, expect string) error {
 	e, unlock := f.entry(owner, repo)
 	defer unlock()
+	return f.setBranch(ctx, owner, repo, e, branch, sha, expect, false)
+}
+
+// setBranch is SetBranch on the locked entry e; pushed says the branch is already at sha (a
+// joint push of SetBranches), so only the bookkeeping is left.
+func (f *Forge) setBranch(ctx context.Context, owner, repo string, e *repoEntry, branch, sha, expect string, pushed bool) error {
 	st := e.state()
-	pushed := false
-	if w := e.commits[sha]; w != nil && w.local != nil && !w.local.pushed {
+	if w := e.commits[sha]; !pushed && w != nil && w.local != nil && !w.local.pushed {
 		var err error
 		pushed, err = f.pushOrFallBack(ctx, owner, repo, e, branch, expect, w)
 		w.local = nil // its objects are GitHub's now, or the commit is abandoned
@@ -636,7 +641,11 @@ func (f *Forge) budgetOutcome(wait time.Duration) report.Outcome {
 // budget, checks CODEOWNERS itself and may refuse branch protection on some plans. It records
 // merges itself.
 func (f *Forge) Capabilities() pr.Capabilities {
-	return pr.Capabilities{Scanner: f, WriteGate: f, Codeowners: f, Protection: f, Rollout: f}
+	c := pr.Capabilities{Scanner: f, WriteGate: f, Codeowners: f, Protection: f, Rollout: f}
+	if f.gitPush() {
+		c.Branches = f // one push moves several branches
+	}
+	return c
 }
 
 // checkPR re-reads an open pull request known only from the cache (one conditional read),

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
-	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/memory"
@@ -39,6 +40,10 @@ const (
 	// old value; it falls back to the Git Data API when the push is refused.
 	ContentTransportGit ContentTransport = "git"
 )
+
+// DefaultContentTransport is the content transport of fleetbot's commands (apply, serve) when
+// none is asked for; ForgeOptions' zero value is ContentTransportAPI.
+const DefaultContentTransport = ContentTransportGit
 
 // ParseContentTransport reads a --content-transport value: "api" (or "") or "git".
 func ParseContentTransport(s string) (ContentTransport, error) {
@@ -104,6 +109,9 @@ func (f *Forge) buildLocal(ctx context.Context, e *repoEntry, nc pr.NewCommit) (
 		files = gittree.Listing{}
 	case st.Base != nil && st.Base.Tree == nc.BaseTree && st.Files != nil:
 		files = st.Files.Clone()
+	case e.commits[nc.Parent] != nil && e.commits[nc.Parent].commit.Tree == nc.BaseTree && e.commits[nc.Parent].files != nil:
+		// On a commit built here and not pushed yet (a new repo's bootstrap, pushed with it).
+		files = e.commits[nc.Parent].files.Clone()
 	default:
 		return pr.Commit{}, false, nil
 	}
@@ -201,24 +209,53 @@ func (f *Forge) gitURL(owner, repo string) string {
 // anyone else since it was read is never overwritten: that refusal is a *leaseError. It reads
 // the refs first (one GET) and sends nothing when they already show the lease broken.
 func (f *Forge) pushRef(ctx context.Context, owner, repo, branch string, old, next plumbing.Hash, lc *localCommit) error {
-	name := plumbing.NewBranchReferenceName(branch)
-	sess, adv, cur, err := f.remoteRef(ctx, owner, repo, name)
+	return f.pushRefs(ctx, owner, repo, []refUpdate{{branch: branch, old: old, next: next, lc: lc}})
+}
+
+// refUpdate is one command of a push: branch from old to next, with lc's objects (nil: none).
+type refUpdate struct {
+	branch    string
+	old, next plumbing.Hash
+	lc        *localCommit
+}
+
+// pushRefs is pushRef of several branches in one receive-pack request (one command each, one
+// pack of all their objects): git applies every command or, with atomic pushes, none; GitHub
+// checks each command's old value under the ref's lock.
+func (f *Forge) pushRefs(ctx context.Context, owner, repo string, ups []refUpdate) error {
+	sess, adv, err := f.remoteRefs(ctx, owner, repo)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = sess.Close() }()
-	if cur != old {
-		return &leaseError{branch: branch, old: old, now: cur}
-	}
 	req := packp.NewReferenceUpdateRequestFromCapabilities(adv.Capabilities)
-	req.Commands = []*packp.Command{{Name: name, Old: old, New: next}}
-	if !next.IsZero() {
-		var pack bytes.Buffer
-		var objs storer.EncodedObjectStorer = memory.NewStorage()
-		var hashes []plumbing.Hash
-		if lc != nil {
-			objs, hashes = lc.objs, lc.hashes
+	if len(ups) > 1 && adv.Capabilities.Supports(capability.Atomic) {
+		_ = req.Capabilities.Set(capability.Atomic) // all the commands or none
+	}
+	objs := memory.NewStorage()
+	var hashes []plumbing.Hash
+	for _, u := range ups {
+		name := plumbing.NewBranchReferenceName(u.branch)
+		if cur := advertised(adv, name); cur != u.old {
+			return &leaseError{branch: u.branch, old: u.old, now: cur}
 		}
+		req.Commands = append(req.Commands, &packp.Command{Name: name, Old: u.old, New: u.next})
+		if u.lc == nil {
+			continue
+		}
+		for _, h := range u.lc.hashes {
+			o, err := u.lc.objs.EncodedObject(plumbing.AnyObject, h)
+			if err != nil {
+				return fmt.Errorf("packing the commit: %w", err)
+			}
+			if _, err := objs.SetEncodedObject(o); err != nil {
+				return fmt.Errorf("packing the commit: %w", err)
+			}
+			hashes = append(hashes, h)
+		}
+	}
+	if slices.ContainsFunc(ups, func(u refUpdate) bool { return !u.next.IsZero() }) {
+		var pack bytes.Buffer
 		if _, err := packfile.NewEncoder(&pack, objs, false).Encode(hashes, 0); err != nil {
 			return fmt.Errorf("packing the commit: %w", err)
 		}
@@ -226,52 +263,62 @@ func (f *Forge) pushRef(ctx context.Context, owner, repo, branch string, old, ne
 	}
 	rs, err := sess.ReceivePack(ctx, req)
 	if err == nil {
-		if lc != nil {
-			lc.pushed = true
+		for _, u := range ups {
+			if u.lc != nil {
+				u.lc.pushed = true
+			}
 		}
 		return nil
 	}
 	if rs != nil {
-		for _, cs := range rs.CommandStatuses {
-			if cs.Error() == nil {
+		for i, cs := range rs.CommandStatuses {
+			if cs.Error() == nil || i >= len(ups) {
 				continue
 			}
+			u := ups[i]
 			// Whether the branch moved meanwhile decides between a lost lease and another
 			// refusal (a hook, a protected branch), so read it again (one GET).
 			now, known := plumbing.ZeroHash, false
-			if s2, _, h, rerr := f.remoteRef(ctx, owner, repo, name); rerr == nil {
+			if s2, adv2, rerr := f.remoteRefs(ctx, owner, repo); rerr == nil {
 				_ = s2.Close()
-				now, known = h, true
+				now, known = advertised(adv2, plumbing.NewBranchReferenceName(u.branch)), true
 			}
-			if known && now != old || !known && leaseRefusal(cs.Status) {
-				return &leaseError{branch: branch, old: old, now: now, detail: "refused: " + cs.Status}
+			if known && now != u.old || !known && leaseRefusal(cs.Status) {
+				return &leaseError{branch: u.branch, old: u.old, now: now, detail: "refused: " + cs.Status}
 			}
 		}
 	}
-	return fmt.Errorf("pushing %s: %w", branch, err)
+	names := make([]string, len(ups))
+	for i, u := range ups {
+		names[i] = u.branch
+	}
+	return fmt.Errorf("pushing %s: %w", strings.Join(names, " and "), err)
 }
 
-// remoteRef opens a receive-pack session on a repo and reads its refs (one GET): the value of
-// ref, zero when absent.
-func (f *Forge) remoteRef(ctx context.Context, owner, repo string, ref plumbing.ReferenceName) (transport.ReceivePackSession, *packp.AdvRefs, plumbing.Hash, error) {
+// advertised is the value of ref among the advertised refs, zero when absent.
+func advertised(adv *packp.AdvRefs, ref plumbing.ReferenceName) plumbing.Hash {
+	if h, ok := adv.References[ref.String()]; ok {
+		return h
+	}
+	return plumbing.ZeroHash
+}
+
+// remoteRefs opens a receive-pack session on a repo and reads its refs (one GET).
+func (f *Forge) remoteRefs(ctx context.Context, owner, repo string) (transport.ReceivePackSession, *packp.AdvRefs, error) {
 	ep, err := transport.NewEndpoint(f.gitURL(owner, repo))
 	if err != nil {
-		return nil, nil, plumbing.ZeroHash, fmt.Errorf("git URL of %s/%s: %w", owner, repo, err)
+		return nil, nil, fmt.Errorf("git URL of %s/%s: %w", owner, repo, err)
 	}
 	sess, err := githttp.NewClient(f.api.Client()).NewReceivePackSession(ep, nil)
 	if err != nil {
-		return nil, nil, plumbing.ZeroHash, err
+		return nil, nil, err
 	}
 	adv, err := sess.AdvertisedReferencesContext(ctx)
 	if err != nil {
 		_ = sess.Close()
-		return nil, nil, plumbing.ZeroHash, fmt.Errorf("reading the refs: %w", err)
+		return nil, nil, fmt.Errorf("reading the refs: %w", err)
 	}
-	cur := plumbing.ZeroHash
-	if h, ok := adv.References[ref.String()]; ok {
-		cur = h
-	}
-	return sess, adv, cur, nil
+	return sess, adv, nil
 }
 
 // leaseRefusal reports whether a receive-pack "ng" reason says the ref was not at its
@@ -359,15 +406,75 @@ func (f *Forge) pushOrFallBack(ctx context.Context, owner, repo string, e *repoE
 	return false, nil
 }
 
+// SetBranches implements pr.BranchSetter: when every move's commit was built in memory by
+// Commit (ContentTransportGit), all of them go in one git push, one command per branch with its
+// lease, atomic where the server supports it (a new repo's bootstrap and bot branch: one
+// content-creating request instead of two); each branch's bookkeeping then runs as SetBranch's
+// would (a new repo's protection and grants once its default branch exists). A lost lease is
+// pr.ErrRefMoved, nothing moved. Moves it cannot push together (a commit written through the
+// Git Data API, a push refused for another reason) go one by one through SetBranch's path, each
+// pushed or written through the API on its own.
+func (f *Forge) SetBranches(ctx context.Context, owner, repo string, moves []pr.BranchMove) error {
+	e, unlock := f.entry(owner, repo)
+	defer unlock()
+	full := owner + "/" + repo
+	ups := make([]refUpdate, 0, len(moves))
+	for _, m := range moves {
+		w := e.commits[m.SHA]
+		if w == nil || w.local == nil || w.local.pushed {
+			ups = nil
+			break
+		}
+		old := plumbing.ZeroHash
+		if m.Expect != "" {
+			old = plumbing.NewHash(m.Expect)
+		}
+		ups = append(ups, refUpdate{branch: m.Branch, old: old, next: w.local.hash, lc: w.local})
+	}
+	pushed := false
+	if len(ups) > 0 && f.gitPush() {
+		err := f.pushRefs(ctx, owner, repo, ups)
+		var lease *leaseError
+		switch {
+		case err == nil:
+			pushed = true
+		case errors.As(err, &lease):
+			f.forgetRefs(owner, repo, e)
+			return fmt.Errorf("git push to %s: %w", full, refMoved(full, lease.branch, hashString(lease.now), hashString(lease.old)))
+		case ctx.Err() != nil:
+			return fmt.Errorf("git push to %s: %w", full, ctx.Err())
+		default:
+			f.log.Warn("git push of several branches refused; moving them one by one", "repo", full, "err", err)
+			for _, u := range ups {
+				u.lc.pushed = false // each is pushed, or written through the API, on its own
+			}
+		}
+	}
+	for _, m := range moves {
+		if w := e.commits[m.SHA]; pushed && w != nil {
+			w.local = nil // GitHub's now
+		}
+		if err := f.setBranch(ctx, owner, repo, e, m.Branch, m.SHA, m.Expect, pushed); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Requests is the package-level Requests for this forge's content transport: with
 // ContentTransportGit a commit and its branch move are one push (one content-creating POST
-// git-receive-pack, after one GET of the refs), binary files need no blob of their own and an
-// empty repo's first commit is pushed as it is, with no Contents API call.
+// git-receive-pack, after one GET of the refs), a new repo's bootstrap and bot branch one push
+// together, binary files need no blob of their own and an empty repo's first commit is pushed
+// as it is, with no Contents API call.
 func (f *Forge) Requests(c pr.Cost) (writes, content int) {
 	if !f.gitPush() {
 		return Requests(c)
 	}
-	content = c.CreateRepo + c.Commits + c.PROpens + c.AutoMerge + c.Comments
+	pushes := c.Commits
+	if c.Bootstrap > 0 && c.Commits > 1 {
+		pushes-- // a new repo's bootstrap and bot branch go in one push (SetBranches)
+	}
+	content = c.CreateRepo + pushes + c.PROpens + c.AutoMerge + c.Comments
 	writes = content + c.CreateRepo + c.Grants + c.Protections + c.BranchDeletes + c.Labels + 2*c.AutoMerge +
 		c.PRUpdates + c.PRCloses
 	return writes, content

@@ -178,10 +178,13 @@ func TestGitPushWritesWhatTheAPIWrites(t *testing.T) {
 			step, api.costs[i].writes, api.costs[i].content, git.costs[i].writes, git.costs[i].content)
 		assert.Less(t, git.costs[i].content, api.costs[i].content, step)
 	}
-	// New repo: 14 writes against 8. Update of a text and a binary file: blob, tree, commit,
-	// ref move and the PR edit against one push and the PR edit.
+	// New repo: 14 writes against 7: repo, topics, team grant, protection, one push of the
+	// bootstrap and the bot branch together, pull request, labels; 3 of them content-creating
+	// (issue 34: at most 3). Update of a text and a binary file: blob, tree, commit, ref move
+	// and the PR edit against one push and the PR edit (1 content-creating: at most 1).
 	assert.Equal(t, []int{14, 5}, []int{api.costs[0].writes, api.costs[1].writes})
-	assert.Equal(t, []int{8, 2}, []int{git.costs[0].writes, git.costs[1].writes})
+	assert.Equal(t, []int{7, 2}, []int{git.costs[0].writes, git.costs[1].writes})
+	assert.Equal(t, []int{3, 1}, []int{git.costs[0].content, git.costs[1].content})
 }
 
 // TestGitPushLeaseKeepsAHumanPush: a human pushes to the bot branch after fleetbot read it;
@@ -267,7 +270,10 @@ func TestGitPushRefusedFallsBackToTheAPI(t *testing.T) {
 	assert.Equal(t, d.Tree, tree)
 	ps := e.srv.Pulls("acme", tg.Repo)
 	require.Len(t, ps, 1)
+	assert.Contains(t, logs.String(), "git push of several branches refused", "the new repo's joint push of main and the bot branch")
 	assert.Contains(t, logs.String(), "git push refused")
+	assert.NotEmpty(t, e.srv.Branch("acme", tg.Repo, "main"), "the bootstrap landed through the API")
+	assert.True(t, e.srv.Protected("acme", tg.Repo, "main"), "and the default branch is protected")
 	tok := e.srv.InstallationToken("acme")
 	require.NotEmpty(t, tok)
 	assert.NotContains(t, logs.String(), tok)
