@@ -21,9 +21,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/bench"
 	"github.com/fleetbot-io/fleetbot/internal/fleetgen"
+	"github.com/fleetbot-io/fleetbot/internal/heapfloor"
 )
 
 func main() {
@@ -93,14 +93,14 @@ func run(args []string) error {
 	switch child {
 	case "":
 	case "render":
-		app.KeepHeapFloor(app.DefaultHeapFloor) // as fleetbot's one-shot commands do
+		heapfloor.Keep(heapfloor.Default) // as fleetbot's one-shot commands do
 		res, err := bench.Render(dir)
 		if err != nil {
 			return err
 		}
 		return emit(res)
 	case "naive":
-		app.KeepHeapFloor(app.DefaultHeapFloor) // the same collector as the render it is compared with
+		heapfloor.Keep(heapfloor.Default) // the same collector as the render it is compared with
 		res, err := bench.Naive(dir, cfg.sample)
 		if err != nil {
 			return err

@@ -466,7 +466,7 @@ const methodNotes = `## How each row is measured
    required address ranges on metal clusters) to disk, as ` + "`fleetbot dev generate`" + ` does. A child process then
    does what the CLI does: ` + "`app.LoadDir`" + ` (read, strict decode on every CPU, validate, with a cold Renderer's
    kustomize builds of the catalog running beside it) and that Renderer's ` + "`Render`" + ` of every target, with the
-   collector the CLI's one-shot commands run (` + "`app.KeepHeapFloor`" + `: a heap goal of at least 128 MiB while the live heap is
+   collector the CLI's one-shot commands run (` + "`heapfloor.Keep`" + `: a heap goal of at least 128 MiB while the live heap is
    small, GOGC=100 beyond). Time is wall time of those two calls (load and render overlap: the builds are counted in
    the load); peak RSS is the child's
    ` + "`ru_maxrss`" + ` (Go runtime and the loaded repo included); Go heap is sampled every 5 ms. The naive row runs, in

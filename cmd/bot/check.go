@@ -11,6 +11,7 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/report"
+	"github.com/fleetbot-io/fleetbot/internal/workcopy"
 )
 
 // exitNotAllowed is check control --strict's status for a change the
@@ -69,21 +70,21 @@ func (a *frontend) checkControlCommand() *cobra.Command {
 			if base == "" || head == "" {
 				return errors.New("check control needs --base REF and --head REF")
 			}
-			repo, err := app.OpenClone(a.control)
+			repo, err := workcopy.Open(a.control)
 			if err != nil {
 				return fmt.Errorf("--control %s is not a git clone of the control repo: %w", a.control, err)
 			}
-			baseFS, baseRev, err := app.TreeFS(repo, base)
+			baseFS, baseRev, err := workcopy.TreeFS(repo, base)
 			if err != nil {
 				return err
 			}
-			headFS, headRev, err := app.TreeFS(repo, head)
+			headFS, headRev, err := workcopy.TreeFS(repo, head)
 			if err != nil {
 				return err
 			}
 			// The control repo may be a directory of a larger repository
 			// (platform/fleet/ in a monorepo): review that directory's tree.
-			if baseFS, headFS, err = app.SubTrees(repo, a.control, baseFS, headFS); err != nil {
+			if baseFS, headFS, err = workcopy.SubTrees(repo, a.control, baseFS, headFS); err != nil {
 				return err
 			}
 			in := app.ControlChange{Base: baseFS, Head: headFS, BaseRev: baseRev, HeadRev: headRev, Author: author}

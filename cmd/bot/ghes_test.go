@@ -103,7 +103,7 @@ func TestFrontEndsWriteTheSamePullRequestsOnGHES(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel) // a failed assertion below still stops serve
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, ln) }()
+	go func() { done <- runServe(ctx, cfg, ln) }()
 	select {
 	case <-ready: // the startup resync is queued; wait for it to finish
 	case err := <-done:

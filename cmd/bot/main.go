@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/heapfloor"
 	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
@@ -39,7 +40,7 @@ func main() {
 	if cmd, _, err := (&frontend{}).rootCommand().Find(os.Args[1:]); err == nil && !longRunning[cmd.Name()] {
 		// A command that runs once lets its heap grow to 128 MiB before collecting; a server's
 		// heap lives for days and keeps Go's default.
-		app.KeepHeapFloor(app.DefaultHeapFloor)
+		heapfloor.Keep(heapfloor.Default)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)

@@ -8,8 +8,6 @@ import (
 	"net"
 	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,60 +15,15 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
-	"github.com/fleetbot-io/fleetbot/internal/githubapi"
-	"github.com/fleetbot-io/fleetbot/internal/metrics"
+	"github.com/fleetbot-io/fleetbot/internal/serve"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
 // Defaults of fleetbot serve.
-const (
-	DefaultListen = ":8080"
-	// connectBackoffMax caps the wait between attempts to reach GitHub at startup.
-	connectBackoffMax = 30 * time.Second
-)
+const DefaultListen = ":8080"
 
-// serveConfig is serve's resolved configuration.
-type serveConfig struct {
-	// Control is the control repo "owner/name".
-	Control string
-	// Secret is the webhook secret.
-	Secret []byte
-	// App is the application configuration: GitHub API URL, App credentials, write budget,
-	// Git URL and snapshot cache, the same as the CLI's and the Action's for the same host.
-	App app.Config
-
-	Resync time.Duration
-	// DriftDelay is how long a drift job waits for others to batch with (webhook.QueueConfig).
-	DriftDelay  time.Duration
-	Workers     int
-	QueueSize   int
-	MaxBody     int64
-	Grace       time.Duration
-	Concurrency int
-	CheckName   string
-	// TenantCheck names the check run serve posts on the pull requests of workspace and
-	// cluster repos and requires from its App on their protection; "" turns it off.
-	TenantCheck string
-	// JobProcess: this is the job process of serve --job-process, which also takes the
-	// front's batches (webhook.BatchPath) on its loopback listener.
-	JobProcess bool
-	// Shard is this replica's share of the target repos (docs/scale-out.md).
-	Shard app.Shard
-
-	// Status configures the /status pages (off unless Status.Enabled).
-	Status statusPageConfig
-
-	Logger *slog.Logger
-	// HTTP bounds the connections and the time of each request (zero values: the defaults).
-	HTTP httpLimits
-	// BeforeJob runs before every job (tests inject faults with it).
-	BeforeJob func(ctx context.Context, j webhook.Job) error
-	// OnReady is called once the service is ready (tests wait on it).
-	OnReady func()
-	// Clock is the rollout gate's time and schedules its wake-ups (nil: the wall clock;
-	// tests inject a fake one).
-	Clock webhook.Clock
-}
+// serveConfig is serve's resolved configuration (internal/serve builds and runs serve from it).
+type serveConfig = serve.Config
 
 // serveFlags are serve's own flags; each has a FLEETBOT_* variable.
 type serveFlags struct {
@@ -84,7 +37,7 @@ type serveFlags struct {
 	jobProcess             bool
 	jobNice, jobListenerFD int
 	status                 statusPageFlags
-	http                   httpLimits
+	http                   serve.HTTPLimits
 }
 
 func (a *frontend) serveCommand() *cobra.Command {
@@ -161,7 +114,7 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
 			if f.jobProcess {
 				return serveFront(cmd.Context(), cfg, f.jobNice, ln)
 			}
-			return serve(cmd.Context(), cfg, ln)
+			return runServe(cmd.Context(), cfg, ln)
 		},
 	}
 	f.register(cmd.Flags())
@@ -189,7 +142,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.jobListenerFD, "job-listener-fd", 0, "internal: the descriptor of the loopback listener a --job-process front hands its job process")
 	_ = fs.MarkHidden("job-listener-fd")
 	f.status.register(fs)
-	f.http.register(fs)
+	registerLimits(fs, &f.http)
 	fs.StringVar(&f.shard, "shard", "", "INDEX/COUNT: reconcile only the target repos this replica owns (replica INDEX of COUNT, e.g. the StatefulSet ordinal); see docs/scale-out.md")
 }
 
@@ -263,203 +216,16 @@ func (a *frontend) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, er
 	}, nil
 }
 
-// serve runs the webhook service on ln until ctx is done, then shuts down:
-// not ready, no new deliveries, in-flight jobs finish within the grace
-// period, waiting jobs are handed back to the next process's first resync.
-func serve(ctx context.Context, cfg serveConfig, ln net.Listener) error {
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	m := metrics.New()
-	srv := webhook.NewServer(m)
-	if cfg.JobProcess {
-		srv.AcceptBatches()
-	}
-	queue := webhook.NewQueueWith(webhook.QueueConfig{Capacity: cfg.QueueSize, DriftDelay: cfg.DriftDelay, Clock: cfg.Clock})
-	if err := m.QueueDepth(queue.Len, queue.Deepest, queue.Running); err != nil {
-		return err
-	}
-	var service atomic.Pointer[webhook.Service]
-	handler, err := withStatusPages(cfg, srv.Handler(), &service)
+// runServe runs the webhook service on ln until ctx is done (serve.New, Server.Run), then
+// shuts down: not ready, no new deliveries, in-flight jobs finish within the grace period,
+// waiting jobs are handed back to the next process's first resync.
+func runServe(ctx context.Context, cfg serveConfig, ln net.Listener) error {
+	cfg.Listener, cfg.Version = ln, version
+	srv, err := serve.New(cfg)
 	if err != nil {
 		return err
 	}
-	hs := newHTTPServer(handler, log, cfg.HTTP)
-	httpDone := make(chan error, 1)
-	go func() { httpDone <- hs.Serve(cfg.HTTP.listener(ln)) }()
-
-	var wg sync.WaitGroup
-	run := &serveRun{cfg: cfg, log: log, metrics: m, srv: srv, queue: queue,
-		rollout: &webhook.RolloutWatch{Queue: queue, Control: cfg.Control, Clock: cfg.Clock, Logger: log}}
-	defer run.rollout.Stop()
-	runErr := run.start(ctx, &wg, &service)
-	if runErr == nil {
-		select {
-		case <-ctx.Done():
-		case err := <-httpDone:
-			runErr = fmt.Errorf("serving HTTP: %w", err)
-		}
-	}
-	srv.SetReady(errors.New("shutting down"))
-	log.Info("fleetbot serve shutting down")
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		log.Warn("HTTP shutdown", "err", err)
-	}
-	wg.Wait() // the pool returns once in-flight jobs finished or the grace ran out
-	if runErr != nil && ctx.Err() != nil && errors.Is(runErr, ctx.Err()) {
-		return nil
-	}
-	return runErr
-}
-
-// serveRun is what one serve process shares between connecting to GitHub, building the
-// service and running its workers.
-type serveRun struct {
-	cfg     serveConfig
-	log     *slog.Logger
-	metrics *metrics.Metrics
-	srv     *webhook.Server
-	queue   *webhook.Queue
-	// rollout remembers the rollout in progress between jobs (its cluster repos, its next
-	// wake-up), from the last full apply.
-	rollout *webhook.RolloutWatch
-}
-
-// start connects to GitHub (retrying until ctx is done), builds the service, publishes it in
-// service (the /status pages read it), routes deliveries to it and starts the worker pool and
-// the resync loop under wg.
-func (r *serveRun) start(ctx context.Context, wg *sync.WaitGroup, service *atomic.Pointer[webhook.Service]) error {
-	cfg, log := r.cfg, r.log
-	gh, err := connectLoop(ctx, cfg, r.srv, log)
-	if err != nil {
-		return err
-	}
-	r.metrics.GitHub(metrics.GitHubSource{Client: "app", Stats: func() metrics.GitHubStats { return githubStats(gh.app.Stats()) }})
-	forges := cfg.App.Installations(gh.app, gh.self, func(key string, c *ghforge.Client) {
-		r.metrics.GitHub(metrics.GitHubSource{Client: key, Stats: func() metrics.GitHubStats { return githubStats(c.Stats().Requests) }})
-	})
-	svc, err := r.service(ctx, gh, forges)
-	if err != nil {
-		return err
-	}
-	service.Store(svc)
-	disp, err := webhook.NewDispatcher(webhook.DispatcherConfig{Secret: cfg.Secret, MaxBody: cfg.MaxBody, Logger: log, Metrics: r.metrics},
-		webhook.Handlers(webhook.HandlerConfig{Control: cfg.Control, Self: gh.self, AppID: cfg.App.GitHub.AppID, Queue: r.queue,
-			TenantChecks: cfg.TenantCheck != "", Rollout: r.rollout, Logger: log})...)
-	if err != nil {
-		return err
-	}
-	r.srv.SetDispatcher(disp)
-	pool := &webhook.Pool{Queue: r.queue, Exec: svc, Workers: cfg.Workers, Grace: cfg.Grace, Logger: log, Metrics: r.metrics}
-	resync := &webhook.Resync{Queue: r.queue, Control: cfg.Control, Interval: cfg.Resync, Logger: log}
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		if err := pool.Run(ctx); err != nil {
-			log.Error("webhook worker pool stopped", "err", err)
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		resync.Run(ctx, func() {
-			r.srv.SetReady(nil)
-			log.Info("fleetbot serve ready", "app", gh.self)
-			if cfg.OnReady != nil {
-				cfg.OnReady()
-			}
-		})
-	}()
-	return nil
-}
-
-// service builds the webhook service over the App's installations: the control repo read
-// and checked through the installation on its owner, target repos through forges, rendering
-// with the one renderer of the application configuration.
-func (r *serveRun) service(ctx context.Context, gh *githubConn, forges *app.Installations) (*webhook.Service, error) {
-	cfg := r.cfg
-	control, err := forges.Client(ctx, gh.controlOwner, true)
-	if err != nil {
-		return nil, err
-	}
-	checker, err := forges.Client(ctx, gh.controlOwner, false)
-	if err != nil {
-		return nil, err
-	}
-	src, err := githubapi.NewGitHubControl(control.API(), cfg.Control)
-	if err != nil {
-		return nil, err
-	}
-	checks, err := githubapi.NewGitHubChecks(checker.API(), cfg.Control, cfg.CheckName)
-	if err != nil {
-		return nil, err
-	}
-	renderer := cfg.App.Renderer()
-	verdict := &webhook.ReviewVerdict{Renderer: renderer, Member: func(ctx context.Context, org, slug, login string) (bool, error) {
-		c, err := forges.Client(ctx, org, true)
-		if err != nil {
-			return false, err
-		}
-		return c.TeamMember(ctx, org, slug, login)
-	}}
-	return webhook.NewService(webhook.ServiceConfig{
-		Control: src, Renderer: renderer, Verdict: verdict,
-		Forges: forges.Forge, Checks: checks, RolloutChecks: checks, Rollout: r.rollout, Clock: cfg.Clock,
-		Concurrency: cfg.Concurrency, Shard: cfg.Shard,
-		Logger: r.log, Metrics: r.metrics, BeforeJob: cfg.BeforeJob,
-		Baselines: app.NewBaselines(app.ServeBaselineFile(cfg.App.CacheDir, cfg.Control, cfg.Shard), r.log), Salt: version, Requeue: r.queue.RetryAt,
-		TenantCheck: app.RequiredCheck{Context: cfg.TenantCheck, AppID: cfg.App.GitHub.AppID},
-		Tenants:     githubapi.NewTenantRepos(forges.API, cfg.TenantCheck),
-		CanCheck: func(ctx context.Context, owner string) (bool, error) {
-			level, err := gh.app.Permission(ctx, owner, "checks")
-			return level == "write" || level == "admin", err
-		},
-	})
-}
-
-// githubConn is what connecting to GitHub established.
-type githubConn struct {
-	app          *ghforge.App
-	self         string // "<slug>[bot]"
-	controlOwner string
-}
-
-// connectLoop connects to GitHub, retrying with backoff while /readyz says
-// why not; it returns only on success or when ctx is done.
-func connectLoop(ctx context.Context, cfg serveConfig, srv *webhook.Server, log *slog.Logger) (*githubConn, error) {
-	wait := time.Second
-	for {
-		c, err := connect(ctx, cfg)
-		if err == nil {
-			return c, nil
-		}
-		srv.SetReady(fmt.Errorf("not connected to GitHub: %w", err))
-		log.Warn("cannot reach the GitHub App installation; retrying", "err", err, "in", wait)
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, connectBackoffMax)
-	}
-}
-
-// connect checks the App's credentials and finds its installation on the control repo's
-// owner (app.Config.ConnectApp).
-func connect(ctx context.Context, cfg serveConfig) (*githubConn, error) {
-	owner, _, _ := strings.Cut(cfg.Control, "/")
-	ghApp, self, err := cfg.App.ConnectApp(ctx, owner)
-	if err != nil {
-		return nil, err
-	}
-	return &githubConn{app: ghApp, self: self, controlOwner: owner}, nil
-}
-
-func githubStats(s ghforge.RequestStats) metrics.GitHubStats {
-	return metrics.GitHubStats{Reads: s.Reads, Writes: s.Writes, ContentWrites: s.ContentWrites,
-		NotModified: s.NotModified, Errors: s.Errors, RateRemaining: s.RateRemaining}
+	return srv.Run(ctx)
 }
 
 // writeFileAtomic writes content to name through a temporary file and a rename, so a reader

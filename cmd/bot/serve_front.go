@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fleetbot-io/fleetbot/internal/serve"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
@@ -80,9 +81,9 @@ func serveFront(ctx context.Context, cfg serveConfig, nice int, ln net.Listener)
 	// The batch route is the job process's alone: from the public address it does not exist.
 	mux.Handle(webhook.BatchPath, http.NotFoundHandler())
 	mux.Handle("/", proxy)
-	hs := newHTTPServer(mux, log, cfg.HTTP)
+	hs := serve.NewHTTPServer(mux, log, cfg.HTTP)
 	httpDone := make(chan error, 1)
-	go func() { httpDone <- hs.Serve(cfg.HTTP.listener(ln)) }()
+	go func() { httpDone <- hs.Serve(cfg.HTTP.Listener(ln)) }()
 
 	fwdCtx, stopForwarding := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
@@ -217,7 +218,7 @@ func serveJobProcess(ctx context.Context, cfg serveConfig, fd, nice int) error {
 		cfg.Logger.Warn("job process keeps the front's CPU priority", "err", err)
 	}
 	cfg.JobProcess = true
-	return serve(ctx, cfg, ln)
+	return runServe(ctx, cfg, ln)
 }
 
 // jobListener is the job process's loopback listener, inherited from the front on fd.

@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/serve"
 )
 
 // chanListener is a listener whose connections arrive on a channel: in a synctest bubble,
@@ -43,7 +45,7 @@ func (l *chanListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0
 func TestAttackConnectionFloodIsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner := &chanListener{conns: make(chan net.Conn, 3), closed: make(chan struct{})}
-		ln := httpLimits{MaxConnections: 2}.listener(inner)
+		ln := serve.HTTPLimits{MaxConnections: 2}.Listener(inner)
 		var mu sync.Mutex
 		var accepted []net.Conn
 		go func() {
@@ -90,10 +92,10 @@ func TestAttackConnectionFloodIsBounded(t *testing.T) {
 func TestAttackSlowHeadersAreCut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner := &chanListener{conns: make(chan net.Conn, 1), closed: make(chan struct{})}
-		l := httpLimits{MaxConnections: 1, ReadHeaderTimeout: 5 * time.Second}
-		hs := newHTTPServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler), l)
+		l := serve.HTTPLimits{MaxConnections: 1, ReadHeaderTimeout: 5 * time.Second}
+		hs := serve.NewHTTPServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler), l)
 		done := make(chan error, 1)
-		go func() { done <- hs.Serve(l.listener(inner)) }()
+		go func() { done <- hs.Serve(l.Listener(inner)) }()
 		server, client := net.Pipe()
 		inner.conns <- server
 		_, err := client.Write([]byte("POST /webhook HTTP/1.1\r\nHost: x\r\n")) // never ends its headers
@@ -125,17 +127,17 @@ func TestAttackSlowHeadersAreCut(t *testing.T) {
 // TestServeLimitFlags: the limits are flags with documented defaults, settable from the
 // environment like every serve flag.
 func TestServeLimitFlags(t *testing.T) {
-	var l httpLimits
+	var l serve.HTTPLimits
 	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
-	l.register(fs)
-	assert.Equal(t, httpLimits{MaxConnections: 512, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+	registerLimits(fs, &l)
+	assert.Equal(t, serve.HTTPLimits{MaxConnections: 512, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}, l)
 	t.Setenv("FLEETBOT_MAX_CONNECTIONS", "64")
 	require.NoError(t, fs.Parse([]string{"--read-header-timeout", "3s"}))
 	require.NoError(t, flagsFromEnv(fs, limitFlags...))
 	assert.Equal(t, 64, l.MaxConnections)
 	assert.Equal(t, 3*time.Second, l.ReadHeaderTimeout)
-	hs := newHTTPServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler), l)
+	hs := serve.NewHTTPServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler), l)
 	assert.Equal(t, 3*time.Second, hs.ReadHeaderTimeout)
 	assert.Error(t, fs.Parse([]string{"--max-connections", "0"}), "at least one connection")
 	assert.Error(t, fs.Parse([]string{"--idle-timeout", "0s"}))

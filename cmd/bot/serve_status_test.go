@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/serve"
 	"github.com/fleetbot-io/fleetbot/internal/status"
 )
 
@@ -141,7 +142,7 @@ func TestServeStatusPage(t *testing.T) {
 	first.gh.Commit("acme", "control", "main", "waves and a management cluster", map[string]string{
 		"platform.yaml": string(platform) + statusE2EPlatform, "clusters/lab-1.yaml": statusE2ELab})
 
-	e := startServe(t, serveOptions{reuse: first, status: statusPageConfig{Enabled: true, Token: []byte(statusToken), GroupBy: mustGroup(t, "label:env")}})
+	e := startServe(t, serveOptions{reuse: first, status: serve.StatusPages{Enabled: true, Token: []byte(statusToken), GroupBy: mustGroup(t, "label:env")}})
 	e.waitMetric(appliedOK, 1)
 	e.idle()
 

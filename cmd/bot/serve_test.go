@@ -36,6 +36,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
+	"github.com/fleetbot-io/fleetbot/internal/serve"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
@@ -61,7 +62,7 @@ type serveOptions struct {
 	beforeJob func(j webhook.Job)                    // runs after the gate, inside the job
 	grace     time.Duration                          // shutdown grace (default 5s)
 	reuse     *serveEnv                              // run against this env's fake GitHub instead of a new one
-	status    statusPageConfig                       // the /status pages (off by default)
+	status    serve.StatusPages                      // the /status pages (off by default)
 	cacheDir  string                                 // the snapshot cache and baseline ("" keeps them in memory)
 	ghOptions []githubtest.Option                    // more options of a new fake GitHub
 	clock     func(*githubtest.Server) webhook.Clock // serve's clock on the fake GitHub (nil: the wall clock)
@@ -153,7 +154,7 @@ func startServe(t *testing.T, o serveOptions) *serveEnv {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, ln) }()
+	go func() { done <- runServe(ctx, cfg, ln) }()
 	var once sync.Once
 	e.stop = func() {
 		once.Do(func() {
@@ -804,7 +805,7 @@ func TestServeConfigErrors(t *testing.T) {
 // open: headers, bodies, answers and idle connections all have a deadline, headers a size.
 func TestAttackSlowlorisHoldsServeConnections(t *testing.T) {
 	t.Parallel()
-	hs := newHTTPServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler), httpLimits{})
+	hs := serve.NewHTTPServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler), serve.HTTPLimits{})
 	assert.Equal(t, 10*time.Second, hs.ReadHeaderTimeout)
 	assert.Equal(t, 30*time.Second, hs.ReadTimeout)
 	assert.Equal(t, 30*time.Second, hs.WriteTimeout)

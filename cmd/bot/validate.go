@@ -8,6 +8,7 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/report"
+	"github.com/fleetbot-io/fleetbot/internal/workcopy"
 )
 
 func (a *frontend) validateCommand() *cobra.Command {
@@ -81,7 +82,7 @@ func (a *frontend) validateJSON(f *app.Fleet, loadErr error, strict bool) error 
 	if loadErr != nil && !errors.As(loadErr, &issues) {
 		return app.DescribeLoadError(a.control, loadErr) // no repo to report on
 	}
-	d := report.New(report.CommandValidate, app.Revision(a.control), nil)
+	d := report.New(report.CommandValidate, workcopy.Revision(a.control), nil)
 	d.Errors = problems(issues)
 	if f != nil {
 		if strict {

@@ -25,6 +25,7 @@ import (
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/ghaction"
 	"github.com/fleetbot-io/fleetbot/internal/report"
+	"github.com/fleetbot-io/fleetbot/internal/workcopy"
 )
 
 // Modes of the action (input mode).
@@ -940,25 +941,25 @@ func (r *actionRun) reviewControl(ctx context.Context, f *app.Fleet, pull *ghact
 		res.Notes = append(res.Notes, "check control skipped: "+why)
 		return nil
 	}
-	repo, err := app.OpenClone(r.in.controlDir)
+	repo, err := workcopy.Open(r.in.controlDir)
 	if err != nil {
 		return skip("the control repo checkout is not a git clone")
 	}
 	head := cmp.Or(r.env.SHA, "HEAD")
 	base := pull.Base.SHA
 	// The merge commit's first parent is the base GitHub merged the PR into.
-	if parent, ok := app.MergeParent(repo, head); ok {
+	if parent, ok := workcopy.MergeParent(repo, head); ok {
 		base = parent
 	}
-	baseFS, baseRev, err := app.TreeFS(repo, base)
+	baseFS, baseRev, err := workcopy.TreeFS(repo, base)
 	if err != nil {
 		return skip(fmt.Sprintf("the base commit %s is not in the clone; check out with fetch-depth: 2", short(base)))
 	}
-	headFS, headRev, err := app.TreeFS(repo, head)
+	headFS, headRev, err := workcopy.TreeFS(repo, head)
 	if err != nil {
 		return skip(fmt.Sprintf("the head commit %s is not in the clone", short(head)))
 	}
-	if baseFS, headFS, err = app.SubTrees(repo, r.in.controlDir, baseFS, headFS); err != nil {
+	if baseFS, headFS, err = workcopy.SubTrees(repo, r.in.controlDir, baseFS, headFS); err != nil {
 		return err
 	}
 	in := app.ControlChange{Base: baseFS, Head: headFS, BaseRev: baseRev, HeadRev: headRev, Author: login(pull.User)}

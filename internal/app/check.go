@@ -2,11 +2,14 @@ package app
 
 import (
 	"fmt"
+	"path"
+	"sort"
 	"strings"
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/report"
+	"github.com/fleetbot-io/fleetbot/internal/workcopy"
 )
 
 // CheckWorkspaceRepo is check workspace on the workspace repo checkout at dir, offline: it
@@ -66,7 +69,7 @@ func CheckWorkspaceRepoWith(dir string, wc WorkspaceCheck) ([]string, []report.P
 	default:
 		return nil, nil, fmt.Errorf("--pod-security %q: a workspace namespace is restricted or baseline (never privileged)", wc.PodSecurity)
 	}
-	files, err := readRepoDir(dir)
+	files, err := workcopy.ReadDir(dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -110,4 +113,56 @@ func reportProblems(problems []fanout.RepoProblem) []report.Problem {
 		out = append(out, report.Problem{File: p.File, Line: p.Line, Object: p.Object, Message: p.Message, Hint: p.Hint})
 	}
 	return out
+}
+
+// entriesUnder lists the kustomization directories to render: top itself,
+// or with perChild each top/<name>/ holding a kustomization.
+func entriesUnder(files map[string][]byte, top string, perChild bool) []string {
+	seen := map[string]bool{}
+	for p := range files {
+		dir, name := path.Split(p)
+		dir = strings.TrimSuffix(dir, "/")
+		switch name {
+		case "kustomization.yaml", "kustomization.yml", "Kustomization":
+		default:
+			continue
+		}
+		if (perChild && path.Dir(dir) == top) || (!perChild && dir == top) {
+			seen[dir] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for d := range seen {
+		out = append(out, d)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// CheckTargetRepo is check workspace / check cluster on the target repo checkout at dir,
+// offline: for a workspace repo (kind fanout.KindWorkspace) it renders every
+// clusters/<cluster>/ kustomization, confined to namespace and impersonating the
+// ServiceAccount named after workspace; for a cluster repo it renders apps/. It returns the
+// kustomizations it rendered, empty when dir has none of that kind's (not a repo of that
+// kind), and the problems found.
+func CheckTargetRepo(kind fanout.Kind, dir, workspace, namespace string) ([]string, []fanout.RepoProblem, error) {
+	files, err := workcopy.ReadDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	entries, problems := checkTargetFiles(kind, files, workspace, namespace)
+	return entries, problems, nil
+}
+
+// checkTargetFiles is CheckTargetRepo on the repo's files, by slash-separated path (a
+// checkout read by workcopy.ReadDir, or a commit read through the GitHub API by serve).
+func checkTargetFiles(kind fanout.Kind, files map[string][]byte, workspace, namespace string) ([]string, []fanout.RepoProblem) {
+	c := fanout.RepoCheck{Entries: entriesUnder(files, "apps", false)}
+	if kind == fanout.KindWorkspace {
+		c = fanout.RepoCheck{Entries: entriesUnder(files, "clusters", true), Namespace: namespace, ServiceAccount: workspace}
+	}
+	if len(c.Entries) == 0 {
+		return nil, nil
+	}
+	return c.Entries, fanout.CheckRepo(files, c)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5"
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
+	"github.com/fleetbot-io/fleetbot/internal/workcopy"
 )
 
 // PauseResult is what `fleetbot rollout pause|resume` did to the control repo.
@@ -141,7 +142,7 @@ func prepareCommit(dir string, commit bool, file string) (*pauseCommit, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := OpenClone(abs)
+	r, err := workcopy.Open(abs)
 	if err != nil {
 		return &pauseCommit{}, nil // not in a git work tree: the file alone
 	}
@@ -149,7 +150,7 @@ func prepareCommit(dir string, commit bool, file string) (*pauseCommit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--control %s is a bare git repo: pass --no-commit and record the pause in a work tree", dir)
 	}
-	sub, err := DirInClone(r, abs)
+	sub, err := workcopy.DirIn(r, abs)
 	if err != nil {
 		return nil, err
 	}

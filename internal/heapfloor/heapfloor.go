@@ -1,4 +1,6 @@
-package app
+// Package heapfloor tunes the Go garbage collector of a one-shot command: a heap goal of at
+// least a floor while the live heap is small (see Keep).
+package heapfloor
 
 import (
 	"os"
@@ -8,18 +10,18 @@ import (
 	"sync"
 )
 
-// DefaultHeapFloor is the heap a one-shot command lets grow before it collects garbage (see
-// KeepHeapFloor).
-const DefaultHeapFloor = 128 << 20
+// Default is the heap a one-shot command lets grow before it collects garbage (see
+// Keep).
+const Default = 128 << 20
 
-// HeapFloor keeps the garbage collector's heap goal at floor bytes or more while the live heap
+// Floor keeps the garbage collector's heap goal at floor bytes or more while the live heap
 // is small, at most maxGCPercent percent above it: a cold render of a 1,000-cluster fleet
 // allocates about 100 MB around a live heap of about 30 MB, and at GOGC=100 the collector,
 // starting from a 4 MB heap, ran a dozen cycles and a quarter of the CPU. Once the live heap
 // is half the floor or more, the collector works as GOGC=100 (a heap goal of twice the live
 // heap): a large fleet uses no more memory than it did. The percent is set after every
 // collection, from the live heap it left.
-type HeapFloor struct {
+type Floor struct {
 	floor uint64
 
 	mu      sync.Mutex
@@ -35,15 +37,15 @@ const (
 	maxGCPercent = 400
 )
 
-// KeepHeapFloor starts a HeapFloor of floor bytes for the rest of the process, unless GOGC or
+// Keep starts a Floor of floor bytes for the rest of the process, unless GOGC or
 // GOMEMLIMIT is set in the environment (the user's settings win). The commands that run once
 // (render, plan, apply, check, the Action) call it from main; serve does not, as its heap
 // lives for days. It returns nil when it did not start.
-func KeepHeapFloor(floor uint64) *HeapFloor {
+func Keep(floor uint64) *Floor {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return nil
 	}
-	h := &HeapFloor{floor: floor, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	h := &Floor{floor: floor, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
 	h.percent = gcPercentFor(floor, 0)
 	h.prev = debug.SetGCPercent(h.percent)
 	h.arm()
@@ -51,7 +53,7 @@ func KeepHeapFloor(floor uint64) *HeapFloor {
 }
 
 // Stop ends the floor and sets the percent it found again.
-func (h *HeapFloor) Stop() {
+func (h *Floor) Stop() {
 	if h == nil {
 		return
 	}
@@ -67,12 +69,12 @@ func (h *HeapFloor) Stop() {
 type gcSentinel struct{ _ *int }
 
 // arm registers the cleanup that runs after the next collection.
-func (h *HeapFloor) arm() {
-	runtime.AddCleanup(&gcSentinel{}, (*HeapFloor).afterGC, h)
+func (h *Floor) arm() {
+	runtime.AddCleanup(&gcSentinel{}, (*Floor).afterGC, h)
 }
 
 // afterGC sets the percent from the live heap the last collection left and arms the next.
-func (h *HeapFloor) afterGC() {
+func (h *Floor) afterGC() {
 	h.mu.Lock()
 	if h.stopped {
 		h.mu.Unlock()
@@ -90,7 +92,7 @@ func (h *HeapFloor) afterGC() {
 }
 
 // set sets the percent when it changed (debug.SetGCPercent stops the world briefly).
-func (h *HeapFloor) set(percent int) {
+func (h *Floor) set(percent int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stopped || percent == h.percent {

@@ -1,4 +1,4 @@
-package app
+package heapfloor
 
 import (
 	"runtime"
@@ -44,7 +44,7 @@ func gcPercent() int {
 func TestHeapFloorFollowsTheLiveHeap(t *testing.T) {
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMEMLIMIT", "")
-	h := KeepHeapFloor(DefaultHeapFloor)
+	h := Keep(Default)
 	require.NotNil(t, h)
 	defer h.Stop()
 	assert.Equal(t, 400, gcPercent(), "a fresh process's heap is small")
@@ -75,11 +75,11 @@ func TestHeapFloorFollowsTheLiveHeap(t *testing.T) {
 func TestHeapFloorLeavesTheUsersSettings(t *testing.T) {
 	t.Setenv("GOGC", "50")
 	before := gcPercent()
-	assert.Nil(t, KeepHeapFloor(DefaultHeapFloor), "GOGC is set")
+	assert.Nil(t, Keep(Default), "GOGC is set")
 	assert.Equal(t, before, gcPercent())
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMEMLIMIT", "1GiB")
-	assert.Nil(t, KeepHeapFloor(DefaultHeapFloor), "GOMEMLIMIT is set")
-	var stopped *HeapFloor
+	assert.Nil(t, Keep(Default), "GOMEMLIMIT is set")
+	var stopped *Floor
 	stopped.Stop() // a floor that never started stops quietly
 }

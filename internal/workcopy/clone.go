@@ -1,4 +1,8 @@
-package app
+// Package workcopy reads git working copies and clones of the control repo and of target
+// repos: the commit a work tree holds (and whether it is dirty), a commit's tree as an fs.FS
+// straight from git objects, a directory's place in its clone, and a checkout's files read
+// into memory within the control repo's bounds. It holds no product rules.
+package workcopy
 
 import (
 	"fmt"
@@ -14,7 +18,7 @@ import (
 // SubTrees narrows the trees of a commit pair to dir, the control repo's directory inside the
 // clone (unchanged when dir is the clone's root).
 func SubTrees(repo *git.Repository, dir string, base, head fs.FS) (fs.FS, fs.FS, error) {
-	sub, err := DirInClone(repo, dir)
+	sub, err := DirIn(repo, dir)
 	if err != nil || sub == "." {
 		return base, head, err
 	}
@@ -68,9 +72,9 @@ func TreeFS(repo *git.Repository, ref string) (fs.FS, string, error) {
 	return out, h.String(), nil
 }
 
-// OpenClone opens the git clone holding dir (dir may be a directory inside it, and a linked
+// Open opens the git clone holding dir (dir may be a directory inside it, and a linked
 // worktree), for reading commits of the control repo straight from git objects.
-func OpenClone(dir string) (*git.Repository, error) {
+func Open(dir string) (*git.Repository, error) {
 	return git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 }
 

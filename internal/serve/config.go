@@ -1,0 +1,72 @@
+// Package serve is the composition root of fleetbot serve, the GitHub App webhook service: New
+// builds the service from one resolved Config (metrics, the HTTP routes, the job queue, the
+// rollout watch, the /status pages) and Server.Run connects to GitHub, wires the webhook
+// service, its dispatcher and handlers, the worker pool and the resync loop, and serves until
+// its context is done. cmd/bot only parses flags and environment into a Config.
+package serve
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/webhook"
+)
+
+// Config is serve's resolved configuration.
+type Config struct {
+	// Listener is where serve answers (/webhook, /healthz, /readyz, /metrics, /status); the
+	// caller binds it, so that it can tell the address before Run.
+	Listener net.Listener
+	// Control is the control repo "owner/name".
+	Control string
+	// Secret is the webhook secret.
+	Secret []byte
+	// App is the application configuration: GitHub API URL, App credentials, write budget,
+	// Git URL and snapshot cache, the same as the CLI's and the Action's for the same host.
+	App app.Config
+	// Version salts the service's render cache and baselines (fleetbot's version).
+	Version string
+
+	Resync time.Duration
+	// DriftDelay is how long a drift job waits for others to batch with (webhook.QueueConfig).
+	DriftDelay  time.Duration
+	Workers     int
+	QueueSize   int
+	MaxBody     int64
+	Grace       time.Duration
+	Concurrency int
+	CheckName   string
+	// TenantCheck names the check run serve posts on the pull requests of workspace and
+	// cluster repos and requires from its App on their protection; "" turns it off.
+	TenantCheck string
+	// JobProcess: this is the job process of serve --job-process, which also takes the
+	// front's batches (webhook.BatchPath) on its loopback listener.
+	JobProcess bool
+	// Shard is this replica's share of the target repos (docs/scale-out.md).
+	Shard app.Shard
+
+	// Status configures the /status pages (off unless Status.Enabled).
+	Status StatusPages
+
+	Logger *slog.Logger
+	// HTTP bounds the connections and the time of each request (zero values: the defaults).
+	HTTP HTTPLimits
+	// BeforeJob runs before every job (tests inject faults with it).
+	BeforeJob func(ctx context.Context, j webhook.Job) error
+	// OnReady is called once the service is ready (tests wait on it).
+	OnReady func()
+	// Clock is the rollout gate's time and schedules its wake-ups (nil: the wall clock;
+	// tests inject a fake one).
+	Clock webhook.Clock
+}
+
+// StatusPages is the resolved configuration of the /status pages.
+type StatusPages struct {
+	Enabled  bool
+	Token    []byte
+	Insecure bool
+	GroupBy  app.StatusGrouper
+}

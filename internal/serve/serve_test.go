@@ -1,0 +1,211 @@
+package serve_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/control"
+	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
+	"github.com/fleetbot-io/fleetbot/internal/githubtest"
+	"github.com/fleetbot-io/fleetbot/internal/serve"
+	"github.com/fleetbot-io/fleetbot/internal/webhook"
+)
+
+const secret = "library-secret"
+
+// exampleControl is the example control repo the CLI's tests use too.
+var exampleControl = filepath.Join("..", "..", "testdata", "control")
+
+// fakeGitHub is a fake GitHub holding the org acme, its teams and acme/control with the
+// example control repo.
+func fakeGitHub(t *testing.T) *githubtest.Server {
+	t.Helper()
+	gh := githubtest.NewServer(t)
+	repo, err := control.LoadDir(exampleControl)
+	require.NoError(t, err)
+	targets, err := fanout.NewRenderer(fanout.Options{}).Render(repo)
+	require.NoError(t, err)
+	gh.CreateOrg("acme")
+	teams := map[string]bool{}
+	for _, tg := range targets {
+		for slug := range tg.Access.Teams {
+			teams[slug] = true
+		}
+	}
+	for slug := range teams {
+		gh.CreateTeam("acme", slug)
+	}
+	files := map[string]string{}
+	require.NoError(t, fs.WalkDir(os.DirFS(exampleControl), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(filepath.Join(exampleControl, p))
+		files[p] = string(b)
+		return err
+	}))
+	gh.CreateRepo("acme", "control", files)
+	return gh
+}
+
+// get fetches a path of the server.
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+// metric is the value of one series of /metrics, 0 when absent.
+func metric(t *testing.T, base, series string) float64 {
+	t.Helper()
+	_, body := get(t, base+"/metrics")
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			require.NoError(t, err, line)
+			return f
+		}
+	}
+	return 0
+}
+
+// eventually polls cond until it holds; the deadline only turns a hang into a failure.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// deliver posts a delivery signed with key and returns the answer's status.
+func deliver(t *testing.T, base, event, id string, body []byte, key string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+"/webhook", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", event)
+	req.Header.Set("X-GitHub-Delivery", id)
+	req.Header.Set("X-Hub-Signature-256", githubtest.Sign(key, body))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestServerServesASignedDelivery builds serve as a library from one Config against the fake
+// GitHub, and serves one signed push to the control repo: acknowledged, applied, and the
+// affected cluster repo's pull request carries the pushed change. A delivery signed with
+// another secret is refused.
+func TestServerServesASignedDelivery(t *testing.T) {
+	t.Parallel()
+	gh := fakeGitHub(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	base := "http://" + ln.Addr().String()
+	ready := make(chan struct{})
+	srv, err := serve.New(serve.Config{
+		Listener: ln, Control: "acme/control", Secret: []byte(secret), Version: "test",
+		App: app.Config{Forge: app.ForgeGitHub, GitURL: gh.URL, CacheDir: t.TempDir(),
+			GitHub: ghforge.Config{APIURL: gh.APIURL(), AppID: gh.AppID(), PrivateKey: gh.AppPrivateKeyPEM(),
+				Budget: ghforge.BudgetConfig{PerMinute: 100000, PerHour: 1000000, MinInterval: -1}}},
+		Resync: time.Hour, Workers: 2, QueueSize: 100, MaxBody: webhook.DefaultMaxBody, Grace: 5 * time.Second,
+		Concurrency: 4, CheckName: webhook.DefaultCheckName,
+		OnReady: func() { close(ready) },
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	defer func() {
+		cancel()
+		assert.NoError(t, <-done, "Run returned")
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("Run stopped before ready: %v", err)
+	}
+	code, _ := get(t, base+"/readyz")
+	assert.Equal(t, http.StatusOK, code)
+
+	// The startup resync applies the fleet once; then the queue is idle.
+	const applied = `fleetbot_job_duration_seconds_count{kind="apply",outcome="ok"}`
+	eventually(t, "the startup apply", func() bool { return metric(t, base, applied) >= 1 })
+	eventually(t, "an idle queue", func() bool {
+		return metric(t, base, "fleetbot_queue_depth") == 0 && metric(t, base, "fleetbot_jobs_in_flight") == 0
+	})
+
+	before := gh.Branch("acme", "control", "main")
+	gh.Commit("acme", "control", "main", "edge-1: new range", map[string]string{"clusters/edge-1.yaml": `apiVersion: fleetbot.io/v1alpha1
+kind: Cluster
+metadata:
+  name: edge-1
+  labels: {env: prod, network: metal}
+spec:
+  values:
+    metallb_range: 10.9.0.0/28
+    metallb_speaker_tolerations: "true"
+`})
+	ev, err := gh.PushEvent("acme", "control", "main", before)
+	require.NoError(t, err)
+	body, err := json.Marshal(ev)
+	require.NoError(t, err)
+	// Pushed by a person: fleetbot ignores its own pushes.
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(body, &m))
+	m["sender"] = map[string]any{"login": "alice", "id": 4242, "type": "User"}
+	body, err = json.Marshal(m)
+	require.NoError(t, err)
+
+	assert.Equal(t, http.StatusUnauthorized, deliver(t, base, "push", "d0", body, "another-secret"), "a delivery signed with another secret")
+	assert.Equal(t, http.StatusAccepted, deliver(t, base, "push", "d1", body, secret))
+	eventually(t, "the edge-1 pull request to carry the pushed range", func() bool {
+		s, _ := gh.File("acme", "cluster-edge-1", "fleetbot/sync", "platform/metallb/metallb.yaml")
+		return strings.Contains(s, "10.9.0.0/28")
+	})
+	eventually(t, "the push's apply to finish", func() bool { return metric(t, base, applied) >= 2 })
+}
+
+// TestNewRefusesAnIncompleteConfig: New says which field is missing before anything starts.
+func TestNewRefusesAnIncompleteConfig(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	for _, c := range []struct {
+		cfg  serve.Config
+		want string
+	}{
+		{serve.Config{Control: "acme/control", Secret: []byte(secret)}, "Config.Listener is nil"},
+		{serve.Config{Listener: ln, Control: "acme/control"}, "Config.Secret is empty"},
+		{serve.Config{Listener: ln, Control: "control", Secret: []byte(secret)}, `Config.Control "control": want OWNER/NAME`},
+	} {
+		_, err := serve.New(c.cfg)
+		assert.ErrorContains(t, err, c.want)
+	}
+}
