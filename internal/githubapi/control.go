@@ -250,20 +250,7 @@ func (c *GitHubControl) read(ctx context.Context, entries []*gh.TreeEntry) ([][]
 	}
 	c.mu.Unlock()
 
-	errs := make([]error, len(missing))
-	sem := make(chan struct{}, blobConcurrency)
-	var wg sync.WaitGroup
-	for k, i := range missing {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			out[i], errs[k] = c.blob(ctx, entries[i])
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := readMissing(ctx, entries, missing, out, c.blob); err != nil {
 		return nil, err
 	}
 
@@ -278,6 +265,26 @@ func (c *GitHubControl) read(ctx context.Context, entries []*gh.TreeEntry) ([][]
 		}
 	}
 	return out, nil
+}
+
+// readMissing reads the entries at the indexes missing into out, blobConcurrency at a time
+// (the control repo's and the tenant repos' reads share it).
+func readMissing(ctx context.Context, entries []*gh.TreeEntry, missing []int, out [][]byte,
+	read func(context.Context, *gh.TreeEntry) ([]byte, error)) error {
+	errs := make([]error, len(missing))
+	sem := make(chan struct{}, blobConcurrency)
+	var wg sync.WaitGroup
+	for k, i := range missing {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i], errs[k] = read(ctx, entries[i])
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func (c *GitHubControl) blob(ctx context.Context, e *gh.TreeEntry) ([]byte, error) {

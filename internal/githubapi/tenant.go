@@ -175,20 +175,8 @@ func (t *TenantRepos) read(ctx context.Context, api *gh.Client, owner, name stri
 		}
 	}
 	t.mu.Unlock()
-	errs := make([]error, len(missing))
-	sem := make(chan struct{}, blobConcurrency)
-	var wg sync.WaitGroup
-	for k, i := range missing {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			out[i], errs[k] = readBlob(ctx, api, owner, name, entries[i])
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	read := func(ctx context.Context, e *gh.TreeEntry) ([]byte, error) { return readBlob(ctx, api, owner, name, e) }
+	if err := readMissing(ctx, entries, missing, out, read); err != nil {
 		return nil, err
 	}
 	t.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,13 +31,7 @@ func loadSpec(t *testing.T) *restspec.Description {
 func TestRESTSpecNamesOperationAndField(t *testing.T) {
 	t.Parallel()
 	d := loadSpec(t)
-	var mu sync.Mutex
-	var got []restspec.Violation
-	srv := githubtest.NewServer(t, githubtest.WithRESTSpec(d, func(v restspec.Violation) {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, v)
-	}))
+	srv, violations := serverCollecting(t, d)
 	srv.CreateOrg("acme")
 	srv.CreateRepo("acme", "r", map[string]string{"README.md": "hi\n"})
 	c := srv.ClientWithToken(githubtest.DefaultToken)
@@ -51,10 +46,8 @@ func TestRESTSpecNamesOperationAndField(t *testing.T) {
 	_, err = c.Do(ctx, req, nil)
 	require.Error(t, err)
 
-	mu.Lock()
-	defer mu.Unlock()
 	var lines []string
-	for _, v := range got {
+	for _, v := range violations() {
 		if !v.Missing {
 			lines = append(lines, v.String())
 		}
@@ -83,13 +76,7 @@ func TestRESTSpecMatchesSlashedRef(t *testing.T) {
 func TestRESTSpecIgnoresABodyCutByTheClient(t *testing.T) {
 	t.Parallel()
 	d := loadSpec(t)
-	var mu sync.Mutex
-	var got []restspec.Violation
-	srv := githubtest.NewServer(t, githubtest.WithRESTSpec(d, func(v restspec.Violation) {
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, v)
-	}))
+	srv, violations := serverCollecting(t, d)
 	srv.CreateOrg("acme")
 	srv.CreateRepo("acme", "r", map[string]string{"README.md": "hi\n"})
 
@@ -105,9 +92,25 @@ func TestRESTSpecIgnoresABodyCutByTheClient(t *testing.T) {
 	require.NoError(t, conn.Close()) // gone, 20 bytes into a body of more
 	srv.Close()                      // waits for the handler
 
-	mu.Lock()
-	defer mu.Unlock()
-	for _, v := range got {
+	for _, v := range violations() {
 		assert.NotContains(t, v.String(), "unexpected EOF", "a cut body is not a conformance finding")
+	}
+}
+
+// serverCollecting is a fake GitHub whose conformance findings are collected, not failed:
+// violations returns those so far.
+func serverCollecting(t *testing.T, d *restspec.Description) (srv *githubtest.Server, violations func() []restspec.Violation) {
+	t.Helper()
+	var mu sync.Mutex
+	var got []restspec.Violation
+	srv = githubtest.NewServer(t, githubtest.WithRESTSpec(d, func(v restspec.Violation) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, v)
+	}))
+	return srv, func() []restspec.Violation {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
 	}
 }
