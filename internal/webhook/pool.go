@@ -23,8 +23,6 @@ const (
 	// --concurrency 4 send some 64 requests at once (a job's control repo load and org read add
 	// a few), below GitHub's 100 concurrent requests.
 	DefaultWorkers = 16
-	// DefaultJobTimeout bounds one job.
-	DefaultJobTimeout = 15 * time.Minute
 	// DefaultGrace is how long in-flight jobs may finish after shutdown
 	// starts before their contexts are cancelled.
 	DefaultGrace = 25 * time.Second
@@ -85,12 +83,14 @@ type DriftStager interface {
 
 // Pool runs jobs from a Queue on a fixed number of workers. Each job gets a
 // fresh context (not the delivery's, which ends with the HTTP response),
-// with a timeout; a panic fails that job only.
+// with no deadline (a long job is not failed for being long: a full apply of many changed repos
+// runs in bounded steps, Service.applyInSteps, and the write budget defers what it cannot admit
+// to a known time); a panic fails that job only.
 type Pool struct {
 	Queue *Queue
 	Exec  Executor
-	// Workers, JobTimeout and Grace default to DefaultWorkers,
-	// DefaultJobTimeout and DefaultGrace.
+	// Workers and Grace default to DefaultWorkers and DefaultGrace. JobTimeout, when set, bounds
+	// each job; zero (the default) sets no deadline.
 	Workers    int
 	JobTimeout time.Duration
 	Grace      time.Duration
@@ -191,7 +191,7 @@ func (p *Pool) runBatch(ctx, parent context.Context, jobs []Job) {
 	for _, j := range jobs {
 		defer p.Queue.Done(j.Key())
 	}
-	ctx, cancel := context.WithTimeout(parent, p.timeout())
+	ctx, cancel := p.jobContext(parent)
 	defer cancel()
 	start := make([]time.Time, len(jobs))
 	for i, j := range jobs {
@@ -214,7 +214,7 @@ func (p *Pool) runStaged(pool, parent context.Context, s DriftStager, jobs []Job
 			p.Queue.Done(j.Key())
 		}
 	}()
-	ctx, cancel := context.WithTimeout(parent, p.timeout())
+	ctx, cancel := p.jobContext(parent)
 	defer cancel()
 	start := make([]time.Time, len(jobs))
 	for i, j := range jobs {
@@ -311,17 +311,18 @@ func (p *Pool) report(ctx context.Context, j Job, start time.Time, run func() er
 	p.Metrics.JobDone(string(j.Kind), outcome, took)
 }
 
-func (p *Pool) timeout() time.Duration {
+// jobContext is a job's context: parent, bounded by JobTimeout when one is set.
+func (p *Pool) jobContext(parent context.Context) (context.Context, context.CancelFunc) {
 	if p.JobTimeout <= 0 {
-		return DefaultJobTimeout
+		return context.WithCancel(parent)
 	}
-	return p.JobTimeout
+	return context.WithTimeout(parent, p.JobTimeout)
 }
 
 // run executes one job on a fresh context, reports it and marks it done.
 func (p *Pool) run(parent context.Context, j Job) {
 	defer p.Queue.Done(j.Key())
-	ctx, cancel := context.WithTimeout(parent, p.timeout())
+	ctx, cancel := p.jobContext(parent)
 	defer cancel()
 	p.report(ctx, j, p.started(j), func() error { return p.execute(ctx, j) })
 }
