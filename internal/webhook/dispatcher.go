@@ -198,6 +198,13 @@ func (d *Dispatcher) dispatch(ctx context.Context, start time.Time, event, id st
 	}
 }
 
+// Handled reports whether the delivery id (X-GitHub-Delivery, an event's GUID) was received
+// and acknowledged by this process (one of its recent DedupeSize ids): serve does not ask
+// GitHub to redeliver it even when GitHub's delivery log recorded a failure (an answer GitHub
+// timed out on). A delivery refused (queue full, an error) is not handled: its redelivery is
+// taken, not dropped as a duplicate.
+func (d *Dispatcher) Handled(id string) bool { return id != "" && d.seen.contains(id) }
+
 // answerWithoutHandler answers the verified deliveries no handler sees: no event (400) and a
 // ping (200); status 0 for the others.
 func answerWithoutHandler(event string) (status int, outcome, msg string) {

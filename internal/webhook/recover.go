@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
@@ -22,21 +23,11 @@ import (
 // 1,000-repo fleet takes seconds to a few minutes; a check still running after this long is not.
 const DefaultStuckCheck = 30 * time.Minute
 
-// OpenPullRequest is an open pull request of the control repo, as a resync sees it.
-type OpenPullRequest struct {
-	Number int
-	// Head and Base are the commits of its head and base; Author its author's login.
-	Head, Base, Author string
-}
+// OpenPullRequest is an open pull request of the control repo (internal/checkrun).
+type OpenPullRequest = checkrun.OpenPullRequest
 
-// CheckState is fleetbot's newest check run on a commit.
-type CheckState struct {
-	ID int64
-	// Status is GitHub's: queued, in_progress or completed.
-	Status string
-	// StartedAt is when it started (zero when GitHub does not say).
-	StartedAt time.Time
-}
+// CheckState is fleetbot's newest check run on a commit (internal/checkrun).
+type CheckState = checkrun.State
 
 // PendingChecks reads what the recovery of control pull request checks needs from GitHub.
 type PendingChecks interface {
