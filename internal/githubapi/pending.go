@@ -60,13 +60,12 @@ func (p *PendingChecks) OpenPullRequests(ctx context.Context) ([]checkrun.OpenPu
 	return out, nil
 }
 
-// LatestCheck returns the newest check run named checkName of the App on commit sha: GitHub
-// lists a commit's check runs newest first, and filter=latest (the default) keeps the newest of
-// each name.
+// LatestCheck returns the newest check run named checkName of the App on commit sha (the
+// highest id: GitHub's ids grow with time), from one page of 100.
 //
 // GitHub API docs: https://docs.github.com/rest/checks/runs#list-check-runs-for-a-git-reference
 func (p *PendingChecks) LatestCheck(ctx context.Context, sha string) (checkrun.State, bool, error) {
-	opts := &gh.ListCheckRunsOptions{CheckName: gh.String(p.checkName), Filter: gh.String("latest"), ListOptions: gh.ListOptions{PerPage: 100}}
+	opts := &gh.ListCheckRunsOptions{CheckName: gh.String(p.checkName), ListOptions: gh.ListOptions{PerPage: 100}}
 	if p.appID != 0 {
 		opts.AppID = gh.Int64(p.appID)
 	}
@@ -74,11 +73,17 @@ func (p *PendingChecks) LatestCheck(ctx context.Context, sha string) (checkrun.S
 	if err != nil {
 		return checkrun.State{}, false, fmt.Errorf("listing the check runs of %s/%s@%s: %w", p.owner, p.name, sha, err)
 	}
+	var newest *gh.CheckRun
 	for _, cr := range res.CheckRuns {
 		if cr.GetName() != p.checkName || (p.appID != 0 && cr.GetApp().GetID() != p.appID) {
 			continue
 		}
-		return checkrun.State{ID: cr.GetID(), Status: cr.GetStatus(), StartedAt: cr.GetStartedAt().Time}, true, nil
+		if newest == nil || cr.GetID() > newest.GetID() {
+			newest = cr
+		}
 	}
-	return checkrun.State{}, false, nil
+	if newest == nil {
+		return checkrun.State{}, false, nil
+	}
+	return checkrun.State{ID: newest.GetID(), Status: newest.GetStatus(), StartedAt: newest.GetStartedAt().Time}, true, nil
 }

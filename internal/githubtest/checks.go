@@ -192,6 +192,8 @@ func (s *Server) handleListCheckRuns(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	// check_name and app_id filter the runs (the App that made them).
+	// https://docs.github.com/rest/checks/runs#list-check-runs-for-a-git-reference
 	q := r.URL.Query()
 	name := q.Get("check_name")
 	appID, _ := strconv.ParseInt(q.Get("app_id"), 10, 64)
@@ -204,18 +206,8 @@ func (s *Server) handleListCheckRuns(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	slices.Reverse(matched) // newest first
-	// filter=latest (the default) keeps the most recent check run of each name and App;
-	// filter=all keeps every one.
-	// https://docs.github.com/rest/checks/runs#list-check-runs-for-a-git-reference
-	latest := q.Get("filter") != "all"
-	seen := map[string]bool{}
 	runs := []map[string]any{}
 	for _, cr := range matched {
-		key := fmt.Sprintf("%s\x00%d", cr.Name, s.checkRunApp(cr))
-		if latest && seen[key] {
-			continue
-		}
-		seen[key] = true
 		runs = append(runs, s.fullCheckRunJSON(rm, cr))
 	}
 	page, link := paginate(r, runs)
