@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
@@ -53,6 +54,8 @@ type stepProgress struct {
 	// Pending are the repos still to do and ResumeAt when the next step runs.
 	Pending  int       `json:"pending"`
 	ResumeAt time.Time `json:"resumeAt"`
+	// repos are the target repos the steps cover (for the status pages).
+	repos []app.StatusRunRepo
 }
 
 // StepStatus is what the status page and the logs say of a full apply in steps.
@@ -75,6 +78,22 @@ func (s *Service) Steps() StepStatus {
 		return StepStatus{}
 	}
 	return StepStatus{Active: true, Source: p.Source, Done: len(p.Done), Pending: p.Pending, ResumeAt: p.ResumeAt}
+}
+
+// StatusRun is the full apply in steps under way as the status pages show it (the repos it
+// covers, when its next step runs); nil when none is.
+func (s *Service) StatusRun() *app.StatusRun {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.steps
+	if p == nil || len(p.repos) == 0 {
+		return nil
+	}
+	run := &app.StatusRun{Source: p.Source, Started: p.Started, Repos: p.repos}
+	if p.ResumeAt.After(s.cfg.Clock.Now()) {
+		run.ResumeAt = p.ResumeAt
+	}
+	return run
 }
 
 // stepRepos is the configured step size.
@@ -113,12 +132,14 @@ func (s *Service) pendingSteps(e *fleetEntry) ([]string, *stepProgress) {
 		}
 	}
 	var pending []string
+	var repos []app.StatusRunRepo
 	total := 0
 	for _, t := range fl.Targets {
 		if !s.cfg.Shard.Owns(t.Repo) || (base != nil && base[t.Repo] == sums[t.Repo]) {
 			continue
 		}
 		total++
+		repos = append(repos, app.StatusRunRepo{Repo: t.FullName(), Kind: t.Kind, Name: t.Name})
 		if !done[strings.ToLower(t.Repo)] {
 			pending = append(pending, t.Repo)
 		}
@@ -129,6 +150,7 @@ func (s *Service) pendingSteps(e *fleetEntry) ([]string, *stepProgress) {
 		}
 		p = &stepProgress{Version: stepsVersion, Source: e.sha, Owner: owner, Started: s.cfg.Clock.Now(), Total: total}
 	}
+	p.repos = repos
 	slices.Sort(pending)
 	return pending, p
 }

@@ -86,6 +86,9 @@ func TestFullApplyOfAThousandReposFinishesAcrossSteps(t *testing.T) {
 	assert.GreaterOrEqual(t, total, 1050, "every cluster repo (and the workspaces') is new")
 	assert.Equal(t, step, st.Done, "one step did StepRepos repos")
 	assert.Equal(t, step, len(forge.counts()), "and wrote nothing else")
+	run := svc.StatusRun()
+	require.NotNil(t, run, "the status page shows the apply in steps")
+	assert.Len(t, run.Repos, total, "with a row for every repo it covers")
 	next := q.Drain()
 	require.Len(t, next, 1, "the next step is queued at once")
 	assert.Equal(t, ReasonStep, next[0].Reason)
@@ -101,6 +104,7 @@ func TestFullApplyOfAThousandReposFinishesAcrossSteps(t *testing.T) {
 		require.NoError(t, svc.Execute(ctx, j[0], nil))
 	}
 	assert.False(t, svc.Steps().Active, "no repo pending: the closing full apply ended the steps")
+	assert.Nil(t, svc.StatusRun())
 	counts := forge.counts()
 	assert.Len(t, counts, total, "every repo got its pull request")
 	for repo, n := range counts {
