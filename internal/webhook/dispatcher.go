@@ -22,7 +22,7 @@ const DefaultMaxBody = 25 << 20
 // buffered before the signature can be checked, so this (times MaxBody) is the memory an
 // unauthenticated client can hold. GitHub's deliveries take milliseconds; beyond it the answer
 // is 503: the delivery fails (GitHub does not redeliver it by itself; it stays in the App's
-// delivery log, which can redeliver it) and the next resync catches up.
+// delivery log, from which serve asks for it again) and the next resync catches up.
 const DefaultMaxUnverified = 8
 
 // ErrBadPayload is wrapped by handlers for a payload they cannot decode
