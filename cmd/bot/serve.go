@@ -80,10 +80,7 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
   fleetbot serve --control-repo acme/fleet-control --webhook-secret-file webhook-secret --status --status-token-file status-token`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := flagsFromEnv(cmd.Flags(), append([]string{"listen", "listen-file", "control-repo", "webhook-secret-file", "git-url", "check-name",
-				"tenant-check", "resync-interval", "shutdown-grace", "drift-delay", "workers", "queue-size", "concurrency", "max-body", "log-level", "shard",
-				"status", "status-token-file", "status-insecure-no-auth", "status-group-by", "job-process", "job-nice",
-				"stuck-check", "redeliver-interval", "max-redeliveries", "step-repos"}, limitFlags...)...); err != nil {
+			if err := flagsFromEnv(cmd.Flags(), append(serveEnvFlags(), limitFlags...)...); err != nil {
 				return err
 			}
 			if !cmd.Flags().Changed("log-level") {
@@ -120,6 +117,14 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
 	}
 	f.register(cmd.Flags())
 	return cmd
+}
+
+// serveEnvFlags are serve's flags that FLEETBOT_<FLAG> sets (limitFlags besides).
+func serveEnvFlags() []string {
+	return []string{"listen", "listen-file", "control-repo", "webhook-secret-file", "git-url", "check-name",
+		"tenant-check", "resync-interval", "shutdown-grace", "drift-delay", "workers", "queue-size", "concurrency", "max-body", "log-level", "shard",
+		"status", "status-token-file", "status-insecure-no-auth", "status-group-by", "job-process", "job-nice",
+		"stuck-check", "redeliver-interval", "max-redeliveries", "step-repos"}
 }
 
 // register defines serve's own flags on fs.

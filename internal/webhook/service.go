@@ -177,8 +177,10 @@ type Service struct {
 	// checked are the control pull request heads whose check run was seen completed
 	// (RecoverChecks asks GitHub about the others only).
 	checked map[string]bool
-	// steps is the progress of the full apply in steps under way (see applyInSteps).
-	steps *stepProgress
+	// steps is the progress of the full apply in steps under way (see applyInSteps);
+	// stepsClosed the control commit whose steps ended last (its later applies are whole).
+	steps       *stepProgress
+	stepsClosed string
 }
 
 // fleetEntry is the control repo at one commit, loaded and rendered once.

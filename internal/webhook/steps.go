@@ -145,7 +145,12 @@ func (s *Service) pendingSteps(e *fleetEntry) ([]string, *stepProgress) {
 		}
 	}
 	if p == nil {
-		if total <= s.stepRepos() {
+		s.mu.Lock()
+		closed := s.stepsClosed == e.sha
+		s.mu.Unlock()
+		if total <= s.stepRepos() || closed {
+			// Few changed repos, or the steps of this commit ended already (a repo that did
+			// not converge keeps the baseline from being recorded): one full apply.
 			return nil, nil
 		}
 		p = &stepProgress{Version: stepsVersion, Source: e.sha, Owner: owner, Started: s.cfg.Clock.Now(), Total: total}
@@ -166,6 +171,9 @@ func (s *Service) applyInSteps(ctx context.Context, j Job, e *fleetEntry, lease 
 	log := s.log.With("delivery", j.Delivery, "kind", j.Kind, "source", report.ShortSHA(e.sha))
 	if len(pending) == 0 {
 		s.setSteps(nil)
+		s.mu.Lock()
+		s.stepsClosed = e.sha
+		s.mu.Unlock()
 		log.Info("full apply in steps: every repo done; the closing full apply runs now", "repos", p.Total)
 		return false, nil
 	}
