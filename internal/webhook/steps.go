@@ -213,11 +213,17 @@ func (s *Service) applyInSteps(ctx context.Context, j Job, e *fleetEntry, lease 
 	p.Pending = len(pending) - len(doneNow)
 	p.ResumeAt = resume
 	s.setSteps(p)
+	if len(doneNow) == 0 || ctx.Err() != nil {
+		// No progress (the run failed as a whole, or stopped): the error is the job's, and the
+		// next resync (or the retry time the run announced) resumes the steps; queuing the next
+		// step at once would only fail again.
+		log.Warn("full apply in steps: the step made no progress; the next resync resumes", "pending", p.Pending, "total", p.Total, "err", err)
+		return true, err
+	}
 	log.Info("full apply in steps: step done; the next step is queued", "step", len(step), "done", len(p.Done),
 		"pending", p.Pending, "total", p.Total, "resumes_at", resume.UTC().Format(time.RFC3339))
-	next := Job{Kind: KindApply, Repo: j.Repo, Reason: ReasonStep, Queued: resume}
-	if s.cfg.Requeue != nil && ctx.Err() == nil {
-		s.cfg.Requeue(next, resume)
+	if s.cfg.Requeue != nil {
+		s.cfg.Requeue(Job{Kind: KindApply, Repo: j.Repo, Reason: ReasonStep, Queued: resume}, resume)
 	}
 	return true, err
 }

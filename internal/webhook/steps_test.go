@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/forge/local"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // writeCounter is a forge counting the pull requests opened per repo.
@@ -120,4 +122,63 @@ func TestFullApplyOfAThousandReposFinishesAcrossSteps(t *testing.T) {
 	assert.Empty(t, failed)
 	_, err = os.Stat(stepsFile)
 	assert.ErrorIs(t, err, fs.ErrNotExist, "the progress file is removed once the steps end")
+}
+
+// deferAll is the local forge on which every repo's read is rate-limited until reset.
+type deferAll struct {
+	*snapshotCounter
+	clock *fakeClock
+	reset time.Time
+}
+
+func (f *deferAll) Snapshot(ctx context.Context, owner, repo, defaultBranch, botBranch string) (*pr.Snapshot, error) {
+	if f.clock.Now().Before(f.reset) {
+		return nil, report.Classify(errors.New("GET /repos/"+owner+"/"+repo+": 403 API rate limit exceeded"),
+			report.Outcome{Class: report.ClassDeferred, Reason: report.ReasonRateLimited, RetryAt: f.reset})
+	}
+	return f.snapshotCounter.Snapshot(ctx, owner, repo, defaultBranch, botBranch)
+}
+
+// TestStepDeferredByARateLimitResumesAtTheReset: when GitHub's rate limit defers every repo of
+// a step, the next step is queued for the reset GitHub announced (not at once, not at the next
+// resync), each deferred repo is queued again for then, and the status page says when the
+// apply resumes.
+func TestStepDeferredByARateLimitResumesAtTheReset(t *testing.T) {
+	t.Parallel()
+	snaps, ctl, _ := localFleet(t)
+	clock := &fakeClock{now: time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)}
+	reset := clock.Now().Add(17 * time.Minute)
+	fg := &deferAll{snapshotCounter: snaps, clock: clock, reset: reset}
+	type queued struct {
+		job Job
+		at  time.Time
+	}
+	var got []queued
+	svc, err := NewService(ServiceConfig{
+		Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}), Clock: clock, StepRepos: 2,
+		Requeue: func(j Job, at time.Time) { got = append(got, queued{j, at}) },
+		Forges:  func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return fg, nil },
+	})
+	require.NoError(t, err)
+	_ = svc.Execute(context.Background(), Job{Kind: KindApply, Repo: "acme/control", Reason: "resync"}, nil)
+	var step []queued
+	drifts := 0
+	for _, q := range got {
+		switch q.job.Kind {
+		case KindApply:
+			step = append(step, q)
+		case KindDrift:
+			drifts++
+			assert.Equal(t, reset, q.at, "%s: retried at the reset", q.job.Repo)
+		}
+	}
+	require.Len(t, step, 1, "the next step is queued once")
+	assert.Equal(t, ReasonStep, step[0].job.Reason)
+	assert.Equal(t, reset, step[0].at, "at the reset GitHub announced")
+	assert.Equal(t, 2, drifts, "each repo of the step is queued again for the reset")
+	st := svc.Steps()
+	assert.Equal(t, reset, st.ResumeAt)
+	assert.Equal(t, 2, st.Done)
+	require.NotNil(t, svc.StatusRun())
+	assert.Equal(t, reset, svc.StatusRun().ResumeAt, "the status page says when the apply resumes")
 }
