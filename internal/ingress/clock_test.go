@@ -52,19 +52,6 @@ func (c *fakeClock) AfterFunc(d time.Duration, f func()) func() bool {
 	}
 }
 
-// pending returns when the callbacks neither run nor stopped are due.
-func (c *fakeClock) pending() []time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []time.Time
-	for _, t := range c.timers {
-		if !t.stopped {
-			out = append(out, t.at)
-		}
-	}
-	return out
-}
-
 // Advance moves the clock by d and runs the callbacks that became due, in time order.
 func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
