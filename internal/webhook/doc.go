@@ -20,6 +20,8 @@
 // (the check run of a control pull request, which never writes to a target
 // repo).
 //
+// Which event becomes which job (internal/ingress's handlers decide):
+//
 //	event                              repo        job
 //	push (default branch)              control     apply
 //	pull_request opened/synchronize/   control     check (check run with the plan)
