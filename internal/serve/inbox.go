@@ -7,7 +7,7 @@ import (
 	"time"
 
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
-	"github.com/fleetbot-io/fleetbot/internal/webhook"
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 )
 
 // GitHub's delivery log is serve's inbox. GitHub does not redeliver a failed delivery by itself
@@ -41,7 +41,7 @@ type deliveryLog interface {
 type inbox struct {
 	log      deliveryLog
 	handled  func(guid string) bool
-	clock    webhook.Clock
+	clock    jobqueue.Clock
 	interval time.Duration
 	max      int
 	logger   *slog.Logger

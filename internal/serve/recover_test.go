@@ -15,8 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
+	"github.com/fleetbot-io/fleetbot/internal/ingress"
 	"github.com/fleetbot-io/fleetbot/internal/serve"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
@@ -46,8 +48,8 @@ func startProcess(t *testing.T, fake *githubtest.Server, hookFile, cacheDir stri
 		App: app.Config{Forge: app.ForgeGitHub, GitURL: fake.URL, CacheDir: cacheDir,
 			GitHub: ghforge.Config{APIURL: fake.APIURL(), AppID: fake.AppID(), PrivateKey: fake.AppPrivateKeyPEM(),
 				Budget: ghforge.BudgetConfig{PerMinute: 100000, PerHour: 1000000, MinInterval: -1}}},
-		Resync: time.Hour, Redeliver: time.Hour, Workers: 2, QueueSize: 100, MaxBody: webhook.DefaultMaxBody,
-		Grace: 100 * time.Millisecond, Concurrency: 4, CheckName: webhook.DefaultCheckName,
+		Resync: time.Hour, Redeliver: time.Hour, Workers: 2, QueueSize: 100, MaxBody: ingress.DefaultMaxBody,
+		Grace: 100 * time.Millisecond, Concurrency: 4, CheckName: checkrun.DefaultCheckName,
 		OnReady: func() { close(p.ready) }, Logger: slog.New(p.jobs),
 		OnRedeliveryPass: func(asked []string, err error) {
 			p.mu.Lock()
@@ -131,7 +133,7 @@ spec:
 	<-first.checkAt // the pull_request delivery was acknowledged and its check job taken
 	first.stop(t)   // ... and the process ends before the job ran
 	checks := func() []*gh.CheckRun {
-		runs, _, err := api.Checks.ListCheckRunsForRef(ctx, "acme", "control", head, &gh.ListCheckRunsOptions{CheckName: gh.String(webhook.DefaultCheckName)})
+		runs, _, err := api.Checks.ListCheckRunsForRef(ctx, "acme", "control", head, &gh.ListCheckRunsOptions{CheckName: gh.String(checkrun.DefaultCheckName)})
 		require.NoError(t, err)
 		return runs.CheckRuns
 	}

@@ -9,7 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 )
 
@@ -64,7 +66,7 @@ func newRecoverEnv(t *testing.T) *recoverEnv {
 // service's recovery and returns the check jobs it queued, the apply aside.
 func (e *recoverEnv) resync(t *testing.T) []Job {
 	t.Helper()
-	q := NewQueue(10)
+	q := NewQueue(jobqueue.Config{Capacity: 10})
 	ctx, cancel := context.WithCancel(context.Background())
 	(&Resync{Queue: q, Control: "acme/control", Interval: time.Hour,
 		Recover: func(ctx context.Context) ([]Job, error) { return e.svc.RecoverChecks(ctx, "acme/control") }}).Run(ctx, cancel)
@@ -94,7 +96,7 @@ func TestResyncCreatesTheCheckOfADeliveryLostWithItsProcess(t *testing.T) {
 	require.NoError(t, e.svc.Execute(context.Background(), j, nil))
 	run := e.checks.last(t)
 	assert.Equal(t, e.head, run.sha, "the check run is on the pull request's head")
-	assert.Equal(t, ConclusionSuccess, run.res.Conclusion)
+	assert.Equal(t, checkrun.ConclusionSuccess, run.res.Conclusion)
 
 	reads := e.pending.reads
 	assert.Empty(t, e.resync(t), "the check this service completed is not queued again")
@@ -122,7 +124,7 @@ func TestResyncResumesACheckStuckInProgress(t *testing.T) {
 	assert.Equal(t, int64(41), jobs[0].CheckRun, "the stuck run is the one to complete")
 	require.NoError(t, e.svc.Execute(context.Background(), jobs[0], nil))
 	assert.Equal(t, int64(41), e.checks.next, "no second check run was started")
-	assert.Equal(t, ConclusionSuccess, e.checks.runs[41].res.Conclusion, "the stuck run is completed")
+	assert.Equal(t, checkrun.ConclusionSuccess, e.checks.runs[41].res.Conclusion, "the stuck run is completed")
 
 	// The same head's delivery arriving meanwhile coalesces without losing the run to complete.
 	assert.Equal(t, int64(41), jobs[0].merge(Job{Kind: KindCheck, Repo: "acme/control", SHA: e.head, PR: 7}).CheckRun)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
@@ -163,7 +164,7 @@ func (s *Service) pendingSteps(e *fleetEntry) ([]string, *stepProgress) {
 // applyInSteps runs the next step of a full apply in steps: the next StepRepos pending repos,
 // or the closing full apply once none is pending. It reports whether it ran a step (false: the
 // job is an ordinary full apply).
-func (s *Service) applyInSteps(ctx context.Context, j Job, e *fleetEntry, lease Lease) (bool, error) {
+func (s *Service) applyInSteps(ctx context.Context, j Job, e *fleetEntry, lease jobqueue.Lease) (bool, error) {
 	pending, p := s.pendingSteps(e)
 	if p == nil {
 		return false, nil

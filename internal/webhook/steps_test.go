@@ -16,6 +16,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/fleetgen"
 	"github.com/fleetbot-io/fleetbot/internal/forge/local"
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 	"github.com/fleetbot-io/fleetbot/internal/report"
@@ -79,7 +80,7 @@ func TestFullApplyOfAThousandReposFinishesAcrossSteps(t *testing.T) {
 	}
 	resync := Job{Kind: KindApply, Repo: "acme/control", Reason: "resync"}
 
-	q := NewQueueWith(QueueConfig{Clock: clock})
+	q := NewQueue(jobqueue.Config{Clock: clock})
 	svc := newService(q)
 	require.NoError(t, svc.Execute(ctx, resync, nil))
 	st := svc.Steps()
@@ -96,7 +97,7 @@ func TestFullApplyOfAThousandReposFinishesAcrossSteps(t *testing.T) {
 	assert.Equal(t, ReasonStep, next[0].Reason)
 
 	// The process restarts: a new service and queue; its startup resync resumes the steps.
-	q = NewQueueWith(QueueConfig{Clock: clock})
+	q = NewQueue(jobqueue.Config{Clock: clock})
 	svc = newService(q)
 	require.NoError(t, svc.Execute(ctx, resync, nil))
 	st = svc.Steps()
