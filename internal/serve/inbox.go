@@ -7,7 +7,6 @@ import (
 	"time"
 
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
-	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 )
 
 // GitHub's delivery log is serve's inbox. GitHub does not redeliver a failed delivery by itself
@@ -41,7 +40,7 @@ type deliveryLog interface {
 type inbox struct {
 	log      deliveryLog
 	handled  func(guid string) bool
-	clock    jobqueue.Clock
+	now      func() time.Time
 	interval time.Duration
 	max      int
 	logger   *slog.Logger
@@ -53,22 +52,17 @@ type inbox struct {
 	asked map[string]bool // GUIDs asked for by the previous pass
 }
 
-// run does a pass at once and then every interval until ctx is done.
+// run does a pass at once and then every interval (wall time: the passes are not part of the
+// service's injected clock, whose timers are the rollout's wake-ups) until ctx is done.
 func (in *inbox) run(ctx context.Context) {
-	tick := make(chan struct{}, 1)
+	t := time.NewTicker(in.interval)
+	defer t.Stop()
 	for {
 		in.pass(ctx)
-		stop := in.clock.AfterFunc(in.interval, func() {
-			select {
-			case tick <- struct{}{}:
-			default:
-			}
-		})
 		select {
 		case <-ctx.Done():
-			stop()
 			return
-		case <-tick:
+		case <-t.C:
 		}
 	}
 }
@@ -81,7 +75,7 @@ func (in *inbox) pass(ctx context.Context) {
 	in.mu.Lock()
 	since, asked := in.since, in.asked
 	in.mu.Unlock()
-	now := in.clock.Now()
+	now := in.now()
 	p, err := in.log.RedeliverFailed(ctx, ghforge.RedeliveryQuery{
 		Since: since, Now: now, Max: in.max,
 		Handled: func(guid string) bool { return asked[guid] || in.handled(guid) },

@@ -58,9 +58,6 @@ func (l *memLog) lastAsked() []string {
 type stepClock struct{ now time.Time }
 
 func (c *stepClock) Now() time.Time { return c.now }
-func (c *stepClock) AfterFunc(time.Duration, func()) (stop func() bool) {
-	return func() bool { return true }
-}
 
 // TestInboxRedeliversWhatFailedWhileDown: the first pass after a start asks GitHub to redeliver
 // the deliveries whose latest attempt failed (serve was down: no answer; refused: a 503), not
@@ -73,7 +70,7 @@ func TestInboxRedeliversWhatFailedWhileDown(t *testing.T) {
 	clock := &stepClock{now: t0}
 	log := &memLog{}
 	handled := map[string]bool{"timed-out": true}
-	in := &inbox{log: log, handled: func(g string) bool { return handled[g] }, clock: clock, interval: 5 * time.Minute, logger: slog.New(slog.DiscardHandler)}
+	in := &inbox{log: log, handled: func(g string) bool { return handled[g] }, now: clock.Now, interval: 5 * time.Minute, logger: slog.New(slog.DiscardHandler)}
 	log.add(ghforge.Delivery{GUID: "down", Event: "push", DeliveredAt: t0.Add(-2 * time.Hour), Status: "failed to connect to host"})
 	log.add(ghforge.Delivery{GUID: "ok", Event: "push", DeliveredAt: t0.Add(-time.Hour), StatusCode: 202, Status: "OK"})
 	log.add(ghforge.Delivery{GUID: "refused", Event: "pull_request", DeliveredAt: t0.Add(-time.Hour), StatusCode: 503, Status: "Invalid HTTP Response: 503"})
@@ -107,7 +104,7 @@ func TestInboxPassIsBounded(t *testing.T) {
 	t0 := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 	clock := &stepClock{now: t0}
 	log := &memLog{}
-	in := &inbox{log: log, handled: func(string) bool { return false }, clock: clock, interval: time.Minute, max: 2, logger: slog.New(slog.DiscardHandler)}
+	in := &inbox{log: log, handled: func(string) bool { return false }, now: clock.Now, interval: time.Minute, max: 2, logger: slog.New(slog.DiscardHandler)}
 	for i, g := range []string{"a", "b", "c"} {
 		log.add(ghforge.Delivery{GUID: g, Event: "push", DeliveredAt: t0.Add(time.Duration(i-10) * time.Minute), StatusCode: 500, Status: "Invalid HTTP Response: 500"})
 	}

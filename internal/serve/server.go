@@ -282,7 +282,7 @@ func (s *Server) inbox(ghApp *ghforge.App, disp *ingress.Dispatcher) *inbox {
 	if clock == nil {
 		clock = jobqueue.WallClock{}
 	}
-	in := &inbox{log: ghApp, handled: disp.Handled, clock: clock, interval: interval, max: cfg.MaxRedeliveries, logger: s.log}
+	in := &inbox{log: ghApp, handled: disp.Handled, now: clock.Now, interval: interval, max: cfg.MaxRedeliveries, logger: s.log}
 	if cfg.OnRedeliveryPass != nil {
 		in.passed = func(p ghforge.RedeliveryPass, err error) {
 			guids := make([]string, len(p.Asked))
