@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
@@ -69,7 +70,7 @@ func newGHEnv(t *testing.T, verdict webhook.Verdict) *ghEnv {
 		}
 		return ghforge.NewForge(c, ghforge.ForgeOptions{}), nil
 	}
-	e.svc, err = webhook.NewService(webhook.ServiceConfig{Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}), Forges: forges,
+	e.svc, err = webhook.NewService(webhook.ServiceConfig{Control: ctl, Runner: app.Config{}.ServiceRunner("acme/control", forges),
 		Checks: checks, Verdict: verdict})
 	require.NoError(t, err)
 	return e

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/forge/local"
@@ -123,22 +124,19 @@ func newCheckEnv(t *testing.T, verdict Verdict, forgeErr error) *checkEnv {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = f.Close() })
 	e.forge = f
-	renderer := fanout.NewRenderer(fanout.Options{})
-	if v, ok := verdict.(*ReviewVerdict); ok {
-		v.Renderer = renderer
-	}
-	e.svc, err = NewService(ServiceConfig{
-		Control: e.ctl, Renderer: renderer, Checks: e.checks, Verdict: verdict,
-		Forges: func(_ context.Context, owner string, mode ForgeMode) (reconcile.Forge, error) {
-			e.mu.Lock()
-			e.modes = append(e.modes, mode)
-			e.mu.Unlock()
-			if forgeErr != nil {
-				return nil, forgeErr
-			}
-			return f, nil
-		},
+	runner := app.Config{}.ServiceRunner("acme/control", func(_ context.Context, owner string, mode ForgeMode) (reconcile.Forge, error) {
+		e.mu.Lock()
+		e.modes = append(e.modes, mode)
+		e.mu.Unlock()
+		if forgeErr != nil {
+			return nil, forgeErr
+		}
+		return f, nil
 	})
+	if v, ok := verdict.(*ReviewVerdict); ok {
+		v.Renderer = runner.Renderer()
+	}
+	e.svc, err = NewService(ServiceConfig{Control: e.ctl, Checks: e.checks, Verdict: verdict, Runner: runner})
 	require.NoError(t, err)
 	return e
 }
@@ -286,8 +284,10 @@ func TestCheckJobErrors(t *testing.T) {
 	ctx := context.Background()
 	ctl := newCountingControl()
 	head := ctl.push(readControl(t))
-	svc, err := NewService(ServiceConfig{Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}),
-		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return nil, errors.New("unused") }})
+	svc, err := NewService(ServiceConfig{
+		Control: ctl,
+		Runner:  app.Config{}.ServiceRunner("acme/control", func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return nil, errors.New("unused") }),
+	})
 	require.NoError(t, err)
 	err = svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: head}, nil)
 	assert.ErrorContains(t, err, "no check runs configured")
@@ -463,8 +463,9 @@ func TestCheckPlansWhatMergingChanges(t *testing.T) {
 	t.Cleanup(func() { _ = f.Close() })
 	counted := &countingForge{Forge: f, reads: map[string]int{}}
 	svc, err := NewService(ServiceConfig{
-		Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}), Checks: checks,
-		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return counted, nil },
+		Control: ctl,
+		Checks:  checks,
+		Runner:  app.Config{}.ServiceRunner("acme/control", func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return counted, nil }),
 	})
 	require.NoError(t, err)
 	files := readControl(t)

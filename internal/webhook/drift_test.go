@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/forge/local"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
 	"github.com/fleetbot-io/fleetbot/internal/policy"
@@ -289,8 +289,7 @@ func TestServiceDriftBatchIsOneApply(t *testing.T) {
 	var heads int
 	var failRepo string
 	svc, err := NewService(ServiceConfig{
-		Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}),
-		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return fg, nil },
+		Control: ctl,
 		BeforeJob: func(_ context.Context, j Job) error {
 			heads++
 			if j.Repo == failRepo {
@@ -298,6 +297,7 @@ func TestServiceDriftBatchIsOneApply(t *testing.T) {
 			}
 			return nil
 		},
+		Runner: app.Config{}.ServiceRunner("acme/control", func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return fg, nil }),
 	})
 	require.NoError(t, err)
 	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}, nil))
@@ -374,16 +374,16 @@ func TestShardedServiceDriftBatch(t *testing.T) {
 	ctx := context.Background()
 	fg, ctl, sha := localFleet(t)
 	full, err := NewService(ServiceConfig{
-		Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}),
-		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return fg, nil },
+		Control: ctl,
+		Runner:  app.Config{}.ServiceRunner("acme/control", func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return fg, nil }),
 	})
 	require.NoError(t, err)
 	require.NoError(t, full.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}, nil))
 	all := fg.take()
 	shard := reconcile.Shard{Index: 0, Count: 2}
 	svc, err := NewService(ServiceConfig{
-		Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}), Shard: shard,
-		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return fg, nil },
+		Control: ctl,
+		Runner:  app.Config{Shard: shard}.ServiceRunner("acme/control", func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return fg, nil }),
 	})
 	require.NoError(t, err)
 	var jobs []Job
@@ -415,11 +415,11 @@ func TestDriftReadsAccessAfreshOnlyForAccessEvents(t *testing.T) {
 	var modes []ForgeMode
 	var heads int
 	svc, err := NewService(ServiceConfig{
-		Control: &headCounter{memControl: ctl, n: &heads}, Renderer: fanout.NewRenderer(fanout.Options{}),
-		Forges: func(_ context.Context, _ string, m ForgeMode) (reconcile.Forge, error) {
+		Control: &headCounter{memControl: ctl, n: &heads},
+		Runner: app.Config{}.ServiceRunner("acme/control", func(_ context.Context, _ string, m ForgeMode) (reconcile.Forge, error) {
 			modes = append(modes, m)
 			return fg, nil
-		},
+		}),
 	})
 	require.NoError(t, err)
 	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}, nil))

@@ -25,7 +25,7 @@ type reports struct {
 // keep records the results of an apply at sha. A run over the whole fleet replaces every
 // result (a repo that left the control repo leaves the reports too); a run limited to some repos
 // (a drift or incremental apply) replaces theirs only.
-func (s *Service) keep(sha string, repo *app.ControlRepo, rep *app.Report, full bool) {
+func (s *Service) keep(sha string, repo *app.ControlRepo, rep *app.Result, full bool) {
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
