@@ -114,7 +114,7 @@ type checkEnv struct {
 	dir    string
 
 	mu    sync.Mutex
-	modes []ForgeMode
+	modes []app.ForgeMode
 }
 
 func newCheckEnv(t *testing.T, verdict Verdict, forgeErr error) *checkEnv {
@@ -124,7 +124,7 @@ func newCheckEnv(t *testing.T, verdict Verdict, forgeErr error) *checkEnv {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = f.Close() })
 	e.forge = f
-	runner := app.Config{}.ServiceRunner("acme/control", func(_ context.Context, owner string, mode ForgeMode) (reconcile.Forge, error) {
+	runner := app.Config{}.ServiceRunner("acme/control", func(_ context.Context, owner string, mode app.ForgeMode) (reconcile.Forge, error) {
 		e.mu.Lock()
 		e.modes = append(e.modes, mode)
 		e.mu.Unlock()
@@ -141,10 +141,10 @@ func newCheckEnv(t *testing.T, verdict Verdict, forgeErr error) *checkEnv {
 	return e
 }
 
-func (e *checkEnv) forgeModes() []ForgeMode {
+func (e *checkEnv) forgeModes() []app.ForgeMode {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return append([]ForgeMode(nil), e.modes...)
+	return append([]app.ForgeMode(nil), e.modes...)
 }
 
 const newCluster = "apiVersion: fleetbot.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: edge-2\n  labels: {env: prod}\n"
@@ -167,7 +167,7 @@ func TestCheckJobPlansOnAReadOnlyForgeAndReportsTheChange(t *testing.T) {
 	assert.Contains(t, run.res.Summary, "nothing is written before")
 	assert.Contains(t, run.res.Text, "acme/cluster-edge-2", "the text is the plan, repo by repo")
 	assert.Empty(t, run.res.Annotations)
-	assert.Equal(t, []ForgeMode{ForgePlan}, e.forgeModes(), "a check asks for the read-only forge only")
+	assert.Equal(t, []app.ForgeMode{app.ForgePlan}, e.forgeModes(), "a check asks for the read-only forge only")
 	assert.Empty(t, forgeState(t, e.dir), "a check never creates or writes a target repo")
 }
 
@@ -286,7 +286,9 @@ func TestCheckJobErrors(t *testing.T) {
 	head := ctl.push(readControl(t))
 	svc, err := NewService(ServiceConfig{
 		Control: ctl,
-		Runner:  app.Config{}.ServiceRunner("acme/control", func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return nil, errors.New("unused") }),
+		Runner: app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) {
+			return nil, errors.New("unused")
+		}),
 	})
 	require.NoError(t, err)
 	err = svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: head}, nil)
@@ -465,7 +467,7 @@ func TestCheckPlansWhatMergingChanges(t *testing.T) {
 	svc, err := NewService(ServiceConfig{
 		Control: ctl,
 		Checks:  checks,
-		Runner:  app.Config{}.ServiceRunner("acme/control", func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return counted, nil }),
+		Runner:  app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return counted, nil }),
 	})
 	require.NoError(t, err)
 	files := readControl(t)

@@ -297,7 +297,7 @@ func TestServiceDriftBatchIsOneApply(t *testing.T) {
 			}
 			return nil
 		},
-		Runner: app.Config{}.ServiceRunner("acme/control", func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return fg, nil }),
+		Runner: app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return fg, nil }),
 	})
 	require.NoError(t, err)
 	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}, nil))
@@ -375,7 +375,7 @@ func TestShardedServiceDriftBatch(t *testing.T) {
 	fg, ctl, sha := localFleet(t)
 	full, err := NewService(ServiceConfig{
 		Control: ctl,
-		Runner:  app.Config{}.ServiceRunner("acme/control", func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return fg, nil }),
+		Runner:  app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return fg, nil }),
 	})
 	require.NoError(t, err)
 	require.NoError(t, full.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}, nil))
@@ -383,7 +383,7 @@ func TestShardedServiceDriftBatch(t *testing.T) {
 	shard := reconcile.Shard{Index: 0, Count: 2}
 	svc, err := NewService(ServiceConfig{
 		Control: ctl,
-		Runner:  app.Config{Shard: shard}.ServiceRunner("acme/control", func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return fg, nil }),
+		Runner:  app.Config{Shard: shard}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return fg, nil }),
 	})
 	require.NoError(t, err)
 	var jobs []Job
@@ -412,11 +412,11 @@ func TestDriftReadsAccessAfreshOnlyForAccessEvents(t *testing.T) {
 	ctx := context.Background()
 	snaps, ctl, sha := localFleet(t)
 	fg := &orgCounter{snapshotCounter: snaps}
-	var modes []ForgeMode
+	var modes []app.ForgeMode
 	var heads int
 	svc, err := NewService(ServiceConfig{
 		Control: &headCounter{memControl: ctl, n: &heads},
-		Runner: app.Config{}.ServiceRunner("acme/control", func(_ context.Context, _ string, m ForgeMode) (reconcile.Forge, error) {
+		Runner: app.Config{}.ServiceRunner("acme/control", func(_ context.Context, _ string, m app.ForgeMode) (reconcile.Forge, error) {
 			modes = append(modes, m)
 			return fg, nil
 		}),
@@ -432,18 +432,18 @@ func TestDriftReadsAccessAfreshOnlyForAccessEvents(t *testing.T) {
 	member := Job{Kind: KindDrift, Repo: "acme/" + all[1], Reason: "member.added", Access: true}
 
 	require.NoError(t, svc.Execute(ctx, push, nil))
-	assert.Equal(t, []ForgeMode{ForgeApply}, modes, "a push cannot change access: the apply forge's observation stands")
+	assert.Equal(t, []app.ForgeMode{app.ForgeApply}, modes, "a push cannot change access: the apply forge's observation stands")
 	assert.Equal(t, 1, heads, "one read of the control head per drift")
 	modes, heads = nil, 0
 	require.Equal(t, []error{nil, nil}, svc.ExecuteDrifts(ctx, []Job{push, merged}))
-	assert.Equal(t, []ForgeMode{ForgeApply}, modes)
+	assert.Equal(t, []app.ForgeMode{app.ForgeApply}, modes)
 	assert.Equal(t, 1, heads, "one read of the control head per batch")
 	modes = nil
 	require.NoError(t, svc.Execute(ctx, member, nil))
-	assert.Equal(t, []ForgeMode{ForgeDrift}, modes, "a collaborator added: read access afresh")
+	assert.Equal(t, []app.ForgeMode{app.ForgeDrift}, modes, "a collaborator added: read access afresh")
 	modes = nil
 	require.Equal(t, []error{nil, nil}, svc.ExecuteDrifts(ctx, []Job{push, member}))
-	assert.Equal(t, []ForgeMode{ForgeDrift}, modes, "a batch with one access event reads access afresh")
+	assert.Equal(t, []app.ForgeMode{app.ForgeDrift}, modes, "a batch with one access event reads access afresh")
 
 	// Coalescing keeps the need: an access event followed by a push on the same repo.
 	assert.True(t, member.merge(Job{Kind: KindDrift, Repo: member.Repo, Reason: "push"}).Access)

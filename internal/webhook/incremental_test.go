@@ -232,7 +232,7 @@ func TestIncrementalApplyMatchesFull(t *testing.T) {
 	fullRenderer := fanout.NewRenderer(fanout.Options{})
 	svc, err := NewService(ServiceConfig{
 		Control: ctl,
-		Runner:  app.Config{}.ServiceRunner("acme/control", func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return incr, nil }),
+		Runner:  app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return incr, nil }),
 	})
 	require.NoError(t, err)
 
@@ -311,7 +311,7 @@ func TestShardedServiceAppliesItsOwnRepos(t *testing.T) {
 		shard := reconcile.Shard{Index: i, Count: 2}
 		svc, err := NewService(ServiceConfig{
 			Control: ctl,
-			Runner:  app.Config{Shard: shard}.ServiceRunner("acme/control", func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return forge, nil }),
+			Runner:  app.Config{Shard: shard}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return forge, nil }),
 		})
 		require.NoError(t, err)
 		svcs = append(svcs, svc)
@@ -343,7 +343,7 @@ func TestServiceClaimsWhatItApplies(t *testing.T) {
 	forge, ctl, sha := localFleet(t)
 	svc, err := NewService(ServiceConfig{
 		Control: ctl,
-		Runner:  app.Config{}.ServiceRunner("acme/control", func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return forge, nil }),
+		Runner:  app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return forge, nil }),
 	})
 	require.NoError(t, err)
 	var claims []string

@@ -27,7 +27,7 @@ func TestServiceKeepsTheLastReportOfEachRepo(t *testing.T) {
 	ctl := &memControl{commits: map[string]fs.FS{}}
 	svc, err := NewService(ServiceConfig{
 		Control: ctl,
-		Runner:  app.Config{}.ServiceRunner("acme/control", func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return f, nil }),
+		Runner:  app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return f, nil }),
 	})
 	require.NoError(t, err)
 	assert.Empty(t, svc.Reports().Repos, "nothing before the first apply")
@@ -45,7 +45,7 @@ func TestServiceKeepsTheLastReportOfEachRepo(t *testing.T) {
 	}
 
 	require.NoError(t, svc.Execute(ctx, Job{Kind: KindDrift, Repo: "acme/cluster-edge-1", Reason: "push"}, nil))
-	byRepo := map[string]RepoReport{}
+	byRepo := map[string]app.RepoReport{}
 	for _, r := range svc.Reports().Repos {
 		byRepo[r.Result.Repo] = r
 	}

@@ -48,7 +48,7 @@ func TestRateLimitedRepoIsRetriedAtItsReset(t *testing.T) {
 		Control: ctl,
 		Clock:   clock,
 		Requeue: q.RetryAt,
-		Runner:  app.Config{Now: clock.Now}.ServiceRunner("acme/control", func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return fg, nil }),
+		Runner:  app.Config{Now: clock.Now}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return fg, nil }),
 	})
 	require.NoError(t, err)
 

@@ -136,7 +136,7 @@ func TestServiceRefusesBadJobsAndConfigs(t *testing.T) {
 			}
 			return nil
 		},
-		Runner: app.Config{}.ServiceRunner("acme/control", func(context.Context, string, ForgeMode) (reconcile.Forge, error) {
+		Runner: app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) {
 			opened++
 			return nil, errors.New("no forge in this test")
 		}),
@@ -159,7 +159,7 @@ func TestDriftOutsideThePlatformOwnerIsIgnored(t *testing.T) {
 	opened := 0
 	svc, err := NewService(ServiceConfig{
 		Control: ctl,
-		Runner: app.Config{}.ServiceRunner("acme/control", func(context.Context, string, ForgeMode) (reconcile.Forge, error) {
+		Runner: app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) {
 			opened++
 			return nil, errors.New("unused")
 		}),

@@ -61,23 +61,6 @@ type VerdictResult struct {
 	Markdown string
 }
 
-// ForgeMode says what a job needs a forge for (the application layer's modes).
-type ForgeMode = app.ForgeMode
-
-// Forge modes.
-const (
-	// ForgeApply writes; it may trust what it observed recently (apply and
-	// resync jobs).
-	ForgeApply = app.ForgeApply
-	// ForgeDrift writes and reads access settings afresh: the event says
-	// they changed (drift jobs for access events; a content drift uses
-	// ForgeApply).
-	ForgeDrift = app.ForgeDrift
-	// ForgePlan refuses every write: check jobs plan on it, so a control
-	// pull request can never write to a target repo.
-	ForgePlan = app.ForgePlan
-)
-
 // ServiceConfig configures a Service. Control and Runner are required; Checks is required for
 // check jobs.
 type ServiceConfig struct {

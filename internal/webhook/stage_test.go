@@ -332,7 +332,7 @@ func TestServiceStagedDriftsUseTheStagedHead(t *testing.T) {
 			}
 			return nil
 		},
-		Runner: app.Config{}.ServiceRunner("acme/control", func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return fg, nil }),
+		Runner: app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return fg, nil }),
 	})
 	require.NoError(t, err)
 	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}, nil))
@@ -381,7 +381,9 @@ func TestServiceRendersAFewCommitsAtOnce(t *testing.T) {
 	ctl := &gatedControl{memControl: &memControl{commits: map[string]fs.FS{}}, loading: make(chan string, 2*maxRenders), release: make(chan struct{})}
 	svc, err := NewService(ServiceConfig{
 		Control: ctl,
-		Runner:  app.Config{}.ServiceRunner("acme/control", func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return nil, errors.New("no forge") }),
+		Runner: app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) {
+			return nil, errors.New("no forge")
+		}),
 	})
 	require.NoError(t, err)
 	var shas []string

@@ -182,7 +182,7 @@ func newTenantEnv(t *testing.T) *tenantEnv {
 			e.asked++
 			return e.granted, nil
 		},
-		Runner: app.Config{}.ServiceRunner("acme/control", func(context.Context, string, ForgeMode) (reconcile.Forge, error) {
+		Runner: app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) {
 			return nil, errors.New("a tenant check opens no forge")
 		}),
 	})
