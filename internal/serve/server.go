@@ -186,7 +186,7 @@ func (s *Server) newService(ctx context.Context, gh *githubConn, forges *app.Ins
 	}}
 	return webhook.NewService(webhook.ServiceConfig{
 		Control: src, Runner: runner, Verdict: verdict,
-		Checks: checks, RolloutChecks: checks, Rollout: s.rollout, Clock: cfg.Clock,
+		Checks: checks, RolloutChecks: checks, Rollout: s.rollout,
 		Logger: s.log, Metrics: s.metrics, BeforeJob: cfg.BeforeJob, Requeue: s.queue.RetryAt,
 		TenantCheck: app.RequiredCheck{Context: cfg.TenantCheck, AppID: cfg.App.GitHub.AppID},
 		Tenants:     githubapi.NewTenantRepos(forges.API, cfg.TenantCheck),

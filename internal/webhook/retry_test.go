@@ -46,7 +46,6 @@ func TestRateLimitedRepoIsRetriedAtItsReset(t *testing.T) {
 	q := NewQueueWith(QueueConfig{Clock: clock})
 	svc, err := NewService(ServiceConfig{
 		Control: ctl,
-		Clock:   clock,
 		Requeue: q.RetryAt,
 		Runner:  app.Config{Now: clock.Now}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return fg, nil }),
 	})

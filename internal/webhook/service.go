@@ -78,8 +78,6 @@ type ServiceConfig struct {
 	// Rollout, when set, learns from every full apply which cluster repos take part in the
 	// rollout in progress and when its verdict changes by time alone (see RolloutWatch).
 	Rollout *RolloutWatch
-	// Clock is the rollout gate's time (default WallClock).
-	Clock Clock
 	// Verdict, when set, adds "check control" to check runs.
 	Verdict Verdict
 	// Logger and Metrics may be nil.
@@ -154,9 +152,6 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = WallClock{}
 	}
 	return &Service{cfg: cfg, log: log, renders: make(chan struct{}, maxRenders), granted: map[string]bool{}}, nil
 }
