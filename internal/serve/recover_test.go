@@ -44,12 +44,12 @@ func startProcess(t *testing.T, fake *githubtest.Server, hookFile, cacheDir stri
 	p := &process{done: make(chan error, 1), ready: make(chan struct{}), jobs: newJobs(),
 		passes: make(chan struct{}, 16), checkAt: make(chan struct{}, 16)}
 	cfg := serve.Config{
-		Listener: ln, Control: "acme/control", Secret: []byte(secret), Version: "test",
-		App: app.Config{Forge: app.ForgeGitHub, GitURL: fake.URL, CacheDir: cacheDir,
+		Listener: ln, Control: "acme/control", Secret: []byte(secret),
+		App: app.Config{Forge: app.ForgeGitHub, GitURL: fake.URL, CacheDir: cacheDir, Version: "test", Concurrency: 4,
 			GitHub: ghforge.Config{APIURL: fake.APIURL(), AppID: fake.AppID(), PrivateKey: fake.AppPrivateKeyPEM(),
 				Budget: ghforge.BudgetConfig{PerMinute: 100000, PerHour: 1000000, MinInterval: -1}}},
 		Resync: time.Hour, Redeliver: time.Hour, Workers: 2, QueueSize: 100, MaxBody: ingress.DefaultMaxBody,
-		Grace: 100 * time.Millisecond, Concurrency: 4, CheckName: checkrun.DefaultCheckName,
+		Grace: 100 * time.Millisecond, CheckName: checkrun.DefaultCheckName,
 		OnReady: func() { close(p.ready) }, Logger: slog.New(p.jobs),
 		OnRedeliveryPass: func(asked []string, err error) {
 			p.mu.Lock()

@@ -190,9 +190,8 @@ func (s *Server) newService(ctx context.Context, gh *githubConn, forges *app.Ins
 	if err != nil {
 		return nil, err
 	}
-	renderer := cfg.App.Renderer()
-	baselines := app.ServeBaselineFile(cfg.App.CacheDir, cfg.Control, cfg.Shard)
-	verdict := &webhook.ReviewVerdict{Renderer: renderer, Member: func(ctx context.Context, org, slug, login string) (bool, error) {
+	runner := s.runner(cfg.App, forges)
+	verdict := &webhook.ReviewVerdict{Renderer: runner.Renderer(), Member: func(ctx context.Context, org, slug, login string) (bool, error) {
 		c, err := forges.Client(ctx, org, true)
 		if err != nil {
 			return false, err
@@ -200,12 +199,11 @@ func (s *Server) newService(ctx context.Context, gh *githubConn, forges *app.Ins
 		return c.TeamMember(ctx, org, slug, login)
 	}}
 	return webhook.NewService(webhook.ServiceConfig{
-		Control: src, Renderer: renderer, Verdict: verdict,
-		Forges: forges.Forge, Checks: checks, RolloutChecks: checks, Rollout: s.rollout, Clock: cfg.Clock,
-		Concurrency: cfg.Concurrency, Shard: cfg.Shard,
-		Logger: s.log, Metrics: s.metrics, BeforeJob: cfg.BeforeJob,
-		Baselines: app.NewBaselines(baselines, s.log), Salt: cfg.Version, Requeue: s.queue.RetryAt,
-		Pending: pending, StuckCheck: cfg.StuckCheck, StepRepos: cfg.StepRepos, StepsFile: stepsFile(baselines),
+		Control: src, Runner: runner, Verdict: verdict,
+		Checks: checks, RolloutChecks: checks, Rollout: s.rollout,
+		Logger: s.log, Metrics: s.metrics, BeforeJob: cfg.BeforeJob, Requeue: s.queue.RetryAt,
+		Pending: pending, StuckCheck: cfg.StuckCheck, StepRepos: cfg.StepRepos,
+		StepsFile:   app.ServeStepsFile(cfg.App.CacheDir, cfg.Control, cfg.App.Shard),
 		TenantCheck: app.RequiredCheck{Context: cfg.TenantCheck, AppID: cfg.App.GitHub.AppID},
 		Tenants:     githubapi.NewTenantRepos(forges.API, cfg.TenantCheck),
 		CanCheck: func(ctx context.Context, owner string) (bool, error) {
@@ -213,6 +211,26 @@ func (s *Server) newService(ctx context.Context, gh *githubConn, forges *app.Ins
 			return level == "write" || level == "admin", err
 		},
 	})
+}
+
+// runner builds the application's Runner of plan and apply for the service, once: the forges of
+// the App's installations, the rollout gate on the service's clock, each applied repo counted in
+// the reconcile metric, baselines per control repo and shard.
+func (s *Server) runner(acfg app.Config, forges *app.Installations) *app.Runner {
+	acfg.Logger = s.log
+	if s.cfg.Clock != nil {
+		acfg.Now = s.cfg.Clock.Now
+	}
+	acfg.OnApplied = func(r app.RepoResult) { s.metrics.Reconciled(outcomeOf(r)) }
+	return acfg.ServiceRunner(s.cfg.Control, forges.Forge)
+}
+
+// outcomeOf names a result for the reconcile outcome metric.
+func outcomeOf(r app.RepoResult) string {
+	if w := r.Word(); w != "-" {
+		return w
+	}
+	return "unknown"
 }
 
 // githubConn is what connecting to GitHub established.
@@ -256,15 +274,6 @@ func connect(ctx context.Context, cfg Config) (*githubConn, error) {
 func githubStats(s ghforge.RequestStats) metrics.GitHubStats {
 	return metrics.GitHubStats{Reads: s.Reads, Writes: s.Writes, ContentWrites: s.ContentWrites,
 		NotModified: s.NotModified, Errors: s.Errors, RateRemaining: s.RateRemaining}
-}
-
-// stepsFile is where the progress of a full apply in steps is kept, beside the baselines ("":
-// in memory).
-func stepsFile(baselines string) string {
-	if baselines == "" {
-		return ""
-	}
-	return strings.TrimSuffix(baselines, ".json") + "-steps.json"
 }
 
 // inbox is the pass over the App's delivery log (nil when Config.Redeliver is negative):

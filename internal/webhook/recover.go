@@ -54,7 +54,7 @@ func (s *Service) RecoverChecks(ctx context.Context, control string) ([]Job, err
 	if err != nil {
 		return nil, fmt.Errorf("listing the open pull requests of %s: %w", control, err)
 	}
-	now := s.cfg.Clock.Now()
+	now := s.cfg.Runner.Now()
 	stuck := s.cfg.StuckCheck
 	if stuck <= 0 {
 		stuck = DefaultStuckCheck

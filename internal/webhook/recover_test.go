@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/checkrun"
-	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 )
@@ -55,8 +55,8 @@ func newRecoverEnv(t *testing.T) *recoverEnv {
 		pending: &fakePending{pulls: []OpenPullRequest{{Number: 7, Head: head, Base: base, Author: "alice"}}, checks: map[string]CheckState{}}}
 	var err error
 	e.svc, err = NewService(ServiceConfig{
-		Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}), Checks: e.checks, Clock: e.clock, Pending: e.pending,
-		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return snaps, nil },
+		Control: ctl, Checks: e.checks, Pending: e.pending,
+		Runner: app.Config{Now: e.clock.Now}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return snaps, nil }),
 	})
 	require.NoError(t, err)
 	return e

@@ -91,7 +91,7 @@ func (s *Service) StatusRun() *app.StatusRun {
 		return nil
 	}
 	run := &app.StatusRun{Source: p.Source, Started: p.Started, Repos: p.repos}
-	if p.ResumeAt.After(s.cfg.Clock.Now()) {
+	if p.ResumeAt.After(s.cfg.Runner.Now()) {
 		run.ResumeAt = p.ResumeAt
 	}
 	return run
@@ -121,11 +121,7 @@ func (s *Service) pendingSteps(e *fleetEntry) ([]string, *stepProgress) {
 	if p != nil && (p.Source != e.sha || p.Owner != owner) {
 		p = nil // a newer commit: its steps start over (the repos done are then unchanged)
 	}
-	var base map[string]string
-	if b := s.baselines.Get(); b != nil && strings.EqualFold(b.Owner, fl.Owner()) {
-		base = b.Repos
-	}
-	sums := e.sums()
+	repos := s.cfg.Runner.Changed(e.fleet)
 	done := map[string]bool{}
 	if p != nil {
 		for _, r := range p.Done {
@@ -133,16 +129,11 @@ func (s *Service) pendingSteps(e *fleetEntry) ([]string, *stepProgress) {
 		}
 	}
 	var pending []string
-	var repos []app.StatusRunRepo
-	total := 0
-	for _, t := range fl.Targets {
-		if !s.cfg.Shard.Owns(t.Repo) || (base != nil && base[t.Repo] == sums[t.Repo]) {
-			continue
-		}
-		total++
-		repos = append(repos, app.StatusRunRepo{Repo: t.FullName(), Kind: t.Kind, Name: t.Name})
-		if !done[strings.ToLower(t.Repo)] {
-			pending = append(pending, t.Repo)
+	total := len(repos)
+	for _, r := range repos {
+		_, name, _ := strings.Cut(r.Repo, "/")
+		if !done[strings.ToLower(name)] {
+			pending = append(pending, name)
 		}
 	}
 	if p == nil {
@@ -154,7 +145,7 @@ func (s *Service) pendingSteps(e *fleetEntry) ([]string, *stepProgress) {
 			// not converge keeps the baseline from being recorded): one full apply.
 			return nil, nil
 		}
-		p = &stepProgress{Version: stepsVersion, Source: e.sha, Owner: owner, Started: s.cfg.Clock.Now(), Total: total}
+		p = &stepProgress{Version: stepsVersion, Source: e.sha, Owner: owner, Started: s.cfg.Runner.Now(), Total: total}
 	}
 	p.repos = repos
 	slices.Sort(pending)
@@ -185,7 +176,7 @@ func (s *Service) applyInSteps(ctx context.Context, j Job, e *fleetEntry, lease 
 	}
 	// The next step runs at once, or, when the write budget deferred every repo of this one,
 	// at the earliest slot it announced.
-	now := s.cfg.Clock.Now()
+	now := s.cfg.Runner.Now()
 	var earliest time.Time
 	deferredAll := len(rep.Results) > 0
 	doneNow := map[string]bool{}

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/fleetgen"
 	"github.com/fleetbot-io/fleetbot/internal/forge/local"
 	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
@@ -71,9 +71,8 @@ func TestFullApplyOfAThousandReposFinishesAcrossSteps(t *testing.T) {
 	const step = 400
 	newService := func(q *Queue) *Service {
 		svc, err := NewService(ServiceConfig{
-			Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}), Clock: clock, Concurrency: 16,
-			StepRepos: step, StepsFile: stepsFile, Requeue: q.RetryAt,
-			Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return forge, nil },
+			Control: ctl, StepRepos: step, StepsFile: stepsFile, Requeue: q.RetryAt,
+			Runner: app.Config{Now: clock.Now, Concurrency: 16}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return forge, nil }),
 		})
 		require.NoError(t, err)
 		return svc
@@ -156,9 +155,9 @@ func TestStepDeferredByARateLimitResumesAtTheReset(t *testing.T) {
 	}
 	var got []queued
 	svc, err := NewService(ServiceConfig{
-		Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}), Clock: clock, StepRepos: 2,
+		Control: ctl, StepRepos: 2,
 		Requeue: func(j Job, at time.Time) { got = append(got, queued{j, at}) },
-		Forges:  func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return fg, nil },
+		Runner:  app.Config{Now: clock.Now}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return fg, nil }),
 	})
 	require.NoError(t, err)
 	_ = svc.Execute(context.Background(), Job{Kind: KindApply, Repo: "acme/control", Reason: "resync"}, nil)
