@@ -33,6 +33,10 @@ type account struct {
 	// Plan is an organization's GitHub plan: "free" lacks branch protection on private
 	// repositories; "" is a paid plan.
 	Plan string `json:"plan,omitempty"`
+	// BasePermission is an organization's base permission (default_repository_permission:
+	// read, write, admin; "" or none: no access beyond what is granted), held by every member
+	// on every repository of it, outside collaborators excepted.
+	BasePermission string `json:"basePermission,omitempty"`
 }
 
 type team struct {

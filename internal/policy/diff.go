@@ -31,6 +31,9 @@ type DiffOptions struct {
 	// count or a percentage of the repo's observed grants (default 25%,
 	// rounded up, at least 1).
 	MaxRemovals *intstr.IntOrString
+	// BaseRole is the org's base role (Org.BaseRole): a missing team whose desired role it
+	// covers (CoveredByBase) is not granted, as its members hold that role already.
+	BaseRole Role
 }
 
 // Grant is one team or collaborator with a role.

@@ -59,6 +59,7 @@ func (Teams) Diff(desired, observed Access, opts DiffOptions, p *Plan) {
 		want := desired.Teams[name]
 		have, ok := observed.Teams[name]
 		switch {
+		case !ok && CoveredByBase(want, opts.BaseRole):
 		case !ok:
 			p.Grants = append(p.Grants, Grant{Name: name, Role: want})
 		case have == want:

@@ -442,7 +442,26 @@ func (f *Forge) orgTeams(ctx context.Context, owner string) (policy.Org, error) 
 	if err != nil {
 		return o, err
 	}
+	if !userAccount {
+		o.BaseRole = f.readBaseRole(ctx, owner)
+	}
+	f.rememberOrg(o)
 	return o, nil
+}
+
+// readBaseRole reads the org's base permission (default_repository_permission), which GitHub
+// shows only to those who administer the organization (for a GitHub App: the organization
+// permission "Administration", read); "" when the answer does not carry it or the read fails,
+// and every team is then granted its role.
+//
+// GitHub API docs: https://docs.github.com/rest/orgs/orgs#get-an-organization
+func (f *Forge) readBaseRole(ctx context.Context, owner string) policy.Role {
+	org, _, err := f.api.Organizations.Get(ctx, owner)
+	if err != nil {
+		f.log.Debug("could not read the organization's base permission; every team is granted its role", "org", owner, "err", err)
+		return ""
+	}
+	return baseRoleOf(org.GetDefaultRepoPermission())
 }
 
 // ApplyAccess implements reconcile.Forge: what every unit gives, in accessUnits' order

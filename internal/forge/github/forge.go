@@ -96,6 +96,9 @@ type known struct {
 	// blobs are the blobs read so far, by hash (content-addressed: never stale).
 	blobs blobCache
 
+	// orgs is what the latest read of each owner found (by lower-case login): see orgSeen.
+	orgs map[string]*orgSeen
+
 	// noUpdateRefs is set once GitHub answered that its GraphQL schema has no updateRefs (a
 	// GitHub Enterprise Server without it): branch moves then go through git push with a lease.
 	noUpdateRefs atomic.Bool
@@ -460,11 +463,14 @@ func (f *Forge) afterBootstrap(ctx context.Context, owner, repo string, e *repoE
 		e.pendingProtection = nil
 	}
 	if len(e.pendingTeams) > 0 {
-		if err := f.grantTeams(ctx, owner, repo, e.pendingTeams, nil); err != nil {
+		// The grants the org's base role already gives are left out, as policy.Diff leaves
+		// them out of an existing repo's plan.
+		grants := policy.TeamsToGrant(e.pendingTeams, f.baseRole(owner))
+		if err := f.grantTeams(ctx, owner, repo, grants, nil); err != nil {
 			return err
 		}
 		if st.Access != nil {
-			st.Access.Teams = e.pendingTeams
+			st.Access.Teams = grants
 		}
 		e.pendingTeams = nil
 	}

@@ -106,12 +106,8 @@ func (f *Forge) CreateRepo(ctx context.Context, spec pr.RepoSpec) error {
 		org = "" // the authenticated user's own account: POST /user/repos
 	}
 	// A missing team is an error before anything is created, not half a repo.
-	for slug := range spec.Access.Teams {
-		if _, _, err := f.api.Teams.GetTeamBySlug(ctx, spec.Owner, slug); IsNotFound(err) {
-			return fmt.Errorf("creating repo %s: team %s: %w: create the team in %s or fix the control repo", full, slug, ErrTeamMissing, spec.Owner)
-		} else if err != nil {
-			return errf(err, "reading team "+slug+" of", spec.Owner)
-		}
+	if err := f.teamsExist(ctx, spec.Owner, full, spec.Access.Teams); err != nil {
+		return err
 	}
 	r, resp, err := f.api.Repositories.Create(ctx, org, in)
 	if err != nil && statusOf(resp) == http.StatusUnprocessableEntity && spec.Visibility == "internal" && mentionsField(err, "visibility") {

@@ -15,14 +15,16 @@ import (
 )
 
 // OrgFile is the optional PATH/<owner>/.org.json that stands for the org on
-// the local forge: {"teams": ["platform", "payments-sre", ...]}. When it is
+// the local forge: {"teams": ["platform", "payments-sre", ...], "baseRole": "pull"}. When it is
 // absent every team is taken to exist; when present, a team the control repo
-// names that is not listed is an error, as on GitHub.
+// names that is not listed is an error, as on GitHub. baseRole is the org's base permission
+// (policy.Org.BaseRole; optional): a read-only team grant it covers is not stored.
 const OrgFile = ".org.json"
 
 // orgFile is the content of OrgFile.
 type orgFile struct {
-	Teams []string `json:"teams"`
+	Teams    []string    `json:"teams"`
+	BaseRole policy.Role `json:"baseRole,omitempty"`
 }
 
 // Org implements reconcile.Forge: the teams of PATH/<owner>/.org.json (nil
@@ -119,5 +121,12 @@ func (f *Forge) orgTeams(owner string) (policy.Org, error) {
 		return o, err
 	}
 	o.Teams = append([]string{}, of.Teams...)
+	switch of.BaseRole {
+	case "", policy.RolePull, policy.RolePush, policy.RoleAdmin:
+		o.BaseRole = of.BaseRole
+	default:
+		return o, fmt.Errorf("%w %s: baseRole %q is not a base role; use pull, push or admin (GitHub's read, write, admin) or leave it out",
+			ErrCorruptSettings, name, of.BaseRole)
+	}
 	return o, nil
 }

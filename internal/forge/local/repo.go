@@ -21,6 +21,7 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/gitloose"
 	"github.com/fleetbot-io/fleetbot/internal/gittree"
+	"github.com/fleetbot-io/fleetbot/internal/policy"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 )
 
@@ -266,7 +267,13 @@ func (f *Forge) CreateRepo(ctx context.Context, spec pr.RepoSpec) error {
 		ManagedBy: ManagedBy, Kind: spec.Kind, Name: spec.Name, Visibility: spec.Visibility,
 		DefaultBranch: spec.DefaultBranch,
 	}
-	st.setAccess(spec.Access)
+	org, err := f.orgTeams(spec.Owner)
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", p.full, err)
+	}
+	access := spec.Access.Clone()
+	access.Teams = policy.TeamsToGrant(access.Teams, org.BaseRole)
+	st.setAccess(access)
 	if err := writeSettings(p.settings, st); err != nil {
 		return fmt.Errorf("creating %s: %w", p.full, err)
 	}
