@@ -37,6 +37,9 @@ type account struct {
 	// read, write, admin; "" or none: no access beyond what is granted), held by every member
 	// on every repository of it, outside collaborators excepted.
 	BasePermission string `json:"basePermission,omitempty"`
+	// Rulesets are an organization's rulesets; PropertySchema its custom property definitions.
+	Rulesets       []*ruleset    `json:"rulesets,omitempty"`
+	PropertySchema []propertyDef `json:"propertySchema,omitempty"`
 }
 
 type team struct {
@@ -68,6 +71,10 @@ type accessToken struct {
 }
 
 type repoMeta struct {
+	// Rulesets are the repository's own rulesets; Properties its custom property values.
+	Rulesets   []*ruleset        `json:"rulesets,omitempty"`
+	Properties map[string]string `json:"properties,omitempty"`
+
 	ID            int64                  `json:"id"`
 	Owner         string                 `json:"owner"`
 	Name          string                 `json:"name"`

@@ -120,6 +120,9 @@ type repoEntry struct {
 	// repos): teams get their roles only once the branch is protected.
 	pendingProtection *policy.Protection
 	pendingTeams      map[string]policy.Role
+	// pendingRuleset, when set (declared branch rules), enforces pendingProtection instead of a
+	// classic branch protection, where the owner has rulesets.
+	pendingRuleset *policy.Ruleset
 	// protectionUnavailable is GitHub's reason when this run could not protect the default
 	// branch because of the organization's plan; see ProtectionUnavailable.
 	protectionUnavailable string
@@ -445,9 +448,28 @@ func (f *Forge) afterBootstrap(ctx context.Context, owner, repo string, e *repoE
 		}
 		st.RepoDefault = st.DefaultBranch
 	}
+	if rs := e.pendingRuleset; rs != nil {
+		e.pendingRuleset = nil
+		done, err := f.bootstrapRuleset(ctx, owner, repo, e, rs)
+		if err != nil {
+			return err
+		}
+		if done {
+			e.pendingProtection = nil
+		}
+	}
 	if p := e.pendingProtection; p != nil {
-		err := f.protect(ctx, owner, repo, p)
-		reason, unavailable := protectionUnavailable(err)
+		var err error
+		reason, unavailable := f.planRefused(owner), false
+		if reason == "" {
+			err = f.protect(ctx, owner, repo, p)
+			reason, unavailable = protectionUnavailable(err)
+			if unavailable {
+				f.notePlanRefused(owner, reason)
+			}
+		} else {
+			unavailable = true
+		}
 		switch {
 		case unavailable:
 			// The plan has no protection for this repo: say so, grant the rest.

@@ -3,6 +3,7 @@ package github
 import (
 	"context"
 	"strings"
+	"sync"
 
 	"github.com/fleetbot-io/fleetbot/internal/policy"
 )
@@ -13,12 +14,56 @@ import (
 // role covers.
 type orgSeen struct {
 	teams map[string]bool
-	base  policy.Role
+	// teamIDs are the teams' ids by lower-case slug (a ruleset names a bypass team by id).
+	teamIDs map[string]int64
+	base    policy.Role
+
+	mu sync.Mutex
+	// rulesetsReason is why the owner's repos have no rulesets ("" while unknown or they
+	// have), rulesetsPlan whether the reason is the organization's plan (which takes branch
+	// protection too): found once per run, then said of every repo without a request.
+	rulesetsReason string
+	rulesetsPlan   bool
+	// org is the org ruleset this run read or wrote (orgLoaded: read at all).
+	org       *policy.Ruleset
+	orgLoaded bool
+	// probed is set once a ruleset write of this run succeeded.
+	probed bool
+	// schemaDone is set once the org defines the custom properties fleetbot sets.
+	schemaDone bool
+	// orgMu serialises the writes of the org ruleset and of the property schema.
+	orgMu sync.Mutex
 }
 
-// rememberOrg keeps what a read of the owner found, for the rest of the run.
-func (k *known) rememberOrg(o policy.Org) {
-	seen := &orgSeen{base: o.BaseRole}
+func (s *orgSeen) unavailable() (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rulesetsReason, s.rulesetsPlan
+}
+
+func (s *orgSeen) setUnavailable(reason string, plan bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rulesetsReason, s.rulesetsPlan = reason, plan
+}
+
+func (s *orgSeen) orgRuleset() (*policy.Ruleset, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.org.Clone(), s.orgLoaded
+}
+
+func (s *orgSeen) setOrgRuleset(r *policy.Ruleset) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.org, s.orgLoaded = r.Clone(), true
+}
+
+// rememberOrg keeps what a read of the owner found, for the rest of the run: a new run starts
+// from what it reads (rulesets found unavailable, the org ruleset, the property schema are
+// read again).
+func (k *known) rememberOrg(o policy.Org, teamIDs map[string]int64) {
+	seen := &orgSeen{base: o.BaseRole, teamIDs: teamIDs}
 	if o.Teams != nil {
 		seen.teams = make(map[string]bool, len(o.Teams))
 		for _, t := range o.Teams {
@@ -79,6 +124,8 @@ func (e *teamMissingError) Unwrap() error { return ErrTeamMissing }
 // baseRole is the base role of owner as this run read it ("" when unknown).
 func (f *Forge) baseRole(owner string) policy.Role {
 	if seen := f.seenOrg(owner); seen != nil {
+		seen.mu.Lock()
+		defer seen.mu.Unlock()
 		return seen.base
 	}
 	return ""
@@ -95,4 +142,35 @@ func baseRoleOf(perm string) policy.Role {
 		return policy.RoleAdmin
 	}
 	return ""
+}
+
+// planRefused is GitHub Free's refusal of branch protection and rulesets as this run first met
+// it on owner's repos ("" when it did not): every other repo of the run is taken to be refused
+// the same way, without a request (fleetbot's repos share one visibility, spec.repos.visibility).
+func (f *Forge) planRefused(owner string) string {
+	if seen := f.seenOrg(owner); seen != nil {
+		if reason, plan := seen.unavailable(); plan {
+			return reason
+		}
+	}
+	return ""
+}
+
+// notePlanRefused remembers GitHub Free's refusal for the rest of the run.
+func (f *Forge) notePlanRefused(owner, reason string) {
+	if seen := f.seenOrg(owner); seen != nil {
+		seen.setUnavailable(reason, true)
+	}
+}
+
+func (s *orgSeen) isProbed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.probed
+}
+
+func (s *orgSeen) setProbed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.probed = true
 }
