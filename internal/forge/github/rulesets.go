@@ -23,11 +23,11 @@ import (
 
 // wireRuleset is a branch ruleset as GitHub's REST API reads and writes it.
 type wireRuleset struct {
-	ID           int64             `json:"id,omitempty"`
-	Name         string            `json:"name"`
-	Target       string            `json:"target,omitempty"`
-	SourceType   string            `json:"source_type,omitempty"`
-	Enforcement  string            `json:"enforcement"`
+	ID          int64  `json:"id,omitempty"`
+	Name        string `json:"name"`
+	Target      string `json:"target,omitempty"`
+	SourceType  string `json:"source_type,omitempty"`
+	Enforcement string `json:"enforcement"`
 	// BypassActors is always sent (an update without it keeps the actors it had).
 	BypassActors []wireBypassActor `json:"bypass_actors"`
 	Conditions   *wireConditions   `json:"conditions,omitempty"`
