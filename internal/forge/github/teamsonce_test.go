@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
+	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
 	"github.com/fleetbot-io/fleetbot/internal/policy"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
@@ -53,28 +54,33 @@ func TestNewRepoWithTeamMissingFromTheRunsListing(t *testing.T) {
 // TestBaseRoleCoversReadGrants: in an org whose base permission is read, a team whose role is
 // read (workspace admins on the cluster repos of their workspace) gets no grant of its own,
 // neither at creation nor as drift; push and admin teams (code owners: GitHub wants the team
-// itself to have write access) are granted as before. An App without the organization
-// permission "Administration" cannot see the base permission, and grants every team.
+// itself to have write access) are granted as before. The base permission is read only when
+// organization administration is opted in (spec.access.branchRules.organization); otherwise
+// every team is granted.
 func TestBaseRoleCoversReadGrants(t *testing.T) {
 	t.Parallel()
 	perms, err := githubtest.LoadAppManifest(filepath.Join("..", "..", "..", "app.yml"))
 	require.NoError(t, err)
-	withOrgAdmin := map[string]string{"organization_administration": "read"}
+	withOrgAdmin := map[string]string{"organization_administration": "write", "organization_custom_properties": "admin", "custom_properties": "write"}
 	for k, v := range perms.Permissions {
 		withOrgAdmin[k] = v
 	}
 	for _, tc := range []struct {
 		name      string
 		perms     map[string]string
+		rules     *control.BranchRules
 		wantPulls bool
 	}{
-		{"App with organization administration: read", withOrgAdmin, false},
-		{"App without it (app.yml)", perms.Permissions, true},
+		{"organization administration opted in", withOrgAdmin, &control.BranchRules{Organization: true}, false},
+		{"App without it (app.yml)", perms.Permissions, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, githubtest.WithAppPermissions(tc.perms))
 			e.srv.SetOrgBasePermission("acme", "read")
+			if tc.rules != nil {
+				withBranchRules(t, e, tc.rules)
+			}
 			rep := e.apply(t, e.forge(t, false))
 			require.Empty(t, rep.Failed())
 			pulls := 0
