@@ -29,7 +29,7 @@ func (f *Forge) Access(ctx context.Context, owner, repo string, desired policy.A
 	if err != nil {
 		return a, err
 	}
-	if desired.Rules != nil {
+	if desired.Rules != nil && desired.Protection != nil {
 		if err := f.observeRuleset(ctx, owner, repo, desired.Protection.Branch, desired, &a); err != nil {
 			return policy.Access{}, err
 		}
