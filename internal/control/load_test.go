@@ -274,7 +274,7 @@ spec:
 			},
 		},
 		{
-			name: "bad branch rules",
+			name:  "bad branch rules",
 			files: map[string]string{"platform.yaml": "apiVersion: fleetbot.io/v1alpha1\nkind: Platform\nmetadata: {name: acme}\nspec:\n  owner: acme\n  admins: [platform]\n  access:\n    branchRules:\n      requiredApprovals: 11\n      requiredChecks:\n        - context: ci\n        - context: ci\n        - {context: \"\", appId: -3}\n      bypass:\n        - {team: platform, role: admin}\n        - {role: owner}\n        - {app: 7}\n        - {app: 7}\n        - {}\n"},
 			want: []want{
 				{pos: "platform.yaml:9", msg: "invalid requiredApprovals 11", hint: "use 0 to 10"},
