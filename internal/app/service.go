@@ -49,6 +49,9 @@ const (
 	// FluxStatusPrefix starts the context of the commit statuses Flux's notification-controller
 	// posts for a Kustomization: only those count as a cluster's health.
 	FluxStatusPrefix = rollout.FluxStatusPrefix
+	// PhasePlan is the phase of a run that reads and decides each target repo
+	// (ServiceOptions.Step).
+	PhasePlan = reconcile.PhasePlan
 	// PausedFile is the control repo file whose presence pauses every rollout.
 	PausedFile = control.PausedFile
 	// FleetWaves names the fleet-wide wave list (platform spec.rollout.waves) in a plan.
@@ -84,6 +87,9 @@ type ServiceOptions struct {
 	Logger *slog.Logger
 	// Progress, when set, receives each target repo's result as it finishes.
 	Progress func(RepoResult)
+	// Step, when set, is told how far the run is: its phase (read, plan, apply) and done of
+	// total repos (reconcile.Options.Step).
+	Step func(phase string, done, total int)
 	// Now is the run's clock, which the rollout gate weighs soaks and timeouts by (default
 	// time.Now).
 	Now func() time.Time
@@ -113,7 +119,7 @@ func Digests(f *Fleet) map[string]string {
 }
 
 func (o ServiceOptions) reconcile() reconcile.Options {
-	opts := reconcile.Options{Concurrency: o.Concurrency, Only: o.Only, Shard: o.Shard, Logger: o.Logger, Progress: o.Progress, Now: o.Now, Claim: o.Claim}
+	opts := reconcile.Options{Concurrency: o.Concurrency, Only: o.Only, Shard: o.Shard, Logger: o.Logger, Progress: o.Progress, Step: o.Step, Now: o.Now, Claim: o.Claim}
 	if o.Baselines != nil {
 		opts.Incremental = &reconcile.Incremental{Baselines: o.Baselines, Full: o.Full, FullEvery: o.FullEvery, Salt: o.Salt, Digests: o.Digests}
 	}
@@ -140,6 +146,9 @@ type Reports struct {
 	Control *ControlRepo
 	// Repos holds one entry per target repo, sorted by repo.
 	Repos []RepoReport
+	// Run is the apply in progress, if one runs: the target repos it plans and how far it
+	// is (a large fleet's first apply takes minutes); nil otherwise.
+	Run *StatusRun
 }
 
 // RepoReport is the result of the newest apply that covered one target repo.

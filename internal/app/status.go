@@ -21,6 +21,10 @@ type (
 	// StatusSelector is a Kubernetes label selector on the clusters' and workspaces'
 	// labels; nil selects every row.
 	StatusSelector = labels.Selector
+	// StatusRun is an apply in progress, as the status pages show it (Reports.Run).
+	StatusRun = status.Run
+	// StatusRunRepo is one target repo an apply in progress plans.
+	StatusRunRepo = status.RunRepo
 )
 
 // ParseStatusGroupBy reads a --group-by value: "kind" or "label:KEY".
@@ -89,7 +93,7 @@ func StatusPages(c StatusPagesConfig) (http.Handler, error) {
 		Input: func() status.Input {
 			in := status.Input{RepoURL: c.RepoURL}
 			reps := c.Reports()
-			in.Control, in.Source = reps.Control, reps.Source
+			in.Control, in.Source, in.Run = reps.Control, reps.Source, reps.Run
 			for _, r := range reps.Repos {
 				in.Entries = append(in.Entries, status.Entry{Result: r.Result, Source: r.Source, At: r.At, Applied: true})
 			}

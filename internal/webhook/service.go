@@ -345,10 +345,12 @@ func (s *Service) headEntry(ctx context.Context) (*fleetEntry, error) {
 func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *fleetEntry, lease Lease) (*app.Report, error) {
 	sha, fl := e.sha, e.fleet
 	log := s.log.With("delivery", j.Delivery, "kind", j.Kind)
+	since := s.since()
 	opts := app.ServiceOptions{
 		Concurrency: s.cfg.Concurrency, Only: only, Shard: s.cfg.Shard, Logger: log, Now: s.cfg.Clock.Now,
 		Progress: func(r app.RepoResult) {
 			s.cfg.Metrics.Reconciled(outcomeOf(r))
+			s.keepOne(sha, r, since)
 		},
 	}
 	mode := ForgeApply
@@ -375,6 +377,7 @@ func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *flee
 		// one, or the ones an incremental push changed), it claims them: the drifts of other
 		// workers keep off them meanwhile, and go on elsewhere.
 		opts.Claim = func(ctx context.Context, only []string) error { return lease.Claim(ctx, only, only == nil) }
+		defer s.trackRun(&opts, sha, fl)() // the status pages show how far it is
 	}
 	rep, err := app.ApplyFleet(ctx, forge, fl, opts)
 	s.requeue(j, rep, err, log)
@@ -383,7 +386,7 @@ func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *flee
 		s.rollout(ctx, sha, fl, rep, log)
 	}
 	if rep != nil {
-		s.keep(sha, fl.Repo, rep, only == nil && !rep.Incremental)
+		s.keep(sha, fl.Repo, rep, only == nil && !rep.Incremental, since)
 		changed := 0
 		for _, r := range rep.Results {
 			if r.Changed() {
