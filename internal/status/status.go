@@ -141,7 +141,9 @@ type RunProgress struct {
 // Line says it in words: "applying 0123456: 120 of 1050 repos applied"; while the run reads
 // the owner or plans, it says so first ("applying 0123456: 300 of 1050 repos read and
 // planned, 0 applied").
-func (p *RunProgress) Line() string { return "applying " + report.ShortSHA(p.Source) + ": " + p.Doing() }
+func (p *RunProgress) Line() string {
+	return "applying " + report.ShortSHA(p.Source) + ": " + p.Doing()
+}
 
 // Doing is Line without the revision: "120 of 1050 repos applied".
 func (p *RunProgress) Doing() string {

@@ -279,7 +279,9 @@ func TestServiceShowsTheApplyInProgress(t *testing.T) {
 	assert.Nil(t, svc.Reports().Run, "no apply runs")
 
 	done := make(chan error, 1)
-	go func() { done <- svc.Execute(context.Background(), Job{Kind: KindApply, Repo: "acme/control", Reason: "resync"}, nil) }()
+	go func() {
+		done <- svc.Execute(context.Background(), Job{Kind: KindApply, Repo: "acme/control", Reason: "resync"}, nil)
+	}()
 	<-g.planned
 	reps := svc.Reports()
 	require.NotNil(t, reps.Run, "the run is shown while it plans")
