@@ -86,7 +86,7 @@ func New() *Metrics {
 		registry: prometheus.NewRegistry(),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Subsystem: "webhook", Name: "deliveries_total",
-			Help: "Webhook deliveries received, by X-GitHub-Event (the events fleetbot subscribes to, else other) and outcome (queued, coalesced, ignored, unhandled, duplicate, bad_signature, too_large, bad_request, queue_full, busy, not_ready).",
+			Help: "Webhook deliveries received, by X-GitHub-Event (the events fleetbot subscribes to, else other) and outcome (queued, coalesced, ignored, observed, unhandled, duplicate, bad_signature, too_large, bad_request, queue_full, busy, not_ready).",
 		}, []string{"event", "outcome"}),
 		ack: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: Namespace, Subsystem: "webhook", Name: "ack_seconds",
