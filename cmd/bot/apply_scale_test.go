@@ -23,9 +23,11 @@ func TestApplyNoopAfterRestartWithAFreshInstallationToken(t *testing.T) {
 	if testing.Short() {
 		t.Skip("creates 102 repos on the fake GitHub")
 	}
-	// Past 100 repos, so the scan reads two pages (GitHub's largest page is 100 repos).
+	t.Parallel() // credentials and the API URL by flag, not environment: other tests run beside it
+	// Past 100 repos, so the scan reads two pages (GitHub's largest page is 100 repos). One app
+	// per cluster: what is counted is requests per repo, not files.
 	ctl := filepath.Join(t.TempDir(), "control")
-	require.NoError(t, fleetgen.WriteDir(ctl, fleetgen.Options{Clusters: 100, Apps: 4, Seed: 1}))
+	require.NoError(t, fleetgen.WriteDir(ctl, fleetgen.Options{Clusters: 100, Apps: 1, Seed: 1}))
 	repo, err := control.LoadDir(ctl)
 	require.NoError(t, err)
 	srv := githubtest.NewServer(t)
@@ -33,19 +35,17 @@ func TestApplyNoopAfterRestartWithAFreshInstallationToken(t *testing.T) {
 	for _, ref := range repo.TeamRefs() {
 		srv.CreateTeam(owner, ref.Slug)
 	}
-	t.Setenv("GITHUB_API_URL", srv.APIURL())
-	t.Setenv("GITHUB_TOKEN", githubtest.DefaultToken)
-	t.Setenv("FLEETBOT_APP_ID", "")
+	key := filepath.Join(t.TempDir(), "app.pem")
+	writeFile(t, key, string(srv.AppPrivateKeyPEM()))
 	cache := t.TempDir()
-	args := []string{"apply", "--control", ctl, "--forge", "github", "--github-cache", cache, "--concurrency", "8",
+	args := []string{"apply", "--control", ctl, "--forge", "github", "--github-url", srv.APIURL(), "--github-cache", cache,
+		"--app-id", fmt.Sprint(srv.AppID()), "--app-key", key, "--concurrency", "8",
 		"--content-per-minute", "100000", "--content-per-hour", "1000000", // the fake enforces no content limit here
 		"--mutation-interval", "0"} // nor GitHub's second between mutations: 102 repos' writes would take minutes
 	code, _, errOut := cli(t, args...)
 	require.Equal(t, 0, code, errOut)
 
-	t.Setenv("GITHUB_TOKEN", "")
-	t.Setenv("FLEETBOT_APP_ID", fmt.Sprint(srv.AppID()))
-	t.Setenv("FLEETBOT_APP_KEY", string(srv.AppPrivateKeyPEM()))
+	// A new process: a new App client, a freshly minted installation token.
 	srv.ResetLog()
 	code, out, errOut := cli(t, append(args, "--full")...)
 	require.Equal(t, 0, code, errOut)
