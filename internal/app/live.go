@@ -47,7 +47,7 @@ func NewLiveStatus(sha, context, state, description, targetURL string) (LiveStat
 	switch {
 	case !isCommitSHA(sha):
 		return LiveStatus{}, fmt.Errorf("sha %q is not a full commit SHA", bounded(sha, 64))
-	case len(context) > maxLiveContext || report.FluxObject(context) == "":
+	case len(context) > maxLiveContext || !IsFluxStatus(context):
 		return LiveStatus{}, fmt.Errorf("context %q is not a Flux Kustomization's or HelmRelease's", bounded(context, 64))
 	case state != pr.StatusSuccess && state != pr.StatusFailure && state != pr.StatusError:
 		return LiveStatus{}, fmt.Errorf("state %q is not a verdict (success, failure or error)", bounded(state, 16))
@@ -58,6 +58,10 @@ func NewLiveStatus(sha, context, state, description, targetURL string) (LiveStat
 	}
 	return st, nil
 }
+
+// IsFluxStatus reports whether a commit status context is Flux's notification-controller's on
+// a Kustomization or a HelmRelease ("kustomization/NAME/UID", "helmrelease/NAME/UID").
+func IsFluxStatus(context string) bool { return report.FluxObject(context) != "" }
 
 // LivePush is a push to a target repo's bot branch by someone other than fleetbot.
 type LivePush struct {

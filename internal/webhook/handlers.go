@@ -289,7 +289,7 @@ func (h *StatusHandler) Handle(_ context.Context, d Delivery) (string, error) {
 	}
 	repo := ev.GetRepo().GetFullName()
 	switch {
-	case !isFluxContext(ev.GetContext()):
+	case !app.IsFluxStatus(ev.GetContext()):
 		return h.ignore(d, repo, "not a Flux Kustomization or HelmRelease status")
 	case ev.GetState() == "pending":
 		return h.ignore(d, repo, "pending: no verdict yet")

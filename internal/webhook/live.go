@@ -7,7 +7,6 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
-	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // LiveReports takes what a delivery says of one target repo into the repo's stored report (the
@@ -19,10 +18,6 @@ type LiveReports interface {
 	ObserveStatus(repo string, st app.LiveStatus) Observation
 	ObserveBotPush(repo string, p app.LivePush) Observation
 }
-
-// isFluxContext reports whether a commit status context is Flux's notification-controller's
-// on a Kustomization or a HelmRelease ("kustomization/NAME/UID", "helmrelease/NAME/UID").
-func isFluxContext(context string) bool { return report.FluxObject(context) != "" }
 
 // observeStatus takes a Flux status delivery into its repo's stored report; it returns whether
 // the repo's row shows it now, else why not.
@@ -42,7 +37,7 @@ func (b *base) observeStatus(d Delivery, ev *gh.StatusEvent) (bool, string) {
 	if obs != Observed {
 		return false, string(obs)
 	}
-	b.cfg.Logger.Debug("event observed", "delivery", d.ID, "event", d.Event, "repo", repo, "context", st.Context, "state", st.State, "sha", report.ShortSHA(st.SHA))
+	b.cfg.Logger.Debug("event observed", "delivery", d.ID, "event", d.Event, "repo", repo, "context", st.Context, "state", st.State, "sha", st.SHA)
 	return true, ""
 }
 
@@ -69,6 +64,6 @@ func (h *PushHandler) branchPush(d Delivery, ev *gh.PushEvent) (string, error) {
 	if obs := h.cfg.Live.ObserveBotPush(repo, p); obs != Observed {
 		return h.ignore(d, repo, "not the default branch: "+string(obs))
 	}
-	h.cfg.Logger.Debug("event observed", "delivery", d.ID, "event", d.Event, "repo", repo, "branch", p.Branch, "sha", report.ShortSHA(p.SHA))
+	h.cfg.Logger.Debug("event observed", "delivery", d.ID, "event", d.Event, "repo", repo, "branch", p.Branch, "sha", p.SHA)
 	return metrics.OutcomeObserved, nil
 }
