@@ -68,3 +68,18 @@ func TestRunPageInChromium(t *testing.T) {
 		assert.Equal(t, 40, strings.Count(dom, `<tr data-repo="`), "%s: every planned repo has a row", tc.phase)
 	}
 }
+
+// TestPageBeforeTheFirstApply: before serve's first apply has planned anything, the page says
+// so, not "No target repo matches"; once there is a fleet, a filter matching nothing says that.
+func TestPageBeforeTheFirstApply(t *testing.T) {
+	t.Parallel()
+	h := newTestHandler(t, func() Input { return Input{Now: now} }, HandlerConfig{InsecureNoAuth: true})
+	code, body, _ := get(t, h, "/status", "")
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "No apply has run yet: fleetbot reads and renders the control repo")
+	assert.NotContains(t, body, "No target repo matches")
+
+	h = newTestHandler(t, func() Input { return bigRun(reconcile.PhaseApply, 40) }, HandlerConfig{InsecureNoAuth: true})
+	_, body, _ = get(t, h, "/status?q=nothing-matches-this", "")
+	assert.Contains(t, body, "No target repo matches.")
+}
