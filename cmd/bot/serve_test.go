@@ -28,8 +28,8 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
+	"github.com/fleetbot-io/fleetbot/internal/ingress"
 	"github.com/fleetbot-io/fleetbot/internal/serve"
-	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
 const serveSecret = "webhook-secret-for-tests"
@@ -239,7 +239,7 @@ func TestAppManifestSubscribesToHandledEvents(t *testing.T) {
 	}
 	require.NoError(t, yaml.Unmarshal(b, &manifest))
 	var handled []string
-	for _, h := range webhook.Handlers(webhook.HandlerConfig{}) {
+	for _, h := range ingress.Handlers(ingress.HandlerConfig{}) {
 		for _, ev := range h.Handles() {
 			if !strings.HasPrefix(ev, "installation") {
 				handled = append(handled, ev)

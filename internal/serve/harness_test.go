@@ -24,10 +24,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/serve"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
@@ -51,13 +53,13 @@ type serveOptions struct {
 	webhooks  bool          // the fake delivers push and pull_request events itself
 	resync    time.Duration // default one hour: only the startup resync
 	maxBody   int64
-	beforeJob func(j webhook.Job)                    // runs after the gate, inside the job
-	grace     time.Duration                          // shutdown grace (default 5s)
-	reuse     *serveEnv                              // run against this env's fake GitHub instead of a new one
-	status    serve.StatusPages                      // the /status pages (off by default)
-	cacheDir  string                                 // the snapshot cache and baseline ("" keeps them in memory)
-	ghOptions []githubtest.Option                    // more options of a new fake GitHub
-	clock     func(*githubtest.Server) webhook.Clock // serve's clock on the fake GitHub (nil: the wall clock)
+	beforeJob func(j webhook.Job)                     // runs after the gate, inside the job
+	grace     time.Duration                           // shutdown grace (default 5s)
+	reuse     *serveEnv                               // run against this env's fake GitHub instead of a new one
+	status    serve.StatusPages                       // the /status pages (off by default)
+	cacheDir  string                                  // the snapshot cache and baseline ("" keeps them in memory)
+	ghOptions []githubtest.Option                     // more options of a new fake GitHub
+	clock     func(*githubtest.Server) jobqueue.Clock // serve's clock on the fake GitHub (nil: the wall clock)
 	// tenantCheck is serve --tenant-check ("": off, as these tests ran before the tenant check;
 	// serve_tenant_test.go turns it on).
 	tenantCheck string
@@ -128,7 +130,7 @@ func startServe(t *testing.T, o serveOptions) *serveEnv {
 			GitHub: ghforge.Config{APIURL: e.gh.APIURL(), AppID: e.gh.AppID(), PrivateKey: e.gh.AppPrivateKeyPEM(),
 				Budget: ghforge.BudgetConfig{PerMinute: 100000, PerHour: 1000000, MinInterval: -1}}},
 		Resync: resync, Workers: 4, QueueSize: 100, MaxBody: o.maxBody, Grace: grace,
-		CheckName: webhook.DefaultCheckName, TenantCheck: o.tenantCheck, Logger: logger, Status: o.status,
+		CheckName: checkrun.DefaultCheckName, TenantCheck: o.tenantCheck, Logger: logger, Status: o.status,
 		BeforeJob: func(ctx context.Context, j webhook.Job) error {
 			if err := e.gate.wait(ctx); err != nil {
 				return err

@@ -17,10 +17,11 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/browsertest"
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
+	"github.com/fleetbot-io/fleetbot/internal/ingress"
 	"github.com/fleetbot-io/fleetbot/internal/serve"
-	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
 // metric reads one unlabelled gauge or counter of serve's /metrics.
@@ -79,8 +80,8 @@ func TestLiveEventsUpdateOneRow(t *testing.T) {
 		App: app.Config{Forge: app.ForgeGitHub, GitURL: g.URL, CacheDir: t.TempDir(),
 			GitHub: ghforge.Config{APIURL: g.APIURL(), AppID: g.AppID(), PrivateKey: g.AppPrivateKeyPEM(),
 				Budget: ghforge.BudgetConfig{PerMinute: 100000, PerHour: 1000000, MinInterval: -1}}},
-		Resync: time.Hour, Workers: 2, QueueSize: 100, MaxBody: webhook.DefaultMaxBody, Grace: 5 * time.Second,
-		Concurrency: 4, CheckName: webhook.DefaultCheckName, Status: serve.StatusPages{Enabled: true, Insecure: true},
+		Resync: time.Hour, Workers: 2, QueueSize: 100, MaxBody: ingress.DefaultMaxBody, Grace: 5 * time.Second,
+		Concurrency: 4, CheckName: checkrun.DefaultCheckName, Status: serve.StatusPages{Enabled: true, Insecure: true},
 		OnReady: func() { close(ready) }, Logger: slog.New(finished),
 	})
 	require.NoError(t, err)

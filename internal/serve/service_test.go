@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
@@ -129,7 +130,7 @@ func TestServeChecksControlPullRequestsReadOnly(t *testing.T) {
 	}
 	e.eventually("a completed check run on the PR head", func() bool { return len(runs(head)) == 1 })
 	cr := runs(head)[0]
-	assert.Equal(t, webhook.DefaultCheckName, cr.GetName())
+	assert.Equal(t, checkrun.DefaultCheckName, cr.GetName())
 	assert.Equal(t, "neutral", cr.GetConclusion(), "octocat is no platform admin: changing a cluster needs one")
 	assert.Equal(t, "1 of 6 target repos change; check control: needs platform admin review", cr.GetOutput().GetTitle())
 	assert.Contains(t, cr.GetOutput().GetSummary(), "### fleetbot check control")

@@ -1,4 +1,4 @@
-package webhook
+package ingress
 
 import (
 	"strings"
@@ -7,16 +7,17 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
+	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
 // LiveReports takes what a delivery says of one target repo into the repo's stored report (the
 // status pages), with no job and no request: Flux's commit status on its default branch head, a
-// push by someone other than fleetbot to its bot branch. The Service implements it. The next
+// push by someone other than fleetbot to its bot branch. webhook.Service implements it. The next
 // reconcile of the repo (a drift, the resync) reads the repo afresh: level-triggered recovery
 // stays the resync's.
 type LiveReports interface {
-	ObserveStatus(repo string, st app.LiveStatus) Observation
-	ObserveBotPush(repo string, p app.LivePush) Observation
+	ObserveStatus(repo string, st app.LiveStatus) webhook.Observation
+	ObserveBotPush(repo string, p app.LivePush) webhook.Observation
 }
 
 // observeStatus takes a Flux status delivery into its repo's stored report; it returns whether
@@ -34,7 +35,7 @@ func (b *base) observeStatus(d Delivery, ev *gh.StatusEvent) (bool, string) {
 		return false, err.Error()
 	}
 	obs := b.cfg.Live.ObserveStatus(repo, st)
-	if obs != Observed {
+	if obs != webhook.Observed {
 		return false, string(obs)
 	}
 	b.cfg.Logger.Debug("event observed", "delivery", d.ID, "event", d.Event, "repo", repo, "context", st.Context, "state", st.State, "sha", st.SHA)
@@ -61,7 +62,7 @@ func (h *PushHandler) branchPush(d Delivery, ev *gh.PushEvent) (string, error) {
 	if err != nil {
 		return h.ignore(d, repo, err.Error())
 	}
-	if obs := h.cfg.Live.ObserveBotPush(repo, p); obs != Observed {
+	if obs := h.cfg.Live.ObserveBotPush(repo, p); obs != webhook.Observed {
 		return h.ignore(d, repo, "not the default branch: "+string(obs))
 	}
 	h.cfg.Logger.Debug("event observed", "delivery", d.ID, "event", d.Event, "repo", repo, "branch", p.Branch, "sha", p.SHA)
