@@ -342,7 +342,7 @@ func writesTo(reqs []githubtest.Request) map[string]int {
 
 // runServe runs serve on ln until ctx is done, as fleetbot serve does (serve.New, Server.Run).
 func runServe(ctx context.Context, cfg serve.Config, ln net.Listener) error {
-	cfg.Listener, cfg.Version = ln, "test"
+	cfg.Listener = ln
 	srv, err := serve.New(cfg)
 	if err != nil {
 		return err

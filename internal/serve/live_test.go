@@ -76,12 +76,12 @@ func TestLiveEventsUpdateOneRow(t *testing.T) {
 	ready := make(chan struct{})
 	finished := newJobs()
 	srv, err := serve.New(serve.Config{
-		Listener: ln, Control: "acme/control", Secret: []byte(secret), Version: "test",
-		App: app.Config{Forge: app.ForgeGitHub, GitURL: g.URL, CacheDir: t.TempDir(),
+		Listener: ln, Control: "acme/control", Secret: []byte(secret),
+		App: app.Config{Forge: app.ForgeGitHub, GitURL: g.URL, CacheDir: t.TempDir(), Version: "test", Concurrency: 4,
 			GitHub: ghforge.Config{APIURL: g.APIURL(), AppID: g.AppID(), PrivateKey: g.AppPrivateKeyPEM(),
 				Budget: ghforge.BudgetConfig{PerMinute: 100000, PerHour: 1000000, MinInterval: -1}}},
 		Resync: time.Hour, Workers: 2, QueueSize: 100, MaxBody: ingress.DefaultMaxBody, Grace: 5 * time.Second,
-		Concurrency: 4, CheckName: checkrun.DefaultCheckName, Status: serve.StatusPages{Enabled: true, Insecure: true},
+		CheckName: checkrun.DefaultCheckName, Status: serve.StatusPages{Enabled: true, Insecure: true},
 		OnReady: func() { close(ready) }, Logger: slog.New(finished),
 	})
 	require.NoError(t, err)

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
-	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/forge/local"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
@@ -30,14 +29,14 @@ func liveService(t *testing.T) (*Service, *memControl) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = f.Close() })
 	ctl := &memControl{commits: map[string]fs.FS{}}
-	svc, err := NewService(ServiceConfig{Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}),
-		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return f, nil }})
+	svc, err := NewService(ServiceConfig{Control: ctl,
+		Runner: app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return f, nil })})
 	require.NoError(t, err)
 	ctl.push(readControl(t))
 	return svc, ctl
 }
 
-func repoReport(t *testing.T, svc *Service, repo string) RepoReport {
+func repoReport(t *testing.T, svc *Service, repo string) app.RepoReport {
 	t.Helper()
 	for _, r := range svc.Reports().Repos {
 		if r.Result.Repo == repo {
@@ -45,7 +44,7 @@ func repoReport(t *testing.T, svc *Service, repo string) RepoReport {
 		}
 	}
 	t.Fatalf("no report of %s", repo)
-	return RepoReport{}
+	return app.RepoReport{}
 }
 
 // withHead makes the stored result of repo one that observed its default branch at head (the
@@ -170,8 +169,8 @@ func TestServiceShowsTheApplyInProgress(t *testing.T) {
 	g := &gatedForge{Forge: f, repo: "workspace-search", planned: make(chan struct{}), created: make(chan struct{}),
 		releasePlan: make(chan struct{}), create: make(chan struct{})}
 	ctl := &memControl{commits: map[string]fs.FS{}}
-	svc, err := NewService(ServiceConfig{Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}), Concurrency: 1,
-		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return g, nil }})
+	svc, err := NewService(ServiceConfig{Control: ctl,
+		Runner: app.Config{Concurrency: 1}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return g, nil })})
 	require.NoError(t, err)
 	sha := ctl.push(readControl(t))
 	assert.Nil(t, svc.Reports().Run, "no apply runs")

@@ -9,18 +9,11 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/app"
 )
 
-// Reports is what the service knows of the fleet from its own applies: the newest result of
-// each target repo. Reading it costs no request (the status page is built from it).
-type Reports = app.Reports
-
-// RepoReport is the result of the newest apply that covered one target repo.
-type RepoReport = app.RepoReport
-
-// reports is the service's retained state behind Reports.
+// reports is the service's retained state behind app.Reports.
 type reports struct {
 	source  string
 	control *app.ControlRepo
-	repos   map[string]RepoReport // by lower-case "owner/name"
+	repos   map[string]app.RepoReport // by lower-case "owner/name"
 	// run is the apply in progress (the repos it plans, its phase); nil when none runs.
 	run *app.StatusRun
 	// live holds what deliveries said of target repos (Flux's commit statuses, a human's push
@@ -62,20 +55,20 @@ func (s *Service) since() uint64 {
 // keep records the results of an apply at sha that began reading at since. A run over the
 // whole fleet replaces every result (a repo that left the control repo leaves the reports
 // too); a run limited to some repos (a drift or incremental apply) replaces theirs only.
-func (s *Service) keep(sha string, repo *app.ControlRepo, rep *app.Report, full bool, since uint64) {
+func (s *Service) keep(sha string, repo *app.ControlRepo, rep *app.Result, full bool, since uint64) {
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := &s.reports
 	r.source, r.control = sha, repo
 	if full || r.repos == nil {
-		r.repos = map[string]RepoReport{}
+		r.repos = map[string]app.RepoReport{}
 	}
 	if rep == nil {
 		return
 	}
 	for _, res := range rep.Results {
-		r.store(RepoReport{Result: res, Source: firstOf(rep.Source, sha), At: now}, since)
+		r.store(app.RepoReport{Result: res, Source: firstOf(rep.Source, sha), At: now}, since)
 	}
 	if full {
 		for key := range r.live {
@@ -93,14 +86,14 @@ func (s *Service) keepOne(sha string, res app.RepoResult, since uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.reports.repos == nil {
-		s.reports.repos = map[string]RepoReport{}
+		s.reports.repos = map[string]app.RepoReport{}
 	}
-	s.reports.store(RepoReport{Result: res, Source: sha, At: now}, since)
+	s.reports.store(app.RepoReport{Result: res, Source: sha, At: now}, since)
 }
 
 // store records rr, read by a run that began at since, with what deliveries said of the repo
 // since then taken over it; the events the run read after are dropped.
-func (r *reports) store(rr RepoReport, since uint64) {
+func (r *reports) store(rr app.RepoReport, since uint64) {
 	key := strings.ToLower(rr.Result.Repo)
 	if l := r.live[key]; l != nil {
 		l.forget(since)
@@ -231,9 +224,9 @@ func (r *reports) liveOf(key string) *liveRepo {
 	return l
 }
 
-// trackRun makes the apply opts configure record, once it claimed its target repos, the run
+// trackRun makes the apply opts asks for record, once it claimed its target repos, the run
 // in progress (beginRun) and its phases; the function returned ends it.
-func (s *Service) trackRun(opts *app.ServiceOptions, sha string, fl *app.Fleet) (end func()) {
+func (s *Service) trackRun(opts *app.Request, sha string, fl *app.Fleet) (end func()) {
 	var run *app.StatusRun // set before the run's workers start, read by them
 	claim := opts.Claim
 	opts.Claim = func(ctx context.Context, only []string) error {
@@ -267,7 +260,7 @@ func (s *Service) beginRun(sha string, fl *app.Fleet, only []string) *app.Status
 	}
 	run := &app.StatusRun{Source: sha, Started: time.Now()}
 	for _, t := range fl.Targets {
-		if (only != nil && !named[strings.ToLower(t.Repo)]) || (only == nil && !s.cfg.Shard.Owns(t.Repo)) {
+		if (only != nil && !named[strings.ToLower(t.Repo)]) || (only == nil && !s.cfg.Runner.Owns(t.Repo)) {
 			continue
 		}
 		run.Repos = append(run.Repos, app.StatusRunRepo{Repo: t.FullName(), Kind: t.Kind, Name: t.Name})
@@ -300,12 +293,12 @@ func (s *Service) endRun(run *app.StatusRun) {
 	}
 }
 
-// Reports returns the newest result of every target repo, as of the service's last applies and
+// app.Reports returns the newest result of every target repo, as of the service's last applies and
 // the deliveries since, and the apply in progress.
-func (s *Service) Reports() Reports {
+func (s *Service) Reports() app.Reports {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := Reports{Source: s.reports.source, Control: s.reports.control, Repos: make([]RepoReport, 0, len(s.reports.repos))}
+	out := app.Reports{Source: s.reports.source, Control: s.reports.control, Repos: make([]app.RepoReport, 0, len(s.reports.repos))}
 	for _, r := range s.reports.repos {
 		out.Repos = append(out.Repos, r)
 	}
@@ -317,6 +310,6 @@ func (s *Service) Reports() Reports {
 	return out
 }
 
-func sortReports(rs []RepoReport) {
+func sortReports(rs []app.RepoReport) {
 	sort.Slice(rs, func(a, b int) bool { return rs[a].Result.Repo < rs[b].Result.Repo })
 }
