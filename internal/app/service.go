@@ -33,6 +33,8 @@ type (
 	// Shard is one replica's share of the target repos (docs/scale-out.md); the zero Shard
 	// owns every repo.
 	Shard = reconcile.Shard
+	// Partition is a live Shard's share at one instant (replicas on Kubernetes Leases).
+	Partition = reconcile.Partition
 	// Baselines is what the last converged apply left every target repo at, for incremental
 	// applies.
 	Baselines = reconcile.Baselines
@@ -169,7 +171,10 @@ func ServeBaselineFile(cacheDir, control string, shard Shard) string {
 		return ""
 	}
 	name := ".baseline-serve-" + strings.ToLower(strings.ReplaceAll(control, "/", "_"))
-	if shard.Count > 1 {
+	switch {
+	case shard.Live != nil:
+		name += "-replica" // the cache is the pod's own; the partition's key salts the baseline
+	case shard.Count > 1:
 		name += fmt.Sprintf("-shard%dof%d", shard.Index, shard.Count)
 	}
 	return filepath.Join(cacheDir, name+".json")

@@ -476,7 +476,7 @@ func (s *Service) plan(ctx context.Context, j Job) CheckResult {
 	opts := app.ServiceOptions{
 		Concurrency: s.cfg.Concurrency, Logger: s.log.With("delivery", j.Delivery, "kind", j.Kind), Now: s.cfg.Clock.Now,
 	}
-	if !fl.Repo.HasRollout() && s.cfg.Shard.Count <= 1 {
+	if !fl.Repo.HasRollout() && !s.cfg.Shard.Sharded() {
 		// The plan of what merging changes: the target repos whose desired state at this
 		// commit differs from what the last converged apply left them at (every repo without
 		// such a baseline, or when the platform configuration differs), as the apply after
