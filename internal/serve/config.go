@@ -47,6 +47,11 @@ type Config struct {
 	JobProcess bool
 	// Shard is this replica's share of the target repos (docs/scale-out.md).
 	Shard app.Shard
+	// Replicas, when set, makes serve one of several replicas on Kubernetes Leases: membership,
+	// a leader for the single jobs, target repos shared among the live replicas, deliveries
+	// forwarded to their owner, the content budget divided (docs/scale-out.md). nil: one replica,
+	// no Kubernetes access.
+	Replicas *Replicas
 
 	// Status configures the /status pages (off unless Status.Enabled).
 	Status StatusPages
