@@ -316,10 +316,10 @@ func (m *Membership) refresh() {
 	m.view = v
 	m.mu.Unlock()
 	if before.Key() != v.Key() || before.Leader != v.Leader || before.Leading != v.Leading {
-		m.log.Info("replica membership changed", "members", len(v.Members), "joined", v.Joined, "leader", v.Leader, "leading", v.Leading)
 		if m.cfg.OnChange != nil {
 			m.cfg.OnChange(before, v)
 		}
+		m.log.Info("replica membership changed", "members", len(v.Members), "joined", v.Joined, "leader", v.Leader, "leading", v.Leading)
 	}
 }
 

@@ -48,6 +48,8 @@ type replicaSet struct {
 	router  *router
 	// changed receives the views after each change of the members (buffered; newest wins).
 	changed chan membership.View
+	// ready reports the joined state to /readyz (set before Run).
+	ready func(error)
 }
 
 // newReplicaSet builds the membership of cfg.Replicas over the routes of srv (the dispatcher
@@ -94,6 +96,9 @@ func listenPort(ln net.Listener) (uint16, error) {
 
 // onChange passes a change of the members on (the newest view wins) and lets held deliveries go.
 func (rs *replicaSet) onChange(before, after membership.View) {
+	if rs.ready != nil {
+		rs.ready(rs.members.Ready())
+	}
 	if before.Key() != after.Key() {
 		select {
 		case <-rs.changed:
@@ -106,10 +111,9 @@ func (rs *replicaSet) onChange(before, after membership.View) {
 	}
 }
 
-// run keeps the membership and the forwarding going under wg until ctx is done; ready reports
-// the replica's joined state to /readyz; every change of the members queues a full apply of
+// run keeps the membership and the forwarding going under wg until ctx is done; every change of the members queues a full apply of
 // this replica's share, so the repos it gained are reconciled by it now.
-func (rs *replicaSet) run(ctx context.Context, wg *sync.WaitGroup, ready func(error), resync func(reason string)) {
+func (rs *replicaSet) run(ctx context.Context, wg *sync.WaitGroup, resync func(reason string)) {
 	wg.Add(3)
 	go func() { defer wg.Done(); rs.members.Run(ctx) }()
 	go func() { defer wg.Done(); rs.router.Run(ctx, forwardRetry) }()
@@ -120,7 +124,6 @@ func (rs *replicaSet) run(ctx context.Context, wg *sync.WaitGroup, ready func(er
 			case <-ctx.Done():
 				return
 			case v := <-rs.changed:
-				ready(rs.members.Ready())
 				if v.Joined {
 					resync(fmt.Sprintf("membership: %d replicas", len(v.Members)))
 				}

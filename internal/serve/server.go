@@ -112,6 +112,7 @@ func New(cfg Config) (*Server, error) {
 	s.ready = readiness{srv: srv, github: errors.New("starting: GitHub App not reached yet")}
 	if replicas != nil {
 		s.ready.members = replicas.members.Ready()
+		replicas.ready = func(err error) { s.ready.set(false, err) }
 	}
 	handler, err := withStatusPages(cfg, routes, &s.service)
 	if err != nil {
@@ -131,7 +132,7 @@ func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer s.rollout.Stop()
 	if s.replicas != nil {
-		s.replicas.run(ctx, &wg, func(err error) { s.ready.set(false, err) }, s.resyncNow)
+		s.replicas.run(ctx, &wg, s.resyncNow)
 	}
 	runErr := s.start(ctx, &wg)
 	if runErr == nil {
