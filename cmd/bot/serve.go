@@ -30,11 +30,11 @@ type serveConfig = serve.Config
 type serveFlags struct {
 	listen, control, secretFile, gitURL, checkName, shard, listenFile string
 	// leases is the namespace of the replicas' Leases (--replicas-from-leases).
-	leases string
-	tenantCheck                                                       string
-	resync, grace, driftDelay                                         time.Duration
-	workers, queueSize, concurrency                                   int
-	maxBody                                                           int64
+	leases                          string
+	tenantCheck                     string
+	resync, grace, driftDelay       time.Duration
+	workers, queueSize, concurrency int
+	maxBody                         int64
 	// jobProcess: run the jobs in a child process (serve_front.go); jobNice is its priority
 	// drop; jobListenerFD > 0 makes this process that child.
 	jobProcess             bool
