@@ -131,3 +131,26 @@ func (rs *replicaSet) run(ctx context.Context, wg *sync.WaitGroup, resync func(r
 		}
 	}()
 }
+
+// leaderRolloutChecks writes the rollout's check run on the control commit from the leader only:
+// every replica applies its share and sees the rollout's progress, one of them reports it.
+type leaderRolloutChecks struct {
+	webhook.RolloutChecks
+	view func() membership.View
+}
+
+// Progress implements webhook.RolloutChecks.
+func (c leaderRolloutChecks) Progress(ctx context.Context, sha string, r webhook.CheckResult) error {
+	if !c.view().Leading {
+		return nil
+	}
+	return c.RolloutChecks.Progress(ctx, sha, r)
+}
+
+// rolloutChecks is checks, written by the leader only when serve runs as replicas.
+func (rs *replicaSet) rolloutChecks(checks webhook.RolloutChecks) webhook.RolloutChecks {
+	if rs == nil {
+		return checks
+	}
+	return leaderRolloutChecks{RolloutChecks: checks, view: rs.members.View}
+}

@@ -115,11 +115,14 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // destination decides from the event and its repository who handles a delivery: control-repo
-// pushes and installation changes every member (each applies its share), control pull
-// requests and check re-runs the leader, a target repo's events its owner.
+// pushes, installation changes and commit statuses (a rollout's wave) every member (each
+// applies its share), control pull requests and check re-runs the leader, a target repo's
+// other events its owner.
 func (rt *router) destination(event string, body []byte) (destination, string) {
 	switch event {
-	case "installation", "installation_repositories":
+	case "installation", "installation_repositories", "status":
+		// A Flux status on a cluster repo of a rollout advances the rollout: every member
+		// applies its share (each one's handler ignores the statuses that are not such).
 		return toAll, ""
 	}
 	var p struct {

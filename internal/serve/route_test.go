@@ -17,6 +17,7 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
 	"github.com/fleetbot-io/fleetbot/internal/membership"
+	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
 const routeSecret = "route-secret"
@@ -147,8 +148,8 @@ func TestRouterHoldsUntilOwnershipChanges(t *testing.T) {
 	assert.Empty(t, rt.held)
 }
 
-// TestRouterRoutesControlEvents: a control push reaches every member (each applies its share),
-// a control pull request the leader only; a copy for a member that left is dropped (its share
+// TestRouterRoutesControlEvents: a control push, an installation change and a commit status
+// reach every member (each applies its share), a control pull request the leader only; a copy for a member that left is dropped (its share
 // went to the others with a full apply).
 func TestRouterRoutesControlEvents(t *testing.T) {
 	t.Parallel()
@@ -162,16 +163,40 @@ func TestRouterRoutesControlEvents(t *testing.T) {
 	post(t, rt, "push", "push-1", control, routeSecret)
 	post(t, rt, "pull_request", "pr-1", control, routeSecret)
 	post(t, rt, "installation", "inst-1", `{"action":"created"}`, routeSecret)
+	post(t, rt, "status", "flux-1", `{"repository":{"full_name":"acme/cluster-a"}}`, routeSecret)
 	rt.flush(context.Background())
-	assert.Equal(t, []string{"push-1", "inst-1"}, local.deliveries())
-	assert.Equal(t, []string{"push-1", "inst-1"}, bSink.deliveries())
-	assert.Equal(t, []string{"push-1", "pr-1", "inst-1"}, cSink.deliveries(), "the leader checks the pull request")
+	assert.Equal(t, []string{"push-1", "inst-1", "flux-1"}, local.deliveries())
+	assert.Equal(t, []string{"push-1", "inst-1", "flux-1"}, bSink.deliveries(), "a rollout's status: every member applies its share")
+	assert.Equal(t, []string{"push-1", "pr-1", "inst-1", "flux-1"}, cSink.deliveries(), "the leader checks the pull request")
 
 	v.Leading, v.Leader = true, "fleetbot-a"
 	v.Members = v.Members[:1]
 	post(t, rt, "check_run", "cr-1", control, routeSecret)
 	post(t, rt, "push", "push-2", control, routeSecret)
 	rt.flush(context.Background())
-	assert.Equal(t, []string{"push-1", "inst-1", "cr-1", "push-2"}, local.deliveries())
+	assert.Equal(t, []string{"push-1", "inst-1", "flux-1", "cr-1", "push-2"}, local.deliveries())
 	assert.Empty(t, rt.held)
+}
+
+// progress records the rollout check runs written.
+type progress struct{ shas []string }
+
+func (p *progress) Progress(_ context.Context, sha string, _ webhook.CheckResult) error {
+	p.shas = append(p.shas, sha)
+	return nil
+}
+
+// TestRolloutCheckFromTheLeaderOnly: every replica applies its share of a rollout, only the
+// leader writes the rollout's check run on the control commit; one replica alone writes it.
+func TestRolloutCheckFromTheLeaderOnly(t *testing.T) {
+	t.Parallel()
+	var single *replicaSet
+	p := &progress{}
+	require.NoError(t, single.rolloutChecks(p).Progress(context.Background(), "one", webhook.CheckResult{}))
+	v := membership.View{Self: "fleetbot-a", Joined: true}
+	c := leaderRolloutChecks{RolloutChecks: p, view: func() membership.View { return v }}
+	require.NoError(t, c.Progress(context.Background(), "follower", webhook.CheckResult{}))
+	v.Leading = true
+	require.NoError(t, c.Progress(context.Background(), "leader", webhook.CheckResult{}))
+	assert.Equal(t, []string{"one", "leader"}, p.shas)
 }

@@ -234,7 +234,7 @@ func (s *Server) newService(ctx context.Context, gh *githubConn, forges *app.Ins
 	}}
 	return webhook.NewService(webhook.ServiceConfig{
 		Control: src, Renderer: renderer, Verdict: verdict,
-		Forges: forges.Forge, Checks: checks, RolloutChecks: checks, Rollout: s.rollout, Clock: cfg.Clock,
+		Forges: forges.Forge, Checks: checks, RolloutChecks: s.replicas.rolloutChecks(checks), Rollout: s.rollout, Clock: cfg.Clock,
 		Concurrency: cfg.Concurrency, Shard: cfg.Shard,
 		Logger: s.log, Metrics: s.metrics, BeforeJob: cfg.BeforeJob,
 		Baselines: app.NewBaselines(app.ServeBaselineFile(cfg.App.CacheDir, cfg.Control, cfg.Shard), s.log), Salt: cfg.Version, Requeue: s.queue.RetryAt,
