@@ -23,10 +23,13 @@ import (
 // GitHub's), so the header grants nothing.
 const ForwardedHeader = "X-Fleetbot-Forwarded-By"
 
-// maxHeld bounds the deliveries a replica holds for owners it cannot reach; beyond, the oldest
-// is dropped with a warning (the new owner's full apply on the membership change, or the
-// resync, covers its repo).
-const maxHeld = 1000
+// maxHeld and maxHeldBytes bound the deliveries a replica holds for owners it cannot reach;
+// beyond, the oldest are dropped with a warning (the new owner's full apply on the membership
+// change, or the resync, covers their repos).
+const (
+	maxHeld      = 1000
+	maxHeldBytes = 64 << 20
+)
 
 // forwardTimeout bounds one forwarding request (the owner acknowledges within milliseconds).
 const forwardTimeout = 5 * time.Second
@@ -195,12 +198,17 @@ func (rt *router) hold(hs ...held) {
 	}
 	rt.mu.Lock()
 	rt.held = append(rt.held, hs...)
-	if over := len(rt.held) - maxHeld; over > 0 {
-		for _, h := range rt.held[:over] {
-			rt.log.Warn("held delivery dropped: too many held for unreachable replicas; the resync covers its repo", "delivery", h.id, "repo", h.repo)
-		}
-		rt.held = append(rt.held[:0], rt.held[over:]...)
+	size := 0
+	for _, h := range rt.held {
+		size += len(h.body)
 	}
+	over := 0
+	for ; len(rt.held)-over > maxHeld || (size > maxHeldBytes && over < len(rt.held)-1); over++ {
+		h := rt.held[over]
+		size -= len(h.body)
+		rt.log.Warn("held delivery dropped: too many held for unreachable replicas; the resync covers its repo", "delivery", h.id, "repo", h.repo)
+	}
+	rt.held = append(rt.held[:0], rt.held[over:]...)
 	rt.mu.Unlock()
 	rt.wake()
 }

@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -199,4 +200,19 @@ func TestRolloutCheckFromTheLeaderOnly(t *testing.T) {
 	v.Leading = true
 	require.NoError(t, c.Progress(context.Background(), "leader", webhook.CheckResult{}))
 	assert.Equal(t, []string{"one", "leader"}, p.shas)
+}
+
+// TestRouterBoundsWhatItHolds: deliveries held for an unreachable owner are bounded in number;
+// the oldest go first (the new owner's full apply covers their repos).
+func TestRouterBoundsWhatItHolds(t *testing.T) {
+	t.Parallel()
+	v := membership.View{Self: "fleetbot-a", Joined: true, Members: []membership.Member{
+		{Identity: "fleetbot-a", Address: netip.MustParseAddrPort("127.0.0.1:1")}, {Identity: "fleetbot-b", Address: unreachable(t)}}}
+	rt := newRouter("acme/control", []byte(routeSecret), 0, func() membership.View { return v }, &sink{}, slog.New(slog.DiscardHandler))
+	theirs := repoOwnedBy(t, v, "fleetbot-b")
+	for i := range maxHeld + 5 {
+		rt.hold(held{dest: toOwner, repo: theirs, id: fmt.Sprint(i), body: []byte("{}")})
+	}
+	require.Len(t, rt.held, maxHeld)
+	assert.Equal(t, "5", rt.held[0].id, "the oldest were dropped")
 }
