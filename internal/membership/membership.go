@@ -319,7 +319,7 @@ func (m *Membership) refresh() {
 		if m.cfg.OnChange != nil {
 			m.cfg.OnChange(before, v)
 		}
-		m.log.Info("replica membership changed", "members", len(v.Members), "joined", v.Joined, "leader", v.Leader, "leading", v.Leading)
+		m.log.Info("replica membership changed", "members", len(v.Members), "ids", strings.Join(memberIDs(v), ","), "joined", v.Joined, "leader", v.Leader, "leading", v.Leading)
 	}
 }
 
@@ -346,4 +346,12 @@ func (m *Membership) leave(ctx context.Context) error {
 
 func metaOf(namespace, name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: namespace, Name: name}
+}
+
+func memberIDs(v View) []string {
+	ids := make([]string, len(v.Members))
+	for i, m := range v.Members {
+		ids[i] = m.Identity
+	}
+	return ids
 }

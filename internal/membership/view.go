@@ -60,10 +60,7 @@ func (v View) Owns(repo string) bool {
 // Key names the partition: two views with the same Key give every repo the same owner. It
 // salts the incremental baselines, so a membership change makes the next push a full run.
 func (v View) Key() string {
-	ids := make([]string, len(v.Members))
-	for i, m := range v.Members {
-		ids[i] = m.Identity
-	}
+	ids := memberIDs(v)
 	joined := "joined"
 	if !v.Joined {
 		joined = "not-joined"
