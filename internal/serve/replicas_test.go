@@ -62,7 +62,8 @@ func (e *events) Handle(_ context.Context, r slog.Record) error {
 		} else {
 			e.st.members = 0
 		}
-	case "job done":
+	case "job started", "job done":
+		a["msg"], a["members_seen"] = r.Message, strconv.Itoa(e.st.members)
 		e.st.jobs = append(e.st.jobs, a)
 	}
 	e.st.mu.Unlock()
@@ -104,11 +105,28 @@ func (e *events) waitFor(t *testing.T, what string, cond func(*eventState) bool)
 func (s *eventState) jobsDone(kind, key, value string) int {
 	n := 0
 	for _, j := range s.jobs {
-		if j["kind"] == kind && strings.Contains(j[key], value) {
+		if j["msg"] == "job done" && j["kind"] == kind && strings.Contains(j[key], value) {
 			n++
 		}
 	}
 	return n
+}
+
+// appliedWith reports whether, among the job records from the from-th on, an apply job
+// started while the replica saw members replicas (a push coalesced into a queued resync keeps
+// the resync's reason) and one finished since.
+func (s *eventState) appliedWith(members, from int) bool {
+	started := false
+	for _, j := range s.jobs[from:] {
+		switch {
+		case j["kind"] != "apply":
+		case j["msg"] == "job started" && j["members_seen"] == strconv.Itoa(members):
+			started = true
+		case j["msg"] == "job done" && started:
+			return true
+		}
+	}
+	return false
 }
 
 // replica is one serve replica on the shared fake API server.
@@ -190,7 +208,7 @@ func TestReplicasShareTheFleet(t *testing.T) {
 	clk.Step(membership.DefaultRenewPeriod) // a's next heartbeat: it sees b
 	for _, r := range []*replica{a, b} {
 		r.ev.waitFor(t, r.id+" sees two replicas", func(s *eventState) bool { return s.members == 2 })
-		r.ev.waitFor(t, r.id+" reconciled its share", func(s *eventState) bool { return s.jobsDone("apply", "reason", "membership: 2 replicas") >= 1 })
+		r.ev.waitFor(t, r.id+" reconciled its share", func(s *eventState) bool { return s.appliedWith(2, 0) })
 		code, _ := get(t, r.base+"/readyz")
 		assert.Equal(t, http.StatusOK, code, "%s is ready", r.id)
 	}
@@ -225,11 +243,14 @@ func TestReplicasShareTheFleet(t *testing.T) {
 	a.ev.st.mu.Unlock()
 
 	// b shuts down: it releases its Lease, and a takes its share at its next heartbeat.
+	a.ev.st.mu.Lock()
+	mark := len(a.ev.st.jobs)
+	a.ev.st.mu.Unlock()
 	b.stop(t)
 	stopped = true
 	clk.Step(membership.DefaultRenewPeriod)
 	a.ev.waitFor(t, "a alone", func(s *eventState) bool { return s.members == 1 })
-	a.ev.waitFor(t, "a reconciled the whole fleet", func(s *eventState) bool { return s.jobsDone("apply", "reason", "membership: 1 replicas") >= 1 })
+	a.ev.waitFor(t, "a reconciled the whole fleet", func(s *eventState) bool { return s.appliedWith(1, mark) })
 	for _, name := range repos {
 		assert.Len(t, gh.Pulls("acme", name), 1, "%s: still one pull request", name)
 	}
