@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
@@ -45,6 +47,9 @@ func (m *Membership) Run(ctx context.Context) {
 // the members' duration, renewed within two thirds of it, tried every RenewPeriod; it is
 // released on shutdown (ReleaseOnCancel).
 func (m *Membership) lead(ctx context.Context) {
+	// client-go's election logs through the context's logger: this replica's, not klog's
+	// global one (text on stderr beside serve's JSON lines).
+	ctx = klog.NewContext(ctx, logr.FromSlogHandler(m.log.With("component", "leader-election").Handler()))
 	for ctx.Err() == nil {
 		le, err := leaderelection.NewLeaderElector(m.electionConfig())
 		if err != nil {
