@@ -13,6 +13,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
+	"github.com/fleetbot-io/fleetbot/internal/ingress"
 	"github.com/fleetbot-io/fleetbot/internal/membership"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
@@ -54,7 +56,7 @@ type replicaSet struct {
 
 // newReplicaSet builds the membership of cfg.Replicas over the routes of srv (the dispatcher
 // it forwards to) and gives the installation's content budget its share.
-func newReplicaSet(cfg *Config, srv *webhook.Server) (*replicaSet, error) {
+func newReplicaSet(cfg *Config, srv *ingress.Server) (*replicaSet, error) {
 	r := cfg.Replicas
 	switch {
 	case cfg.Shard.Count > 1:
@@ -140,7 +142,7 @@ type leaderRolloutChecks struct {
 }
 
 // Progress implements webhook.RolloutChecks.
-func (c leaderRolloutChecks) Progress(ctx context.Context, sha string, r webhook.CheckResult) error {
+func (c leaderRolloutChecks) Progress(ctx context.Context, sha string, r checkrun.Result) error {
 	if !c.view().Leading {
 		return nil
 	}

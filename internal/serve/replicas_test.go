@@ -19,13 +19,14 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
+	"github.com/fleetbot-io/fleetbot/internal/ingress"
 	"github.com/fleetbot-io/fleetbot/internal/membership"
 	"github.com/fleetbot-io/fleetbot/internal/serve"
-	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
 // events is a slog.Handler that keeps what a replica did (the membership it sees, the jobs it
@@ -149,8 +150,8 @@ func startReplica(t *testing.T, gh *githubtest.Server, kube *fake.Clientset, clk
 		App: app.Config{Forge: app.ForgeGitHub, GitURL: gh.URL, CacheDir: t.TempDir(),
 			GitHub: ghforge.Config{APIURL: gh.APIURL(), AppID: gh.AppID(), PrivateKey: gh.AppPrivateKeyPEM(),
 				Budget: ghforge.BudgetConfig{PerMinute: 100000, PerHour: 1000000, MinInterval: -1}}},
-		Resync: time.Hour, Workers: 2, QueueSize: 100, MaxBody: webhook.DefaultMaxBody, Grace: 5 * time.Second,
-		Concurrency: 4, CheckName: webhook.DefaultCheckName,
+		Resync: time.Hour, Workers: 2, QueueSize: 100, MaxBody: ingress.DefaultMaxBody, Grace: 5 * time.Second,
+		Concurrency: 4, CheckName: checkrun.DefaultCheckName,
 		Replicas: &serve.Replicas{Namespace: "fleetbot", Identity: id, IP: netip.MustParseAddr("127.0.0.1"), Client: kube, Clock: clk},
 		OnReady:  func() { close(ready) }, Logger: slog.New(r.ev),
 	})

@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fleetbot-io/fleetbot/internal/ingress"
 	"github.com/fleetbot-io/fleetbot/internal/membership"
-	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
 // ForwardedHeader marks a delivery one replica forwarded to another (its value: the sender's
@@ -65,7 +65,7 @@ type router struct {
 	local   http.Handler // this replica's /webhook
 	client  *http.Client
 	log     *slog.Logger
-	// verify bounds the bodies read and verified here at once (webhook.DefaultMaxUnverified).
+	// verify bounds the bodies read and verified here at once (ingress.DefaultMaxUnverified).
 	verify chan struct{}
 
 	mu   sync.Mutex
@@ -75,10 +75,10 @@ type router struct {
 
 func newRouter(control string, secret []byte, maxBody int64, view func() membership.View, local http.Handler, log *slog.Logger) *router {
 	if maxBody <= 0 {
-		maxBody = webhook.DefaultMaxBody
+		maxBody = ingress.DefaultMaxBody
 	}
 	return &router{control: strings.ToLower(control), secret: secret, maxBody: maxBody, view: view, local: local, log: log,
-		client: &http.Client{Timeout: forwardTimeout}, verify: make(chan struct{}, webhook.DefaultMaxUnverified), kick: make(chan struct{}, 1)}
+		client: &http.Client{Timeout: forwardTimeout}, verify: make(chan struct{}, ingress.DefaultMaxUnverified), kick: make(chan struct{}, 1)}
 }
 
 // ServeHTTP routes POST /webhook. What it cannot route — not signed, too large, forwarded
@@ -96,7 +96,7 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, rt.maxBody+1))
-	if err != nil || int64(len(body)) > rt.maxBody || webhook.VerifySignature(rt.secret, body, r.Header.Get(webhook.SignatureHeader)) != nil {
+	if err != nil || int64(len(body)) > rt.maxBody || ingress.VerifySignature(rt.secret, body, r.Header.Get(ingress.SignatureHeader)) != nil {
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
 		rt.local.ServeHTTP(w, r) // 400, 401 or 413 as the dispatcher says
 		return
@@ -307,7 +307,7 @@ func (rt *router) forward(ctx context.Context, m membership.Member, h held) erro
 // forwardHeader keeps what the receiving dispatcher reads: GitHub's headers and the content type.
 func forwardHeader(in http.Header) http.Header {
 	out := http.Header{}
-	for _, k := range []string{"Content-Type", "X-GitHub-Event", "X-GitHub-Delivery", "X-GitHub-Hook-ID", "X-GitHub-Hook-Installation-Target-ID", "X-GitHub-Hook-Installation-Target-Type", webhook.SignatureHeader, "User-Agent"} {
+	for _, k := range []string{"Content-Type", "X-GitHub-Event", "X-GitHub-Delivery", "X-GitHub-Hook-ID", "X-GitHub-Hook-Installation-Target-ID", "X-GitHub-Hook-Installation-Target-Type", ingress.SignatureHeader, "User-Agent"} {
 		if v := in.Get(k); v != "" {
 			out.Set(k, v)
 		}

@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
 	"github.com/fleetbot-io/fleetbot/internal/membership"
-	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
 const routeSecret = "route-secret"
@@ -182,7 +182,7 @@ func TestRouterRoutesControlEvents(t *testing.T) {
 // progress records the rollout check runs written.
 type progress struct{ shas []string }
 
-func (p *progress) Progress(_ context.Context, sha string, _ webhook.CheckResult) error {
+func (p *progress) Progress(_ context.Context, sha string, _ checkrun.Result) error {
 	p.shas = append(p.shas, sha)
 	return nil
 }
@@ -193,12 +193,12 @@ func TestRolloutCheckFromTheLeaderOnly(t *testing.T) {
 	t.Parallel()
 	var single *replicaSet
 	p := &progress{}
-	require.NoError(t, single.rolloutChecks(p).Progress(context.Background(), "one", webhook.CheckResult{}))
+	require.NoError(t, single.rolloutChecks(p).Progress(context.Background(), "one", checkrun.Result{}))
 	v := membership.View{Self: "fleetbot-a", Joined: true}
 	c := leaderRolloutChecks{RolloutChecks: p, view: func() membership.View { return v }}
-	require.NoError(t, c.Progress(context.Background(), "follower", webhook.CheckResult{}))
+	require.NoError(t, c.Progress(context.Background(), "follower", checkrun.Result{}))
 	v.Leading = true
-	require.NoError(t, c.Progress(context.Background(), "leader", webhook.CheckResult{}))
+	require.NoError(t, c.Progress(context.Background(), "leader", checkrun.Result{}))
 	assert.Equal(t, []string{"one", "leader"}, p.shas)
 }
 
