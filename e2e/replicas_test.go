@@ -274,16 +274,16 @@ spec:
 			if r.id == k.id || !r.started.Before(k.at) || (!r.killed.IsZero() && r.killed.Before(k.at)) {
 				continue // not a survivor of this kill
 			}
+			dropped := false
 			for _, rec := range readRecords(t, r.proc.log) {
 				if rec.Msg != "replica membership changed" || !rec.Time.After(k.at) || (!r.killed.IsZero() && rec.Time.After(r.killed)) {
 					continue
 				}
-				if k.leader && lead == 0 && rec.Leader != "" && rec.Leader != k.id {
-					lead = rec.Time.Sub(k.at)
+				if d := rec.Time.Sub(k.at); k.leader && rec.Leader != "" && rec.Leader != k.id && (lead == 0 || d < lead) {
+					lead = d // the first survivor to see another leader
 				}
-				if rec.Joined && !slices.Contains(strings.Split(rec.IDs, ","), k.id) {
-					took = max(took, rec.Time.Sub(k.at))
-					break
+				if !dropped && rec.Joined && !slices.Contains(strings.Split(rec.IDs, ","), k.id) {
+					dropped, took = true, max(took, rec.Time.Sub(k.at))
 				}
 			}
 		}
