@@ -59,7 +59,7 @@ type replicaSet struct {
 func newReplicaSet(cfg *Config, srv *ingress.Server) (*replicaSet, error) {
 	r := cfg.Replicas
 	switch {
-	case cfg.Shard.Count > 1:
+	case cfg.App.Shard.Count > 1:
 		return nil, errors.New("--shard and --replicas-from-leases: a replica's share is static or from Leases, not both")
 	case cfg.JobProcess:
 		return nil, errors.New("--job-process and --replicas-from-leases: not supported together yet; run the replicas without --job-process")
@@ -81,7 +81,7 @@ func newReplicaSet(cfg *Config, srv *ingress.Server) (*replicaSet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--replicas-from-leases %s: %w", r.Namespace, err)
 	}
-	cfg.Shard = app.Shard{Live: func() app.Partition { return rs.members.View() }}
+	cfg.App.Shard = app.Shard{Live: func() app.Partition { return rs.members.View() }}
 	cfg.App.GitHub.Budget.Share = func() int { return len(rs.members.View().Members) }
 	rs.router = newRouter(cfg.Control, cfg.Secret, cfg.MaxBody, rs.members.View, srv.Handler(), cfg.Logger)
 	return rs, nil

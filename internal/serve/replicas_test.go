@@ -149,14 +149,14 @@ func startReplica(t *testing.T, gh *githubtest.Server, kube *fake.Clientset, clk
 	r := &replica{id: id, base: "http://" + ln.Addr().String(), ev: newEvents(), done: make(chan error, 1)}
 	ready := make(chan struct{})
 	srv, err := serve.New(serve.Config{
-		Listener: ln, Control: "acme/control", Secret: []byte(secret), Version: "test",
-		App: app.Config{Forge: app.ForgeGitHub, GitURL: gh.URL, CacheDir: t.TempDir(),
+		Listener: ln, Control: "acme/control", Secret: []byte(secret),
+		App: app.Config{Forge: app.ForgeGitHub, GitURL: gh.URL, CacheDir: t.TempDir(), Version: "test", Concurrency: 4,
 			GitHub: ghforge.Config{APIURL: gh.APIURL(), AppID: gh.AppID(), PrivateKey: gh.AppPrivateKeyPEM(),
 				Budget: ghforge.BudgetConfig{PerMinute: 100000, PerHour: 1000000, MinInterval: -1}}},
 		Resync: time.Hour, Workers: 2, QueueSize: 100, MaxBody: ingress.DefaultMaxBody, Grace: 5 * time.Second,
-		Concurrency: 4, CheckName: checkrun.DefaultCheckName,
-		Replicas: &serve.Replicas{Namespace: "fleetbot", Identity: id, IP: netip.MustParseAddr("127.0.0.1"), Client: kube, Clock: clk},
-		OnReady:  func() { close(ready) }, Logger: slog.New(r.ev),
+		CheckName: checkrun.DefaultCheckName,
+		Replicas:  &serve.Replicas{Namespace: "fleetbot", Identity: id, IP: netip.MustParseAddr("127.0.0.1"), Client: kube, Clock: clk},
+		OnReady:   func() { close(ready) }, Logger: slog.New(r.ev),
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
