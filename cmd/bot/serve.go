@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -32,10 +33,12 @@ type serveConfig = serve.Config
 // serveFlags are serve's own flags; each has a FLEETBOT_* variable.
 type serveFlags struct {
 	listen, control, secretFile, gitURL, checkName, shard, listenFile string
-	tenantCheck                                                       string
-	resync, grace, driftDelay, stuckCheck, redeliver                  time.Duration
-	workers, queueSize, maxRedeliveries, stepRepos                    int
-	maxBody                                                           int64
+	// leases is the namespace of the replicas' Leases (--replicas-from-leases).
+	leases                                           string
+	tenantCheck                                      string
+	resync, grace, driftDelay, stuckCheck, redeliver time.Duration
+	workers, queueSize, maxRedeliveries, stepRepos   int
+	maxBody                                          int64
 	// jobProcess: run the jobs in a child process (serve_front.go); jobNice is its priority
 	// drop; jobListenerFD > 0 makes this process that child.
 	jobProcess             bool
@@ -111,7 +114,7 @@ func serveEnvFlags() []string {
 	return []string{"listen", "listen-file", "control-repo", "webhook-secret-file", "git-url", "check-name",
 		"tenant-check", "resync-interval", "shutdown-grace", "drift-delay", "workers", "queue-size", "concurrency", "max-body", "log-level", "shard",
 		"status", "status-token-file", "status-insecure-no-auth", "status-group-by", "job-process", "job-nice",
-		"stuck-check", "redeliver-interval", "max-redeliveries", "step-repos"}
+		"stuck-check", "redeliver-interval", "max-redeliveries", "step-repos", "replicas-from-leases"}
 }
 
 // listenAndServe binds serve's listener and runs serve on it, as the job process of a --job-process
@@ -167,6 +170,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet, concurrency *int) {
 	f.status.register(fs)
 	registerLimits(fs, &f.http)
 	fs.StringVar(&f.shard, "shard", "", "INDEX/COUNT: reconcile only the target repos this replica owns (replica INDEX of COUNT, e.g. the StatefulSet ordinal); see docs/scale-out.md")
+	fs.StringVar(&f.leases, "replicas-from-leases", "", "NAMESPACE: run as one of several replicas coordinated on Kubernetes Leases there (membership, a leader, target repos shared, deliveries forwarded to their owner; identity and address from POD_NAME and POD_IP); see docs/scale-out.md")
 }
 
 // flagsFromEnv sets every named flag that was not given on the command
@@ -194,6 +198,10 @@ func (a *frontend) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, er
 	shard, err := app.ParseShard(f.shard)
 	if err != nil {
 		return serveConfig{}, fmt.Errorf("--shard: %w", err)
+	}
+	replicas, err := replicasFromEnv(f.leases)
+	if err != nil {
+		return serveConfig{}, err
 	}
 	var secret []byte
 	switch {
@@ -236,9 +244,27 @@ func (a *frontend) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, er
 	return serveConfig{
 		Status:  status,
 		Control: f.control, Secret: secret, App: acfg, Resync: f.resync, DriftDelay: f.driftDelay, Workers: f.workers, QueueSize: f.queueSize, MaxBody: f.maxBody,
-		Grace: f.grace, CheckName: f.checkName, TenantCheck: f.tenantCheck, Logger: log, HTTP: f.http,
+		Grace: f.grace, CheckName: f.checkName, TenantCheck: f.tenantCheck, Replicas: replicas, Logger: log, HTTP: f.http,
 		StuckCheck: f.stuckCheck, Redeliver: f.redeliver, MaxRedeliveries: f.maxRedeliveries, StepRepos: f.stepRepos,
 	}, nil
+}
+
+// replicasFromEnv is --replicas-from-leases NAMESPACE with the pod's identity and address from
+// the downward API (POD_NAME, POD_IP, POD_UID) and, outside a pod, KUBECONFIG; "" is one
+// replica without Kubernetes.
+func replicasFromEnv(namespace string) (*serve.Replicas, error) {
+	if namespace == "" {
+		return nil, nil
+	}
+	name, ip := os.Getenv("POD_NAME"), os.Getenv("POD_IP")
+	if name == "" {
+		return nil, fmt.Errorf("--replicas-from-leases %s: POD_NAME is not set: give the pod's name from the downward API (fieldRef metadata.name), as deploy/base does", namespace)
+	}
+	addr, err := netip.ParseAddr(ip)
+	if err != nil {
+		return nil, fmt.Errorf("--replicas-from-leases %s: POD_IP %q: want the pod's IP from the downward API (fieldRef status.podIP), as deploy/base does", namespace, ip)
+	}
+	return &serve.Replicas{Namespace: namespace, Identity: name, IP: addr, PodUID: os.Getenv("POD_UID"), Kubeconfig: os.Getenv("KUBECONFIG")}, nil
 }
 
 // jobProcessArgs are the arguments of serve --job-process's job process: this process's own,

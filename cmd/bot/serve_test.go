@@ -21,6 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
@@ -171,25 +173,51 @@ func TestDeployBase(t *testing.T) {
 	var deployment appsv1.Deployment
 	var service corev1.Service
 	var config corev1.ConfigMap
+	var pdb policyv1.PodDisruptionBudget
+	var role rbacv1.Role
+	var binding rbacv1.RoleBinding
 	kinds := map[string]bool{}
 	for _, r := range res.Resources() {
 		kinds[r.GetKind()] = true
 		b, err := r.MarshalJSON()
 		require.NoError(t, err)
-		switch r.GetKind() {
-		case "Deployment":
-			require.NoError(t, json.Unmarshal(b, &deployment))
-		case "Service":
-			require.NoError(t, json.Unmarshal(b, &service))
-		case "ConfigMap":
-			require.NoError(t, json.Unmarshal(b, &config))
+		into := map[string]any{"Deployment": &deployment, "Service": &service, "ConfigMap": &config,
+			"PodDisruptionBudget": &pdb, "Role": &role, "RoleBinding": &binding}[r.GetKind()]
+		if into != nil {
+			require.NoError(t, json.Unmarshal(b, into))
 		}
 	}
-	for _, k := range []string{"Namespace", "ServiceAccount", "Secret", "ConfigMap", "Deployment", "Service"} {
+	for _, k := range []string{"Namespace", "ServiceAccount", "Secret", "ConfigMap", "Deployment", "Service", "PodDisruptionBudget", "Role", "RoleBinding"} {
 		assert.True(t, kinds[k], "deploy/base has a %s", k)
 	}
 	assert.NotEmpty(t, service.Spec.Selector)
 	assert.Equal(t, deployment.Spec.Selector.MatchLabels, service.Spec.Selector)
+
+	// Three replicas on Leases, replaced one at a time, at most one down by a disruption.
+	assert.Equal(t, int32(3), *deployment.Spec.Replicas)
+	assert.Equal(t, appsv1.RollingUpdateDeploymentStrategyType, deployment.Spec.Strategy.Type)
+	assert.Equal(t, deployment.Spec.Selector.MatchLabels, pdb.Spec.Selector.MatchLabels, "the budget selects fleetbot's pods")
+	assert.Equal(t, 1, pdb.Spec.MaxUnavailable.IntValue())
+	// RBAC: Leases in fleetbot's own namespace (a Role, not a ClusterRole), nothing else.
+	assert.Equal(t, "fleetbot", role.Namespace)
+	require.Len(t, role.Rules, 1)
+	assert.Equal(t, []string{"coordination.k8s.io"}, role.Rules[0].APIGroups)
+	assert.Equal(t, []string{"leases"}, role.Rules[0].Resources)
+	assert.ElementsMatch(t, []string{"get", "list", "watch", "create", "update"}, role.Rules[0].Verbs)
+	assert.Empty(t, role.Rules[0].ResourceNames)
+	assert.Equal(t, role.Name, binding.RoleRef.Name)
+	assert.Equal(t, "Role", binding.RoleRef.Kind)
+	require.Len(t, binding.Subjects, 1)
+	assert.Equal(t, deployment.Spec.Template.Spec.ServiceAccountName, binding.Subjects[0].Name)
+	// The replica's identity, address and namespace come from the downward API.
+	fields := map[string]string{}
+	for _, e := range deployment.Spec.Template.Spec.Containers[0].Env {
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			fields[e.Name] = e.ValueFrom.FieldRef.FieldPath
+		}
+	}
+	assert.Equal(t, map[string]string{"FLEETBOT_REPLICAS_FROM_LEASES": "metadata.namespace", "POD_NAME": "metadata.name",
+		"POD_IP": "status.podIP", "POD_UID": "metadata.uid"}, fields)
 
 	pod := deployment.Spec.Template.Spec
 	require.Len(t, pod.Containers, 1)
@@ -209,6 +237,9 @@ func TestDeployBase(t *testing.T) {
 		known["FLEETBOT_"+strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))] = true
 	})
 	known["FLEETBOT_LOG_LEVEL"] = true
+	for _, v := range []string{"POD_NAME", "POD_IP", "POD_UID"} { // replicasFromEnv: the downward API
+		known[v] = true
+	}
 	vars := map[string]bool{}
 	for k := range config.Data {
 		vars[k] = true
@@ -303,4 +334,27 @@ func TestAttackSlowlorisHoldsServeConnections(t *testing.T) {
 	assert.Equal(t, 30*time.Second, hs.WriteTimeout)
 	assert.Equal(t, 2*time.Minute, hs.IdleTimeout)
 	assert.Equal(t, 64<<10, hs.MaxHeaderBytes)
+}
+
+// TestReplicasFromLeasesNeedsThePod: --replicas-from-leases without the downward API's pod name
+// or IP says which variable to set; without the flag nothing of Kubernetes is read.
+func TestReplicasFromLeasesNeedsThePod(t *testing.T) {
+	t.Setenv("POD_NAME", "")
+	t.Setenv("POD_IP", "")
+	r, err := replicasFromEnv("")
+	require.NoError(t, err)
+	assert.Nil(t, r, "off by default: one replica, no Kubernetes access")
+	_, err = replicasFromEnv("fleetbot")
+	assert.ErrorContains(t, err, "POD_NAME is not set")
+	t.Setenv("POD_NAME", "fleetbot-7d9f-abcde")
+	_, err = replicasFromEnv("fleetbot")
+	assert.ErrorContains(t, err, `POD_IP "": want the pod's IP`)
+	t.Setenv("POD_IP", "10.1.2.3")
+	t.Setenv("POD_UID", "0b4c-uid")
+	r, err = replicasFromEnv("fleetbot")
+	require.NoError(t, err)
+	assert.Equal(t, "fleetbot", r.Namespace)
+	assert.Equal(t, "fleetbot-7d9f-abcde", r.Identity)
+	assert.Equal(t, "10.1.2.3", r.IP.String())
+	assert.Equal(t, "0b4c-uid", r.PodUID)
 }

@@ -258,7 +258,7 @@ func (r *Runner) incremental(f *Fleet, req Request) *reconcile.Incremental {
 	in := &reconcile.Incremental{Baselines: r.baselines, FullEvery: r.cfg.FullEvery, Salt: r.cfg.Version}
 	switch {
 	case req.Mode == ModePlan:
-		if !r.service || req.Trigger != TriggerCheck || waves || r.cfg.Shard.Count > 1 {
+		if !r.service || req.Trigger != TriggerCheck || waves || r.cfg.Shard.Sharded() {
 			return nil
 		}
 		// A plan records no baseline; the age of the last full run does not matter to it.
@@ -291,7 +291,10 @@ func serveBaselineFile(cacheDir, control string, shard Shard) string {
 		return ""
 	}
 	name := ".baseline-serve-" + strings.ToLower(strings.ReplaceAll(control, "/", "_"))
-	if shard.Count > 1 {
+	switch {
+	case shard.Live != nil:
+		name += "-replica" // the cache is the pod's own; the partition's key salts the baseline
+	case shard.Count > 1:
 		name += fmt.Sprintf("-shard%dof%d", shard.Index, shard.Count)
 	}
 	return filepath.Join(cacheDir, name+".json")

@@ -28,6 +28,8 @@ type (
 	// Shard is one replica's share of the target repos (docs/scale-out.md); the zero Shard
 	// owns every repo.
 	Shard = reconcile.Shard
+	// Partition is a live Shard's share at one instant (replicas on Kubernetes Leases).
+	Partition = reconcile.Partition
 	// RepoResult is one target repo of a Result.
 	RepoResult = reconcile.Result
 	// PlannedWave is one wave of a rollout plan and the clusters it takes.

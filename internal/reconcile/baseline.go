@@ -176,6 +176,10 @@ func configDigest(repo *control.Repo, opts Options, salt string) string {
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%d\x00%d\x00", salt, opts.Shard.Index, opts.Shard.Count)
+	if opts.Shard.Live != nil {
+		// Who owns what changed: what this replica's baseline says of the repos it gained is old.
+		fmt.Fprintf(h, "%s\x00", opts.Shard.Key())
+	}
 	h.Write(spec)
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -174,6 +174,7 @@ func (o Options) withDefaults(repo *control.Repo) Options {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	o.Shard = o.Shard.Fixed()
 	if o.Source == "" && repo != nil {
 		o.Source = repo.Revision
 	}

@@ -13,12 +13,50 @@ import (
 // judged fleet-wide) and plans and writes only its own repos. Growing
 // Count from n to n+1 moves only about 1/(n+1) of the repos, all to the new
 // replica. The zero Shard owns every repo.
+//
+// A live Shard (Live set, Index and Count zero) is the share of the replicas
+// coordinated on Kubernetes Leases (internal/membership): who owns a repo
+// changes as replicas come and go, and a run takes one Partition when it
+// starts (Fixed) and keeps it to the end.
 type Shard struct {
 	// Index is this replica's number, 0 <= Index < Count (a StatefulSet
 	// ordinal).
 	Index int
 	// Count is the number of replicas; 0 or 1 means no sharding.
 	Count int
+	// Live, when set, returns this replica's share as of now.
+	Live func() Partition
+}
+
+// Partition is one replica's share of the target repos at one instant.
+type Partition interface {
+	// Owns reports whether this replica owns repo (case does not matter).
+	Owns(repo string) bool
+	// Key names the partition: it changes whenever the owner of some repo may have (a
+	// baseline recorded under another key is not used).
+	Key() string
+}
+
+// Fixed is s with its live share taken now and kept: a run's view of who owns what does not
+// change under it. A static Shard is returned as it is.
+func (s Shard) Fixed() Shard {
+	if s.Live == nil {
+		return s
+	}
+	p := s.Live()
+	return Shard{Live: func() Partition { return p }}
+}
+
+// Sharded reports whether s may leave out some repos (a static shard of more than one replica,
+// or a live one).
+func (s Shard) Sharded() bool { return s.Count > 1 || s.Live != nil }
+
+// Key names the share for the incremental baselines: "INDEX/COUNT", or the live partition's key.
+func (s Shard) Key() string {
+	if s.Live != nil {
+		return s.Live().Key()
+	}
+	return fmt.Sprintf("%d/%d", s.Index, s.Count)
 }
 
 // ParseShard reads "INDEX/COUNT" (e.g. "2/5"); "" is the zero Shard.
@@ -33,8 +71,11 @@ func ParseShard(s string) (Shard, error) {
 	return sh, sh.Validate()
 }
 
-// Validate reports an Index outside [0, Count).
+// Validate reports an Index outside [0, Count), or a live Shard with an Index or a Count.
 func (s Shard) Validate() error {
+	if s.Live != nil && (s.Index != 0 || s.Count != 0) {
+		return fmt.Errorf("shard %d/%d and a live partition: a replica's share is static (--shard) or from Leases, not both", s.Index, s.Count)
+	}
 	if s.Count < 0 || (s.Count > 0 && (s.Index < 0 || s.Index >= s.Count)) || (s.Count == 0 && s.Index != 0) {
 		return fmt.Errorf("shard %d/%d: want 0 <= index < count", s.Index, s.Count)
 	}
@@ -44,6 +85,9 @@ func (s Shard) Validate() error {
 // Owns reports whether repo (a name without the owner; case does not
 // matter, as on GitHub) belongs to this shard.
 func (s Shard) Owns(repo string) bool {
+	if s.Live != nil {
+		return s.Live().Owns(repo)
+	}
 	if s.Count <= 1 {
 		return true
 	}

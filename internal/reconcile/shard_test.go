@@ -51,7 +51,7 @@ func TestShardGrowthMovesFewRepos(t *testing.T) {
 
 func TestParseShard(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]Shard{"": {}, "0/1": {0, 1}, "2/5": {2, 5}} {
+	for in, want := range map[string]Shard{"": {}, "0/1": {Index: 0, Count: 1}, "2/5": {Index: 2, Count: 5}} {
 		got, err := ParseShard(in)
 		require.NoError(t, err, in)
 		assert.Equal(t, want, got, in)
@@ -100,4 +100,42 @@ func TestShardedRunsPartitionTheFleet(t *testing.T) {
 
 	_, err := Plan(context.Background(), f, fl.repo(), fl.targets(), Options{Shard: Shard{Index: 3, Count: 3}})
 	assert.Error(t, err, "an index outside the replica count is refused")
+}
+
+// livePartition owns the repos of a set; its key names the set's version.
+type livePartition struct {
+	owned map[string]bool
+	key   string
+}
+
+func (p livePartition) Owns(repo string) bool { return p.owned[repo] }
+func (p livePartition) Key() string           { return p.key }
+
+// TestLiveShardIsFixedForARun: a live shard (replicas on Kubernetes Leases) plans the repos its
+// partition owns when the run starts, even if ownership changes while it runs, and another
+// partition's key makes the run's configuration digest (the baselines' salt) differ.
+func TestLiveShardIsFixedForARun(t *testing.T) {
+	t.Parallel()
+	requireGit(t)
+	f := openForge(t, t.TempDir())
+	fl := tenClusters()
+	current := livePartition{owned: map[string]bool{"cluster-c01": true, "cluster-c02": true}, key: "v1"}
+	live := Shard{Live: func() Partition { return current }}
+	fixed := live.Fixed()
+	current = livePartition{owned: map[string]bool{"cluster-c03": true}, key: "v2"}
+	assert.True(t, fixed.Owns("cluster-c01"), "a fixed shard keeps the partition it took")
+	assert.False(t, live.Owns("cluster-c01"), "a live shard follows the membership")
+	assert.True(t, live.Sharded())
+	assert.Equal(t, "v2", live.Key())
+
+	rep, err := apply(t, f, fl, Options{Shard: live})
+	require.NoError(t, err)
+	require.Len(t, rep.Results, 1)
+	assert.Equal(t, "acme/cluster-c03", rep.Results[0].Repo)
+
+	a := configDigest(fl.repo(), Options{Shard: fixed}, "salt")
+	b := configDigest(fl.repo(), Options{Shard: live.Fixed()}, "salt")
+	assert.NotEqual(t, a, b, "a baseline recorded under another partition is not used")
+
+	assert.ErrorContains(t, Shard{Index: 1, Count: 3, Live: live.Live}.Validate(), "static (--shard) or from Leases, not both")
 }

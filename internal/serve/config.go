@@ -59,6 +59,11 @@ type Config struct {
 	// OnRedeliveryPass, when set, is called after each pass over the delivery log (tests wait
 	// on it).
 	OnRedeliveryPass func(asked []string, err error)
+	// Replicas, when set, makes serve one of several replicas on Kubernetes Leases: membership,
+	// a leader for the single jobs, target repos shared among the live replicas, deliveries
+	// forwarded to their owner, the content budget divided (docs/scale-out.md). nil: one replica,
+	// no Kubernetes access.
+	Replicas *Replicas
 
 	// Status configures the /status pages (off unless Status.Enabled).
 	Status StatusPages

@@ -41,6 +41,33 @@ type Server struct {
 	// service is published once built (the /status pages read it).
 	service atomic.Pointer[webhook.Service]
 	http    *http.Server
+	// replicas is the membership on Kubernetes Leases (nil: one replica).
+	replicas *replicaSet
+	// ready combines what /readyz waits for: GitHub reached and the first resync queued, and,
+	// with replicas, this replica's Lease renewed.
+	ready readiness
+}
+
+// readiness is /readyz's two conditions.
+type readiness struct {
+	mu              sync.Mutex
+	srv             *ingress.Server
+	github, members error
+}
+
+func (r *readiness) set(github bool, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if github {
+		r.github = err
+	} else {
+		r.members = err
+	}
+	if r.github != nil {
+		r.srv.SetReady(r.github)
+		return
+	}
+	r.srv.SetReady(r.members)
 }
 
 // New builds serve from cfg: the metrics, the HTTP routes (with the /status pages when
@@ -69,9 +96,27 @@ func New(cfg Config) (*Server, error) {
 	if err := m.QueueDepth(queue.Len, queue.Deepest, queue.Running); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, metrics: m, srv: srv, queue: queue,
+	var replicas *replicaSet
+	routes := srv.Handler()
+	if cfg.Replicas != nil {
+		cfg.Logger = log
+		var err error
+		if replicas, err = newReplicaSet(&cfg, srv); err != nil {
+			return nil, err
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/webhook", replicas.router)
+		mux.Handle("/", routes)
+		routes = mux
+	}
+	s := &Server{cfg: cfg, log: log, metrics: m, srv: srv, queue: queue, replicas: replicas,
 		rollout: &webhook.RolloutWatch{Queue: queue, Control: cfg.Control, Clock: cfg.Clock, Logger: log}}
-	handler, err := withStatusPages(cfg, srv.Handler(), &s.service)
+	s.ready = readiness{srv: srv, github: errors.New("starting: GitHub App not reached yet")}
+	if replicas != nil {
+		s.ready.members = replicas.members.Ready()
+		replicas.ready = func(err error) { s.ready.set(false, err) }
+	}
+	handler, err := withStatusPages(cfg, routes, &s.service)
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +133,9 @@ func (s *Server) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	defer s.rollout.Stop()
+	if s.replicas != nil {
+		s.replicas.run(ctx, &wg, s.resyncNow)
+	}
 	runErr := s.start(ctx, &wg)
 	if runErr == nil {
 		select {
@@ -115,7 +163,7 @@ func (s *Server) Run(ctx context.Context) error {
 // loop under wg.
 func (s *Server) start(ctx context.Context, wg *sync.WaitGroup) error {
 	cfg, log := s.cfg, s.log
-	gh, err := connectLoop(ctx, cfg, s.srv, log)
+	gh, err := connectLoop(ctx, cfg, func(err error) { s.ready.set(true, err) }, log)
 	if err != nil {
 		return err
 	}
@@ -155,7 +203,7 @@ func (s *Server) start(ctx context.Context, wg *sync.WaitGroup) error {
 	go func() {
 		defer wg.Done()
 		resync.Run(ctx, func() {
-			s.srv.SetReady(nil)
+			s.ready.set(true, nil)
 			log.Info("fleetbot serve ready", "app", gh.self)
 			if cfg.OnReady != nil {
 				cfg.OnReady()
@@ -200,7 +248,7 @@ func (s *Server) newService(ctx context.Context, gh *githubConn, forges *app.Ins
 	}}
 	return webhook.NewService(webhook.ServiceConfig{
 		Control: src, Runner: runner, Verdict: verdict,
-		Checks: checks, RolloutChecks: checks, Rollout: s.rollout,
+		Checks: checks, RolloutChecks: s.replicas.rolloutChecks(checks), Rollout: s.rollout,
 		Logger: s.log, Metrics: s.metrics, BeforeJob: cfg.BeforeJob, Requeue: s.queue.RetryAt,
 		Pending: pending, StuckCheck: cfg.StuckCheck, StepRepos: cfg.StepRepos,
 		StepsFile:   app.ServeStepsFile(cfg.App.CacheDir, cfg.Control, cfg.App.Shard),
@@ -211,6 +259,14 @@ func (s *Server) newService(ctx context.Context, gh *githubConn, forges *app.Ins
 			return level == "write" || level == "admin", err
 		},
 	})
+}
+
+// resyncNow queues a full apply of this replica's share (a change of the replicas' membership:
+// the repos it gained are reconciled now, not at the next resync).
+func (s *Server) resyncNow(reason string) {
+	if _, err := s.queue.Push(webhook.Job{Kind: webhook.KindApply, Repo: s.cfg.Control, Reason: reason, Queued: time.Now()}); err != nil {
+		s.log.Warn("resync after a membership change not queued; the periodic resync covers it", "err", err)
+	}
 }
 
 // runner builds the application's Runner of plan and apply for the service, once: the forges of
@@ -242,14 +298,14 @@ type githubConn struct {
 
 // connectLoop connects to GitHub, retrying with backoff while /readyz says
 // why not; it returns only on success or when ctx is done.
-func connectLoop(ctx context.Context, cfg Config, srv *ingress.Server, log *slog.Logger) (*githubConn, error) {
+func connectLoop(ctx context.Context, cfg Config, notReady func(error), log *slog.Logger) (*githubConn, error) {
 	wait := time.Second
 	for {
 		c, err := connect(ctx, cfg)
 		if err == nil {
 			return c, nil
 		}
-		srv.SetReady(fmt.Errorf("not connected to GitHub: %w", err))
+		notReady(fmt.Errorf("not connected to GitHub: %w", err))
 		log.Warn("cannot reach the GitHub App installation; retrying", "err", err, "in", wait)
 		select {
 		case <-ctx.Done():

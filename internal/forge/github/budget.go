@@ -34,6 +34,10 @@ type BudgetConfig struct {
 	// Clock is used for every wait in the client (windows, pauses, retry backoff); nil means the
 	// system clock.
 	Clock Clock
+	// Share, when set, is how many replicas share the installation's budget now (serve's live
+	// members on Kubernetes Leases): this process gets PerMinute/Share and PerHour/Share (at
+	// least 1), so N replicas together stay within GitHub's limits instead of multiplying them.
+	Share func() int
 }
 
 func (c BudgetConfig) withDefaults() BudgetConfig {
@@ -168,17 +172,28 @@ func (b *Budget) delayLocked(now time.Time, n int) time.Duration {
 // earliestLocked returns the earliest time >= t at which one more write fits both windows given
 // the admission times in sim (sorted). A write admitted at t counts in (t-window, t].
 func (b *Budget) earliestLocked(sim []time.Time, t time.Time) time.Time {
-	if n := len(sim); n >= b.cfg.PerMinute {
-		if free := sim[n-b.cfg.PerMinute].Add(time.Minute); free.After(t) {
+	perMinute, perHour := b.limits()
+	if n := len(sim); n >= perMinute {
+		if free := sim[n-perMinute].Add(time.Minute); free.After(t) {
 			t = free
 		}
 	}
-	if n := len(sim); n >= b.cfg.PerHour {
-		if free := sim[n-b.cfg.PerHour].Add(time.Hour); free.After(t) {
+	if n := len(sim); n >= perHour {
+		if free := sim[n-perHour].Add(time.Hour); free.After(t) {
 			t = free
 		}
 	}
 	return t
+}
+
+// limits are this process's windows: the configured ones divided among the replicas sharing
+// the installation (BudgetConfig.Share), at least one write each.
+func (b *Budget) limits() (perMinute, perHour int) {
+	n := 1
+	if b.cfg.Share != nil {
+		n = max(1, b.cfg.Share())
+	}
+	return max(1, b.cfg.PerMinute/n), max(1, b.cfg.PerHour/n)
 }
 
 func (b *Budget) pruneLocked(now time.Time) {

@@ -202,3 +202,30 @@ func TestBudgetAffordCountsInterval(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, 99*time.Second, wait)
 }
+
+// TestBudgetSharedAmongReplicas: with three live replicas sharing the installation, this one
+// gets a third of each window (80/3 = 26 a minute, 500/3 = 166 an hour), so together they stay
+// within GitHub's limits; when one leaves, the two left get half each.
+func TestBudgetSharedAmongReplicas(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	replicas := 3
+	b := NewBudget(BudgetConfig{MinInterval: -1, Clock: clock, Share: func() int { return replicas }})
+	ok, wait := b.Afford(26)
+	assert.True(t, ok)
+	assert.Zero(t, wait, "26 writes fit this replica's minute")
+	_, wait = b.Afford(27)
+	assert.Equal(t, time.Minute, wait, "the 27th waits for the next minute")
+	_, wait = b.Afford(167)
+	assert.Equal(t, time.Hour, wait, "the 167th waits for the next hour")
+
+	replicas = 2
+	_, wait = b.Afford(40)
+	assert.Zero(t, wait, "two replicas: 40 a minute each")
+	_, wait = b.Afford(41)
+	assert.Equal(t, time.Minute, wait)
+
+	replicas = 0 // not joined yet: as if alone
+	_, wait = b.Afford(80)
+	assert.Zero(t, wait)
+}
