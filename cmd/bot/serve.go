@@ -28,7 +28,7 @@ type serveConfig = serve.Config
 // serveFlags are serve's own flags; each has a FLEETBOT_* variable.
 type serveFlags struct {
 	listen, control, secretFile, gitURL, checkName, shard, listenFile string
-	tenantCheck                                                       string
+	tenantCheck, healthKeys                                           string
 	resync, grace, driftDelay                                         time.Duration
 	workers, queueSize, concurrency                                   int
 	maxBody                                                           int64
@@ -82,7 +82,7 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := flagsFromEnv(cmd.Flags(), append([]string{"listen", "listen-file", "control-repo", "webhook-secret-file", "git-url", "check-name",
 				"tenant-check", "resync-interval", "shutdown-grace", "drift-delay", "workers", "queue-size", "concurrency", "max-body", "log-level", "shard",
-				"status", "status-token-file", "status-insecure-no-auth", "status-group-by", "job-process", "job-nice"}, limitFlags...)...); err != nil {
+				"status", "status-token-file", "status-insecure-no-auth", "status-group-by", "job-process", "job-nice", "health-keys"}, limitFlags...)...); err != nil {
 				return err
 			}
 			if !cmd.Flags().Changed("log-level") {
@@ -141,6 +141,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	minIntVar(fs, &f.jobNice, "job-nice", DefaultJobNice, 0, "with --job-process: how much lower the job process's CPU priority (niceness) is than this process's")
 	fs.IntVar(&f.jobListenerFD, "job-listener-fd", 0, "internal: the descriptor of the loopback listener a --job-process front hands its job process")
 	_ = fs.MarkHidden("job-listener-fd")
+	fs.StringVar(&f.healthKeys, "health-keys", "", "directory of the clusters' health keys (a Secret mounted as a volume: one file per cluster, one key a line, several while rotating): serve then takes notification-controller's signed events on POST /health/CLUSTER[/NAMESPACE] and records them as commit statuses (spec.rollout.health.provider: generic-hmac)")
 	f.status.register(fs)
 	registerLimits(fs, &f.http)
 	fs.StringVar(&f.shard, "shard", "", "INDEX/COUNT: reconcile only the target repos this replica owns (replica INDEX of COUNT, e.g. the StatefulSet ordinal); see docs/scale-out.md")
@@ -209,8 +210,15 @@ func (a *frontend) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, er
 	if err != nil {
 		return serveConfig{}, err
 	}
+	if f.healthKeys != "" {
+		if st, err := os.Stat(f.healthKeys); err != nil {
+			return serveConfig{}, fmt.Errorf("--health-keys: %w", err)
+		} else if !st.IsDir() {
+			return serveConfig{}, fmt.Errorf("--health-keys %s is a file: want the directory of the clusters' health keys (one file per cluster, named after it)", f.healthKeys)
+		}
+	}
 	return serveConfig{
-		Status:  status,
+		Status: status, HealthKeys: f.healthKeys,
 		Control: f.control, Secret: secret, App: acfg, Resync: f.resync, DriftDelay: f.driftDelay, Workers: f.workers, QueueSize: f.queueSize, MaxBody: f.maxBody,
 		Grace: f.grace, Concurrency: f.concurrency, CheckName: f.checkName, TenantCheck: f.tenantCheck, Shard: shard, Logger: log, HTTP: f.http,
 	}, nil
