@@ -104,7 +104,8 @@ func TestRolloutRollsBackOnTheLocalForge(t *testing.T) {
 	requireGit(t)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	clk := func() time.Time { return now }
-	f, err := local.Open(t.TempDir(), local.Options{Now: func() time.Time { return clk() }, LockTimeout: -1})
+	dir := t.TempDir()
+	f, err := local.Open(dir, local.Options{Now: func() time.Time { return clk() }, LockTimeout: -1})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = f.Close() })
 	r := &waveRig{t: t, fl: fleet{"c01": "v1", "c02": "v1", "c03": "v1", "c04": "v1", "c05": "v1"}, rev: "v1", onFailure: control.OnFailureRollback}
@@ -160,6 +161,21 @@ func TestRolloutRollsBackOnTheLocalForge(t *testing.T) {
 	rep = run(true)
 	assert.True(t, rep.Rollout.Halted.RolledBack)
 	assert.Equal(t, restore.Number, openPR("cluster-c01").Number, "left alone")
+
+	// A human commit on the rollback's branch is never discarded: the restore is reported
+	// blocked until a human decides, and nothing is written.
+	refs, err := f.Refs("acme", "cluster-c01")
+	require.NoError(t, err)
+	botHead := refs["fleetbot/sync"]
+	human := humanPush(t, dir, "cluster-c01", "fleetbot/sync", func(wt string) { writeFile(t, wt, "apps/extra.yaml", "kind: ConfigMap\n") })
+	rep = run(true)
+	require.Len(t, rep.Rollout.Rollback.Restores, 1)
+	assert.Equal(t, rollout.RestoreError, rep.Rollout.Rollback.Restores[0].State)
+	assert.Contains(t, rep.Rollout.Rollback.Restores[0].Reason, "rollback blocked")
+	refs, err = f.Refs("acme", "cluster-c01")
+	require.NoError(t, err)
+	assert.Equal(t, human, refs["fleetbot/sync"], "the human's commit stays")
+	require.NoError(t, f.SetBranch(ctx, "acme", "cluster-c01", "fleetbot/sync", botHead, human)) // the human takes it back
 	mergeOpen("cluster-c01", "success")
 	rep = run(true)
 	assert.Nil(t, openPR("cluster-c01"), "the failed content is not proposed again")
@@ -167,7 +183,7 @@ func TestRolloutRollsBackOnTheLocalForge(t *testing.T) {
 	assert.Nil(t, openPR("cluster-c02"), "no later wave starts")
 
 	// The restored default branch has the healthy merge's tree.
-	refs, err := f.Refs("acme", "cluster-c01")
+	refs, err = f.Refs("acme", "cluster-c01")
 	require.NoError(t, err)
 	assert.NotEqual(t, healthyHead["main"], refs["main"], "restored by a new commit, not by moving the branch back")
 	snap, err := f.Snapshot(ctx, "acme", "cluster-c01", "main", "fleetbot/sync")
