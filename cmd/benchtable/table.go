@@ -32,8 +32,8 @@ type results struct {
 	// simulate is the rollout simulation's two runs (budget 3 %, then 0).
 	simulate     simulateRun
 	simulateProc *childResult
-	status      *bench.StatusResult
-	statusProc  *childResult
+	status       *bench.StatusResult
+	statusProc   *childResult
 }
 
 // Targets of issue 9.

@@ -129,7 +129,7 @@ func Simulate(ctx context.Context, o SimulateOptions) (*SimulateResult, error) {
 	human := platformAdmin(srv, fl.repo)
 	sim := &simulation{ctx: ctx, srv: srv, f: f, fl: fl, human: human, owner: owner, log: log,
 		opts: reconcile.Options{Concurrency: 16, Now: srv.Now, Source: "1111111111111111111111111111111111111111"},
-		res: &SimulateResult{Clusters: o.Clusters, Budget: o.Budget}}
+		res:  &SimulateResult{Clusters: o.Clusters, Budget: o.Budget}}
 
 	// Setup: every repo created and merged, Flux reporting it healthy: the last healthy
 	// revision a rollback restores.
