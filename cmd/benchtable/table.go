@@ -569,6 +569,17 @@ const methodNotes = `## How each row is measured
    (its pull requests left open), the same component changes again and is fanned out the same way, under the
    default budget on the virtual clock, after an idle hour: every changed repo has fleetbot's pull request open, so
    each is updated, none opened.
+9. **Rollout simulation (issue 35).** In its own child (` + "`bench.Simulate`" + `), twice: a generated fleet (the row 7
+   size) converged on the fake GitHub with Flux's healthy verdict on every merge, then one control change declaring
+   five waves (soak 10m, ` + "`merge: auto`" + `, ` + "`healthTimeout: 30m`" + `, ` + "`onFailure: rollback`" + `, every wave's ` + "`maxUnavailable`" + `
+   3 %, then 0). Each wave check is a full apply; the harness then plays GitHub's auto-merge (it merges what is
+   open) and Flux: in each wave the last 1 % of its clusters report a failure and the 2 % before them never
+   report (rounded down per wave), the others success; when nothing opened it moves the injected clock to the
+   rollout's next wake-up (a soak's end, a health timeout). With a rollback it merges the restore pull requests
+   and reports them healthy. Nobody approves, skips or rolls back. Requests are counted from the fake's log per
+   check; "gate read" is one read of every cluster's newest pull request and statuses; "control merge to done" is
+   the clock's advance plus ` + "`bench.MinimumTime`" + ` of each check's content-creating requests at GitHub's limits.
+   ` + "`TestSimulateSmall`" + ` runs it at 100 clusters and asserts the two outcomes.
 
 ## Fixed because of these numbers (issue 9)
 

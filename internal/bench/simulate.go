@@ -213,8 +213,6 @@ type simulation struct {
 	opts  reconcile.Options
 	fate  fate
 	res   *SimulateResult
-	// restoring: the rollback's restores still to merge and report.
-	restoring bool
 	last      *rollout.Status
 }
 

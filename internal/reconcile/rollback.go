@@ -29,8 +29,13 @@ func rollBack(ctx context.Context, f Forge, in runInput, pl *planned) {
 	}
 	rb := &rollout.RollbackStatus{Revision: in.opts.Source, Reason: st.Halted.Reason}
 	st.Rollback = rb
-	if st.Halted.Cluster != "" {
+	switch {
+	case st.Halted.Cluster != "":
 		rb.Reason = st.Halted.Cluster + ": " + st.Halted.Reason
+	case st.Halted.RolledBack && in.repo.RolledBack() == nil:
+		// A later run of a revision rolled back automatically: why is in the rollback pull
+		// requests the run that halted opened.
+		rb.Reason = "it went over a wave's failure budget (the rollback pull requests say where)"
 	}
 	rs := f.Capabilities().Restorer
 	if rs == nil {
