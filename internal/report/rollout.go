@@ -248,6 +248,32 @@ func (r *Rollout) SortHeld() {
 	slices.SortFunc(r.Held, func(a, b HeldCluster) int { return strings.Compare(a.Cluster, b.Cluster) })
 }
 
+// Sentence words a rollback in one line, for the status page: the revision, why, and where
+// its restores stand.
+func (rb *RolloutRollback) Sentence() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Rolled back %s", ShortSHA(rb.Revision))
+	if rb.Reason != "" {
+		fmt.Fprintf(&b, " because %s", rb.Reason)
+	}
+	var parts []string
+	for _, s := range rb.Restores {
+		p := s.Repo + " to " + ShortSHA(s.To) + " (" + s.State
+		if s.PR > 0 {
+			p += fmt.Sprintf(", #%d", s.PR)
+		}
+		parts = append(parts, p+")")
+	}
+	fmt.Fprintf(&b, ": %d repo(s) restored", len(rb.Restores))
+	if len(parts) > 0 {
+		b.WriteString(": " + strings.Join(parts, ", "))
+	}
+	if len(rb.Stuck) > 0 {
+		fmt.Fprintf(&b, "; nothing to restore in %s", strings.Join(slices.Sorted(maps.Keys(rb.Stuck)), ", "))
+	}
+	return b.String() + "."
+}
+
 // writeText words a rollback for a terminal: the revision, why, and each repo's restore.
 func (rb *RolloutRollback) writeText(b *strings.Builder) {
 	if rb == nil {

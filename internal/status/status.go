@@ -227,6 +227,9 @@ type Fleet struct {
 	// Window is where the control repo's change windows (spec.rollout.windows) stand at
 	// GeneratedAt, and the next opening or closing; nil without windows.
 	Window *report.RolloutWindow `json:"window,omitempty"`
+	// Rollback is what rolling the rollout's revision back did (which revision, why, each
+	// repo's restore); nil when the view's rollout was not rolled back.
+	Rollback *report.RolloutRollback `json:"rollback,omitempty"`
 	// Run is how far an apply in progress is (Input.Run); nil when none runs.
 	Run *RunProgress `json:"run,omitempty"`
 	// Repos are the rows. In JSON each is the status of its entry in the report's repos
@@ -386,6 +389,9 @@ func Build(in Input, o Options) *Fleet {
 	f.Summary.Line = withRun(f.Run, f.Summary.Line)
 	f.Groups = groups(f.Repos)
 	f.Waves = waveBars(&f.waves, f.Repos, true)
+	if in.Rollout != nil {
+		f.Rollback = in.Rollout.Rollback.Report()
+	}
 	if in.Rollout != nil && in.Rollout.Window != nil {
 		f.Window = in.Rollout.Window.Report()
 	} else if in.Control != nil {
