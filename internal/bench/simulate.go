@@ -213,7 +213,7 @@ type simulation struct {
 	opts  reconcile.Options
 	fate  fate
 	res   *SimulateResult
-	last      *rollout.Status
+	last  *rollout.Status
 }
 
 // over reports whether the rollout ended: done, or rolled back with every restore healthy.

@@ -101,28 +101,14 @@ func Restore(ctx context.Context, f Forge, r RestoreRequest) (Restored, error) {
 	if rs == nil {
 		return Restored{}, fmt.Errorf("%s: this forge cannot commit an earlier tree (it declares no Restorer): roll back with a control-repo revert", t.FullName())
 	}
-	def := defaultBranch(t)
-	s, err := f.Snapshot(ctx, t.Owner, t.Repo, def, r.Branch)
+	s, err := f.Snapshot(ctx, t.Owner, t.Repo, defaultBranch(t), r.Branch)
 	if err != nil {
 		return Restored{}, fmt.Errorf("%s: reading the repo to roll back: %w", t.FullName(), err)
 	}
-	if !s.Exists || s.Base == nil {
-		return Restored{}, fmt.Errorf("%s: %w: the repo or its branch %s to roll back is gone", t.FullName(), ErrNotFound, def)
+	if done, ok, err := restoreDone(s, r); ok || err != nil {
+		return done, err
 	}
-	var m marker
 	open := s.PR != nil && s.PR.State == StateOpen
-	if open {
-		m, _ = parseMarker(s.PR.Body)
-		if m.Rollback == r.Failed && m.Tree == r.Tree && s.Bot != nil && s.Bot.Tree == r.Tree {
-			return Restored{Number: s.PR.Number, URL: s.PR.URL, Done: "already open"}, nil
-		}
-		if s.Bot != nil && !ours(s.Bot, m) {
-			return Restored{Number: s.PR.Number, URL: s.PR.URL}, fmt.Errorf("%s: PR #%d: %w (commit %s on %s)", t.FullName(), s.PR.Number, ErrRestoreBlocked, report.ShortSHA(s.Bot.SHA), r.Branch)
-		}
-	}
-	if s.Base.Tree == r.Tree {
-		return Restored{Done: "already restored"}, nil
-	}
 	cost := Cost{Commits: 1, BranchMoves: 1, PROpens: 1}
 	if open {
 		cost = Cost{Commits: 1, BranchMoves: 1, PRUpdates: 1}
@@ -146,14 +132,43 @@ func Restore(ctx context.Context, f Forge, r RestoreRequest) (Restored, error) {
 		return Restored{}, fmt.Errorf("%s: moving %s to the rollback commit: %w", t.FullName(), r.Branch, err)
 	}
 	nm := marker{Head: c.SHA, Base: s.Base.SHA, Tree: r.Tree, Source: r.To, Rollback: r.Failed, Failed: r.FailedTree}
-	title, body := RestoreTitle(t, r.To), restoreBody(r, nm)
-	if open {
+	return writeRestorePR(ctx, f, r, s, c, nm)
+}
+
+// restoreDone says, from the repo's snapshot, whether the restore needs no write (ok): its
+// rollback pull request is open already, or the default branch holds the tree; or why it must
+// not be written (a human's commit on the bot branch of an open pull request).
+func restoreDone(s *Snapshot, r RestoreRequest) (Restored, bool, error) {
+	t := r.Target
+	if !s.Exists || s.Base == nil {
+		return Restored{}, false, fmt.Errorf("%s: %w: the repo or its branch %s to roll back is gone", t.FullName(), ErrNotFound, defaultBranch(t))
+	}
+	if s.PR != nil && s.PR.State == StateOpen {
+		m, _ := parseMarker(s.PR.Body)
+		if m.Rollback == r.Failed && m.Tree == r.Tree && s.Bot != nil && s.Bot.Tree == r.Tree {
+			return Restored{Number: s.PR.Number, URL: s.PR.URL, Done: "already open"}, true, nil
+		}
+		if s.Bot != nil && !ours(s.Bot, m) {
+			return Restored{Number: s.PR.Number, URL: s.PR.URL}, false, fmt.Errorf("%s: PR #%d: %w (commit %s on %s)", t.FullName(), s.PR.Number, ErrRestoreBlocked, report.ShortSHA(s.Bot.SHA), r.Branch)
+		}
+	}
+	if s.Base.Tree == r.Tree {
+		return Restored{Done: "already restored"}, true, nil
+	}
+	return Restored{}, false, nil
+}
+
+// writeRestorePR turns the open pull request of the bot branch into the rollback, or opens it.
+func writeRestorePR(ctx context.Context, f Forge, r RestoreRequest, s *Snapshot, c Commit, m marker) (Restored, error) {
+	t := r.Target
+	title, body := RestoreTitle(t, r.To), restoreBody(r, m)
+	if s.PR != nil && s.PR.State == StateOpen {
 		if err := f.UpdatePR(ctx, t.Owner, t.Repo, s.PR.Number, title, body); err != nil {
 			return Restored{}, fmt.Errorf("%s: turning PR #%d into the rollback: %w", t.FullName(), s.PR.Number, err)
 		}
 		return Restored{Number: s.PR.Number, URL: s.PR.URL, Done: "updated"}, nil
 	}
-	p, err := f.OpenPR(ctx, t.Owner, t.Repo, NewPR{Head: r.Branch, Base: def, Title: title, Body: body, Labels: r.Labels,
+	p, err := f.OpenPR(ctx, t.Owner, t.Repo, NewPR{Head: r.Branch, Base: defaultBranch(t), Title: title, Body: body, Labels: r.Labels,
 		AutoMerge: r.AutoMerge, HeadSHA: c.SHA, Protection: protectionOf(t)})
 	if err != nil {
 		return Restored{}, fmt.Errorf("%s: opening the rollback pull request: %w", t.FullName(), err)
