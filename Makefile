@@ -59,8 +59,8 @@ test-short:
 # Fuzz targets as package:Target; each runs for FUZZTIME (go test -fuzz runs one target at a time).
 FUZZTIME    ?= 30s
 FUZZTARGETS ?= ./internal/control:FuzzControlDecode ./internal/fanout:FuzzValueSubstitution \
-	./internal/fanout:FuzzKustomizationLoad ./internal/policy:FuzzCodeowners ./internal/webhook:FuzzWebhookPayload \
-	./internal/pr:FuzzMarker ./internal/webhook:FuzzFrontBatch ./internal/githubapi:FuzzTenantTree \
+	./internal/fanout:FuzzKustomizationLoad ./internal/policy:FuzzCodeowners ./internal/ingress:FuzzWebhookPayload \
+	./internal/pr:FuzzMarker ./internal/ingress:FuzzFrontBatch ./internal/githubapi:FuzzTenantTree \
 	./internal/fanout:FuzzTenantObject ./internal/rollout:FuzzParseHealthEvent
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s; seed corpora in testdata/fuzz run in make test too)

@@ -15,10 +15,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
-	"github.com/fleetbot-io/fleetbot/internal/webhook"
+	"github.com/fleetbot-io/fleetbot/internal/ingress"
 )
 
 // botTrees is the tree of fleetbot's pull request branch of every target repo, as
@@ -92,7 +93,7 @@ func TestFrontEndsWriteTheSamePullRequestsOnGHES(t *testing.T) {
 	a := &frontend{stderr: io.Discard}
 	a.rootCommand() // registers the global flags' defaults
 	f := serveFlags{control: "acme/control", resync: time.Hour, grace: 5 * time.Second, workers: 1,
-		queueSize: 10, concurrency: 2, maxBody: webhook.DefaultMaxBody, checkName: webhook.DefaultCheckName}
+		queueSize: 10, concurrency: 2, maxBody: ingress.DefaultMaxBody, checkName: checkrun.DefaultCheckName}
 	a.github.cacheDir, a.github.interval = "off", 0
 	cfg, err := a.serveConfig(&f, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,7 +15,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
+	"github.com/fleetbot-io/fleetbot/internal/ingress"
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/serve"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
@@ -97,28 +101,37 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
 			if err != nil {
 				return err
 			}
-			if f.jobListenerFD > 0 {
-				return serveJobProcess(cmd.Context(), cfg, f.jobListenerFD, f.jobNice)
-			}
-			ln, err := net.Listen("tcp", f.listen)
-			if err != nil {
-				return fmt.Errorf("--listen %s: %w", f.listen, err)
-			}
-			log.Info("fleetbot serve listening", "addr", ln.Addr().String(), "control", cfg.Control, "version", version, "limits", cfg.HTTP.String())
-			if f.listenFile != "" {
-				if err := writeFileAtomic(f.listenFile, ln.Addr().String()+"\n"); err != nil {
-					_ = ln.Close()
-					return fmt.Errorf("--listen-file: %w", err)
-				}
-			}
-			if f.jobProcess {
-				return serveFront(cmd.Context(), cfg, f.jobNice, ln)
-			}
-			return runServe(cmd.Context(), cfg, ln)
+			return listenAndServe(cmd.Context(), &f, cfg)
 		},
 	}
 	f.register(cmd.Flags())
 	return cmd
+}
+
+// listenAndServe binds serve's listener and runs serve on it, as the job process of a --job-process
+// front (on the listener it inherited), as that front, or alone.
+func listenAndServe(ctx context.Context, f *serveFlags, cfg serveConfig) error {
+	log := cfg.Logger
+	if f.jobListenerFD > 0 {
+		cfg.Version = version
+		return serve.RunJobProcess(ctx, cfg, f.jobListenerFD, f.jobNice)
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", f.listen, err)
+	}
+	log.Info("fleetbot serve listening", "addr", ln.Addr().String(), "control", cfg.Control, "version", version, "limits", cfg.HTTP.String())
+	if f.listenFile != "" {
+		if err := writeFileAtomic(f.listenFile, ln.Addr().String()+"\n"); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("--listen-file: %w", err)
+		}
+	}
+	if f.jobProcess {
+		cfg.Listener, cfg.Version = ln, version
+		return serve.RunFront(ctx, cfg, serve.JobProcess{Args: jobProcessArgs(f.jobNice)})
+	}
+	return runServe(ctx, cfg, ln)
 }
 
 // register defines serve's own flags on fs.
@@ -128,17 +141,17 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.control, "control-repo", "", "the control repo on GitHub, OWNER/NAME")
 	fs.StringVar(&f.secretFile, "webhook-secret-file", "", "file holding the GitHub App's webhook secret")
 	fs.StringVar(&f.gitURL, "git-url", "", "web root of the GitHub host, for Flux GitRepository URLs (default: from GITHUB_API_URL, else https://github.com)")
-	fs.StringVar(&f.checkName, "check-name", webhook.DefaultCheckName, "name of the check run on control-repo pull requests")
-	fs.StringVar(&f.tenantCheck, "tenant-check", webhook.DefaultTenantCheckName, "name of the check run on every pull request of a workspace or cluster repo (check workspace / check cluster on its head), which their branch protection requires from this App; '' turns the check and the requirement off")
+	fs.StringVar(&f.checkName, "check-name", checkrun.DefaultCheckName, "name of the check run on control-repo pull requests")
+	fs.StringVar(&f.tenantCheck, "tenant-check", checkrun.DefaultTenantCheckName, "name of the check run on every pull request of a workspace or cluster repo (check workspace / check cluster on its head), which their branch protection requires from this App; '' turns the check and the requirement off")
 	positiveDurationVar(fs, &f.resync, "resync-interval", webhook.DefaultResyncInterval, "how often to reconcile every target repo without a webhook")
-	positiveDurationVar(fs, &f.grace, "shutdown-grace", webhook.DefaultGrace, "how long in-flight jobs may finish on shutdown")
+	positiveDurationVar(fs, &f.grace, "shutdown-grace", jobqueue.DefaultGrace, "how long in-flight jobs may finish on shutdown")
 	delayVar(fs, &f.driftDelay, "drift-delay", webhook.DefaultDriftDelay, "how long a drift reconcile waits after its first event for the drifts of other repos to join its batch (one GraphQL read per 100 repos instead of requests per repo); 0 starts each at once")
-	minIntVar(fs, &f.workers, "workers", webhook.DefaultWorkers, 1, "jobs worked on at once")
-	minIntVar(fs, &f.queueSize, "queue-size", webhook.DefaultQueueSize, 1, "distinct jobs that may wait; deliveries beyond are refused with 503")
+	minIntVar(fs, &f.workers, "workers", jobqueue.DefaultWorkers, 1, "jobs worked on at once")
+	minIntVar(fs, &f.queueSize, "queue-size", jobqueue.DefaultQueueSize, 1, "distinct jobs that may wait; deliveries beyond are refused with 503")
 	minIntVar(fs, &f.concurrency, "concurrency", app.DefaultConcurrency, 1, "target repos one job works on at once")
-	minInt64Var(fs, &f.maxBody, "max-body", webhook.DefaultMaxBody, 1, "largest webhook body accepted, in bytes (413 beyond)")
+	minInt64Var(fs, &f.maxBody, "max-body", ingress.DefaultMaxBody, 1, "largest webhook body accepted, in bytes (413 beyond)")
 	fs.BoolVar(&f.jobProcess, "job-process", false, "run the jobs in a child process at a lower CPU priority, this process only acknowledging deliveries: answers to GitHub never wait behind a job's CPU (see docs/serve.md)")
-	minIntVar(fs, &f.jobNice, "job-nice", DefaultJobNice, 0, "with --job-process: how much lower the job process's CPU priority (niceness) is than this process's")
+	minIntVar(fs, &f.jobNice, "job-nice", serve.DefaultJobNice, 0, "with --job-process: how much lower the job process's CPU priority (niceness) is than this process's")
 	fs.IntVar(&f.jobListenerFD, "job-listener-fd", 0, "internal: the descriptor of the loopback listener a --job-process front hands its job process")
 	_ = fs.MarkHidden("job-listener-fd")
 	fs.StringVar(&f.healthKeys, "health-keys", "", "directory of the clusters' health keys (a Secret mounted as a volume: one file per cluster, one key a line, several while rotating): serve then takes notification-controller's signed events on POST /health/CLUSTER[/NAMESPACE] and records them as commit statuses (spec.rollout.health.provider: generic-hmac)")
@@ -222,6 +235,12 @@ func (a *frontend) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, er
 		Control: f.control, Secret: secret, App: acfg, Resync: f.resync, DriftDelay: f.driftDelay, Workers: f.workers, QueueSize: f.queueSize, MaxBody: f.maxBody,
 		Grace: f.grace, Concurrency: f.concurrency, CheckName: f.checkName, TenantCheck: f.tenantCheck, Shard: shard, Logger: log, HTTP: f.http,
 	}, nil
+}
+
+// jobProcessArgs are the arguments of serve --job-process's job process: this process's own,
+// made the job process on the listener the front hands it (serve.JobListenerFD), nice lower.
+func jobProcessArgs(nice int) []string {
+	return append(append([]string(nil), os.Args[1:]...), "--job-listener-fd", strconv.Itoa(serve.JobListenerFD), "--job-nice", strconv.Itoa(nice))
 }
 
 // runServe runs the webhook service on ln until ctx is done (serve.New, Server.Run), then

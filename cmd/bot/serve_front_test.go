@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/serve"
 )
 
 // installedBinary builds this command once per test binary into the module's .cache (go
@@ -153,7 +155,7 @@ func TestServeJobProcess(t *testing.T) {
 	kids := children(cmd.Process.Pid)
 	require.Len(t, kids, 1, "one job process")
 	job := kids[0]
-	assert.Equal(t, min(niceness(t, cmd.Process.Pid)+DefaultJobNice, 19), niceness(t, job), "the job process runs at a lower priority")
+	assert.Equal(t, min(niceness(t, cmd.Process.Pid)+serve.DefaultJobNice, 19), niceness(t, job), "the job process runs at a lower priority")
 
 	push := encodeJSON(t, map[string]any{"ref": "refs/heads/main", "after": e.gh.Branch("acme", "control", "main"),
 		"repository": map[string]any{"full_name": "acme/control", "default_branch": "main"}, "sender": map[string]any{"login": "alice"}})

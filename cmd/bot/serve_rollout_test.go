@@ -15,7 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
@@ -124,7 +126,7 @@ func startRolloutServeWith(t *testing.T, healthKeys string) *rolloutEnv {
 	// A long grace: a job still running when the test ends (a late status delivery's apply)
 	// finishes instead of being cut mid-request.
 	r.serveEnv = startServe(t, serveOptions{webhooks: true, grace: time.Minute, healthKeys: healthKeys,
-		clock: func(s *githubtest.Server) webhook.Clock {
+		clock: func(s *githubtest.Server) jobqueue.Clock {
 			r.clock = &fakeServeClock{gh: s}
 			return r.clock
 		},
@@ -188,7 +190,7 @@ func (r *rolloutEnv) flux(repo, sha, state string) {
 // rolloutRun returns the newest fleetbot rollout check run on the control commit sha (nil: none).
 func (r *rolloutEnv) rolloutRun(sha string) *gh.CheckRun {
 	r.t.Helper()
-	name := webhook.RolloutCheckName
+	name := checkrun.RolloutCheckName
 	runs, _, err := r.human.Checks.ListCheckRunsForRef(context.Background(), "acme", "control", sha, &gh.ListCheckRunsOptions{CheckName: &name})
 	require.NoError(r.t, err)
 	var newest *gh.CheckRun
@@ -251,7 +253,7 @@ func TestServeRolloutAdvancesOnWebhooksAndTheClock(t *testing.T) {
 		runs, _, err := r.human.Checks.ListCheckRunsForRef(ctx, "acme", "control", head, nil)
 		require.NoError(t, err)
 		for _, cr := range runs.CheckRuns {
-			if cr.GetName() == webhook.DefaultCheckName && cr.GetStatus() == "completed" {
+			if cr.GetName() == checkrun.DefaultCheckName && cr.GetStatus() == "completed" {
 				plan = cr
 			}
 		}
@@ -350,7 +352,7 @@ func TestServeRolloutSurvivesARestart(t *testing.T) {
 	r.stop()
 
 	var clock *fakeServeClock
-	second := startServe(t, serveOptions{reuse: r.serveEnv, grace: time.Minute, clock: func(s *githubtest.Server) webhook.Clock {
+	second := startServe(t, serveOptions{reuse: r.serveEnv, grace: time.Minute, clock: func(s *githubtest.Server) jobqueue.Clock {
 		clock = &fakeServeClock{gh: s}
 		return clock
 	}})

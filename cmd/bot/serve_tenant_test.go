@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
@@ -26,7 +27,7 @@ type tenantEnv struct {
 
 func startTenantServe(t *testing.T) *tenantEnv {
 	t.Helper()
-	e := &tenantEnv{serveEnv: startServe(t, serveOptions{webhooks: true, tenantCheck: webhook.DefaultTenantCheckName})}
+	e := &tenantEnv{serveEnv: startServe(t, serveOptions{webhooks: true, tenantCheck: checkrun.DefaultTenantCheckName})}
 	e.waitMetric(appliedOK, 1)
 	e.bob = e.gh.ClientWithToken(e.gh.CreateUser("bob"))
 	e.gh.AddTeamMember("acme", "payments-devs", "bob", "member")
@@ -49,7 +50,7 @@ func (e *tenantEnv) approve(repo string, pr *gh.PullRequest) {
 // tenantRuns are the completed tenant check runs on commit sha of acme/repo, newest first.
 func (e *tenantEnv) tenantRuns(repo, sha string) []*gh.CheckRun {
 	e.t.Helper()
-	name := webhook.DefaultTenantCheckName
+	name := checkrun.DefaultTenantCheckName
 	res, _, err := e.gh.Client().Checks.ListCheckRunsForRef(context.Background(), "acme", repo, sha, &gh.ListCheckRunsOptions{CheckName: &name})
 	require.NoError(e.t, err)
 	var done []*gh.CheckRun
@@ -109,7 +110,7 @@ func TestServeChecksTenantPullRequests(t *testing.T) {
 
 	// The protection requires the check from fleetbot's App on every workspace and cluster repo.
 	for _, repo := range e.targets {
-		assert.Equal(t, map[string]int64{webhook.DefaultTenantCheckName: e.gh.AppID()}, e.gh.RequiredChecks("acme", repo, "main"), repo)
+		assert.Equal(t, map[string]int64{checkrun.DefaultTenantCheckName: e.gh.AppID()}, e.gh.RequiredChecks("acme", repo, "main"), repo)
 	}
 	// fleetbot's own pull requests get the check too, and pass it.
 	for _, repo := range e.targets {
@@ -169,9 +170,9 @@ func TestServeChecksTenantPullRequests(t *testing.T) {
 	// Nobody can satisfy the check another way: not a commit status of its name, not another
 	// App's (GitHub Actions') check run of its name.
 	sha := escape.GetHead().GetSHA()
-	_, _, err = e.bob.Repositories.CreateStatus(ctx, "acme", "workspace-payments", sha, &gh.RepoStatus{State: gh.String("success"), Context: gh.String(webhook.DefaultTenantCheckName)})
+	_, _, err = e.bob.Repositories.CreateStatus(ctx, "acme", "workspace-payments", sha, &gh.RepoStatus{State: gh.String("success"), Context: gh.String(checkrun.DefaultTenantCheckName)})
 	require.NoError(t, err)
-	_, err = e.gh.AddCheckRun(15368, "acme", "workspace-payments", sha, webhook.DefaultTenantCheckName, "success")
+	_, err = e.gh.AddCheckRun(15368, "acme", "workspace-payments", sha, checkrun.DefaultTenantCheckName, "success")
 	require.NoError(t, err)
 	e.approve("workspace-payments", escape)
 	require.ErrorContains(t, merge(escape), `Required status check "fleetbot tenant" is failing.`)
@@ -218,7 +219,7 @@ func TestServeTenantCheckSurvivesRestartAndDrift(t *testing.T) {
 	cr := first.waitTenantRun("cluster-edge-1", pr.GetHead().GetSHA(), 1)
 	first.stop()
 
-	second := &tenantEnv{serveEnv: startServe(t, serveOptions{reuse: first.serveEnv, webhooks: true, tenantCheck: webhook.DefaultTenantCheckName})}
+	second := &tenantEnv{serveEnv: startServe(t, serveOptions{reuse: first.serveEnv, webhooks: true, tenantCheck: checkrun.DefaultTenantCheckName})}
 	second.waitMetric(appliedOK, 1)
 	ev, err := second.gh.CheckRunEvent(cr.GetID(), "rerequested")
 	require.NoError(t, err)
@@ -230,16 +231,16 @@ func TestServeTenantCheckSurvivesRestartAndDrift(t *testing.T) {
 
 	// A repo admin unbinds the check (any source may set it) and the event reaches serve.
 	_, _, err = second.gh.Client().Repositories.UpdateBranchProtection(ctx, "acme", "cluster-edge-1", "main", &gh.ProtectionRequest{
-		RequiredStatusChecks: &gh.RequiredStatusChecks{Checks: &[]*gh.RequiredStatusCheck{{Context: webhook.DefaultTenantCheckName, AppID: gh.Int64(-1)}}},
+		RequiredStatusChecks: &gh.RequiredStatusChecks{Checks: &[]*gh.RequiredStatusCheck{{Context: checkrun.DefaultTenantCheckName, AppID: gh.Int64(-1)}}},
 		RequiredPullRequestReviews: &gh.PullRequestReviewsEnforcementRequest{RequireCodeOwnerReviews: true, DismissStaleReviews: true,
 			RequiredApprovingReviewCount: 1},
 	})
 	require.NoError(t, err)
-	require.Equal(t, map[string]int64{webhook.DefaultTenantCheckName: 0}, second.gh.RequiredChecks("acme", "cluster-edge-1", "main"))
+	require.Equal(t, map[string]int64{checkrun.DefaultTenantCheckName: 0}, second.gh.RequiredChecks("acme", "cluster-edge-1", "main"))
 	payload := []byte(`{"action":"edited","repository":{"full_name":"acme/cluster-edge-1","name":"cluster-edge-1","owner":{"login":"acme"}},"sender":{"login":"octocat"}}`)
 	require.Equal(t, http.StatusAccepted, second.deliver("branch_protection_rule", "drift-1", payload, serveSecret))
 	second.waitMetric(`fleetbot_job_duration_seconds_count{kind="drift",outcome="ok"}`, 1)
-	assert.Equal(t, map[string]int64{webhook.DefaultTenantCheckName: second.gh.AppID()}, second.gh.RequiredChecks("acme", "cluster-edge-1", "main"),
+	assert.Equal(t, map[string]int64{checkrun.DefaultTenantCheckName: second.gh.AppID()}, second.gh.RequiredChecks("acme", "cluster-edge-1", "main"),
 		"bound to fleetbot's App again")
 }
 
@@ -265,7 +266,7 @@ func TestServeUpgradeRequiresTheTenantCheck(t *testing.T) {
 			close(hold)
 		}
 	})
-	e := startServe(t, serveOptions{reuse: before, tenantCheck: webhook.DefaultTenantCheckName, beforeJob: func(j webhook.Job) {
+	e := startServe(t, serveOptions{reuse: before, tenantCheck: checkrun.DefaultTenantCheckName, beforeJob: func(j webhook.Job) {
 		if j.Kind == webhook.KindApply {
 			<-hold
 		}
@@ -298,6 +299,6 @@ func TestServeUpgradeRequiresTheTenantCheck(t *testing.T) {
 	close(hold)
 	e.waitMetric(appliedOK, 1)
 	for _, repo := range e.targets {
-		assert.Equal(t, map[string]int64{webhook.DefaultTenantCheckName: e.gh.AppID()}, e.gh.RequiredChecks("acme", repo, "main"), repo)
+		assert.Equal(t, map[string]int64{checkrun.DefaultTenantCheckName: e.gh.AppID()}, e.gh.RequiredChecks("acme", repo, "main"), repo)
 	}
 }

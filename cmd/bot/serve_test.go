@@ -32,10 +32,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
+	"github.com/fleetbot-io/fleetbot/internal/ingress"
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/serve"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
@@ -59,13 +62,13 @@ type serveOptions struct {
 	webhooks  bool          // the fake delivers push and pull_request events itself
 	resync    time.Duration // default one hour: only the startup resync
 	maxBody   int64
-	beforeJob func(j webhook.Job)                    // runs after the gate, inside the job
-	grace     time.Duration                          // shutdown grace (default 5s)
-	reuse     *serveEnv                              // run against this env's fake GitHub instead of a new one
-	status    serve.StatusPages                      // the /status pages (off by default)
-	cacheDir  string                                 // the snapshot cache and baseline ("" keeps them in memory)
-	ghOptions []githubtest.Option                    // more options of a new fake GitHub
-	clock     func(*githubtest.Server) webhook.Clock // serve's clock on the fake GitHub (nil: the wall clock)
+	beforeJob func(j webhook.Job)                     // runs after the gate, inside the job
+	grace     time.Duration                           // shutdown grace (default 5s)
+	reuse     *serveEnv                               // run against this env's fake GitHub instead of a new one
+	status    serve.StatusPages                       // the /status pages (off by default)
+	cacheDir  string                                  // the snapshot cache and baseline ("" keeps them in memory)
+	ghOptions []githubtest.Option                     // more options of a new fake GitHub
+	clock     func(*githubtest.Server) jobqueue.Clock // serve's clock on the fake GitHub (nil: the wall clock)
 	// tenantCheck is serve --tenant-check ("": off, as these tests ran before the tenant check;
 	// serve_tenant_test.go turns it on).
 	tenantCheck string
@@ -138,7 +141,7 @@ func startServe(t *testing.T, o serveOptions) *serveEnv {
 			GitHub: ghforge.Config{APIURL: e.gh.APIURL(), AppID: e.gh.AppID(), PrivateKey: e.gh.AppPrivateKeyPEM(),
 				Budget: ghforge.BudgetConfig{PerMinute: 100000, PerHour: 1000000, MinInterval: -1}}},
 		Resync: resync, Workers: 4, QueueSize: 100, MaxBody: o.maxBody, Grace: grace,
-		CheckName: webhook.DefaultCheckName, TenantCheck: o.tenantCheck, Logger: logger, Status: o.status, HealthKeys: o.healthKeys,
+		CheckName: checkrun.DefaultCheckName, TenantCheck: o.tenantCheck, Logger: logger, Status: o.status, HealthKeys: o.healthKeys,
 		BeforeJob: func(ctx context.Context, j webhook.Job) error {
 			if err := e.gate.wait(ctx); err != nil {
 				return err
@@ -457,7 +460,7 @@ func TestServeChecksControlPullRequestsReadOnly(t *testing.T) {
 	}
 	e.eventually("a completed check run on the PR head", func() bool { return len(runs(head)) == 1 })
 	cr := runs(head)[0]
-	assert.Equal(t, webhook.DefaultCheckName, cr.GetName())
+	assert.Equal(t, checkrun.DefaultCheckName, cr.GetName())
 	assert.Equal(t, "neutral", cr.GetConclusion(), "octocat is no platform admin: changing a cluster needs one")
 	assert.Equal(t, "1 of 6 target repos change; check control: needs platform admin review", cr.GetOutput().GetTitle())
 	assert.Contains(t, cr.GetOutput().GetSummary(), "### fleetbot check control")
@@ -749,7 +752,7 @@ func TestAppManifestSubscribesToHandledEvents(t *testing.T) {
 	}
 	require.NoError(t, yaml.Unmarshal(b, &manifest))
 	var handled []string
-	for _, h := range webhook.Handlers(webhook.HandlerConfig{}) {
+	for _, h := range ingress.Handlers(ingress.HandlerConfig{}) {
 		for _, ev := range h.Handles() {
 			if !strings.HasPrefix(ev, "installation") {
 				handled = append(handled, ev)

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -132,11 +133,11 @@ func TestArchitecture(t *testing.T) {
 // application layer does the work.
 const maxFrontEndLines = 80
 
-// TestFrontEndFunctionsAreShort: no function of the CLI, the Action, the webhook service or serve's
-// composition root is longer than maxFrontEndLines (declaration to closing brace).
+// TestFrontEndFunctionsAreShort: no function of the CLI, the Action, serve's ingress, the webhook
+// service or serve's composition root is longer than maxFrontEndLines (declaration to closing brace).
 func TestFrontEndFunctionsAreShort(t *testing.T) {
 	t.Parallel()
-	for _, dir := range []string{"cmd/bot", "internal/action", "internal/webhook", "internal/serve"} {
+	for _, dir := range []string{"cmd/bot", "internal/action", "internal/ingress", "internal/webhook", "internal/serve"} {
 		files, err := filepath.Glob(filepath.Join(moduleRoot, dir, "*.go"))
 		require.NoError(t, err)
 		require.NotEmpty(t, files, dir)
@@ -207,5 +208,81 @@ func TestAdaptersImportNoFrontEnd(t *testing.T) {
 				assert.NotEqual(t, "front end", below.floor, "adapter %s depends on front end %s", pkg, rel)
 			}
 		}
+	}
+}
+
+// productWords are what only fleetbot's service knows of its jobs: the generic job queue names
+// none of them, as a word, in an identifier or a string (issue 32: "a generic keyed job queue, no
+// product knowledge").
+var productWords = map[string]bool{"drift": true, "drifts": true, "apply": true, "applies": true, "applied": true,
+	"owner": true, "owners": true, "repo": true, "repos": true, "fleet": true, "github": true, "webhook": true,
+	"tenant": true, "rollout": true, "kind": true, "check": true}
+
+// words splits an identifier or a literal into lower-case words (camelCase, snake_case, spaces).
+func words(text string) []string {
+	var out []string
+	var w []rune
+	flush := func() {
+		if len(w) > 0 {
+			out = append(out, strings.ToLower(string(w)))
+			w = w[:0]
+		}
+	}
+	prevLower := false
+	for _, r := range text {
+		switch {
+		case unicode.IsUpper(r):
+			if prevLower {
+				flush()
+			}
+			w = append(w, r)
+			prevLower = false
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			w = append(w, r)
+			prevLower = true
+		default:
+			flush()
+			prevLower = false
+		}
+	}
+	flush()
+	return out
+}
+
+// TestJobQueueKnowsNoProduct: internal/jobqueue imports no fleetbot package, even transitively,
+// and no identifier or string literal of its code names a product concept (a drift, an apply, an
+// owner, a repo...): the service supplies its rules as a jobqueue.Policy.
+func TestJobQueueKnowsNoProduct(t *testing.T) {
+	t.Parallel()
+	pkgs := listPackages(t)
+	p, ok := pkgs["internal/jobqueue"]
+	require.True(t, ok, "internal/jobqueue exists")
+	for _, dep := range p.deps {
+		assert.False(t, strings.HasPrefix(dep, modulePath), "internal/jobqueue depends on %s: the queue is generic; the service passes what it needs (a Policy, Metrics)", dep)
+	}
+	files, err := filepath.Glob(filepath.Join(moduleRoot, "internal", "jobqueue", "*.go"))
+	require.NoError(t, err)
+	fset := token.NewFileSet()
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, file, nil, 0) // comments left out: they may explain what serve does with it
+		require.NoError(t, err)
+		ast.Inspect(f, func(n ast.Node) bool {
+			var text string
+			switch n := n.(type) {
+			case *ast.Ident:
+				text = n.Name
+			case *ast.BasicLit:
+				text = n.Value
+			default:
+				return true
+			}
+			for _, w := range words(text) {
+				assert.False(t, productWords[w], "%s: %q names a product concept (%s) in the generic job queue: make it a Policy parameter", fset.Position(n.Pos()), text, w)
+			}
+			return true
+		})
 	}
 }

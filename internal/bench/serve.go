@@ -32,7 +32,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/fleetgen"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
-	"github.com/fleetbot-io/fleetbot/internal/webhook"
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	gh "github.com/google/go-github/v62/github"
 )
 
@@ -160,7 +160,7 @@ func Serve(ctx context.Context, o ServeOptions) (*ServeResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &ServeResult{Clusters: o.Clusters, Repos: len(targets), Rate: o.Rate, QueueSize: webhook.DefaultQueueSize, Workers: webhook.DefaultWorkers, Statuses: map[int]int{}, Jobs: map[string]int{}}
+	res := &ServeResult{Clusters: o.Clusters, Repos: len(targets), Rate: o.Rate, QueueSize: jobqueue.DefaultQueueSize, Workers: jobqueue.DefaultWorkers, Statuses: map[int]int{}, Jobs: map[string]int{}}
 	srv, stop, err := fakeGitHub(o.Work, repo)
 	if err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fleetbot-io/fleetbot/internal/webhook"
+	"github.com/fleetbot-io/fleetbot/internal/ingress"
 )
 
 // TestHistogramQuantile: a percentile of serve's ack histogram over the load is the upper
@@ -40,7 +40,7 @@ func TestSendLoad(t *testing.T) {
 	got := map[string]string{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if err := webhook.VerifySignature([]byte("s3cret"), body, r.Header.Get(webhook.SignatureHeader)); err != nil {
+		if err := ingress.VerifySignature([]byte("s3cret"), body, r.Header.Get(ingress.SignatureHeader)); err != nil {
 			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
@@ -176,7 +177,7 @@ func TestHostileControlLinksOverTheAPI(t *testing.T) {
 
 	require.NoError(t, e.svc.Execute(ctx, webhook.Job{Kind: webhook.KindCheck, Repo: "acme/control", SHA: sha, PR: 1}, nil))
 	cr := e.checkRun(t, sha)
-	assert.Equal(t, webhook.ConclusionFailure, cr.GetConclusion())
+	assert.Equal(t, checkrun.ConclusionFailure, cr.GetConclusion())
 	assert.Contains(t, cr.GetOutput().GetTitle(), "invalid control repo")
 	assert.Contains(t, cr.GetOutput().GetSummary(), `its target "/etc/passwd" is absolute`)
 	var paths []string
@@ -249,7 +250,7 @@ func (v *fixedVerdict) CheckControl(_ context.Context, in webhook.VerdictInput) 
 func TestCheckRunPlansAPullRequest(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	v := &fixedVerdict{res: webhook.VerdictResult{Conclusion: webhook.ConclusionNeutral, Verdict: "needs platform review", Markdown: "**who may**"}}
+	v := &fixedVerdict{res: webhook.VerdictResult{Conclusion: checkrun.ConclusionNeutral, Verdict: "needs platform review", Markdown: "**who may**"}}
 	e := newGHEnv(t, v)
 	base, err := e.ctl.Head(ctx)
 	require.NoError(t, err)
@@ -265,7 +266,7 @@ func TestCheckRunPlansAPullRequest(t *testing.T) {
 
 	require.NoError(t, e.svc.Execute(ctx, webhook.Job{Kind: webhook.KindCheck, Repo: "acme/control", SHA: head, PR: p.GetNumber()}, nil))
 	cr := e.checkRun(t, head)
-	assert.Equal(t, webhook.ConclusionNeutral, cr.GetConclusion(), "the verdict's neutral beats the plan's success")
+	assert.Equal(t, checkrun.ConclusionNeutral, cr.GetConclusion(), "the verdict's neutral beats the plan's success")
 	assert.Contains(t, cr.GetOutput().GetTitle(), "target repos change")
 	assert.Contains(t, cr.GetOutput().GetTitle(), "check control: needs platform review")
 	assert.Contains(t, cr.GetOutput().GetSummary(), "**who may**")

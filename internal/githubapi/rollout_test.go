@@ -12,7 +12,6 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
-	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
 // TestRolloutCheckRunProgress: the rollout check run is created once per commit and updated in
@@ -29,7 +28,7 @@ func TestRolloutCheckRunProgress(t *testing.T) {
 	checks, err := NewGitHubChecks(srv.ClientWithToken(srv.InstallationToken("acme")), "acme/control", "")
 	require.NoError(t, err)
 	runs := func() []*gh.CheckRun {
-		name := webhook.RolloutCheckName
+		name := checkrun.RolloutCheckName
 		res, _, err := srv.Client().Checks.ListCheckRunsForRef(ctx, "acme", "control", sha, &gh.ListCheckRunsOptions{CheckName: &name})
 		require.NoError(t, err)
 		return res.CheckRuns
@@ -44,11 +43,11 @@ func TestRolloutCheckRunProgress(t *testing.T) {
 		return n
 	}
 
-	wave1 := webhook.CheckResult{Title: "wave 1 of 3 (canary): 0 of 1 clusters done", Summary: "| 1 | canary | **active** | 0 / 1 |"}
+	wave1 := checkrun.Result{Title: "wave 1 of 3 (canary): 0 of 1 clusters done", Summary: "| 1 | canary | **active** | 0 / 1 |"}
 	require.NoError(t, checks.Progress(ctx, sha, wave1))
 	got := runs()
 	require.Len(t, got, 1)
-	assert.Equal(t, webhook.RolloutCheckName, got[0].GetName())
+	assert.Equal(t, checkrun.RolloutCheckName, got[0].GetName())
 	assert.Equal(t, "in_progress", got[0].GetStatus())
 	assert.Equal(t, wave1.Title, got[0].GetOutput().GetTitle())
 	assert.Equal(t, wave1.Summary, got[0].GetOutput().GetSummary())
@@ -60,14 +59,14 @@ func TestRolloutCheckRunProgress(t *testing.T) {
 	// A restarted service: one lookup by name, then the same run updated.
 	restarted, err := NewGitHubChecks(srv.ClientWithToken(srv.InstallationToken("acme")), "acme/control", "")
 	require.NoError(t, err)
-	wave2 := webhook.CheckResult{Title: "wave 2 of 3 (eu): 0 of 1 clusters done", Summary: "| 2 | eu | **active** | 0 / 1 |"}
+	wave2 := checkrun.Result{Title: "wave 2 of 3 (eu): 0 of 1 clusters done", Summary: "| 2 | eu | **active** | 0 / 1 |"}
 	require.NoError(t, restarted.Progress(ctx, sha, wave2))
 	assert.Equal(t, 1, writes(), "one update")
 	got = runs()
 	require.Len(t, got, 1, "the run was found again, not duplicated")
 	assert.Equal(t, wave2.Title, got[0].GetOutput().GetTitle())
 
-	halted := webhook.CheckResult{Conclusion: webhook.ConclusionFailure, Title: "rollout halted on prod-eu-1: Flux reported a failure for the merge of #3",
+	halted := checkrun.Result{Conclusion: checkrun.ConclusionFailure, Title: "rollout halted on prod-eu-1: Flux reported a failure for the merge of #3",
 		Summary: "**Halted on prod-eu-1** (wave eu)"}
 	require.NoError(t, restarted.Progress(ctx, sha, halted))
 	got = runs()
@@ -114,15 +113,15 @@ func TestCheckOutputFitsGitHubsByteLimit(t *testing.T) {
 	}
 	summary := b.String()
 	require.Greater(t, len(summary), checkrun.MaxCheckText, "over the limit in bytes, not in characters")
-	var annotations []webhook.Annotation
+	var annotations []checkrun.Annotation
 	for i := range 60 {
-		annotations = append(annotations, webhook.Annotation{Path: "platform.yaml", Line: i + 1, Level: "failure",
+		annotations = append(annotations, checkrun.Annotation{Path: "platform.yaml", Line: i + 1, Level: "failure",
 			Message: strings.Repeat("→", 30000), Title: strings.Repeat("é", 300)})
 	}
 
 	id, err := checks.Start(ctx, sha)
 	require.NoError(t, err)
-	require.NoError(t, checks.Finish(ctx, id, webhook.CheckResult{Conclusion: webhook.ConclusionFailure, Title: "plan",
+	require.NoError(t, checks.Finish(ctx, id, checkrun.Result{Conclusion: checkrun.ConclusionFailure, Title: "plan",
 		Summary: summary, Text: summary, Annotations: annotations}))
-	require.NoError(t, checks.Progress(ctx, sha, webhook.CheckResult{Title: "rollout", Summary: summary}))
+	require.NoError(t, checks.Progress(ctx, sha, checkrun.Result{Title: "rollout", Summary: summary}))
 }

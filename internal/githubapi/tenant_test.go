@@ -16,7 +16,6 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
-	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
 // tenantRepos are TenantRepos over the fake's installation on acme.
@@ -164,13 +163,13 @@ func TestTenantCheckRunCarriesEveryAnnotation(t *testing.T) {
 	id, err := tr.Start(ctx, "acme/cluster-a", head)
 	require.NoError(t, err)
 
-	var anns []webhook.Annotation
+	var anns []checkrun.Annotation
 	for i := range 120 {
-		anns = append(anns, webhook.Annotation{Path: "apps/kustomization.yaml", Line: i, Level: "failure",
+		anns = append(anns, checkrun.Annotation{Path: "apps/kustomization.yaml", Line: i, Level: "failure",
 			Message: fmt.Sprintf("problem %d ", i) + strings.Repeat("é", 40000), Title: strings.Repeat("t", 300)})
 	}
 	srv.ResetLog()
-	res := webhook.CheckResult{Conclusion: webhook.ConclusionFailure, Title: "120 problem(s)", Summary: strings.Repeat("❌ problem\n", 10000), Annotations: anns}
+	res := checkrun.Result{Conclusion: checkrun.ConclusionFailure, Title: "120 problem(s)", Summary: strings.Repeat("❌ problem\n", 10000), Annotations: anns}
 	require.NoError(t, tr.Finish(ctx, "acme/cluster-a", id, res))
 	var patches int
 	for _, r := range srv.Requests() {
@@ -191,7 +190,7 @@ func TestTenantCheckRunCarriesEveryAnnotation(t *testing.T) {
 	require.Len(t, runs.CheckRuns, 1)
 	cr := runs.CheckRuns[0]
 	assert.Equal(t, 120, cr.GetOutput().GetAnnotationsCount())
-	assert.Equal(t, webhook.DefaultTenantCheckName, cr.GetName())
+	assert.Equal(t, checkrun.DefaultTenantCheckName, cr.GetName())
 	assert.Equal(t, "completed", cr.GetStatus())
 	assert.Equal(t, "failure", cr.GetConclusion())
 	sum := cr.GetOutput().GetSummary()

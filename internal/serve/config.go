@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
@@ -31,7 +32,7 @@ type Config struct {
 	Version string
 
 	Resync time.Duration
-	// DriftDelay is how long a drift job waits for others to batch with (webhook.QueueConfig).
+	// DriftDelay is how long a drift job waits for others to batch with (jobqueue.Config).
 	DriftDelay  time.Duration
 	Workers     int
 	QueueSize   int
@@ -43,7 +44,7 @@ type Config struct {
 	// cluster repos and requires from its App on their protection; "" turns it off.
 	TenantCheck string
 	// JobProcess: this is the job process of serve --job-process, which also takes the
-	// front's batches (webhook.BatchPath) on its loopback listener.
+	// front's batches (ingress.BatchPath) on its loopback listener.
 	JobProcess bool
 	// Shard is this replica's share of the target repos (docs/scale-out.md).
 	Shard app.Shard
@@ -64,7 +65,7 @@ type Config struct {
 	OnReady func()
 	// Clock is the rollout gate's time and schedules its wake-ups (nil: the wall clock;
 	// tests inject a fake one).
-	Clock webhook.Clock
+	Clock jobqueue.Clock
 }
 
 // StatusPages is the resolved configuration of the /status pages.

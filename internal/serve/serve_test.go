@@ -21,10 +21,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
+	"github.com/fleetbot-io/fleetbot/internal/ingress"
 	"github.com/fleetbot-io/fleetbot/internal/serve"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
@@ -172,8 +174,8 @@ func TestServerServesASignedDelivery(t *testing.T) {
 		App: app.Config{Forge: app.ForgeGitHub, GitURL: gh.URL, CacheDir: t.TempDir(),
 			GitHub: ghforge.Config{APIURL: gh.APIURL(), AppID: gh.AppID(), PrivateKey: gh.AppPrivateKeyPEM(),
 				Budget: ghforge.BudgetConfig{PerMinute: 100000, PerHour: 1000000, MinInterval: -1}}},
-		Resync: time.Hour, Workers: 2, QueueSize: 100, MaxBody: webhook.DefaultMaxBody, Grace: 5 * time.Second,
-		Concurrency: 4, CheckName: webhook.DefaultCheckName,
+		Resync: time.Hour, Workers: 2, QueueSize: 100, MaxBody: ingress.DefaultMaxBody, Grace: 5 * time.Second,
+		Concurrency: 4, CheckName: checkrun.DefaultCheckName,
 		OnReady: func() { close(ready) }, Logger: slog.New(finished),
 	})
 	require.NoError(t, err)

@@ -14,6 +14,8 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/app"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/githubapi"
+	"github.com/fleetbot-io/fleetbot/internal/ingress"
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
@@ -31,7 +33,7 @@ type Server struct {
 	metrics *metrics.Metrics
 	// srv routes /webhook, /healthz, /readyz and /metrics; its dispatcher is set once Run
 	// connected to GitHub.
-	srv   *webhook.Server
+	srv   *ingress.Server
 	queue *webhook.Queue
 	// rollout remembers the rollout in progress between jobs (its cluster repos, its next
 	// wake-up), from the last full apply.
@@ -61,11 +63,11 @@ func New(cfg Config) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	m := metrics.New()
-	srv := webhook.NewServer(m)
+	srv := ingress.NewServer(m)
 	if cfg.JobProcess {
 		srv.AcceptBatches()
 	}
-	queue := webhook.NewQueueWith(webhook.QueueConfig{Capacity: cfg.QueueSize, DriftDelay: cfg.DriftDelay, Clock: cfg.Clock})
+	queue := webhook.NewQueue(jobqueue.Config{Capacity: cfg.QueueSize, BatchDelay: cfg.DriftDelay, Clock: cfg.Clock})
 	if err := m.QueueDepth(queue.Len, queue.Deepest, queue.Running); err != nil {
 		return nil, err
 	}
@@ -132,8 +134,8 @@ func (s *Server) start(ctx context.Context, wg *sync.WaitGroup) error {
 	s.service.Store(svc)
 	var poster StatusPoster = githubapi.NewCommitStatuses(forges.API)
 	s.health.poster.Store(&poster)
-	disp, err := webhook.NewDispatcher(webhook.DispatcherConfig{Secret: cfg.Secret, MaxBody: cfg.MaxBody, Logger: log, Metrics: s.metrics},
-		webhook.Handlers(webhook.HandlerConfig{Control: cfg.Control, Self: gh.self, AppID: cfg.App.GitHub.AppID, Queue: s.queue,
+	disp, err := ingress.NewDispatcher(ingress.DispatcherConfig{Secret: cfg.Secret, MaxBody: cfg.MaxBody, Logger: log, Metrics: s.metrics},
+		ingress.Handlers(ingress.HandlerConfig{Control: cfg.Control, Self: gh.self, AppID: cfg.App.GitHub.AppID, Queue: s.queue,
 			TenantChecks: cfg.TenantCheck != "", Rollout: s.rollout, Logger: log})...)
 	if err != nil {
 		return err
@@ -214,7 +216,7 @@ type githubConn struct {
 
 // connectLoop connects to GitHub, retrying with backoff while /readyz says
 // why not; it returns only on success or when ctx is done.
-func connectLoop(ctx context.Context, cfg Config, srv *webhook.Server, log *slog.Logger) (*githubConn, error) {
+func connectLoop(ctx context.Context, cfg Config, srv *ingress.Server, log *slog.Logger) (*githubConn, error) {
 	wait := time.Second
 	for {
 		c, err := connect(ctx, cfg)

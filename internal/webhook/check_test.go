@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/forge/local"
@@ -26,7 +27,7 @@ import (
 // recordedCheck is one check run as the fake CheckRuns saw it.
 type recordedCheck struct {
 	sha string
-	res CheckResult
+	res checkrun.Result
 	// finishCtxErr is the error of the context Finish was called with: a check must be
 	// finished even when its job was cancelled.
 	finishCtxErr error
@@ -54,7 +55,7 @@ func (c *fakeChecks) Start(_ context.Context, sha string) (int64, error) {
 	return c.next, nil
 }
 
-func (c *fakeChecks) Finish(ctx context.Context, id int64, r CheckResult) error {
+func (c *fakeChecks) Finish(ctx context.Context, id int64, r checkrun.Result) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	run, ok := c.runs[id]
@@ -163,7 +164,7 @@ func TestCheckJobPlansOnAReadOnlyForgeAndReportsTheChange(t *testing.T) {
 	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: head, PR: 7}, nil))
 	run := e.checks.last(t)
 	assert.Equal(t, head, run.sha, "the check run is on the pull request's head")
-	assert.Equal(t, ConclusionSuccess, run.res.Conclusion, "changes are what a control pull request is for")
+	assert.Equal(t, checkrun.ConclusionSuccess, run.res.Conclusion, "changes are what a control pull request is for")
 	assert.Equal(t, "7 of 7 target repos change", run.res.Title)
 	assert.Contains(t, run.res.Summary, "Plan of source `"+head[:7]+"`", "the summary names the commit planned")
 	assert.Contains(t, run.res.Summary, "nothing is written before")
@@ -186,7 +187,7 @@ func TestCheckJobFailsAnInvalidControlRepoWithAnnotations(t *testing.T) {
 		require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: bad}, nil))
 	}
 	run := e.checks.last(t)
-	assert.Equal(t, ConclusionFailure, run.res.Conclusion)
+	assert.Equal(t, checkrun.ConclusionFailure, run.res.Conclusion)
 	assert.True(t, strings.HasPrefix(run.res.Title, "invalid control repo: "), run.res.Title)
 	assert.Contains(t, run.res.Summary, "nothing would be written anywhere")
 	assert.Contains(t, run.res.Summary, "bogus")
@@ -215,7 +216,7 @@ func TestCheckJobOnAnUnreadableCommitIsNeutralAndRetried(t *testing.T) {
 
 	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: sha}, nil))
 	run := e.checks.last(t)
-	assert.Equal(t, ConclusionNeutral, run.res.Conclusion)
+	assert.Equal(t, checkrun.ConclusionNeutral, run.res.Conclusion)
 	assert.Equal(t, "fleetbot could not read the control repo", run.res.Title)
 	assert.Contains(t, run.res.Summary, "no such commit", "the summary says why")
 	assert.Contains(t, run.res.Summary, "re-run the check")
@@ -223,7 +224,7 @@ func TestCheckJobOnAnUnreadableCommitIsNeutralAndRetried(t *testing.T) {
 	e.ctl.push(files)
 	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: sha}, nil))
 	run = e.checks.last(t)
-	assert.Equal(t, ConclusionSuccess, run.res.Conclusion, "the re-run reads the commit afresh")
+	assert.Equal(t, checkrun.ConclusionSuccess, run.res.Conclusion, "the re-run reads the commit afresh")
 	assert.Equal(t, 2, e.ctl.loads[sha])
 }
 
@@ -235,7 +236,7 @@ func TestCheckJobWhenTheTargetReposCannotBeReached(t *testing.T) {
 	head := e.ctl.push(readControl(t))
 	require.NoError(t, e.svc.Execute(context.Background(), Job{Kind: KindCheck, Repo: "acme/control", SHA: head}, nil))
 	run := e.checks.last(t)
-	assert.Equal(t, ConclusionNeutral, run.res.Conclusion)
+	assert.Equal(t, checkrun.ConclusionNeutral, run.res.Conclusion)
 	assert.Equal(t, "fleetbot could not reach the target repos", run.res.Title)
 	assert.Contains(t, run.res.Summary, "401 Bad credentials")
 }
@@ -256,7 +257,7 @@ func TestCheckJobFailsAPlanTheRemovalGuardRefuses(t *testing.T) {
 	head := e.ctl.push(fewer)
 	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: head, PR: 3}, nil))
 	run := e.checks.last(t)
-	assert.Equal(t, ConclusionFailure, run.res.Conclusion)
+	assert.Equal(t, checkrun.ConclusionFailure, run.res.Conclusion)
 	assert.True(t, strings.HasPrefix(run.res.Title, "plan refused: "), run.res.Title)
 	assert.NotContains(t, run.res.Title, "\n", "the title is the refusal's first line")
 	assert.Equal(t, before, forgeState(t, e.dir), "the check wrote nothing")
@@ -273,7 +274,7 @@ func TestCheckJobCancelledStillFinishesTheCheckRun(t *testing.T) {
 	cancel()
 	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: head}, nil))
 	run := e.checks.last(t)
-	assert.Equal(t, ConclusionCancelled, run.res.Conclusion)
+	assert.Equal(t, checkrun.ConclusionCancelled, run.res.Conclusion)
 	assert.Contains(t, run.res.Summary, "Re-run it")
 	assert.NoError(t, run.finishCtxErr, "Finish runs on a live context")
 }
@@ -320,7 +321,7 @@ func TestCheckJobAddsCheckControl(t *testing.T) {
 	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: head, PR: 9}, nil))
 	run := e.checks.last(t)
 	assert.Equal(t, 1, e.ctl.pullRequested, "base and author come from the pull request")
-	assert.Equal(t, ConclusionNeutral, run.res.Conclusion, "the verdict's neutral beats the plan's success")
+	assert.Equal(t, checkrun.ConclusionNeutral, run.res.Conclusion, "the verdict's neutral beats the plan's success")
 	assert.Equal(t, "7 of 7 target repos change; check control: needs platform admin review", run.res.Title)
 	assert.Contains(t, run.res.Summary, "nothing is written before", "the plan's summary stays")
 	assert.Contains(t, run.res.Summary, "clusters/edge-2.yaml", "check control's markdown says what needs the review")
@@ -332,7 +333,7 @@ func TestCheckJobAddsCheckControl(t *testing.T) {
 	bad := e.ctl.push(edit(t, files, "clusters/edge-2.yaml", "", newCluster+"spec:\n  bogus: 1\n"))
 	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: bad, PR: 9, Base: base, Author: "mallory"}, nil))
 	assert.Equal(t, 1, e.ctl.pullRequested, "no lookup when the event carried base and author")
-	assert.Equal(t, ConclusionFailure, e.checks.last(t).res.Conclusion)
+	assert.Equal(t, checkrun.ConclusionFailure, e.checks.last(t).res.Conclusion)
 }
 
 // TestCheckControlThatCannotRunIsNeutral: check control that cannot run (the pull request
@@ -366,7 +367,7 @@ func TestCheckControlThatCannotRunIsNeutral(t *testing.T) {
 			j.Kind, j.Repo = KindCheck, "acme/control"
 			require.NoError(t, e.svc.Execute(ctx, j, nil))
 			run := e.checks.last(t)
-			assert.Equal(t, ConclusionNeutral, run.res.Conclusion)
+			assert.Equal(t, checkrun.ConclusionNeutral, run.res.Conclusion)
 			assert.Equal(t, "7 of 7 target repos change", run.res.Title, "no verdict to name")
 			assert.Contains(t, run.res.Summary, "`fleetbot check control` could not run: "+c.want)
 			assert.Contains(t, run.res.Text, "acme/cluster-edge-2", "the plan is still reported")
@@ -390,15 +391,15 @@ func TestReviewVerdictConclusions(t *testing.T) {
 	}
 	own := edit(t, files, "workspaces/search.yaml", "    - app: podinfo", "    - app: podinfo\n      values: {podinfo_replicas: \"3\"}")
 	res := check(own, "sam")
-	assert.Equal(t, ConclusionSuccess, res.Conclusion, "a workspace admin changing their own workspace: %s", res.Markdown)
+	assert.Equal(t, checkrun.ConclusionSuccess, res.Conclusion, "a workspace admin changing their own workspace: %s", res.Markdown)
 	assert.Equal(t, "allowed", res.Verdict)
 
 	res = check(edit(t, files, "clusters/edge-2.yaml", "", newCluster), "sam")
-	assert.Equal(t, ConclusionNeutral, res.Conclusion, "a new cluster needs a platform admin")
+	assert.Equal(t, checkrun.ConclusionNeutral, res.Conclusion, "a new cluster needs a platform admin")
 	assert.NotEmpty(t, res.Markdown)
 
 	res = check(edit(t, files, "clusters/edge-2.yaml", "", newCluster+"spec:\n  bogus: 1\n"), "sam")
-	assert.Equal(t, ConclusionFailure, res.Conclusion, "an invalid head")
+	assert.Equal(t, checkrun.ConclusionFailure, res.Conclusion, "an invalid head")
 }
 
 // TestFleetCacheKeepsWhatJobsUse: the rendered commits are kept least recently used first, so
@@ -491,7 +492,7 @@ func TestCheckPlansWhatMergingChanges(t *testing.T) {
 
 	run, read = check("a cluster's value", edit(t, files, "clusters/edge-1.yaml", "192.168.50.0/28", "192.168.60.0/28"))
 	assert.Equal(t, []string{"cluster-edge-1"}, read, "only the cluster whose desired state changed is read")
-	assert.Equal(t, ConclusionSuccess, run.res.Conclusion)
+	assert.Equal(t, checkrun.ConclusionSuccess, run.res.Conclusion)
 	assert.Equal(t, "1 of 6 target repos change", run.res.Title, "counted against the whole fleet")
 	assert.Contains(t, run.res.Summary, "Only the 1 target repos whose desired state differs")
 	assert.Contains(t, run.res.Text, "acme/cluster-edge-1")

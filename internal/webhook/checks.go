@@ -6,32 +6,12 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 )
 
-// The check run's vocabulary (internal/checkrun), shared with the GitHub adapters that post
-// the service's check runs.
-type (
-	// CheckResult is the completed state of a check run.
-	CheckResult = checkrun.Result
-	// Annotation is a remark on a line of a file of the repo checked.
-	Annotation = checkrun.Annotation
-)
-
-// Names and conclusions of fleetbot's check runs (internal/checkrun).
-const (
-	DefaultCheckName       = checkrun.DefaultCheckName
-	DefaultTenantCheckName = checkrun.DefaultTenantCheckName
-	RolloutCheckName       = checkrun.RolloutCheckName
-	ConclusionSuccess      = checkrun.ConclusionSuccess
-	ConclusionNeutral      = checkrun.ConclusionNeutral
-	ConclusionFailure      = checkrun.ConclusionFailure
-	ConclusionCancelled    = checkrun.ConclusionCancelled
-)
-
 // CheckRuns creates and completes check runs on the control repo.
 type CheckRuns interface {
 	// Start creates an in-progress check run on commit sha.
 	Start(ctx context.Context, sha string) (int64, error)
 	// Finish completes check run id with r.
-	Finish(ctx context.Context, id int64, r CheckResult) error
+	Finish(ctx context.Context, id int64, r checkrun.Result) error
 }
 
 // TenantChecks reads workspace and cluster repos at a commit and writes fleetbot's tenant check
@@ -45,7 +25,7 @@ type TenantChecks interface {
 	Start(ctx context.Context, repo, sha string) (int64, error)
 	// Finish completes check run id of repo with r, with up to checkrun.MaxTenantAnnotations
 	// annotations (checkrun.MaxAnnotations per request).
-	Finish(ctx context.Context, repo string, id int64, r CheckResult) error
+	Finish(ctx context.Context, repo string, id int64, r checkrun.Result) error
 }
 
 // RolloutChecks shows a rollout's progress as a check run on the control-repo commit being
@@ -53,5 +33,5 @@ type TenantChecks interface {
 type RolloutChecks interface {
 	// Progress creates or updates the rollout check run on commit sha: in progress while
 	// r.Conclusion is empty, completed with r.Conclusion otherwise.
-	Progress(ctx context.Context, sha string, r CheckResult) error
+	Progress(ctx context.Context, sha string, r checkrun.Result) error
 }

@@ -1,22 +1,17 @@
-// Package webhook is fleetbot's webhook service (fleetbot serve): signed
-// GitHub events in, queued and coalesced reconcile jobs out.
+// Package webhook is fleetbot's webhook service (fleetbot serve): the jobs that signed GitHub
+// events become (internal/ingress decides which), and the Service that does them.
 //
-// A delivery goes through the Dispatcher (body cap, X-Hub-Signature-256 in
-// constant time before any parsing, dedupe by X-GitHub-Delivery) to the one
-// Handler of its event, which decides within microseconds whether there is
-// work and pushes a Job on the Queue; the HTTP answer (202) does not wait
-// for the work. The Queue is bounded (a full queue refuses, never blocks)
-// and coalesces by target: every push to the control repo's default branch
-// is one apply of the fleet, every event on a target repo one drift
-// reconcile of that repo, every control pull request one check. A Pool of
-// workers runs jobs with a fresh context each; a worker taking a drift takes
-// the other drifts of that owner waiting then (Queue.NextBatch, at most
-// MaxDriftBatch) and runs them as one apply limited to their repos
-// (Service.ExecuteDrifts), reporting each job on its own; while the batch waits for the
-// control head's render (Service.StageDrifts), it takes in the drifts of its owner arriving
-// meanwhile (Queue.TakeDrifts), which would wait for the same render. It recovers panics and shuts
-// down gracefully; Resync queues a full apply periodically, so a missed
-// delivery, a refused one or a crash costs at most one interval.
+// A Job says what to do (Kind: apply, drift, check, tenant) and on which repo. The jobs wait in
+// the generic job queue of internal/jobqueue under this package's rules (Policy, NewQueue): one
+// job per Job.Key (every push to the control repo's default branch is one apply of the fleet,
+// every event on a target repo one drift reconcile of that repo, every control pull request
+// one check); an apply claims the target repos it writes through the Lease the pool passes to
+// Service.Execute, and a full apply absorbs the waiting drifts, which it covers; the drifts of
+// one owner batch together (held DefaultDriftDelay so that more join) and run as one apply
+// limited to their repos (Service.ExecuteBatch), reporting each job on its own; while the batch
+// waits for the control head's render (Service.StageBatch), the pool takes in the drifts of its
+// owner arriving meanwhile. Resync queues a full apply periodically, so a missed delivery, a
+// refused one or a crash costs at most one interval.
 //
 // The work itself is the one code path of the CLI: Service loads the
 // control repo at a commit (ControlSource), renders it with a long-lived
@@ -24,6 +19,8 @@
 // drift with app.ServiceOptions.Only) or app.PlanFleet on a read-only forge
 // (the check run of a control pull request, which never writes to a target
 // repo).
+//
+// Which event becomes which job (internal/ingress's handlers decide):
 //
 //	event                              repo        job
 //	push (default branch)              control     apply

@@ -6,20 +6,21 @@ import (
 	"strings"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 )
 
 // drift reconciles the one target repo of j.
 func (s *Service) drift(ctx context.Context, j Job) error {
-	return s.ExecuteDrifts(ctx, []Job{j})[0]
+	return s.ExecuteBatch(ctx, []Job{j})[0]
 }
 
-// ExecuteDrifts reconciles the target repos of drift jobs (of one owner, as Queue.NextBatch
+// ExecuteBatch reconciles the target repos of drift jobs (of one owner, as Queue.NextBatch
 // hands them out) in one apply limited to those repos: the control head, the org (teams,
 // managed repos) and the rollout state are read once for all of them, not once per job. It
 // returns each job's error at its index: the failure of that job's repo, or the run's when
 // the run as a whole failed. A drift on a repo outside the platform owner or this replica's
 // shard is ignored (nil), as for a single job.
-func (s *Service) ExecuteDrifts(ctx context.Context, jobs []Job) []error {
+func (s *Service) ExecuteBatch(ctx context.Context, jobs []Job) []error {
 	errs := make([]error, len(jobs))
 	live := s.admitDrifts(ctx, jobs, errs)
 	if len(live) == 0 {
@@ -36,11 +37,11 @@ func (s *Service) ExecuteDrifts(ctx context.Context, jobs []Job) []error {
 	return errs
 }
 
-// StageDrifts implements DriftStager: it reads the control repo's head and loads and renders
+// StageBatch implements jobqueue.Stager: it reads the control repo's head and loads and renders
 // it (once per commit, shared with every job of that commit), and returns the function that
-// reconciles a batch of drift jobs against that head as ExecuteDrifts does. While a new head
+// reconciles a batch of drift jobs against that head as ExecuteBatch does. While a new head
 // renders, the Pool adds the drifts arriving meanwhile to the waiting batch.
-func (s *Service) StageDrifts(ctx context.Context) (func(context.Context, []Job) []error, error) {
+func (s *Service) StageBatch(ctx context.Context) (func(context.Context, []Job) []error, error) {
 	e, err := s.headEntry(ctx)
 	if err != nil {
 		return nil, err
@@ -85,7 +86,7 @@ func (s *Service) reconcileDrifts(ctx context.Context, e *fleetEntry, jobs []Job
 	for _, i := range live {
 		run.Access = run.Access || jobs[i].Access
 	}
-	rep, err := s.applyReport(ctx, run, only, e, NoLease{})
+	rep, err := s.applyReport(ctx, run, only, e, jobqueue.NoLease{})
 	if err != nil {
 		attributeDrifts(errs, byName, len(only), rep, err)
 	}

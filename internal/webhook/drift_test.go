@@ -16,6 +16,7 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/forge/local"
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
 	"github.com/fleetbot-io/fleetbot/internal/policy"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
@@ -40,11 +41,11 @@ func repos(jobs []Job) []string {
 }
 
 // TestQueueBatchesWaitingDriftsOfOneOwner: a worker taking a drift takes every other runnable
-// drift of the same owner, oldest first, at most MaxDriftBatch; other owners, other kinds and
+// drift of the same owner, oldest first, at most jobqueue.MaxBatch; other owners, other kinds and
 // drifts whose repo is running stay; the depth gauge (Len) drops by the whole batch.
 func TestQueueBatchesWaitingDriftsOfOneOwner(t *testing.T) {
 	t.Parallel()
-	q := NewQueue(DefaultQueueSize)
+	q := NewQueue(jobqueue.Config{Capacity: jobqueue.DefaultQueueSize})
 	push := func(j Job) {
 		t.Helper()
 		_, err := q.Push(j)
@@ -55,7 +56,7 @@ func TestQueueBatchesWaitingDriftsOfOneOwner(t *testing.T) {
 	require.Equal(t, []string{"acme/running"}, repos(first), "a lone drift comes alone")
 
 	push(Job{Kind: KindCheck, Repo: "acme/control", PR: 3})
-	for i := range MaxDriftBatch + 5 {
+	for i := range jobqueue.MaxBatch + 5 {
 		push(Job{Kind: KindDrift, Repo: fmt.Sprintf("acme/r%03d", i), Delivery: fmt.Sprint(i)})
 		if i == 2 {
 			push(Job{Kind: KindDrift, Repo: "other/x"})
@@ -63,20 +64,20 @@ func TestQueueBatchesWaitingDriftsOfOneOwner(t *testing.T) {
 		}
 	}
 	push(Job{Kind: KindDrift, Repo: "ACME/r000", Delivery: "again"}) // coalesces by key
-	assert.Equal(t, 1+MaxDriftBatch+5+2, q.Len())
+	assert.Equal(t, 1+jobqueue.MaxBatch+5+2, q.Len())
 
 	check := nextBatch(t, q)
 	require.Len(t, check, 1, "a check comes alone")
 	assert.Equal(t, KindCheck, check[0].Kind)
 
 	batch := nextBatch(t, q)
-	require.Len(t, batch, MaxDriftBatch, "bounded")
+	require.Len(t, batch, jobqueue.MaxBatch, "bounded")
 	for i, j := range batch {
 		assert.Equal(t, fmt.Sprintf("acme/r%03d", i), strings.ToLower(j.Repo), "oldest first")
 	}
 	assert.Equal(t, 1, batch[0].Merged, "the coalesced delivery is counted")
 	assert.Equal(t, 5+2, q.Len(), "the depth drops by the whole batch")
-	assert.Equal(t, 2+MaxDriftBatch, q.Running(), "the running drift, the check and the batch")
+	assert.Equal(t, 2+jobqueue.MaxBatch, q.Running(), "the running drift, the check and the batch")
 
 	rest := nextBatch(t, q)
 	assert.Equal(t, []string{"other/x"}, repos(rest), "another owner is its own batch")
@@ -96,7 +97,7 @@ func TestQueueBatchesWaitingDriftsOfOneOwner(t *testing.T) {
 // drift of it is done.
 func TestQueueApplyStillWinsOverDriftBatches(t *testing.T) {
 	t.Parallel()
-	q := NewQueue(10)
+	q := NewQueue(jobqueue.Config{Capacity: 10})
 	_, _ = q.Push(Job{Kind: KindApply, Repo: "acme/control"})
 	for i := range 3 {
 		c, err := q.Push(Job{Kind: KindDrift, Repo: fmt.Sprintf("acme/r%d", i)})
@@ -138,14 +139,14 @@ type batchExec struct {
 	called  chan struct{}
 }
 
-func (e *batchExec) Execute(_ context.Context, j Job, _ Lease) error {
+func (e *batchExec) Execute(_ context.Context, j Job, _ jobqueue.Lease) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.single = append(e.single, j.Repo)
 	return nil
 }
 
-func (e *batchExec) ExecuteDrifts(_ context.Context, jobs []Job) []error {
+func (e *batchExec) ExecuteBatch(_ context.Context, jobs []Job) []error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.batches = append(e.batches, repos(jobs))
@@ -184,7 +185,7 @@ func jobCounts(t *testing.T, m *metrics.Metrics) map[string]uint64 {
 // the executor; every delivery is still counted (wait and duration), a failure only on its repo.
 func TestPoolRunsWaitingDriftsAsOneBatch(t *testing.T) {
 	t.Parallel()
-	q := NewQueue(10)
+	q := NewQueue(jobqueue.Config{Capacity: 10})
 	for i := range 5 {
 		_, _ = q.Push(Job{Kind: KindDrift, Repo: fmt.Sprintf("acme/r%d", i), Queued: t0})
 	}
@@ -209,7 +210,7 @@ func TestPoolRunsWaitingDriftsAsOneBatch(t *testing.T) {
 // TestPoolBatchWithoutABatcherRunsEachJob: an executor that cannot batch gets each job alone.
 func TestPoolBatchWithoutABatcherRunsEachJob(t *testing.T) {
 	t.Parallel()
-	q := NewQueue(10)
+	q := NewQueue(jobqueue.Config{Capacity: 10})
 	for i := range 3 {
 		_, _ = q.Push(Job{Kind: KindDrift, Repo: fmt.Sprintf("acme/r%d", i)})
 	}
@@ -317,7 +318,7 @@ func TestServiceDriftBatchIsOneApply(t *testing.T) {
 		jobs = append(jobs, Job{Kind: KindDrift, Repo: "acme/" + r, Delivery: r})
 	}
 	jobs = append(jobs, Job{Kind: KindDrift, Repo: "elsewhere/" + all[1]})
-	errs := svc.ExecuteDrifts(ctx, jobs)
+	errs := svc.ExecuteBatch(ctx, jobs)
 	require.Len(t, errs, len(jobs))
 	for i, err := range errs {
 		assert.NoError(t, err, jobs[i].Repo)
@@ -327,7 +328,7 @@ func TestServiceDriftBatchIsOneApply(t *testing.T) {
 	assert.Equal(t, all, fg.take(), "exactly the drifted repos of the owner are read")
 
 	// A batch of repos of another owner only reads nothing.
-	errs = svc.ExecuteDrifts(ctx, []Job{{Kind: KindDrift, Repo: "elsewhere/a"}, {Kind: KindDrift, Repo: "elsewhere/b"}})
+	errs = svc.ExecuteBatch(ctx, []Job{{Kind: KindDrift, Repo: "elsewhere/a"}, {Kind: KindDrift, Repo: "elsewhere/b"}})
 	assert.Equal(t, []error{nil, nil}, errs)
 	org, list = fg.takeOrg()
 	assert.Zero(t, org+list)
@@ -335,7 +336,7 @@ func TestServiceDriftBatchIsOneApply(t *testing.T) {
 
 	// A job that fails before the run fails alone; the others still run together.
 	failRepo = "acme/" + all[2]
-	errs = svc.ExecuteDrifts(ctx, jobs[:4])
+	errs = svc.ExecuteBatch(ctx, jobs[:4])
 	for i, err := range errs {
 		if i == 2 {
 			assert.EqualError(t, err, "injected")
@@ -354,7 +355,7 @@ func TestServiceDriftBatchIsOneApply(t *testing.T) {
 	fg.mu.Lock()
 	fg.fail = all[1]
 	fg.mu.Unlock()
-	errs = svc.ExecuteDrifts(ctx, jobs[:4])
+	errs = svc.ExecuteBatch(ctx, jobs[:4])
 	for i, err := range errs {
 		if i == 1 {
 			require.Error(t, err)
@@ -396,7 +397,7 @@ func TestShardedServiceDriftBatch(t *testing.T) {
 	}
 	require.NotEmpty(t, own)
 	require.Less(t, len(own), len(all))
-	for i, err := range svc.ExecuteDrifts(ctx, jobs) {
+	for i, err := range svc.ExecuteBatch(ctx, jobs) {
 		assert.NoError(t, err, jobs[i].Repo)
 	}
 	assert.Equal(t, own, fg.take())
@@ -435,14 +436,14 @@ func TestDriftReadsAccessAfreshOnlyForAccessEvents(t *testing.T) {
 	assert.Equal(t, []ForgeMode{ForgeApply}, modes, "a push cannot change access: the apply forge's observation stands")
 	assert.Equal(t, 1, heads, "one read of the control head per drift")
 	modes, heads = nil, 0
-	require.Equal(t, []error{nil, nil}, svc.ExecuteDrifts(ctx, []Job{push, merged}))
+	require.Equal(t, []error{nil, nil}, svc.ExecuteBatch(ctx, []Job{push, merged}))
 	assert.Equal(t, []ForgeMode{ForgeApply}, modes)
 	assert.Equal(t, 1, heads, "one read of the control head per batch")
 	modes = nil
 	require.NoError(t, svc.Execute(ctx, member, nil))
 	assert.Equal(t, []ForgeMode{ForgeDrift}, modes, "a collaborator added: read access afresh")
 	modes = nil
-	require.Equal(t, []error{nil, nil}, svc.ExecuteDrifts(ctx, []Job{push, member}))
+	require.Equal(t, []error{nil, nil}, svc.ExecuteBatch(ctx, []Job{push, member}))
 	assert.Equal(t, []ForgeMode{ForgeDrift}, modes, "a batch with one access event reads access afresh")
 
 	// Coalescing keeps the need: an access event followed by a push on the same repo.
@@ -486,9 +487,9 @@ type phasedExec struct {
 	wroteAfterDrifts bool
 }
 
-func (e *phasedExec) PreparesApplies() bool { return e.prepares }
+func (e *phasedExec) PreparesClaims() bool { return e.prepares }
 
-func (e *phasedExec) Execute(ctx context.Context, j Job, lease Lease) error {
+func (e *phasedExec) Execute(ctx context.Context, j Job, lease jobqueue.Lease) error {
 	if j.Kind == KindDrift {
 		e.driftStarted <- struct{}{}
 		<-e.release
@@ -508,14 +509,14 @@ func (e *phasedExec) Execute(ctx context.Context, j Job, lease Lease) error {
 }
 
 // TestPoolApplyPhases: an executor that prepares its applies is called while a drift runs and
-// writes only after it (its Lease's Claim); for any other executor the Pool itself waits for the drift
+// writes only after it (its jobqueue.Lease's Claim); for any other executor the Pool itself waits for the drift
 // before calling it.
 func TestPoolApplyPhases(t *testing.T) {
 	t.Parallel()
 	for _, prepares := range []bool{true, false} {
 		t.Run(fmt.Sprintf("prepares=%v", prepares), func(t *testing.T) {
 			t.Parallel()
-			q := NewQueue(10)
+			q := NewQueue(jobqueue.Config{Capacity: 10})
 			exec := &phasedExec{prepares: prepares, driftStarted: make(chan struct{}, 1), release: make(chan struct{}),
 				applyCalled: make(chan struct{})}
 			p := &Pool{Queue: q, Workers: 2, Exec: exec}

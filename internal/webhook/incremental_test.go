@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/go-git/go-git/v5"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,7 +17,6 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -377,7 +377,7 @@ func TestServiceClaimsWhatItApplies(t *testing.T) {
 	assert.Empty(t, forge.take(), "no claim, no repo touched")
 }
 
-// leaseFunc is a Lease made of a function.
+// leaseFunc is a jobqueue.Lease made of a function.
 type leaseFunc func(ctx context.Context, repos []string, all bool) error
 
 func (f leaseFunc) Claim(ctx context.Context, repos []string, all bool) error {

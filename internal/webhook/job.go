@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 )
 
 // Kind is what a job does.
@@ -107,4 +109,100 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// DefaultDriftDelay is how long serve holds a drift job by default so that the drifts of
+// other repos arriving meanwhile join its batch (jobqueue.Config.BatchDelay).
+const DefaultDriftDelay = 100 * time.Millisecond
+
+// Queue is the service's job queue: jobqueue's generic queue under the service's Policy.
+type Queue = jobqueue.Queue[Job]
+
+// NewQueue returns a Queue of the service's jobs under Policy, configured by cfg: a drift is
+// delayed by cfg.BatchDelay (serve's --drift-delay) so that the drifts of its owner join it.
+func NewQueue(cfg jobqueue.Config) *Queue { return jobqueue.New[Job](Policy{}, cfg) }
+
+// Policy is the service's rules of its jobs in the job queue (jobqueue.Policy):
+//
+//   - a job's key is Job.Key (one apply for the fleet, one drift per target repo, one check per
+//     pull request or commit), and a newer delivery merges into the waiting job of its key
+//     (its fields win; a push is incremental only while every delivery merged was);
+//   - an apply is a claimer: it claims the target repos it writes (their lower-case names),
+//     and a full one (not Incremental) absorbs every waiting drift, which it covers;
+//   - a drift is batched per owner (one apply limited to their repos does the work of many),
+//     on its repo's lower-case name; checks and tenant checks run alone.
+type Policy struct{}
+
+// Key is j.Key().
+func (Policy) Key(j Job) string { return j.Key() }
+
+// Class: an apply claims, a drift batches, the others run alone.
+func (Policy) Class(j Job) jobqueue.Class {
+	switch j.Kind {
+	case KindApply:
+		return jobqueue.ClassClaimer
+	case KindDrift:
+		return jobqueue.ClassBatched
+	}
+	return jobqueue.ClassPlain
+}
+
+// Merge folds newer into the waiting job of its key.
+func (Policy) Merge(waiting, newer Job) Job { return waiting.merge(newer) }
+
+// Absorbs: a full apply covers every drift.
+func (Policy) Absorbs(j Job) bool { return j.Kind == KindApply && !j.Incremental }
+
+// Absorb counts the drift's deliveries in the apply that covers it.
+func (Policy) Absorb(apply, drift Job) Job {
+	apply.Merged += drift.Merged + 1
+	apply.Queued = earliest(apply.Queued, drift.Queued)
+	return apply
+}
+
+// Group is the lower-case owner of a drift's repo: drifts batch per owner.
+func (Policy) Group(j Job) string { return strings.ToLower(ownerOf(j.Repo)) }
+
+// Target is the lower-case name (without owner) of a drift's repo, as an apply claims it.
+func (Policy) Target(j Job) string { return RepoName(j.Repo) }
+
+// Requeued is j queued again at queued (Queue.RetryAt).
+func (Policy) Requeued(j Job, queued time.Time) Job {
+	j.Queued = queued
+	return j
+}
+
+// About names j in the pool's logs and metrics.
+func (Policy) About(j Job) jobqueue.About {
+	return jobqueue.About{Label: string(j.Kind), Queued: j.Queued, Coalesced: j.Merged,
+		Attrs:  []any{"kind", j.Kind, "repo", j.Repo, "delivery", j.Delivery, "reason", j.Reason},
+		Detail: []any{"sha", j.SHA}}
+}
+
+// ownerOf is the owner of an "owner/name" repo.
+func ownerOf(repo string) string {
+	owner, _, _ := strings.Cut(repo, "/")
+	return owner
+}
+
+// RepoName is the lower-case name of an "owner/name" repo: what an apply claims.
+func RepoName(repo string) string {
+	_, name, _ := strings.Cut(repo, "/")
+	return strings.ToLower(name)
+}
+
+// Pool is the service's worker pool: jobqueue's generic pool of its jobs.
+type Pool = jobqueue.Pool[Job]
+
+// repoNames are the lower-case forms of target repo names, as a drift's Target names its repo
+// (nil stays nil: an apply of every repo).
+func repoNames(names []string) []string {
+	if names == nil {
+		return nil
+	}
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = strings.ToLower(n)
+	}
+	return out
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -32,7 +34,7 @@ func noNext(t *testing.T, q *Queue) {
 
 func TestQueueCoalescesPerKeyOnTheNewestCommit(t *testing.T) {
 	t.Parallel()
-	q := NewQueue(10)
+	q := NewQueue(jobqueue.Config{Capacity: 10})
 	for i := range 10 {
 		c, err := q.Push(Job{Kind: KindApply, Repo: "acme/control", SHA: fmt.Sprintf("sha%d", i), Delivery: fmt.Sprint(i), Queued: t0.Add(time.Duration(i) * time.Second)})
 		require.NoError(t, err)
@@ -59,7 +61,7 @@ func TestQueueCoalescesPerKeyOnTheNewestCommit(t *testing.T) {
 
 func TestQueueIsBoundedAndNeverBlocks(t *testing.T) {
 	t.Parallel()
-	q := NewQueue(2)
+	q := NewQueue(jobqueue.Config{Capacity: 2})
 	_, err := q.Push(Job{Kind: KindDrift, Repo: "acme/a"})
 	require.NoError(t, err)
 	_, err = q.Push(Job{Kind: KindDrift, Repo: "acme/b"})
@@ -67,7 +69,7 @@ func TestQueueIsBoundedAndNeverBlocks(t *testing.T) {
 	// Push on a full queue returns at once (a blocking Push is caught by go test's -timeout,
 	// not by a wall-clock bound that a loaded machine could miss).
 	_, err = q.Push(Job{Kind: KindDrift, Repo: "acme/c"})
-	require.ErrorIs(t, err, ErrQueueFull)
+	require.ErrorIs(t, err, jobqueue.ErrFull)
 	c, err := q.Push(Job{Kind: KindDrift, Repo: "ACME/a"})
 	require.NoError(t, err, "a full queue still coalesces")
 	assert.True(t, c)
@@ -75,7 +77,7 @@ func TestQueueIsBoundedAndNeverBlocks(t *testing.T) {
 
 func TestQueueNeverRunsAKeyTwiceAtOnce(t *testing.T) {
 	t.Parallel()
-	q := NewQueue(10)
+	q := NewQueue(jobqueue.Config{Capacity: 10})
 	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/a", Reason: "first"})
 	j := next(t, q)
 	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/a", Reason: "while running"})
@@ -87,7 +89,7 @@ func TestQueueNeverRunsAKeyTwiceAtOnce(t *testing.T) {
 
 func TestQueueApplyAndDriftsExclude(t *testing.T) {
 	t.Parallel()
-	q := NewQueue(10)
+	q := NewQueue(jobqueue.Config{Capacity: 10})
 	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/a", Queued: t0.Add(time.Second)})
 	d := next(t, q)
 	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/b", Queued: t0})
@@ -106,7 +108,7 @@ func TestQueueApplyAndDriftsExclude(t *testing.T) {
 	entered := make(chan error, 1)
 	go func() { entered <- q.Exclusive(context.Background()) }()
 	assert.Equal(t, KindCheck, next(t, q).Kind, "checks run beside everything")
-	require.Eventually(t, func() bool { q.mu.Lock(); defer q.mu.Unlock(); return !q.want.empty() }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return q.Claiming() }, 10*time.Second, time.Millisecond)
 	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/e"})
 	noNext(t, q)
 	select {
@@ -125,7 +127,7 @@ func TestQueueApplyAndDriftsExclude(t *testing.T) {
 // start; an apply whose exclusive phase is cancelled lets them start again.
 func TestQueueDriftsRunWhileAnApplyPrepares(t *testing.T) {
 	t.Parallel()
-	q := NewQueue(10)
+	q := NewQueue(jobqueue.Config{Capacity: 10})
 	_, _ = q.Push(Job{Kind: KindApply, Repo: "acme/control", Incremental: true})
 	a := next(t, q)
 	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/a"})
@@ -135,7 +137,7 @@ func TestQueueDriftsRunWhileAnApplyPrepares(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	entered := make(chan error, 1)
 	go func() { entered <- q.Exclusive(ctx) }()
-	require.Eventually(t, func() bool { q.mu.Lock(); defer q.mu.Unlock(); return !q.want.empty() }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return q.Claiming() }, 10*time.Second, time.Millisecond)
 	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/b"})
 	noNext(t, q)
 	cancel()
@@ -151,7 +153,7 @@ func TestQueueDriftsRunWhileAnApplyPrepares(t *testing.T) {
 // them.
 func TestQueueIncrementalApplyDoesNotCoverDrifts(t *testing.T) {
 	t.Parallel()
-	q := NewQueue(10)
+	q := NewQueue(jobqueue.Config{Capacity: 10})
 	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/a"})
 	c, _ := q.Push(Job{Kind: KindApply, Repo: "acme/control", Reason: "push", Incremental: true})
 	assert.False(t, c)
@@ -185,7 +187,7 @@ func TestQueueIncrementalApplyDoesNotCoverDrifts(t *testing.T) {
 func TestQueueDriftDelayGathersABatch(t *testing.T) {
 	t.Parallel()
 	clock := &fakeClock{now: t0}
-	q := NewQueueWith(QueueConfig{Capacity: 500, DriftDelay: 100 * time.Millisecond, Clock: clock})
+	q := NewQueue(jobqueue.Config{Capacity: 500, BatchDelay: 100 * time.Millisecond, Clock: clock})
 	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/a"})
 	noNext(t, q)
 	clock.Advance(60 * time.Millisecond)
@@ -215,7 +217,7 @@ func TestQueueDriftDelayGathersABatch(t *testing.T) {
 
 	// The delay holds at most a twentieth of the queue's capacity: the drift that makes 25 of
 	// this queue's 500 does not wait, and takes the others with it.
-	for i := range DriftHold(500) - 1 {
+	for i := range jobqueue.BatchHold(500) - 1 {
 		_, err := q.Push(Job{Kind: KindDrift, Repo: fmt.Sprintf("acme/r%d", i)})
 		require.NoError(t, err)
 	}
@@ -229,9 +231,9 @@ func TestQueueDriftDelayGathersABatch(t *testing.T) {
 
 func TestDriftHold(t *testing.T) {
 	t.Parallel()
-	assert.Equal(t, 50, DriftHold(1000))
-	assert.Equal(t, MaxDriftBatch, DriftHold(100000), "at most a batch")
-	assert.Equal(t, 1, DriftHold(10), "at least one")
+	assert.Equal(t, 50, jobqueue.BatchHold(1000))
+	assert.Equal(t, jobqueue.MaxBatch, jobqueue.BatchHold(100000), "at most a batch")
+	assert.Equal(t, 1, jobqueue.BatchHold(10), "at least one")
 }
 
 // A worker waiting for a held drift is woken when the delay ends (the queue arms the clock),
@@ -239,7 +241,7 @@ func TestDriftHold(t *testing.T) {
 func TestQueueDriftDelayWakesTheWorker(t *testing.T) {
 	t.Parallel()
 	clock := &fakeClock{now: t0, armed: make(chan struct{}, 1)}
-	q := NewQueueWith(QueueConfig{DriftDelay: time.Second, Clock: clock})
+	q := NewQueue(jobqueue.Config{BatchDelay: time.Second, Clock: clock})
 	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/a"})
 	got := make(chan Job, 1)
 	go func() {
@@ -269,7 +271,7 @@ func TestQueueDriftDelayWakesTheWorker(t *testing.T) {
 
 func TestQueueDrain(t *testing.T) {
 	t.Parallel()
-	q := NewQueue(10)
+	q := NewQueue(jobqueue.Config{Capacity: 10})
 	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/a"})
 	_, _ = q.Push(Job{Kind: KindCheck, Repo: "acme/control", SHA: "abc"})
 	left := q.Drain()
@@ -290,7 +292,7 @@ func BenchmarkQueueBurst(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		q := NewQueue(DefaultQueueSize)
+		q := NewQueue(jobqueue.Config{Capacity: jobqueue.DefaultQueueSize})
 		for d := range 200 {
 			j := Job{Kind: KindDrift, Repo: repos[d%len(repos)]}
 			if d%4 == 0 {
@@ -315,15 +317,15 @@ func BenchmarkQueueBurst(b *testing.B) {
 // drifts of every other repo start meanwhile; a later claim of all (a full run) holds them all.
 func TestQueueClaimHoldsOnlyTheAppliedRepos(t *testing.T) {
 	t.Parallel()
-	q := NewQueue(10)
+	q := NewQueue(jobqueue.Config{Capacity: 10})
 	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/a"})
 	d := next(t, q)
 	_, _ = q.Push(Job{Kind: KindApply, Repo: "acme/control", Incremental: true})
 	a := next(t, q)
 
 	claimed := make(chan error, 1)
-	go func() { claimed <- q.Claim(context.Background(), []string{"A", "c"}, false) }()
-	require.Eventually(t, func() bool { q.mu.Lock(); defer q.mu.Unlock(); return !q.want.empty() }, 10*time.Second, time.Millisecond)
+	go func() { claimed <- q.Claim(context.Background(), repoNames([]string{"A", "c"}), false) }()
+	require.Eventually(t, func() bool { return q.Claiming() }, 10*time.Second, time.Millisecond)
 	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/b"})
 	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/c"})
 	b := next(t, q)
@@ -350,7 +352,7 @@ func TestQueueClaimHoldsOnlyTheAppliedRepos(t *testing.T) {
 // Deepest is the most jobs that waited at once, exact however rarely the depth is sampled.
 func TestQueueDeepest(t *testing.T) {
 	t.Parallel()
-	q := NewQueue(10)
+	q := NewQueue(jobqueue.Config{Capacity: 10})
 	for _, r := range []string{"acme/a", "acme/b", "acme/c"} {
 		_, err := q.Push(Job{Kind: KindDrift, Repo: r})
 		require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 	"github.com/fleetbot-io/fleetbot/internal/report"
@@ -43,7 +44,7 @@ func TestRateLimitedRepoIsRetriedAtItsReset(t *testing.T) {
 	clock := &fakeClock{now: start}
 	reset := start.Add(17 * time.Minute)
 	fg := &rateLimited{snapshotCounter: snaps, clock: clock, repo: "cluster-edge-1", reset: reset}
-	q := NewQueueWith(QueueConfig{Clock: clock})
+	q := NewQueue(jobqueue.Config{Clock: clock})
 	svc, err := NewService(ServiceConfig{
 		Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}), Clock: clock, Requeue: q.RetryAt,
 		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return fg, nil },
@@ -90,7 +91,7 @@ func TestQueueRetryAt(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
 	clock := &fakeClock{now: start}
-	q := NewQueueWith(QueueConfig{Capacity: 1, Clock: clock})
+	q := NewQueue(jobqueue.Config{Capacity: 1, Clock: clock})
 	a := Job{Kind: KindDrift, Repo: "acme/a", Reason: "retry.RateLimited"}
 	q.RetryAt(a, start.Add(time.Hour))
 	q.RetryAt(a, start.Add(10*time.Minute)) // earlier: replaces
@@ -112,7 +113,7 @@ func TestQueueRetryAt(t *testing.T) {
 	assert.Zero(t, q.Len())
 
 	// A time already past pushes at once (on the clock's next turn).
-	q2 := NewQueueWith(QueueConfig{Clock: clock})
+	q2 := NewQueue(jobqueue.Config{Clock: clock})
 	q2.RetryAt(Job{Kind: KindDrift, Repo: "acme/d"}, start)
 	clock.Advance(0)
 	assert.Equal(t, 1, q2.Len())

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
@@ -36,8 +38,8 @@ type RolloutWatch struct {
 	Queue *Queue
 	// Control is the control repo "owner/name" (the jobs' repo).
 	Control string
-	// Clock schedules the wake-ups (default WallClock).
-	Clock Clock
+	// Clock schedules the wake-ups (default jobqueue.WallClock).
+	Clock jobqueue.Clock
 	// Logger may be nil.
 	Logger *slog.Logger
 
@@ -153,9 +155,9 @@ func (w *RolloutWatch) Stop() {
 	w.at, w.stop = time.Time{}, nil
 }
 
-func (w *RolloutWatch) clock() Clock {
+func (w *RolloutWatch) clock() jobqueue.Clock {
 	if w.Clock == nil {
-		return WallClock{}
+		return jobqueue.WallClock{}
 	}
 	return w.Clock
 }
@@ -190,13 +192,13 @@ func (s *Service) rollout(ctx context.Context, sha string, fl *app.Fleet, rep *a
 	s.rolloutSHA, s.rolloutDone = sha, p.Done()
 	s.mu.Unlock()
 	if prev != "" && prev != sha && !prevDone {
-		superseded := CheckResult{Conclusion: ConclusionNeutral, Title: "superseded by " + report.ShortSHA(sha),
-			Summary: fmt.Sprintf("A newer control-repo commit, `%s`, is being rolled out instead; its check run `%s` shows its progress.", report.ShortSHA(sha), RolloutCheckName)}
+		superseded := checkrun.Result{Conclusion: checkrun.ConclusionNeutral, Title: "superseded by " + report.ShortSHA(sha),
+			Summary: fmt.Sprintf("A newer control-repo commit, `%s`, is being rolled out instead; its check run `%s` shows its progress.", report.ShortSHA(sha), checkrun.RolloutCheckName)}
 		if err := s.cfg.RolloutChecks.Progress(ctx, prev, superseded); err != nil {
 			log.Warn("rollout check run of the superseded revision not updated", "sha", report.ShortSHA(prev), "err", err)
 		}
 	}
-	if err := s.cfg.RolloutChecks.Progress(ctx, sha, CheckResult{Conclusion: p.Conclusion, Title: p.Title, Summary: p.Summary}); err != nil {
+	if err := s.cfg.RolloutChecks.Progress(ctx, sha, checkrun.Result{Conclusion: p.Conclusion, Title: p.Title, Summary: p.Summary}); err != nil {
 		log.Warn("rollout check run not updated", "sha", report.ShortSHA(sha), "err", err)
 	}
 }

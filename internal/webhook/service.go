@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
 	"github.com/fleetbot-io/fleetbot/internal/report"
 )
@@ -98,8 +100,8 @@ type ServiceConfig struct {
 	// Rollout, when set, learns from every full apply which cluster repos take part in the
 	// rollout in progress and when its verdict changes by time alone (see RolloutWatch).
 	Rollout *RolloutWatch
-	// Clock is the rollout gate's time (default WallClock).
-	Clock Clock
+	// Clock is the rollout gate's time (default jobqueue.WallClock).
+	Clock jobqueue.Clock
 	// Verdict, when set, adds "check control" to check runs.
 	Verdict Verdict
 	// Concurrency is the per-run concurrency (default app.DefaultConcurrency).
@@ -203,7 +205,7 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = WallClock{}
+		cfg.Clock = jobqueue.WallClock{}
 	}
 	b := cfg.Baselines
 	if b == nil {
@@ -212,15 +214,15 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	return &Service{cfg: cfg, log: log, baselines: b, renders: make(chan struct{}, maxRenders), granted: map[string]bool{}}, nil
 }
 
-// PreparesApplies implements ApplyPreparer: an apply job reads and renders the control repo
+// PreparesClaims implements jobqueue.Preparer: an apply job reads and renders the control repo
 // while drifts run, and claims the target repos it plans (through its Lease) only then.
-func (s *Service) PreparesApplies() bool { return true }
+func (s *Service) PreparesClaims() bool { return true }
 
 // Execute runs one job; an apply job claims the target repos it writes through lease (nil:
-// NoLease, it claims nothing).
-func (s *Service) Execute(ctx context.Context, j Job, lease Lease) error {
+// jobqueue.NoLease, it claims nothing).
+func (s *Service) Execute(ctx context.Context, j Job, lease jobqueue.Lease) error {
 	if lease == nil {
-		lease = NoLease{}
+		lease = jobqueue.NoLease{}
 	}
 	if s.cfg.BeforeJob != nil {
 		if err := s.cfg.BeforeJob(ctx, j); err != nil {
@@ -308,7 +310,7 @@ func isInvalid(err error) bool {
 // only the target repos whose desired state changed since the last converged apply (the
 // baselines); other apply jobs (resync, installation changes) plan every repo and are the
 // safety net.
-func (s *Service) apply(ctx context.Context, j Job, lease Lease) error {
+func (s *Service) apply(ctx context.Context, j Job, lease jobqueue.Lease) error {
 	if !j.Incremental {
 		// A full apply (the resync, an installation's permissions accepted) asks again whether
 		// the App may write check runs: the tenant check is required from then on.
@@ -342,7 +344,7 @@ func (s *Service) headEntry(ctx context.Context) (*fleetEntry, error) {
 // applyReport applies e, the control repo at a commit, loaded and rendered, and returns the
 // run's report (nil when the run did not start); only, when set, restricts it to those target
 // repos (a drift batch); an apply job claims what it writes through lease.
-func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *fleetEntry, lease Lease) (*app.Report, error) {
+func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *fleetEntry, lease jobqueue.Lease) (*app.Report, error) {
 	sha, fl := e.sha, e.fleet
 	log := s.log.With("delivery", j.Delivery, "kind", j.Kind)
 	opts := app.ServiceOptions{
@@ -374,7 +376,7 @@ func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *flee
 		// The control repo is read and rendered; once the run knows its target repos (every
 		// one, or the ones an incremental push changed), it claims them: the drifts of other
 		// workers keep off them meanwhile, and go on elsewhere.
-		opts.Claim = func(ctx context.Context, only []string) error { return lease.Claim(ctx, only, only == nil) }
+		opts.Claim = func(ctx context.Context, only []string) error { return lease.Claim(ctx, repoNames(only), only == nil) }
 	}
 	rep, err := app.ApplyFleet(ctx, forge, fl, opts)
 	s.requeue(j, rep, err, log)
@@ -446,7 +448,7 @@ func (s *Service) check(ctx context.Context, j Job) error {
 	fctx := ctx
 	if ctx.Err() != nil {
 		// Still tell GitHub the check ended, so it does not spin forever.
-		res = CheckResult{Conclusion: ConclusionCancelled, Title: "fleetbot stopped before finishing the plan",
+		res = checkrun.Result{Conclusion: checkrun.ConclusionCancelled, Title: "fleetbot stopped before finishing the plan",
 			Summary: "fleetbot shut down during this check. Re-run it."}
 		var cancel context.CancelFunc
 		fctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -457,7 +459,7 @@ func (s *Service) check(ctx context.Context, j Job) error {
 }
 
 // plan computes a check result; every failure becomes its conclusion.
-func (s *Service) plan(ctx context.Context, j Job) CheckResult {
+func (s *Service) plan(ctx context.Context, j Job) checkrun.Result {
 	e := s.fleetEntry(ctx, j.SHA)
 	fl, err := e.fleet, e.err
 	var issues app.Issues
@@ -465,12 +467,12 @@ func (s *Service) plan(ctx context.Context, j Job) CheckResult {
 	case errors.As(err, &issues):
 		return invalidResult(issues)
 	case err != nil:
-		return CheckResult{Conclusion: ConclusionNeutral, Title: "fleetbot could not read the control repo",
+		return checkrun.Result{Conclusion: checkrun.ConclusionNeutral, Title: "fleetbot could not read the control repo",
 			Summary: "fleetbot could not read this commit; re-run the check.\n\n```\n" + err.Error() + "\n```\n"}
 	}
 	forge, err := s.cfg.Forges(ctx, fl.Owner(), ForgePlan)
 	if err != nil {
-		return CheckResult{Conclusion: ConclusionNeutral, Title: "fleetbot could not reach the target repos",
+		return checkrun.Result{Conclusion: checkrun.ConclusionNeutral, Title: "fleetbot could not reach the target repos",
 			Summary: "```\n" + err.Error() + "\n```\n"}
 	}
 	opts := app.ServiceOptions{
@@ -490,18 +492,18 @@ func (s *Service) plan(ctx context.Context, j Job) CheckResult {
 		return invalidResult(issues)
 	}
 	if err != nil {
-		return CheckResult{Conclusion: report.ClassOf(err).Class.CheckConclusion(), Title: "fleetbot could not plan",
+		return checkrun.Result{Conclusion: report.ClassOf(err).Class.CheckConclusion(), Title: "fleetbot could not plan",
 			Summary: "fleetbot could not plan this commit; re-run the check.\n\n```\n" + err.Error() + "\n```\n"}
 	}
 	var text strings.Builder
 	if err := rep.WriteMarkdown(&text); err != nil {
-		return CheckResult{Conclusion: ConclusionNeutral, Title: "fleetbot could not render the plan", Summary: err.Error()}
+		return checkrun.Result{Conclusion: checkrun.ConclusionNeutral, Title: "fleetbot could not render the plan", Summary: err.Error()}
 	}
 	res := planResult(rep, text.String(), len(fl.Targets))
 	if rep.Rollout != nil {
 		if p := rep.Rollout.CheckRun(); p.Changed > 0 {
 			res.Summary += "\n\n### Rollout in waves\n\nOnce merged, this change reaches the clusters wave by wave (the states are today's; " +
-				"the check run `" + RolloutCheckName + "` on the merge commit follows the rollout).\n\n" + p.Summary
+				"the check run `" + checkrun.RolloutCheckName + "` on the merge commit follows the rollout).\n\n" + p.Summary
 		}
 	}
 	if s.cfg.Verdict != nil {
@@ -518,7 +520,7 @@ func (s *Service) plan(ctx context.Context, j Job) CheckResult {
 // verdict runs "check control" on the pull request of j.
 func (s *Service) verdict(ctx context.Context, j Job, owner string) VerdictResult {
 	failed := func(err error) VerdictResult {
-		return VerdictResult{Conclusion: ConclusionNeutral, Markdown: "`fleetbot check control` could not run: " + err.Error()}
+		return VerdictResult{Conclusion: checkrun.ConclusionNeutral, Markdown: "`fleetbot check control` could not run: " + err.Error()}
 	}
 	if j.PR > 0 && (j.Base == "" || j.Author == "") {
 		base, author, err := s.cfg.Control.PullRequest(ctx, j.PR)
@@ -569,14 +571,14 @@ func firstOf(a, b string) string {
 // it planned (the control repo's access and removed repos included); an
 // incremental one the fleet's target repos, of which it planned those whose
 // desired state differs from the last converged apply's.
-func planResult(rep *app.Report, markdown string, targets int) CheckResult {
+func planResult(rep *app.Report, markdown string, targets int) checkrun.Result {
 	changed := 0
 	for _, r := range rep.Results {
 		if r.Changed() {
 			changed++
 		}
 	}
-	res := CheckResult{Conclusion: rep.Class().CheckConclusion(), Text: markdown}
+	res := checkrun.Result{Conclusion: rep.Class().CheckConclusion(), Text: markdown}
 	total := len(rep.Results)
 	if rep.Incremental {
 		total = max(total, targets)
@@ -584,7 +586,7 @@ func planResult(rep *app.Report, markdown string, targets int) CheckResult {
 	res.Title = fmt.Sprintf("%d of %d target repos change", changed, total)
 	switch failed := rep.Failed(); {
 	case rep.Refused != nil:
-		res.Conclusion = ConclusionFailure
+		res.Conclusion = checkrun.ConclusionFailure
 		res.Title = "plan refused: " + firstLine(rep.Refused.Error())
 	case len(failed) > 0:
 		res.Title += fmt.Sprintf("; %d could not be planned", len(failed))
@@ -598,8 +600,8 @@ func planResult(rep *app.Report, markdown string, targets int) CheckResult {
 }
 
 // invalidResult reports a control repo that does not validate.
-func invalidResult(issues app.Issues) CheckResult {
-	res := CheckResult{Conclusion: ConclusionFailure,
+func invalidResult(issues app.Issues) checkrun.Result {
+	res := checkrun.Result{Conclusion: checkrun.ConclusionFailure,
 		Title:   fmt.Sprintf("invalid control repo: %d problem(s)", len(issues)),
 		Summary: "The control repo does not validate at this commit; nothing would be written anywhere.\n\n```\n" + issues.Error() + "\n```\n"}
 	for _, is := range issues {
@@ -610,14 +612,14 @@ func invalidResult(issues app.Issues) CheckResult {
 		if is.Hint != "" {
 			msg += "\nhint: " + is.Hint
 		}
-		res.Annotations = append(res.Annotations, Annotation{Path: is.Pos.File, Line: is.Pos.Line, Level: "failure", Message: msg, Title: "fleetbot"})
+		res.Annotations = append(res.Annotations, checkrun.Annotation{Path: is.Pos.File, Line: is.Pos.Line, Level: "failure", Message: msg, Title: "fleetbot"})
 	}
 	return res
 }
 
 // worst returns the more severe of two conclusions.
 func worst(a, b string) string {
-	rank := map[string]int{ConclusionSuccess: 0, ConclusionNeutral: 1, ConclusionCancelled: 2, ConclusionFailure: 3}
+	rank := map[string]int{checkrun.ConclusionSuccess: 0, checkrun.ConclusionNeutral: 1, checkrun.ConclusionCancelled: 2, checkrun.ConclusionFailure: 3}
 	if rank[b] > rank[a] {
 		return b
 	}

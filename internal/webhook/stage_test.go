@@ -16,6 +16,7 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 )
@@ -29,7 +30,7 @@ func TestQueueTakeDrifts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clock := &fakeClock{now: t0}
-	q := NewQueueWith(QueueConfig{Capacity: DefaultQueueSize, DriftDelay: time.Minute, Clock: clock})
+	q := NewQueue(jobqueue.Config{Capacity: jobqueue.DefaultQueueSize, BatchDelay: time.Minute, Clock: clock})
 	push := func(j Job) {
 		t.Helper()
 		_, err := q.Push(j)
@@ -42,7 +43,7 @@ func TestQueueTakeDrifts(t *testing.T) {
 	require.Len(t, running, 2)
 	push(Job{Kind: KindApply, Repo: "acme/control", Incremental: true})
 	apply := next(t, q)
-	applied := q.Applied()
+	applied := q.Settled()
 	claimed := make(chan error, 1)
 	go func() { claimed <- q.Claim(ctx, []string{"claimed"}, false) }()
 	require.NoError(t, <-claimed)
@@ -51,9 +52,7 @@ func TestQueueTakeDrifts(t *testing.T) {
 	wanted := make(chan error, 1)
 	go func() { wanted <- q.Claim(ctx, []string{"wanted-running", "wanted"}, false) }()
 	waitFor(t, q, func() bool {
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		return q.want.has("wanted")
+		return q.Wants("wanted")
 	})
 
 	push(Job{Kind: KindDrift, Repo: "acme/held"}) // held by the delay, as the ones below
@@ -63,7 +62,7 @@ func TestQueueTakeDrifts(t *testing.T) {
 	}
 	require.Equal(t, 8, q.Len())
 
-	took, changed := q.TakeDrifts(ctx, "acme", 2, applied)
+	took, changed := q.TakeBatch(ctx, "acme", 2, applied)
 	assert.Equal(t, []string{"acme/held", "ACME/b"}, repos(took), "oldest first, at most n, held by the delay or not")
 	assert.Equal(t, 6, q.Len(), "taken drifts leave the depth")
 	assert.Equal(t, 2+1+2, q.Running(), "and run: the two first drifts, the apply and the two taken")
@@ -75,9 +74,9 @@ func TestQueueTakeDrifts(t *testing.T) {
 	push(Job{Kind: KindDrift, Repo: "acme/held"}) // runs: waits for the batch
 	<-changed
 
-	took, _ = q.TakeDrifts(ctx, "acme", MaxDriftBatch, applied)
+	took, _ = q.TakeBatch(ctx, "acme", jobqueue.MaxBatch, applied)
 	assert.Equal(t, []string{"acme/c"}, repos(took), "not a repo that runs, nor one the apply claimed or waits to claim")
-	took, _ = q.TakeDrifts(ctx, "nobody", MaxDriftBatch, applied)
+	took, _ = q.TakeBatch(ctx, "nobody", jobqueue.MaxBatch, applied)
 	assert.Empty(t, took)
 
 	done, cancel := context.WithCancel(ctx)
@@ -85,19 +84,19 @@ func TestQueueTakeDrifts(t *testing.T) {
 	q.Done(running[0].Key())
 	q.Done(running[1].Key())
 	require.NoError(t, <-wanted)
-	took, _ = q.TakeDrifts(done, "acme", MaxDriftBatch, applied)
+	took, _ = q.TakeBatch(done, "acme", jobqueue.MaxBatch, applied)
 	assert.Empty(t, took, "a done context takes nothing")
 
 	q.Done(apply.Key())
-	require.Equal(t, applied+1, q.Applied())
-	took, _ = q.TakeDrifts(ctx, "acme", MaxDriftBatch, applied)
+	require.Equal(t, applied+1, q.Settled())
+	took, _ = q.TakeBatch(ctx, "acme", jobqueue.MaxBatch, applied)
 	assert.Empty(t, took, "an apply finished since the batch read its head: it may have written a newer head")
-	took, _ = q.TakeDrifts(ctx, "acme", MaxDriftBatch, q.Applied())
+	took, _ = q.TakeBatch(ctx, "acme", jobqueue.MaxBatch, q.Settled())
 	assert.Equal(t, []string{"acme/running", "acme/claimed", "acme/wanted"}, repos(took), "free once the apply and the runs are done")
 	assert.Equal(t, 3, q.Len(), "the check, the other owner and the repo of the batch")
 }
 
-// stagingExec is a DriftStager whose staging waits for release and then fails with stageErr,
+// stagingExec is a jobqueue.Stager whose staging waits for release and then fails with stageErr,
 // panics with stagePanic, or records the batches its run is given.
 type stagingExec struct {
 	started    chan struct{} // receives when staging starts
@@ -110,7 +109,7 @@ type stagingExec struct {
 	alone   []string // the jobs other than drifts, each run on its own
 }
 
-func (e *stagingExec) Execute(_ context.Context, j Job, _ Lease) error {
+func (e *stagingExec) Execute(_ context.Context, j Job, _ jobqueue.Lease) error {
 	if j.Kind == KindDrift {
 		return errors.New("a staged drift job must not run alone")
 	}
@@ -120,11 +119,11 @@ func (e *stagingExec) Execute(_ context.Context, j Job, _ Lease) error {
 	return nil
 }
 
-func (e *stagingExec) ExecuteDrifts(context.Context, []Job) []error {
+func (e *stagingExec) ExecuteBatch(context.Context, []Job) []error {
 	panic("a staged drift batch must not run unstaged")
 }
 
-func (e *stagingExec) StageDrifts(ctx context.Context) (func(context.Context, []Job) []error, error) {
+func (e *stagingExec) StageBatch(ctx context.Context) (func(context.Context, []Job) []error, error) {
 	e.started <- struct{}{}
 	select {
 	case <-e.release:
@@ -146,7 +145,7 @@ func (e *stagingExec) StageDrifts(ctx context.Context) (func(context.Context, []
 }
 
 // stagedPool runs a one-worker Pool over q with exec; stop ends it and waits.
-func stagedPool(t *testing.T, q *Queue, exec Executor, m *metrics.Metrics) (stop func()) {
+func stagedPool(t *testing.T, q *Queue, exec jobqueue.Executor[Job], m *metrics.Metrics) (stop func()) {
 	t.Helper()
 	p := &Pool{Queue: q, Workers: 1, Exec: exec, Metrics: m, Now: func() time.Time { return t0 }}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -173,7 +172,7 @@ func waitFor(t *testing.T, q *Queue, cond func() bool) {
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for {
-		_, changed := q.TakeDrifts(context.Background(), "", 0, q.Applied())
+		_, changed := q.TakeBatch(context.Background(), "", 0, q.Settled())
 		if cond() {
 			return
 		}
@@ -191,7 +190,7 @@ func waitFor(t *testing.T, q *Queue, cond func() bool) {
 // queue; other owners and other jobs wait. One run reconciles them all, each is reported.
 func TestPoolStagedBatchTakesDriftsArrivingMeanwhile(t *testing.T) {
 	t.Parallel()
-	q := NewQueue(DefaultQueueSize)
+	q := NewQueue(jobqueue.Config{Capacity: jobqueue.DefaultQueueSize})
 	exec := &stagingExec{started: make(chan struct{}, 10), release: make(chan struct{})}
 	m := metrics.New()
 	stop := stagedPool(t, q, exec, m)
@@ -224,15 +223,15 @@ func TestPoolStagedBatchTakesDriftsArrivingMeanwhile(t *testing.T) {
 // wait for the next batch.
 func TestPoolStagedBatchIsBounded(t *testing.T) {
 	t.Parallel()
-	q := NewQueue(DefaultQueueSize)
+	q := NewQueue(jobqueue.Config{Capacity: jobqueue.DefaultQueueSize})
 	exec := &stagingExec{started: make(chan struct{}, 10), release: make(chan struct{})}
 	stop := stagedPool(t, q, exec, nil)
 	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/first"})
 	<-exec.started
-	for i := range MaxDriftBatch + 4 {
+	for i := range jobqueue.MaxBatch + 4 {
 		_, _ = q.Push(Job{Kind: KindDrift, Repo: fmt.Sprintf("acme/r%03d", i)})
 	}
-	waitFor(t, q, func() bool { return q.Running() == MaxDriftBatch })
+	waitFor(t, q, func() bool { return q.Running() == jobqueue.MaxBatch })
 	assert.Equal(t, 5, q.Len())
 	close(exec.release)
 	waitFor(t, q, func() bool { return q.Len() == 0 && q.Running() == 0 })
@@ -240,7 +239,7 @@ func TestPoolStagedBatchIsBounded(t *testing.T) {
 	exec.mu.Lock()
 	defer exec.mu.Unlock()
 	require.Len(t, exec.batches, 2)
-	assert.Len(t, exec.batches[0], MaxDriftBatch)
+	assert.Len(t, exec.batches[0], jobqueue.MaxBatch)
 	assert.Equal(t, []string{"acme/r099", "acme/r100", "acme/r101", "acme/r102", "acme/r103"}, exec.batches[1])
 }
 
@@ -259,7 +258,7 @@ func TestPoolStagingFailureFailsTheBatch(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tc.exec.started, tc.exec.release = make(chan struct{}, 10), make(chan struct{})
-			q := NewQueue(10)
+			q := NewQueue(jobqueue.Config{Capacity: 10})
 			m := metrics.New()
 			stop := stagedPool(t, q, tc.exec, m)
 			_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/a"})
@@ -279,7 +278,7 @@ func TestPoolStagingFailureFailsTheBatch(t *testing.T) {
 // drifts; they are handed back, and the batch still finishes.
 func TestPoolStoppingBatchTakesNoMore(t *testing.T) {
 	t.Parallel()
-	q := NewQueue(10)
+	q := NewQueue(jobqueue.Config{Capacity: 10})
 	exec := &stagingExec{started: make(chan struct{}, 10), release: make(chan struct{})}
 	var logs syncBuffer
 	p := &Pool{Queue: q, Workers: 1, Exec: exec, Grace: time.Hour, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
@@ -314,7 +313,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestServiceStagedDriftsUseTheStagedHead: the run StageDrifts returns reconciles against the
+// TestServiceStagedDriftsUseTheStagedHead: the run StageBatch returns reconciles against the
 // head it staged (its render is what the batch waited for), runs BeforeJob for each job it is
 // given, and reads the org once for the batch.
 func TestServiceStagedDriftsUseTheStagedHead(t *testing.T) {
@@ -340,7 +339,7 @@ func TestServiceStagedDriftsUseTheStagedHead(t *testing.T) {
 	fg.takeOrg()
 	admitted = nil
 
-	run, err := svc.StageDrifts(ctx)
+	run, err := svc.StageBatch(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, admitted, "staging admits no job: the Pool may add some before the run")
 	newer := ctl.push(edit(t, readControl(t), "README.md", "", "a newer head, not staged\n"))

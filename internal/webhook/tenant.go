@@ -46,7 +46,7 @@ func (s *Service) tenant(ctx context.Context, j Job) error {
 	res := s.tenantResult(ctx, j, t)
 	fctx := ctx
 	if ctx.Err() != nil {
-		res = CheckResult{Conclusion: ConclusionCancelled, Title: "fleetbot stopped before finishing the check",
+		res = checkrun.Result{Conclusion: checkrun.ConclusionCancelled, Title: "fleetbot stopped before finishing the check",
 			Summary: "fleetbot shut down during this check. Re-run it."}
 		var cancel context.CancelFunc
 		fctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -57,10 +57,10 @@ func (s *Service) tenant(ctx context.Context, j Job) error {
 }
 
 // tenantResult reads the repo at the job's commit and checks it as t.
-func (s *Service) tenantResult(ctx context.Context, j Job, t app.Tenant) CheckResult {
+func (s *Service) tenantResult(ctx context.Context, j Job, t app.Tenant) checkrun.Result {
 	files, err := s.cfg.Tenants.Files(ctx, j.Repo, j.SHA, t.Rendered)
 	if err != nil {
-		return CheckResult{Conclusion: ConclusionFailure, Title: "fleetbot could not read this commit",
+		return checkrun.Result{Conclusion: checkrun.ConclusionFailure, Title: "fleetbot could not read this commit",
 			Summary: "fleetbot could not read " + "`" + j.Repo + "` at `" + report.ShortSHA(j.SHA) + "`, so it could not check it; " +
 				"a pull request merges only once it has. Re-run the check; if it fails again, the reason is:\n\n```\n" + err.Error() + "\n```\n"}
 	}
@@ -70,7 +70,7 @@ func (s *Service) tenantResult(ctx context.Context, j Job, t app.Tenant) CheckRe
 
 // tenantCheckResult turns a tenant check into a check result: failure with each problem as an
 // annotation on its file and line when there are problems, success otherwise.
-func tenantCheckResult(t app.Tenant, sha string, entries []string, problems []report.Problem) CheckResult {
+func tenantCheckResult(t app.Tenant, sha string, entries []string, problems []report.Problem) checkrun.Result {
 	what, cmd := "cluster repo of cluster "+t.Name, "fleetbot check cluster --dir ."
 	if t.Kind == app.TenantWorkspace {
 		what = fmt.Sprintf("workspace repo of workspace %s (namespace %s)", t.Name, t.Namespace)
@@ -79,7 +79,7 @@ func tenantCheckResult(t app.Tenant, sha string, entries []string, problems []re
 	var b strings.Builder
 	fmt.Fprintf(&b, "fleetbot rendered the %s at `%s` offline, as Flux will on the cluster, with the rules of `%s`.\n\n",
 		what, report.ShortSHA(sha), cmd)
-	res := CheckResult{Conclusion: ConclusionSuccess}
+	res := checkrun.Result{Conclusion: checkrun.ConclusionSuccess}
 	switch {
 	case len(entries) == 0:
 		res.Title = "nothing to render"
@@ -92,7 +92,7 @@ func tenantCheckResult(t app.Tenant, sha string, entries []string, problems []re
 		res.Title = fmt.Sprintf("%d kustomization(s) render cleanly", len(entries))
 		fmt.Fprintf(&b, "✅ %s: `%s`\n", res.Title, strings.Join(entries, "`, `"))
 	default:
-		res.Conclusion = ConclusionFailure
+		res.Conclusion = checkrun.ConclusionFailure
 		res.Title = fmt.Sprintf("%d problem(s) in %d kustomization(s)", len(problems), len(entries))
 		fmt.Fprintf(&b, "❌ %s; this pull request cannot merge until they are fixed. Run `%s` in a checkout to see them locally.\n\n", res.Title, cmd)
 		for _, p := range problems {
@@ -108,8 +108,8 @@ func tenantCheckResult(t app.Tenant, sha string, entries []string, problems []re
 }
 
 // tenantAnnotations are the first checkrun.MaxTenantAnnotations problems as annotations.
-func tenantAnnotations(problems []report.Problem) []Annotation {
-	out := make([]Annotation, 0, min(len(problems), checkrun.MaxTenantAnnotations))
+func tenantAnnotations(problems []report.Problem) []checkrun.Annotation {
+	out := make([]checkrun.Annotation, 0, min(len(problems), checkrun.MaxTenantAnnotations))
 	for _, p := range problems[:min(len(problems), checkrun.MaxTenantAnnotations)] {
 		msg := p.Message
 		if p.Object != "" {
@@ -118,7 +118,7 @@ func tenantAnnotations(problems []report.Problem) []Annotation {
 		if p.Hint != "" {
 			msg += "\nhint: " + p.Hint
 		}
-		out = append(out, Annotation{Path: p.File, Line: p.Line, Level: "failure", Message: msg, Title: "fleetbot tenant check"})
+		out = append(out, checkrun.Annotation{Path: p.File, Line: p.Line, Level: "failure", Message: msg, Title: "fleetbot tenant check"})
 	}
 	return out
 }

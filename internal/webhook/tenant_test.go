@@ -5,80 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
-	"github.com/fleetbot-io/fleetbot/internal/metrics"
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 )
-
-// TestTenantHandlersDecide: with tenant checks on, every pull request opened, synchronized or
-// reopened outside the control repo (fleetbot's own too) and every re-run of fleetbot's check
-// run there is a tenant job on its head; the control repo's keep their plan check, a closed
-// pull request its drift, and another App's check run or a head that is no commit is ignored.
-func TestTenantHandlersDecide(t *testing.T) {
-	t.Parallel()
-	sha := strings.Repeat("c", 40)
-	pull := func(repo, action, sender, head string) string {
-		return fmt.Sprintf(`{"action":%q,"number":3,"pull_request":{"head":{"sha":%q}},"repository":{"full_name":%q},"sender":{"login":%q}}`, action, head, repo, sender)
-	}
-	rerun := func(repo string, app int) string {
-		return fmt.Sprintf(`{"action":"rerequested","check_run":{"head_sha":%q,"app":{"id":%d},"pull_requests":[{"number":3}]},"repository":{"full_name":%q},"sender":{"login":"alice"}}`, sha, app, repo)
-	}
-	for _, tc := range []struct {
-		name, event, body string
-		want              *Job // nil: ignored
-	}{
-		{"workspace PR opened", "pull_request", pull("acme/workspace-payments", "opened", "alice", sha),
-			&Job{Kind: KindTenant, Repo: "acme/workspace-payments", SHA: sha, PR: 3, Reason: "pull_request.opened"}},
-		{"fleetbot's own PR synchronized", "pull_request", pull("acme/cluster-a", "synchronize", "fleetbot[bot]", sha),
-			&Job{Kind: KindTenant, Repo: "acme/cluster-a", SHA: sha, PR: 3, Reason: "pull_request.synchronize"}},
-		{"PR reopened", "pull_request", pull("acme/cluster-a", "reopened", "alice", sha),
-			&Job{Kind: KindTenant, Repo: "acme/cluster-a", SHA: sha, PR: 3, Reason: "pull_request.reopened"}},
-		{"PR without a head commit", "pull_request", pull("acme/cluster-a", "opened", "alice", "main"), nil},
-		{"PR edited", "pull_request", pull("acme/cluster-a", "edited", "alice", sha), nil},
-		{"PR closed", "pull_request", pull("acme/cluster-a", "closed", "alice", sha),
-			&Job{Kind: KindDrift, Repo: "acme/cluster-a", Reason: "pull_request.closed"}},
-		{"control PR opened", "pull_request", pull("acme/control", "opened", "alice", sha),
-			&Job{Kind: KindCheck, Repo: "acme/control", SHA: sha, PR: 3, Reason: "pull_request.opened"}},
-		{"re-run of fleetbot's tenant check", "check_run", rerun("acme/workspace-payments", 1),
-			&Job{Kind: KindTenant, Repo: "acme/workspace-payments", SHA: sha, Reason: "check_run.rerequested"}},
-		{"re-run of another App's check", "check_run", rerun("acme/workspace-payments", 15368), nil},
-		{"re-run of the plan check", "check_run", rerun("acme/control", 1),
-			&Job{Kind: KindCheck, Repo: "acme/control", SHA: sha, PR: 3, Reason: "check_run.rerequested"}},
-	} {
-		q := NewQueue(10)
-		d, err := NewDispatcher(DispatcherConfig{Secret: []byte(testSecret), Metrics: metrics.New()},
-			Handlers(HandlerConfig{Control: "acme/control", Self: "fleetbot[bot]", AppID: 1, Queue: q, TenantChecks: true})...)
-		require.NoError(t, err)
-		code, outcome := post{event: tc.event, delivery: "x", body: tc.body}.do(t, d)
-		require.Equal(t, http.StatusAccepted, code, tc.name)
-		if tc.want == nil {
-			assert.Equal(t, metrics.OutcomeIgnored, outcome, tc.name)
-			assert.Zero(t, q.Len(), tc.name)
-			continue
-		}
-		got := q.Drain()
-		require.Len(t, got, 1, tc.name)
-		got[0].Delivery, got[0].Queued = "", time.Time{}
-		assert.Equal(t, *tc.want, got[0], tc.name)
-	}
-}
 
 // TestTenantJobsCoalescePerPullRequest: a burst of pushes to one pull request is one tenant
 // check, of the newest head; a re-run (no pull request) is a check of its commit, which takes
 // the place of no newer head's.
 func TestTenantJobsCoalescePerPullRequest(t *testing.T) {
 	t.Parallel()
-	q := NewQueue(10)
+	q := NewQueue(jobqueue.Config{Capacity: 10})
 	for _, sha := range []string{"a", "b", "c"} {
 		_, err := q.Push(Job{Kind: KindTenant, Repo: "acme/cluster-a", SHA: sha, PR: 3})
 		require.NoError(t, err)
@@ -102,7 +48,7 @@ type memTenants struct {
 
 type tenantRun struct {
 	repo, sha string
-	res       CheckResult
+	res       checkrun.Result
 	finished  bool
 }
 
@@ -126,7 +72,7 @@ func (m *memTenants) Start(_ context.Context, repo, sha string) (int64, error) {
 	return int64(len(m.runs)), nil
 }
 
-func (m *memTenants) Finish(_ context.Context, repo string, id int64, r CheckResult) error {
+func (m *memTenants) Finish(_ context.Context, repo string, id int64, r checkrun.Result) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	run := &m.runs[id-1]
@@ -175,7 +121,7 @@ func newTenantEnv(t *testing.T) *tenantEnv {
 	e.ctl.push(readControl(t))
 	svc, err := NewService(ServiceConfig{
 		Control: e.ctl, Renderer: fanout.NewRenderer(fanout.Options{}), Tenants: e.tenants,
-		TenantCheck: app.RequiredCheck{Context: DefaultTenantCheckName, AppID: 12},
+		TenantCheck: app.RequiredCheck{Context: checkrun.DefaultTenantCheckName, AppID: 12},
 		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) {
 			return nil, errors.New("a tenant check opens no forge")
 		},
@@ -238,10 +184,10 @@ func TestTenantJobChecksAWorkspaceRepo(t *testing.T) {
 	r := runs[0]
 	assert.Equal(t, sha('1'), r.sha, "the check run is on the pull request's head")
 	require.True(t, r.finished)
-	assert.Equal(t, ConclusionFailure, r.res.Conclusion)
+	assert.Equal(t, checkrun.ConclusionFailure, r.res.Conclusion)
 	assert.Equal(t, "2 problem(s) in 1 kustomization(s)", r.res.Title)
 	assert.Contains(t, r.res.Summary, "fleetbot check workspace --dir . --workspace payments --namespace payments")
-	byFile := map[string]Annotation{}
+	byFile := map[string]checkrun.Annotation{}
 	for _, a := range r.res.Annotations {
 		byFile[a.Path] = a
 		assert.Equal(t, "failure", a.Level)
@@ -256,7 +202,7 @@ func TestTenantJobChecksAWorkspaceRepo(t *testing.T) {
 
 	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindTenant, Repo: repo, SHA: sha('2')}, nil))
 	r = e.tenants.taken()[0]
-	assert.Equal(t, ConclusionFailure, r.res.Conclusion)
+	assert.Equal(t, checkrun.ConclusionFailure, r.res.Conclusion)
 	require.NotEmpty(t, r.res.Annotations)
 	assert.Equal(t, "clusters/edge-1/kustomization.yaml", r.res.Annotations[0].Path)
 	assert.Equal(t, 4, r.res.Annotations[0].Line, "the line naming the path that leaves the repo")
@@ -264,7 +210,7 @@ func TestTenantJobChecksAWorkspaceRepo(t *testing.T) {
 
 	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindTenant, Repo: repo, SHA: sha('3')}, nil))
 	r = e.tenants.taken()[0]
-	assert.Equal(t, ConclusionSuccess, r.res.Conclusion)
+	assert.Equal(t, checkrun.ConclusionSuccess, r.res.Conclusion)
 	assert.Equal(t, "1 kustomization(s) render cleanly", r.res.Title)
 	assert.Empty(t, r.res.Annotations)
 }
@@ -283,12 +229,12 @@ func TestTenantJobChecksAClusterRepoWithClusterRules(t *testing.T) {
 
 	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindTenant, Repo: repo, SHA: ok}, nil))
 	r := e.tenants.taken()[0]
-	assert.Equal(t, ConclusionSuccess, r.res.Conclusion, "%+v", r.res)
+	assert.Equal(t, checkrun.ConclusionSuccess, r.res.Conclusion, "%+v", r.res)
 	assert.Contains(t, r.res.Summary, "fleetbot check cluster --dir .")
 
 	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindTenant, Repo: repo, SHA: remote}, nil))
 	r = e.tenants.taken()[0]
-	assert.Equal(t, ConclusionFailure, r.res.Conclusion)
+	assert.Equal(t, checkrun.ConclusionFailure, r.res.Conclusion)
 	require.NotEmpty(t, r.res.Annotations)
 	assert.Equal(t, "apps/kustomization.yaml", r.res.Annotations[0].Path)
 }
@@ -314,7 +260,7 @@ func TestTenantJobThatCannotReadFails(t *testing.T) {
 	e.tenants.readErr = errors.New("too many files")
 	require.NoError(t, e.svc.Execute(context.Background(), Job{Kind: KindTenant, Repo: "acme/cluster-edge-1", SHA: strings.Repeat("a", 40)}, nil))
 	r := e.tenants.taken()[0]
-	assert.Equal(t, ConclusionFailure, r.res.Conclusion)
+	assert.Equal(t, checkrun.ConclusionFailure, r.res.Conclusion)
 	assert.Equal(t, "fleetbot could not read this commit", r.res.Title)
 	assert.Contains(t, r.res.Summary, "too many files")
 
@@ -325,7 +271,7 @@ func TestTenantJobThatCannotReadFails(t *testing.T) {
 	require.NoError(t, e.svc.Execute(ctx, Job{Kind: KindTenant, Repo: "acme/cluster-edge-1", SHA: strings.Repeat("b", 40)}, nil))
 	r = e.tenants.taken()[0]
 	assert.True(t, r.finished)
-	assert.Equal(t, ConclusionCancelled, r.res.Conclusion)
+	assert.Equal(t, checkrun.ConclusionCancelled, r.res.Conclusion)
 }
 
 // TestTenantCheckRequiredWhereTheAppMayWriteChecks: the fleet serve renders requires the tenant
@@ -343,7 +289,7 @@ func TestTenantCheckRequiredWhereTheAppMayWriteChecks(t *testing.T) {
 		for _, tg := range entry.fleet.Targets {
 			out[tg.Repo] = len(tg.Access.Protection.RequiredChecks) > 0
 			if out[tg.Repo] {
-				assert.Equal(t, app.RequiredCheck{Context: DefaultTenantCheckName, AppID: 12}, tg.Access.Protection.RequiredChecks[0])
+				assert.Equal(t, app.RequiredCheck{Context: checkrun.DefaultTenantCheckName, AppID: 12}, tg.Access.Protection.RequiredChecks[0])
 			}
 		}
 		return out

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 )
 
 // TeamMember reports whether login is an active member of team slug of org.
@@ -35,12 +36,12 @@ func (v *ReviewVerdict) CheckControl(ctx context.Context, in VerdictInput) (Verd
 	if err := rep.WriteMarkdown(&md); err != nil {
 		return VerdictResult{}, err
 	}
-	conclusion := ConclusionSuccess
+	conclusion := checkrun.ConclusionSuccess
 	switch {
 	case rep.NeedsPlatformAdmin():
-		conclusion = ConclusionNeutral
+		conclusion = checkrun.ConclusionNeutral
 	case !rep.Valid():
-		conclusion = ConclusionFailure
+		conclusion = checkrun.ConclusionFailure
 	}
 	return VerdictResult{Conclusion: conclusion, Verdict: rep.Verdict(), Markdown: md.String()}, nil
 }

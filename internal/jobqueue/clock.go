@@ -1,9 +1,9 @@
-package webhook
+package jobqueue
 
 import "time"
 
-// Clock is the service's time: the rollout gate's now, and the wake-ups serve schedules when
-// a rollout's verdict changes by time alone (a soak ending). Tests inject a fake one.
+// Clock is the queue's time: when a held job is due (Config.BatchDelay, Queue.RetryAt). Tests
+// inject a fake one.
 type Clock interface {
 	// Now is the current time.
 	Now() time.Time

@@ -1,4 +1,4 @@
-package webhook
+package ingress
 
 import (
 	"bytes"
@@ -15,7 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
+	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
 // jobSide is the job process of serve --job-process as the front sees it: a Server taking
@@ -23,14 +25,14 @@ import (
 type jobSide struct {
 	url     string
 	srv     *Server
-	queue   *Queue
+	queue   *webhook.Queue
 	metrics *metrics.Metrics
 	disp    *Dispatcher
 }
 
 func newJobSide(t *testing.T, capacity int) *jobSide {
 	t.Helper()
-	j := &jobSide{queue: NewQueue(capacity), metrics: metrics.New()}
+	j := &jobSide{queue: webhook.NewQueue(jobqueue.Config{Capacity: capacity}), metrics: metrics.New()}
 	j.srv = NewServer(j.metrics)
 	j.srv.AcceptBatches()
 	d, err := NewDispatcher(DispatcherConfig{Secret: []byte(testSecret), Metrics: j.metrics},
@@ -68,7 +70,7 @@ func (j *jobSide) deliveries(t *testing.T, event, outcome string) float64 {
 	return 0
 }
 
-func newTestFront(t *testing.T, jobURL string, capacity int, clock Clock) *Front {
+func newTestFront(t *testing.T, jobURL string, capacity int, clock jobqueue.Clock) *Front {
 	t.Helper()
 	f, err := NewFront(FrontConfig{Secret: []byte(testSecret), MaxBody: 1024, Capacity: capacity, JobProcess: jobURL, Clock: clock})
 	require.NoError(t, err)
@@ -286,7 +288,7 @@ func base64(s string) string {
 func TestServeBatchKeepsTheOrderBehindAFullQueue(t *testing.T) {
 	t.Parallel()
 	job := newJobSide(t, 1)
-	_, err := job.queue.Push(Job{Kind: KindDrift, Repo: "acme/cluster-a"})
+	_, err := job.queue.Push(webhook.Job{Kind: webhook.KindDrift, Repo: "acme/cluster-a"})
 	require.NoError(t, err)
 	item := func(id, repo string) FrontDelivery {
 		body := driftBody(repo, 1)

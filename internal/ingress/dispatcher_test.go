@@ -1,23 +1,22 @@
-package webhook
+package ingress
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
+	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
 const testSecret = "topsecret"
@@ -47,7 +46,7 @@ func (p post) do(t *testing.T, h http.Handler) (int, string) {
 	return w.Code, out.Outcome
 }
 
-func newTestDispatcher(t *testing.T, q *Queue, maxBody int64) *Dispatcher {
+func newTestDispatcher(t *testing.T, q *webhook.Queue, maxBody int64) *Dispatcher {
 	t.Helper()
 	d, err := NewDispatcher(DispatcherConfig{Secret: []byte(testSecret), MaxBody: maxBody, DedupeSize: 3, Metrics: metrics.New()},
 		Handlers(HandlerConfig{Control: "acme/control", Self: "fleetbot[bot]", AppID: 1, Queue: q})...)
@@ -62,7 +61,7 @@ func pushBody(repo, ref, sender string) string {
 
 func TestDispatcherRefusesBeforeParsing(t *testing.T) {
 	t.Parallel()
-	q := NewQueue(10)
+	q := webhook.NewQueue(jobqueue.Config{Capacity: 10})
 	d := newTestDispatcher(t, q, 1024)
 	body := pushBody("acme/control", "refs/heads/main", "alice")
 
@@ -86,7 +85,7 @@ func TestDispatcherRefusesBeforeParsing(t *testing.T) {
 
 func TestDispatcherRoutesDedupesAndAccepts(t *testing.T) {
 	t.Parallel()
-	q := NewQueue(10)
+	q := webhook.NewQueue(jobqueue.Config{Capacity: 10})
 	d := newTestDispatcher(t, q, 0)
 	body := pushBody("acme/control", "refs/heads/main", "alice")
 
@@ -108,7 +107,7 @@ func TestDispatcherRoutesDedupesAndAccepts(t *testing.T) {
 
 func TestDispatcherQueueFullIs503AndRedeliverable(t *testing.T) {
 	t.Parallel()
-	q := NewQueue(1)
+	q := webhook.NewQueue(jobqueue.Config{Capacity: 1})
 	d := newTestDispatcher(t, q, 0)
 	_, _ = post{event: "installation", delivery: "a", body: `{"action":"created","installation":{"account":{"login":"acme"}}}`}.do(t, d)
 	drift := pushBody("acme/cluster-a", "refs/heads/main", "alice")
@@ -134,44 +133,44 @@ func TestHandlersDecide(t *testing.T) {
 	sha := strings.Repeat("b", 40)
 	for _, tc := range []struct {
 		name, event, body string
-		want              *Job // nil: ignored
+		want              *webhook.Job // nil: ignored
 	}{
 		{"control push", "push", pushBody("acme/control", "refs/heads/main", "renovate[bot]"),
-			&Job{Kind: KindApply, Repo: "acme/control", SHA: strings.Repeat("a", 40), Reason: "push", Incremental: true}},
+			&webhook.Job{Kind: webhook.KindApply, Repo: "acme/control", SHA: strings.Repeat("a", 40), Reason: "push", Incremental: true}},
 		{"control push by fleetbot", "push", pushBody("acme/control", "refs/heads/main", "fleetbot[bot]"), nil},
 		{"control push to a branch", "push", pushBody("acme/control", "refs/heads/feature", "alice"), nil},
 		{"target push", "push", pushBody("acme/cluster-a", "refs/heads/main", "alice"),
-			&Job{Kind: KindDrift, Repo: "acme/cluster-a", Reason: "push"}},
+			&webhook.Job{Kind: webhook.KindDrift, Repo: "acme/cluster-a", Reason: "push"}},
 		{"target push by fleetbot", "push", pushBody("acme/cluster-a", "refs/heads/main", "fleetbot[bot]"), nil},
 		{"control PR opened", "pull_request", `{"action":"opened","number":4,"pull_request":{"head":{"sha":"` + sha + `"}},"repository":{"full_name":"acme/control"},"sender":{"login":"alice"}}`,
-			&Job{Kind: KindCheck, Repo: "acme/control", PR: 4, SHA: sha, Reason: "pull_request.opened"}},
+			&webhook.Job{Kind: webhook.KindCheck, Repo: "acme/control", PR: 4, SHA: sha, Reason: "pull_request.opened"}},
 		{"control PR closed", "pull_request", `{"action":"closed","number":4,"repository":{"full_name":"acme/control"},"sender":{"login":"alice"}}`, nil},
 		{"target PR closed", "pull_request", `{"action":"closed","number":2,"repository":{"full_name":"acme/cluster-a"},"sender":{"login":"alice"}}`,
-			&Job{Kind: KindDrift, Repo: "acme/cluster-a", Reason: "pull_request.closed"}},
+			&webhook.Job{Kind: webhook.KindDrift, Repo: "acme/cluster-a", Reason: "pull_request.closed"}},
 		{"target PR closed by fleetbot", "pull_request", `{"action":"closed","number":2,"repository":{"full_name":"acme/cluster-a"},"sender":{"login":"Fleetbot[bot]"}}`, nil},
 		{"target PR opened", "pull_request", `{"action":"opened","number":2,"repository":{"full_name":"acme/cluster-a"},"sender":{"login":"alice"}}`, nil},
 		{"rerun", "check_run", `{"action":"rerequested","check_run":{"head_sha":"` + sha + `","app":{"id":1},"pull_requests":[{"number":9}]},"repository":{"full_name":"acme/control"},"sender":{"login":"alice"}}`,
-			&Job{Kind: KindCheck, Repo: "acme/control", PR: 9, SHA: sha, Reason: "check_run.rerequested"}},
+			&webhook.Job{Kind: webhook.KindCheck, Repo: "acme/control", PR: 9, SHA: sha, Reason: "check_run.rerequested"}},
 		{"rerun of another app", "check_run", `{"action":"rerequested","check_run":{"head_sha":"` + sha + `","app":{"id":2}},"repository":{"full_name":"acme/control"},"sender":{"login":"alice"}}`, nil},
 		{"installed", "installation", `{"action":"created","installation":{"account":{"login":"acme"}}}`,
-			&Job{Kind: KindApply, Repo: "acme/control", Reason: "installation.created"}},
+			&webhook.Job{Kind: webhook.KindApply, Repo: "acme/control", Reason: "installation.created"}},
 		{"repos added", "installation_repositories", `{"action":"added","installation":{"account":{"login":"acme"}}}`,
-			&Job{Kind: KindApply, Repo: "acme/control", Reason: "installation_repositories.added"}},
+			&webhook.Job{Kind: webhook.KindApply, Repo: "acme/control", Reason: "installation_repositories.added"}},
 		{"uninstalled", "installation", `{"action":"deleted","installation":{"account":{"login":"acme"}}}`, nil},
 		{"protection", "branch_protection_rule", `{"action":"deleted","repository":{"full_name":"acme/cluster-a"},"sender":{"login":"alice"}}`,
-			&Job{Kind: KindDrift, Repo: "acme/cluster-a", Reason: "branch_protection_rule.deleted", Access: true}},
+			&webhook.Job{Kind: webhook.KindDrift, Repo: "acme/cluster-a", Reason: "branch_protection_rule.deleted", Access: true}},
 		{"collaborator by another bot", "member", `{"action":"added","repository":{"full_name":"acme/workspace-x"},"sender":{"login":"terraform[bot]"}}`,
-			&Job{Kind: KindDrift, Repo: "acme/workspace-x", Reason: "member.added", Access: true}},
+			&webhook.Job{Kind: webhook.KindDrift, Repo: "acme/workspace-x", Reason: "member.added", Access: true}},
 		{"team on a repo", "team", `{"action":"added_to_repository","repository":{"full_name":"acme/cluster-a"},"sender":{"login":"alice"}}`,
-			&Job{Kind: KindDrift, Repo: "acme/cluster-a", Reason: "team.added_to_repository", Access: true}},
+			&webhook.Job{Kind: webhook.KindDrift, Repo: "acme/cluster-a", Reason: "team.added_to_repository", Access: true}},
 		{"team deleted", "team", `{"action":"deleted","sender":{"login":"alice"}}`,
-			&Job{Kind: KindApply, Repo: "acme/control", Reason: "team.deleted"}},
+			&webhook.Job{Kind: webhook.KindApply, Repo: "acme/control", Reason: "team.deleted"}},
 		{"team created", "team", `{"action":"created","sender":{"login":"alice"}}`, nil},
 		{"repository archived", "repository", `{"action":"archived","repository":{"full_name":"acme/cluster-a"},"sender":{"login":"alice"}}`,
-			&Job{Kind: KindDrift, Repo: "acme/cluster-a", Reason: "repository.archived", Access: true}},
+			&webhook.Job{Kind: webhook.KindDrift, Repo: "acme/cluster-a", Reason: "repository.archived", Access: true}},
 		{"control repo edited", "repository", `{"action":"edited","repository":{"full_name":"acme/control"},"sender":{"login":"alice"}}`, nil},
 	} {
-		q := NewQueue(10)
+		q := webhook.NewQueue(jobqueue.Config{Capacity: 10})
 		d := newTestDispatcher(t, q, 0)
 		code, outcome := post{event: tc.event, delivery: "x", body: tc.body}.do(t, d)
 		require.Equal(t, http.StatusAccepted, code, tc.name)
@@ -190,98 +189,10 @@ func TestHandlersDecide(t *testing.T) {
 	}
 }
 
-type execFunc func(ctx context.Context, j Job) error
-
-func (f execFunc) Execute(ctx context.Context, j Job, _ Lease) error { return f(ctx, j) }
-
-func TestPoolRecoversPanicsAndGivesFreshContexts(t *testing.T) {
-	t.Parallel()
-	q := NewQueue(10)
-	var ran atomic.Int32
-	done := make(chan struct{}, 10)
-	p := &Pool{Queue: q, Workers: 1, Exec: execFunc(func(ctx context.Context, j Job) error {
-		defer func() { done <- struct{}{} }()
-		ran.Add(1)
-		if _, ok := ctx.Deadline(); !ok {
-			return errors.New("no job timeout")
-		}
-		if j.Repo == "acme/boom" {
-			panic("boom")
-		}
-		return nil
-	}), Metrics: metrics.New()}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error)
-	go func() { stopped <- p.Run(ctx) }()
-	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/boom"})
-	<-done
-	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/boom"})
-	<-done
-	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/fine"})
-	<-done
-	assert.Equal(t, int32(3), ran.Load(), "the worker survived two panics and the key was released")
-	cancel()
-	require.NoError(t, <-stopped)
-}
-
-func TestPoolShutdownFinishesInFlightAndHandsBackTheRest(t *testing.T) {
-	t.Parallel()
-	q := NewQueue(10)
-	started, release := make(chan struct{}), make(chan struct{})
-	var runs, finished, cancelled atomic.Int32
-	// The job finishes when the test releases it, after shutdown began: no timer races the
-	// grace period, which is long enough never to end first on any machine.
-	p := &Pool{Queue: q, Workers: 1, Grace: time.Hour, Exec: execFunc(func(ctx context.Context, j Job) error {
-		if runs.Add(1) > 1 {
-			return nil // a job started after shutdown: counted, asserted below
-		}
-		close(started)
-		select {
-		case <-release:
-			finished.Add(1)
-			return nil
-		case <-ctx.Done():
-			cancelled.Add(1)
-			return ctx.Err()
-		}
-	})}
-	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/a"})
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error)
-	go func() { stopped <- p.Run(ctx) }()
-	<-started
-	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/b"}) // waits behind the one worker
-	cancel()
-	close(release)
-	require.NoError(t, <-stopped)
-	assert.Equal(t, int32(1), runs.Load(), "no waiting job starts once shutdown began")
-	assert.Equal(t, int32(1), finished.Load(), "the in-flight job finished within the grace period")
-	assert.Zero(t, cancelled.Load())
-	assert.Zero(t, q.Len(), "the waiting job was handed back")
-}
-
-func TestPoolShutdownCancelsAfterGrace(t *testing.T) {
-	t.Parallel()
-	q := NewQueue(10)
-	started := make(chan struct{})
-	p := &Pool{Queue: q, Workers: 1, Grace: 30 * time.Millisecond, Exec: execFunc(func(ctx context.Context, j Job) error {
-		close(started)
-		<-ctx.Done()
-		return ctx.Err()
-	})}
-	_, _ = q.Push(Job{Kind: KindDrift, Repo: "acme/a"})
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error)
-	go func() { stopped <- p.Run(ctx) }()
-	<-started
-	cancel()
-	require.NoError(t, <-stopped, "Run returns after the grace period (a hang is go test -timeout's)")
-}
-
 // BenchmarkDispatcherPush is the ack path of one signed push to a target repo (a drift job,
 // coalesced after the first) with serve's default logger: text, level warn.
 func BenchmarkDispatcherPush(b *testing.B) {
-	q := NewQueue(10)
+	q := webhook.NewQueue(jobqueue.Config{Capacity: 10})
 	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	d, err := NewDispatcher(DispatcherConfig{Secret: []byte(testSecret), Metrics: metrics.New(), Logger: log},
 		Handlers(HandlerConfig{Control: "acme/control", Self: "fleetbot[bot]", AppID: 1, Queue: q, Logger: log})...)

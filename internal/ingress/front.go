@@ -1,4 +1,4 @@
-package webhook
+package ingress
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
 )
 
@@ -99,7 +100,7 @@ type FrontConfig struct {
 	MaxBody       int64
 	MaxUnverified int
 	// Capacity is how many acknowledged deliveries may wait for the job process
-	// (DefaultQueueSize if <= 0); beyond it the answer is 503: the delivery fails (GitHub does
+	// (jobqueue.DefaultQueueSize if <= 0); beyond it the answer is 503: the delivery fails (GitHub does
 	// not redeliver it by itself; the App's delivery log can) and the next resync catches up.
 	Capacity int
 	// JobProcess is the base URL of the job process ("http://127.0.0.1:PORT").
@@ -110,7 +111,7 @@ type FrontConfig struct {
 	Logger *slog.Logger
 	// Clock times the acknowledgements and the waits between failed forwards (default
 	// WallClock).
-	Clock Clock
+	Clock jobqueue.Clock
 }
 
 // Front is the acknowledging half of fleetbot serve --job-process. It answers POST /webhook
@@ -146,13 +147,13 @@ func NewFront(cfg FrontConfig) (*Front, error) {
 		cfg.MaxUnverified = DefaultMaxUnverified
 	}
 	if cfg.Capacity <= 0 {
-		cfg.Capacity = DefaultQueueSize
+		cfg.Capacity = jobqueue.DefaultQueueSize
 	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: time.Minute}
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = WallClock{}
+		cfg.Clock = jobqueue.WallClock{}
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -212,7 +213,7 @@ func (f *Front) accept(r *http.Request, start time.Time, event, id string) (stat
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.held) >= f.cfg.Capacity {
-		return http.StatusServiceUnavailable, metrics.OutcomeQueueFull, ErrQueueFull.Error()
+		return http.StatusServiceUnavailable, metrics.OutcomeQueueFull, jobqueue.ErrFull.Error()
 	}
 	f.held = append(f.held, FrontDelivery{ID: id, Event: event, Signature: r.Header.Get(SignatureHeader), Body: body,
 		AckNanos: int64(f.cfg.Clock.Now().Sub(start))})
@@ -450,7 +451,7 @@ func (d *Dispatcher) dispatchBatch(ctx context.Context, b *Batch) []BatchAnswer 
 		case full:
 			// Behind a delivery the queue had no room for: not dispatched, so that the front
 			// hands them over again in their order.
-			status, outcome, msg = http.StatusServiceUnavailable, metrics.OutcomeQueueFull, ErrQueueFull.Error()
+			status, outcome, msg = http.StatusServiceUnavailable, metrics.OutcomeQueueFull, jobqueue.ErrFull.Error()
 		case int64(len(fd.Body)) > d.cfg.MaxBody:
 			status, outcome, msg = http.StatusRequestEntityTooLarge, metrics.OutcomeTooLarge, fmt.Sprintf("body over %d bytes", d.cfg.MaxBody)
 		case VerifySignature(d.cfg.Secret, fd.Body, fd.Signature) != nil:

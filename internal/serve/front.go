@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"context"
@@ -11,13 +11,11 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/fleetbot-io/fleetbot/internal/serve"
-	"github.com/fleetbot-io/fleetbot/internal/webhook"
+	"github.com/fleetbot-io/fleetbot/internal/ingress"
 )
 
 // DefaultJobNice is how much lower than the front's the job process's CPU priority is.
@@ -29,20 +27,31 @@ const (
 	jobRestartMax = 30 * time.Second
 )
 
-// jobListenerFD is the descriptor the job process finds its loopback listener on (the first of
-// exec.Cmd.ExtraFiles).
-const jobListenerFD = 3
+// JobListenerFD is the descriptor the job process finds its loopback listener on (the first of
+// exec.Cmd.ExtraFiles): RunJobProcess's fd.
+const JobListenerFD = 3
 
-// serveFront runs serve --job-process: this process answers GitHub on ln (POST /webhook
-// acknowledged by a webhook.Front, GET /healthz) and runs nothing else; the jobs, the queue,
-// /readyz, /metrics and /status live in a child process (this binary, serve with the same
-// flags, at a lower CPU priority) on a loopback listener this process holds, so that the
-// child can be restarted without losing a connection. On shutdown the front stops answering,
-// hands the child what it still holds, then stops the child and waits for it.
-func serveFront(ctx context.Context, cfg serveConfig, nice int, ln net.Listener) error {
+// JobProcess is how serve --job-process starts its job process.
+type JobProcess struct {
+	// Exe is the binary (default: this one, os.Executable) and Args its arguments: serve with
+	// the front's own configuration, made the job process (RunJobProcess on JobListenerFD).
+	Exe  string
+	Args []string
+}
+
+// RunFront runs serve --job-process: this process answers GitHub on cfg.Listener (POST /webhook
+// acknowledged by an ingress.Front, GET /healthz) and runs nothing else; the jobs, the queue,
+// /readyz, /metrics and /status live in a child process (proc: this binary, serve with the same
+// configuration, at a lower CPU priority) on a loopback listener this process holds, so that
+// the child can be restarted without losing a connection. On shutdown the front stops
+// answering, hands the child what it still holds, then stops the child and waits for it.
+func RunFront(ctx context.Context, cfg Config, proc JobProcess) error {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Listener == nil {
+		return errors.New("serve.RunFront: Config.Listener is nil: bind the address serve answers on first")
 	}
 	jl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -55,35 +64,20 @@ func serveFront(ctx context.Context, cfg serveConfig, nice int, ln net.Listener)
 	}
 	defer file.Close()
 	jobURL := &url.URL{Scheme: "http", Host: jl.Addr().String()}
-	front, err := webhook.NewFront(webhook.FrontConfig{Secret: cfg.Secret, MaxBody: cfg.MaxBody, Capacity: cfg.QueueSize,
+	front, err := ingress.NewFront(ingress.FrontConfig{Secret: cfg.Secret, MaxBody: cfg.MaxBody, Capacity: cfg.QueueSize,
 		JobProcess: jobURL.String(), Logger: log})
 	if err != nil {
 		return err
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("finding this binary to start the job process: %w", err)
+	if proc.Exe == "" {
+		if proc.Exe, err = os.Executable(); err != nil {
+			return fmt.Errorf("finding this binary to start the job process: %w", err)
+		}
 	}
-	jobs := &jobProcess{exe: exe, args: append(append([]string(nil), os.Args[1:]...), "--job-listener-fd", strconv.Itoa(jobListenerFD),
-		"--job-nice", strconv.Itoa(nice)), listener: file, log: log}
-
-	mux := http.NewServeMux()
-	mux.Handle("/webhook", front)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	proxy := &httputil.ReverseProxy{
-		Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(jobURL); r.Out.Host = r.In.Host },
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			log.Warn("job process not answering", "err", err)
-			http.Error(w, "fleetbot's job process is starting", http.StatusServiceUnavailable)
-		},
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	// The batch route is the job process's alone: from the public address it does not exist.
-	mux.Handle(webhook.BatchPath, http.NotFoundHandler())
-	mux.Handle("/", proxy)
-	hs := serve.NewHTTPServer(mux, log, cfg.HTTP)
+	jobs := &jobProcess{exe: proc.Exe, args: proc.Args, listener: file, log: log}
+	hs := NewHTTPServer(frontRoutes(front, jobURL, log), log, cfg.HTTP)
 	httpDone := make(chan error, 1)
-	go func() { httpDone <- hs.Serve(cfg.HTTP.Listener(ln)) }()
+	go func() { httpDone <- hs.Serve(cfg.HTTP.Listener(cfg.Listener)) }()
 
 	fwdCtx, stopForwarding := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
@@ -115,6 +109,26 @@ func serveFront(ctx context.Context, cfg serveConfig, nice int, ln net.Listener)
 	}
 	jobs.stop(cfg.Grace + 15*time.Second)
 	return runErr
+}
+
+// frontRoutes are the front's routes: POST /webhook to the front, GET /healthz, and the rest
+// proxied to the job process (but its batch route, which is the job process's alone: from the
+// public address it does not exist).
+func frontRoutes(front *ingress.Front, jobURL *url.URL, log *slog.Logger) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/webhook", front)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(jobURL); r.Out.Host = r.In.Host },
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			log.Warn("job process not answering", "err", err)
+			http.Error(w, "fleetbot's job process is starting", http.StatusServiceUnavailable)
+		},
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	mux.Handle(ingress.BatchPath, http.NotFoundHandler())
+	mux.Handle("/", proxy)
+	return mux
 }
 
 // jobProcess is the child of serve --job-process that runs the jobs.
@@ -207,9 +221,10 @@ func (j *jobProcess) stop(wait time.Duration) {
 	}
 }
 
-// serveJobProcess is serve as the job process of serve --job-process: on the loopback
-// listener inherited on fd (the front holds the public address), at a niceness nice higher.
-func serveJobProcess(ctx context.Context, cfg serveConfig, fd, nice int) error {
+// RunJobProcess runs serve as the job process of serve --job-process (RunFront): on the
+// loopback listener inherited on fd (JobListenerFD; the front holds the public address), at a
+// niceness nice higher, taking the front's batches.
+func RunJobProcess(ctx context.Context, cfg Config, fd, nice int) error {
 	ln, err := jobListener(fd)
 	if err != nil {
 		return err
@@ -217,8 +232,12 @@ func serveJobProcess(ctx context.Context, cfg serveConfig, fd, nice int) error {
 	if err := lowerPriority(nice); err != nil && cfg.Logger != nil {
 		cfg.Logger.Warn("job process keeps the front's CPU priority", "err", err)
 	}
-	cfg.JobProcess = true
-	return runServe(ctx, cfg, ln)
+	cfg.JobProcess, cfg.Listener = true, ln
+	srv, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	return srv.Run(ctx)
 }
 
 // jobListener is the job process's loopback listener, inherited from the front on fd.

@@ -1,4 +1,4 @@
-package webhook
+package ingress
 
 import (
 	lru "github.com/hashicorp/golang-lru/v2"

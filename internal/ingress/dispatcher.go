@@ -1,4 +1,4 @@
-package webhook
+package ingress
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
 )
 
@@ -187,7 +188,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, start time.Time, event, id st
 	switch {
 	case err == nil:
 		return http.StatusAccepted, outcome, ""
-	case errors.Is(err, ErrQueueFull):
+	case errors.Is(err, jobqueue.ErrFull):
 		d.seen.forget(id)
 		return http.StatusServiceUnavailable, metrics.OutcomeQueueFull, err.Error()
 	case errors.Is(err, ErrBadPayload):

@@ -1,4 +1,4 @@
-package webhook
+package ingress
 
 import (
 	"bytes"
@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
+	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
 // FuzzWebhookPayload posts a delivery with any event header, delivery id and body, signed or
@@ -51,7 +53,7 @@ func FuzzWebhookPayload(f *testing.F) {
 	f.Fuzz(func(t *testing.T, event, delivery string, body []byte, signed bool) {
 		var logs bytes.Buffer
 		m := metrics.New()
-		q := NewQueue(100)
+		q := webhook.NewQueue(jobqueue.Config{Capacity: 100})
 		d, err := NewDispatcher(DispatcherConfig{Secret: []byte(testSecret), MaxBody: 1 << 20, Logger: slog.New(slog.NewTextHandler(&logs, nil)), Metrics: m},
 			Handlers(HandlerConfig{Control: "acme/control", Self: "fleetbot[bot]", AppID: 1, Queue: q, TenantChecks: true})...)
 		if err != nil {
@@ -76,7 +78,7 @@ func FuzzWebhookPayload(f *testing.F) {
 			t.Fatalf("event %q nobody handles queued %d jobs", event, q.Len())
 		}
 		for _, j := range q.Drain() {
-			if j.Kind == KindTenant && (!isSHA(j.SHA) || strings.EqualFold(j.Repo, "acme/control")) {
+			if j.Kind == webhook.KindTenant && (!isSHA(j.SHA) || strings.EqualFold(j.Repo, "acme/control")) {
 				t.Fatalf("tenant job on %q at %q", j.Repo, j.SHA)
 			}
 		}
@@ -125,7 +127,7 @@ func FuzzFrontBatch(f *testing.F) {
 		metrics.OutcomeBusy: true, metrics.OutcomeBadRequest: true, metrics.OutcomeQueueFull: true, metrics.OutcomeNotReady: true}
 	f.Fuzz(func(t *testing.T, body []byte, signed bool) {
 		m := metrics.New()
-		q := NewQueue(100)
+		q := webhook.NewQueue(jobqueue.Config{Capacity: 100})
 		d, err := NewDispatcher(DispatcherConfig{Secret: []byte(testSecret), MaxBody: 1 << 20, Metrics: m},
 			Handlers(HandlerConfig{Control: "acme/control", Self: "fleetbot[bot]", AppID: 1, Queue: q})...)
 		if err != nil {

@@ -1,4 +1,4 @@
-package webhook
+package ingress
 
 import (
 	"bytes"
@@ -13,7 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
+	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
 // blockingBody is a request body that signals when it is first read and then blocks until
@@ -35,7 +37,7 @@ func (b *blockingBody) Read(p []byte) (int, error) {
 // delivery, in the App's delivery log), and a signed delivery goes through once a slot is free.
 func TestAttackSlowUnauthenticatedBodies(t *testing.T) {
 	t.Parallel()
-	q := NewQueue(10)
+	q := webhook.NewQueue(jobqueue.Config{Capacity: 10})
 	d, err := NewDispatcher(DispatcherConfig{Secret: []byte(testSecret), MaxUnverified: 2, Metrics: metrics.New()},
 		Handlers(HandlerConfig{Control: "acme/control", Self: "fleetbot[bot]", AppID: 1, Queue: q})...)
 	require.NoError(t, err)
@@ -86,7 +88,7 @@ func TestAttackUnauthenticatedHeadersInLogs(t *testing.T) {
 // accepted by default (the old 5 MB cap refused legal deliveries).
 func TestGitHubSizedBodiesAccepted(t *testing.T) {
 	t.Parallel()
-	q := NewQueue(10)
+	q := webhook.NewQueue(jobqueue.Config{Capacity: 10})
 	d, err := NewDispatcher(DispatcherConfig{Secret: []byte(testSecret)},
 		Handlers(HandlerConfig{Control: "acme/control", Self: "fleetbot[bot]", AppID: 1, Queue: q})...)
 	require.NoError(t, err)

@@ -1,20 +1,12 @@
-package webhook
+package ingress
 
 import (
-	"context"
 	"errors"
-	"log/slog"
 	"net/http"
 	"sync/atomic"
-	"time"
 
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
 )
-
-// DefaultResyncInterval is how often the whole fleet is reconciled even
-// without a webhook, to catch deliveries GitHub never made or that were
-// refused.
-const DefaultResyncInterval = 10 * time.Minute
 
 // errStarting is the readiness of a server that has not connected yet.
 var errStarting = errors.New("starting: GitHub App not reached yet")
@@ -100,57 +92,4 @@ func (s *Server) Handler() http.Handler {
 	})
 	mux.Handle("GET /metrics", s.metrics.Handler())
 	return mux
-}
-
-// Resync queues an apply of the whole fleet at once and then every
-// Interval: the safety net for missed or refused deliveries. State lives in
-// git and GitHub, so a restarted service loses nothing: its first resync
-// finds whatever is left to do.
-type Resync struct {
-	Queue *Queue
-	// Control is the control repo "owner/name", for the jobs' logs.
-	Control string
-	// Interval defaults to DefaultResyncInterval.
-	Interval time.Duration
-	Logger   *slog.Logger
-	// Now is the clock (default time.Now).
-	Now func() time.Time
-}
-
-// Run queues resyncs until ctx is done. scheduled, if not nil, is called
-// once the first resync is queued (readiness).
-func (r *Resync) Run(ctx context.Context, scheduled func()) {
-	interval := r.Interval
-	if interval <= 0 {
-		interval = DefaultResyncInterval
-	}
-	log := r.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	now := r.Now
-	if now == nil {
-		now = time.Now
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	first := true
-	for {
-		_, err := r.Queue.Push(Job{Kind: KindApply, Repo: r.Control, Reason: "resync", Queued: now()})
-		switch {
-		case err != nil:
-			log.Warn("resync not queued", "err", err)
-		case first:
-			first = false
-			log.Info("first resync queued", "interval", interval)
-			if scheduled != nil {
-				scheduled()
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }

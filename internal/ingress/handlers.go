@@ -1,4 +1,4 @@
-package webhook
+package ingress
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
+	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
 // HandlerConfig is what the event handlers share.
@@ -27,13 +28,20 @@ type HandlerConfig struct {
 	// reopened outside the control repo, and for a re-run of fleetbot's check run there
 	// (serve --tenant-check); the service checks those of workspace and cluster repos.
 	TenantChecks bool
-	// Queue receives the jobs.
-	Queue *Queue
+	// Queue receives the jobs (the service's queue, webhook.NewQueue).
+	Queue Queue
 	// Rollout, when set, names the cluster repos of the rollout in progress: a Flux commit
 	// status or a closed pull request there queues a full apply, which advances the rollout.
-	Rollout *RolloutWatch
+	Rollout *webhook.RolloutWatch
 	// Logger receives one line per queued or ignored event; nil discards.
 	Logger *slog.Logger
+}
+
+// Queue takes the jobs the handlers decide on.
+type Queue interface {
+	// Push queues j, or merges it into a waiting job and reports coalesced; a full queue
+	// refuses it with jobqueue.ErrFull, which the dispatcher answers 503.
+	Push(j webhook.Job) (coalesced bool, err error)
 }
 
 // Handlers returns one handler per event family: push, pull_request,
@@ -58,7 +66,7 @@ func (b *base) isSelf(u *gh.User) bool {
 }
 
 // queue pushes j for delivery d and returns the outcome.
-func (b *base) queue(d Delivery, j Job) (string, error) {
+func (b *base) queue(d Delivery, j webhook.Job) (string, error) {
 	j.Delivery, j.Queued = d.ID, d.Received
 	if j.Queued.IsZero() {
 		j.Queued = time.Now()
@@ -123,9 +131,9 @@ func (h *PushHandler) Handle(_ context.Context, d Delivery) (string, error) {
 		if ev.GetDeleted() {
 			return h.ignore(d, repo, "default branch deleted")
 		}
-		return h.queue(d, Job{Kind: KindApply, Repo: repo, SHA: ev.GetAfter(), Reason: "push", Incremental: true})
+		return h.queue(d, webhook.Job{Kind: webhook.KindApply, Repo: repo, SHA: ev.GetAfter(), Reason: "push", Incremental: true})
 	default:
-		return h.queue(d, Job{Kind: KindDrift, Repo: repo, Reason: "push"})
+		return h.queue(d, webhook.Job{Kind: webhook.KindDrift, Repo: repo, Reason: "push"})
 	}
 }
 
@@ -154,11 +162,11 @@ func (h *PullRequestHandler) Handle(_ context.Context, d Delivery) (string, erro
 		if !isSHA(pr.GetHead().GetSHA()) {
 			return h.ignore(d, repo, "pull request without a head commit")
 		}
-		return h.queue(d, Job{Kind: KindTenant, Repo: repo, SHA: pr.GetHead().GetSHA(), PR: ev.GetNumber(), Reason: "pull_request." + action})
+		return h.queue(d, webhook.Job{Kind: webhook.KindTenant, Repo: repo, SHA: pr.GetHead().GetSHA(), PR: ev.GetNumber(), Reason: "pull_request." + action})
 	case h.isSelf(ev.GetSender()):
 		return h.ignore(d, repo, "caused by fleetbot")
 	case h.isControl(repo) && opened:
-		return h.queue(d, Job{Kind: KindCheck, Repo: repo, SHA: pr.GetHead().GetSHA(), PR: ev.GetNumber(),
+		return h.queue(d, webhook.Job{Kind: webhook.KindCheck, Repo: repo, SHA: pr.GetHead().GetSHA(), PR: ev.GetNumber(),
 			Base: pr.GetBase().GetSHA(), Author: pr.GetUser().GetLogin(), Reason: "pull_request." + action})
 	case h.isControl(repo):
 		return h.ignore(d, repo, "control pull request "+action)
@@ -166,9 +174,9 @@ func (h *PullRequestHandler) Handle(_ context.Context, d Delivery) (string, erro
 		return h.ignore(d, repo, "pull request "+action)
 	}
 	if h.cfg.Rollout.Active(repo) {
-		return h.queue(d, Job{Kind: KindApply, Repo: h.cfg.Control, Reason: ReasonRolloutMerge})
+		return h.queue(d, webhook.Job{Kind: webhook.KindApply, Repo: h.cfg.Control, Reason: webhook.ReasonRolloutMerge})
 	}
-	return h.queue(d, Job{Kind: KindDrift, Repo: repo, Reason: "pull_request.closed"})
+	return h.queue(d, webhook.Job{Kind: webhook.KindDrift, Repo: repo, Reason: "pull_request.closed"})
 }
 
 // CheckRunHandler: "Re-run" on one of fleetbot's check runs redoes the check.
@@ -192,11 +200,11 @@ func (h *CheckRunHandler) Handle(_ context.Context, d Delivery) (string, error) 
 	case !h.isControl(repo) && h.cfg.TenantChecks && isSHA(cr.GetHeadSHA()):
 		// fleetbot's check runs outside the control repo are tenant checks; a re-run checks
 		// that commit (no PR: it coalesces with nothing of a newer head).
-		return h.queue(d, Job{Kind: KindTenant, Repo: repo, SHA: cr.GetHeadSHA(), Reason: "check_run.rerequested"})
+		return h.queue(d, webhook.Job{Kind: webhook.KindTenant, Repo: repo, SHA: cr.GetHeadSHA(), Reason: "check_run.rerequested"})
 	case !h.isControl(repo):
 		return h.ignore(d, repo, "not the control repo")
 	}
-	j := Job{Kind: KindCheck, Repo: repo, SHA: cr.GetHeadSHA(), Reason: "check_run.rerequested"}
+	j := webhook.Job{Kind: webhook.KindCheck, Repo: repo, SHA: cr.GetHeadSHA(), Reason: "check_run.rerequested"}
 	if prs := cr.PullRequests; len(prs) > 0 {
 		j.PR, j.Base = prs[0].GetNumber(), prs[0].GetBase().GetSHA()
 	}
@@ -228,7 +236,7 @@ func (h *InstallationHandler) Handle(_ context.Context, d Delivery) (string, err
 	account := ev.Installation.Account.Login
 	switch ev.Action {
 	case "created", "new_permissions_accepted", "unsuspend", "added", "removed":
-		return h.queue(d, Job{Kind: KindApply, Repo: h.cfg.Control, Reason: d.Event + "." + ev.Action})
+		return h.queue(d, webhook.Job{Kind: webhook.KindApply, Repo: h.cfg.Control, Reason: d.Event + "." + ev.Action})
 	}
 	return h.ignore(d, account, d.Event+" "+ev.Action)
 }
@@ -258,13 +266,13 @@ func (h *DriftHandler) Handle(_ context.Context, d Delivery) (string, error) {
 	case h.isSelf(ev.Sender):
 		return h.ignore(d, repo, "caused by fleetbot")
 	case repo == "" && d.Event == "team" && ev.Action == "deleted":
-		return h.queue(d, Job{Kind: KindApply, Repo: h.cfg.Control, Reason: "team.deleted"})
+		return h.queue(d, webhook.Job{Kind: webhook.KindApply, Repo: h.cfg.Control, Reason: "team.deleted"})
 	case repo == "":
 		return h.ignore(d, repo, "no repository")
 	case h.isControl(repo):
 		return h.ignore(d, repo, "the control repo")
 	}
-	return h.queue(d, Job{Kind: KindDrift, Repo: repo, Reason: d.Event + "." + ev.Action, Access: true})
+	return h.queue(d, webhook.Job{Kind: webhook.KindDrift, Repo: repo, Reason: d.Event + "." + ev.Action, Access: true})
 }
 
 // StatusHandler: Flux's notification-controller posted a commit status on a cluster repo of
@@ -291,5 +299,5 @@ func (h *StatusHandler) Handle(_ context.Context, d Delivery) (string, error) {
 	case !h.cfg.Rollout.Active(repo):
 		return h.ignore(d, repo, "not a cluster repo of a rollout in progress")
 	}
-	return h.queue(d, Job{Kind: KindApply, Repo: h.cfg.Control, Reason: ReasonRolloutStatus})
+	return h.queue(d, webhook.Job{Kind: webhook.KindApply, Repo: h.cfg.Control, Reason: webhook.ReasonRolloutStatus})
 }
