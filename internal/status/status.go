@@ -567,10 +567,12 @@ func scrub(s string) string {
 	return credentialsInURL.ReplaceAllString(s, "${1}REDACTED@")
 }
 
-// plannedState is the state a plan's action shows: what would be written is pending.
+// plannedState is the state a plan's action shows: what would be written is pending. A
+// rolled-back repo (pr.ActionRolledBack) writes nothing: its rollback pull request is open, or
+// it holds the restored content.
 func plannedState(a pr.Action, openPR bool) State {
 	switch a {
-	case pr.ActionNoop, pr.ActionCleanup:
+	case pr.ActionNoop, pr.ActionCleanup, pr.ActionRolledBack:
 		if openPR {
 			return StatePROpen
 		}
@@ -584,7 +586,7 @@ func plannedState(a pr.Action, openPR bool) State {
 // appliedState is the state an apply's action left the repo in.
 func appliedState(a pr.Action, openPR bool) State {
 	switch a {
-	case pr.ActionNoop, pr.ActionCleanup:
+	case pr.ActionNoop, pr.ActionCleanup, pr.ActionRolledBack:
 		if openPR {
 			return StatePROpen
 		}
