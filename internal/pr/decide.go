@@ -57,7 +57,7 @@ const (
 // as no change, for exit codes and changed-repo lists alike.
 func (a Action) Writes() bool {
 	switch a {
-	case ActionNoop, ActionCleanup, ActionBlocked:
+	case ActionNoop, ActionCleanup, ActionBlocked, ActionRolledBack:
 		return false
 	}
 	return true

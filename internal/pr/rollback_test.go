@@ -23,6 +23,7 @@ func TestDecideLeavesARollbackAlone(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, ActionRolledBack, d.Action, state)
 		assert.False(t, d.Writes(), state)
+		assert.False(t, d.Action.Writes(), "%s: counts as no change", state)
 		assert.Contains(t, d.Reason, "revision bad failed", state)
 	}
 	s := snapshot(t, stale)
