@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -189,4 +190,37 @@ func TestRolloutRollsBackOnTheLocalForge(t *testing.T) {
 	snap, err := f.Snapshot(ctx, "acme", "cluster-c01", "main", "fleetbot/sync")
 	require.NoError(t, err)
 	assert.Equal(t, healthy.Base.Tree, snap.Base.Tree, "v1's healthy tree is back")
+}
+
+// TestRolloutRollsBackByHand: `fleetbot rollout rollback` (the control repo's
+// rollout/rollback.yaml for its content) makes the next apply restore every repo whose newest
+// merge carries that content, healthy or not, and open nothing new for it.
+func TestRolloutRollsBackByHand(t *testing.T) {
+	t.Parallel()
+	r := newWaveRig(t)
+	for _, n := range r.fl.names() {
+		require.NoError(t, postStatuses(r, "cluster-"+n, "success"))
+	}
+	healthy := r.mainTree("cluster-c01")
+	r.change("v2")
+	r.apply()
+	r.mergeAndReport("cluster-c01", "success")
+
+	ctl := r.control(true)
+	ctl.Digest = "sha256:" + strings.Repeat("ab", 32)
+	ctl.Rollback = &control.RolloutRecord{Digest: ctl.Digest, Note: "bad release"}
+	rep, err := Apply(context.Background(), r.forge, ctl, r.targets(), r.opts())
+	require.NoError(t, err)
+	require.NotNil(t, rep.Rollout.Halted)
+	assert.True(t, rep.Rollout.Halted.RolledBack)
+	require.NotNil(t, rep.Rollout.Rollback)
+	require.Len(t, rep.Rollout.Rollback.Restores, 1)
+	assert.Equal(t, "cluster-c01", rep.Rollout.Rollback.Restores[0].Repo)
+	assert.Contains(t, rep.Rollout.Rollback.Reason, "bad release")
+	p := r.open("cluster-c01")
+	require.NotNil(t, p)
+	head, _, err := r.human.Git.GetCommit(context.Background(), "acme", "cluster-c01", p.GetHead().GetSHA())
+	require.NoError(t, err)
+	assert.Equal(t, healthy, head.GetTree().GetSHA())
+	assert.Equal(t, []string{"cluster-c01"}, r.opened(), "nothing else opens for the rolled-back content")
 }
