@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -40,11 +39,9 @@ func (a *frontend) applyCommand() *cobra.Command {
 	var (
 		allowRemovals       bool
 		allowAccessRemovals bool
-		concurrency         int
 		format              string
 		detailed            bool
 		fullRun             bool
-		fullEvery           time.Duration
 		detail              bool
 	)
 	cmd := &cobra.Command{
@@ -74,21 +71,16 @@ func (a *frontend) applyCommand() *cobra.Command {
 			if spec == "" {
 				spec = app.DefaultLocalForge
 			}
-			targets, err := a.openTargets(cmd.Context(), spec, f.Owner(), false, log)
+			runner, err := a.openRunner(cmd.Context(), spec, f.Owner(), false, log)
 			if err != nil {
 				return err
 			}
-			defer targets.Close()
-			opts := app.RunOptions{
-				AllowRemovals:       allowRemovals,
-				AllowAccessRemovals: allowAccessRemovals,
-				Concurrency:         concurrency,
-				Logger:              log,
-				BaselineFile:        a.baselineFile(spec, f.Owner()),
-				Full:                fullRun, FullEvery: fullEvery, Salt: version,
+			defer runner.Close()
+			out, runErr := runner.Run(cmd.Context(), f, app.Request{
+				Mode: app.ModeApply, Trigger: app.TriggerCLI, Full: fullRun,
+				AllowRemovals: allowRemovals, AllowAccessRemovals: allowAccessRemovals,
 				Step: a.progress().step,
-			}
-			out, runErr := targets.Apply(cmd.Context(), f, opts)
+			})
 			a.progress().end()
 			if out != nil && !issuesInText(format, out) {
 				if err := writeReport(a.stdout, format, report.View{Detail: detail}, out); err != nil {
@@ -97,7 +89,7 @@ func (a *frontend) applyCommand() *cobra.Command {
 			}
 			if ctx := cmd.Context(); runErr != nil && ctx.Err() != nil && out != nil {
 				return fmt.Errorf("interrupted (%v): %d of %d repos not applied; each repo is left where a run can resume: run apply again to finish",
-					context.Cause(ctx), out.Failed(), out.Repos())
+					context.Cause(ctx), len(out.Failed()), len(out.Results))
 			}
 			if runErr == nil && detailed {
 				return exitCode(out.ExitCode(true))
@@ -107,9 +99,9 @@ func (a *frontend) applyCommand() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&allowRemovals, "allow-removals", false, "allow removing more cluster/workspace repos than platform spec.maxRemovals")
 	cmd.Flags().BoolVar(&allowAccessRemovals, "allow-access-removals", false, "allow taking away more of a repo's grants than platform spec.access.maxAccessRemovals")
-	minIntVar(cmd.Flags(), &concurrency, "concurrency", app.DefaultConcurrency, 1, "how many target repos to work on at once")
+	minIntVar(cmd.Flags(), &a.concurrency, "concurrency", app.DefaultConcurrency, 1, "how many target repos to work on at once")
 	cmd.Flags().BoolVar(&fullRun, "full", false, "plan every target repo, not only those whose desired state changed since the last converged run")
-	cmd.Flags().DurationVar(&fullEvery, "full-every", app.DefaultFullEvery, "plan every target repo when the last full run is older than this (negative: only with --full or after a failure)")
+	cmd.Flags().DurationVar(&a.fullEvery, "full-every", app.DefaultFullEvery, "plan every target repo when the last full run is older than this (negative: only with --full or after a failure)")
 	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when done, 2 when repos were deferred, 3 when a repo waits for a human, 1 on error")
 	formatVar(cmd.Flags(), &format, formats())
 	detailVar(cmd.Flags(), &detail)
@@ -119,18 +111,19 @@ func (a *frontend) applyCommand() *cobra.Command {
 
 // forgePlan plans against the forge named by --forge; it reports whether
 // anything would change.
-func (a *frontend) forgePlan(cmd *cobra.Command, f *app.Fleet, format string, v report.View, allowRemovals, allowAccessRemovals bool) (*app.Outcome, error) {
+func (a *frontend) forgePlan(cmd *cobra.Command, f *app.Fleet, format string, v report.View, allowRemovals, allowAccessRemovals bool) (*app.Result, error) {
 	log, err := a.logger()
 	if err != nil {
 		return nil, err
 	}
-	targets, err := a.openTargets(cmd.Context(), a.forge, f.Owner(), true, log)
+	runner, err := a.openRunner(cmd.Context(), a.forge, f.Owner(), true, log)
 	if err != nil {
 		return nil, err
 	}
-	defer targets.Close()
-	out, err := targets.Plan(cmd.Context(), f, app.RunOptions{
-		AllowRemovals: allowRemovals, AllowAccessRemovals: allowAccessRemovals, Logger: log,
+	defer runner.Close()
+	out, err := runner.Run(cmd.Context(), f, app.Request{
+		Mode: app.ModePlan, Trigger: app.TriggerCLI,
+		AllowRemovals: allowRemovals, AllowAccessRemovals: allowAccessRemovals,
 		Step: a.progress().step,
 	})
 	a.progress().end()
@@ -147,13 +140,13 @@ func (a *frontend) forgePlan(cmd *cobra.Command, f *app.Fleet, format string, v 
 
 // issuesInText is true when a report carries control repo issues and the
 // format is text: the error lists them, once.
-func issuesInText(format string, r *app.Outcome) bool {
+func issuesInText(format string, r *app.Result) bool {
 	return format == formatText && r.HasIssues()
 }
 
 // writeReport prints a plan's or an apply's report. The text lists the repos v asks for, the
 // rollout's verdict when the control repo declares waves, and ends with the summary line.
-func writeReport(w io.Writer, format string, v report.View, r *app.Outcome) error {
+func writeReport(w io.Writer, format string, v report.View, r *app.Result) error {
 	d := r.Document()
 	switch format {
 	case formatJSON:
@@ -169,15 +162,4 @@ func writeReport(w io.Writer, format string, v report.View, r *app.Outcome) erro
 		fmt.Fprintln(w)
 	}
 	return d.WriteTextView(w, v)
-}
-
-// baselineFile is where an incremental apply keeps its baseline for the target repos of owner:
-// beside the GitHub snapshot cache (a dot name, so that no org's directory there can clash
-// with it); "" when there is none (the local forge, or --github-cache off), and every apply
-// is then full.
-func (a *frontend) baselineFile(spec, owner string) string {
-	if spec != "github" {
-		return ""
-	}
-	return app.BaselineFile(a.github.cache(a.apiURL()), owner)
 }

@@ -23,7 +23,8 @@ func (a *frontend) apiURL() string {
 func (a *frontend) base(log *slog.Logger) app.Config {
 	cfg := app.Config{
 		GitURL: app.ResolveGitURL(a.gitURLFlag, a.forge, a.apiURL()),
-		Logger: log, Stats: a.progress(),
+		Logger: log, Stats: a.progress(), Version: version,
+		Concurrency: a.concurrency, FullEvery: a.fullEvery,
 	}
 	cfg.GitHub.APIURL = a.apiURL()
 	cfg.GitHub.Budget = a.github.budget()
@@ -57,14 +58,14 @@ func (a *frontend) load(ctx context.Context) (*app.Fleet, error) {
 	return a.base(nil).Load(ctx, a.control)
 }
 
-// openTargets opens the forge named by spec for the target repos of owner, for the
-// application's plan and apply.
-func (a *frontend) openTargets(ctx context.Context, spec, owner string, readOnly bool, log *slog.Logger) (*app.Targets, error) {
+// openRunner opens the forge named by spec for the target repos of owner and returns the
+// application's Runner of plan and apply on it (read-only: a plan).
+func (a *frontend) openRunner(ctx context.Context, spec, owner string, readOnly bool, log *slog.Logger) (*app.Runner, error) {
 	cfg, err := a.config(spec, log)
 	if err != nil {
 		return nil, err
 	}
-	return cfg.OpenTargets(ctx, owner, readOnly)
+	return cfg.OpenRunner(ctx, owner, readOnly)
 }
 
 // registerGitURL registers --git-url on a command that renders.

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fleetbot-io/fleetbot/internal/app"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // metallbCRDs is a catalog app rendering the two CRDs metallb's manifests use.
@@ -37,7 +37,7 @@ func TestPlanNeedsFollowDependsOn(t *testing.T) {
 	code, out, errOut := cli(t, "plan", "--control", ctl, "--format", "json")
 	require.Equal(t, 0, code, errOut)
 	var p struct {
-		Repos []app.DesiredRepo `json:"desired"`
+		Repos []report.DesiredRepo `json:"desired"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &p))
 	require.NotEmpty(t, p.Repos)

@@ -92,8 +92,9 @@ func TestFrontEndsWriteTheSamePullRequestsOnGHES(t *testing.T) {
 	srv.ResetLog()
 	a := &frontend{stderr: io.Discard}
 	a.rootCommand() // registers the global flags' defaults
+	a.concurrency = 2
 	f := serveFlags{control: "acme/control", resync: time.Hour, grace: 5 * time.Second, workers: 1,
-		queueSize: 10, concurrency: 2, maxBody: ingress.DefaultMaxBody, checkName: checkrun.DefaultCheckName}
+		queueSize: 10, maxBody: ingress.DefaultMaxBody, checkName: checkrun.DefaultCheckName}
 	a.github.cacheDir, a.github.interval = "off", 0
 	cfg, err := a.serveConfig(&f, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)

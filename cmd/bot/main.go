@@ -93,6 +93,10 @@ type frontend struct {
 	logLevel   string
 	logJSON    bool
 	github     githubFlags
+	// concurrency and fullEvery are --concurrency and --full-every of the commands that apply
+	// (apply, serve); base puts them in the application configuration, the one place.
+	concurrency int
+	fullEvery   time.Duration
 	// isTerminal says whether a writer is a terminal (nil: a real check of the file); tests
 	// inject it to see the progress a terminal gets.
 	isTerminal func(io.Writer) bool

@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
@@ -270,8 +269,8 @@ func TestPlanOffline(t *testing.T) {
 	code, out, errOut = cli(t, "plan", "--control", exampleControl, "--format", "json")
 	require.Equal(t, 0, code, errOut)
 	var p struct {
-		FormatVersion int               `json:"format_version"`
-		Repos         []app.DesiredRepo `json:"desired"`
+		FormatVersion int                  `json:"format_version"`
+		Repos         []report.DesiredRepo `json:"desired"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &p))
 	assert.Equal(t, report.FormatVersion, p.FormatVersion)

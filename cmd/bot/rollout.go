@@ -58,17 +58,17 @@ request is held and why, and a halt. It never writes. With -o json: fleetbot's r
 			if err != nil {
 				return err
 			}
-			targets, err := a.openTargets(cmd.Context(), a.forge, f.Owner(), true, log)
+			runner, err := a.openRunner(cmd.Context(), a.forge, f.Owner(), true, log)
 			if err != nil {
 				return err
 			}
-			defer targets.Close()
-			out, err := targets.Plan(cmd.Context(), f, app.RunOptions{Logger: log, Step: a.progress().step})
+			defer runner.Close()
+			out, err := runner.Run(cmd.Context(), f, app.Request{Mode: app.ModePlan, Trigger: app.TriggerCLI, Step: a.progress().step})
 			a.progress().end()
 			if err != nil {
 				return err
 			}
-			if out == nil || out.Rollout() == nil {
+			if out == nil || out.Rollout == nil {
 				return errors.New("the plan reported no rollout state")
 			}
 			plan := out.Document()

@@ -34,7 +34,7 @@ type serveFlags struct {
 	listen, control, secretFile, gitURL, checkName, shard, listenFile string
 	tenantCheck, healthKeys                                           string
 	resync, grace, driftDelay                                         time.Duration
-	workers, queueSize, concurrency                                   int
+	workers, queueSize                                                int
 	maxBody                                                           int64
 	// jobProcess: run the jobs in a child process (serve_front.go); jobNice is its priority
 	// drop; jobListenerFD > 0 makes this process that child.
@@ -104,7 +104,7 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
 			return listenAndServe(cmd.Context(), &f, cfg)
 		},
 	}
-	f.register(cmd.Flags())
+	f.register(cmd.Flags(), &a.concurrency)
 	return cmd
 }
 
@@ -113,7 +113,6 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
 func listenAndServe(ctx context.Context, f *serveFlags, cfg serveConfig) error {
 	log := cfg.Logger
 	if f.jobListenerFD > 0 {
-		cfg.Version = version
 		return serve.RunJobProcess(ctx, cfg, f.jobListenerFD, f.jobNice)
 	}
 	ln, err := net.Listen("tcp", f.listen)
@@ -128,14 +127,15 @@ func listenAndServe(ctx context.Context, f *serveFlags, cfg serveConfig) error {
 		}
 	}
 	if f.jobProcess {
-		cfg.Listener, cfg.Version = ln, version
+		cfg.Listener = ln
 		return serve.RunFront(ctx, cfg, serve.JobProcess{Args: jobProcessArgs(f.jobNice)})
 	}
 	return runServe(ctx, cfg, ln)
 }
 
-// register defines serve's own flags on fs.
-func (f *serveFlags) register(fs *pflag.FlagSet) {
+// register defines serve's own flags on fs; --concurrency sets concurrency, the frontend's
+// (see frontend.base).
+func (f *serveFlags) register(fs *pflag.FlagSet, concurrency *int) {
 	fs.StringVar(&f.listen, "listen", DefaultListen, "address to serve /webhook, /healthz, /readyz and /metrics on")
 	fs.StringVar(&f.listenFile, "listen-file", "", "once listening, write the address (HOST:PORT) to this file; with --listen 127.0.0.1:0 the port is a free one")
 	fs.StringVar(&f.control, "control-repo", "", "the control repo on GitHub, OWNER/NAME")
@@ -148,7 +148,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	delayVar(fs, &f.driftDelay, "drift-delay", webhook.DefaultDriftDelay, "how long a drift reconcile waits after its first event for the drifts of other repos to join its batch (one GraphQL read per 100 repos instead of requests per repo); 0 starts each at once")
 	minIntVar(fs, &f.workers, "workers", jobqueue.DefaultWorkers, 1, "jobs worked on at once")
 	minIntVar(fs, &f.queueSize, "queue-size", jobqueue.DefaultQueueSize, 1, "distinct jobs that may wait; deliveries beyond are refused with 503")
-	minIntVar(fs, &f.concurrency, "concurrency", app.DefaultConcurrency, 1, "target repos one job works on at once")
+	minIntVar(fs, concurrency, "concurrency", app.DefaultConcurrency, 1, "target repos one job works on at once")
 	minInt64Var(fs, &f.maxBody, "max-body", ingress.DefaultMaxBody, 1, "largest webhook body accepted, in bytes (413 beyond)")
 	fs.BoolVar(&f.jobProcess, "job-process", false, "run the jobs in a child process at a lower CPU priority, this process only acknowledging deliveries: answers to GitHub never wait behind a job's CPU (see docs/serve.md)")
 	minIntVar(fs, &f.jobNice, "job-nice", serve.DefaultJobNice, 0, "with --job-process: how much lower the job process's CPU priority (niceness) is than this process's")
@@ -205,6 +205,7 @@ func (a *frontend) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, er
 		return serveConfig{}, err
 	}
 	acfg.GitURL = app.ResolveGitURL(f.gitURL, app.ForgeGitHub, acfg.GitHub.APIURL)
+	acfg.Shard = shard
 	if acfg.GitHub.AppID == 0 {
 		return serveConfig{}, errors.New("serve needs a GitHub App: --app-id and --app-key (or FLEETBOT_APP_ID and FLEETBOT_APP_KEY_FILE); a token cannot receive App webhooks")
 	}
@@ -233,7 +234,7 @@ func (a *frontend) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, er
 	return serveConfig{
 		Status: status, HealthKeys: f.healthKeys,
 		Control: f.control, Secret: secret, App: acfg, Resync: f.resync, DriftDelay: f.driftDelay, Workers: f.workers, QueueSize: f.queueSize, MaxBody: f.maxBody,
-		Grace: f.grace, Concurrency: f.concurrency, CheckName: f.checkName, TenantCheck: f.tenantCheck, Shard: shard, Logger: log, HTTP: f.http,
+		Grace: f.grace, CheckName: f.checkName, TenantCheck: f.tenantCheck, Logger: log, HTTP: f.http,
 	}, nil
 }
 
@@ -247,7 +248,7 @@ func jobProcessArgs(nice int) []string {
 // shuts down: not ready, no new deliveries, in-flight jobs finish within the grace period,
 // waiting jobs are handed back to the next process's first resync.
 func runServe(ctx context.Context, cfg serveConfig, ln net.Listener) error {
-	cfg.Listener, cfg.Version = ln, version
+	cfg.Listener = ln
 	srv, err := serve.New(cfg)
 	if err != nil {
 		return err

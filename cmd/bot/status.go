@@ -139,17 +139,17 @@ func (a *frontend) statusView(ctx context.Context, f *statusFlags, sel app.Statu
 	}
 	spec := firstNonEmpty(a.forge, app.DefaultLocalForge)
 	owner := fl.Repo.Platform.Spec.Owner
-	targets, err := a.openTargets(ctx, spec, owner, true, log)
+	runner, err := a.openRunner(ctx, spec, owner, true, log)
 	if err != nil {
 		return nil, err
 	}
-	defer targets.Close()
-	opts := app.StatusOptions{Only: only, Selector: sel, Blocked: f.blocked, GroupBy: group, Now: a.clock(), Logger: log, Step: a.progress().step}
+	defer runner.Close()
+	opts := app.StatusOptions{Only: only, Selector: sel, Blocked: f.blocked, GroupBy: group, Now: a.clock(), Step: a.progress().step}
 	if spec == "github" {
 		root := app.ResolveGitURL("", app.ForgeGitHub, a.apiURL())
 		opts.RepoURL = func(full string) string { return root + "/" + full }
 	}
-	view, err := targets.Status(ctx, fl, opts)
+	view, err := runner.Status(ctx, fl, opts)
 	a.progress().end()
 	return view, err
 }

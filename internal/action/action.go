@@ -307,11 +307,11 @@ type Result struct {
 	// Review is check control's verdict on a pull request's change.
 	Review *app.ReviewReport `json:"review,omitempty"`
 
-	outcome *app.Outcome // the plan or apply Report is the document of
+	outcome *app.Result // the plan or apply Report is the document of
 }
 
 // setOutcome records a plan or an apply (nil: nothing was planned).
-func (res *Result) setOutcome(o *app.Outcome) {
+func (res *Result) setOutcome(o *app.Result) {
 	res.outcome = o
 	if o != nil {
 		res.Report = o.Document()
@@ -428,12 +428,12 @@ func (r *actionRun) planTargets(ctx context.Context, f *app.Fleet, res *Result) 
 			". Set app-id and private-key (see docs/action.md) to see what would change in each repo.")
 		return nil
 	}
-	targets, err := r.openTargets(ctx, f.Owner(), true)
+	runner, err := r.openRunner(ctx, f.Owner(), true)
 	if err != nil {
 		return err
 	}
-	defer targets.Close()
-	out, err := targets.Plan(ctx, f, app.RunOptions{AllowRemovals: r.in.allowRemovals, Source: f.Repo.Revision, Logger: r.log})
+	defer runner.Close()
+	out, err := runner.Run(ctx, f, app.Request{Mode: app.ModePlan, Trigger: app.TriggerCheck, AllowRemovals: r.in.allowRemovals})
 	var issues app.Issues
 	if errors.As(err, &issues) {
 		// Found against the org (a team that does not exist): nothing was planned.
@@ -501,22 +501,20 @@ func (r *actionRun) apply(ctx context.Context) error {
 }
 
 func (r *actionRun) applyTargets(ctx context.Context, f *app.Fleet, res *Result) error {
-	targets, err := r.openTargets(ctx, f.Owner(), false)
+	runner, err := r.openRunner(ctx, f.Owner(), false)
 	if err != nil {
 		return err
 	}
-	defer targets.Close()
-	opts := app.RunOptions{
-		AllowRemovals: r.in.allowRemovals, Source: f.Repo.Revision, Logger: r.log,
-		Step: (&stepLog{w: r.opts.Stdout}).step,
+	defer runner.Close()
+	// With a cache kept between runs (actions/cache), the Runner keeps baselines: a push plans
+	// only the target repos whose desired state changed; scheduled and manual runs plan every
+	// repo.
+	trigger := app.TriggerResync
+	if r.env.EventName == ghaction.EventPush {
+		trigger = app.TriggerPush
 	}
-	if dir := r.cacheDir(); dir != "" {
-		// With a cache kept between runs (actions/cache), a push plans only the target repos
-		// whose desired state changed; scheduled and manual runs plan every repo.
-		opts.BaselineFile = app.BaselineFile(dir, f.Owner())
-		opts.Full, opts.Salt = r.env.EventName != ghaction.EventPush, r.opts.Version
-	}
-	out, err := targets.Apply(ctx, f, opts)
+	out, err := runner.Run(ctx, f, app.Request{Mode: app.ModeApply, Trigger: trigger, AllowRemovals: r.in.allowRemovals,
+		Step: (&stepLog{w: r.opts.Stdout}).step})
 	var issues app.Issues
 	if errors.As(err, &issues) {
 		// Found against the org (a team that does not exist): nothing was planned.
@@ -558,10 +556,11 @@ func (r *actionRun) checkTarget(kind string) error {
 	return nil
 }
 
-// openTargets opens the GitHub forge of the target repos of owner with the fan-out
-// credentials: the App's installation on owner, or the fan-out token.
-func (r *actionRun) openTargets(ctx context.Context, owner string, readOnly bool) (*app.Targets, error) {
-	t, err := r.config().OpenTargets(ctx, owner, readOnly)
+// openRunner opens the GitHub forge of the target repos of owner with the fan-out
+// credentials (the App's installation on owner, or the fan-out token) and returns the
+// application's Runner on it.
+func (r *actionRun) openRunner(ctx context.Context, owner string, readOnly bool) (*app.Runner, error) {
+	t, err := r.config().OpenRunner(ctx, owner, readOnly)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to GitHub for the target repos of %s: %w", owner, err)
 	}
@@ -586,7 +585,7 @@ func (r *actionRun) config() app.Config {
 	cfg := app.Config{
 		Forge:    app.ForgeGitHub,
 		GitURL:   app.ResolveGitURL(r.opts.GitURL, app.ForgeGitHub, r.in.apiURL),
-		CacheDir: r.cacheDir(), Logger: r.log, Stats: r.opts.Stderr,
+		CacheDir: r.cacheDir(), Logger: r.log, Stats: r.opts.Stderr, Version: r.opts.Version,
 	}
 	cfg.GitHub.APIURL, cfg.GitHub.Budget = r.in.apiURL, r.opts.Budget
 	if r.in.appID != 0 {
@@ -666,27 +665,24 @@ func (r *actionRun) finish(res *Result, summary string) error {
 		return fmt.Errorf("writing plan-json: %w", err)
 	}
 	changed, pulls, blocked := []string{}, []PullRequestOutput{}, []string{}
-	code := app.ExitNoChanges
+	code := report.ExitDone
 	if !res.Valid {
-		code = app.ExitError
+		code = report.ExitError
 	}
 	if res.outcome != nil {
-		results := res.outcome.Results()
-		for _, x := range results {
-			if x.Blocked {
-				blocked = append(blocked, x.Row.Repo)
-			}
+		for _, x := range res.outcome.Blocked() {
+			blocked = append(blocked, x.Repo)
 		}
 		if res.Valid {
 			code = res.outcome.ExitCode(res.Mode == ModeApply)
 		}
-		for _, x := range results {
-			if !x.Changed {
+		for _, x := range res.outcome.Results {
+			if !x.Changed() {
 				continue
 			}
-			changed = append(changed, x.Row.Repo)
+			changed = append(changed, x.Repo)
 			if x.PR > 0 {
-				pulls = append(pulls, PullRequestOutput{Repo: x.Row.Repo, Number: x.PR, URL: x.PRURL, Action: x.Action})
+				pulls = append(pulls, PullRequestOutput{Repo: x.Repo, Number: x.PR, URL: x.PRURL, Action: string(x.Action)})
 			}
 		}
 	}
@@ -871,8 +867,8 @@ func (r *actionRun) applyMarkdown(res *Result) string {
 	case !res.Valid:
 		fmt.Fprintf(&b, "## fleetbot apply: ❌ %d problem(s), nothing written\n\n", len(res.Issues))
 		r.writeIssues(&b, res.Issues)
-	case res.outcome != nil && res.outcome.Failed() > 0:
-		fmt.Fprintf(&b, "## fleetbot apply: ⚠️ %d repo(s) failed\n\n", res.outcome.Failed())
+	case res.outcome != nil && len(res.outcome.Failed()) > 0:
+		fmt.Fprintf(&b, "## fleetbot apply: ⚠️ %d repo(s) failed\n\n", len(res.outcome.Failed()))
 	default:
 		b.WriteString("## fleetbot apply\n\n")
 	}

@@ -56,6 +56,25 @@ type Config struct {
 	Logger *slog.Logger
 	// Stats, when set, receives one line of GitHub request counts when a forge closes.
 	Stats io.Writer
+
+	// What a Runner runs with (OpenRunner, ServiceRunner):
+	//
+	// Concurrency bounds how many target repos a plan or an apply works on at once (default
+	// DefaultConcurrency): the one place it is set, for every front end.
+	Concurrency int
+	// FullEvery turns an incremental apply full when the last full run is older (default
+	// DefaultFullEvery; negative: only when asked or after a failure).
+	FullEvery time.Duration
+	// Version is fleetbot's version: a baseline another version recorded is not used.
+	Version string
+	// Shard is this replica's share of the target repos (serve; docs/scale-out.md); the zero
+	// Shard owns every repo.
+	Shard Shard
+	// Now is the clock the rollout gate weighs soaks, timeouts and windows by (nil: time.Now).
+	Now func() time.Time
+	// OnApplied, when set, is told each target repo's result as an apply finishes it, never
+	// concurrently (serve's reconcile metric).
+	OnApplied func(RepoResult)
 }
 
 // ResolveGitURL is the base URL of target repos rendered into Flux GitRepository objects:

@@ -11,20 +11,17 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
-// DesiredRepo is the offline plan of one target repo (report.DesiredRepo).
-type DesiredRepo = report.DesiredRepo
-
 // DesiredPlan is the plan without a forge: the desired state of every target repo.
 type DesiredPlan struct {
-	Source string        `json:"source,omitempty"`
-	Repos  []DesiredRepo `json:"repos"`
+	Source string               `json:"source,omitempty"`
+	Repos  []report.DesiredRepo `json:"repos"`
 }
 
 // BuildDesiredPlan summarises f per target repo: files, objects per kind, access, reviewers.
 func BuildDesiredPlan(f *Fleet) (DesiredPlan, error) {
-	p := DesiredPlan{Source: f.Repo.Revision, Repos: []DesiredRepo{}}
+	p := DesiredPlan{Source: f.Repo.Revision, Repos: []report.DesiredRepo{}}
 	for _, t := range f.Targets {
-		d := DesiredRepo{
+		d := report.DesiredRepo{
 			Repo: t.FullName(), Kind: string(t.Kind), Name: t.Name,
 			Files: slices.Sorted(maps.Keys(t.Files)), Scaffolds: slices.Sorted(maps.Keys(t.Scaffolds)),
 			Teams: map[string]string{}, Reviewers: t.Reviewers,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 	"github.com/fleetbot-io/fleetbot/internal/workcopy"
 )
 
@@ -20,6 +21,19 @@ type Target = fanout.Target
 type Fleet struct {
 	Repo    *control.Repo
 	Targets []*fanout.Target
+
+	// sums are the digests of Targets (reconcile.Digests), computed once, by the first
+	// incremental run over the fleet: a service applies one rendered commit many times (a
+	// push, drifts, checks), and hashing every file of a 1,000-cluster fleet per run was most of
+	// its CPU under a stream of deliveries.
+	sumsOnce sync.Once
+	sums     map[string]string
+}
+
+// digests returns the digests of f's targets, computed once.
+func (f *Fleet) digests() map[string]string {
+	f.sumsOnce.Do(func() { f.sums = reconcile.Digests(f.Targets) })
+	return f.sums
 }
 
 // Owner is the platform owner: the org (or user) owning every target repo.

@@ -2,13 +2,11 @@ package app
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 	"github.com/fleetbot-io/fleetbot/internal/status"
 )
 
@@ -29,7 +27,7 @@ func ParseStatusGroupBy(s string) (StatusGrouper, error) { return status.ParseGr
 // ParseStatusSelector reads a --selector value ("env=prod,region in (eu,us)"); "" is nil.
 func ParseStatusSelector(s string) (StatusSelector, error) { return status.ParseSelector(s) }
 
-// StatusOptions say what Targets.Status shows.
+// StatusOptions say what Runner.Status shows.
 type StatusOptions struct {
 	// Only reads and shows only these target repos (names); nil: every repo.
 	Only []string
@@ -40,16 +38,15 @@ type StatusOptions struct {
 	// RepoURL links a repo ("owner/name") to its web page; nil for none.
 	RepoURL func(fullName string) string
 	// Now is the time the view is shown at (pull request ages).
-	Now    time.Time
-	Logger *slog.Logger
-	// Step, when set, is told how far the plan is (RunOptions.Step).
+	Now time.Time
+	// Step, when set, is told how far the plan is (Request.Step).
 	Step func(phase string, done, total int)
 }
 
-// Status plans every target repo of f (read-only; the cost of a no-op plan) and builds the
-// fleet at a glance from the plan.
-func (t *Targets) Status(ctx context.Context, f *Fleet, o StatusOptions) (*StatusView, error) {
-	rep, err := reconcile.Plan(ctx, t.forge, f.Repo, f.Targets, reconcile.Options{Only: o.Only, Logger: o.Logger, Step: o.Step})
+// Status plans every target repo of f (read-only; the cost of a no-op plan: Run's plan,
+// full) and builds the fleet at a glance from the plan.
+func (r *Runner) Status(ctx context.Context, f *Fleet, o StatusOptions) (*StatusView, error) {
+	rep, err := r.Run(ctx, f, Request{Mode: ModePlan, Trigger: TriggerCLI, Scope: Scope{Repos: o.Only}, Step: o.Step})
 	if err != nil {
 		return nil, err
 	}

@@ -566,6 +566,7 @@ type platformSpecDoc struct {
 type accessSpecDoc struct {
 	Mode              string          `yaml:"mode,omitempty"`
 	MaxAccessRemovals *CountOrPercent `yaml:"maxAccessRemovals,omitempty"`
+	BranchRules       *BranchRules    `yaml:"branchRules,omitempty"`
 }
 
 // CountOrPercent is a count (3) or a percentage of a set's size ("10%"), as Kubernetes'
@@ -626,6 +627,7 @@ func (p *platformDoc) platform(src Source) *Platform {
 			Access: AccessSpec{
 				Mode:              s.Access.Mode,
 				MaxAccessRemovals: s.Access.MaxAccessRemovals.IntOrString(),
+				BranchRules:       s.Access.BranchRules,
 			},
 			MaxRemovals: s.MaxRemovals.IntOrString(),
 			Components:  s.Components,

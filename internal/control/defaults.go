@@ -28,6 +28,9 @@ type Fleet struct {
 	// MaxRemovals caps the targets one plan may remove; MaxAccessRemovals the grants one run
 	// may take from a repo.
 	MaxRemovals, MaxAccessRemovals intstr.IntOrString
+	// BranchRules are the declared rules of every target repo's default branch (nil: the
+	// default protection, as classic branch protection).
+	BranchRules *BranchRules
 }
 
 // Fleet returns the platform's settings with every default resolved, the same for a repo
@@ -46,6 +49,7 @@ func (r *Repo) Fleet() Fleet {
 		FluxInterval: s.Flux.Interval, FluxSecretRef: *s.Flux.SecretRef,
 		AccessMode:  s.Access.Mode,
 		MaxRemovals: *s.MaxRemovals, MaxAccessRemovals: *s.Access.MaxAccessRemovals,
+		BranchRules: s.Access.BranchRules,
 	}
 }
 

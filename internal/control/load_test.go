@@ -274,6 +274,25 @@ spec:
 			},
 		},
 		{
+			name:  "bad branch rules",
+			files: map[string]string{"platform.yaml": "apiVersion: fleetbot.io/v1alpha1\nkind: Platform\nmetadata: {name: acme}\nspec:\n  owner: acme\n  admins: [platform]\n  access:\n    branchRules:\n      requiredApprovals: 11\n      requiredChecks:\n        - context: ci\n        - context: ci\n        - {context: \"\", appId: -3}\n      bypass:\n        - {team: platform, role: admin}\n        - {role: owner}\n        - {app: 7}\n        - {app: 7}\n        - {}\n"},
+			want: []want{
+				{pos: "platform.yaml:9", msg: "invalid requiredApprovals 11", hint: "use 0 to 10"},
+				{pos: "platform.yaml:12", msg: `required check "ci" is listed twice`},
+				{pos: "platform.yaml:13", msg: "required check without a context"},
+				{pos: "platform.yaml:13", msg: "invalid appId -3"},
+				{pos: "platform.yaml:15", msg: "bypass actor 0 names 2 actors", hint: "exactly one of team, app, role or organizationAdmin"},
+				{pos: "platform.yaml:16", msg: `invalid bypass role "owner"`, hint: "admin, maintain or write"},
+				{pos: "platform.yaml:18", msg: "bypass actor app/7 is listed twice"},
+				{pos: "platform.yaml:19", msg: "bypass actor 4 names 0 actors"},
+			},
+		},
+		{
+			name:  "unknown branch rule field",
+			files: map[string]string{"platform.yaml": "apiVersion: fleetbot.io/v1alpha1\nkind: Platform\nmetadata: {name: acme}\nspec:\n  owner: acme\n  admins: [platform]\n  access:\n    branchRules:\n      requireApprovals: 2\n"},
+			want:  []want{{pos: "platform.yaml:9", msg: "requireApprovals"}},
+		},
+		{
 			name:  "platform without owner and admins",
 			files: map[string]string{"platform.yaml": "apiVersion: fleetbot.io/v1alpha1\nkind: Platform\nmetadata: {name: acme}\nspec: {}\n"},
 			want: []want{

@@ -10,6 +10,8 @@ const (
 	PersonaPlatformAdmin  = "platform admin"
 	PersonaClusterAdmin   = "cluster admin"
 	PersonaWorkspaceAdmin = "workspace admin"
+	// PersonaBypass is a team that may bypass the branch rules (spec.access.branchRules.bypass).
+	PersonaBypass = "branch rule bypass actor"
 )
 
 // TeamRef is one mention of a team in the control repo: which persona it
@@ -30,6 +32,13 @@ func (r *Repo) TeamRefs() []TeamRef {
 	if p := r.Platform; p != nil {
 		for i, t := range p.Spec.Admins {
 			out = append(out, TeamRef{Slug: t, Persona: PersonaPlatformAdmin, Pos: p.Source.At(fmt.Sprintf("spec.admins.%d", i))})
+		}
+	}
+	if p := r.Platform; p != nil && p.Spec.Access.BranchRules != nil {
+		for i, b := range p.Spec.Access.BranchRules.Bypass {
+			if b.Team != "" {
+				out = append(out, TeamRef{Slug: b.Team, Persona: PersonaBypass, Pos: p.Source.At(fmt.Sprintf("spec.access.branchRules.bypass.%d.team", i))})
+			}
 		}
 	}
 	for _, c := range r.Clusters {
@@ -88,6 +97,13 @@ func (r *Repo) allTeamsExist(exists func(slug string) bool) bool {
 	}
 	if p := r.Platform; p != nil && !all(p.Spec.Admins) {
 		return false
+	}
+	if p := r.Platform; p != nil && p.Spec.Access.BranchRules != nil {
+		for _, b := range p.Spec.Access.BranchRules.Bypass {
+			if b.Team != "" && !exists(b.Team) {
+				return false
+			}
+		}
 	}
 	for _, c := range r.Clusters {
 		if !all(c.Spec.Admins) {

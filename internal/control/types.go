@@ -338,6 +338,45 @@ type AccessSpec struct {
 	// MaxAccessRemovals caps the share of a repo's grants one run may remove
 	// (default 25%).
 	MaxAccessRemovals *intstr.IntOrString `yaml:"maxAccessRemovals,omitempty" json:"maxAccessRemovals,omitempty"`
+	// BranchRules, when set, declares once the rules of every target repo's default branch,
+	// which fleetbot enforces as a ruleset (on each repo, or one for the org) instead of a
+	// classic branch protection. Absent: the default protection, as classic branch protection.
+	BranchRules *BranchRules `yaml:"branchRules,omitempty" json:"branchRules,omitempty"`
+}
+
+// BranchRules are the rules of every target repo's default branch. Pull requests are always
+// required, stale approvals dismissed, force pushes and deletion blocked.
+type BranchRules struct {
+	// RequiredApprovals is how many approving reviews a pull request needs (0 to 10; default 1).
+	RequiredApprovals *int `yaml:"requiredApprovals,omitempty" json:"requiredApprovals,omitempty"`
+	// CodeOwnerReview requires an approval of a code owner of each changed file (default true).
+	CodeOwnerReview *bool `yaml:"codeOwnerReview,omitempty" json:"codeOwnerReview,omitempty"`
+	// RequiredChecks are the status checks a pull request's head must pass.
+	RequiredChecks []RequiredCheckSpec `yaml:"requiredChecks,omitempty" json:"requiredChecks,omitempty"`
+	// Bypass are the actors that may bypass the rules (none by default).
+	Bypass []BypassSpec `yaml:"bypass,omitempty" json:"bypass,omitempty"`
+	// Organization enforces the rules as one organization ruleset that targets the repos by
+	// their custom properties (fleetbot-kind, fleetbot-cluster, fleetbot-workspace), set when
+	// fleetbot creates a repo; it needs the GitHub App's organization permissions
+	// "Administration" (write) and "Custom properties" (admin). Default false: one ruleset per
+	// repo, which needs nothing beyond the repository permission "Administration".
+	Organization bool `yaml:"organization,omitempty" json:"organization,omitempty"`
+}
+
+// RequiredCheckSpec is one required status check: its name (a check run's or a commit
+// status's context) and, optionally, the GitHub App that must provide it.
+type RequiredCheckSpec struct {
+	Context string `yaml:"context" json:"context"`
+	AppID   int64  `yaml:"appId,omitempty" json:"appId,omitempty"`
+}
+
+// BypassSpec is one actor that may bypass the branch rules: exactly one of a team (slug), a
+// GitHub App (id), a repository role (admin, maintain or write) or the organization's admins.
+type BypassSpec struct {
+	Team              string `yaml:"team,omitempty" json:"team,omitempty"`
+	App               int64  `yaml:"app,omitempty" json:"app,omitempty"`
+	Role              string `yaml:"role,omitempty" json:"role,omitempty"`
+	OrganizationAdmin bool   `yaml:"organizationAdmin,omitempty" json:"organizationAdmin,omitempty"`
 }
 
 // Component deploys a catalog app to the clusters its selector matches.

@@ -204,6 +204,7 @@ func (v *validator) platform(p *Platform) {
 	}
 	v.countOrPercent(s.MaxRemovals, src, "spec.maxRemovals")
 	v.countOrPercent(s.Access.MaxAccessRemovals, src, "spec.access.maxAccessRemovals")
+	v.branchRules(s.Access.BranchRules, s.Owner, src)
 
 	seen := map[string]int{}
 	for i, comp := range s.Components {
@@ -888,4 +889,70 @@ func warnings(r *Repo) Issues {
 	is = append(is, provisionWarnings(r)...)
 	is.Sort()
 	return is
+}
+
+// MaxRequiredApprovals is the most approvals a branch rule may require (GitHub's limit for a
+// ruleset's required_approving_review_count and a branch protection's).
+const MaxRequiredApprovals = 10
+
+// BypassRoles are the repository roles a branch rule may let bypass it, with GitHub's ids of
+// them in a ruleset's bypass_actors (RepositoryRole).
+var BypassRoles = map[string]int64{"maintain": 2, "write": 4, "admin": 5}
+
+// branchRules checks spec.access.branchRules: approvals within GitHub's range, each required
+// check named once, each bypass actor exactly one of team, app, role, organizationAdmin.
+func (v *validator) branchRules(b *BranchRules, owner string, src Source) {
+	if b == nil {
+		return
+	}
+	const at = "spec.access.branchRules"
+	if n := b.RequiredApprovals; n != nil && (*n < 0 || *n > MaxRequiredApprovals) {
+		v.add(src.At(at+".requiredApprovals"), fmt.Sprintf("use 0 to %d (GitHub's limit)", MaxRequiredApprovals),
+			"invalid requiredApprovals %d", *n)
+	}
+	seen := map[string]bool{}
+	for i, c := range b.RequiredChecks {
+		path := fmt.Sprintf("%s.requiredChecks.%d", at, i)
+		switch {
+		case strings.TrimSpace(c.Context) == "":
+			v.add(src.At(path+".context"), "name the check run or commit status context", "required check without a context")
+		case seen[c.Context]:
+			v.add(src.At(path+".context"), "list each check once", "required check %q is listed twice", c.Context)
+		}
+		seen[c.Context] = true
+		if c.AppID < 0 {
+			v.add(src.At(path+".appId"), "use the GitHub App's id, or leave it out to accept the check from any source", "invalid appId %d", c.AppID)
+		}
+	}
+	actors := map[string]bool{}
+	for i, a := range b.Bypass {
+		path := fmt.Sprintf("%s.bypass.%d", at, i)
+		n := 0
+		key := ""
+		if a.Team != "" {
+			n, key = n+1, "team/"+strings.ToLower(a.Team)
+		}
+		if a.App != 0 {
+			n, key = n+1, fmt.Sprintf("app/%d", a.App)
+			if a.App < 0 {
+				v.add(src.At(path+".app"), "use the GitHub App's id", "invalid app id %d", a.App)
+			}
+		}
+		if a.Role != "" {
+			n, key = n+1, "role/"+a.Role
+			if _, ok := BypassRoles[a.Role]; !ok {
+				v.add(src.At(path+".role"), "use admin, maintain or write", "invalid bypass role %q", a.Role)
+			}
+		}
+		if a.OrganizationAdmin {
+			n, key = n+1, "organizationAdmin"
+		}
+		switch {
+		case n != 1:
+			v.add(src.At(path), "give exactly one of team, app, role or organizationAdmin: true", "bypass actor %d names %d actors", i, n)
+		case actors[key]:
+			v.add(src.At(path), "list each bypass actor once", "bypass actor %s is listed twice", key)
+		}
+		actors[key] = true
+	}
 }

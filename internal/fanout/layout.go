@@ -52,6 +52,8 @@ type settings struct {
 	secretRef                 string
 	// autoMerge is pullRequests.merge: auto: the repos must allow auto-merge.
 	autoMerge bool
+	// rules are the declared branch rules (nil: none).
+	rules *control.BranchRules
 }
 
 // settings reads the platform's resolved settings (control.Repo.Fleet) once per Render,
@@ -65,6 +67,7 @@ func (x *run) settings() settings {
 		admins:     fl.Admins,
 		secretRef:  fl.FluxSecretRef,
 		autoMerge:  fl.AutoMerge,
+		rules:      fl.BranchRules,
 	}
 	d, err := time.ParseDuration(fl.FluxInterval)
 	if err != nil || d <= 0 {
@@ -196,6 +199,7 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 	x.scratch.Write(x.provisionedNote(c))
 	t.Files[ReadmePath] = bytes.Clone(x.scratch.Bytes())
 	t.Access = policy.ClusterRepoAccess(s.admins, c.Spec.Admins, wsAdmins, s.branch)
+	withBranchRules(&t.Access, s.rules, KindCluster, name)
 	// A rollout wave may set its own merge mode (spec.rollout.waves[].merge).
 	t.Access.AllowAutoMerge = s.autoMerge || x.repo.ClusterAutoMerge(name)
 	return t
@@ -251,6 +255,7 @@ func (x *run) workspaceTarget(w *control.Workspace, members []*control.Cluster, 
 	})
 	t.Files[ReadmePath] = workspaceReadme(s, w, repo, clusters, x.clusterRepo)
 	t.Access = policy.WorkspaceRepoAccess(s.admins, w.Spec.Admins, s.branch)
+	withBranchRules(&t.Access, s.rules, KindWorkspace, name)
 	t.Access.AllowAutoMerge = s.autoMerge
 	return t
 }

@@ -143,6 +143,7 @@ func (x *run) managementTarget(m *control.ManagementCluster) *Target {
 	t.Files[CodeownersPath] = policy.CODEOWNERS(s.owner, []policy.Rule{{Pattern: "*", Teams: s.admins}})
 	t.Files[ReadmePath] = managementReadme(s, m, repo, clusters, x.clusterRepo, x.repo.HasRollout(), x.repo.HealthDelivery().Provider == control.HealthGenericHMAC)
 	t.Access = policy.ControlRepoAccess(s.admins, s.branch)
+	withBranchRules(&t.Access, s.rules, KindManagement, m.Name)
 	t.Access.AllowAutoMerge = s.autoMerge
 	return t
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
@@ -29,7 +30,7 @@ type ghEnv struct {
 	srv    *githubtest.Server
 	ctl    *GitHubControl
 	svc    *webhook.Service
-	forges map[webhook.ForgeMode]int
+	forges map[app.ForgeMode]int
 }
 
 func newGHEnv(t *testing.T, verdict webhook.Verdict) *ghEnv {
@@ -58,19 +59,19 @@ func newGHEnv(t *testing.T, verdict webhook.Verdict) *ghEnv {
 	require.NoError(t, err)
 	checks, err := NewGitHubChecks(srv.ClientWithToken(srv.InstallationToken("acme")), "acme/control", "")
 	require.NoError(t, err)
-	e := &ghEnv{srv: srv, ctl: ctl, forges: map[webhook.ForgeMode]int{}}
-	forges := func(ctx context.Context, owner string, mode webhook.ForgeMode) (reconcile.Forge, error) {
+	e := &ghEnv{srv: srv, ctl: ctl, forges: map[app.ForgeMode]int{}}
+	forges := func(ctx context.Context, owner string, mode app.ForgeMode) (reconcile.Forge, error) {
 		e.forges[mode]++
 		c, err := ghforge.New(ctx, ghforge.Config{
 			APIURL: srv.APIURL(), AppID: srv.AppID(), PrivateKey: srv.AppPrivateKeyPEM(), Owner: owner,
-			ReadOnly: mode == webhook.ForgePlan, Budget: ghforge.BudgetConfig{PerMinute: 10000, PerHour: 100000, MinInterval: -1},
+			ReadOnly: mode == app.ForgePlan, Budget: ghforge.BudgetConfig{PerMinute: 10000, PerHour: 100000, MinInterval: -1},
 		})
 		if err != nil {
 			return nil, err
 		}
 		return ghforge.NewForge(c, ghforge.ForgeOptions{}), nil
 	}
-	e.svc, err = webhook.NewService(webhook.ServiceConfig{Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}), Forges: forges,
+	e.svc, err = webhook.NewService(webhook.ServiceConfig{Control: ctl, Runner: app.Config{}.ServiceRunner("acme/control", forges),
 		Checks: checks, Verdict: verdict})
 	require.NoError(t, err)
 	return e
@@ -173,7 +174,7 @@ func TestHostileControlLinksOverTheAPI(t *testing.T) {
 		assert.Contains(t, msg, want)
 	}
 	assert.Zero(t, e.targetWrites(), "an invalid control repo writes nothing")
-	assert.Zero(t, e.forges[webhook.ForgeApply], "no forge is even opened")
+	assert.Zero(t, e.forges[app.ForgeApply], "no forge is even opened")
 
 	require.NoError(t, e.svc.Execute(ctx, webhook.Job{Kind: webhook.KindCheck, Repo: "acme/control", SHA: sha, PR: 1}, nil))
 	cr := e.checkRun(t, sha)
@@ -272,7 +273,7 @@ func TestCheckRunPlansAPullRequest(t *testing.T) {
 	assert.Contains(t, cr.GetOutput().GetSummary(), "**who may**")
 	assert.Contains(t, cr.GetOutput().GetSummary(), "nothing is written before")
 	assert.Zero(t, e.targetWrites(), "a check never writes to a target repo")
-	assert.Equal(t, 1, e.forges[webhook.ForgePlan])
+	assert.Equal(t, 1, e.forges[app.ForgePlan])
 	require.Len(t, v.got, 1)
 	assert.Equal(t, base, v.got[0].BaseSHA, "the base comes from the pull request")
 	assert.Equal(t, head, v.got[0].HeadSHA)

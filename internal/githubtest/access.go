@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/go-github/v62/github"
 )
@@ -38,11 +39,63 @@ func (s *Server) handleGetOrg(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, errNotFound)
 		return
 	}
-	writeJSON(w, http.StatusOK, &github.Organization{
-		Login: github.String(a.Login), ID: github.Int64(a.ID), NodeID: github.String(nodeID("Organization", a.ID)),
-		Type: github.String("Organization"), URL: github.String(s.APIURL() + "orgs/" + a.Login),
-		HTMLURL: github.String(s.URL + "/" + a.Login), ReposURL: github.String(s.APIURL() + "orgs/" + a.Login + "/repos"),
-	})
+	// organization-full: every property GitHub requires; those the fake keeps no state for
+	// carry zero values (and the URL templates of GitHub's example).
+	// https://docs.github.com/rest/orgs/orgs#get-an-organization
+	api := s.APIURL() + "orgs/" + a.Login
+	at := s.clock.Now().UTC().Format(time.RFC3339)
+	out := map[string]any{
+		"login": a.Login, "id": a.ID, "node_id": nodeID("Organization", a.ID), "type": "Organization",
+		"url": api, "repos_url": api + "/repos", "events_url": api + "/events", "hooks_url": api + "/hooks",
+		"issues_url": api + "/issues", "members_url": api + "/members{/member}",
+		"public_members_url": api + "/public_members{/member}", "avatar_url": s.URL + "/avatars/" + a.Login,
+		"description": nil, "html_url": s.URL + "/" + a.Login,
+		"has_organization_projects": true, "has_repository_projects": true,
+		"public_repos": 0, "public_gists": 0, "followers": 0, "following": 0,
+		"created_at": at, "updated_at": at, "archived_at": nil,
+	}
+	if s.administersOrg(a, principalOf(r)) {
+		base := a.BasePermission
+		if base == "" {
+			base = "none"
+		}
+		out["default_repository_permission"] = base
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// administersOrg: the organization's full details (default_repository_permission among them)
+// are shown to its owners, and to a GitHub App's installation holding the organization
+// permission "Administration" (read).
+// https://docs.github.com/rest/orgs/orgs#get-an-organization
+func (s *Server) administersOrg(a *account, p principal) bool {
+	switch p.kind {
+	case "user":
+		return a.Members[strings.ToLower(p.login)] == "admin"
+	case "installation":
+		return levelRank(s.tokenPermissions(p)["organization_administration"]) >= levelRank("read")
+	}
+	return false
+}
+
+// basePermission is the base permission of the organization owning rm that login holds as a
+// member ("" when none): base permissions apply to members only, never to outside
+// collaborators.
+// https://docs.github.com/organizations/managing-user-access-to-your-organizations-repositories/managing-repository-roles/setting-base-permissions-for-an-organization
+func (s *Server) basePermission(rm *repoMeta, login string) string {
+	org := s.st.Accounts[strings.ToLower(rm.Owner)]
+	if org == nil || org.Members[login] == "" {
+		return ""
+	}
+	switch org.BasePermission {
+	case "read":
+		return "pull"
+	case "write":
+		return "push"
+	case "admin":
+		return "admin"
+	}
+	return ""
 }
 
 func (s *Server) handleGetUser(w http.ResponseWriter, r *http.Request) {
@@ -230,6 +283,9 @@ func (s *Server) handleRepoTeams(w http.ResponseWriter, r *http.Request) {
 func (s *Server) effectivePermission(rm *repoMeta, login string) string {
 	login = strings.ToLower(login)
 	best := rm.Collaborators[login]
+	if base := s.basePermission(rm, login); permRank[base] > permRank[best] {
+		best = base
+	}
 	if strings.EqualFold(rm.Owner, login) {
 		return "admin"
 	}

@@ -118,7 +118,7 @@ func (s *Server) newMergeCommitLocked(rm *repoMeta, g *gitRepo, tree plumbing.Ha
 // code owner's review, a required status check: mergeBlockersLocked), CLEAN otherwise
 // (mergeable, nothing to wait for).
 func (s *Server) mergeStateLocked(rm *repoMeta, is *issue) string {
-	if len(s.mergeBlockersLocked(rm, is)) > 0 {
+	if len(s.mergeBlockersLocked(rm, is)) > 0 || len(s.rulesetBlockersLocked(rm, is, principal{kind: "anonymous"})) > 0 {
 		return "BLOCKED"
 	}
 	return "CLEAN"

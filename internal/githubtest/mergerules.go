@@ -15,8 +15,8 @@ import (
 
 // The rules that decide whether a pull request may be merged: the repository's merge methods
 // and the base branch's protection (required reviews, code-owner review, required status
-// checks, optionally bound to an App). The fake has no rulesets: a branch protection is the
-// only rule (docs/github.md, "Rules of the fake").
+// checks, optionally bound to an App), and the rules of the active rulesets that target the
+// base branch (rulesets.go).
 
 // protectedBranchDocURL is the documentation_url of GitHub's 405 for a merge a protection blocks.
 const protectedBranchDocURL = "https://docs.github.com/articles/about-protected-branches"
@@ -76,6 +76,12 @@ func (s *Server) mergeBlockersLocked(rm *repoMeta, is *issue) []string {
 	if p == nil {
 		return nil
 	}
+	return s.protectionBlockersLocked(rm, is, p)
+}
+
+// protectionBlockersLocked lists what protection p (a branch protection, or the rules of a
+// ruleset) still requires of an open pull request.
+func (s *Server) protectionBlockersLocked(rm *repoMeta, is *issue, p *protection) []string {
 	var out []string
 	if p.RequirePRReviews {
 		out = append(out, s.reviewBlockersLocked(rm, is, p)...)
@@ -488,11 +494,13 @@ func (s *Server) mergeRefusalLocked(rm *repoMeta, is *issue, method string, who 
 	if msg := mergeMethodRefusal(rm, method); msg != "" {
 		return &httpError{status: http.StatusMethodNotAllowed, message: msg}
 	}
-	p := rm.Protection[is.Pull.Base]
-	if p == nil || s.bypassesProtection(rm, p, who) {
-		return nil
+	var blockers []string
+	if p := rm.Protection[is.Pull.Base]; p != nil && !s.bypassesProtection(rm, p, who) {
+		blockers = s.mergeBlockersLocked(rm, is)
 	}
-	if blockers := s.mergeBlockersLocked(rm, is); len(blockers) > 0 {
+	// The rules of every active ruleset targeting the base branch apply too (rulesets.go).
+	blockers = append(blockers, s.rulesetBlockersLocked(rm, is, who)...)
+	if len(blockers) > 0 {
 		return &httpError{status: http.StatusMethodNotAllowed, message: blockers[0]}
 	}
 	return nil

@@ -30,6 +30,8 @@ const (
 type Option func(*config)
 
 type config struct {
+	// noRulesets: a GitHub Enterprise Server from before rulesets (WithoutRulesets).
+	noRulesets     bool
 	primaryLimit   int
 	primaryStatus  int
 	ccPerMinute    int

@@ -109,6 +109,26 @@ var routePermissions = map[string]anyOf{
 	"DELETE /repos/{owner}/{repo}/branches/{branch}/protection":     writes("administration"),
 	"GET /repos/{owner}/{repo}/codeowners/errors":                   reads("metadata"),
 
+	// Rulesets: a repository's read with metadata, written with administration; an
+	// organization's read and written with the organization permission administration. Custom
+	// properties: an organization's definitions read with organization_custom_properties and
+	// written with it at admin; a repository's values read with metadata, written with
+	// custom_properties.
+	"GET /repos/{owner}/{repo}/rulesets":                 reads("metadata"),
+	"POST /repos/{owner}/{repo}/rulesets":                writes("administration"),
+	"GET /repos/{owner}/{repo}/rulesets/{ruleset_id}":    reads("metadata"),
+	"PUT /repos/{owner}/{repo}/rulesets/{ruleset_id}":    writes("administration"),
+	"DELETE /repos/{owner}/{repo}/rulesets/{ruleset_id}": writes("administration"),
+	"GET /orgs/{org}/rulesets":                           reads("organization_administration"),
+	"POST /orgs/{org}/rulesets":                          writes("organization_administration"),
+	"GET /orgs/{org}/rulesets/{ruleset_id}":              reads("organization_administration"),
+	"PUT /orgs/{org}/rulesets/{ruleset_id}":              writes("organization_administration"),
+	"DELETE /orgs/{org}/rulesets/{ruleset_id}":           writes("organization_administration"),
+	"GET /orgs/{org}/properties/schema":                  reads("organization_custom_properties"),
+	"PATCH /orgs/{org}/properties/schema":                {{"organization_custom_properties", "admin"}},
+	"GET /repos/{owner}/{repo}/properties/values":        reads("metadata"),
+	"PATCH /repos/{owner}/{repo}/properties/values":      writes("custom_properties"),
+
 	// GraphQL: a query reads repositories and pull requests; each mutation the fake runs needs
 	// what its REST counterpart does: enablePullRequestAutoMerge writes a pull request,
 	// updateRefs moves refs (as PATCH git/refs does).

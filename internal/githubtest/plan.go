@@ -33,3 +33,23 @@ func (s *Server) SetOrgPlan(org, plan string) {
 	a.Plan = plan
 	s.persistLocked()
 }
+
+// SetOrgBasePermission sets an organization's base permission (read, write, admin, or none),
+// as its owners do in its settings ("Member privileges").
+func (s *Server) SetOrgBasePermission(org, perm string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.st.Accounts[strings.ToLower(org)]
+	if a == nil || a.Type != "Organization" {
+		s.fail(fmt.Errorf("SetOrgBasePermission: no organization %s", org))
+		return
+	}
+	switch perm {
+	case "read", "write", "admin", "none":
+	default:
+		s.fail(fmt.Errorf("SetOrgBasePermission: %q is not a base permission (read, write, admin, none)", perm))
+		return
+	}
+	a.BasePermission = perm
+	s.persistLocked()
+}

@@ -98,6 +98,8 @@ type createRepoRequest struct {
 	DefaultBranch *string `json:"default_branch"`
 	// AllowAutoMerge is off unless the request turns it on, as on GitHub.
 	AllowAutoMerge *bool `json:"allow_auto_merge"`
+	// CustomProperties are the new repository's custom property values.
+	CustomProperties map[string]any `json:"custom_properties"`
 	mergeSettings
 }
 
@@ -126,6 +128,10 @@ func (s *Server) handleCreateOrgRepo(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, herr)
 		return
 	}
+	if herr := s.setPropertiesLocked(&repoMeta{Owner: org.Login}, req.CustomProperties); len(req.CustomProperties) > 0 && herr != nil {
+		writeErr(w, herr) // nothing created
+		return
+	}
 	rm, err := s.createRepoLocked(org.Login, req.Name, req.visibility(), req.Description, req.AutoInit, principalOf(r).login)
 	if err != nil {
 		writeErr(w, err)
@@ -133,6 +139,9 @@ func (s *Server) handleCreateOrgRepo(w http.ResponseWriter, r *http.Request) {
 	}
 	rm.AllowAutoMerge = req.AllowAutoMerge != nil && *req.AllowAutoMerge
 	req.mergeSettings.apply(rm)
+	if len(req.CustomProperties) > 0 {
+		_ = s.setPropertiesLocked(rm, req.CustomProperties) // checked before the create
+	}
 	writeJSON(w, http.StatusCreated, s.fullRepoJSON(rm))
 }
 

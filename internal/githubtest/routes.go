@@ -105,6 +105,22 @@ func (s *Server) routes() {
 	s.api("DELETE /repos/{owner}/{repo}/branches/{branch}/protection", s.handleProtection)
 	s.api("GET /repos/{owner}/{repo}/codeowners/errors", s.handleCodeownersErrors)
 
+	// rulesets and custom properties (rulesets.go)
+	s.api("GET /repos/{owner}/{repo}/rulesets", s.handleRulesets)
+	s.api("POST /repos/{owner}/{repo}/rulesets", s.handleRulesets)
+	s.api("GET /repos/{owner}/{repo}/rulesets/{ruleset_id}", s.handleRuleset)
+	s.api("PUT /repos/{owner}/{repo}/rulesets/{ruleset_id}", s.handleRuleset)
+	s.api("DELETE /repos/{owner}/{repo}/rulesets/{ruleset_id}", s.handleRuleset)
+	s.api("GET /orgs/{org}/rulesets", s.handleRulesets)
+	s.api("POST /orgs/{org}/rulesets", s.handleRulesets)
+	s.api("GET /orgs/{org}/rulesets/{ruleset_id}", s.handleRuleset)
+	s.api("PUT /orgs/{org}/rulesets/{ruleset_id}", s.handleRuleset)
+	s.api("DELETE /orgs/{org}/rulesets/{ruleset_id}", s.handleRuleset)
+	s.api("GET /orgs/{org}/properties/schema", s.handlePropertySchema)
+	s.api("PATCH /orgs/{org}/properties/schema", s.handlePropertySchema)
+	s.api("GET /repos/{owner}/{repo}/properties/values", s.handlePropertyValues)
+	s.api("PATCH /repos/{owner}/{repo}/properties/values", s.handlePropertyValues)
+
 	s.api("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"current_user_url": s.APIURL() + "user"})
 	})

@@ -33,6 +33,13 @@ type account struct {
 	// Plan is an organization's GitHub plan: "free" lacks branch protection on private
 	// repositories; "" is a paid plan.
 	Plan string `json:"plan,omitempty"`
+	// BasePermission is an organization's base permission (default_repository_permission:
+	// read, write, admin; "" or none: no access beyond what is granted), held by every member
+	// on every repository of it, outside collaborators excepted.
+	BasePermission string `json:"basePermission,omitempty"`
+	// Rulesets are an organization's rulesets; PropertySchema its custom property definitions.
+	Rulesets       []*ruleset    `json:"rulesets,omitempty"`
+	PropertySchema []propertyDef `json:"propertySchema,omitempty"`
 }
 
 type team struct {
@@ -64,6 +71,10 @@ type accessToken struct {
 }
 
 type repoMeta struct {
+	// Rulesets are the repository's own rulesets; Properties its custom property values.
+	Rulesets   []*ruleset        `json:"rulesets,omitempty"`
+	Properties map[string]string `json:"properties,omitempty"`
+
 	ID            int64                  `json:"id"`
 	Owner         string                 `json:"owner"`
 	Name          string                 `json:"name"`

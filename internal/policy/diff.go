@@ -31,6 +31,9 @@ type DiffOptions struct {
 	// count or a percentage of the repo's observed grants (default 25%,
 	// rounded up, at least 1).
 	MaxRemovals *intstr.IntOrString
+	// BaseRole is the org's base role (Org.BaseRole): a missing team whose desired role it
+	// covers (CoveredByBase) is not granted, as its members hold that role already.
+	BaseRole Role
 }
 
 // Grant is one team or collaborator with a role.
@@ -64,6 +67,13 @@ type Plan struct {
 	// ProtectionDrift says, one entry per setting, how the observed
 	// protection is weaker than the desired one.
 	ProtectionDrift []string `json:"protectionDrift,omitempty"`
+	// Ruleset is the ruleset to write (create when its ID is 0, else update) when the
+	// observed one is missing or weaker; nil when there is no drift.
+	Ruleset *Ruleset `json:"ruleset,omitempty"`
+	// RulesetDrift says, one entry per setting, how the observed ruleset falls short.
+	RulesetDrift []string `json:"rulesetDrift,omitempty"`
+	// Properties are the custom property values to set.
+	Properties map[string]string `json:"properties,omitempty"`
 	// AllowAutoMerge turns on the repo's "Allow auto-merge" setting, which
 	// the desired access needs and the observed one lacks. fleetbot never
 	// turns it off: a repo that allows more than it needs is not drift.

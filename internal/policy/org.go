@@ -18,6 +18,33 @@ type Org struct {
 	// Self are the logins fleetbot acts as: protected from removal like the
 	// platform admin teams.
 	Self []string `json:"self,omitempty"`
+	// BaseRole is the role every member of the org holds on every repo of it (GitHub's base
+	// permission, default_repository_permission: read is pull, write is push); "" when there is
+	// none or the forge cannot read it (GitHub shows it to organization administrators only).
+	BaseRole Role `json:"baseRole,omitempty"`
+}
+
+// CoveredByBase reports whether a team grant of role is redundant in an org whose members all
+// hold base on every repo: a team's members are org members, so base already gives them
+// role. Only read-only roles (pull, triage) are covered: a team granted push or more may be a
+// code owner, and GitHub counts a team as a code owner only when the team itself has write
+// access, "even if all the individual members of the team already have write permissions
+// directly, through organization membership, or through another team membership"
+// (https://docs.github.com/repositories/managing-your-repositorys-settings-and-features/customizing-your-repository/about-code-owners).
+func CoveredByBase(role, base Role) bool {
+	return Rank(role) > 0 && Rank(role) < Rank(RolePush) && Rank(base) >= Rank(role)
+}
+
+// TeamsToGrant are the teams of desired that need a grant of their own in an org whose base
+// role is base: those CoveredByBase leaves out.
+func TeamsToGrant(desired map[string]Role, base Role) map[string]Role {
+	out := make(map[string]Role, len(desired))
+	for slug, role := range desired {
+		if !CoveredByBase(role, base) {
+			out[slug] = role
+		}
+	}
+	return out
 }
 
 // HasTeam reports whether the org has the team slug. Slugs compare

@@ -77,12 +77,32 @@ type Access struct {
 	// be protected at all (GitHub: a private repository of an organization on the free plan).
 	// Diff then plans no protection, and the reconcile reports it as a warning.
 	ProtectionUnavailable string `json:"protectionUnavailable,omitempty"`
+	// Rules (desired only), when set, enforce Protection as a ruleset (BranchRuleset) instead of
+	// a classic branch protection, where the forge has rulesets.
+	Rules *Rules `json:"rules,omitempty"`
+	// Ruleset is the ruleset named RulesetName that applies to the default branch (observed;
+	// the org's when Rules.Organization); nil when there is none.
+	Ruleset *Ruleset `json:"ruleset,omitempty"`
+	// RulesetsUnavailable, when set, is the forge's word for why it has no rulesets (GitHub
+	// Enterprise Server before rulesets: 404; a private repo on GitHub Free: 403, which also
+	// sets ProtectionUnavailable). Diff then enforces Protection as a classic branch protection.
+	RulesetsUnavailable string `json:"rulesetsUnavailable,omitempty"`
+	// Properties are the repo's custom property values fleetbot sets (desired: those an org
+	// ruleset targets; observed: those of the repo).
+	Properties map[string]string `json:"properties,omitempty"`
 }
 
 // Clone returns a deep copy of a.
 func (a Access) Clone() Access {
 	c := a
 	c.Teams, c.Collaborators = maps.Clone(a.Teams), maps.Clone(a.Collaborators)
+	c.Properties = maps.Clone(a.Properties)
+	c.Ruleset = a.Ruleset.Clone()
+	if a.Rules != nil {
+		r := *a.Rules
+		r.Bypass = slices.Clone(r.Bypass)
+		c.Rules = &r
+	}
 	if a.Protection != nil {
 		p := *a.Protection
 		p.RequiredChecks = slices.Clone(p.RequiredChecks)

@@ -20,6 +20,11 @@ const (
 	UnitProtection UnitName = "protection"
 	// UnitRepoSettings: the repo's own settings fleetbot needs ("Allow auto-merge").
 	UnitRepoSettings UnitName = "repo-settings"
+	// UnitRuleset: the ruleset enforcing the default branch's protection (declared branch
+	// rules), on the repo or the org.
+	UnitRuleset UnitName = "ruleset"
+	// UnitProperties: the custom properties an org ruleset targets the repo by.
+	UnitProperties UnitName = "custom-properties"
 )
 
 // Unit is one access setting of a repo, converged on its own: how the observed setting drifts
@@ -42,8 +47,8 @@ type Unit interface {
 }
 
 // Units are the access units in the order a plan lists them (and a reader checks them): teams,
-// collaborators, protection, repo settings.
-var Units = []Unit{Teams{}, Collaborators{}, BranchProtection{}, RepoSettings{}}
+// collaborators, protection, the ruleset, custom properties, repo settings.
+var Units = []Unit{Teams{}, Collaborators{}, BranchProtection{}, BranchRuleset{}, CustomProperties{}, RepoSettings{}}
 
 // Teams is the unit of the team roles on a repo: missing teams are granted, roles raised, and,
 // outside additive mode and the protected names, roles lowered and teams revoked.
@@ -59,6 +64,7 @@ func (Teams) Diff(desired, observed Access, opts DiffOptions, p *Plan) {
 		want := desired.Teams[name]
 		have, ok := observed.Teams[name]
 		switch {
+		case !ok && CoveredByBase(want, opts.BaseRole):
 		case !ok:
 			p.Grants = append(p.Grants, Grant{Name: name, Role: want})
 		case have == want:
@@ -188,6 +194,9 @@ func (BranchProtection) Name() UnitName { return UnitProtection }
 func (BranchProtection) Diff(desired, observed Access, _ DiffOptions, p *Plan) {
 	if desired.Protection == nil || observed.ProtectionUnavailable != "" {
 		return
+	}
+	if desired.Rules != nil && observed.RulesetsUnavailable == "" {
+		return // BranchRuleset enforces it
 	}
 	p.ProtectionDrift = protectionDrift(*desired.Protection, observed.Protection)
 	if len(p.ProtectionDrift) == 0 {

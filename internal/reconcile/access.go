@@ -57,6 +57,7 @@ func accessOptions(fl control.Fleet, org policy.Org) policy.DiffOptions {
 		Additive:    fl.AccessMode == control.AccessAdditive,
 		Protected:   protected,
 		MaxRemovals: &fl.MaxAccessRemovals,
+		BaseRole:    org.BaseRole,
 	}
 }
 

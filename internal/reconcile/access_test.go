@@ -34,6 +34,7 @@ type accessHarness struct {
 	grant         func(t *testing.T, repo, team, role string) // role "" revokes
 	collaborator  func(t *testing.T, repo, login, role string)
 	unprotect     func(t *testing.T, repo string)
+	dropRuleset   func(t *testing.T, repo string)
 	archive       func(t *testing.T, repo string)
 	createRepo    func(t *testing.T, repo string)
 	humanCommit   func(t *testing.T, repo string, files map[string]string)
@@ -110,6 +111,9 @@ func localAccessHarness(t *testing.T, teams []string) *accessHarness {
 		unprotect: func(t *testing.T, repo string) {
 			settings(t, repo, func(s map[string]any) { delete(s, "protection") })
 		},
+		dropRuleset: func(t *testing.T, repo string) {
+			settings(t, repo, func(s map[string]any) { delete(s, "ruleset") })
+		},
 		archive: func(t *testing.T, repo string) {
 			settings(t, repo, func(s map[string]any) { s["archived"] = true })
 		},
@@ -177,6 +181,14 @@ func githubAccessHarness(t *testing.T, teams []string) *accessHarness {
 		unprotect: func(t *testing.T, repo string) {
 			_, err := human.Repositories.RemoveBranchProtection(ctx, "acme", repo, "main")
 			require.NoError(t, err)
+		},
+		dropRuleset: func(t *testing.T, repo string) {
+			rs, _, err := human.Repositories.GetAllRulesets(ctx, "acme", repo, false)
+			require.NoError(t, err)
+			for _, r := range rs {
+				_, err := human.Repositories.DeleteRuleset(ctx, "acme", repo, r.GetID())
+				require.NoError(t, err)
+			}
 		},
 		archive: func(t *testing.T, repo string) {
 			_, _, err := human.Repositories.Edit(ctx, "acme", repo, &gh.Repository{Archived: gh.Bool(true)})
@@ -543,5 +555,41 @@ func TestAccessCodeownersErrors(t *testing.T) {
 		rep, err = r.plan(t, Options{})
 		require.NoError(t, err)
 		assert.Empty(t, result(t, rep, "cluster-prod-eu-1").CodeownersErrors)
+	})
+}
+
+// TestBranchRulesConvergeAsRulesets: branch rules declared in platform.yaml are enforced as a
+// ruleset on every repo (not a classic protection), on both forges; a ruleset deleted by hand
+// is drift that plan shows, in words, and apply repairs.
+func TestBranchRulesConvergeAsRulesets(t *testing.T) {
+	t.Parallel()
+	bothForges(t, orgTeams, func(t *testing.T, h *accessHarness) {
+		dir := controlDir(t)
+		edit(t, dir, "platform.yaml", "  admins: [platform]\n", "  admins: [platform]\n  access:\n    branchRules:\n      requiredApprovals: 2\n      bypass:\n        - role: admin\n")
+		r := accessRun{dir: dir, h: h, renderer: fanout.NewRenderer(fanout.Options{})}
+		r.mustApply(t, Options{})
+		assert.False(t, h.protected(t, "cluster-prod-eu-1"), "the ruleset enforces the rules, not a classic protection")
+		rep, err := r.plan(t, Options{})
+		require.NoError(t, err)
+		for _, res := range rep.Results {
+			assert.False(t, res.AccessChanged, "%s converged: %v", res.Repo, drift(res))
+		}
+
+		h.dropRuleset(t, "cluster-prod-eu-1")
+		h.quiet(t)
+		rep, err = r.plan(t, Options{})
+		require.NoError(t, err)
+		assert.False(t, h.wrote(t), "plan writes nothing")
+		assert.Equal(t, []string{"ruleset: no repository ruleset fleetbot enforces branch main"}, drift(result(t, rep, "cluster-prod-eu-1")))
+		var text strings.Builder
+		require.NoError(t, rep.WriteText(&text))
+		assert.Contains(t, text.String(), "no repository ruleset fleetbot enforces branch main")
+
+		r.mustApply(t, Options{})
+		rep, err = r.plan(t, Options{})
+		require.NoError(t, err)
+		for _, res := range rep.Results {
+			assert.False(t, res.AccessChanged, "%s converged: %v", res.Repo, drift(res))
+		}
 	})
 }

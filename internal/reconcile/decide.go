@@ -154,7 +154,7 @@ func observe(ctx context.Context, f Forge, r role, env *decideEnv) observation {
 
 // readAccess reads the repo's access settings into the observation.
 func (o *observation) readAccess(ctx context.Context, f Forge, t *fanout.Target) {
-	observed, err := f.Access(ctx, t.Owner, t.Repo)
+	observed, err := f.Access(ctx, t.Owner, t.Repo, t.Access)
 	if err != nil {
 		o.accessErr = fmt.Errorf("%s: reading access: %w", t.FullName(), err)
 		return

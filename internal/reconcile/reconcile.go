@@ -83,12 +83,21 @@ type Forge interface {
 	// the logins fleetbot acts as.
 	Org(ctx context.Context, owner string) (policy.Org, error)
 	// Access reads a repo's access settings: team roles, direct
-	// collaborators and the protection of the default branch.
-	Access(ctx context.Context, owner, repo string) (policy.Access, error)
+	// collaborators and the protection of the default branch, and what else desired (the
+	// target's access) needs observed: the ruleset that enforces its branch rules (Rules), its
+	// custom properties (Properties).
+	Access(ctx context.Context, owner, repo string, desired policy.Access) (policy.Access, error)
 	// ApplyAccess executes an access plan that policy.Diff made against
 	// what Access returned: grants and role changes first, then protection,
 	// then revokes and collaborator removals.
 	ApplyAccess(ctx context.Context, owner, repo string, p policy.Plan) error
+}
+
+// BaseRoleReader is a forge that can read the owner's base role (policy.Org.BaseRole), which
+// reconcile asks for, once per run, when the control repo opts in to organization
+// administration (spec.access.branchRules.organization).
+type BaseRoleReader interface {
+	BaseRole(ctx context.Context, owner string) (policy.Role, error)
 }
 
 // The optional abilities a forge declares in pr.Capabilities, under the names

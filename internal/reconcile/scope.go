@@ -72,6 +72,13 @@ func scope(ctx context.Context, f Forge, in runInput, started time.Time) (*scope
 	if err != nil {
 		return nil, nil, err
 	}
+	if br, ok := f.(BaseRoleReader); ok && fl.BranchRules != nil && fl.BranchRules.Organization {
+		// Organization administration is opted in: the base permission is readable, and the
+		// read-only grants it covers are left out (policy.CoveredByBase).
+		if org.BaseRole, err = br.BaseRole(ctx, fl.Owner); err != nil {
+			return nil, nil, fmt.Errorf("reading the base permission of %s: %w", fl.Owner, err)
+		}
+	}
 	if is := in.repo.MissingTeams(fl.Owner, org.HasTeam); len(is) > 0 {
 		rep := &Report{Source: in.opts.Source, Issues: is, started: started}
 		rep.finish(in.opts.Now())

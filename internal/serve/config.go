@@ -26,29 +26,25 @@ type Config struct {
 	// Secret is the webhook secret.
 	Secret []byte
 	// App is the application configuration: GitHub API URL, App credentials, write budget,
-	// Git URL and snapshot cache, the same as the CLI's and the Action's for the same host.
+	// Git URL and snapshot cache, the same as the CLI's and the Action's for the same host, and
+	// what its Runner runs with: the per-run concurrency, this replica's share of the target
+	// repos (App.Shard, docs/scale-out.md) and fleetbot's version, which salts the baselines.
 	App app.Config
-	// Version salts the service's render cache and baselines (fleetbot's version).
-	Version string
 
 	Resync time.Duration
 	// DriftDelay is how long a drift job waits for others to batch with (jobqueue.Config).
-	DriftDelay  time.Duration
-	Workers     int
-	QueueSize   int
-	MaxBody     int64
-	Grace       time.Duration
-	Concurrency int
-	CheckName   string
+	DriftDelay time.Duration
+	Workers    int
+	QueueSize  int
+	MaxBody    int64
+	Grace      time.Duration
+	CheckName  string
 	// TenantCheck names the check run serve posts on the pull requests of workspace and
 	// cluster repos and requires from its App on their protection; "" turns it off.
 	TenantCheck string
 	// JobProcess: this is the job process of serve --job-process, which also takes the
 	// front's batches (ingress.BatchPath) on its loopback listener.
 	JobProcess bool
-	// Shard is this replica's share of the target repos (docs/scale-out.md).
-	Shard app.Shard
-
 	// Status configures the /status pages (off unless Status.Enabled).
 	Status StatusPages
 	// HealthKeys is the directory of the clusters' health keys (a Secret mounted as a volume:

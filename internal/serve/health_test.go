@@ -38,13 +38,13 @@ func runServe(t *testing.T, gh *githubtest.Server, keys string) string {
 	ready := make(chan struct{})
 	finished := newJobs()
 	srv, err := serve.New(serve.Config{
-		Listener: ln, Control: "acme/control", Secret: []byte(secret), Version: "test", HealthKeys: keys,
-		App: app.Config{Forge: app.ForgeGitHub, GitURL: gh.URL, CacheDir: t.TempDir(),
+		Listener: ln, Control: "acme/control", Secret: []byte(secret), HealthKeys: keys,
+		App: app.Config{Forge: app.ForgeGitHub, GitURL: gh.URL, CacheDir: t.TempDir(), Version: "test", Concurrency: 4,
 			GitHub: ghforge.Config{APIURL: gh.APIURL(), AppID: gh.AppID(), PrivateKey: gh.AppPrivateKeyPEM(),
 				Budget: ghforge.BudgetConfig{PerMinute: 100000, PerHour: 1000000, MinInterval: -1}}},
 		Resync: time.Hour, Workers: 2, QueueSize: 100, MaxBody: ingress.DefaultMaxBody, Grace: 5 * time.Second,
-		Concurrency: 4, CheckName: checkrun.DefaultCheckName,
-		OnReady: func() { close(ready) }, Logger: slog.New(finished),
+		CheckName: checkrun.DefaultCheckName,
+		OnReady:   func() { close(ready) }, Logger: slog.New(finished),
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -184,8 +184,8 @@ func (s *Server) newService(ctx context.Context, gh *githubConn, forges *app.Ins
 	if err != nil {
 		return nil, err
 	}
-	renderer := cfg.App.Renderer()
-	verdict := &webhook.ReviewVerdict{Renderer: renderer, Member: func(ctx context.Context, org, slug, login string) (bool, error) {
+	runner := s.runner(cfg.App, forges)
+	verdict := &webhook.ReviewVerdict{Renderer: runner.Renderer(), Member: func(ctx context.Context, org, slug, login string) (bool, error) {
 		c, err := forges.Client(ctx, org, true)
 		if err != nil {
 			return false, err
@@ -193,11 +193,9 @@ func (s *Server) newService(ctx context.Context, gh *githubConn, forges *app.Ins
 		return c.TeamMember(ctx, org, slug, login)
 	}}
 	return webhook.NewService(webhook.ServiceConfig{
-		Control: src, Renderer: renderer, Verdict: verdict,
-		Forges: forges.Forge, Checks: checks, RolloutChecks: checks, Rollout: s.rollout, Clock: cfg.Clock,
-		Concurrency: cfg.Concurrency, Shard: cfg.Shard,
-		Logger: s.log, Metrics: s.metrics, BeforeJob: cfg.BeforeJob,
-		Baselines: app.NewBaselines(app.ServeBaselineFile(cfg.App.CacheDir, cfg.Control, cfg.Shard), s.log), Salt: cfg.Version, Requeue: s.queue.RetryAt,
+		Control: src, Runner: runner, Verdict: verdict,
+		Checks: checks, RolloutChecks: checks, Rollout: s.rollout,
+		Logger: s.log, Metrics: s.metrics, BeforeJob: cfg.BeforeJob, Requeue: s.queue.RetryAt,
 		TenantCheck: app.RequiredCheck{Context: cfg.TenantCheck, AppID: cfg.App.GitHub.AppID},
 		Tenants:     githubapi.NewTenantRepos(forges.API, cfg.TenantCheck),
 		CanCheck: func(ctx context.Context, owner string) (bool, error) {
@@ -205,6 +203,26 @@ func (s *Server) newService(ctx context.Context, gh *githubConn, forges *app.Ins
 			return level == "write" || level == "admin", err
 		},
 	})
+}
+
+// runner builds the application's Runner of plan and apply for the service, once: the forges of
+// the App's installations, the rollout gate on the service's clock, each applied repo counted in
+// the reconcile metric, baselines per control repo and shard.
+func (s *Server) runner(acfg app.Config, forges *app.Installations) *app.Runner {
+	acfg.Logger = s.log
+	if s.cfg.Clock != nil {
+		acfg.Now = s.cfg.Clock.Now
+	}
+	acfg.OnApplied = func(r app.RepoResult) { s.metrics.Reconciled(outcomeOf(r)) }
+	return acfg.ServiceRunner(s.cfg.Control, forges.Forge)
+}
+
+// outcomeOf names a result for the reconcile outcome metric.
+func outcomeOf(r app.RepoResult) string {
+	if w := r.Word(); w != "-" {
+		return w
+	}
+	return "unknown"
 }
 
 // githubConn is what connecting to GitHub established.

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/checkrun"
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
@@ -114,7 +115,7 @@ type checkEnv struct {
 	dir    string
 
 	mu    sync.Mutex
-	modes []ForgeMode
+	modes []app.ForgeMode
 }
 
 func newCheckEnv(t *testing.T, verdict Verdict, forgeErr error) *checkEnv {
@@ -124,30 +125,27 @@ func newCheckEnv(t *testing.T, verdict Verdict, forgeErr error) *checkEnv {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = f.Close() })
 	e.forge = f
-	renderer := fanout.NewRenderer(fanout.Options{})
-	if v, ok := verdict.(*ReviewVerdict); ok {
-		v.Renderer = renderer
-	}
-	e.svc, err = NewService(ServiceConfig{
-		Control: e.ctl, Renderer: renderer, Checks: e.checks, Verdict: verdict,
-		Forges: func(_ context.Context, owner string, mode ForgeMode) (reconcile.Forge, error) {
-			e.mu.Lock()
-			e.modes = append(e.modes, mode)
-			e.mu.Unlock()
-			if forgeErr != nil {
-				return nil, forgeErr
-			}
-			return f, nil
-		},
+	runner := app.Config{}.ServiceRunner("acme/control", func(_ context.Context, owner string, mode app.ForgeMode) (reconcile.Forge, error) {
+		e.mu.Lock()
+		e.modes = append(e.modes, mode)
+		e.mu.Unlock()
+		if forgeErr != nil {
+			return nil, forgeErr
+		}
+		return f, nil
 	})
+	if v, ok := verdict.(*ReviewVerdict); ok {
+		v.Renderer = runner.Renderer()
+	}
+	e.svc, err = NewService(ServiceConfig{Control: e.ctl, Checks: e.checks, Verdict: verdict, Runner: runner})
 	require.NoError(t, err)
 	return e
 }
 
-func (e *checkEnv) forgeModes() []ForgeMode {
+func (e *checkEnv) forgeModes() []app.ForgeMode {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return append([]ForgeMode(nil), e.modes...)
+	return append([]app.ForgeMode(nil), e.modes...)
 }
 
 const newCluster = "apiVersion: fleetbot.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: edge-2\n  labels: {env: prod}\n"
@@ -170,7 +168,7 @@ func TestCheckJobPlansOnAReadOnlyForgeAndReportsTheChange(t *testing.T) {
 	assert.Contains(t, run.res.Summary, "nothing is written before")
 	assert.Contains(t, run.res.Text, "acme/cluster-edge-2", "the text is the plan, repo by repo")
 	assert.Empty(t, run.res.Annotations)
-	assert.Equal(t, []ForgeMode{ForgePlan}, e.forgeModes(), "a check asks for the read-only forge only")
+	assert.Equal(t, []app.ForgeMode{app.ForgePlan}, e.forgeModes(), "a check asks for the read-only forge only")
 	assert.Empty(t, forgeState(t, e.dir), "a check never creates or writes a target repo")
 }
 
@@ -287,8 +285,12 @@ func TestCheckJobErrors(t *testing.T) {
 	ctx := context.Background()
 	ctl := newCountingControl()
 	head := ctl.push(readControl(t))
-	svc, err := NewService(ServiceConfig{Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}),
-		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return nil, errors.New("unused") }})
+	svc, err := NewService(ServiceConfig{
+		Control: ctl,
+		Runner: app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) {
+			return nil, errors.New("unused")
+		}),
+	})
 	require.NoError(t, err)
 	err = svc.Execute(ctx, Job{Kind: KindCheck, Repo: "acme/control", SHA: head}, nil)
 	assert.ErrorContains(t, err, "no check runs configured")
@@ -464,8 +466,9 @@ func TestCheckPlansWhatMergingChanges(t *testing.T) {
 	t.Cleanup(func() { _ = f.Close() })
 	counted := &countingForge{Forge: f, reads: map[string]int{}}
 	svc, err := NewService(ServiceConfig{
-		Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}), Checks: checks,
-		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return counted, nil },
+		Control: ctl,
+		Checks:  checks,
+		Runner:  app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return counted, nil }),
 	})
 	require.NoError(t, err)
 	files := readControl(t)

@@ -15,10 +15,10 @@
 //
 // The work itself is the one code path of the CLI: Service loads the
 // control repo at a commit (ControlSource), renders it with a long-lived
-// app.Renderer and calls the application layer: app.ApplyFleet (push, resync,
-// drift with app.ServiceOptions.Only) or app.PlanFleet on a read-only forge
-// (the check run of a control pull request, which never writes to a target
-// repo).
+// renderer (app.Runner.Render) and calls the application layer's one door,
+// app.Runner.Run: an apply (push, resync, drift with app.Scope.Repos) or a
+// plan on a read-only forge (the check run of a control pull request, which
+// never writes to a target repo).
 //
 // Which event becomes which job (internal/ingress's handlers decide):
 //

@@ -68,7 +68,7 @@ func (s *Service) reconcileDrifts(ctx context.Context, e *fleetEntry, jobs []Job
 			s.log.Debug("drift on a repo outside the platform owner; ignored", "repo", j.Repo, "delivery", j.Delivery)
 			continue
 		}
-		if !s.cfg.Shard.Owns(name) {
+		if !s.cfg.Runner.Owns(name) {
 			s.log.Debug("drift on a repo another shard owns; its resync covers it", "repo", j.Repo, "delivery", j.Delivery)
 			continue
 		}
@@ -114,7 +114,7 @@ func (s *Service) admitDrifts(ctx context.Context, jobs []Job, errs []error) (li
 // attributeDrifts sets errs of the jobs in byName from a run over repos repos that returned err
 // (and rep, nil when the run did not start): each job gets its own repo's failure, the jobs of
 // repos that converged none; a run that failed as a whole fails every job.
-func attributeDrifts(errs []error, byName map[string][]int, repos int, rep *app.Report, err error) {
+func attributeDrifts(errs []error, byName map[string][]int, repos int, rep *app.Result, err error) {
 	var failed []app.RepoResult
 	if rep != nil {
 		failed = rep.Failed()

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/forge/local"
 	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
@@ -290,8 +290,7 @@ func TestServiceDriftBatchIsOneApply(t *testing.T) {
 	var heads int
 	var failRepo string
 	svc, err := NewService(ServiceConfig{
-		Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}),
-		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return fg, nil },
+		Control: ctl,
 		BeforeJob: func(_ context.Context, j Job) error {
 			heads++
 			if j.Repo == failRepo {
@@ -299,6 +298,7 @@ func TestServiceDriftBatchIsOneApply(t *testing.T) {
 			}
 			return nil
 		},
+		Runner: app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return fg, nil }),
 	})
 	require.NoError(t, err)
 	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}, nil))
@@ -375,16 +375,16 @@ func TestShardedServiceDriftBatch(t *testing.T) {
 	ctx := context.Background()
 	fg, ctl, sha := localFleet(t)
 	full, err := NewService(ServiceConfig{
-		Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}),
-		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return fg, nil },
+		Control: ctl,
+		Runner:  app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return fg, nil }),
 	})
 	require.NoError(t, err)
 	require.NoError(t, full.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}, nil))
 	all := fg.take()
 	shard := reconcile.Shard{Index: 0, Count: 2}
 	svc, err := NewService(ServiceConfig{
-		Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}), Shard: shard,
-		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return fg, nil },
+		Control: ctl,
+		Runner:  app.Config{Shard: shard}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return fg, nil }),
 	})
 	require.NoError(t, err)
 	var jobs []Job
@@ -413,14 +413,14 @@ func TestDriftReadsAccessAfreshOnlyForAccessEvents(t *testing.T) {
 	ctx := context.Background()
 	snaps, ctl, sha := localFleet(t)
 	fg := &orgCounter{snapshotCounter: snaps}
-	var modes []ForgeMode
+	var modes []app.ForgeMode
 	var heads int
 	svc, err := NewService(ServiceConfig{
-		Control: &headCounter{memControl: ctl, n: &heads}, Renderer: fanout.NewRenderer(fanout.Options{}),
-		Forges: func(_ context.Context, _ string, m ForgeMode) (reconcile.Forge, error) {
+		Control: &headCounter{memControl: ctl, n: &heads},
+		Runner: app.Config{}.ServiceRunner("acme/control", func(_ context.Context, _ string, m app.ForgeMode) (reconcile.Forge, error) {
 			modes = append(modes, m)
 			return fg, nil
-		},
+		}),
 	})
 	require.NoError(t, err)
 	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}, nil))
@@ -433,18 +433,18 @@ func TestDriftReadsAccessAfreshOnlyForAccessEvents(t *testing.T) {
 	member := Job{Kind: KindDrift, Repo: "acme/" + all[1], Reason: "member.added", Access: true}
 
 	require.NoError(t, svc.Execute(ctx, push, nil))
-	assert.Equal(t, []ForgeMode{ForgeApply}, modes, "a push cannot change access: the apply forge's observation stands")
+	assert.Equal(t, []app.ForgeMode{app.ForgeApply}, modes, "a push cannot change access: the apply forge's observation stands")
 	assert.Equal(t, 1, heads, "one read of the control head per drift")
 	modes, heads = nil, 0
 	require.Equal(t, []error{nil, nil}, svc.ExecuteBatch(ctx, []Job{push, merged}))
-	assert.Equal(t, []ForgeMode{ForgeApply}, modes)
+	assert.Equal(t, []app.ForgeMode{app.ForgeApply}, modes)
 	assert.Equal(t, 1, heads, "one read of the control head per batch")
 	modes = nil
 	require.NoError(t, svc.Execute(ctx, member, nil))
-	assert.Equal(t, []ForgeMode{ForgeDrift}, modes, "a collaborator added: read access afresh")
+	assert.Equal(t, []app.ForgeMode{app.ForgeDrift}, modes, "a collaborator added: read access afresh")
 	modes = nil
 	require.Equal(t, []error{nil, nil}, svc.ExecuteBatch(ctx, []Job{push, member}))
-	assert.Equal(t, []ForgeMode{ForgeDrift}, modes, "a batch with one access event reads access afresh")
+	assert.Equal(t, []app.ForgeMode{app.ForgeDrift}, modes, "a batch with one access event reads access afresh")
 
 	// Coalescing keeps the need: an access event followed by a push on the same repo.
 	assert.True(t, member.merge(Job{Kind: KindDrift, Repo: member.Repo, Reason: "push"}).Access)

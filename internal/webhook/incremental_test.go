@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/forge/local"
@@ -226,13 +227,12 @@ func TestIncrementalApplyMatchesFull(t *testing.T) {
 	incr := &snapshotCounter{Forge: open(incrDir), snaps: map[string]int{}}
 	full := open(fullDir)
 	ctl := &memControl{commits: map[string]fs.FS{}}
-	renderer := fanout.NewRenderer(fanout.Options{})
 	// The full runs' renderer: a Renderer of their own, kept warm across the steps (a warm
 	// render is a cold one's bytes: fanout's TestWarmRenderReusesFiles).
 	fullRenderer := fanout.NewRenderer(fanout.Options{})
 	svc, err := NewService(ServiceConfig{
-		Control: ctl, Renderer: renderer,
-		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return incr, nil },
+		Control: ctl,
+		Runner:  app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return incr, nil }),
 	})
 	require.NoError(t, err)
 
@@ -310,8 +310,8 @@ func TestShardedServiceAppliesItsOwnRepos(t *testing.T) {
 	for i := range 2 {
 		shard := reconcile.Shard{Index: i, Count: 2}
 		svc, err := NewService(ServiceConfig{
-			Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}), Shard: shard,
-			Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return forge, nil },
+			Control: ctl,
+			Runner:  app.Config{Shard: shard}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return forge, nil }),
 		})
 		require.NoError(t, err)
 		svcs = append(svcs, svc)
@@ -342,8 +342,8 @@ func TestServiceClaimsWhatItApplies(t *testing.T) {
 	t.Parallel()
 	forge, ctl, sha := localFleet(t)
 	svc, err := NewService(ServiceConfig{
-		Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}),
-		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return forge, nil },
+		Control: ctl,
+		Runner:  app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return forge, nil }),
 	})
 	require.NoError(t, err)
 	var claims []string

@@ -8,45 +8,38 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/app"
 )
 
-// Reports is what the service knows of the fleet from its own applies: the newest result of
-// each target repo. Reading it costs no request (the status page is built from it).
-type Reports = app.Reports
-
-// RepoReport is the result of the newest apply that covered one target repo.
-type RepoReport = app.RepoReport
-
-// reports is the service's retained state behind Reports.
+// reports is the service's retained state behind app.Reports.
 type reports struct {
 	source  string
 	control *app.ControlRepo
-	repos   map[string]RepoReport // by lower-case "owner/name"
+	repos   map[string]app.RepoReport // by lower-case "owner/name"
 }
 
 // keep records the results of an apply at sha. A run over the whole fleet replaces every
 // result (a repo that left the control repo leaves the reports too); a run limited to some repos
 // (a drift or incremental apply) replaces theirs only.
-func (s *Service) keep(sha string, repo *app.ControlRepo, rep *app.Report, full bool) {
+func (s *Service) keep(sha string, repo *app.ControlRepo, rep *app.Result, full bool) {
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := &s.reports
 	r.source, r.control = sha, repo
 	if full || r.repos == nil {
-		r.repos = map[string]RepoReport{}
+		r.repos = map[string]app.RepoReport{}
 	}
 	if rep == nil {
 		return
 	}
 	for _, res := range rep.Results {
-		r.repos[strings.ToLower(res.Repo)] = RepoReport{Result: res, Source: firstOf(rep.Source, sha), At: now}
+		r.repos[strings.ToLower(res.Repo)] = app.RepoReport{Result: res, Source: firstOf(rep.Source, sha), At: now}
 	}
 }
 
 // Reports returns the newest result of every target repo, as of the service's last applies.
-func (s *Service) Reports() Reports {
+func (s *Service) Reports() app.Reports {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := Reports{Source: s.reports.source, Control: s.reports.control, Repos: make([]RepoReport, 0, len(s.reports.repos))}
+	out := app.Reports{Source: s.reports.source, Control: s.reports.control, Repos: make([]app.RepoReport, 0, len(s.reports.repos))}
 	for _, r := range s.reports.repos {
 		out.Repos = append(out.Repos, r)
 	}
@@ -54,6 +47,6 @@ func (s *Service) Reports() Reports {
 	return out
 }
 
-func sortReports(rs []RepoReport) {
+func sortReports(rs []app.RepoReport) {
 	sort.Slice(rs, func(a, b int) bool { return rs[a].Result.Repo < rs[b].Result.Repo })
 }

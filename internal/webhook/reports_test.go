@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/forge/local"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
@@ -25,8 +25,10 @@ func TestServiceKeepsTheLastReportOfEachRepo(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = f.Close() })
 	ctl := &memControl{commits: map[string]fs.FS{}}
-	svc, err := NewService(ServiceConfig{Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}),
-		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return f, nil }})
+	svc, err := NewService(ServiceConfig{
+		Control: ctl,
+		Runner:  app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return f, nil }),
+	})
 	require.NoError(t, err)
 	assert.Empty(t, svc.Reports().Repos, "nothing before the first apply")
 
@@ -43,7 +45,7 @@ func TestServiceKeepsTheLastReportOfEachRepo(t *testing.T) {
 	}
 
 	require.NoError(t, svc.Execute(ctx, Job{Kind: KindDrift, Repo: "acme/cluster-edge-1", Reason: "push"}, nil))
-	byRepo := map[string]RepoReport{}
+	byRepo := map[string]app.RepoReport{}
 	for _, r := range svc.Reports().Repos {
 		byRepo[r.Result.Repo] = r
 	}

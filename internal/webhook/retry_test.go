@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
@@ -46,8 +46,9 @@ func TestRateLimitedRepoIsRetriedAtItsReset(t *testing.T) {
 	fg := &rateLimited{snapshotCounter: snaps, clock: clock, repo: "cluster-edge-1", reset: reset}
 	q := NewQueue(jobqueue.Config{Clock: clock})
 	svc, err := NewService(ServiceConfig{
-		Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}), Clock: clock, Requeue: q.RetryAt,
-		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return fg, nil },
+		Control: ctl,
+		Requeue: q.RetryAt,
+		Runner:  app.Config{Now: clock.Now}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return fg, nil }),
 	})
 	require.NoError(t, err)
 

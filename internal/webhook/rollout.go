@@ -173,7 +173,7 @@ func (w *RolloutWatch) log() *slog.Logger {
 // when time alone changes it) and to the rollout check run on the control commit sha,
 // completing the previous revision's as superseded. Failing to post the check run is logged:
 // the rollout itself went on.
-func (s *Service) rollout(ctx context.Context, sha string, fl *app.Fleet, rep *app.Report, log *slog.Logger) {
+func (s *Service) rollout(ctx context.Context, sha string, fl *app.Fleet, rep *app.Result, log *slog.Logger) {
 	if rep.Rollout == nil {
 		s.cfg.Rollout.Observe(nil, time.Time{})
 		return

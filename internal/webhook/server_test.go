@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 )
@@ -54,23 +54,25 @@ func TestResyncQueuesAFullApplyAtOnce(t *testing.T) {
 // forges; an unknown job kind is an error; a job BeforeJob refuses does not run.
 func TestServiceRefusesBadJobsAndConfigs(t *testing.T) {
 	t.Parallel()
-	_, err := NewService(ServiceConfig{Renderer: fanout.NewRenderer(fanout.Options{})})
-	assert.ErrorContains(t, err, "control source, renderer and forges are required")
+	_, err := NewService(ServiceConfig{Runner: app.Config{}.ServiceRunner("acme/control", nil)})
+	assert.ErrorContains(t, err, "control source and runner are required")
 
 	ctl := newCountingControl()
 	ctl.push(readControl(t))
 	opened := 0
-	svc, err := NewService(ServiceConfig{Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}),
-		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) {
-			opened++
-			return nil, errors.New("no forge in this test")
-		},
+	svc, err := NewService(ServiceConfig{
+		Control: ctl,
 		BeforeJob: func(_ context.Context, j Job) error {
 			if j.Reason == "refused" {
 				return errors.New("injected fault")
 			}
 			return nil
-		}})
+		},
+		Runner: app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) {
+			opened++
+			return nil, errors.New("no forge in this test")
+		}),
+	})
 	require.NoError(t, err)
 	ctx := context.Background()
 	assert.ErrorContains(t, svc.Execute(ctx, Job{Kind: "rebase", Repo: "acme/control"}, nil), `unknown job kind "rebase"`)
@@ -87,11 +89,13 @@ func TestDriftOutsideThePlatformOwnerIsIgnored(t *testing.T) {
 	ctl := newCountingControl()
 	ctl.push(readControl(t))
 	opened := 0
-	svc, err := NewService(ServiceConfig{Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}),
-		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) {
+	svc, err := NewService(ServiceConfig{
+		Control: ctl,
+		Runner: app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) {
 			opened++
 			return nil, errors.New("unused")
-		}})
+		}),
+	})
 	require.NoError(t, err)
 	require.NoError(t, svc.Execute(context.Background(), Job{Kind: KindDrift, Repo: "globex/cluster-edge-1", Reason: "push"}, nil))
 	assert.Zero(t, opened)

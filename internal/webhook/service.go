@@ -63,35 +63,15 @@ type VerdictResult struct {
 	Markdown string
 }
 
-// ForgeMode says what a job needs a forge for (the application layer's modes).
-type ForgeMode = app.ForgeMode
-
-// Forge modes.
-const (
-	// ForgeApply writes; it may trust what it observed recently (apply and
-	// resync jobs).
-	ForgeApply = app.ForgeApply
-	// ForgeDrift writes and reads access settings afresh: the event says
-	// they changed (drift jobs for access events; a content drift uses
-	// ForgeApply).
-	ForgeDrift = app.ForgeDrift
-	// ForgePlan refuses every write: check jobs plan on it, so a control
-	// pull request can never write to a target repo.
-	ForgePlan = app.ForgePlan
-)
-
-// Forges returns the forge of the target repos of owner (the platform's
-// spec.owner, known once the control repo is loaded) for mode.
-type Forges func(ctx context.Context, owner string, mode ForgeMode) (app.Forge, error)
-
-// ServiceConfig configures a Service. Control, Renderer and Forges are
-// required; Checks is required for check jobs.
+// ServiceConfig configures a Service. Control and Runner are required; Checks is required for
+// check jobs.
 type ServiceConfig struct {
 	Control ControlSource
-	// Renderer is long-lived: it caches kustomize builds between jobs.
-	Renderer *app.Renderer
-	// Forges opens the forges of target repos.
-	Forges Forges
+	// Runner is the application's door of plan and apply (app.Config.ServiceRunner): it opens
+	// the forges of target repos, renders with its long-lived renderer (kustomize builds cached
+	// between jobs), keeps the baselines that make a push incremental, and holds the per-run
+	// concurrency, the shard, the version and the rollout gate's clock.
+	Runner *app.Runner
 	// Checks writes check runs on the control repo.
 	Checks CheckRuns
 	// RolloutChecks, when set, shows a rollout's progress as a check run on the control-repo
@@ -100,29 +80,14 @@ type ServiceConfig struct {
 	// Rollout, when set, learns from every full apply which cluster repos take part in the
 	// rollout in progress and when its verdict changes by time alone (see RolloutWatch).
 	Rollout *RolloutWatch
-	// Clock is the rollout gate's time (default jobqueue.WallClock).
-	Clock jobqueue.Clock
 	// Verdict, when set, adds "check control" to check runs.
 	Verdict Verdict
-	// Concurrency is the per-run concurrency (default app.DefaultConcurrency).
-	Concurrency int
-	// Shard restricts apply and drift jobs to the target repos this replica owns; check jobs
-	// plan the whole fleet (they write nothing but a check run).
-	Shard app.Shard
 	// Logger and Metrics may be nil.
 	Logger  *slog.Logger
 	Metrics *metrics.Metrics
 	// BeforeJob, when set, runs before each job (for a drift job, once its batch has read and
 	// rendered the control head); tests inject faults with it.
 	BeforeJob func(ctx context.Context, j Job) error
-	// Baselines keeps what the last converged apply left every repo at, for incremental
-	// pushes; nil keeps it in memory (the first push after a start is then full).
-	Baselines *app.Baselines
-	// FullEvery turns a push full when the last full apply is older (default
-	// app.DefaultFullEvery); resync jobs are full anyway.
-	FullEvery time.Duration
-	// Salt is fleetbot's version: a baseline another version recorded is not used.
-	Salt string
 	// TenantCheck, when its Context is set, is the check run serve posts on every pull request
 	// of a workspace or cluster repo (tenant jobs, through Tenants), required from its App
 	// (AppID) by the branch protection of those repos in every plan and apply, on the owners
@@ -142,8 +107,8 @@ type ServiceConfig struct {
 }
 
 // Service executes jobs: it loads the control repo at the right commit,
-// renders it (cached per commit) and runs the application's one code path:
-// app.ApplyFleet for apply and drift jobs, app.PlanFleet on a read-only
+// renders it (cached per commit) and runs the application's one door,
+// app.Runner.Run: an apply for apply and drift jobs, a plan on a read-only
 // forge for check jobs.
 type Service struct {
 	cfg ServiceConfig
@@ -154,9 +119,6 @@ type Service struct {
 	// renders bounds the commits loaded and rendered at once (maxRenders): with many workers,
 	// a burst of pull request checks would otherwise hold as many fleets in memory.
 	renders chan struct{}
-	// baselines is what the last converged apply left every repo at: a push plans only the
-	// repos whose desired state differs from it.
-	baselines *app.Baselines
 	// reports keeps the newest result of each target repo (see Reports).
 	reports reports
 	// rolloutSHA is the control commit whose rollout check run was updated last: a newer
@@ -174,17 +136,6 @@ type fleetEntry struct {
 	once  sync.Once
 	fleet *app.Fleet
 	err   error
-	// digests are app.Digests(fleet), computed by the first incremental apply of this
-	// commit: hashing every file of a 1,000-cluster fleet on every push job was most of
-	// serve's CPU under a stream of deliveries.
-	digestsOnce sync.Once
-	digests     map[string]string
-}
-
-// sums returns the digests of e's targets, computed once.
-func (e *fleetEntry) sums() map[string]string {
-	e.digestsOnce.Do(func() { e.digests = app.Digests(e.fleet) })
-	return e.digests
 }
 
 // fleetCache is how many rendered commits are kept (the default branch and
@@ -197,21 +148,14 @@ const maxRenders = 4
 
 // NewService returns a Service.
 func NewService(cfg ServiceConfig) (*Service, error) {
-	if cfg.Control == nil || cfg.Renderer == nil || cfg.Forges == nil {
-		return nil, errors.New("webhook service: control source, renderer and forges are required")
+	if cfg.Control == nil || cfg.Runner == nil {
+		return nil, errors.New("webhook service: control source and runner are required")
 	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = jobqueue.WallClock{}
-	}
-	b := cfg.Baselines
-	if b == nil {
-		b = app.NewBaselines("", log)
-	}
-	return &Service{cfg: cfg, log: log, baselines: b, renders: make(chan struct{}, maxRenders), granted: map[string]bool{}}, nil
+	return &Service{cfg: cfg, log: log, renders: make(chan struct{}, maxRenders), granted: map[string]bool{}}, nil
 }
 
 // PreparesClaims implements jobqueue.Preparer: an apply job reads and renders the control repo
@@ -274,7 +218,7 @@ func (s *Service) fleetEntry(ctx context.Context, sha string) *fleetEntry {
 		}
 		repo, err := s.cfg.Control.Load(ctx, sha)
 		if err == nil {
-			e.fleet, err = app.Render(s.cfg.Renderer, repo)
+			e.fleet, err = s.cfg.Runner.Render(repo)
 		}
 		if err == nil {
 			err = s.requireTenantCheck(ctx, e.fleet)
@@ -344,41 +288,30 @@ func (s *Service) headEntry(ctx context.Context) (*fleetEntry, error) {
 // applyReport applies e, the control repo at a commit, loaded and rendered, and returns the
 // run's report (nil when the run did not start); only, when set, restricts it to those target
 // repos (a drift batch); an apply job claims what it writes through lease.
-func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *fleetEntry, lease jobqueue.Lease) (*app.Report, error) {
+func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *fleetEntry, lease jobqueue.Lease) (*app.Result, error) {
 	sha, fl := e.sha, e.fleet
 	log := s.log.With("delivery", j.Delivery, "kind", j.Kind)
-	opts := app.ServiceOptions{
-		Concurrency: s.cfg.Concurrency, Only: only, Shard: s.cfg.Shard, Logger: log, Now: s.cfg.Clock.Now,
-		Progress: func(r app.RepoResult) {
-			s.cfg.Metrics.Reconciled(outcomeOf(r))
-		},
+	// The Runner decides from the trigger whether the run is full or incremental.
+	req := app.Request{Mode: app.ModeApply, Trigger: app.TriggerResync, Scope: app.Scope{Repos: only}, Logger: log}
+	switch {
+	case j.Kind == KindDrift:
+		req.Trigger, req.AccessChanged = app.TriggerDrift, j.Access
+	case j.Incremental:
+		req.Trigger = app.TriggerPush
 	}
-	mode := ForgeApply
-	if j.Kind == KindDrift {
-		if j.Access {
-			mode = ForgeDrift
-		}
-	} else {
-		// With rollout waves every apply is full: the gate and the rollout's progress weigh
-		// every cluster, which a run planning only the changed repos cannot.
-		waves := fl.Repo.HasRollout()
-		opts.Baselines, opts.Full, opts.FullEvery, opts.Salt = s.baselines, !j.Incremental || waves, s.cfg.FullEvery, s.cfg.Salt
-		opts.Digests = e.sums()
-		if waves {
-			s.cfg.Rollout.Begin(fl.ClusterRepos())
-		}
-	}
-	forge, err := s.cfg.Forges(ctx, fl.Owner(), mode)
-	if err != nil {
-		return nil, err
+	if j.Kind != KindDrift && fl.Repo.HasRollout() {
+		s.cfg.Rollout.Begin(fl.ClusterRepos())
 	}
 	if j.Kind == KindApply {
 		// The control repo is read and rendered; once the run knows its target repos (every
 		// one, or the ones an incremental push changed), it claims them: the drifts of other
 		// workers keep off them meanwhile, and go on elsewhere.
-		opts.Claim = func(ctx context.Context, only []string) error { return lease.Claim(ctx, repoNames(only), only == nil) }
+		req.Claim = func(ctx context.Context, only []string) error { return lease.Claim(ctx, repoNames(only), only == nil) }
 	}
-	rep, err := app.ApplyFleet(ctx, forge, fl, opts)
+	rep, err := s.cfg.Runner.Run(ctx, fl, req)
+	if errors.Is(err, app.ErrUnreachable) {
+		return nil, err
+	}
 	s.requeue(j, rep, err, log)
 	if rep != nil && only == nil && !rep.Incremental && rep.Refused == nil {
 		// Only a full run weighs every cluster: a limited one may hold what a full one admits.
@@ -402,7 +335,7 @@ func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *flee
 // rep deferred until a known time (a drift of each), or j itself when the run as a whole was
 // deferred until one (the org's read rate-limited). A repo held by a rollout wave is left to
 // the rollout's own wake-up (RolloutWatch), which applies the whole fleet.
-func (s *Service) requeue(j Job, rep *app.Report, err error, log *slog.Logger) {
+func (s *Service) requeue(j Job, rep *app.Result, err error, log *slog.Logger) {
 	if s.cfg.Requeue == nil {
 		return
 	}
@@ -424,14 +357,6 @@ func (s *Service) requeue(j Job, rep *app.Report, err error, log *slog.Logger) {
 		s.cfg.Requeue(again, o.RetryAt)
 		log.Info("run deferred; queued again at its retry time", "reason", o.Reason, "at", o.RetryAt.UTC().Format(time.RFC3339))
 	}
-}
-
-// outcomeOf names a result for the reconcile outcome metric.
-func outcomeOf(r app.RepoResult) string {
-	if w := r.Word(); w != "-" {
-		return w
-	}
-	return "unknown"
 }
 
 // check plans the control repo at the pull request head on the read-only
@@ -470,23 +395,16 @@ func (s *Service) plan(ctx context.Context, j Job) checkrun.Result {
 		return checkrun.Result{Conclusion: checkrun.ConclusionNeutral, Title: "fleetbot could not read the control repo",
 			Summary: "fleetbot could not read this commit; re-run the check.\n\n```\n" + err.Error() + "\n```\n"}
 	}
-	forge, err := s.cfg.Forges(ctx, fl.Owner(), ForgePlan)
-	if err != nil {
+	// The plan of what merging changes, on a read-only forge, over every shard (it writes
+	// nothing but the check run): the Runner plans the target repos whose desired state at this
+	// commit differs from what the last converged apply left them at, as the apply after the
+	// merge will (every repo with rollout waves, or on a sharded replica).
+	rep, err := s.cfg.Runner.Run(ctx, fl, app.Request{Mode: app.ModePlan, Trigger: app.TriggerCheck,
+		Scope: app.Scope{AllShards: true}, Logger: s.log.With("delivery", j.Delivery, "kind", j.Kind)})
+	if errors.Is(err, app.ErrUnreachable) {
 		return checkrun.Result{Conclusion: checkrun.ConclusionNeutral, Title: "fleetbot could not reach the target repos",
 			Summary: "```\n" + err.Error() + "\n```\n"}
 	}
-	opts := app.ServiceOptions{
-		Concurrency: s.cfg.Concurrency, Logger: s.log.With("delivery", j.Delivery, "kind", j.Kind), Now: s.cfg.Clock.Now,
-	}
-	if !fl.Repo.HasRollout() && s.cfg.Shard.Count <= 1 {
-		// The plan of what merging changes: the target repos whose desired state at this
-		// commit differs from what the last converged apply left them at (every repo without
-		// such a baseline, or when the platform configuration differs), as the apply after
-		// the merge will plan them. A rollout's plan weighs every cluster; a sharded replica's
-		// baseline covers its shard, and its check plans every repo.
-		opts.Baselines, opts.FullEvery, opts.Salt, opts.Digests = s.baselines, -1, s.cfg.Salt, e.sums()
-	}
-	rep, err := app.PlanFleet(ctx, forge, fl, opts)
 	if errors.As(err, &issues) {
 		// Found against the org (a team it does not have): invalid input, with file:line.
 		return invalidResult(issues)
@@ -571,7 +489,7 @@ func firstOf(a, b string) string {
 // it planned (the control repo's access and removed repos included); an
 // incremental one the fleet's target repos, of which it planned those whose
 // desired state differs from the last converged apply's.
-func planResult(rep *app.Report, markdown string, targets int) checkrun.Result {
+func planResult(rep *app.Result, markdown string, targets int) checkrun.Result {
 	changed := 0
 	for _, r := range rep.Results {
 		if r.Changed() {

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/control"
-	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/metrics"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
@@ -323,8 +323,7 @@ func TestServiceStagedDriftsUseTheStagedHead(t *testing.T) {
 	fg := &orgCounter{snapshotCounter: snaps}
 	var admitted []string
 	svc, err := NewService(ServiceConfig{
-		Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}),
-		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return fg, nil },
+		Control: ctl,
 		BeforeJob: func(_ context.Context, j Job) error {
 			admitted = append(admitted, j.Repo)
 			if j.Repo == "acme/refused" {
@@ -332,6 +331,7 @@ func TestServiceStagedDriftsUseTheStagedHead(t *testing.T) {
 			}
 			return nil
 		},
+		Runner: app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return fg, nil }),
 	})
 	require.NoError(t, err)
 	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}, nil))
@@ -378,8 +378,12 @@ func TestServiceRendersAFewCommitsAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ctl := &gatedControl{memControl: &memControl{commits: map[string]fs.FS{}}, loading: make(chan string, 2*maxRenders), release: make(chan struct{})}
-	svc, err := NewService(ServiceConfig{Control: ctl, Renderer: fanout.NewRenderer(fanout.Options{}),
-		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) { return nil, errors.New("no forge") }})
+	svc, err := NewService(ServiceConfig{
+		Control: ctl,
+		Runner: app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) {
+			return nil, errors.New("no forge")
+		}),
+	})
 	require.NoError(t, err)
 	var shas []string
 	for i := range maxRenders + 2 {

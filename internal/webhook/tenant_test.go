@@ -14,7 +14,6 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/checkrun"
-	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 )
@@ -120,17 +119,18 @@ func newTenantEnv(t *testing.T) *tenantEnv {
 	e := &tenantEnv{tenants: &memTenants{}, ctl: &memControl{commits: map[string]fs.FS{}}, granted: true}
 	e.ctl.push(readControl(t))
 	svc, err := NewService(ServiceConfig{
-		Control: e.ctl, Renderer: fanout.NewRenderer(fanout.Options{}), Tenants: e.tenants,
+		Control:     e.ctl,
+		Tenants:     e.tenants,
 		TenantCheck: app.RequiredCheck{Context: checkrun.DefaultTenantCheckName, AppID: 12},
-		Forges: func(context.Context, string, ForgeMode) (reconcile.Forge, error) {
-			return nil, errors.New("a tenant check opens no forge")
-		},
 		CanCheck: func(context.Context, string) (bool, error) {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			e.asked++
 			return e.granted, nil
 		},
+		Runner: app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) {
+			return nil, errors.New("a tenant check opens no forge")
+		}),
 	})
 	require.NoError(t, err)
 	e.svc = svc

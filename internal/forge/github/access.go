@@ -20,7 +20,31 @@ var ErrTeamMissing = errors.New("team does not exist in the organization")
 // Access implements reconcile.Forge: the repo's team roles, the protection of its default
 // branch and its direct collaborators (three reads). An observation younger than
 // ForgeOptions.AccessMaxAge is reused without any request; see DefaultAccessMaxAge.
-func (f *Forge) Access(ctx context.Context, owner, repo string) (policy.Access, error) {
+//
+// With declared branch rules (desired.Rules) it also reads the ruleset that enforces them (the
+// repo's, or the org's once per run), and with desired custom properties the repo's values:
+// neither is cached across runs.
+func (f *Forge) Access(ctx context.Context, owner, repo string, desired policy.Access) (policy.Access, error) {
+	a, err := f.accessCore(ctx, owner, repo)
+	if err != nil {
+		return a, err
+	}
+	if desired.Rules != nil && desired.Protection != nil {
+		if err := f.observeRuleset(ctx, owner, repo, desired.Protection.Branch, desired, &a); err != nil {
+			return policy.Access{}, err
+		}
+	}
+	if desired.Properties != nil {
+		if err := f.observeProperties(ctx, owner, repo, &a); err != nil {
+			return policy.Access{}, err
+		}
+	}
+	return a, nil
+}
+
+// accessCore reads (or reuses, within AccessMaxAge) the teams, collaborators, protection and
+// repo settings.
+func (f *Forge) accessCore(ctx context.Context, owner, repo string) (policy.Access, error) {
 	e, unlock := f.entry(owner, repo)
 	defer unlock()
 	st := e.state()
@@ -82,10 +106,23 @@ func (r accessRepo) full() string { return r.owner + "/" + r.repo }
 // direct collaborators). They are observed in the same order. Every policy.Unit has one entry
 // (TestAccessUnitsCoverPolicy).
 var accessUnits = []accessUnit{
+	// The ruleset and the custom properties are observed only when the desired access names
+	// them (Access: observeRuleset, observeProperties). Like the protection they are given
+	// first, the properties before the org ruleset that targets the repo by them.
+	{unit: policy.UnitProperties, give: giveProperties},
+	{unit: policy.UnitRuleset, give: giveRuleset},
 	{unit: policy.UnitProtection, observe: observeProtection, give: giveProtection},
 	{unit: policy.UnitTeams, observe: observeTeams, give: giveTeams, take: takeTeams},
 	{unit: policy.UnitRepoSettings, give: giveRepoSettings}, // observed with the repo's record
 	{unit: policy.UnitCollaborators, observe: observeCollaborators, take: takeCollaborators},
+}
+
+// giveRuleset writes the plan's ruleset (the repo's own, or the org's once per run).
+func giveRuleset(f *Forge, ctx context.Context, r accessRepo, p policy.Plan) error {
+	if p.Ruleset == nil {
+		return nil
+	}
+	return f.applyRuleset(ctx, r.owner, r.repo, r.e, p.Ruleset)
 }
 
 // accessReadOrder is the order of the reads (each one request or one listing): teams,
@@ -146,12 +183,17 @@ func observeCollaborators(f *Forge, ctx context.Context, r accessRepo, a *policy
 // observeProtection reads the protection of the default branch (none, or unavailable on the
 // organization's plan).
 func observeProtection(f *Forge, ctx context.Context, r accessRepo, a *policy.Access) error {
+	if reason := f.planRefused(r.owner); reason != "" {
+		a.ProtectionUnavailable = reason // once per run, not once per repo
+		return nil
+	}
 	p, _, err := f.api.Repositories.GetBranchProtection(ctx, r.owner, r.repo, r.branch)
 	reason, unavailable := protectionUnavailable(err)
 	switch {
 	case errors.Is(err, gh.ErrBranchNotProtected), IsNotFound(err):
 	case unavailable:
 		a.ProtectionUnavailable = reason
+		f.notePlanRefused(r.owner, reason)
 	case err != nil:
 		return errf(err, "reading the protection of "+r.branch+" in", r.full())
 	default:
@@ -166,9 +208,14 @@ func giveProtection(f *Forge, ctx context.Context, r accessRepo, p policy.Plan) 
 	if p.Protection == nil {
 		return nil
 	}
+	if reason := f.planRefused(r.owner); reason != "" {
+		r.e.protectionUnavailable = reason
+		return nil
+	}
 	err := f.protect(ctx, r.owner, r.repo, p.Protection)
 	if reason, unavailable := protectionUnavailable(err); unavailable {
 		r.e.protectionUnavailable = reason
+		f.notePlanRefused(r.owner, reason)
 		return nil
 	}
 	return err
@@ -370,27 +417,7 @@ func rolePermissions(p map[string]bool) policy.Role {
 	return policy.RolePull
 }
 
-func cloneAccess(a policy.Access) policy.Access {
-	out := policy.Access{AllowAutoMerge: a.AllowAutoMerge, ProtectionUnavailable: a.ProtectionUnavailable}
-	if a.Teams != nil {
-		out.Teams = make(map[string]policy.Role, len(a.Teams))
-		for k, v := range a.Teams {
-			out.Teams[k] = v
-		}
-	}
-	if a.Collaborators != nil {
-		out.Collaborators = make(map[string]policy.Role, len(a.Collaborators))
-		for k, v := range a.Collaborators {
-			out.Collaborators[k] = v
-		}
-	}
-	if a.Protection != nil {
-		p := *a.Protection
-		p.RequiredChecks = slices.Clone(p.RequiredChecks)
-		out.Protection = &p
-	}
-	return out
-}
+func cloneAccess(a policy.Access) policy.Access { return a.Clone() }
 
 // Org implements reconcile.Forge: the owner's team slugs, its archived repos and the login
 // fleetbot acts as, read once per run (the repo listing shares ListManaged's ETag'd URL).
@@ -420,6 +447,7 @@ func (f *Forge) orgTeams(ctx context.Context, owner string) (policy.Org, error) 
 		o.Self = []string{l}
 	}
 	userAccount := false
+	ids := map[string]int64{}
 	err := EachPage(func(opts gh.ListOptions) ([]*gh.Team, *gh.Response, error) {
 		ts, resp, err := f.api.Teams.ListTeams(ctx, owner, &opts)
 		if IsNotFound(err) && opts.Page == 0 {
@@ -433,6 +461,7 @@ func (f *Forge) orgTeams(ctx context.Context, owner string) (policy.Org, error) 
 		}
 		for _, t := range ts {
 			o.Teams = append(o.Teams, t.GetSlug())
+			ids[strings.ToLower(t.GetSlug())] = t.GetID()
 		}
 		if o.Teams == nil {
 			o.Teams = []string{}
@@ -442,7 +471,33 @@ func (f *Forge) orgTeams(ctx context.Context, owner string) (policy.Org, error) 
 	if err != nil {
 		return o, err
 	}
+	f.rememberOrg(o, ids)
 	return o, nil
+}
+
+// BaseRole implements reconcile.BaseRoleReader: the org's base permission
+// (default_repository_permission), which GitHub shows only to those who administer the
+// organization (for a GitHub App: the organization permission "Administration", read); "" when
+// the answer does not carry it, and every team is then granted its role. One request; reconcile
+// asks only when the control repo opts in to organization administration
+// (spec.access.branchRules.organization).
+//
+// GitHub API docs: https://docs.github.com/rest/orgs/orgs#get-an-organization
+func (f *Forge) BaseRole(ctx context.Context, owner string) (policy.Role, error) {
+	org, _, err := f.api.Organizations.Get(ctx, owner)
+	if IsNotFound(err) {
+		return "", nil // a user account
+	}
+	if err != nil {
+		return "", errf(err, "reading the organization", owner)
+	}
+	role := baseRoleOf(org.GetDefaultRepoPermission())
+	if seen := f.seenOrg(owner); seen != nil {
+		seen.mu.Lock()
+		seen.base = role
+		seen.mu.Unlock()
+	}
+	return role, nil
 }
 
 // ApplyAccess implements reconcile.Forge: what every unit gives, in accessUnits' order

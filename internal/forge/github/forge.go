@@ -96,6 +96,9 @@ type known struct {
 	// blobs are the blobs read so far, by hash (content-addressed: never stale).
 	blobs blobCache
 
+	// orgs is what the latest read of each owner found (by lower-case login): see orgSeen.
+	orgs map[string]*orgSeen
+
 	// noUpdateRefs is set once GitHub answered that its GraphQL schema has no updateRefs (a
 	// GitHub Enterprise Server without it): branch moves then go through git push with a lease.
 	noUpdateRefs atomic.Bool
@@ -117,6 +120,9 @@ type repoEntry struct {
 	// repos): teams get their roles only once the branch is protected.
 	pendingProtection *policy.Protection
 	pendingTeams      map[string]policy.Role
+	// pendingRuleset, when set (declared branch rules), enforces pendingProtection instead of a
+	// classic branch protection, where the owner has rulesets.
+	pendingRuleset *policy.Ruleset
 	// protectionUnavailable is GitHub's reason when this run could not protect the default
 	// branch because of the organization's plan; see ProtectionUnavailable.
 	protectionUnavailable string
@@ -442,9 +448,28 @@ func (f *Forge) afterBootstrap(ctx context.Context, owner, repo string, e *repoE
 		}
 		st.RepoDefault = st.DefaultBranch
 	}
+	if rs := e.pendingRuleset; rs != nil {
+		e.pendingRuleset = nil
+		done, err := f.bootstrapRuleset(ctx, owner, repo, e, rs)
+		if err != nil {
+			return err
+		}
+		if done {
+			e.pendingProtection = nil
+		}
+	}
 	if p := e.pendingProtection; p != nil {
-		err := f.protect(ctx, owner, repo, p)
-		reason, unavailable := protectionUnavailable(err)
+		var err error
+		reason, unavailable := f.planRefused(owner), false
+		if reason == "" {
+			err = f.protect(ctx, owner, repo, p)
+			reason, unavailable = protectionUnavailable(err)
+			if unavailable {
+				f.notePlanRefused(owner, reason)
+			}
+		} else {
+			unavailable = true
+		}
 		switch {
 		case unavailable:
 			// The plan has no protection for this repo: say so, grant the rest.
@@ -460,11 +485,14 @@ func (f *Forge) afterBootstrap(ctx context.Context, owner, repo string, e *repoE
 		e.pendingProtection = nil
 	}
 	if len(e.pendingTeams) > 0 {
-		if err := f.grantTeams(ctx, owner, repo, e.pendingTeams, nil); err != nil {
+		// The grants the org's base role already gives are left out, as policy.Diff leaves
+		// them out of an existing repo's plan.
+		grants := policy.TeamsToGrant(e.pendingTeams, f.baseRole(owner))
+		if err := f.grantTeams(ctx, owner, repo, grants, nil); err != nil {
 			return err
 		}
 		if st.Access != nil {
-			st.Access.Teams = e.pendingTeams
+			st.Access.Teams = grants
 		}
 		e.pendingTeams = nil
 	}

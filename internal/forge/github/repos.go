@@ -93,6 +93,14 @@ func (f *Forge) CreateRepo(ctx context.Context, spec pr.RepoSpec) error {
 	if spec.Access.AllowAutoMerge {
 		in.AllowAutoMerge = gh.Bool(true) // off unless asked (GitHub's default)
 	}
+	if len(spec.Access.Properties) > 0 {
+		// Set at creation, so the org ruleset targets the repo from its first commit on; the
+		// org must define them first.
+		if err := f.ensurePropertySchema(ctx, spec.Owner); err != nil {
+			return fmt.Errorf("creating repo %s: %w", full, err)
+		}
+		in.CustomProperties = spec.Access.Properties
+	}
 	switch spec.Visibility {
 	case "", "private":
 		in.Private = gh.Bool(true)
@@ -106,14 +114,10 @@ func (f *Forge) CreateRepo(ctx context.Context, spec pr.RepoSpec) error {
 		org = "" // the authenticated user's own account: POST /user/repos
 	}
 	// A missing team is an error before anything is created, not half a repo.
-	for slug := range spec.Access.Teams {
-		if _, _, err := f.api.Teams.GetTeamBySlug(ctx, spec.Owner, slug); IsNotFound(err) {
-			return fmt.Errorf("creating repo %s: team %s: %w: create the team in %s or fix the control repo", full, slug, ErrTeamMissing, spec.Owner)
-		} else if err != nil {
-			return errf(err, "reading team "+slug+" of", spec.Owner)
-		}
+	if err := f.teamsExist(ctx, spec.Owner, full, spec.Access.Teams); err != nil {
+		return err
 	}
-	r, resp, err := f.api.Repositories.Create(ctx, org, in)
+	r, resp, err := f.createRepo(ctx, org, in)
 	if err != nil && statusOf(resp) == http.StatusUnprocessableEntity && spec.Visibility == "internal" && mentionsField(err, "visibility") {
 		return fmt.Errorf("creating repo %s: %w: %s is not an organization of an enterprise account (internal repositories exist only there, on GitHub Enterprise Cloud, and on GitHub Enterprise Server); set spec.repos.visibility in platform.yaml to private: %w",
 			full, ErrVisibilityInternal, spec.Owner, err)
@@ -147,6 +151,7 @@ func (f *Forge) CreateRepo(ctx context.Context, spec pr.RepoSpec) error {
 	observed := policy.Access{Teams: map[string]policy.Role{}, AllowAutoMerge: r.GetAllowAutoMerge()}
 	st.Access, st.AccessAt = &observed, f.opts.Now().Unix()
 	e.pendingProtection = access.Protection
+	e.pendingRuleset = policy.DesiredRuleset(access)
 	e.pendingTeams = access.Teams
 	f.saveState(spec.Owner, spec.Repo, st)
 	f.log.Debug("created repo", "repo", full)
@@ -263,4 +268,32 @@ func managed(rs []*gh.Repository) []pr.ManagedRepo {
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Repo < out[b].Repo })
 	return out
+}
+
+// createRepo creates the repo in (POST /orgs/{org}/repos, or /user/repos for org ""), with its
+// custom properties when it has any: go-github v62's Create does not send custom_properties.
+func (f *Forge) createRepo(ctx context.Context, org string, in *gh.Repository) (*gh.Repository, *gh.Response, error) {
+	if len(in.CustomProperties) == 0 || org == "" {
+		return f.api.Repositories.Create(ctx, org, in)
+	}
+	body := map[string]any{
+		"name": in.GetName(), "description": in.GetDescription(), "auto_init": in.GetAutoInit(),
+		"has_wiki": in.GetHasWiki(), "has_projects": in.GetHasProjects(), "custom_properties": in.CustomProperties,
+	}
+	if in.Private != nil {
+		body["private"] = in.GetPrivate()
+	}
+	if in.Visibility != nil {
+		body["visibility"] = in.GetVisibility()
+	}
+	if in.AllowAutoMerge != nil {
+		body["allow_auto_merge"] = in.GetAllowAutoMerge()
+	}
+	req, err := f.api.NewRequest(http.MethodPost, "orgs/"+org+"/repos", body)
+	if err != nil {
+		return nil, nil, err
+	}
+	r := new(gh.Repository)
+	resp, err := f.api.Do(ctx, req, r)
+	return r, resp, err
 }

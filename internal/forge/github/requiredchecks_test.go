@@ -52,7 +52,7 @@ func TestProtectionRequiresTheTenantCheckFromTheApp(t *testing.T) {
 	require.NoError(t, err)
 	// The branch_protection_rule event's drift reads access afresh.
 	f := driftForge(t, e)
-	observed, err := f.Access(ctx, "acme", repo)
+	observed, err := f.Access(ctx, "acme", repo, policy.Access{})
 	require.NoError(t, err)
 	assert.Equal(t, []policy.RequiredCheck{{Context: "ci", AppID: 15368}, {Context: "fleetbot tenant"}}, observed.Protection.RequiredChecks)
 	assert.True(t, observed.Protection.StrictChecks)

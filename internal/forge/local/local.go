@@ -70,6 +70,8 @@ type Forge struct {
 
 	mu    sync.Mutex
 	repos map[string]*sync.Mutex
+	// orgMu serialises the writes of an owner's org ruleset (OrgRulesetFile).
+	orgMu sync.Mutex
 	// writers write new git objects: each keeps its zlib compressor from commit to commit.
 	writers *gitloose.Pool
 }

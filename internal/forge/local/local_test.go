@@ -101,7 +101,7 @@ func TestCreateCommitSnapshot(t *testing.T) {
 	err = f.SetBranch(ctx, "acme", "r", "main", c.SHA, c.SHA)
 	assert.ErrorIs(t, err, pr.ErrRefMoved)
 
-	a, err := f.Access(ctx, "acme", "r")
+	a, err := f.Access(ctx, "acme", "r", policy.Access{})
 	require.NoError(t, err)
 	assert.Equal(t, policy.RoleAdmin, a.Teams["platform"])
 	m, err := f.ListManaged(ctx, "acme")

@@ -21,6 +21,7 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/gitloose"
 	"github.com/fleetbot-io/fleetbot/internal/gittree"
+	"github.com/fleetbot-io/fleetbot/internal/policy"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 )
 
@@ -266,7 +267,24 @@ func (f *Forge) CreateRepo(ctx context.Context, spec pr.RepoSpec) error {
 		ManagedBy: ManagedBy, Kind: spec.Kind, Name: spec.Name, Visibility: spec.Visibility,
 		DefaultBranch: spec.DefaultBranch,
 	}
-	st.setAccess(spec.Access)
+	org, err := f.orgTeams(spec.Owner)
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", p.full, err)
+	}
+	access := spec.Access.Clone()
+	access.Teams = policy.TeamsToGrant(access.Teams, org.BaseRole)
+	// Declared branch rules are enforced from the start: the repo's own ruleset, or the org's.
+	if rs := policy.DesiredRuleset(access); rs != nil {
+		access.Protection = nil // the ruleset enforces it, as on GitHub
+		if rs.Organization {
+			if err := f.writeOrgRuleset(spec.Owner, rs); err != nil {
+				return fmt.Errorf("creating %s: %w", p.full, err)
+			}
+		} else {
+			access.Ruleset = rs
+		}
+	}
+	st.setAccess(access)
 	if err := writeSettings(p.settings, st); err != nil {
 		return fmt.Errorf("creating %s: %w", p.full, err)
 	}

@@ -30,7 +30,7 @@ func TestSettingsKeepRequiredChecks(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"requiredChecks": [`)
 	assert.Contains(t, string(b), `"appId": 12`)
-	got, err := f.Access(ctx, "acme", "r")
+	got, err := f.Access(ctx, "acme", "r", policy.Access{})
 	require.NoError(t, err)
 	assert.Equal(t, []policy.RequiredCheck{check}, got.Protection.RequiredChecks)
 	converged := policy.Diff(desired, got, policy.DiffOptions{})
@@ -40,19 +40,19 @@ func TestSettingsKeepRequiredChecks(t *testing.T) {
 	unbound := got.Clone()
 	unbound.Protection.RequiredChecks[0].AppID = 0
 	require.NoError(t, f.ApplyAccess(ctx, "acme", "r", policy.Plan{Protection: unbound.Protection}))
-	got, err = f.Access(ctx, "acme", "r")
+	got, err = f.Access(ctx, "acme", "r", policy.Access{})
 	require.NoError(t, err)
 	plan := policy.Diff(desired, got, policy.DiffOptions{})
 	assert.Equal(t, []string{`status check "fleetbot tenant" is required from any source, not only from GitHub App 12`}, plan.ProtectionDrift)
 	require.NoError(t, f.ApplyAccess(ctx, "acme", "r", plan))
-	got, err = f.Access(ctx, "acme", "r")
+	got, err = f.Access(ctx, "acme", "r", policy.Access{})
 	require.NoError(t, err)
 	assert.Equal(t, []policy.RequiredCheck{check}, got.Protection.RequiredChecks)
 
 	// A settings file written before required checks existed reads as none.
 	old := `{"managedBy":"fleetbot","kind":"cluster","name":"o","defaultBranch":"main","teams":{},"protection":{"branch":"main","requirePullRequest":true,"requireCodeOwnerReviews":true,"dismissStaleReviews":true,"requiredApprovals":1,"allowForcePushes":false,"allowDeletions":false},"collaborators":{}}`
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "acme", "o.settings.json"), []byte(old), 0o644))
-	got, err = f.Access(ctx, "acme", "o")
+	got, err = f.Access(ctx, "acme", "o", policy.Access{})
 	require.NoError(t, err)
 	assert.Empty(t, got.Protection.RequiredChecks)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -29,6 +30,11 @@ type settings struct {
 	Collaborators map[string]policy.Role `json:"collaborators"`
 	// AllowAutoMerge is the "Allow auto-merge" setting (pullRequests.merge: auto).
 	AllowAutoMerge bool `json:"allowAutoMerge,omitempty"`
+	// Ruleset is the repo's own ruleset enforcing its declared branch rules (the org ruleset
+	// is OrgRulesetFile's).
+	Ruleset *policy.Ruleset `json:"ruleset,omitempty"`
+	// Properties are the repo's custom property values.
+	Properties map[string]string `json:"properties,omitempty"`
 	// Archived marks a read-only repo, as on GitHub: reconcile skips it and
 	// reports it.
 	Archived bool `json:"archived,omitempty"`
@@ -67,6 +73,18 @@ var localUnits = []localUnit{
 	{unit: policy.UnitRepoSettings,
 		observe: func(s *settings, a *policy.Access) { a.AllowAutoMerge = s.AllowAutoMerge },
 		store:   func(s *settings, a policy.Access) { s.AllowAutoMerge = a.AllowAutoMerge }},
+	// The org ruleset is not the repo's: Access and ApplyAccess read and write it in
+	// OrgRulesetFile (orgRuleset), and a repo's settings keep only its own.
+	{unit: policy.UnitRuleset,
+		observe: func(s *settings, a *policy.Access) { a.Ruleset = s.Ruleset.Clone() },
+		store: func(s *settings, a policy.Access) {
+			if a.Ruleset == nil || !a.Ruleset.Organization {
+				s.Ruleset = a.Ruleset.Clone()
+			}
+		}},
+	{unit: policy.UnitProperties,
+		observe: func(s *settings, a *policy.Access) { a.Properties = maps.Clone(s.Properties) },
+		store:   func(s *settings, a policy.Access) { s.Properties = maps.Clone(a.Properties) }},
 }
 
 // setAccess stores every unit of a in the settings.
@@ -132,8 +150,9 @@ func writeSettings(name string, s settings) error {
 	return nil
 }
 
-// Access returns the access settings of a repo (empty when it has none).
-func (f *Forge) Access(ctx context.Context, owner, repo string) (policy.Access, error) {
+// Access returns the access settings of a repo (empty when it has none); with declared branch
+// rules enforced by the org (desired.Rules.Organization), its ruleset is the org's.
+func (f *Forge) Access(ctx context.Context, owner, repo string, desired policy.Access) (policy.Access, error) {
 	p, err := f.paths(owner, repo)
 	if err != nil {
 		return policy.Access{}, err
@@ -143,7 +162,13 @@ func (f *Forge) Access(ctx context.Context, owner, repo string) (policy.Access, 
 	if err != nil || s == nil {
 		return policy.Access{}, err
 	}
-	return s.access(), nil
+	a := s.access()
+	if desired.Rules != nil && desired.Rules.Organization {
+		if a.Ruleset, err = f.orgRuleset(owner); err != nil {
+			return policy.Access{}, err
+		}
+	}
+	return a, nil
 }
 
 // ListManaged returns the repos of owner whose settings say fleetbot
