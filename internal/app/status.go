@@ -19,6 +19,11 @@ type (
 	// StatusSelector is a Kubernetes label selector on the clusters' and workspaces'
 	// labels; nil selects every row.
 	StatusSelector = labels.Selector
+	// StatusRun is an apply in progress as the status pages show it (serve's full apply in
+	// steps): the repos it plans, and when its next step runs.
+	StatusRun = status.Run
+	// StatusRunRepo is one target repo of a StatusRun.
+	StatusRunRepo = status.RunRepo
 )
 
 // ParseStatusGroupBy reads a --group-by value: "kind" or "label:KEY".
@@ -76,6 +81,9 @@ type StatusPagesConfig struct {
 	// Reports returns what the service knows from its own applies; it is called once per
 	// page view and must not call the forge.
 	Reports func() Reports
+	// Run, when set, returns the apply in progress (nil when none runs); like Reports, it must
+	// not call the forge.
+	Run func() *StatusRun
 }
 
 // StatusPages serves GET /status and GET /status/repo/{name} from a service's retained
@@ -89,6 +97,9 @@ func StatusPages(c StatusPagesConfig) (http.Handler, error) {
 			in.Control, in.Source = reps.Control, reps.Source
 			for _, r := range reps.Repos {
 				in.Entries = append(in.Entries, status.Entry{Result: r.Result, Source: r.Source, At: r.At, Applied: true})
+			}
+			if c.Run != nil {
+				in.Run = c.Run()
 			}
 			return in
 		},

@@ -40,7 +40,7 @@ const (
 	// OutcomeTooLarge: body over the size cap (413).
 	OutcomeTooLarge = "too_large"
 	// OutcomeBusy: too many deliveries being read and verified at once (503; GitHub does not
-	// redeliver it by itself).
+	// redeliver it by itself: serve's pass over the App's delivery log asks for it).
 	OutcomeBusy = "busy"
 	// OutcomeBadRequest: not a POST, no event header or an unparsable payload (400).
 	OutcomeBadRequest = "bad_request"

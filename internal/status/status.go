@@ -110,6 +110,8 @@ type Run struct {
 	Source  string
 	Started time.Time
 	Repos   []RunRepo
+	// ResumeAt is when its next step runs (serve's full apply in steps); zero: it runs now.
+	ResumeAt time.Time
 }
 
 // RunRepo is one target repo an apply in progress plans.
@@ -128,11 +130,18 @@ type RunProgress struct {
 	// Total is how many target repos the run plans, Applied how many of them it applied.
 	Total   int `json:"total"`
 	Applied int `json:"applied"`
+	// ResumeAt is when the run's next step starts (zero: it runs now).
+	ResumeAt time.Time `json:"resumeAt,omitzero"`
 }
 
-// Line says it in words: "applying 0123456: 120 of 1050 repos applied".
+// Line says it in words: "applying 0123456: 120 of 1050 repos applied", and when the next step
+// starts if the run waits for it ("; next step at 09:00:00 UTC").
 func (p *RunProgress) Line() string {
-	return fmt.Sprintf("applying %s: %d of %d %s applied", report.ShortSHA(p.Source), p.Applied, p.Total, plural(p.Total, "repo", "repos"))
+	line := fmt.Sprintf("applying %s: %d of %d %s applied", report.ShortSHA(p.Source), p.Applied, p.Total, plural(p.Total, "repo", "repos"))
+	if !p.ResumeAt.IsZero() {
+		line += "; next step at " + p.ResumeAt.UTC().Format("15:04:05 UTC")
+	}
+	return line
 }
 
 // SVG draws the run's progress as a bar: applied, then not yet.
@@ -410,7 +419,7 @@ func addRunRows(f *Fleet, in Input, idx controlIndex, o Options) *RunProgress {
 	if run == nil {
 		return nil
 	}
-	p := &RunProgress{Source: run.Source, Started: run.Started, Total: len(run.Repos)}
+	p := &RunProgress{Source: run.Source, Started: run.Started, Total: len(run.Repos), ResumeAt: run.ResumeAt}
 	entries := map[string]*Entry{}
 	for i := range in.Entries {
 		entries[strings.ToLower(in.Entries[i].Repo)] = &in.Entries[i]

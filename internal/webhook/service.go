@@ -104,6 +104,16 @@ type ServiceConfig struct {
 	// write); nil: it may. Without it the check is not required there (nothing could pass it),
 	// and serve says so in its log.
 	CanCheck func(ctx context.Context, owner string) (bool, error)
+	// Pending, when set, lets every resync find the open control pull requests whose head has
+	// no completed check run (RecoverChecks); StuckCheck is how long a check run may stay
+	// in_progress before it is taken for abandoned (default DefaultStuckCheck).
+	Pending    PendingChecks
+	StuckCheck time.Duration
+	// StepRepos bounds the target repos one step of a full apply plans (default
+	// DefaultStepRepos; see applyInSteps).
+	StepRepos int
+	// StepsFile, when set, keeps the progress of a full apply in steps across restarts.
+	StepsFile string
 }
 
 // Service executes jobs: it loads the control repo at the right commit,
@@ -128,6 +138,13 @@ type Service struct {
 	// granted is, per owner (lower case), whether the App may write check runs there, as last
 	// asked (CanCheck); the fleets kept were rendered with it.
 	granted map[string]bool
+	// checked are the control pull request heads whose check run was seen completed
+	// (RecoverChecks asks GitHub about the others only).
+	checked map[string]bool
+	// steps is the progress of the full apply in steps under way (see applyInSteps);
+	// stepsClosed the control commit whose steps ended last (its later applies are whole).
+	steps       *stepProgress
+	stepsClosed string
 }
 
 // fleetEntry is the control repo at one commit, loaded and rendered once.
@@ -266,6 +283,13 @@ func (s *Service) apply(ctx context.Context, j Job, lease jobqueue.Lease) error 
 	if err != nil {
 		return err
 	}
+	if !e.fleet.Repo.HasRollout() {
+		// A rollout's applies weigh every cluster at once; other fleets converge many changed
+		// repos in steps (applyInSteps).
+		if stepped, err := s.applyInSteps(ctx, j, e, lease); stepped {
+			return err
+		}
+	}
 	_, err = s.applyReport(ctx, j, nil, e, lease)
 	return err
 }
@@ -365,9 +389,12 @@ func (s *Service) check(ctx context.Context, j Job) error {
 	if s.cfg.Checks == nil {
 		return errors.New("check job: no check runs configured")
 	}
-	id, err := s.cfg.Checks.Start(ctx, j.SHA)
-	if err != nil {
-		return err
+	id := j.CheckRun // a run left in_progress by a process that died: this job completes it
+	if id == 0 {
+		var err error
+		if id, err = s.cfg.Checks.Start(ctx, j.SHA); err != nil {
+			return err
+		}
 	}
 	res := s.plan(ctx, j)
 	fctx := ctx
@@ -379,8 +406,12 @@ func (s *Service) check(ctx context.Context, j Job) error {
 		fctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 	}
-	s.log.Info("check run", "delivery", j.Delivery, "repo", j.Repo, "pr", j.PR, "sha", report.ShortSHA(j.SHA), "conclusion", res.Conclusion)
-	return s.cfg.Checks.Finish(fctx, id, res)
+	s.log.Info("check run", "delivery", j.Delivery, "repo", j.Repo, "pr", j.PR, "sha", report.ShortSHA(j.SHA), "conclusion", res.Conclusion, "check_run", id)
+	if err := s.cfg.Checks.Finish(fctx, id, res); err != nil {
+		return err
+	}
+	s.rememberCheckDone(j.SHA)
+	return nil
 }
 
 // plan computes a check result; every failure becomes its conclusion.
