@@ -136,6 +136,19 @@ func run(args []string) error {
 			return err
 		}
 		return emit(res)
+	case "simulate":
+		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		var out simulateRun
+		for _, budget := range []string{"3%", "0"} {
+			res, err := bench.Simulate(context.Background(), bench.SimulateOptions{
+				Clusters: cfg.rolloutClusters, Apps: cfg.apps, Budget: budget, SilentPercent: 2, FailingPercent: 1, Logger: log,
+			})
+			if err != nil {
+				return fmt.Errorf("simulated rollout with budget %s: %w", budget, err)
+			}
+			out = append(out, res)
+		}
+		return emit(out)
 	case "serve":
 		res, err := bench.Serve(context.Background(), bench.ServeOptions{
 			Binary: cfg.fleetbot, Clusters: cfg.serveClusters, Apps: cfg.apps, Rate: cfg.rate,
@@ -305,6 +318,15 @@ func measure(cfg config) error {
 	for _, w := range r.rollout.Waves {
 		fmt.Fprintf(os.Stderr, "  wave %s: %d clusters; wave check: gate read %d requests in %s, whole check %d requests (%d writes) in %s\n",
 			w.Name, w.Clusters, w.GateRequests, w.GateWall.Round(time.Millisecond), w.Check.Requests, w.Check.Writes, w.Check.Wall.Round(time.Millisecond))
+	}
+
+	fmt.Fprintf(os.Stderr, "simulate: %d clusters in five waves, 2 %% silent and 1 %% failing, budgets 3 %% and 0\n", cfg.rolloutClusters)
+	if r.simulateProc, err = runChild(&r.simulate, "-child", "simulate", "-rollout-clusters", strconv.Itoa(cfg.rolloutClusters), "-apps", strconv.Itoa(cfg.apps)); err != nil {
+		return err
+	}
+	for _, s := range r.simulate {
+		fmt.Fprintf(os.Stderr, "  budget %s: done %v, rolled back %v, %d checks, %.0f requests per check, %s to done at GitHub's limits\n",
+			s.Budget, s.Done, s.RolledBack, s.Checks, s.RequestsPerCheck(), s.ToDone.Round(time.Second))
 	}
 
 	fmt.Fprintf(os.Stderr, "serve: the fleetbot binary, %d clusters, %d deliveries/s\n", cfg.serveClusters, cfg.rate)

@@ -29,8 +29,11 @@ type results struct {
 	serveProc   *childResult
 	rollout     *bench.RolloutResult
 	rolloutProc *childResult
-	status      *bench.StatusResult
-	statusProc  *childResult
+	// simulate is the rollout simulation's two runs (budget 3 %, then 0).
+	simulate     simulateRun
+	simulateProc *childResult
+	status       *bench.StatusResult
+	statusProc   *childResult
 }
 
 // Targets of issue 9.
@@ -239,6 +242,7 @@ func (r *results) markdown() []byte {
 		p("| 6 | `/status` page | not measured in this run | | |\n")
 	}
 	r.rolloutRow(p)
+	r.simulateRow(p)
 
 	r.gaps(p)
 
@@ -565,6 +569,17 @@ const methodNotes = `## How each row is measured
    (its pull requests left open), the same component changes again and is fanned out the same way, under the
    default budget on the virtual clock, after an idle hour: every changed repo has fleetbot's pull request open, so
    each is updated, none opened.
+9. **Rollout simulation (issue 35).** In its own child (` + "`bench.Simulate`" + `), twice: a generated fleet (the row 7
+   size) converged on the fake GitHub with Flux's healthy verdict on every merge, then one control change declaring
+   five waves (soak 10m, ` + "`merge: auto`" + `, ` + "`healthTimeout: 30m`" + `, ` + "`onFailure: rollback`" + `, every wave's ` + "`maxUnavailable`" + `
+   3 %, then 0). Each wave check is a full apply; the harness then plays GitHub's auto-merge (it merges what is
+   open) and Flux: in each wave the last 1 % of its clusters report a failure and the 2 % before them never
+   report (rounded down per wave), the others success; when nothing opened it moves the injected clock to the
+   rollout's next wake-up (a soak's end, a health timeout). With a rollback it merges the restore pull requests
+   and reports them healthy. Nobody approves, skips or rolls back. Requests are counted from the fake's log per
+   check; "gate read" is one read of every cluster's newest pull request and statuses; "control merge to done" is
+   the clock's advance plus ` + "`bench.MinimumTime`" + ` of each check's content-creating requests at GitHub's limits.
+   ` + "`TestSimulateSmall`" + ` runs it at 100 clusters and asserts the two outcomes.
 
 ## Fixed because of these numbers (issue 9)
 
@@ -659,6 +674,40 @@ func (r *results) rolloutRow(p func(string, ...any)) {
 		"≤ %d requests per wave check (\"a few\", batched) | %s |\n",
 		n(ro.Clusters), strings.Join(waves, ", "), gateMax, secs(gateWall), ms(ro.Latency), strings.Join(checks, "; "),
 		ro.Idle.Requests, ro.Idle.Writes, secs(ro.Idle.Wall), ro.Done, gateBudget(ro.Clusters), mark(rolloutMet(ro)))
+}
+
+// simulateRun is the rollout simulation's runs, in the order of their budgets.
+type simulateRun []*bench.SimulateResult
+
+// simulateMet: within budget the rollout completes, at a budget of 0 it rolls back and
+// restores, and a gate check reads within gateBudget (issue 35).
+func simulateMet(s simulateRun) bool {
+	if len(s) != 2 {
+		return false
+	}
+	within, zero := s[0], s[1]
+	return within.Done && !within.RolledBack && zero.RolledBack && zero.Restored > 0 &&
+		within.GateRequests <= gateBudget(within.Clusters) && zero.GateRequests <= gateBudget(zero.Clusters)
+}
+
+// simulateRow writes the rollout simulation's row (issue 35): budget, rollback, requests per
+// gate check and the time from control merge to done.
+func (r *results) simulateRow(p func(string, ...any)) {
+	if len(r.simulate) != 2 {
+		p("| 9 | Rollout simulation | not measured in this run | | |\n")
+		return
+	}
+	var runs []string
+	for _, s := range r.simulate {
+		outcome := "**completes** without a human"
+		if s.RolledBack {
+			outcome = fmt.Sprintf("**rolls back** (wave %s over budget; %s repos restored and healthy)", s.HaltedWave, n(s.Restored))
+		}
+		runs = append(runs, fmt.Sprintf("budget %s: %s; %d silent and %d failing clusters reached; %d wave checks, %.0f requests each on average (%s writes, %s content-creating in all); gate read %d requests; control merge to done **%s** (%s waiting on soaks and health timeouts + %s of writes paced at GitHub's content limits)",
+			s.Budget, outcome, s.Silent, s.Failing, s.Checks, s.RequestsPerCheck(), n(s.Writes), n(s.ContentCreating), s.GateRequests, hm(s.ToDone), hm(s.Waiting), hm(s.Paced)))
+	}
+	p("| 9 | Rollout simulation: %s clusters in five waves (merge: auto, soak 10m, healthTimeout 30m, onFailure: rollback) on the fake GitHub with an injected clock; per wave 2 %% of the clusters never report and 1 %% fail (rounded down per wave); the harness plays Flux and GitHub's auto-merge, no human acts on the rollout | %s | within budget it completes, at 0 it rolls back; ≤ %d requests per gate read | %s |\n",
+		n(r.simulate[0].Clusters), strings.Join(runs, "; "), gateBudget(r.simulate[0].Clusters), mark(simulateMet(r.simulate)))
 }
 
 // renderMet says whether a render row meets its size's targets (issues 9 and 17).

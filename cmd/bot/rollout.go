@@ -219,8 +219,10 @@ func (a *frontend) rolloutRollbackCommand() *cobra.Command {
 		Long: `rollout rollback writes rollout/rollback.yaml in the control repo (--control) with the
 digest of the control repo's content, and commits that one file (unless --no-commit).
 Once it reaches the default branch, every front end holds the rollout of this content
-everywhere: no new pull request opens for it (open ones are still updated), and rollout
-status, the check run and the status page say it was rolled back and why (--note). The
+everywhere: no new pull request opens for it (open ones are still updated), the next apply
+opens a pull request on every repo whose newest merge carries it, restoring the content of
+the last merge that was healthy there, and rollout status, the check run and the status
+page say it was rolled back and why (--note). The
 mark lapses with the next commit that changes what the control repo renders, such as
 the revert of the failed change, which rolls out as a new revision.`,
 		Example: `  fleetbot rollout rollback --control . --note "INC-1234: canary p99 doubled"

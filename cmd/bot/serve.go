@@ -35,7 +35,7 @@ type serveFlags struct {
 	listen, control, secretFile, gitURL, checkName, shard, listenFile string
 	// leases is the namespace of the replicas' Leases (--replicas-from-leases).
 	leases                                           string
-	tenantCheck                                      string
+	tenantCheck, healthKeys                          string
 	resync, grace, driftDelay, stuckCheck, redeliver time.Duration
 	workers, queueSize, maxRedeliveries, stepRepos   int
 	maxBody                                          int64
@@ -114,7 +114,7 @@ func serveEnvFlags() []string {
 	return []string{"listen", "listen-file", "control-repo", "webhook-secret-file", "git-url", "check-name",
 		"tenant-check", "resync-interval", "shutdown-grace", "drift-delay", "workers", "queue-size", "concurrency", "max-body", "log-level", "shard",
 		"status", "status-token-file", "status-insecure-no-auth", "status-group-by", "job-process", "job-nice",
-		"stuck-check", "redeliver-interval", "max-redeliveries", "step-repos", "replicas-from-leases"}
+		"stuck-check", "redeliver-interval", "max-redeliveries", "step-repos", "replicas-from-leases", "health-keys"}
 }
 
 // listenAndServe binds serve's listener and runs serve on it, as the job process of a --job-process
@@ -167,6 +167,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet, concurrency *int) {
 	minIntVar(fs, &f.jobNice, "job-nice", serve.DefaultJobNice, 0, "with --job-process: how much lower the job process's CPU priority (niceness) is than this process's")
 	fs.IntVar(&f.jobListenerFD, "job-listener-fd", 0, "internal: the descriptor of the loopback listener a --job-process front hands its job process")
 	_ = fs.MarkHidden("job-listener-fd")
+	fs.StringVar(&f.healthKeys, "health-keys", "", "directory of the clusters' health keys (a Secret mounted as a volume: one file per cluster, one key a line, several while rotating): serve then takes notification-controller's signed events on POST /health/CLUSTER[/NAMESPACE] and records them as commit statuses (spec.rollout.health.provider: generic-hmac)")
 	f.status.register(fs)
 	registerLimits(fs, &f.http)
 	fs.StringVar(&f.shard, "shard", "", "INDEX/COUNT: reconcile only the target repos this replica owns (replica INDEX of COUNT, e.g. the StatefulSet ordinal); see docs/scale-out.md")
@@ -241,8 +242,15 @@ func (a *frontend) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, er
 	if err != nil {
 		return serveConfig{}, err
 	}
+	if f.healthKeys != "" {
+		if st, err := os.Stat(f.healthKeys); err != nil {
+			return serveConfig{}, fmt.Errorf("--health-keys: %w", err)
+		} else if !st.IsDir() {
+			return serveConfig{}, fmt.Errorf("--health-keys %s is a file: want the directory of the clusters' health keys (one file per cluster, named after it)", f.healthKeys)
+		}
+	}
 	return serveConfig{
-		Status:  status,
+		Status: status, HealthKeys: f.healthKeys,
 		Control: f.control, Secret: secret, App: acfg, Resync: f.resync, DriftDelay: f.driftDelay, Workers: f.workers, QueueSize: f.queueSize, MaxBody: f.maxBody,
 		Grace: f.grace, CheckName: f.checkName, TenantCheck: f.tenantCheck, Replicas: replicas, Logger: log, HTTP: f.http,
 		StuckCheck: f.stuckCheck, Redeliver: f.redeliver, MaxRedeliveries: f.maxRedeliveries, StepRepos: f.stepRepos,

@@ -282,7 +282,7 @@ func TestAppManifestSubscribesToHandledEvents(t *testing.T) {
 	slices.Sort(events)
 	assert.Equal(t, handled, events)
 	assert.Equal(t, map[string]string{"metadata": "read", "contents": "write", "pull_requests": "write", "checks": "write",
-		"administration": "write", "members": "read", "statuses": "read"}, manifest.Permissions)
+		"administration": "write", "members": "read", "statuses": "write"}, manifest.Permissions)
 	assert.Equal(t, true, manifest.HookAttributes["active"])
 }
 

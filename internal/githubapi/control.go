@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"testing/fstest"
@@ -215,9 +216,13 @@ func relevant(p string) bool {
 	switch top {
 	case "clusters", "workspaces", "catalog":
 		return true
+	case "rollout":
+		// The rollout records: rollout/paused (fleetbot rollout pause), rollout/approvals/,
+		// rollout/skips/ and rollout/rollback.yaml (fleetbot rollout approve|skip|rollback).
+		return true
 	}
-	// rollout/paused pauses every rollout (fleetbot rollout pause).
-	return p == "platform.yaml" || p == "platform.yml" || p == control.PausedFile
+	// The control repo's CODEOWNERS says who may approve a wave.
+	return p == "platform.yaml" || p == "platform.yml" || slices.Contains(control.CodeownersPaths, p)
 }
 
 // isSHA reports whether s is a full lowercase hex commit SHA.

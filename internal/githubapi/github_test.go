@@ -314,3 +314,16 @@ func readControl(t *testing.T) fstest.MapFS {
 	}))
 	return files
 }
+
+// TestControlReadsTheRolloutRecords: serve reads what control.Load reads, the rollout records
+// (approvals, skips, the rollback mark, the pause) and the CODEOWNERS saying who may approve
+// included: without them an approval committed to the control repo never took effect in serve.
+func TestControlReadsTheRolloutRecords(t *testing.T) {
+	for _, p := range []string{"platform.yaml", "clusters/a.yaml", "rollout/paused", "rollout/approvals/eu.yaml",
+		"rollout/skips/c1.yaml", "rollout/rollback.yaml", ".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS"} {
+		assert.True(t, relevant(p), p)
+	}
+	for _, p := range []string{"README.md", "docs/x.md", ".github/workflows/ci.yaml"} {
+		assert.False(t, relevant(p), p)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // gqlCommit is a Commit of the GraphQL graph: its oid and the statusCheckRollup a status view
@@ -28,8 +30,25 @@ func (c *gqlCommit) field(name string, _ map[string]any) (any, error) {
 		return &gqlPlain{name: "StatusCheckRollup", fields: map[string]any{"state": state}}, nil
 	case "status":
 		return c.status(), nil
+	case "tree":
+		// Commit.tree: the commit's root tree (non-null).
+		// https://docs.github.com/graphql/reference/objects#commit
+		return c.tree()
 	}
 	return nil, fmt.Errorf("fake github: Commit.%s is not implemented", name)
+}
+
+// tree is the commit's Commit.tree.
+func (c *gqlCommit) tree() (any, error) {
+	g, err := c.s.openRepoGit(c.rm)
+	if err != nil {
+		return nil, err
+	}
+	commit, err := g.commit(plumbing.NewHash(c.oid))
+	if err != nil {
+		return nil, fmt.Errorf("fake github: commit %s: %w", c.oid, err)
+	}
+	return &gqlPlain{name: "Tree", fields: map[string]any{"oid": commit.TreeHash.String()}}, nil
 }
 
 // rollupState combines, as GitHub's StatusCheckRollup.state does, the newest status of each

@@ -523,11 +523,11 @@ func TestInstallationTokenNarrowing(t *testing.T) {
 		er := apiError(t, err, http.StatusUnprocessableEntity)
 		assert.Equal(t, "There is at least one repository that does not exist or is not accessible to the parent installation.", er.Message, name)
 	}
-	// app.yml grants statuses: read only, and no issues at all.
+	// app.yml grants no deployments and no issues at all.
 	for name, perms := range map[string]map[string]string{
-		"statuses: write":  {"statuses": "write"},
-		"issues: read":     {"issues": "read"},
-		"workflows: write": {"workflows": "write"},
+		"deployments: read": {"deployments": "read"},
+		"issues: read":      {"issues": "read"},
+		"workflows: write":  {"workflows": "write"},
 	} {
 		_, err := tokenFor(t, srv, map[string]any{"permissions": perms})
 		er := apiError(t, err, http.StatusUnprocessableEntity)
@@ -537,8 +537,8 @@ func TestInstallationTokenNarrowing(t *testing.T) {
 
 // TestProgramHoldsTokensToAppManifest: the server the fakegithub program builds (New, with its
 // state in a directory) holds installation tokens to the repository's app.yml as the in-test
-// server does: fleetbot's App may read commit statuses but not create them, and has no issues
-// permission.
+// server does: fleetbot's App may read and create commit statuses (serve's health endpoint
+// records the clusters' verdicts), and has no issues permission.
 // https://docs.github.com/rest/authentication/permissions-required-for-github-apps
 func TestProgramHoldsTokensToAppManifest(t *testing.T) {
 	t.Parallel()
@@ -558,7 +558,7 @@ func TestProgramHoldsTokensToAppManifest(t *testing.T) {
 	_, _, err = c.Repositories.ListStatuses(ctx, "acme", "r", sha, nil)
 	require.NoError(t, err, "statuses: read")
 	_, _, err = c.Repositories.CreateStatus(ctx, "acme", "r", sha, &github.RepoStatus{State: github.String("success"), Context: github.String("ci")})
-	apiError(t, err, http.StatusForbidden)
+	require.NoError(t, err, "statuses: write")
 	_, _, err = c.Issues.Create(ctx, "acme", "r", &github.IssueRequest{Title: github.String("t")})
 	apiError(t, err, http.StatusForbidden)
 	_, _, err = srv.Client().Issues.Create(ctx, "acme", "r", &github.IssueRequest{Title: github.String("t")})

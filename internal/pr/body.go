@@ -37,6 +37,10 @@ type marker struct {
 	// Waves are the lists of rollout waves the source revision was rolled out in
 	// (Options.Waves).
 	Waves []string `json:"waves,omitempty"`
+	// Rollback, on a rollback pull request, is the control-repo revision it rolls back, and
+	// Failed the tree that revision left here (see Restore).
+	Rollback string `json:"rollback,omitempty"`
+	Failed   string `json:"failed,omitempty"`
 }
 
 const markerPrefix = "<!-- fleetbot:state "

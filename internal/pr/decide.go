@@ -45,6 +45,11 @@ const (
 	// ActionRemove opens or updates a PR removing the managed content of a
 	// cluster or workspace that left the control repo.
 	ActionRemove Action = "remove"
+	// ActionRolledBack leaves the repo, and the rollback pull request that restored (or
+	// restores) it, alone: the desired tree is the very tree a rollback took away because it
+	// failed here (see RollbackOf). A control-repo change that renders something else for the
+	// repo is a new rollout and proposes it again.
+	ActionRolledBack Action = "rolled-back"
 )
 
 // Writes reports whether the action changes the target repo's content or
@@ -52,7 +57,7 @@ const (
 // as no change, for exit codes and changed-repo lists alike.
 func (a Action) Writes() bool {
 	switch a {
-	case ActionNoop, ActionCleanup, ActionBlocked:
+	case ActionNoop, ActionCleanup, ActionBlocked, ActionRolledBack:
 		return false
 	}
 	return true
@@ -226,6 +231,9 @@ func Decide(s *Snapshot, t *fanout.Target, o Options) (*Decision, error) {
 		return nil, fmt.Errorf("%s: desired tree: %w", t.FullName(), err)
 	}
 	d.Base, d.baseTree, d.Tree = s.Base.SHA, s.Base.Tree, tree
+	if rolledBack(d, s, m) {
+		return d, nil
+	}
 	if tree != s.Base.Tree {
 		// Equal trees have no difference to list: a repo in sync (most of them, on most
 		// runs) skips building the listing again.
@@ -239,6 +247,28 @@ func Decide(s *Snapshot, t *fanout.Target, o Options) (*Decision, error) {
 	}
 	decideWithoutPR(d, s, t, o.Branch)
 	return d, nil
+}
+
+// rolledBack decides a repo whose newest fleetbot pull request is a rollback (open or merged)
+// of a failure that the desired tree repeats: the content that failed here is not proposed
+// again, and the rollback pull request is neither updated nor closed. It reports whether it
+// decided.
+func rolledBack(d *Decision, s *Snapshot, m marker) bool {
+	p := s.PR
+	if p == nil || p.State == StateClosed || m.Rollback == "" || m.Failed != d.Tree {
+		return false
+	}
+	d.PR, d.marker = p, m
+	d.Action = ActionRolledBack
+	state := "restores"
+	if p.State == StateMerged {
+		state = "restored"
+	}
+	d.Reason = fmt.Sprintf("PR #%d %s the content of %s here: revision %s failed with the tree the control repo renders now; "+
+		"a control-repo change that renders something else for this repo starts a new rollout",
+		p.Number, state, report.ShortSHA(m.Source), report.ShortSHA(m.Rollback))
+	d.Changes = nil
+	return true
 }
 
 // classify gives err the outcome class and reason every caller acts on (report.Outcome).

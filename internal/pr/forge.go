@@ -114,6 +114,9 @@ type Capabilities struct {
 	// Branches moves several branches of a repo in one write; Apply creates a new repo's
 	// default branch and its bot branch with it.
 	Branches BranchSetter
+	// Restorer reads merge histories and commits an earlier tree again: what an automatic
+	// rollback needs (Restore).
+	Restorer Restorer
 }
 
 // BranchSetter is a forge that moves several branches of one repo in one write (GitHub with
@@ -151,6 +154,9 @@ type RolloutPR struct {
 	Tree   string
 	// Waves are the lists of rollout waves the body's marker records (Options.Waves).
 	Waves []string
+	// RollbackOf and FailedTree: on a rollback pull request, the revision it rolls back and
+	// the tree that revision left in the repo (RollbackOf); "" otherwise.
+	RollbackOf, FailedTree string
 	// MergedAt and MergeCommit: when and as which commit it was merged (zero while open).
 	MergedAt    time.Time
 	MergeCommit string

@@ -304,6 +304,7 @@ func applyAll(ctx context.Context, f Forge, in runInput) (*Report, error) {
 		return rep, rep.Refused
 	}
 	execute(ctx, f, in, pl)
+	rollBack(ctx, f, in, pl)
 	pl.report(in.opts.Now())
 	if failed := rep.Failed(); len(failed) > 0 {
 		names := make([]string, len(failed))

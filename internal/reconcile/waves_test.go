@@ -43,6 +43,8 @@ type waveRig struct {
 	// spec.rollout.healthTimeout.
 	paused        *control.Pause
 	healthTimeout string
+	// onFailure is spec.rollout.onFailure.
+	onFailure string
 }
 
 func newWaveRig(t *testing.T, ws ...bool) *waveRig {
@@ -110,6 +112,7 @@ func (r *waveRig) control(waves bool) *control.Repo {
 			repo.Platform.Spec.Rollout.Waves[1].Merge = control.MergeAuto
 		}
 		repo.Platform.Spec.Rollout.HealthTimeout = r.healthTimeout
+		repo.Platform.Spec.Rollout.OnFailure = r.onFailure
 		repo.Paused = r.paused
 	}
 	if r.metal != nil {

@@ -52,7 +52,7 @@ const (
 
 // Actions lists every word of Repo.Action, in the order the docs list them.
 var Actions = []string{"create", "open", "update", ActionNoop, ActionCleanup, ActionBlocked, "close", "remove",
-	ActionDeferred, ActionFailed, ActionSkipped, ActionNone}
+	"rolled-back", ActionDeferred, ActionFailed, ActionSkipped, ActionNone}
 
 // Actions of Repo.Action beyond the pull-request actions ("create", "open", "update", "noop",
 // "cleanup", "blocked", "close", "remove"): what happened instead of the planned action.

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -41,6 +42,8 @@ type Rollout struct {
 	NextCheck time.Time `json:"nextCheck,omitzero"`
 	// Window is where the change windows (spec.rollout.windows) stand; nil without windows.
 	Window *RolloutWindow `json:"window,omitempty"`
+	// Rollback is what rolling the revision back did; nil when it was not rolled back.
+	Rollback *RolloutRollback `json:"rollback,omitempty"`
 }
 
 // RolloutWindow is where the change windows stand: open (a new pull request may open and
@@ -85,6 +88,27 @@ type RolloutWave struct {
 	MaxFailures    int      `json:"maxFailures,omitempty"`
 	// Awaiting are the approvals the wave waits for (fleetbot rollout approve).
 	Awaiting []string `json:"awaiting,omitempty"`
+}
+
+// RolloutRollback is what rolling a failed revision back did: the revision, why, each repo's
+// restore pull request, and the repos with nothing to restore (a human decides there).
+type RolloutRollback struct {
+	Revision string           `json:"revision"`
+	Reason   string           `json:"reason,omitempty"`
+	Restores []RolloutRestore `json:"restores,omitempty"`
+	// Stuck is, by repo, why the repo has nothing to restore.
+	Stuck map[string]string `json:"stuck,omitempty"`
+}
+
+// RolloutRestore is one repo's restore: the revision whose content it restores, its pull
+// request, and where it stands (open, merged, healthy, failed, error, restored).
+type RolloutRestore struct {
+	Repo   string `json:"repo"`
+	To     string `json:"to"`
+	PR     int    `json:"pr,omitempty"`
+	URL    string `json:"url,omitempty"`
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // HeldCluster is a cluster whose pull request the rollout holds, and why.
@@ -149,9 +173,10 @@ func (r *Rollout) WriteText(w io.Writer) error {
 	default:
 		fmt.Fprintf(&b, "halted in wave %s on cluster %s: %s\n", h.Wave, h.Cluster, h.Reason)
 		if h.Rollback {
-			fmt.Fprintf(&b, "wave %s rolls back on failure: fleetbot rollout rollback records the rollback of this content\n", h.Wave)
+			fmt.Fprintf(&b, "wave %s rolls back on failure: fleetbot restores the last healthy content on every repo the revision reached\n", h.Wave)
 		}
 	}
+	r.Rollback.writeText(&b)
 	if r.Window != nil {
 		b.WriteString(r.Window.Sentence() + "\n")
 	}
@@ -221,4 +246,56 @@ func (r *Rollout) SummaryLine() string {
 // SortHeld sorts Held by cluster, the order every output lists them in.
 func (r *Rollout) SortHeld() {
 	slices.SortFunc(r.Held, func(a, b HeldCluster) int { return strings.Compare(a.Cluster, b.Cluster) })
+}
+
+// Sentence words a rollback in one line, for the status page: the revision, why, and where
+// its restores stand.
+func (rb *RolloutRollback) Sentence() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Rolled back %s", ShortSHA(rb.Revision))
+	if rb.Reason != "" {
+		fmt.Fprintf(&b, " because %s", rb.Reason)
+	}
+	var parts []string
+	for _, s := range rb.Restores {
+		p := s.Repo + " to " + ShortSHA(s.To) + " (" + s.State
+		if s.PR > 0 {
+			p += fmt.Sprintf(", #%d", s.PR)
+		}
+		parts = append(parts, p+")")
+	}
+	fmt.Fprintf(&b, ": %d repo(s) restored", len(rb.Restores))
+	if len(parts) > 0 {
+		b.WriteString(": " + strings.Join(parts, ", "))
+	}
+	if len(rb.Stuck) > 0 {
+		fmt.Fprintf(&b, "; nothing to restore in %s", strings.Join(slices.Sorted(maps.Keys(rb.Stuck)), ", "))
+	}
+	return b.String() + "."
+}
+
+// writeText words a rollback for a terminal: the revision, why, and each repo's restore.
+func (rb *RolloutRollback) writeText(b *strings.Builder) {
+	if rb == nil {
+		return
+	}
+	fmt.Fprintf(b, "rolled back %s", ShortSHA(rb.Revision))
+	if rb.Reason != "" {
+		fmt.Fprintf(b, " because %s", rb.Reason)
+	}
+	fmt.Fprintf(b, ": %d repo(s) restored\n", len(rb.Restores))
+	for _, s := range rb.Restores {
+		pr := ""
+		if s.PR > 0 {
+			pr = fmt.Sprintf(" #%d", s.PR)
+		}
+		reason := ""
+		if s.Reason != "" {
+			reason = ": " + s.Reason
+		}
+		fmt.Fprintf(b, "  %s to %s%s: %s%s\n", s.Repo, ShortSHA(s.To), pr, s.State, reason)
+	}
+	for _, repo := range slices.Sorted(maps.Keys(rb.Stuck)) {
+		fmt.Fprintf(b, "  %s: %s\n", repo, rb.Stuck[repo])
+	}
 }

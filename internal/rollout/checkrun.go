@@ -2,6 +2,8 @@ package rollout
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -70,6 +72,7 @@ func (s *Status) CheckRun() CheckRun {
 	fmt.Fprintf(&b, "Rollout of control-repo revision `%s` in %d waves; each starts once the one before is merged, reported healthy by Flux and soaked.\n\n",
 		report.ShortSHA(s.Revision), len(s.Waves))
 	writeHalt(&b, s.Halted)
+	writeRollback(&b, s.Rollback)
 	if w := s.Window; w != nil {
 		b.WriteString(w.Sentence() + "\n\n")
 	}
@@ -114,7 +117,41 @@ func writeHalt(b *strings.Builder, h *Halt) {
 			h.Cluster, h.Wave, h.Reason)
 	}
 	if h != nil && h.Rollback {
-		fmt.Fprintf(b, "Wave %s rolls back on failure (onFailure: rollback): `fleetbot rollout rollback` records the rollback of this content in the control repo, so no front end rolls it out again until a newer control-repo commit.\n\n", h.Wave)
+		fmt.Fprintf(b, "Wave %s rolls back on failure (onFailure: rollback): fleetbot opens a pull request on every cluster and workspace repo the revision reached, restoring the content of the last revision that was healthy there, and does not roll this content out again until a control-repo commit changes it.\n\n", h.Wave)
+	}
+}
+
+// writeRollback lists what a rollback did: each repo's restore and the repos with nothing to
+// restore.
+func writeRollback(b *strings.Builder, r *RollbackStatus) {
+	if r == nil {
+		return
+	}
+	fmt.Fprintf(b, "**Rolled back** revision `%s`", report.ShortSHA(r.Revision))
+	if r.Reason != "" {
+		fmt.Fprintf(b, " because %s", r.Reason)
+	}
+	fmt.Fprintf(b, ": %d repo(s) restored to the last revision that was healthy there.\n\n", len(r.Restores))
+	if len(r.Restores) > 0 {
+		b.WriteString("| repo | restored to | pull request | state |\n|---|---|---|---|\n")
+		for _, s := range r.Restores {
+			pr := "-"
+			if s.PR > 0 {
+				pr = fmt.Sprintf("#%d", s.PR)
+			}
+			state := s.State
+			if s.Reason != "" {
+				state += ": " + s.Reason
+			}
+			fmt.Fprintf(b, "| %s | `%s` | %s | %s |\n", s.Repo, report.ShortSHA(s.To), pr, state)
+		}
+		b.WriteString("\n")
+	}
+	for _, repo := range slices.Sorted(maps.Keys(r.Stuck)) {
+		fmt.Fprintf(b, "- %s: %s\n", repo, r.Stuck[repo])
+	}
+	if len(r.Stuck) > 0 {
+		b.WriteString("\n")
 	}
 }
 

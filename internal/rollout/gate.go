@@ -94,7 +94,11 @@ func Gate(in Input) Verdict {
 		}
 	}
 	plan := revisionPlan(in.Control, in.Clusters, recorded)
-	st := Evaluate(in.Revision, waves(plan), obs, in.Now, options(in.Control))
+	opts := options(in.Control)
+	if opts.Failed == nil {
+		opts.Failed = rolledBackFailure(in.Clusters)
+	}
+	st := Evaluate(in.Revision, waves(plan), obs, in.Now, opts)
 	st.Lists = plan.Lists
 	return Verdict{Status: &st, Merge: mergeByWave(plan, in.Clusters, st.MergesAllowed()), control: in.Control}
 }
@@ -114,6 +118,46 @@ func options(repo *control.Repo) Options {
 		ro.Failed = &Failure{Revision: rb.Revision, Recorded: true, Note: rb.Note}
 	}
 	return ro
+}
+
+// rolledBackFailure is the failure the run repeats, read from the rollback pull requests the
+// clusters show (pr.RolloutPR.RollbackOf): a revision was rolled back, and every cluster it was
+// rolled back on whose desired tree is known gets the very tree that failed there again. Nil
+// when no cluster shows a rollback, or the run renders something else for any of them (a newer
+// control-repo commit that changes them: a new rollout).
+func rolledBackFailure(clusters []Cluster) *Failure {
+	byRevision := map[string]*Failure{}
+	desired := map[string]string{}
+	for _, c := range clusters {
+		if c.Decision != nil {
+			desired[c.Repo] = c.Decision.Tree
+		}
+		if !c.Found || c.PR.RollbackOf == "" || c.PR.FailedTree == "" {
+			continue
+		}
+		f := byRevision[c.PR.RollbackOf]
+		if f == nil {
+			f = &Failure{Revision: c.PR.RollbackOf, Trees: map[string]string{}}
+			byRevision[c.PR.RollbackOf] = f
+		}
+		f.Trees[c.Repo] = c.PR.FailedTree
+	}
+	for _, rev := range slices.Sorted(maps.Keys(byRevision)) {
+		f := byRevision[rev]
+		known := map[string]string{}
+		for repo, tree := range f.Trees {
+			if _, ok := desired[repo]; ok {
+				known[repo] = tree
+			}
+		}
+		if len(known) == 0 {
+			continue
+		}
+		if (&Failure{Revision: rev, Trees: known}).Repeats(desired) {
+			return f
+		}
+	}
+	return nil
 }
 
 // revisionPlan is the waves the run's revision takes (control.Repo.RolloutPlan): the
@@ -214,7 +258,8 @@ func HealthOf(statuses []pr.CommitStatus) (Health, time.Time) {
 // of this revision recorded.
 func observe(c Cluster, source string) (Observed, []string) {
 	d, p := c.Decision, c.PR
-	o := Observed{Changed: d == nil || (!d.Action.InSync() && d.Action != pr.ActionClose)}
+	// A repo whose rollback keeps the failed content out (pr.ActionRolledBack) takes no part.
+	o := Observed{Changed: d == nil || (!d.Action.InSync() && d.Action != pr.ActionClose && d.Action != pr.ActionRolledBack)}
 	current := c.Found && carriesRevision(p, d, source)
 	if !c.Found || (p.State != pr.StateOpen && !current) {
 		return o, nil
@@ -224,7 +269,7 @@ func observe(c Cluster, source string) (Observed, []string) {
 		rp.Revision = source
 	}
 	o.PR = rp
-	if rp.Open && d != nil && d.Action != pr.ActionClose {
+	if rp.Open && d != nil && d.Action != pr.ActionClose && d.Action != pr.ActionRolledBack {
 		// An open pull request that already carries the desired tree plans as a no-op, yet
 		// the repo still differs from its default branch.
 		o.Changed = true

@@ -102,7 +102,7 @@ func TestGateReadsTheControlRepo(t *testing.T) {
 		v = Gate(in)
 		require.NotNil(t, v.Status.Halted)
 		assert.True(t, v.Status.Halted.Rollback, "spec.rollout.onFailure: rollback")
-		assert.Contains(t, v.Status.CheckRun().Summary, "Wave prod rolls back on failure (onFailure: rollback): `fleetbot rollout rollback`")
+		assert.Contains(t, v.Status.CheckRun().Summary, "Wave prod rolls back on failure (onFailure: rollback): fleetbot opens a pull request on every cluster and workspace repo the revision reached")
 		assert.True(t, v.Status.Report().Halted.Rollback)
 	})
 	t.Run("a skipped cluster is left out of the wave and its budget", func(t *testing.T) {

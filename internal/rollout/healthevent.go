@@ -10,9 +10,12 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	eventv1 "github.com/fluxcd/pkg/apis/event/v1beta1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/fleetbot-io/fleetbot/internal/pr"
 )
 
 // Health events: what Flux's notification-controller posts to fleetbot serve through a
@@ -218,4 +221,78 @@ func NamespaceKey(clusterKey []byte, namespace string) []byte {
 	m := hmac.New(sha256.New, clusterKey)
 	m.Write([]byte("fleetbot health namespace " + namespace))
 	return []byte(hex.EncodeToString(m.Sum(nil)))
+}
+
+// HealthStatusContext is the commit-status context serve records for an event: the one a
+// github Provider writes ("kustomization/<name>/<id>", FluxStatusPrefix), so the gate reads
+// either the same way. The id, where a Provider puts its UID's first group, is derived from
+// the endpoint (8 hex digits), so the contexts of two namespaces never collide.
+func HealthStatusContext(at HealthEndpoint, name string) string {
+	sum := sha256.Sum256([]byte(at.Cluster + "/" + at.namespace()))
+	return FluxStatusPrefix + strings.ToLower(name) + "/" + hex.EncodeToString(sum[:4])
+}
+
+// maxStatusDescription is GitHub's limit on a commit status description (Flux's github
+// Provider cuts its description to it too).
+const maxStatusDescription = 140
+
+// CommitStatus is the verdict a verified event records, as a github Provider would post it:
+// on the git commit the event's revision names (main@sha1:<commit>), the context of
+// HealthStatusContext, failure for an error, success once the Kustomization reconciled
+// (ReconciliationSucceeded), pending for any other progress. ok is false, with why, for an
+// event that names no git commit (a HelmRelease reports a chart version): nothing is recorded
+// for it.
+func (e HealthEvent) CommitStatus(at HealthEndpoint) (commit string, st pr.CommitStatus, ok bool, why string) {
+	if e.Kind != "Kustomization" {
+		return "", st, false, "a " + e.Kind + " event names no git commit"
+	}
+	commit = revisionCommit(e.Revision)
+	if commit == "" {
+		return "", st, false, "the event names no git commit (revision main@sha1:<commit>)"
+	}
+	st = pr.CommitStatus{Context: HealthStatusContext(at, e.Name), CreatedAt: e.Time, Description: description(e)}
+	switch {
+	case e.Failed():
+		st.State = pr.StatusFailure
+	case e.Reason == "ReconciliationSucceeded":
+		st.State = pr.StatusSuccess
+	default:
+		st.State = pr.StatusPending
+	}
+	return commit, st, true, ""
+}
+
+// revisionCommit is the git commit of a Flux source revision: "<ref>@sha1:<commit>" (Flux
+// 2.x), or "<branch>/<commit>" (before); "" when it names none.
+func revisionCommit(rev string) string {
+	c := rev
+	if i := strings.LastIndex(rev, "sha1:"); i >= 0 {
+		c = rev[i+len("sha1:"):]
+	} else if i := strings.LastIndexByte(rev, '/'); i >= 0 {
+		c = rev[i+1:]
+	}
+	if len(c) != 40 {
+		return ""
+	}
+	if _, err := hex.DecodeString(c); err != nil {
+		return ""
+	}
+	return strings.ToLower(c)
+}
+
+// description is the event's message cut to GitHub's limit at a character boundary, or its
+// reason when it has none.
+func description(e HealthEvent) string {
+	d := e.Message
+	if d == "" {
+		d = e.Reason
+	}
+	if len(d) <= maxStatusDescription {
+		return d
+	}
+	cut := maxStatusDescription
+	for cut > 0 && !utf8.RuneStart(d[cut]) {
+		cut--
+	}
+	return d[:cut]
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	eventv1 "github.com/fluxcd/pkg/apis/event/v1beta1"
 	"github.com/stretchr/testify/assert"
@@ -209,4 +210,45 @@ func FuzzParseHealthEvent(f *testing.F) {
 			t.Fatal("accepted an unbounded field")
 		}
 	})
+}
+
+// TestHealthEventCommitStatus: a Kustomization's event becomes the commit status a github
+// Provider would post on the commit its revision names; a HelmRelease's, or one without a git
+// commit, records nothing.
+func TestHealthEventCommitStatus(t *testing.T) {
+	t.Parallel()
+	at := HealthEndpoint{Cluster: "c1"}
+	sha := strings.Repeat("ab", 20)
+	ev := HealthEvent{Cluster: "c1", Namespace: "flux-system", Kind: "Kustomization", Name: "Apps", Severity: "error",
+		Reason: "HealthCheckFailed", Message: strings.Repeat("é", 100), Revision: "main@sha1:" + sha}
+	commit, st, ok, _ := ev.CommitStatus(at)
+	require.True(t, ok)
+	assert.Equal(t, sha, commit)
+	assert.Equal(t, "failure", st.State)
+	assert.True(t, strings.HasPrefix(st.Context, "kustomization/apps/"))
+	assert.LessOrEqual(t, len(st.Description), 140)
+	assert.True(t, utf8.ValidString(st.Description), "cut at a character boundary")
+	assert.NotEqual(t, st.Context, HealthStatusContext(HealthEndpoint{Cluster: "c1", Namespace: "payments"}, "apps"), "namespaces do not collide")
+
+	ev.Severity, ev.Reason = "info", "ReconciliationSucceeded"
+	_, st, _, _ = ev.CommitStatus(at)
+	assert.Equal(t, "success", st.State)
+	ev.Reason = "Progressing"
+	_, st, _, _ = ev.CommitStatus(at)
+	assert.Equal(t, "pending", st.State)
+	ev.Revision = "main/" + sha
+	commit, _, ok, _ = ev.CommitStatus(at)
+	assert.True(t, ok, "the revision format before Flux 2.0")
+	assert.Equal(t, sha, commit)
+
+	for _, rev := range []string{"", "6.1.0", "main@sha256:" + strings.Repeat("a", 64), "main@sha1:xyz"} {
+		ev.Revision = rev
+		_, _, ok, why := ev.CommitStatus(at)
+		assert.False(t, ok, rev)
+		assert.Contains(t, why, "no git commit")
+	}
+	ev.Kind, ev.Revision = "HelmRelease", "main@sha1:"+sha
+	_, _, ok, why := ev.CommitStatus(at)
+	assert.False(t, ok)
+	assert.Contains(t, why, "HelmRelease")
 }

@@ -46,9 +46,22 @@ func (s *Status) Report() *report.Rollout {
 		}
 	}
 	out.Window = s.Window.Report()
+	out.Rollback = s.Rollback.Report()
 	for c, why := range s.Held {
 		out.Held = append(out.Held, report.HeldCluster{Cluster: c, Reason: why})
 	}
 	out.SortHeld()
+	return out
+}
+
+// Report is the rollback as the report shows it; nil for nil.
+func (r *RollbackStatus) Report() *report.RolloutRollback {
+	if r == nil {
+		return nil
+	}
+	out := &report.RolloutRollback{Revision: r.Revision, Reason: r.Reason, Stuck: r.Stuck}
+	for _, s := range r.Restores {
+		out.Restores = append(out.Restores, report.RolloutRestore{Repo: s.Repo, To: s.To, PR: s.PR, URL: s.PRURL, State: s.State, Reason: s.Reason})
+	}
 	return out
 }

@@ -26,8 +26,11 @@ type Merge struct {
 	MergedAt time.Time
 	// Health is Flux's verdict on the merge (HealthSuccess: it was healthy there).
 	Health Health
-	// Rollback: the pull request was a rollback of a failed revision.
-	Rollback bool
+	// Rollback: the pull request was a rollback of a failed revision, RollbackOf.
+	Rollback   bool
+	RollbackOf string
+	// PR is the pull request's number.
+	PR int
 }
 
 // History is what fleetbot merged in one target repo (a cluster or workspace repo), oldest
@@ -149,7 +152,7 @@ func (e *evaluation) repeatsFailure() {
 	if f == nil {
 		return
 	}
-	e.Halted = &Halt{RolledBack: true,
+	e.Halted = &Halt{RolledBack: true, Failed: f.Revision,
 		Reason: "revision " + f.Revision + " failed and was rolled back; this revision renders the same where it failed: a control-repo commit that changes it starts a new rollout"}
 	if f.Recorded {
 		e.Halted.Reason = "rolled back by hand (" + control.RollbackFile + ")" + noteOf(f.Note) +
@@ -159,4 +162,68 @@ func (e *evaluation) repeatsFailure() {
 		}
 	}
 	e.blocked = "rollout halted: " + e.Halted.Reason
+}
+
+// RollbackStatus is what a rollback did, for the check run, the report and the status page:
+// the revision rolled back, why, and each repo's restore.
+type RollbackStatus struct {
+	Revision string
+	Reason   string
+	Restores []RestoreStatus
+	// Stuck are the repos the revision reached with nothing to restore, with why.
+	Stuck map[string]string
+}
+
+// RestoreStatus is one repo's restore: its pull request and where it stands.
+type RestoreStatus struct {
+	Repo string
+	// To is the revision whose content is restored.
+	To     string
+	PR     int
+	PRURL  string
+	State  string
+	Reason string
+}
+
+// Where a restore stands (RestoreStatus.State).
+const (
+	RestoreOpen    = "open"     // its pull request is open, waiting to merge
+	RestoreMerged  = "merged"   // merged; Flux has not reported on it yet
+	RestoreHealthy = "healthy"  // merged and reported healthy
+	RestoreFailed  = "failed"   // merged and reported failed: a human decides
+	RestoreError   = "error"    // could not be opened (Reason says why)
+	RestoreDone    = "restored" // the default branch already holds the restored tree
+)
+
+// Restored reports whether every restore merged and was reported healthy (or needed none).
+func (r *RollbackStatus) Restored() bool {
+	if r == nil {
+		return false
+	}
+	for _, s := range r.Restores {
+		if s.State != RestoreHealthy && s.State != RestoreDone {
+			return false
+		}
+	}
+	return len(r.Stuck) == 0
+}
+
+// PlanRollbackWhere plans a rollback like PlanRollback, taking part every repo whose newest
+// merge failed says failed (a rollback by hand: the merge of the content the control repo
+// renders now, whatever revision carried it). The plan's revision is revision.
+func PlanRollbackWhere(revision string, failed func(repo string, m Merge) bool, histories []History) RollbackPlan {
+	marked := make([]History, 0, len(histories))
+	for _, h := range histories {
+		if len(h.Merges) == 0 {
+			continue
+		}
+		c := History{Repo: h.Repo, Merges: append([]Merge(nil), h.Merges...)}
+		for i := range c.Merges {
+			if !c.Merges[i].Rollback && failed(h.Repo, c.Merges[i]) {
+				c.Merges[i].Revision = revision
+			}
+		}
+		marked = append(marked, c)
+	}
+	return PlanRollback(revision, marked)
 }

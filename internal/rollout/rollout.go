@@ -156,8 +156,10 @@ type Halt struct {
 	Reason  string
 	// Rollback: the wave rolls back on failure; the caller plans it (PlanRollback).
 	Rollback bool
-	// RolledBack: the revision repeats a failure that was rolled back (Options.Failed).
+	// RolledBack: the revision repeats a failure that was rolled back (Options.Failed), the
+	// revision Failed ("" for a rollback by hand of a working tree's content).
 	RolledBack bool
+	Failed     string
 }
 
 // Status is the outcome of Evaluate.
@@ -186,6 +188,9 @@ type Status struct {
 	// Window is where the change windows stand at the time of the verdict; nil without
 	// windows.
 	Window *WindowStatus
+	// Rollback is what rolling the revision back did, when the caller rolled it back
+	// (Halt.Rollback, Halt.RolledBack); nil otherwise.
+	Rollback *RollbackStatus
 }
 
 // Evaluate decides, for revision, which clusters may have a pull request at now.

@@ -67,6 +67,10 @@ type Config struct {
 
 	// Status configures the /status pages (off unless Status.Enabled).
 	Status StatusPages
+	// HealthKeys is the directory of the clusters' health keys (a Secret mounted as a volume:
+	// one file per cluster, one key a line): with it serve takes health events on
+	// HealthPath (spec.rollout.health.provider: generic-hmac); "" turns that off.
+	HealthKeys string
 
 	Logger *slog.Logger
 	// HTTP bounds the connections and the time of each request (zero values: the defaults).

@@ -63,6 +63,8 @@ type serveOptions struct {
 	// tenantCheck is serve --tenant-check ("": off, as these tests ran before the tenant check;
 	// serve_tenant_test.go turns it on).
 	tenantCheck string
+	// healthKeys is serve --health-keys ("": no /health endpoint).
+	healthKeys string
 }
 
 // gate holds every job at its start while closed.
@@ -130,7 +132,7 @@ func startServe(t *testing.T, o serveOptions) *serveEnv {
 			GitHub: ghforge.Config{APIURL: e.gh.APIURL(), AppID: e.gh.AppID(), PrivateKey: e.gh.AppPrivateKeyPEM(),
 				Budget: ghforge.BudgetConfig{PerMinute: 100000, PerHour: 1000000, MinInterval: -1}}},
 		Resync: resync, Workers: 4, QueueSize: 100, MaxBody: o.maxBody, Grace: grace,
-		CheckName: checkrun.DefaultCheckName, TenantCheck: o.tenantCheck, Logger: logger, Status: o.status,
+		CheckName: checkrun.DefaultCheckName, TenantCheck: o.tenantCheck, Logger: logger, Status: o.status, HealthKeys: o.healthKeys,
 		BeforeJob: func(ctx context.Context, j webhook.Job) error {
 			if err := e.gate.wait(ctx); err != nil {
 				return err

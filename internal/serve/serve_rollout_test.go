@@ -114,12 +114,18 @@ type rolloutEnv struct {
 
 func startRolloutServe(t *testing.T) *rolloutEnv {
 	t.Helper()
+	return startRolloutServeWith(t, "")
+}
+
+// startRolloutServeWith is startRolloutServe with serve --health-keys healthKeys.
+func startRolloutServeWith(t *testing.T, healthKeys string) *rolloutEnv {
+	t.Helper()
 	r := &rolloutEnv{reasons: map[string]int{}}
 	// The fake's clock starts in the past: the client, on wall time, takes every installation
 	// token for expired and fetches a fresh one, so advancing the fake clock expires none.
 	// A long grace: a job still running when the test ends (a late status delivery's apply)
 	// finishes instead of being cut mid-request.
-	r.serveEnv = startServe(t, serveOptions{webhooks: true, grace: time.Minute,
+	r.serveEnv = startServe(t, serveOptions{webhooks: true, grace: time.Minute, healthKeys: healthKeys,
 		clock: func(s *githubtest.Server) jobqueue.Clock {
 			r.clock = &fakeServeClock{gh: s}
 			return r.clock

@@ -40,7 +40,9 @@ type Server struct {
 	rollout *webhook.RolloutWatch
 	// service is published once built (the /status pages read it).
 	service atomic.Pointer[webhook.Service]
-	http    *http.Server
+	// health serves the clusters' health events (HealthPath) when configured.
+	health *healthEvents
+	http   *http.Server
 	// replicas is the membership on Kubernetes Leases (nil: one replica).
 	replicas *replicaSet
 	// ready combines what /readyz waits for: GitHub reached and the first resync queued, and,
@@ -120,6 +122,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.health = &healthEvents{keysDir: cfg.HealthKeys, log: log, service: &s.service}
+	handler = withHealth(cfg, handler, s.health)
 	s.http = NewHTTPServer(handler, log, cfg.HTTP)
 	return s, nil
 }
@@ -176,6 +180,8 @@ func (s *Server) start(ctx context.Context, wg *sync.WaitGroup) error {
 		return err
 	}
 	s.service.Store(svc)
+	var poster StatusPoster = githubapi.NewCommitStatuses(forges.API)
+	s.health.poster.Store(&poster)
 	disp, err := ingress.NewDispatcher(ingress.DispatcherConfig{Secret: cfg.Secret, MaxBody: cfg.MaxBody, Logger: log, Metrics: s.metrics},
 		ingress.Handlers(ingress.HandlerConfig{Control: cfg.Control, Self: gh.self, AppID: cfg.App.GitHub.AppID, Queue: s.queue,
 			TenantChecks: cfg.TenantCheck != "", Rollout: s.rollout, Live: svc, Logger: log})...)

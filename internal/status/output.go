@@ -110,6 +110,9 @@ func (f *Fleet) WriteText(w io.Writer) error {
 	if f.Window != nil {
 		fmt.Fprintf(w, "\n%s\n", strings.ToUpper(f.Window.Sentence()[:1])+f.Window.Sentence()[1:])
 	}
+	if f.Rollback != nil {
+		fmt.Fprintf(w, "\n%s\n", f.Rollback.Sentence())
+	}
 	var notes []string
 	for i := range f.Repos {
 		r := &f.Repos[i]

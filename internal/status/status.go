@@ -258,6 +258,9 @@ type Fleet struct {
 	// Window is where the control repo's change windows (spec.rollout.windows) stand at
 	// GeneratedAt, and the next opening or closing; nil without windows.
 	Window *report.RolloutWindow `json:"window,omitempty"`
+	// Rollback is what rolling the rollout's revision back did (which revision, why, each
+	// repo's restore); nil when the view's rollout was not rolled back.
+	Rollback *report.RolloutRollback `json:"rollback,omitempty"`
 	// Run is how far an apply in progress is (Input.Run); nil when none runs.
 	Run *RunProgress `json:"run,omitempty"`
 	// Repos are the rows. In JSON each is the status of its entry in the report's repos
@@ -417,6 +420,9 @@ func Build(in Input, o Options) *Fleet {
 	f.Summary.Line = withRun(f.Run, f.Summary.Line)
 	f.Groups = groups(f.Repos)
 	f.Waves = waveBars(&f.waves, f.Repos, true)
+	if in.Rollout != nil {
+		f.Rollback = in.Rollout.Rollback.Report()
+	}
 	if in.Rollout != nil && in.Rollout.Window != nil {
 		f.Window = in.Rollout.Window.Report()
 	} else if in.Control != nil {
@@ -595,10 +601,12 @@ func scrub(s string) string {
 	return credentialsInURL.ReplaceAllString(s, "${1}REDACTED@")
 }
 
-// plannedState is the state a plan's action shows: what would be written is pending.
+// plannedState is the state a plan's action shows: what would be written is pending. A
+// rolled-back repo (pr.ActionRolledBack) writes nothing: its rollback pull request is open, or
+// it holds the restored content.
 func plannedState(a pr.Action, openPR bool) State {
 	switch a {
-	case pr.ActionNoop, pr.ActionCleanup:
+	case pr.ActionNoop, pr.ActionCleanup, pr.ActionRolledBack:
 		if openPR {
 			return StatePROpen
 		}
@@ -612,7 +620,7 @@ func plannedState(a pr.Action, openPR bool) State {
 // appliedState is the state an apply's action left the repo in.
 func appliedState(a pr.Action, openPR bool) State {
 	switch a {
-	case pr.ActionNoop, pr.ActionCleanup:
+	case pr.ActionNoop, pr.ActionCleanup, pr.ActionRolledBack:
 		if openPR {
 			return StatePROpen
 		}

@@ -669,7 +669,7 @@ func (f *Forge) budgetOutcome(wait time.Duration) report.Outcome {
 // budget, checks CODEOWNERS itself and may refuse branch protection on some plans. It records
 // merges itself.
 func (f *Forge) Capabilities() pr.Capabilities {
-	c := pr.Capabilities{Scanner: f, WriteGate: f, Codeowners: f, Protection: f, Rollout: f}
+	c := pr.Capabilities{Scanner: f, WriteGate: f, Codeowners: f, Protection: f, Rollout: f, Restorer: f}
 	if f.gitPush() {
 		c.Branches = f // one push moves several branches
 	}

@@ -535,7 +535,7 @@ func (f *Forge) Refs(owner, repo string) (map[string]string, error) {
 // plain git and checks CODEOWNERS offline; it has no batched scan, no write
 // budget and can always protect a branch.
 func (f *Forge) Capabilities() pr.Capabilities {
-	return pr.Capabilities{MergeRecorder: f, Codeowners: f, Rollout: f}
+	return pr.Capabilities{MergeRecorder: f, Codeowners: f, Rollout: f, Restorer: f}
 }
 
 var _ pr.Forge = (*Forge)(nil)

@@ -7,6 +7,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 )
 
@@ -98,6 +101,7 @@ func (f *Forge) RolloutPRs(ctx context.Context, owner string, repos []string, de
 				continue
 			}
 			rp := pr.RolloutPR{Number: q.Number, State: q.State, Source: pr.SourceOf(q.Body), Tree: pr.TreeOf(q.Body), Waves: pr.WavesOf(q.Body)}
+			rp.RollbackOf, rp.FailedTree = pr.RollbackOf(q.Body)
 			if q.State == pr.StateMerged {
 				if q.Merged != nil {
 					rp.MergedAt = *q.Merged
@@ -162,4 +166,105 @@ func combined(statuses []pr.CommitStatus) string {
 		return pr.StatusPending
 	}
 	return pr.StatusSuccess
+}
+
+// MergeHistory implements pr.Restorer from pulls.json and statuses.json: each repo's newest
+// merged fleetbot pull requests (at most pr.HistoryDepth), oldest first, with the tree of the
+// commit each left on the default branch.
+func (f *Forge) MergeHistory(ctx context.Context, owner string, repos []string, defaultBranch, botBranch string) (map[string][]pr.MergedPR, error) {
+	out := map[string][]pr.MergedPR{}
+	for _, repo := range repos {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		merged, err := f.mergeHistory(owner, repo, defaultBranch, botBranch)
+		if err != nil {
+			return nil, err
+		}
+		if len(merged) > 0 {
+			out[repo] = merged
+		}
+	}
+	return out, nil
+}
+
+func (f *Forge) mergeHistory(owner, repo, defaultBranch, botBranch string) ([]pr.MergedPR, error) {
+	p, pulls, unlock, err := f.lockedPulls(owner, repo)
+	defer unlock()
+	if err != nil {
+		return nil, err
+	}
+	var merged []pull
+	for _, q := range pulls {
+		if q.Head == botBranch && q.Base == defaultBranch && q.State == pr.StateMerged && pr.HasMarker(q.Body) && q.MergeCommit != "" {
+			merged = append(merged, q)
+		}
+	}
+	if len(merged) == 0 {
+		return nil, nil
+	}
+	sort.Slice(merged, func(a, b int) bool { return merged[a].Number < merged[b].Number })
+	merged = merged[max(0, len(merged)-pr.HistoryDepth):]
+	all, err := readStatuses(p.statuses)
+	if err != nil {
+		return nil, err
+	}
+	s, err := f.openStore(p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]pr.MergedPR, 0, len(merged))
+	for _, q := range merged {
+		m := pr.MergedPR{Number: q.Number, Source: pr.SourceOf(q.Body), Tree: pr.TreeOf(q.Body), MergeCommit: q.MergeCommit,
+			Statuses: newestStatuses(all, q.MergeCommit)}
+		m.RollbackOf, _ = pr.RollbackOf(q.Body)
+		if q.Merged != nil {
+			m.MergedAt = *q.Merged
+		}
+		c, err := object.GetCommit(s, plumbing.NewHash(q.MergeCommit))
+		if err != nil {
+			return nil, fmt.Errorf("repo %s: merge commit %s of PR #%d: %w", p.full, q.MergeCommit, q.Number, err)
+		}
+		m.MergeTree = c.TreeHash.String()
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// CommitTree implements pr.Restorer: a commit of a tree the repo holds, on parent.
+func (f *Forge) CommitTree(ctx context.Context, owner, repo string, tc pr.TreeCommit) (pr.Commit, error) {
+	if err := ctx.Err(); err != nil {
+		return pr.Commit{}, err
+	}
+	p, err := f.paths(owner, repo)
+	if err != nil {
+		return pr.Commit{}, err
+	}
+	defer f.lockRepo(owner, repo)()
+	s, err := f.openStore(p)
+	if err != nil {
+		return pr.Commit{}, err
+	}
+	th := plumbing.NewHash(tc.Tree)
+	if _, err := object.GetTree(s, th); err != nil {
+		return pr.Commit{}, fmt.Errorf("repo %s: tree %s: %w", p.full, tc.Tree, err)
+	}
+	c := &object.Commit{Author: f.signature(), Committer: f.signature(), Message: tc.Message, TreeHash: th}
+	if tc.Parent != "" {
+		ph := plumbing.NewHash(tc.Parent)
+		if _, err := object.GetCommit(s, ph); err != nil {
+			return pr.Commit{}, fmt.Errorf("repo %s: parent %s: %w", p.full, tc.Parent, err)
+		}
+		c.ParentHashes = []plumbing.Hash{ph}
+	}
+	obj := s.NewEncodedObject()
+	if err := c.Encode(obj); err != nil {
+		return pr.Commit{}, fmt.Errorf("repo %s: encoding commit: %w", p.full, err)
+	}
+	h, err := s.SetEncodedObject(obj)
+	if err != nil {
+		return pr.Commit{}, fmt.Errorf("repo %s: writing commit: %w", p.full, err)
+	}
+	c.Hash = h
+	return *toCommit(c), nil
 }
