@@ -159,6 +159,9 @@ type Request struct {
 	// Step, when set, is told how far the run is (the phase and done of total repos), for a
 	// progress display.
 	Step func(phase string, done, total int)
+	// Progress, when set, receives each target repo's result as an apply finishes it (beside
+	// the Runner's OnApplied): a service shows each repo as soon as it is done.
+	Progress func(RepoResult)
 	// Claim, when set, is called by an apply once it knows the target repos it plans (only,
 	// by name; nil: every repo), before it reads or writes any of them: a service keeps its
 	// other jobs off them then. An error stops the run before anything is written.
@@ -224,8 +227,8 @@ func (r *Runner) options(f *Fleet, req Request) reconcile.Options {
 	if !req.Scope.AllShards {
 		opts.Shard = r.cfg.Shard
 	}
-	if req.Mode == ModeApply && r.cfg.OnApplied != nil {
-		opts.Progress = r.cfg.OnApplied
+	if req.Mode == ModeApply {
+		opts.Progress = bothProgress(r.cfg.OnApplied, req.Progress)
 	}
 	return opts
 }
@@ -323,4 +326,15 @@ func ServeStepsFile(cacheDir, control string, shard Shard) string {
 		return ""
 	}
 	return strings.TrimSuffix(f, ".json") + "-steps.json"
+}
+
+// bothProgress calls a, then b, with each result; nil when both are nil.
+func bothProgress(a, b func(RepoResult)) func(RepoResult) {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return func(r RepoResult) { a(r); b(r) }
 }

@@ -19,10 +19,9 @@ type (
 	// StatusSelector is a Kubernetes label selector on the clusters' and workspaces'
 	// labels; nil selects every row.
 	StatusSelector = labels.Selector
-	// StatusRun is an apply in progress as the status pages show it (serve's full apply in
-	// steps): the repos it plans, and when its next step runs.
+	// StatusRun is an apply in progress, as the status pages show it (Reports.Run).
 	StatusRun = status.Run
-	// StatusRunRepo is one target repo of a StatusRun.
+	// StatusRunRepo is one target repo an apply in progress plans.
 	StatusRunRepo = status.RunRepo
 )
 
@@ -94,7 +93,7 @@ func StatusPages(c StatusPagesConfig) (http.Handler, error) {
 		Input: func() status.Input {
 			in := status.Input{RepoURL: c.RepoURL}
 			reps := c.Reports()
-			in.Control, in.Source = reps.Control, reps.Source
+			in.Control, in.Source, in.Run = reps.Control, reps.Source, reps.Run
 			for _, r := range reps.Repos {
 				in.Entries = append(in.Entries, status.Entry{Result: r.Result, Source: r.Source, At: r.At, Applied: true})
 			}

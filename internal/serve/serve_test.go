@@ -37,7 +37,7 @@ const secret = "library-secret"
 var exampleControl = filepath.Join("..", "..", "testdata", "control")
 
 // fakeGitHub is a fake GitHub holding the org acme, its teams and acme/control with the
-// example control repo.
+// example control repo; opts configure it further (WithWebhook: it delivers its events).
 func fakeGitHub(t *testing.T, opts ...githubtest.Option) *githubtest.Server {
 	t.Helper()
 	gh := githubtest.NewServer(t, opts...)

@@ -130,7 +130,7 @@ func (s *Server) start(ctx context.Context, wg *sync.WaitGroup) error {
 	s.service.Store(svc)
 	disp, err := ingress.NewDispatcher(ingress.DispatcherConfig{Secret: cfg.Secret, MaxBody: cfg.MaxBody, Logger: log, Metrics: s.metrics},
 		ingress.Handlers(ingress.HandlerConfig{Control: cfg.Control, Self: gh.self, AppID: cfg.App.GitHub.AppID, Queue: s.queue,
-			TenantChecks: cfg.TenantCheck != "", Rollout: s.rollout, Logger: log})...)
+			TenantChecks: cfg.TenantCheck != "", Rollout: s.rollout, Live: svc, Logger: log})...)
 	if err != nil {
 		return err
 	}

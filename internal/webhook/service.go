@@ -315,8 +315,10 @@ func (s *Service) headEntry(ctx context.Context) (*fleetEntry, error) {
 func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *fleetEntry, lease jobqueue.Lease) (*app.Result, error) {
 	sha, fl := e.sha, e.fleet
 	log := s.log.With("delivery", j.Delivery, "kind", j.Kind)
+	since := s.since()
 	// The Runner decides from the trigger whether the run is full or incremental.
-	req := app.Request{Mode: app.ModeApply, Trigger: app.TriggerResync, Scope: app.Scope{Repos: only}, Logger: log}
+	req := app.Request{Mode: app.ModeApply, Trigger: app.TriggerResync, Scope: app.Scope{Repos: only}, Logger: log,
+		Progress: func(r app.RepoResult) { s.keepOne(sha, r, since) }} // the status pages show each repo once done
 	switch {
 	case j.Kind == KindDrift:
 		req.Trigger, req.AccessChanged = app.TriggerDrift, j.Access
@@ -331,6 +333,7 @@ func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *flee
 		// one, or the ones an incremental push changed), it claims them: the drifts of other
 		// workers keep off them meanwhile, and go on elsewhere.
 		req.Claim = func(ctx context.Context, only []string) error { return lease.Claim(ctx, repoNames(only), only == nil) }
+		defer s.trackRun(&req, sha, fl)() // the status pages show how far it is
 	}
 	rep, err := s.cfg.Runner.Run(ctx, fl, req)
 	// A forge that could not be opened is retryable (report.ReasonUnreachable), not deferred
@@ -341,7 +344,7 @@ func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *flee
 		s.rollout(ctx, sha, fl, rep, log)
 	}
 	if rep != nil {
-		s.keep(sha, fl.Repo, rep, only == nil && !rep.Incremental)
+		s.keep(sha, fl.Repo, rep, only == nil && !rep.Incremental, since)
 		changed := 0
 		for _, r := range rep.Results {
 			if r.Changed() {
