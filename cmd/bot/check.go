@@ -107,7 +107,7 @@ func (a *frontend) checkControlCommand() *cobra.Command {
 			}
 			switch {
 			case !rep.Valid():
-				return exitCode(1)
+				return exitCode(report.ClassInvalidInput.ExitCode())
 			case strict && !rep.Allowed():
 				return exitCode(exitNotAllowed)
 			}
@@ -299,7 +299,7 @@ func (a *frontend) writeProblems(format, what string, entries []string, problems
 		}
 	}
 	if len(problems) > 0 {
-		return exitCode(1)
+		return exitCode(report.ClassInvalidInput.ExitCode())
 	}
 	return nil
 }

@@ -77,8 +77,10 @@ func (a *frontend) run(ctx context.Context, args []string) int {
 	case errors.As(err, &code):
 		return int(code)
 	default:
+		// A command that fails with an error exits 1 whatever the error's class: the detailed
+		// codes (2 pending, 3 blocked) are a finished run's, chosen above from its Result.
 		fmt.Fprintln(stderr, "error:", err)
-		return 1
+		return report.ExitError
 	}
 }
 

@@ -98,7 +98,7 @@ func (a *frontend) validateJSON(f *app.Fleet, loadErr error, strict bool) error 
 		return err
 	}
 	if len(d.Errors) > 0 {
-		return exitCode(report.ExitError)
+		return exitCode(report.ClassInvalidInput.ExitCode())
 	}
 	return nil
 }

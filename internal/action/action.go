@@ -410,7 +410,7 @@ func (r *actionRun) plan(ctx context.Context) error {
 	}
 	if !res.Valid {
 		fmt.Fprintf(r.opts.Stderr, "fleetbot: %d problem(s); see the annotations and the job summary\n", len(res.Issues))
-		return app.ExitCode(1)
+		return app.ExitCode(report.ClassInvalidInput.ExitCode())
 	}
 	return nil
 }
@@ -495,7 +495,7 @@ func (r *actionRun) apply(ctx context.Context) error {
 	}
 	if !res.Valid {
 		fmt.Fprintf(r.opts.Stderr, "fleetbot: %d problem(s), nothing was written; see the annotations and the job summary\n", len(res.Issues))
-		return app.ExitCode(1)
+		return app.ExitCode(report.ClassInvalidInput.ExitCode())
 	}
 	return nil
 }
@@ -551,7 +551,7 @@ func (r *actionRun) checkTarget(kind string) error {
 	}
 	if !res.Valid {
 		fmt.Fprintf(r.opts.Stderr, "fleetbot: %d problem(s); see the annotations and the job summary\n", len(res.Issues))
-		return app.ExitCode(1)
+		return app.ExitCode(report.ClassInvalidInput.ExitCode())
 	}
 	return nil
 }
@@ -667,7 +667,7 @@ func (r *actionRun) finish(res *Result, summary string) error {
 	changed, pulls, blocked := []string{}, []PullRequestOutput{}, []string{}
 	code := report.ExitDone
 	if !res.Valid {
-		code = report.ExitError
+		code = report.ClassInvalidInput.ExitCode()
 	}
 	if res.outcome != nil {
 		for _, x := range res.outcome.Blocked() {

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // Default concurrency and full-run age of plan and apply, for the front ends' flags
@@ -180,23 +180,14 @@ type Result struct {
 // does not have).
 func (r *Result) HasIssues() bool { return len(r.Issues) > 0 }
 
-// ErrUnreachable is wrapped by the error of a run that could not open the forge of its target
-// repos: nothing was read or written. The error's text is the forge's.
-var ErrUnreachable = errors.New("the forge of the target repos could not be opened")
-
-// unreachable carries the forge's error and ErrUnreachable.
-type unreachable struct{ err error }
-
-func (e unreachable) Error() string   { return e.err.Error() }
-func (e unreachable) Unwrap() []error { return []error{e.err, ErrUnreachable} }
-
 // Run plans or applies f as req asks. A control repo error found against the forge (a team the
-// org does not have) is returned as Issues; a run that could not open its forge wraps
-// ErrUnreachable. The Result is nil only when nothing was planned.
+// org does not have) is returned as Issues; a run that could not open its forge returns the
+// forge's error classified retryable with report.ReasonUnreachable (nothing was read or
+// written). The Result is nil only when nothing was planned.
 func (r *Runner) Run(ctx context.Context, f *Fleet, req Request) (*Result, error) {
 	forge, err := r.forges(ctx, f.Owner(), req.forgeMode())
 	if err != nil {
-		return nil, unreachable{err}
+		return nil, report.Classify(err, report.Outcome{Class: report.ClassRetryable, Reason: report.ReasonUnreachable})
 	}
 	opts := r.options(f, req)
 	var rep *reconcile.Report

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -11,6 +12,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // TestRunnerDecidesFullOrIncremental: the Runner alone decides whether a run is full or
@@ -105,18 +107,26 @@ func TestRunnerScopeAndForge(t *testing.T) {
 }
 
 // TestRunnerUnreachableForge: a run whose forge does not open returns the forge's error,
-// marked ErrUnreachable, and no result: nothing was read or written.
+// classified retryable with the reason Unreachable (what the front ends read: serve's neutral
+// "could not reach" check run, no requeue), and no result: nothing was read or written. The
+// class is the run's even when the forge's error carries its own (a rate limit with its reset).
 func TestRunnerUnreachableForge(t *testing.T) {
 	t.Parallel()
-	r := Config{}.ServiceRunner("acme/control", func(context.Context, string, ForgeMode) (Forge, error) {
-		return nil, assert.AnError
-	})
-	f := &Fleet{Repo: &control.Repo{Platform: &control.Platform{}}}
-	res, err := r.Run(context.Background(), f, Request{Mode: ModeApply, Trigger: TriggerPush})
-	assert.Nil(t, res)
-	assert.ErrorIs(t, err, ErrUnreachable)
-	assert.ErrorIs(t, err, assert.AnError)
-	assert.Equal(t, assert.AnError.Error(), err.Error(), "the forge's own words")
+	unreachable := report.Outcome{Class: report.ClassRetryable, Reason: report.ReasonUnreachable}
+	for name, forgeErr := range map[string]error{
+		"plain":        assert.AnError,
+		"rate-limited": report.Classify(assert.AnError, report.Outcome{Class: report.ClassDeferred, Reason: report.ReasonRateLimited, RetryAt: time.Unix(1e9, 0)}),
+	} {
+		r := Config{}.ServiceRunner("acme/control", func(context.Context, string, ForgeMode) (Forge, error) {
+			return nil, forgeErr
+		})
+		f := &Fleet{Repo: &control.Repo{Platform: &control.Platform{}}}
+		res, err := r.Run(context.Background(), f, Request{Mode: ModeApply, Trigger: TriggerPush})
+		assert.Nil(t, res, name)
+		assert.Equal(t, unreachable, report.ClassOf(err), name)
+		assert.ErrorIs(t, err, assert.AnError, name)
+		assert.Equal(t, assert.AnError.Error(), err.Error(), "the forge's own words: %s", name)
+	}
 }
 
 // TestBaselinesLiveWhereTheRunnerSays: the baseline files are named in one place, per owner for

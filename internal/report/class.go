@@ -72,6 +72,9 @@ const (
 	ReasonRejected = "Rejected"
 	// ReasonUnavailable: GitHub answered 5xx, or did not answer.
 	ReasonUnavailable = "Unavailable"
+	// ReasonUnreachable: the forge of a run's target repos could not be opened (the App's
+	// installation, a token): nothing was read or written; the next event or resync tries again.
+	ReasonUnreachable = "Unreachable"
 	// ReasonNotFound: an object the run expected (a branch, a pull request) is gone.
 	ReasonNotFound = "NotFound"
 	// ReasonInterrupted: the run was cancelled or timed out before it finished the repo.

@@ -336,9 +336,8 @@ func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *flee
 		defer s.trackRun(&req, sha, fl)() // the status pages show how far it is
 	}
 	rep, err := s.cfg.Runner.Run(ctx, fl, req)
-	if errors.Is(err, app.ErrUnreachable) {
-		return nil, err
-	}
+	// A forge that could not be opened is retryable (report.ReasonUnreachable), not deferred
+	// until a known time: requeue leaves it to the next event or resync.
 	s.requeue(j, rep, err, log)
 	if rep != nil && only == nil && !rep.Incremental && rep.Refused == nil {
 		// Only a full run weighs every cluster: a limited one may hold what a full one admits.
@@ -435,8 +434,8 @@ func (s *Service) plan(ctx context.Context, j Job) checkrun.Result {
 	// merge will (every repo with rollout waves, or on a sharded replica).
 	rep, err := s.cfg.Runner.Run(ctx, fl, app.Request{Mode: app.ModePlan, Trigger: app.TriggerCheck,
 		Scope: app.Scope{AllShards: true}, Logger: s.log.With("delivery", j.Delivery, "kind", j.Kind)})
-	if errors.Is(err, app.ErrUnreachable) {
-		return checkrun.Result{Conclusion: checkrun.ConclusionNeutral, Title: "fleetbot could not reach the target repos",
+	if o := report.ClassOf(err); o.Reason == report.ReasonUnreachable {
+		return checkrun.Result{Conclusion: o.Class.CheckConclusion(), Title: "fleetbot could not reach the target repos",
 			Summary: "```\n" + err.Error() + "\n```\n"}
 	}
 	if errors.As(err, &issues) {

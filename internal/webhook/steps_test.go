@@ -181,3 +181,27 @@ func TestStepDeferredByARateLimitResumesAtTheReset(t *testing.T) {
 	require.NotNil(t, svc.StatusRun())
 	assert.Equal(t, reset, svc.StatusRun().ResumeAt, "the status page says when the apply resumes")
 }
+
+// TestUnreachableForgeIsNotRequeued: an apply whose forge cannot be opened (the App's token
+// refused, even with a rate limit's reset in the answer) fails with the forge's error and queues
+// nothing: nothing was read, and the next event or resync tries again.
+func TestUnreachableForgeIsNotRequeued(t *testing.T) {
+	t.Parallel()
+	_, ctl, _ := localFleet(t)
+	reset := time.Date(2026, 1, 5, 9, 17, 0, 0, time.UTC)
+	forgeErr := report.Classify(errors.New("installation on acme: 403 rate limited"),
+		report.Outcome{Class: report.ClassDeferred, Reason: report.ReasonRateLimited, RetryAt: reset})
+	var queued []Job
+	svc, err := NewService(ServiceConfig{
+		Control: ctl,
+		Requeue: func(j Job, _ time.Time) { queued = append(queued, j) },
+		Runner: app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) {
+			return nil, forgeErr
+		}),
+	})
+	require.NoError(t, err)
+	err = svc.Execute(context.Background(), Job{Kind: KindApply, Repo: "acme/control", Reason: "resync"}, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "403 rate limited", "the forge's own words")
+	assert.Empty(t, queued, "an unreachable forge is left to the next event or resync")
+}
