@@ -72,7 +72,7 @@ func (s *Service) reconcileDrifts(ctx context.Context, e *fleetEntry, jobs []Job
 			// Info, not debug: an event GitHub sent about a repo fleetbot does not manage (a
 			// ruleset or a protection changed on some other repo of the org) is worth a line.
 			s.log.Info("drift on a repo not in the fleet; ignored", "repo", j.Repo, "reason", j.Reason, "delivery", j.Delivery,
-				"why", "the control repo declares no cluster, workspace or management repo of this name")
+				"why", "the control repo declares no cluster or workspace repo of this name")
 			continue
 		}
 		if !s.cfg.Runner.Owns(name) {
