@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fleetbot-io/fleetbot/internal/githubtest"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
@@ -88,4 +90,56 @@ func TestServeRefusesBadRulesetDeliveries(t *testing.T) {
 	}
 	assert.Equal(t, float64(3), e.metric(`fleetbot_webhook_deliveries_total{event="repository_ruleset",outcome="bad_request"}`))
 	assert.Zero(t, e.metric(`fleetbot_job_duration_seconds_count{kind="drift",outcome="ok"}`), "nothing queued")
+}
+
+// TestServeRestoresTheOrgRulesetDeletedByHand: with branchRules.organization (and the App's
+// organization permissions), fleetbot's one org ruleset deleted by hand is restored when its
+// repository_ruleset delivery (which names no repository) arrives: one apply of the fleet, no
+// drift job per repo, no resync.
+func TestServeRestoresTheOrgRulesetDeletedByHand(t *testing.T) {
+	t.Parallel()
+	m, err := githubtest.LoadAppManifest(filepath.Join("..", "..", "app.yml"))
+	require.NoError(t, err)
+	perms := map[string]string{"organization_administration": "write", "organization_custom_properties": "admin", "custom_properties": "write"}
+	for k, v := range m.Permissions {
+		perms[k] = v
+	}
+	m.Permissions = perms
+	var drifts atomic.Int64
+	e := startServe(t, serveOptions{webhooks: true, ghOptions: []githubtest.Option{githubtest.WithAppManifest(m)},
+		editControl: func(files map[string]string) {
+			files["platform.yaml"] += "  access:\n    branchRules:\n      organization: true\n"
+		},
+		beforeJob: func(j webhook.Job) {
+			if j.Kind == webhook.KindDrift {
+				drifts.Add(1)
+			}
+		}})
+	e.waitMetric(appliedOK, 1)
+	e.gh.WaitWebhooks()
+	e.idle()
+	human := e.gh.Client()
+	orgRuleset := func() int64 {
+		list, _, err := human.Organizations.GetAllOrganizationRulesets(context.Background(), "acme")
+		require.NoError(t, err)
+		for _, rs := range list {
+			if rs.Name == "fleetbot" {
+				return rs.GetID()
+			}
+		}
+		return 0
+	}
+	id := orgRuleset()
+	require.NotZero(t, id, "the first apply creates the org ruleset fleetbot")
+	before, applied := drifts.Load(), e.metric(appliedOK)
+
+	_, err = human.Organizations.DeleteOrganizationRuleset(context.Background(), "acme", id)
+	require.NoError(t, err)
+	e.gh.WaitWebhooks()
+	e.waitMetric(appliedOK, applied+1)
+	e.gh.WaitWebhooks()
+	e.idle()
+	assert.NotZero(t, orgRuleset(), "the org ruleset is back")
+	assert.Equal(t, applied+1, e.metric(appliedOK), "one apply")
+	assert.Equal(t, before, drifts.Load(), "no drift job")
 }
