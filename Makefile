@@ -160,7 +160,7 @@ bench-go:
 
 ## screenshot: regenerate docs/status.png with the end-to-end test of /status (headless chromium)
 screenshot:
-	FLEETBOT_STATUS_SCREENSHOT_DIR=$(CURDIR)/docs $(GO) test -count=1 -run '^TestServeStatusPage$$' ./cmd/bot/
+	FLEETBOT_STATUS_SCREENSHOT_DIR=$(CURDIR)/docs $(GO) test -count=1 -run '^TestServeStatusPage$$' ./internal/serve/
 
 ## demo: apply the example control repo into a local forge, then show the result
 demo: build

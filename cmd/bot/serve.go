@@ -33,8 +33,8 @@ type serveConfig = serve.Config
 type serveFlags struct {
 	listen, control, secretFile, gitURL, checkName, shard, listenFile string
 	tenantCheck                                                       string
-	resync, grace, driftDelay                                         time.Duration
-	workers, queueSize                                                int
+	resync, grace, driftDelay, stuckCheck, redeliver                  time.Duration
+	workers, queueSize, maxRedeliveries, stepRepos                    int
 	maxBody                                                           int64
 	// jobProcess: run the jobs in a child process (serve_front.go); jobNice is its priority
 	// drop; jobListenerFD > 0 makes this process that child.
@@ -87,9 +87,7 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
   fleetbot serve --control-repo acme/fleet-control --webhook-secret-file webhook-secret --status --status-token-file status-token`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := flagsFromEnv(cmd.Flags(), append([]string{"listen", "listen-file", "control-repo", "webhook-secret-file", "git-url", "check-name",
-				"tenant-check", "resync-interval", "shutdown-grace", "drift-delay", "workers", "queue-size", "concurrency", "max-body", "log-level", "shard",
-				"status", "status-token-file", "status-insecure-no-auth", "status-group-by", "job-process", "job-nice"}, limitFlags...)...); err != nil {
+			if err := flagsFromEnv(cmd.Flags(), append(serveEnvFlags(), limitFlags...)...); err != nil {
 				return err
 			}
 			if !cmd.Flags().Changed("log-level") {
@@ -109,6 +107,14 @@ GITHUB_API_URL. The webhook secret may also be given as FLEETBOT_WEBHOOK_SECRET.
 	}
 	f.register(cmd.Flags(), &a.concurrency)
 	return cmd
+}
+
+// serveEnvFlags are serve's flags that FLEETBOT_<FLAG> sets (limitFlags besides).
+func serveEnvFlags() []string {
+	return []string{"listen", "listen-file", "control-repo", "webhook-secret-file", "git-url", "check-name",
+		"tenant-check", "resync-interval", "shutdown-grace", "drift-delay", "workers", "queue-size", "concurrency", "max-body", "log-level", "shard",
+		"status", "status-token-file", "status-insecure-no-auth", "status-group-by", "job-process", "job-nice",
+		"stuck-check", "redeliver-interval", "max-redeliveries", "step-repos"}
 }
 
 // listenAndServe binds serve's listener and runs serve on it, as the job process of a --job-process
@@ -147,6 +153,10 @@ func (f *serveFlags) register(fs *pflag.FlagSet, concurrency *int) {
 	fs.StringVar(&f.checkName, "check-name", checkrun.DefaultCheckName, "name of the check run on control-repo pull requests")
 	fs.StringVar(&f.tenantCheck, "tenant-check", checkrun.DefaultTenantCheckName, "name of the check run on every pull request of a workspace or cluster repo (check workspace / check cluster on its head), which their branch protection requires from this App; '' turns the check and the requirement off")
 	positiveDurationVar(fs, &f.resync, "resync-interval", webhook.DefaultResyncInterval, "how often to reconcile every target repo without a webhook")
+	positiveDurationVar(fs, &f.stuckCheck, "stuck-check", webhook.DefaultStuckCheck, "how long a control pull request's check run may stay in_progress before a resync takes it for abandoned and runs the check again")
+	positiveDurationVar(fs, &f.redeliver, "redeliver-interval", serve.DefaultRedeliverInterval, "how often to read the App's webhook delivery log and ask GitHub to redeliver the deliveries that failed (also at start)")
+	minIntVar(fs, &f.maxRedeliveries, "max-redeliveries", ghforge.DefaultMaxRedeliveries, 1, "deliveries one pass over the delivery log asks GitHub to redeliver at most")
+	minIntVar(fs, &f.stepRepos, "step-repos", webhook.DefaultStepRepos, 1, "target repos one step of a full apply plans, when more changed: the apply converges them in steps, each recorded as done")
 	positiveDurationVar(fs, &f.grace, "shutdown-grace", jobqueue.DefaultGrace, "how long in-flight jobs may finish on shutdown")
 	delayVar(fs, &f.driftDelay, "drift-delay", webhook.DefaultDriftDelay, "how long a drift reconcile waits after its first event for the drifts of other repos to join its batch (one GraphQL read per 100 repos instead of requests per repo); 0 starts each at once")
 	minIntVar(fs, &f.workers, "workers", jobqueue.DefaultWorkers, 1, "jobs worked on at once")
@@ -230,6 +240,7 @@ func (a *frontend) serveConfig(f *serveFlags, log *slog.Logger) (serveConfig, er
 		Status:  status,
 		Control: f.control, Secret: secret, App: acfg, Resync: f.resync, DriftDelay: f.driftDelay, Workers: f.workers, QueueSize: f.queueSize, MaxBody: f.maxBody,
 		Grace: f.grace, CheckName: f.checkName, TenantCheck: f.tenantCheck, Logger: log, HTTP: f.http,
+		StuckCheck: f.stuckCheck, Redeliver: f.redeliver, MaxRedeliveries: f.maxRedeliveries, StepRepos: f.stepRepos,
 	}, nil
 }
 

@@ -111,7 +111,7 @@ func TestServeJobProcess(t *testing.T) {
 	t.Parallel()
 	bin := installedBinary(t)
 	e := &serveEnv{t: t}
-	e.newGitHub(false, nil)
+	e.newGitHub(false)
 	dir := t.TempDir()
 	secretFile, keyFile, listenFile := filepath.Join(dir, "secret"), filepath.Join(dir, "app.pem"), filepath.Join(dir, "listen")
 	require.NoError(t, os.WriteFile(secretFile, []byte(serveSecret), 0o600))

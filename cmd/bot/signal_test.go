@@ -31,16 +31,9 @@ func TestApplyStopsOnSIGINT(t *testing.T) {
 	// The fleet, generated in-process while the binary builds.
 	code, _, errOut := cli(t, "dev", "generate", "--clusters", "400", "--out", filepath.Join(dir, "ctl"))
 	require.Equal(t, 0, code, errOut)
-	// A binary without the race detector: applying 400 clusters under it costs ten times the
-	// CPU. go install, not go build -o: it links only when the binary it installed before is
-	// stale (go build -o links every time, seconds of CPU). The module's .cache holds it.
-	binDir, err := filepath.Abs(filepath.Join("..", "..", ".cache", "test-bin"))
-	require.NoError(t, err)
-	build := exec.Command("go", "install", ".")
-	build.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOBIN="+binDir)
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	bin := filepath.Join(binDir, "bot")
+	// A binary without the race detector (applying 400 clusters under it costs ten times the
+	// CPU), built once for every test that runs it (installedBinary).
+	bin := installedBinary(t)
 
 	for sig, says := range map[syscall.Signal]string{syscall.SIGINT: "interrupt", syscall.SIGTERM: "terminated"} {
 		t.Run(sig.String(), func(t *testing.T) {

@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"unicode/utf8"
 
-	"github.com/go-git/go-git/v5"
-
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/workcopy"
 )
@@ -54,7 +52,7 @@ func PauseRollout(dir, reason string, commit bool) (PauseResult, error) {
 	if old, err := os.ReadFile(file); err == nil && bytes.Equal(old, content) {
 		return res, nil // already paused, for that reason
 	}
-	c, err := prepareCommit(dir, commit, control.PausedFile)
+	c, err := workcopy.PrepareFileCommit(dir, control.PausedFile, commit)
 	if err != nil {
 		return res, err
 	}
@@ -69,7 +67,7 @@ func PauseRollout(dir, reason string, commit bool) (PauseResult, error) {
 	if reason != "" {
 		msg += "\n\n" + reason
 	}
-	res.Commit, res.Branch, err = c.commit(msg, false)
+	res.Commit, res.Branch, err = c.Commit(msg, false)
 	return res, err
 }
 
@@ -85,17 +83,17 @@ func ResumeRollout(dir string, commit bool) (PauseResult, error) {
 	if _, err := os.Lstat(file); errors.Is(err, fs.ErrNotExist) {
 		return res, nil // not paused
 	}
-	c, err := prepareCommit(dir, commit, control.PausedFile)
+	c, err := workcopy.PrepareFileCommit(dir, control.PausedFile, commit)
 	if err != nil {
 		return res, err
 	}
-	if c.wt == nil {
+	if !c.Commits() {
 		if err := os.Remove(file); err != nil {
 			return res, fmt.Errorf("resuming the rollout: %w", err)
 		}
 	}
 	res.Changed = true
-	res.Commit, res.Branch, err = c.commit("rollout: resume", true)
+	res.Commit, res.Branch, err = c.Commit("rollout: resume", true)
 	if err == nil {
 		_ = os.Remove(filepath.Dir(file)) // the rollout directory, when nothing else is in it
 	}
@@ -119,80 +117,4 @@ func recordFile(dir, rel string) (string, error) {
 		return "", fmt.Errorf("%s: %s is not a regular file: remove it", dir, rel)
 	}
 	return filepath.Join(dir, filepath.FromSlash(rel)), nil
-}
-
-// pauseCommit commits one rollout record in the control repo's git work tree (wt nil: no
-// commit).
-type pauseCommit struct {
-	repo *git.Repository
-	wt   *git.Worktree
-	path string // the record relative to the work tree's root
-	opts *git.CommitOptions
-}
-
-// prepareCommit checks, before anything is written, that the record file (relative to the
-// control repo) can be committed alone: dir is in a git work tree (else no commit is made),
-// nothing else is staged (a commit would take it along), and git knows who commits
-// (user.name and user.email).
-func prepareCommit(dir string, commit bool, file string) (*pauseCommit, error) {
-	if !commit {
-		return &pauseCommit{}, nil
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	r, err := workcopy.Open(abs)
-	if err != nil {
-		return &pauseCommit{}, nil // not in a git work tree: the file alone
-	}
-	wt, err := r.Worktree()
-	if err != nil {
-		return nil, fmt.Errorf("--control %s is a bare git repo: pass --no-commit and record the pause in a work tree", dir)
-	}
-	sub, err := workcopy.DirIn(r, abs)
-	if err != nil {
-		return nil, err
-	}
-	rel := path.Join(sub, file)
-	st, err := wt.Status()
-	if err != nil {
-		return nil, fmt.Errorf("reading the git status of %s: %w", dir, err)
-	}
-	for p, s := range st {
-		if p != rel && s.Staging != git.Unmodified && s.Staging != git.Untracked {
-			return nil, fmt.Errorf("%s has staged changes (%s, ...): commit or unstage them first, or pass --no-commit and commit %s yourself; nothing was written", dir, p, file)
-		}
-	}
-	opts := &git.CommitOptions{}
-	if err := opts.Validate(r); err != nil {
-		return nil, fmt.Errorf("committing %s in %s: %w (set git config user.name and user.email, or pass --no-commit); nothing was written", file, dir, err)
-	}
-	return &pauseCommit{repo: r, wt: wt, path: rel, opts: opts}, nil
-}
-
-// commit records the record's change (removed: its removal) as one commit, returning it and
-// its branch.
-func (c *pauseCommit) commit(msg string, removed bool) (string, string, error) {
-	if c.wt == nil {
-		return "", "", nil
-	}
-	var err error
-	if removed {
-		_, err = c.wt.Remove(c.path)
-	} else {
-		_, err = c.wt.Add(c.path)
-	}
-	if err != nil {
-		return "", "", fmt.Errorf("staging %s: %w", c.path, err)
-	}
-	h, err := c.wt.Commit(msg, c.opts)
-	if err != nil {
-		return "", "", fmt.Errorf("committing %s: %w", c.path, err)
-	}
-	branch := ""
-	if head, err := c.repo.Head(); err == nil && head.Name().IsBranch() {
-		branch = head.Name().Short()
-	}
-	return h.String(), branch, nil
 }

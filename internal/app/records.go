@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
+	"github.com/fleetbot-io/fleetbot/internal/workcopy"
 )
 
 // RecordResult is what `fleetbot rollout approve|skip|rollback` did to the control repo.
@@ -123,7 +124,7 @@ func writeRecord(dir string, repo *control.Repo, rel, name, note, msg string, co
 	if old, err := os.ReadFile(file); err == nil && bytes.Equal(old, content) {
 		return res, nil
 	}
-	c, err := prepareCommit(dir, commit, rel)
+	c, err := workcopy.PrepareFileCommit(dir, rel, commit)
 	if err != nil {
 		return res, err
 	}
@@ -137,6 +138,6 @@ func writeRecord(dir string, repo *control.Repo, rel, name, note, msg string, co
 	if note != "" {
 		msg += "\n\n" + note
 	}
-	res.Commit, res.Branch, err = c.commit(msg, false)
+	res.Commit, res.Branch, err = c.Commit(msg, false)
 	return res, err
 }

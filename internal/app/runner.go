@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
@@ -158,6 +159,9 @@ type Request struct {
 	// Step, when set, is told how far the run is (the phase and done of total repos), for a
 	// progress display.
 	Step func(phase string, done, total int)
+	// Progress, when set, receives each target repo's result as an apply finishes it (beside
+	// the Runner's OnApplied): a service shows each repo as soon as it is done.
+	Progress func(RepoResult)
 	// Claim, when set, is called by an apply once it knows the target repos it plans (only,
 	// by name; nil: every repo), before it reads or writes any of them: a service keeps its
 	// other jobs off them then. An error stops the run before anything is written.
@@ -232,8 +236,8 @@ func (r *Runner) options(f *Fleet, req Request) reconcile.Options {
 	if !req.Scope.AllShards {
 		opts.Shard = r.cfg.Shard
 	}
-	if req.Mode == ModeApply && r.cfg.OnApplied != nil {
-		opts.Progress = r.cfg.OnApplied
+	if req.Mode == ModeApply {
+		opts.Progress = bothProgress(r.cfg.OnApplied, req.Progress)
 	}
 	return opts
 }
@@ -291,4 +295,55 @@ func serveBaselineFile(cacheDir, control string, shard Shard) string {
 		name += fmt.Sprintf("-shard%dof%d", shard.Index, shard.Count)
 	}
 	return filepath.Join(cacheDir, name+".json")
+}
+
+// Now is the Runner's clock (Config.Now; the wall clock without one).
+func (r *Runner) Now() time.Time {
+	if r.cfg.Now != nil {
+		return r.cfg.Now()
+	}
+	return time.Now()
+}
+
+// Changed returns the target repos of f in this Runner's shard whose desired state differs
+// from the baseline of the last converged full apply (every one without a baseline, or with
+// one of another owner): what an apply of f has to bring to a new state. serve runs a full
+// apply of many of them in steps.
+func (r *Runner) Changed(f *Fleet) []StatusRunRepo {
+	var base map[string]string
+	if r.baselines != nil {
+		if b := r.baselines.Get(); b != nil && strings.EqualFold(b.Owner, f.Owner()) {
+			base = b.Repos
+		}
+	}
+	sums := f.digests()
+	var out []StatusRunRepo
+	for _, t := range f.Targets {
+		if !r.cfg.Shard.Owns(t.Repo) || (base != nil && base[t.Repo] == sums[t.Repo]) {
+			continue
+		}
+		out = append(out, StatusRunRepo{Repo: t.FullName(), Kind: t.Kind, Name: t.Name})
+	}
+	return out
+}
+
+// ServeStepsFile is where serve keeps the progress of a full apply in steps, beside its
+// baselines ("": in memory, without a cache directory).
+func ServeStepsFile(cacheDir, control string, shard Shard) string {
+	f := serveBaselineFile(cacheDir, control, shard)
+	if f == "" {
+		return ""
+	}
+	return strings.TrimSuffix(f, ".json") + "-steps.json"
+}
+
+// bothProgress calls a, then b, with each result; nil when both are nil.
+func bothProgress(a, b func(RepoResult)) func(RepoResult) {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return func(r RepoResult) { a(r); b(r) }
 }

@@ -40,6 +40,9 @@ const (
 	// FluxStatusPrefix starts the context of the commit statuses Flux's notification-controller
 	// posts for a Kustomization: only those count as a cluster's health.
 	FluxStatusPrefix = rollout.FluxStatusPrefix
+	// PhasePlan is the phase of a run that reads and decides each target repo
+	// (Request.Step).
+	PhasePlan = reconcile.PhasePlan
 	// PausedFile is the control repo file whose presence pauses every rollout.
 	PausedFile = control.PausedFile
 )
@@ -60,6 +63,9 @@ type Reports struct {
 	Control *ControlRepo
 	// Repos holds one entry per target repo, sorted by repo.
 	Repos []RepoReport
+	// Run is the apply in progress, if one runs: the target repos it plans and how far it
+	// is (a large fleet's first apply takes minutes); nil otherwise.
+	Run *StatusRun
 }
 
 // RepoReport is the result of the newest apply that covered one target repo.

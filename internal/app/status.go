@@ -19,6 +19,10 @@ type (
 	// StatusSelector is a Kubernetes label selector on the clusters' and workspaces'
 	// labels; nil selects every row.
 	StatusSelector = labels.Selector
+	// StatusRun is an apply in progress, as the status pages show it (Reports.Run).
+	StatusRun = status.Run
+	// StatusRunRepo is one target repo an apply in progress plans.
+	StatusRunRepo = status.RunRepo
 )
 
 // ParseStatusGroupBy reads a --group-by value: "kind" or "label:KEY".
@@ -76,6 +80,9 @@ type StatusPagesConfig struct {
 	// Reports returns what the service knows from its own applies; it is called once per
 	// page view and must not call the forge.
 	Reports func() Reports
+	// Run, when set, returns the apply in progress (nil when none runs); like Reports, it must
+	// not call the forge.
+	Run func() *StatusRun
 }
 
 // StatusPages serves GET /status and GET /status/repo/{name} from a service's retained
@@ -86,9 +93,12 @@ func StatusPages(c StatusPagesConfig) (http.Handler, error) {
 		Input: func() status.Input {
 			in := status.Input{RepoURL: c.RepoURL}
 			reps := c.Reports()
-			in.Control, in.Source = reps.Control, reps.Source
+			in.Control, in.Source, in.Run = reps.Control, reps.Source, reps.Run
 			for _, r := range reps.Repos {
 				in.Entries = append(in.Entries, status.Entry{Result: r.Result, Source: r.Source, At: r.At, Applied: true})
+			}
+			if c.Run != nil {
+				in.Run = c.Run()
 			}
 			return in
 		},

@@ -192,15 +192,24 @@ func (s *Server) handleListCheckRuns(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	name := r.URL.Query().Get("check_name")
-	runs := []map[string]any{}
+	// check_name and app_id filter the runs (the App that made them).
+	// https://docs.github.com/rest/checks/runs#list-check-runs-for-a-git-reference
+	q := r.URL.Query()
+	name := q.Get("check_name")
+	appID, _ := strconv.ParseInt(q.Get("app_id"), 10, 64)
+	var matched []*checkRun
 	for _, id := range slices.Sorted(maps.Keys(s.st.CheckRuns)) {
 		cr := s.st.CheckRuns[id]
-		if cr.Repo == repoKey(rm.Owner, rm.Name) && cr.HeadSHA == c.Hash.String() && (name == "" || cr.Name == name) {
-			runs = append(runs, s.fullCheckRunJSON(rm, cr))
+		if cr.Repo == repoKey(rm.Owner, rm.Name) && cr.HeadSHA == c.Hash.String() && (name == "" || cr.Name == name) &&
+			(appID == 0 || s.checkRunApp(cr) == appID) {
+			matched = append(matched, cr)
 		}
 	}
-	slices.Reverse(runs)
+	slices.Reverse(matched) // newest first
+	runs := []map[string]any{}
+	for _, cr := range matched {
+		runs = append(runs, s.fullCheckRunJSON(rm, cr))
+	}
 	page, link := paginate(r, runs)
 	if link != "" {
 		w.Header().Set("Link", link)
@@ -286,4 +295,13 @@ func (s *Server) queueCheckRunEvents(rm *repoMeta, cr *checkRun, action string, 
 		snapshot := *cr
 		s.queueEvent("check_run", func() map[string]any { return s.checkRunPayloadLocked(rm, &snapshot, "completed", sender) })
 	}
+}
+
+// checkRunApp is the id of the GitHub App that made cr (the fake's own App unless AddCheckRun
+// named another).
+func (s *Server) checkRunApp(cr *checkRun) int64 {
+	if cr.AppID != 0 {
+		return cr.AppID
+	}
+	return s.cfg.appID
 }

@@ -38,3 +38,6 @@ func (s *seenSet) add(id string) bool {
 // forget removes id, for a delivery that was refused (queue full) so that a
 // redelivery is not taken for a duplicate.
 func (s *seenSet) forget(id string) { s.c.Remove(id) }
+
+// contains reports whether id was received (and not refused), without refreshing it.
+func (s *seenSet) contains(id string) bool { return s.c.Contains(id) }

@@ -23,7 +23,7 @@ const DefaultMaxBody = 25 << 20
 // buffered before the signature can be checked, so this (times MaxBody) is the memory an
 // unauthenticated client can hold. GitHub's deliveries take milliseconds; beyond it the answer
 // is 503: the delivery fails (GitHub does not redeliver it by itself; it stays in the App's
-// delivery log, which can redeliver it) and the next resync catches up.
+// delivery log, from which serve asks for it again) and the next resync catches up.
 const DefaultMaxUnverified = 8
 
 // ErrBadPayload is wrapped by handlers for a payload they cannot decode
@@ -198,6 +198,13 @@ func (d *Dispatcher) dispatch(ctx context.Context, start time.Time, event, id st
 		return http.StatusInternalServerError, "error", err.Error()
 	}
 }
+
+// Handled reports whether the delivery id (X-GitHub-Delivery, an event's GUID) was received
+// and acknowledged by this process (one of its recent DedupeSize ids): serve does not ask
+// GitHub to redeliver it even when GitHub's delivery log recorded a failure (an answer GitHub
+// timed out on). A delivery refused (queue full, an error) is not handled: its redelivery is
+// taken, not dropped as a duplicate.
+func (d *Dispatcher) Handled(id string) bool { return id != "" && d.seen.contains(id) }
 
 // answerWithoutHandler answers the verified deliveries no handler sees: no event (400) and a
 // ping (200); status 0 for the others.

@@ -100,8 +100,9 @@ type FrontConfig struct {
 	MaxBody       int64
 	MaxUnverified int
 	// Capacity is how many acknowledged deliveries may wait for the job process
-	// (jobqueue.DefaultQueueSize if <= 0); beyond it the answer is 503: the delivery fails (GitHub does
-	// not redeliver it by itself; the App's delivery log can) and the next resync catches up.
+	// (jobqueue.DefaultQueueSize if <= 0); beyond it the answer is 503: the delivery fails (GitHub
+	// does not redeliver it by itself; serve's pass over the App's delivery log asks for it) and
+	// the next resync catches up.
 	Capacity int
 	// JobProcess is the base URL of the job process ("http://127.0.0.1:PORT").
 	JobProcess string

@@ -33,6 +33,10 @@ type HandlerConfig struct {
 	// Rollout, when set, names the cluster repos of the rollout in progress: a Flux commit
 	// status or a closed pull request there queues a full apply, which advances the rollout.
 	Rollout *webhook.RolloutWatch
+	// Live, when set, takes a Flux commit status on a target repo and a push by someone else
+	// to its bot branch into the repo's stored report (the status pages), with no job and no
+	// request (see LiveReports).
+	Live LiveReports
 	// Logger receives one line per queued or ignored event; nil discards.
 	Logger *slog.Logger
 }
@@ -126,7 +130,7 @@ func (h *PushHandler) Handle(_ context.Context, d Delivery) (string, error) {
 	case h.isSelf(ev.GetSender()):
 		return h.ignore(d, repo, "pushed by fleetbot")
 	case ev.GetRef() != "refs/heads/"+ev.GetRepo().GetDefaultBranch():
-		return h.ignore(d, repo, "not the default branch")
+		return h.branchPush(d, &ev)
 	case h.isControl(repo):
 		if ev.GetDeleted() {
 			return h.ignore(d, repo, "default branch deleted")
@@ -275,10 +279,11 @@ func (h *DriftHandler) Handle(_ context.Context, d Delivery) (string, error) {
 	return h.queue(d, webhook.Job{Kind: webhook.KindDrift, Repo: repo, Reason: d.Event + "." + ev.Action, Access: true})
 }
 
-// StatusHandler: Flux's notification-controller posted a commit status on a cluster repo of
-// the rollout in progress: apply the fleet, so that the rollout gate sees the verdict and the
-// next wave starts (or the rollout halts) now rather than at the next resync. Other statuses
-// (CI jobs, pending ones, repos outside the rollout) are ignored.
+// StatusHandler: Flux's notification-controller posted a commit status (a Kustomization's or a
+// HelmRelease's) on a target repo: its stored report shows it at once (HandlerConfig.Live); on
+// a cluster repo of the rollout in progress a Kustomization's also applies the fleet, so that
+// the rollout gate sees the verdict and the next wave starts (or the rollout halts) now rather
+// than at the next resync. Other statuses (CI jobs, pending ones) are ignored.
 type StatusHandler struct{ *base }
 
 // Handles returns "status".
@@ -292,12 +297,17 @@ func (h *StatusHandler) Handle(_ context.Context, d Delivery) (string, error) {
 	}
 	repo := ev.GetRepo().GetFullName()
 	switch {
-	case !strings.HasPrefix(ev.GetContext(), app.FluxStatusPrefix):
-		return h.ignore(d, repo, "not a Flux Kustomization status")
+	case !app.IsFluxStatus(ev.GetContext()):
+		return h.ignore(d, repo, "not a Flux Kustomization or HelmRelease status")
 	case ev.GetState() == "pending":
 		return h.ignore(d, repo, "pending: no verdict yet")
-	case !h.cfg.Rollout.Active(repo):
-		return h.ignore(d, repo, "not a cluster repo of a rollout in progress")
 	}
-	return h.queue(d, webhook.Job{Kind: webhook.KindApply, Repo: h.cfg.Control, Reason: webhook.ReasonRolloutStatus})
+	observed, why := h.observeStatus(d, &ev)
+	switch {
+	case strings.HasPrefix(ev.GetContext(), app.FluxStatusPrefix) && h.cfg.Rollout.Active(repo):
+		return h.queue(d, webhook.Job{Kind: webhook.KindApply, Repo: h.cfg.Control, Reason: webhook.ReasonRolloutStatus})
+	case observed:
+		return metrics.OutcomeObserved, nil
+	}
+	return h.ignore(d, repo, why)
 }

@@ -19,8 +19,6 @@ const (
 	// sender). Sixteen jobs at --concurrency 4 send some 64 requests at once, below GitHub's 100
 	// concurrent requests.
 	DefaultWorkers = 16
-	// DefaultJobTimeout bounds one job.
-	DefaultJobTimeout = 15 * time.Minute
 	// DefaultGrace is how long in-flight jobs may finish after shutdown
 	// starts before their contexts are cancelled.
 	DefaultGrace = 25 * time.Second
@@ -86,12 +84,14 @@ type Metrics interface {
 }
 
 // Pool runs jobs from a Queue on a fixed number of workers. Each job gets a fresh context (not
-// the one of whoever pushed it), with a timeout; a panic fails that job only.
+// the one of whoever pushed it), with no deadline unless JobTimeout sets one; a panic fails that
+// job only.
 type Pool[J any] struct {
 	Queue *Queue[J]
 	Exec  Executor[J]
-	// Workers, JobTimeout and Grace default to DefaultWorkers,
-	// DefaultJobTimeout and DefaultGrace.
+	// Workers and Grace default to DefaultWorkers and DefaultGrace. JobTimeout, when set, bounds
+	// each job; zero (the default) sets no deadline: a long job is not failed for being long
+	// (the executor bounds its steps, as serve's full apply in steps does).
 	Workers    int
 	JobTimeout time.Duration
 	Grace      time.Duration
@@ -190,7 +190,7 @@ func (p *Pool[J]) runBatch(ctx, parent context.Context, jobs []J) {
 	for _, j := range jobs {
 		defer p.Queue.Done(p.key(j))
 	}
-	ctx, cancel := context.WithTimeout(parent, p.timeout())
+	ctx, cancel := p.jobContext(parent)
 	defer cancel()
 	start := make([]time.Time, len(jobs))
 	for i, j := range jobs {
@@ -219,7 +219,7 @@ func (p *Pool[J]) runStaged(pool, parent context.Context, s Stager[J], jobs []J)
 			p.Queue.Done(p.key(j))
 		}
 	}()
-	ctx, cancel := context.WithTimeout(parent, p.timeout())
+	ctx, cancel := p.jobContext(parent)
 	defer cancel()
 	start := make([]time.Time, len(jobs))
 	for i, j := range jobs {
@@ -314,17 +314,18 @@ func (p *Pool[J]) report(ctx context.Context, j J, start time.Time, run func() e
 	}
 }
 
-func (p *Pool[J]) timeout() time.Duration {
+// jobContext is a job's context: parent, bounded by JobTimeout when one is set.
+func (p *Pool[J]) jobContext(parent context.Context) (context.Context, context.CancelFunc) {
 	if p.JobTimeout <= 0 {
-		return DefaultJobTimeout
+		return context.WithCancel(parent)
 	}
-	return p.JobTimeout
+	return context.WithTimeout(parent, p.JobTimeout)
 }
 
 // run executes one job on a fresh context, reports it and marks it done.
 func (p *Pool[J]) run(parent context.Context, j J) {
 	defer p.Queue.Done(p.key(j))
-	ctx, cancel := context.WithTimeout(parent, p.timeout())
+	ctx, cancel := p.jobContext(parent)
 	defer cancel()
 	p.report(ctx, j, p.started(j), func() error { return p.execute(ctx, j) })
 }

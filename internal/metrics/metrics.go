@@ -31,6 +31,9 @@ const (
 	// OutcomeIgnored: a handled event type whose action, branch, repo or
 	// sender needs no work (fleetbot's own events, say).
 	OutcomeIgnored = "ignored"
+	// OutcomeObserved: the delivery updated the stored report of one target repo (the status
+	// pages: Flux's commit status, a push to the bot branch); no job.
+	OutcomeObserved = "observed"
 	// OutcomeUnhandled: an event type fleetbot has no handler for (202).
 	OutcomeUnhandled = "unhandled"
 	// OutcomeDuplicate: a delivery id seen before; done once.
@@ -40,7 +43,7 @@ const (
 	// OutcomeTooLarge: body over the size cap (413).
 	OutcomeTooLarge = "too_large"
 	// OutcomeBusy: too many deliveries being read and verified at once (503; GitHub does not
-	// redeliver it by itself).
+	// redeliver it by itself: serve's pass over the App's delivery log asks for it).
 	OutcomeBusy = "busy"
 	// OutcomeBadRequest: not a POST, no event header or an unparsable payload (400).
 	OutcomeBadRequest = "bad_request"
@@ -54,7 +57,7 @@ const (
 // outcomes above; anything else is "other".
 func Outcome(o string) string {
 	switch o {
-	case OutcomeQueued, OutcomeCoalesced, OutcomeIgnored, OutcomeUnhandled, OutcomeDuplicate, OutcomeBadSignature,
+	case OutcomeQueued, OutcomeCoalesced, OutcomeIgnored, OutcomeObserved, OutcomeUnhandled, OutcomeDuplicate, OutcomeBadSignature,
 		OutcomeTooLarge, OutcomeBusy, OutcomeBadRequest, OutcomeQueueFull, OutcomeNotReady, "error":
 		return o
 	}
@@ -83,7 +86,7 @@ func New() *Metrics {
 		registry: prometheus.NewRegistry(),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: Namespace, Subsystem: "webhook", Name: "deliveries_total",
-			Help: "Webhook deliveries received, by X-GitHub-Event (the events fleetbot subscribes to, else other) and outcome (queued, coalesced, ignored, unhandled, duplicate, bad_signature, too_large, bad_request, queue_full, busy, not_ready).",
+			Help: "Webhook deliveries received, by X-GitHub-Event (the events fleetbot subscribes to, else other) and outcome (queued, coalesced, ignored, observed, unhandled, duplicate, bad_signature, too_large, bad_request, queue_full, busy, not_ready).",
 		}, []string{"event", "outcome"}),
 		ack: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: Namespace, Subsystem: "webhook", Name: "ack_seconds",

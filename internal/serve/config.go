@@ -45,6 +45,21 @@ type Config struct {
 	// JobProcess: this is the job process of serve --job-process, which also takes the
 	// front's batches (ingress.BatchPath) on its loopback listener.
 	JobProcess bool
+	// StuckCheck is how long a control pull request's check run may stay in_progress before
+	// a resync runs the check again (0: webhook.DefaultStuckCheck).
+	StuckCheck time.Duration
+	// Redeliver is how often serve reads the App's webhook delivery log and asks GitHub to
+	// redeliver the deliveries that failed (0: DefaultRedeliverInterval; negative: never);
+	// MaxRedeliveries bounds one pass (0: ghforge.DefaultMaxRedeliveries).
+	Redeliver       time.Duration
+	MaxRedeliveries int
+	// StepRepos bounds the target repos one step of a full apply plans (0:
+	// webhook.DefaultStepRepos).
+	StepRepos int
+	// OnRedeliveryPass, when set, is called after each pass over the delivery log (tests wait
+	// on it).
+	OnRedeliveryPass func(asked []string, err error)
+
 	// Status configures the /status pages (off unless Status.Enabled).
 	Status StatusPages
 

@@ -37,10 +37,10 @@ const secret = "library-secret"
 var exampleControl = filepath.Join("..", "..", "testdata", "control")
 
 // fakeGitHub is a fake GitHub holding the org acme, its teams and acme/control with the
-// example control repo.
-func fakeGitHub(t *testing.T) *githubtest.Server {
+// example control repo; opts configure it further (WithWebhook: it delivers its events).
+func fakeGitHub(t *testing.T, opts ...githubtest.Option) *githubtest.Server {
 	t.Helper()
-	gh := githubtest.NewServer(t)
+	gh := githubtest.NewServer(t, opts...)
 	repo, err := control.LoadDir(exampleControl)
 	require.NoError(t, err)
 	targets, err := fanout.NewRenderer(fanout.Options{}).Render(repo)

@@ -130,13 +130,21 @@ func (s *Server) start(ctx context.Context, wg *sync.WaitGroup) error {
 	s.service.Store(svc)
 	disp, err := ingress.NewDispatcher(ingress.DispatcherConfig{Secret: cfg.Secret, MaxBody: cfg.MaxBody, Logger: log, Metrics: s.metrics},
 		ingress.Handlers(ingress.HandlerConfig{Control: cfg.Control, Self: gh.self, AppID: cfg.App.GitHub.AppID, Queue: s.queue,
-			TenantChecks: cfg.TenantCheck != "", Rollout: s.rollout, Logger: log})...)
+			TenantChecks: cfg.TenantCheck != "", Rollout: s.rollout, Live: svc, Logger: log})...)
 	if err != nil {
 		return err
 	}
 	s.srv.SetDispatcher(disp)
 	pool := &webhook.Pool{Queue: s.queue, Exec: svc, Workers: cfg.Workers, Grace: cfg.Grace, Logger: log, Metrics: s.metrics}
-	resync := &webhook.Resync{Queue: s.queue, Control: cfg.Control, Interval: cfg.Resync, Logger: log}
+	resync := &webhook.Resync{Queue: s.queue, Control: cfg.Control, Interval: cfg.Resync, Logger: log,
+		Recover: func(ctx context.Context) ([]webhook.Job, error) { return svc.RecoverChecks(ctx, cfg.Control) }}
+	if in := s.inbox(gh.app, disp); in != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in.run(ctx)
+		}()
+	}
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
@@ -178,6 +186,10 @@ func (s *Server) newService(ctx context.Context, gh *githubConn, forges *app.Ins
 	if err != nil {
 		return nil, err
 	}
+	pending, err := githubapi.NewPendingChecks(control.API(), cfg.Control, cfg.CheckName, cfg.App.GitHub.AppID)
+	if err != nil {
+		return nil, err
+	}
 	runner := s.runner(cfg.App, forges)
 	verdict := &webhook.ReviewVerdict{Renderer: runner.Renderer(), Member: func(ctx context.Context, org, slug, login string) (bool, error) {
 		c, err := forges.Client(ctx, org, true)
@@ -190,6 +202,8 @@ func (s *Server) newService(ctx context.Context, gh *githubConn, forges *app.Ins
 		Control: src, Runner: runner, Verdict: verdict,
 		Checks: checks, RolloutChecks: checks, Rollout: s.rollout,
 		Logger: s.log, Metrics: s.metrics, BeforeJob: cfg.BeforeJob, Requeue: s.queue.RetryAt,
+		Pending: pending, StuckCheck: cfg.StuckCheck, StepRepos: cfg.StepRepos,
+		StepsFile:   app.ServeStepsFile(cfg.App.CacheDir, cfg.Control, cfg.App.Shard),
 		TenantCheck: app.RequiredCheck{Context: cfg.TenantCheck, AppID: cfg.App.GitHub.AppID},
 		Tenants:     githubapi.NewTenantRepos(forges.API, cfg.TenantCheck),
 		CanCheck: func(ctx context.Context, owner string) (bool, error) {
@@ -260,4 +274,32 @@ func connect(ctx context.Context, cfg Config) (*githubConn, error) {
 func githubStats(s ghforge.RequestStats) metrics.GitHubStats {
 	return metrics.GitHubStats{Reads: s.Reads, Writes: s.Writes, ContentWrites: s.ContentWrites,
 		NotModified: s.NotModified, Errors: s.Errors, RateRemaining: s.RateRemaining}
+}
+
+// inbox is the pass over the App's delivery log (nil when Config.Redeliver is negative):
+// handled are the deliveries disp acknowledged.
+func (s *Server) inbox(ghApp *ghforge.App, disp *ingress.Dispatcher) *inbox {
+	cfg := s.cfg
+	if cfg.Redeliver < 0 {
+		return nil
+	}
+	interval := cfg.Redeliver
+	if interval == 0 {
+		interval = DefaultRedeliverInterval
+	}
+	clock := cfg.Clock
+	if clock == nil {
+		clock = jobqueue.WallClock{}
+	}
+	in := &inbox{log: ghApp, handled: disp.Handled, now: clock.Now, interval: interval, max: cfg.MaxRedeliveries, logger: s.log}
+	if cfg.OnRedeliveryPass != nil {
+		in.passed = func(p ghforge.RedeliveryPass, err error) {
+			guids := make([]string, len(p.Asked))
+			for i, d := range p.Asked {
+				guids[i] = d.GUID
+			}
+			cfg.OnRedeliveryPass(guids, err)
+		}
+	}
+	return in
 }

@@ -25,6 +25,12 @@ func withStatusPages(cfg Config, next http.Handler, svc *atomic.Pointer[webhook.
 			}
 			return app.Reports{}
 		},
+		Run: func() *app.StatusRun {
+			if s := svc.Load(); s != nil {
+				return s.StatusRun()
+			}
+			return nil
+		},
 	})
 	if err != nil {
 		return nil, err

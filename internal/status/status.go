@@ -110,6 +110,13 @@ type Run struct {
 	Source  string
 	Started time.Time
 	Repos   []RunRepo
+	// ResumeAt is when its next step runs (serve's full apply in steps); zero: it runs now.
+	ResumeAt time.Time
+	// Phase is the phase the run is in (reconcile.PhaseRead, PhasePlan, PhaseApply; "" when
+	// not told) and Planned how many of Repos it has read and decided so far: a large fleet's
+	// plan takes minutes before the first repo is applied.
+	Phase   string
+	Planned int
 }
 
 // RunRepo is one target repo an apply in progress plans.
@@ -128,11 +135,35 @@ type RunProgress struct {
 	// Total is how many target repos the run plans, Applied how many of them it applied.
 	Total   int `json:"total"`
 	Applied int `json:"applied"`
+	// ResumeAt is when the run's next step starts (zero: it runs now).
+	ResumeAt time.Time `json:"resumeAt,omitzero"`
+	// Phase and Planned are the run's (Run.Phase, Run.Planned), while it reads and plans.
+	Phase   string `json:"phase,omitempty"`
+	Planned int    `json:"planned,omitempty"`
 }
 
-// Line says it in words: "applying 0123456: 120 of 1050 repos applied".
+// Line says it in words: "applying 0123456: 120 of 1050 repos applied"; while the run reads
+// the owner or plans, it says so first ("applying 0123456: 300 of 1050 repos read and
+// planned, 0 applied"); and when the next step starts if the run waits for it ("; next step
+// at 09:00:00 UTC").
 func (p *RunProgress) Line() string {
-	return fmt.Sprintf("applying %s: %d of %d %s applied", report.ShortSHA(p.Source), p.Applied, p.Total, plural(p.Total, "repo", "repos"))
+	line := "applying " + report.ShortSHA(p.Source) + ": " + p.Doing()
+	if !p.ResumeAt.IsZero() {
+		line += "; next step at " + p.ResumeAt.UTC().Format("15:04:05 UTC")
+	}
+	return line
+}
+
+// Doing is Line without the revision: "120 of 1050 repos applied".
+func (p *RunProgress) Doing() string {
+	repos := plural(p.Total, "repo", "repos")
+	switch p.Phase {
+	case reconcile.PhaseRead:
+		return fmt.Sprintf("reading the owner's teams and repos, then %d %s to plan, %d applied", p.Total, repos, p.Applied)
+	case reconcile.PhasePlan:
+		return fmt.Sprintf("%d of %d %s read and planned, %d applied", min(p.Planned, p.Total), p.Total, repos, p.Applied)
+	}
+	return fmt.Sprintf("%d of %d %s applied", p.Applied, p.Total, repos)
 }
 
 // SVG draws the run's progress as a bar: applied, then not yet.
@@ -404,7 +435,10 @@ func addRunRows(f *Fleet, in Input, idx controlIndex, o Options) *RunProgress {
 	if run == nil {
 		return nil
 	}
-	p := &RunProgress{Source: run.Source, Started: run.Started, Total: len(run.Repos)}
+	p := &RunProgress{Source: run.Source, Started: run.Started, Total: len(run.Repos), Phase: run.Phase, Planned: run.Planned, ResumeAt: run.ResumeAt}
+	if p.Phase == reconcile.PhaseApply {
+		p.Phase, p.Planned = "", 0 // applying: the applied count says it all
+	}
 	entries := map[string]*Entry{}
 	for i := range in.Entries {
 		entries[strings.ToLower(in.Entries[i].Repo)] = &in.Entries[i]

@@ -495,6 +495,25 @@ func TestRunProgress(t *testing.T) {
 	assert.Equal(t, 1, doc.Status.Run.Applied)
 }
 
+// TestRunProgressSaysWhenTheNextStepStarts: an apply in steps waiting for its next step (the
+// write budget's next slot) says when it resumes, in the summary line and on the page.
+func TestRunProgressSaysWhenTheNextStepStarts(t *testing.T) {
+	resume := time.Date(2026, 1, 5, 10, 30, 0, 0, time.UTC)
+	input := func() Input {
+		in := runInput()
+		in.Run.ResumeAt = resume
+		return in
+	}
+	f := Build(input(), Options{})
+	require.NotNil(t, f.Run)
+	assert.Equal(t, resume, f.Run.ResumeAt)
+	assert.True(t, strings.HasPrefix(f.Summary.Line, "applying 0123456: 1 of 4 repos applied; next step at 10:30:00 UTC; "), f.Summary.Line)
+	h := newTestHandler(t, input, HandlerConfig{InsecureNoAuth: true})
+	code, body, _ := get(t, h, "/status", "")
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "its next step starts at 10:30:00 UTC")
+}
+
 // TestFailingShown: a repo Flux fails is first on the page (sorted by state), red, with the
 // failing Kustomization and Flux's message in its row, a link to Flux's target URL (an http
 // one only), and its page lists every failing object with its message.

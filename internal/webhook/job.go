@@ -45,6 +45,10 @@ type Job struct {
 	// Base is the pull request's base commit and Author its author's login
 	// (check jobs; either may be unknown), for "check control".
 	Base, Author string
+	// CheckRun is, for a check job a resync queued for a check run left in_progress by a
+	// process that died (ReasonRecoverStuck), that run: the job completes it instead of starting
+	// another. 0: the job starts its own.
+	CheckRun int64
 	// Reason says what caused the job: "push", "resync", "pull_request.closed"...
 	Reason string
 	// Access says the event may have changed the target repo's access settings (teams,
@@ -93,6 +97,9 @@ func (j Job) merge(newer Job) Job {
 	newer.Merged = j.Merged + newer.Merged + 1
 	if newer.SHA == "" {
 		newer.SHA = j.SHA
+	}
+	if newer.CheckRun == 0 && newer.SHA == j.SHA {
+		newer.CheckRun = j.CheckRun // the stuck run of the same head is still to complete
 	}
 	if newer.Base == "" {
 		newer.Base = j.Base

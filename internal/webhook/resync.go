@@ -24,6 +24,9 @@ type Resync struct {
 	Logger   *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Recover, when set, returns the jobs a resync adds to its apply: the checks of the
+	// control pull requests whose head has no completed check run (Service.RecoverChecks).
+	Recover func(ctx context.Context) ([]Job, error)
 }
 
 // Run queues resyncs until ctx is done. scheduled, if not nil, is called
@@ -56,10 +59,28 @@ func (r *Resync) Run(ctx context.Context, scheduled func()) {
 				scheduled()
 			}
 		}
+		r.recover(ctx, log)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+	}
+}
+
+// recover queues the jobs Recover finds (nothing without it); what it could not read is logged
+// and asked again at the next resync.
+func (r *Resync) recover(ctx context.Context, log *slog.Logger) {
+	if r.Recover == nil {
+		return
+	}
+	jobs, err := r.Recover(ctx)
+	if err != nil && ctx.Err() == nil {
+		log.Warn("resync: recovering control pull request checks; the next resync tries again", "err", err)
+	}
+	for _, j := range jobs {
+		if _, err := r.Queue.Push(j); err != nil {
+			log.Warn("resync: check not queued; the next resync tries again", "repo", j.Repo, "pr", j.PR, "err", err)
 		}
 	}
 }

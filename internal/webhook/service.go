@@ -104,6 +104,16 @@ type ServiceConfig struct {
 	// write); nil: it may. Without it the check is not required there (nothing could pass it),
 	// and serve says so in its log.
 	CanCheck func(ctx context.Context, owner string) (bool, error)
+	// Pending, when set, lets every resync find the open control pull requests whose head has
+	// no completed check run (RecoverChecks); StuckCheck is how long a check run may stay
+	// in_progress before it is taken for abandoned (default DefaultStuckCheck).
+	Pending    PendingChecks
+	StuckCheck time.Duration
+	// StepRepos bounds the target repos one step of a full apply plans (default
+	// DefaultStepRepos; see applyInSteps).
+	StepRepos int
+	// StepsFile, when set, keeps the progress of a full apply in steps across restarts.
+	StepsFile string
 }
 
 // Service executes jobs: it loads the control repo at the right commit,
@@ -128,6 +138,13 @@ type Service struct {
 	// granted is, per owner (lower case), whether the App may write check runs there, as last
 	// asked (CanCheck); the fleets kept were rendered with it.
 	granted map[string]bool
+	// checked are the control pull request heads whose check run was seen completed
+	// (RecoverChecks asks GitHub about the others only).
+	checked map[string]bool
+	// steps is the progress of the full apply in steps under way (see applyInSteps);
+	// stepsClosed the control commit whose steps ended last (its later applies are whole).
+	steps       *stepProgress
+	stepsClosed string
 }
 
 // fleetEntry is the control repo at one commit, loaded and rendered once.
@@ -266,6 +283,13 @@ func (s *Service) apply(ctx context.Context, j Job, lease jobqueue.Lease) error 
 	if err != nil {
 		return err
 	}
+	if !e.fleet.Repo.HasRollout() {
+		// A rollout's applies weigh every cluster at once; other fleets converge many changed
+		// repos in steps (applyInSteps).
+		if stepped, err := s.applyInSteps(ctx, j, e, lease); stepped {
+			return err
+		}
+	}
 	_, err = s.applyReport(ctx, j, nil, e, lease)
 	return err
 }
@@ -291,8 +315,10 @@ func (s *Service) headEntry(ctx context.Context) (*fleetEntry, error) {
 func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *fleetEntry, lease jobqueue.Lease) (*app.Result, error) {
 	sha, fl := e.sha, e.fleet
 	log := s.log.With("delivery", j.Delivery, "kind", j.Kind)
+	since := s.since()
 	// The Runner decides from the trigger whether the run is full or incremental.
-	req := app.Request{Mode: app.ModeApply, Trigger: app.TriggerResync, Scope: app.Scope{Repos: only}, Logger: log}
+	req := app.Request{Mode: app.ModeApply, Trigger: app.TriggerResync, Scope: app.Scope{Repos: only}, Logger: log,
+		Progress: func(r app.RepoResult) { s.keepOne(sha, r, since) }} // the status pages show each repo once done
 	switch {
 	case j.Kind == KindDrift:
 		req.Trigger, req.AccessChanged = app.TriggerDrift, j.Access
@@ -307,6 +333,7 @@ func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *flee
 		// one, or the ones an incremental push changed), it claims them: the drifts of other
 		// workers keep off them meanwhile, and go on elsewhere.
 		req.Claim = func(ctx context.Context, only []string) error { return lease.Claim(ctx, repoNames(only), only == nil) }
+		defer s.trackRun(&req, sha, fl)() // the status pages show how far it is
 	}
 	rep, err := s.cfg.Runner.Run(ctx, fl, req)
 	if errors.Is(err, app.ErrUnreachable) {
@@ -318,7 +345,7 @@ func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *flee
 		s.rollout(ctx, sha, fl, rep, log)
 	}
 	if rep != nil {
-		s.keep(sha, fl.Repo, rep, only == nil && !rep.Incremental)
+		s.keep(sha, fl.Repo, rep, only == nil && !rep.Incremental, since)
 		changed := 0
 		for _, r := range rep.Results {
 			if r.Changed() {
@@ -365,9 +392,12 @@ func (s *Service) check(ctx context.Context, j Job) error {
 	if s.cfg.Checks == nil {
 		return errors.New("check job: no check runs configured")
 	}
-	id, err := s.cfg.Checks.Start(ctx, j.SHA)
-	if err != nil {
-		return err
+	id := j.CheckRun // a run left in_progress by a process that died: this job completes it
+	if id == 0 {
+		var err error
+		if id, err = s.cfg.Checks.Start(ctx, j.SHA); err != nil {
+			return err
+		}
 	}
 	res := s.plan(ctx, j)
 	fctx := ctx
@@ -379,8 +409,12 @@ func (s *Service) check(ctx context.Context, j Job) error {
 		fctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 	}
-	s.log.Info("check run", "delivery", j.Delivery, "repo", j.Repo, "pr", j.PR, "sha", report.ShortSHA(j.SHA), "conclusion", res.Conclusion)
-	return s.cfg.Checks.Finish(fctx, id, res)
+	s.log.Info("check run", "delivery", j.Delivery, "repo", j.Repo, "pr", j.PR, "sha", report.ShortSHA(j.SHA), "conclusion", res.Conclusion, "check_run", id)
+	if err := s.cfg.Checks.Finish(fctx, id, res); err != nil {
+		return err
+	}
+	s.rememberCheckDone(j.SHA)
+	return nil
 }
 
 // plan computes a check result; every failure becomes its conclusion.

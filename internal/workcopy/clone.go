@@ -1,7 +1,8 @@
 // Package workcopy reads git working copies and clones of the control repo and of target
 // repos: the commit a work tree holds (and whether it is dirty), a commit's tree as an fs.FS
 // straight from git objects, a directory's place in its clone, and a checkout's files read
-// into memory within the control repo's bounds. It holds no product rules.
+// into memory within the control repo's bounds; and it commits one file alone in a work tree
+// (FileCommit, the CLI's rollout records). It holds no product rules.
 package workcopy
 
 import (

@@ -1,4 +1,4 @@
-package main
+package serve_test
 
 import (
 	"context"
