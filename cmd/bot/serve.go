@@ -65,7 +65,10 @@ POST /webhook within milliseconds and queues the work:
   installation, installation_repositories       full resync
   on a target repo: pull_request closed, push   reconcile that repo (drift)
     to the default branch, repository, member,
-    team, branch_protection_rule
+    team, branch_protection_rule,
+    repository_ruleset
+  repository_ruleset of fleetbot's org          full resync (repairs the one
+    ruleset (branchRules.organization)            org ruleset)
   rollout waves: Flux status, pull_request      apply every target repo (next
     closed on a cluster repo, a soak's end        wave; "fleetbot rollout" check)
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
+	"github.com/fleetbot-io/fleetbot/internal/policy"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
 	"github.com/fleetbot-io/fleetbot/internal/rollout"
 )
@@ -47,6 +48,10 @@ const (
 	// PausedFile is the control repo file whose presence pauses every rollout.
 	PausedFile = control.PausedFile
 )
+
+// RulesetName is the name of the ruleset fleetbot converges on a target repo, or once on the
+// org (branch rules as code): serve's ingress tells fleetbot's org ruleset from others by it.
+const RulesetName = policy.RulesetName
 
 // ParseShard reads a --shard value, "INDEX/COUNT" (e.g. "2/5"); "" owns every repo.
 func ParseShard(s string) (Shard, error) { return reconcile.ParseShard(s) }

@@ -239,6 +239,7 @@ func (s *Server) handleRulesets(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	*list = append(*list, rs)
+	s.queueRulesetEvent(owner, rm, rs, "created", principalOf(r).login)
 	writeJSON(w, http.StatusCreated, s.rulesetJSON(rs, source, rm == nil, false))
 }
 
@@ -270,6 +271,7 @@ func (s *Server) handleRuleset(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.rulesetJSON(rs, source, rm == nil, false))
 	case http.MethodDelete:
 		*list = slices.Delete(*list, i, i+1)
+		s.queueRulesetEvent(owner, rm, rs, "deleted", principalOf(r).login)
 		w.WriteHeader(http.StatusNoContent)
 	default:
 		var req rulesetRequest
@@ -284,6 +286,7 @@ func (s *Server) handleRuleset(w http.ResponseWriter, r *http.Request) {
 		}
 		next.UpdatedAt = s.clock.Now()
 		*rs = next
+		s.queueRulesetEvent(owner, rm, rs, "edited", principalOf(r).login)
 		writeJSON(w, http.StatusOK, s.rulesetJSON(rs, source, rm == nil, false))
 	}
 }
@@ -554,4 +557,31 @@ func (s *Server) handlePropertyValues(w http.ResponseWriter, r *http.Request) {
 		out = append(out, map[string]any{"property_name": k, "value": rm.Properties[k]})
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// queueRulesetEvent queues the repository_ruleset event of a ruleset created, edited or
+// deleted through the API by sender: GitHub sends it for a repository's ruleset (with the
+// repository) and for an organization's (without one). The ruleset is the REST answer's
+// (repository-ruleset); an edit's optional "changes" is left out.
+// https://docs.github.com/webhooks/webhook-events-and-payloads#repository_ruleset
+func (s *Server) queueRulesetEvent(owner string, rm *repoMeta, rs *ruleset, action, sender string) {
+	snapshot := *rs
+	s.queueEvent("repository_ruleset", func() map[string]any {
+		source := owner
+		if rm != nil {
+			source = rm.Owner + "/" + rm.Name
+		}
+		out := map[string]any{"action": action, "repository_ruleset": s.rulesetJSON(&snapshot, source, rm == nil, false)}
+		if rm != nil {
+			return s.hookEnvelope(out, rm, sender, false)
+		}
+		out["sender"] = s.hookUser(sender)
+		if in := s.installationForLocked(owner); in != nil {
+			out["installation"] = map[string]any{"id": in.GetID(), "node_id": in.GetNodeID()}
+		}
+		if org := s.hookOrg(owner); org != nil {
+			out["organization"] = org
+		}
+		return out
+	})
 }

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -166,6 +167,26 @@ func TestWebhookPayloadsMatchGitHubsSchemas(t *testing.T) {
 	require.NoError(t, err)
 	_, err = human.Git.DeleteRef(ctx, "acme", "r", "heads/topic")
 	require.NoError(t, err)
+	// A repository's ruleset and an organization's, each created, edited and deleted.
+	for _, base := range []string{"repos/acme/r/rulesets", "orgs/acme/rulesets"} {
+		var conditions map[string]any
+		if strings.HasPrefix(base, "orgs/") {
+			conditions = map[string]any{"repository_name": map[string]any{"include": []string{"~ALL"}, "exclude": []string{}}}
+		}
+		var rs struct{ ID int64 }
+		req, err := human.NewRequest(http.MethodPost, base, rulesetBody(conditions))
+		require.NoError(t, err)
+		_, err = human.Do(ctx, req, &rs)
+		require.NoError(t, err, base)
+		req, err = human.NewRequest(http.MethodPut, fmt.Sprintf("%s/%d", base, rs.ID), map[string]any{"enforcement": "evaluate"})
+		require.NoError(t, err)
+		_, err = human.Do(ctx, req, nil)
+		require.NoError(t, err, base)
+		req, err = human.NewRequest(http.MethodDelete, fmt.Sprintf("%s/%d", base, rs.ID), nil)
+		require.NoError(t, err)
+		_, err = human.Do(ctx, req, nil)
+		require.NoError(t, err, base)
+	}
 	s.WaitWebhooks()
 
 	built := map[string]any{}
@@ -187,7 +208,7 @@ func TestWebhookPayloadsMatchGitHubsSchemas(t *testing.T) {
 	for event, payload := range built {
 		body, err := json.Marshal(payload)
 		require.NoError(t, err)
-		assert.NoError(t, validate(event, body), "the %s payload built by the fake:\n%s", event, body)
+		assert.NoError(t, validateDelivery(t, validate, event, "", body), "the %s payload built by the fake:\n%s", event, body)
 	}
 
 	actions := map[string]bool{}
@@ -195,17 +216,59 @@ func TestWebhookPayloadsMatchGitHubsSchemas(t *testing.T) {
 		var head struct{ Action string }
 		_ = json.Unmarshal(d.body, &head)
 		actions[d.event+"."+head.Action] = true
-		assert.NoError(t, validate(d.event, d.body), "the %s.%s delivery:\n%s", d.event, head.Action, d.body)
+		assert.NoError(t, validateDelivery(t, validate, d.event, head.Action, d.body), "the %s.%s delivery:\n%s", d.event, head.Action, d.body)
 		m := hmac.New(sha1.New, []byte(secret))
 		m.Write(d.body)
 		assert.Equal(t, "sha1="+hex.EncodeToString(m.Sum(nil)), d.h.Get("X-Hub-Signature"), "SHA-1 signature")
 		assert.Equal(t, Sign(secret, d.body), d.h.Get("X-Hub-Signature-256"))
 	}
 	for _, want := range []string{"installation.created", "push.", "pull_request.opened", "pull_request.edited",
-		"pull_request.synchronize", "pull_request.closed", "pull_request.reopened", "status.", "check_run.created", "check_run.completed"} {
+		"pull_request.synchronize", "pull_request.closed", "pull_request.reopened", "status.", "check_run.created", "check_run.completed",
+		"repository_ruleset.created", "repository_ruleset.edited", "repository_ruleset.deleted"} {
 		assert.True(t, actions[want], "the scenario delivered %s: %v", want, strings.Join(keys(actions), " "))
 	}
 	recordDeliveries(t, s, rc.deliveries())
+}
+
+// rulesetBody is a branch ruleset's create request (a repository's, or an org's with conditions).
+func rulesetBody(conditions map[string]any) map[string]any {
+	body := map[string]any{"name": "fleetbot", "target": "branch", "enforcement": "active", "bypass_actors": []any{},
+		"rules": []map[string]any{{"type": "deletion"}}}
+	if conditions != nil {
+		body["conditions"] = conditions
+	}
+	return body
+}
+
+// validateDelivery validates a delivery's payload against GitHub's published schema of its
+// event: @octokit/webhooks-schemas', or, for repository_ruleset, which that package (7.6.1)
+// does not describe, GitHub's REST description's (webhook-repository-ruleset-<action>, the
+// payloads its x-webhooks name).
+func validateDelivery(t *testing.T, validate func(string, []byte) error, event, action string, body []byte) error {
+	t.Helper()
+	if event == "installation" {
+		// The installation's events enum of @octokit/webhooks-schemas 7.6.1, the last published,
+		// predates repository_ruleset, which GitHub Apps subscribe to (app.yml does): it is left
+		// out of the check of that enum only.
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(body, &m))
+		if in, ok := m["installation"].(map[string]any); ok {
+			if evs, ok := in["events"].([]any); ok {
+				in["events"] = slices.DeleteFunc(evs, func(e any) bool { return e == "repository_ruleset" })
+			}
+		}
+		var err error
+		body, err = json.Marshal(m)
+		require.NoError(t, err)
+	}
+	if event != "repository_ruleset" {
+		return validate(event, body)
+	}
+	spec, err := RESTSpec()
+	require.NoError(t, err)
+	var v any
+	require.NoError(t, json.Unmarshal(body, &v))
+	return spec.ValidateSchema("webhook-repository-ruleset-"+action, v)
 }
 
 // recordingEpoch is the fake's clock in the recorded scenario.
@@ -267,8 +330,8 @@ func TestRecordedPayloadsMatchGitHubsSchemas(t *testing.T) {
 		require.NoError(t, err)
 		name := strings.TrimSuffix(filepath.Base(f), ".json")
 		_, rest, _ := strings.Cut(name, "-")
-		event, _, _ := strings.Cut(rest, ".")
-		assert.NoError(t, validate(event, data), f)
+		event, action, _ := strings.Cut(rest, ".")
+		assert.NoError(t, validateDelivery(t, validate, event, action, data), f)
 	}
 }
 

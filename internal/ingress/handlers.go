@@ -50,14 +50,14 @@ type Queue interface {
 
 // Handlers returns one handler per event family: push, pull_request,
 // check_run, installation (with installation_repositories), the drift
-// events of target repos (repository, member, team, branch_protection_rule)
-// and status (Flux's commit statuses on the cluster repos of a rollout).
+// events of target repos (repository, member, team, branch_protection_rule),
+// repository_ruleset (a repo's ruleset or fleetbot's org ruleset) and status (Flux's commit statuses on the cluster repos of a rollout).
 func Handlers(cfg HandlerConfig) []Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	b := &base{cfg: cfg}
-	return []Handler{&PushHandler{b}, &PullRequestHandler{b}, &CheckRunHandler{b}, &InstallationHandler{b}, &DriftHandler{b}, &StatusHandler{b}}
+	return []Handler{&PushHandler{b}, &PullRequestHandler{b}, &CheckRunHandler{b}, &InstallationHandler{b}, &DriftHandler{b}, &RulesetHandler{b}, &StatusHandler{b}}
 }
 
 // base holds what every handler needs and the decisions they share.

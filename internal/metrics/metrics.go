@@ -150,7 +150,7 @@ func EventLabel(event string) string {
 	case "", "none":
 		return "none"
 	case "push", "pull_request", "check_run", "check_suite", "installation", "installation_repositories",
-		"repository", "member", "membership", "team", "team_add", "branch_protection_rule", "status", "ping":
+		"repository", "member", "membership", "team", "team_add", "branch_protection_rule", "repository_ruleset", "status", "ping":
 		return event
 	}
 	return "other"

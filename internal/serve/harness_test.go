@@ -60,6 +60,8 @@ type serveOptions struct {
 	cacheDir  string                                  // the snapshot cache and baseline ("" keeps them in memory)
 	ghOptions []githubtest.Option                     // more options of a new fake GitHub
 	clock     func(*githubtest.Server) jobqueue.Clock // serve's clock on the fake GitHub (nil: the wall clock)
+	// editControl, when set, edits the files of acme/control before the fake holds them.
+	editControl func(files map[string]string)
 	// tenantCheck is serve --tenant-check ("": off, as these tests ran before the tenant check;
 	// serve_tenant_test.go turns it on).
 	tenantCheck string
@@ -111,7 +113,7 @@ func startServe(t *testing.T, o serveOptions) *serveEnv {
 	if o.reuse != nil {
 		e.gh, e.targets = o.reuse.gh, o.reuse.targets
 	} else {
-		e.newGitHub(o.webhooks, o.ghOptions...)
+		e.newGitHub(o.webhooks, o.editControl, o.ghOptions...)
 	}
 	resync := o.resync
 	if resync == 0 {
@@ -171,7 +173,7 @@ func startServe(t *testing.T, o serveOptions) *serveEnv {
 
 // newGitHub starts a fake GitHub with the org, the teams and acme/control
 // holding the example control repo.
-func (e *serveEnv) newGitHub(webhooks bool, more ...githubtest.Option) {
+func (e *serveEnv) newGitHub(webhooks bool, edit func(map[string]string), more ...githubtest.Option) {
 	t := e.t
 	ghOpts := more
 	if webhooks {
@@ -203,6 +205,9 @@ func (e *serveEnv) newGitHub(webhooks bool, more ...githubtest.Option) {
 		files[p] = string(b)
 		return err
 	}))
+	if edit != nil {
+		edit(files)
+	}
 	e.gh.CreateRepo("acme", "control", files)
 }
 

@@ -33,7 +33,10 @@
 //	installation, installation_repos.  -           apply
 //	push (default branch),             target      drift (that repo only)
 //	  pull_request closed, repository,
-//	  member, team, branch_protection_rule
+//	  member, team, branch_protection_rule,
+//	  repository_ruleset
+//	repository_ruleset of fleetbot's   -           apply (the org ruleset, read once)
+//	  org ruleset
 //	status (Flux, kustomization/...),   cluster of  apply (the rollout's next wave)
 //	  pull_request closed               a rollout
 //	a soak ends, a health timeout       -           apply (RolloutWatch's wake-up)

@@ -68,6 +68,13 @@ func (s *Service) reconcileDrifts(ctx context.Context, e *fleetEntry, jobs []Job
 			s.log.Debug("drift on a repo outside the platform owner; ignored", "repo", j.Repo, "delivery", j.Delivery)
 			continue
 		}
+		if !inFleet(fl, j.Repo) {
+			// Info, not debug: an event GitHub sent about a repo fleetbot does not manage (a
+			// ruleset or a protection changed on some other repo of the org) is worth a line.
+			s.log.Info("drift on a repo not in the fleet; ignored", "repo", j.Repo, "reason", j.Reason, "delivery", j.Delivery,
+				"why", "the control repo declares no cluster or workspace repo of this name")
+			continue
+		}
 		if !s.cfg.Runner.Owns(name) {
 			s.log.Debug("drift on a repo another shard owns; its resync covers it", "repo", j.Repo, "delivery", j.Delivery)
 			continue
@@ -90,6 +97,17 @@ func (s *Service) reconcileDrifts(ctx context.Context, e *fleetEntry, jobs []Job
 	if err != nil {
 		attributeDrifts(errs, byName, len(only), rep, err)
 	}
+}
+
+// inFleet reports whether fullName ("owner/name", any case) is a target repo of fl, one being
+// removed included (its removal is fleetbot's to finish).
+func inFleet(fl *app.Fleet, fullName string) bool {
+	for _, t := range fl.Targets {
+		if strings.EqualFold(t.FullName(), fullName) {
+			return true
+		}
+	}
+	return false
 }
 
 // admitDrifts returns the indexes of the jobs to reconcile, setting errs of the others: a job

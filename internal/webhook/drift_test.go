@@ -1,10 +1,12 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -545,4 +547,38 @@ func TestPoolApplyPhases(t *testing.T) {
 			assert.True(t, exec.wroteAfterDrifts, "the apply wrote after the drift was done")
 		})
 	}
+}
+
+// TestDriftOnARepoNotInTheFleetIsIgnoredAtInfo: a drift event about a repo of the owner that
+// the control repo does not declare (a ruleset or a protection changed on some other repo)
+// reads nothing, fails nothing, and says so at info level with the event and why.
+func TestDriftOnARepoNotInTheFleetIsIgnoredAtInfo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	snaps, ctl, sha := localFleet(t)
+	fg := &orgCounter{snapshotCounter: snaps}
+	var logs bytes.Buffer
+	svc, err := NewService(ServiceConfig{
+		Control: ctl,
+		Logger:  slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Runner:  app.Config{}.ServiceRunner("acme/control", func(context.Context, string, app.ForgeMode) (reconcile.Forge, error) { return fg, nil }),
+	})
+	require.NoError(t, err)
+	require.NoError(t, svc.Execute(ctx, Job{Kind: KindApply, Repo: "acme/control", SHA: sha, Reason: "resync"}, nil))
+	all := fg.take()
+	fg.takeOrg()
+	logs.Reset()
+
+	errs := svc.ExecuteBatch(ctx, []Job{{Kind: KindDrift, Repo: "acme/website", Reason: "repository_ruleset.deleted", Delivery: "d1", Access: true}})
+	assert.Equal(t, []error{nil}, errs)
+	org, list := fg.takeOrg()
+	assert.Zero(t, org+list, "nothing read")
+	assert.Empty(t, fg.take())
+	assert.Contains(t, logs.String(), `"level":"INFO","msg":"drift on a repo not in the fleet; ignored","repo":"acme/website","reason":"repository_ruleset.deleted","delivery":"d1"`)
+	assert.Contains(t, logs.String(), `"why":"the control repo declares no cluster or workspace repo of this name"`)
+
+	// In a batch with a fleet repo, that one is reconciled (any case of its name).
+	errs = svc.ExecuteBatch(ctx, []Job{{Kind: KindDrift, Repo: "acme/website"}, {Kind: KindDrift, Repo: "ACME/" + strings.ToUpper(all[0])}})
+	assert.Equal(t, []error{nil, nil}, errs)
+	assert.Equal(t, []string{all[0]}, fg.take())
 }

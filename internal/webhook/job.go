@@ -52,8 +52,8 @@ type Job struct {
 	// Reason says what caused the job: "push", "resync", "pull_request.closed"...
 	Reason string
 	// Access says the event may have changed the target repo's access settings (teams,
-	// collaborators, branch protection, repo settings: the repository, member, team and
-	// branch_protection_rule events), so a drift reads them afresh. A drift for a content event
+	// collaborators, branch protection, rulesets, repo settings: the repository, member, team,
+	// branch_protection_rule and repository_ruleset events), so a drift reads them afresh. A drift for a content event
 	// (a push, a merged pull request) trusts the access it last observed, as an apply does
 	// (for up to an hour): those events cannot change it.
 	Access bool

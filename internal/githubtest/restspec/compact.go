@@ -111,20 +111,21 @@ func writeAtomic(path string, data []byte) {
 // full does, and knows every other operation by method, path and operationId only (a stub;
 // LoadCompact checks their exchanges against the full description). It leaves out what
 // validation never reads: descriptions, summaries, examples, extensions, tags, webhooks, and
-// every component no kept operation refers to.
-func Compact(full []byte, patterns []string) ([]byte, error) {
-	return compact(full, patterns, true)
+// every component no kept operation refers to (but the schemas named by schemas, and what they
+// refer to: the payloads of webhooks, for ValidateSchema).
+func Compact(full []byte, patterns []string, schemas ...string) ([]byte, error) {
+	return compact(full, patterns, true, schemas)
 }
 
 // CompactCopy is Compact without the stubs: a description of the operations patterns reach,
 // and of every other operation only its method and path template (in a list, so that a request
 // GitHub has no operation for is still told apart), as committed for the tests (LoadCopy).
-func CompactCopy(full []byte, patterns []string) ([]byte, error) {
-	return compact(full, patterns, false)
+func CompactCopy(full []byte, patterns []string, schemas ...string) ([]byte, error) {
+	return compact(full, patterns, false, schemas)
 }
 
 // compact is Compact, with stubs for the other operations or without them.
-func compact(full []byte, patterns []string, stubs bool) ([]byte, error) {
+func compact(full []byte, patterns []string, stubs bool, schemas []string) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(full))
 	dec.UseNumber() // numbers (minimum, maximum, defaults) stay as written
 	var doc map[string]any
@@ -195,6 +196,9 @@ func compact(full []byte, patterns []string, stubs bool) ([]byte, error) {
 	// Every component reachable from the kept operations, by breadth-first search.
 	seen := map[string]bool{}
 	queue := refs(outPaths, nil)
+	for _, name := range schemas {
+		queue = append(queue, "#/components/schemas/"+name)
+	}
 	for len(queue) > 0 {
 		ref := queue[0]
 		queue = queue[1:]

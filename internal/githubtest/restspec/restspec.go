@@ -330,3 +330,21 @@ func prefix(re *openapi3filter.RequestError) string {
 	}
 	return ""
 }
+
+// ValidateSchema validates a JSON value (as encoding/json decodes it into an any) against the
+// schema components/schemas/name of the description (one the compact copy kept, else the full
+// description's when installed), e.g. a webhook payload, "webhook-repository-ruleset-deleted".
+func (d *Description) ValidateSchema(name string, value any) error {
+	ref := d.doc.Components.Schemas[name]
+	if (ref == nil || ref.Value == nil) && d.full != nil {
+		full, err := d.full()
+		if err != nil {
+			return err
+		}
+		ref = full.doc.Components.Schemas[name]
+	}
+	if ref == nil || ref.Value == nil {
+		return fmt.Errorf("%s: no schema %q in components/schemas", d.Source, name)
+	}
+	return ref.Value.VisitJSON(value)
+}
