@@ -87,8 +87,10 @@ func (b *base) queue(d Delivery, j webhook.Job) (string, error) {
 	return outcome, nil
 }
 
+// ignore says, at info level, why a delivery queued nothing: a signed delivery (the signature
+// was verified before any handler runs) whose repo GitHub named, with a reason of our own words.
 func (b *base) ignore(d Delivery, repo, why string) (string, error) {
-	b.cfg.Logger.Debug("event ignored", "delivery", d.ID, "event", d.Event, "repo", repo, "why", why)
+	b.cfg.Logger.Info("event ignored", "delivery", d.ID, "event", d.Event, "repo", repo, "why", why)
 	return metrics.OutcomeIgnored, nil
 }
 
