@@ -63,7 +63,11 @@ type rolloutRepo struct {
 	} `json:"pullRequests"`
 }
 
-func rolloutQuery(n int) string {
+func rolloutQuery(n int) string { return reposQuery(n, rolloutFields) }
+
+// reposQuery is one GraphQL query reading fields of n repositories of $owner ($n0, $n1, ...),
+// aliased r0, r1, ... (the rollout's pull requests, a rollback's merge history).
+func reposQuery(n int, fields string) string {
 	var q strings.Builder
 	q.WriteString("query($owner: String!, $base: String!, $bot: String!")
 	for i := range n {
@@ -71,7 +75,7 @@ func rolloutQuery(n int) string {
 	}
 	q.WriteString(") {\n")
 	for i := range n {
-		fmt.Fprintf(&q, "  r%d: repository(owner: $owner, name: $n%d) { %s }\n", i, i, rolloutFields)
+		fmt.Fprintf(&q, "  r%d: repository(owner: $owner, name: $n%d) { %s }\n", i, i, fields)
 	}
 	q.WriteString("}")
 	return q.String()
@@ -150,19 +154,7 @@ type historyRepo struct {
 	} `json:"pullRequests"`
 }
 
-func historyQuery(n int) string {
-	var q strings.Builder
-	q.WriteString("query($owner: String!, $base: String!, $bot: String!")
-	for i := range n {
-		fmt.Fprintf(&q, ", $n%d: String!", i)
-	}
-	q.WriteString(") {\n")
-	for i := range n {
-		fmt.Fprintf(&q, "  r%d: repository(owner: $owner, name: $n%d) { %s }\n", i, i, historyFields)
-	}
-	q.WriteString("}")
-	return q.String()
-}
+func historyQuery(n int) string { return reposQuery(n, historyFields) }
 
 // MergeHistory implements pr.Restorer: 25 repositories a GraphQL query, each with its
 // pr.HistoryDepth newest merged pull requests from the bot branch, their merge commits' trees
