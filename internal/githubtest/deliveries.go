@@ -149,6 +149,7 @@ func (s *Server) send(ctx context.Context, url, secret, event, guid string, body
 		s.deliveries = append(s.deliveries[:0:0], s.deliveries[len(s.deliveries)-maxDeliveriesKept:]...)
 	}
 	s.hookMu.Unlock()
+	s.changes.notify()
 	switch {
 	case err != nil:
 		return fmt.Errorf("delivering %s webhook: %w", event, err)

@@ -131,6 +131,10 @@
 // clears the log, typically after setup. Test helpers (CreateRepo, Commit, ...) bypass HTTP
 // and are not logged.
 //
+// Changed returns a channel closed at the fake's next change of state (a request of any class
+// but Read answered, a webhook delivery made, AdvanceClock): a test waits on it, re-checking its
+// condition after each change, instead of polling on a timer. Reads do not signal.
+//
 // Fault(pattern, FaultSpec) injects a Status, a Latency (counted as in flight), a Drop of
 // the connection, or a LoseResponse (the request is handled, then the connection is closed
 // without an answer: a write whose response timed out), for a route as the log names it, a

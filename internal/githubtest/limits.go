@@ -158,8 +158,11 @@ func (s *Server) setRateHeaders(h http.Header, ri rateInfo, zero bool) {
 	h.Set("X-Ratelimit-Resource", "core")
 }
 
-// AdvanceClock moves the fake clock forward, e.g. past a limit window.
-func (s *Server) AdvanceClock(d time.Duration) { s.clock.Advance(d) }
+// AdvanceClock moves the fake clock forward, e.g. past a limit window (Changed signals it).
+func (s *Server) AdvanceClock(d time.Duration) {
+	s.clock.Advance(d)
+	s.changes.notify()
+}
 
 // Now returns the server's fake time.
 func (s *Server) Now() time.Time { return s.clock.Now() }

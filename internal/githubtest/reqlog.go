@@ -120,8 +120,11 @@ func classify(method, route string) Class {
 
 func (s *Server) record(e Request) {
 	s.ctlMu.Lock()
-	defer s.ctlMu.Unlock()
 	s.reqlog = append(s.reqlog, e)
+	s.ctlMu.Unlock()
+	if e.Class != Read {
+		s.changes.notify()
+	}
 }
 
 // Requests returns a copy of the request log, oldest first.

@@ -72,6 +72,9 @@ type Server struct {
 	outbox     []pendingEvent // webhooks to deliver, in order
 	delivering bool           // a deliverLoop is running
 
+	// changes wakes the waiters of Changed.
+	changes changes
+
 	hooks    sync.WaitGroup
 	closeCtx context.Context
 	cancel   context.CancelFunc
