@@ -100,6 +100,9 @@ type Pool[J any] struct {
 	Metrics Metrics
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Finished, when set, is called with each job once it is over: logged, counted in Metrics
+	// and Done in the queue (tests wait on it rather than on time).
+	Finished func(j J)
 }
 
 // Run works until ctx is done, then shuts down gracefully: workers take no new job, in-flight
@@ -188,7 +191,7 @@ func (p *Pool[J]) runBatch(ctx, parent context.Context, jobs []J) {
 		return
 	}
 	for _, j := range jobs {
-		defer p.Queue.Done(p.key(j))
+		defer p.done(j)
 	}
 	ctx, cancel := p.jobContext(parent)
 	defer cancel()
@@ -216,7 +219,7 @@ type stage[J any] struct {
 func (p *Pool[J]) runStaged(pool, parent context.Context, s Stager[J], jobs []J) {
 	defer func() {
 		for _, j := range jobs { // the jobs taken while staging too
-			p.Queue.Done(p.key(j))
+			p.done(j)
 		}
 	}()
 	ctx, cancel := p.jobContext(parent)
@@ -288,29 +291,45 @@ func (p *Pool[J]) started(j J) time.Time {
 	return start
 }
 
-// report runs (or collects) j's outcome and records it.
+// done marks j Done in the queue and tells Finished.
+func (p *Pool[J]) done(j J) {
+	p.Queue.Done(p.key(j))
+	if p.Finished != nil {
+		p.Finished(j)
+	}
+}
+
+// report runs (or collects) j's outcome and records it: counted in Metrics, then logged, so
+// that whoever reads the log line finds the job counted.
 func (p *Pool[J]) report(ctx context.Context, j J, start time.Time, run func() error) {
 	a := p.Queue.policy.About(j)
 	log := p.logger().With(a.Attrs...)
 	err := run()
 	took := p.now().Sub(start)
-	outcome := "ok"
 	var pe *panicError
+	var outcome string
 	switch {
 	case err == nil:
-		log.Info("job done", "took", took.Round(time.Millisecond), "latency", p.now().Sub(a.Queued).Round(time.Millisecond))
+		outcome = "ok"
 	case errors.As(err, &pe):
 		outcome = "panic"
-		log.Error("job panicked; the next resync retries", "panic", fmt.Sprint(pe.value), "stack", string(pe.stack))
 	case ctx.Err() != nil:
 		outcome = "canceled"
-		log.Warn("job cancelled; handed back to the next resync", "took", took.Round(time.Millisecond), "err", err)
 	default:
 		outcome = "error"
-		log.Error("job failed; the next resync retries", "took", took.Round(time.Millisecond), "err", err)
 	}
 	if p.Metrics != nil {
 		p.Metrics.JobDone(a.Label, outcome, took)
+	}
+	switch outcome {
+	case "ok":
+		log.Info("job done", "took", took.Round(time.Millisecond), "latency", p.now().Sub(a.Queued).Round(time.Millisecond))
+	case "panic":
+		log.Error("job panicked; the next resync retries", "panic", fmt.Sprint(pe.value), "stack", string(pe.stack))
+	case "canceled":
+		log.Warn("job cancelled; handed back to the next resync", "took", took.Round(time.Millisecond), "err", err)
+	default:
+		log.Error("job failed; the next resync retries", "took", took.Round(time.Millisecond), "err", err)
 	}
 }
 
@@ -324,7 +343,7 @@ func (p *Pool[J]) jobContext(parent context.Context) (context.Context, context.C
 
 // run executes one job on a fresh context, reports it and marks it done.
 func (p *Pool[J]) run(parent context.Context, j J) {
-	defer p.Queue.Done(p.key(j))
+	defer p.done(j)
 	ctx, cancel := p.jobContext(parent)
 	defer cancel()
 	p.report(ctx, j, p.started(j), func() error { return p.execute(ctx, j) })

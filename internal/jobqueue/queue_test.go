@@ -3,6 +3,7 @@ package jobqueue
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sort"
 	"sync"
 	"testing"
@@ -263,4 +264,83 @@ func TestPoolPassesTheLeaseExplicitly(t *testing.T) {
 	assert.Same(t, q, r.leases["claimer"], "the claimer claims through the queue")
 	assert.Equal(t, NoLease{}, r.leases["plain"])
 	assert.Zero(t, q.Running(), "every job done, the panicked one too")
+}
+
+// countingMetrics is a Metrics counting finished jobs by outcome.
+type countingMetrics struct {
+	mu   sync.Mutex
+	done map[string]int
+}
+
+func (m *countingMetrics) JobStarted(string, time.Duration) {}
+
+func (m *countingMetrics) JobDone(_, outcome string, _ time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.done[outcome]++
+}
+
+func (m *countingMetrics) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, c := range m.done {
+		n += c
+	}
+	return n
+}
+
+// metricsAtLog is a slog.Handler noting, for each record, how many jobs the metrics had counted.
+type metricsAtLog struct {
+	m       *countingMetrics
+	mu      *sync.Mutex
+	counted map[string]int // by message
+}
+
+func (h metricsAtLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h metricsAtLog) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.counted[r.Message] = h.m.count()
+	return nil
+}
+func (h metricsAtLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h metricsAtLog) WithGroup(string) slog.Handler      { return h }
+
+// TestPoolFinishedAfterTheJobIsCountedAndDone: a job's log line comes after its count in the
+// metrics, and Finished after both and after the queue let it go, so that whoever waits on the
+// one or the other (serve's tests) finds the job counted and no longer running.
+func TestPoolFinishedAfterTheJobIsCountedAndDone(t *testing.T) {
+	t.Parallel()
+	q := newTaskQueue(Config{Capacity: 10})
+	r := &recorder{leases: map[string]Lease{}, done: make(chan string, 10)}
+	m := &countingMetrics{done: map[string]int{}}
+	logged := metricsAtLog{m: m, mu: &sync.Mutex{}, counted: map[string]int{}}
+	type seen struct {
+		key              string
+		counted, running int
+	}
+	finished := make(chan seen, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Pool[task]{Queue: q, Exec: r, Workers: 1, Metrics: m, Logger: slog.New(logged),
+		Finished: func(j task) { finished <- seen{j.key, m.count(), q.Running()} }}
+	stopped := make(chan error, 1)
+	go func() { stopped <- p.Run(ctx) }()
+	for i, j := range []task{{key: "ok"}, {key: "fails", note: "fail"}, {key: "panics", note: "panic"}, batched("g", "a")} {
+		_, err := q.Push(j)
+		require.NoError(t, err)
+		assert.Equal(t, seen{j.key, i + 1, 0}, <-finished, "finished once counted and done")
+	}
+	cancel()
+	require.NoError(t, <-stopped)
+	logged.mu.Lock()
+	defer logged.mu.Unlock()
+	assert.Equal(t, map[string]int{"job done": 4, "job failed; the next resync retries": 2, "job panicked; the next resync retries": 3},
+		withoutStarts(logged.counted), "each line logged once its job is counted")
+}
+
+// withoutStarts drops the "job started" lines.
+func withoutStarts(m map[string]int) map[string]int {
+	delete(m, "job started")
+	return m
 }

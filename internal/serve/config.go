@@ -77,6 +77,9 @@ type Config struct {
 	HTTP HTTPLimits
 	// BeforeJob runs before every job (tests inject faults with it).
 	BeforeJob func(ctx context.Context, j webhook.Job) error
+	// AfterJob runs after every job, once it is logged, counted in the metrics and no longer
+	// running (tests wait on it, not on time).
+	AfterJob func(j webhook.Job)
 	// OnReady is called once the service is ready (tests wait on it).
 	OnReady func()
 	// Clock is the rollout gate's time and schedules its wake-ups (nil: the wall clock;

@@ -189,7 +189,8 @@ func (s *Server) start(ctx context.Context, wg *sync.WaitGroup) error {
 		return err
 	}
 	s.srv.SetDispatcher(disp)
-	pool := &webhook.Pool{Queue: s.queue, Exec: svc, Workers: cfg.Workers, Grace: cfg.Grace, Logger: log, Metrics: s.metrics}
+	pool := &webhook.Pool{Queue: s.queue, Exec: svc, Workers: cfg.Workers, Grace: cfg.Grace, Logger: log, Metrics: s.metrics,
+		Finished: cfg.AfterJob}
 	resync := &webhook.Resync{Queue: s.queue, Control: cfg.Control, Interval: cfg.Resync, Logger: log,
 		Recover: func(ctx context.Context) ([]webhook.Job, error) { return svc.RecoverChecks(ctx, cfg.Control) }}
 	if in := s.inbox(gh.app, disp); in != nil {
