@@ -1,18 +1,12 @@
 package serve_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"io/fs"
 	"log/slog"
 	"math"
 	"net"
-	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,12 +19,11 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/checkrun"
-	"github.com/fleetbot-io/fleetbot/internal/control"
-	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
 	"github.com/fleetbot-io/fleetbot/internal/jobqueue"
 	"github.com/fleetbot-io/fleetbot/internal/serve"
+	"github.com/fleetbot-io/fleetbot/internal/serve/servetest"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
@@ -47,6 +40,10 @@ type serveEnv struct {
 	jobs    atomic.Int64
 	gate    gate
 	stop    func() // stops serve and waits for it; idempotent
+	// wake signals what serve does: every record it logs (from Info up), every job started
+	// and finished; waiter wakes on it and on the fake GitHub's changes (eventually).
+	wake   servetest.Signal
+	waiter *servetest.Waiter
 }
 
 type serveOptions struct {
@@ -123,11 +120,13 @@ func startServe(t *testing.T, o serveOptions) *serveEnv {
 	if grace == 0 {
 		grace = 5 * time.Second
 	}
+	e.waiter = servetest.NewWaiter(t, e.gh.Changed, e.wake.C)
 	ready := make(chan struct{})
-	logger := slog.New(slog.DiscardHandler)
+	var logs slog.Handler // nil: discarded
 	if testing.Verbose() && os.Getenv("FLEETBOT_SERVE_LOGS") != "" {
-		logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+		logs = slog.NewJSONHandler(os.Stderr, nil)
 	}
+	logger := slog.New(e.wake.Handler(logs))
 	cfg := serve.Config{
 		Control: "acme/control", Secret: []byte(serveSecret),
 		App: app.Config{Forge: app.ForgeGitHub, GitURL: e.gh.URL, CacheDir: o.cacheDir, Logger: logger,
@@ -143,9 +142,11 @@ func startServe(t *testing.T, o serveOptions) *serveEnv {
 			if o.beforeJob != nil {
 				o.beforeJob(j)
 			}
+			e.wake.Notify()
 			return nil
 		},
-		OnReady: func() { close(ready) },
+		AfterJob: func(webhook.Job) { e.wake.Notify() },
+		OnReady:  func() { close(ready) },
 	}
 	if o.clock != nil {
 		cfg.Clock = o.clock(e.gh)
@@ -172,81 +173,34 @@ func startServe(t *testing.T, o serveOptions) *serveEnv {
 }
 
 // newGitHub starts a fake GitHub with the org, the teams and acme/control
-// holding the example control repo.
+// holding the example control repo (edited by edit when set).
 func (e *serveEnv) newGitHub(webhooks bool, edit func(map[string]string), more ...githubtest.Option) {
-	t := e.t
 	ghOpts := more
 	if webhooks {
 		ghOpts = append(ghOpts, githubtest.WithWebhook(e.url+"/webhook", serveSecret))
 	}
-	e.gh = githubtest.NewServer(t, ghOpts...)
-
-	repo, err := control.LoadDir(exampleControl)
-	require.NoError(t, err)
-	targets, err := fanout.NewRenderer(fanout.Options{}).Render(repo)
-	require.NoError(t, err)
-	e.gh.CreateOrg("acme")
-	teams := map[string]bool{}
-	for _, tg := range targets {
-		e.targets = append(e.targets, tg.Repo)
-		for slug := range tg.Access.Teams {
-			teams[slug] = true
-		}
-	}
-	for slug := range teams {
-		e.gh.CreateTeam("acme", slug)
-	}
-	files := map[string]string{}
-	require.NoError(t, fs.WalkDir(os.DirFS(exampleControl), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(filepath.Join(exampleControl, p))
-		files[p] = string(b)
-		return err
-	}))
-	if edit != nil {
-		edit(files)
-	}
-	e.gh.CreateRepo("acme", "control", files)
+	e.gh, e.targets = servetest.NewGitHub(e.t, exampleControl, edit, ghOpts...)
 }
 
 // get fetches a path of the service.
 func (e *serveEnv) get(path string) (int, string) {
 	e.t.Helper()
-	resp, err := http.Get(e.url + path)
-	require.NoError(e.t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(e.t, err)
-	return resp.StatusCode, string(b)
+	return servetest.Get(e.t, e.url+path)
 }
 
 // metric returns the value of one series ("name{labels}" as exposed), 0 if absent.
 func (e *serveEnv) metric(series string) float64 {
 	e.t.Helper()
-	_, body := e.get("/metrics")
-	for _, line := range strings.Split(body, "\n") {
-		if v, ok := strings.CutPrefix(line, series+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			require.NoError(e.t, err, line)
-			return f
-		}
-	}
-	return 0
+	return servetest.Metric(e.t, e.url, series)
 }
 
-// eventually polls cond every 10ms for up to 2 minutes (a deadline for a hang, generous under
-// load).
+// eventually returns once cond holds, re-checking it on every event that may change it: a
+// change of the fake GitHub (a write answered, a webhook delivered, its clock advanced), a
+// record serve logs, a job started or finished. It never sleeps; near the test's deadline it
+// fails naming what.
 func (e *serveEnv) eventually(what string, cond func() bool) {
 	e.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	e.waiter.Eventually(what, cond)
 }
 
 func (e *serveEnv) waitMetric(series string, atLeast float64) {
@@ -294,26 +248,12 @@ const appliedOK = `fleetbot_job_duration_seconds_count{kind="apply",outcome="ok"
 // returns the status.
 func (e *serveEnv) deliver(event, id string, body []byte, secret string) int {
 	e.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, e.url+"/webhook", bytes.NewReader(body))
-	require.NoError(e.t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-GitHub-Event", event)
-	req.Header.Set("X-GitHub-Delivery", id)
-	if secret != "" {
-		req.Header.Set("X-Hub-Signature-256", githubtest.Sign(secret, body))
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(e.t, err)
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode
+	return servetest.Deliver(e.t, e.url, event, id, body, secret)
 }
 
 func encodeJSON(t *testing.T, v any) []byte {
 	t.Helper()
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	return b
+	return servetest.JSON(t, v)
 }
 
 func edge1(rangeValue string) map[string]string {

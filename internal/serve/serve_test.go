@@ -5,11 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,12 +20,11 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/app"
 	"github.com/fleetbot-io/fleetbot/internal/checkrun"
-	"github.com/fleetbot-io/fleetbot/internal/control"
-	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
 	"github.com/fleetbot-io/fleetbot/internal/ingress"
 	"github.com/fleetbot-io/fleetbot/internal/serve"
+	"github.com/fleetbot-io/fleetbot/internal/serve/servetest"
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
@@ -40,31 +37,7 @@ var exampleControl = filepath.Join("..", "..", "testdata", "control")
 // example control repo; opts configure it further (WithWebhook: it delivers its events).
 func fakeGitHub(t *testing.T, opts ...githubtest.Option) *githubtest.Server {
 	t.Helper()
-	gh := githubtest.NewServer(t, opts...)
-	repo, err := control.LoadDir(exampleControl)
-	require.NoError(t, err)
-	targets, err := fanout.NewRenderer(fanout.Options{}).Render(repo)
-	require.NoError(t, err)
-	gh.CreateOrg("acme")
-	teams := map[string]bool{}
-	for _, tg := range targets {
-		for slug := range tg.Access.Teams {
-			teams[slug] = true
-		}
-	}
-	for slug := range teams {
-		gh.CreateTeam("acme", slug)
-	}
-	files := map[string]string{}
-	require.NoError(t, fs.WalkDir(os.DirFS(exampleControl), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(filepath.Join(exampleControl, p))
-		files[p] = string(b)
-		return err
-	}))
-	gh.CreateRepo("acme", "control", files)
+	gh, _ := servetest.NewGitHub(t, exampleControl, nil, opts...)
 	return gh
 }
 
