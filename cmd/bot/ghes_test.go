@@ -20,6 +20,8 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
 	"github.com/fleetbot-io/fleetbot/internal/ingress"
+	"github.com/fleetbot-io/fleetbot/internal/serve/servetest"
+	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
 // botTrees is the tree of fleetbot's pull request branch of every target repo, as
@@ -96,10 +98,12 @@ func TestFrontEndsWriteTheSamePullRequestsOnGHES(t *testing.T) {
 	f := serveFlags{control: "acme/control", resync: time.Hour, grace: 5 * time.Second, workers: 1,
 		queueSize: 10, maxBody: ingress.DefaultMaxBody, checkName: checkrun.DefaultCheckName}
 	a.github.cacheDir, a.github.interval = "off", 0
-	cfg, err := a.serveConfig(&f, slog.New(slog.DiscardHandler))
+	var wake servetest.Signal // what serve logs and each job it finishes
+	cfg, err := a.serveConfig(&f, slog.New(wake.Handler(nil)))
 	require.NoError(t, err)
 	ready := make(chan struct{})
 	cfg.OnReady = func() { close(ready) }
+	cfg.AfterJob = func(webhook.Job) { wake.Notify() }
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -111,9 +115,10 @@ func TestFrontEndsWriteTheSamePullRequestsOnGHES(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("serve stopped before ready: %v", err)
 	}
-	e := &serveEnv{t: t, gh: srv, url: "http://" + ln.Addr().String()}
-	e.waitMetric(appliedOK, 1)
-	e.idle()
+	base := "http://" + ln.Addr().String()
+	servetest.NewWaiter(t, srv.Changed, wake.C).Eventually("the startup resync applied, no job waiting or running", func() bool {
+		return servetest.Metric(t, base, appliedOK) >= 1 && servetest.Idle(t, base)
+	})
 	cancel()
 	require.NoError(t, <-done)
 	assert.Empty(t, targetWrites(srv), "serve renders what the CLI proposed: no write")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fleetbot-io/fleetbot/internal/serve"
+	"github.com/fleetbot-io/fleetbot/internal/serve/servetest"
 )
 
 // installedBinary builds this command once per test binary into the module's .cache (go
@@ -110,20 +112,23 @@ func TestServeJobProcess(t *testing.T) {
 	}
 	t.Parallel()
 	bin := installedBinary(t)
-	e := &serveEnv{t: t}
-	e.newGitHub(false)
+	gh, _ := servetest.NewGitHub(t, exampleControl, nil)
 	dir := t.TempDir()
 	secretFile, keyFile, listenFile := filepath.Join(dir, "secret"), filepath.Join(dir, "app.pem"), filepath.Join(dir, "listen")
 	require.NoError(t, os.WriteFile(secretFile, []byte(serveSecret), 0o600))
-	require.NoError(t, os.WriteFile(keyFile, e.gh.AppPrivateKeyPEM(), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, gh.AppPrivateKeyPEM(), 0o600))
+	// At info level both processes log each delivery once it is counted and each job once it is
+	// counted: the events the test waits on, with the fake GitHub's changes.
 	cmd := exec.Command(bin, "serve", "--job-process", "--control-repo", "acme/control", "--webhook-secret-file", secretFile,
-		"--listen", "127.0.0.1:0", "--listen-file", listenFile, "--git-url", e.gh.URL, "--resync-interval", "1h",
+		"--listen", "127.0.0.1:0", "--listen-file", listenFile, "--git-url", gh.URL, "--resync-interval", "1h",
 		"--github-cache", filepath.Join(dir, "cache"), "--mutation-interval", "0",
-		"--content-per-minute", "100000", "--content-per-hour", "1000000")
-	cmd.Env = append(os.Environ(), "GITHUB_API_URL="+e.gh.APIURL(), "FLEETBOT_APP_ID="+strconv.FormatInt(e.gh.AppID(), 10),
+		"--content-per-minute", "100000", "--content-per-hour", "1000000", "--log-level", "info")
+	cmd.Env = append(os.Environ(), "GITHUB_API_URL="+gh.APIURL(), "FLEETBOT_APP_ID="+strconv.FormatInt(gh.AppID(), 10),
 		"FLEETBOT_APP_KEY_FILE="+keyFile, "GITHUB_TOKEN=", "FLEETBOT_APP_KEY=", "FLEETBOT_WEBHOOK_SECRET=")
 	var logs syncBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	var wake servetest.Signal
+	out := wake.Writer(&logs)
+	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -133,60 +138,68 @@ func TestServeJobProcess(t *testing.T) {
 			t.Logf("serve's log:\n%s", logs.String())
 		}
 	})
+	w := servetest.NewWaiter(t, gh.Changed, wake.C)
+	var base string
+	metric := func(series string) float64 { return servetest.Metric(t, base, series) }
+	waitMetric := func(series string, atLeast float64) {
+		t.Helper()
+		w.Eventually(fmt.Sprintf("%s >= %v", series, atLeast), func() bool { return metric(series) >= atLeast })
+	}
 
-	e.eventually("the listen file", func() bool {
+	w.Eventually("the listen file", func() bool {
 		b, err := os.ReadFile(listenFile)
 		if err != nil || !strings.HasSuffix(string(b), "\n") {
 			return false
 		}
-		e.url = "http://" + strings.TrimSpace(string(b))
+		base = "http://" + strings.TrimSpace(string(b))
 		return true
 	})
-	e.eventually("ready (through the front)", func() bool {
-		resp, err := http.Get(e.url + "/readyz")
+	w.Eventually("ready (through the front)", func() bool {
+		resp, err := http.Get(base + "/readyz")
 		if err != nil {
 			return false
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	e.waitMetric(appliedOK, 1) // the startup resync
-	e.idle()
+	waitMetric(appliedOK, 1) // the startup resync
 	kids := children(cmd.Process.Pid)
 	require.Len(t, kids, 1, "one job process")
 	job := kids[0]
 	assert.Equal(t, min(niceness(t, cmd.Process.Pid)+serve.DefaultJobNice, 19), niceness(t, job), "the job process runs at a lower priority")
 
-	push := encodeJSON(t, map[string]any{"ref": "refs/heads/main", "after": e.gh.Branch("acme", "control", "main"),
+	push := servetest.JSON(t, map[string]any{"ref": "refs/heads/main", "after": gh.Branch("acme", "control", "main"),
 		"repository": map[string]any{"full_name": "acme/control", "default_branch": "main"}, "sender": map[string]any{"login": "alice"}})
-	assert.Equal(t, http.StatusAccepted, e.deliver("push", "p1", push, serveSecret))
-	assert.Equal(t, http.StatusUnauthorized, e.deliver("push", "p2", push, "wrong-secret"))
-	e.waitMetric(appliedOK, 2)
-	e.waitMetric(`fleetbot_webhook_deliveries_total{event="push",outcome="queued"}`, 1)
-	e.waitMetric(`fleetbot_webhook_deliveries_total{event="push",outcome="bad_signature"}`, 1)
-	e.waitMetric("fleetbot_webhook_ack_seconds_count", 2)
-	resp, err := http.Post(e.url+"/internal/front-batch", "application/json", strings.NewReader(`{}`))
+	// The refusal first: the front hands it to the job process with or before the push, whose
+	// log line then says both are counted.
+	assert.Equal(t, http.StatusUnauthorized, servetest.Deliver(t, base, "push", "p2", push, "wrong-secret"))
+	assert.Equal(t, http.StatusAccepted, servetest.Deliver(t, base, "push", "p1", push, serveSecret))
+	waitMetric(appliedOK, 2)
+	waitMetric(`fleetbot_webhook_deliveries_total{event="push",outcome="queued"}`, 1)
+	waitMetric(`fleetbot_webhook_deliveries_total{event="push",outcome="bad_signature"}`, 1)
+	waitMetric("fleetbot_webhook_ack_seconds_count", 2)
+	resp, err := http.Post(base+"/internal/front-batch", "application/json", strings.NewReader(`{}`))
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "the job process's batch route is not reachable from the public address")
 
 	// The job process dies; the front keeps answering and holds the delivery for the next one.
 	require.NoError(t, syscall.Kill(job, syscall.SIGKILL))
-	e.eventually("the job process gone", func() bool {
+	w.Eventually("the job process gone", func() bool {
 		k := children(cmd.Process.Pid) // read once: the front may start the next one between two reads
 		return len(k) == 0 || k[0] != job
 	})
-	assert.Equal(t, http.StatusAccepted, e.deliver("push", "p3", push, serveSecret), "acknowledged while no job process runs")
-	e.eventually("a new job process", func() bool {
+	assert.Equal(t, http.StatusAccepted, servetest.Deliver(t, base, "push", "p3", push, serveSecret), "acknowledged while no job process runs")
+	w.Eventually("a new job process", func() bool {
 		k := children(cmd.Process.Pid)
 		return len(k) == 1 && k[0] != job
 	})
 	// The new process counts from zero: the push it counts is the one the front held, queued,
 	// or coalesced with the new process's startup resync when that one is still waiting (which
 	// of the two depends on how fast the new process starts: both mean the push is not lost).
-	e.eventually("the held push taken by the new job process", func() bool {
-		return e.metric(`fleetbot_webhook_deliveries_total{event="push",outcome="queued"}`)+
-			e.metric(`fleetbot_webhook_deliveries_total{event="push",outcome="coalesced"}`) >= 1
+	w.Eventually("the held push taken by the new job process", func() bool {
+		return metric(`fleetbot_webhook_deliveries_total{event="push",outcome="queued"}`)+
+			metric(`fleetbot_webhook_deliveries_total{event="push",outcome="coalesced"}`) >= 1
 	})
 	assert.Contains(t, logs.String(), "job process exited; starting it again")
 

@@ -1,17 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
-	"io"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,141 +22,17 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fleetbot-io/fleetbot/internal/control"
-	"github.com/fleetbot-io/fleetbot/internal/fanout"
-	"github.com/fleetbot-io/fleetbot/internal/githubtest"
 	"github.com/fleetbot-io/fleetbot/internal/ingress"
 	"github.com/fleetbot-io/fleetbot/internal/serve"
+	"github.com/fleetbot-io/fleetbot/internal/serve/servetest"
 )
 
 const serveSecret = "webhook-secret-for-tests"
 
-// serveEnv is a fake GitHub holding acme/control (the example control repo) and the address
-// of a fleetbot serve wired to it, for the tests of what cmd/bot itself does around serve (its
-// job process, the front ends agreeing on GHES); the tests of serve's behaviour, with the full
-// harness, are internal/serve's.
-type serveEnv struct {
-	t       *testing.T
-	gh      *githubtest.Server
-	url     string
-	targets []string // target repo names
-}
-
-// newGitHub starts a fake GitHub with the org, the teams and acme/control
-// holding the example control repo.
-func (e *serveEnv) newGitHub(webhooks bool, more ...githubtest.Option) {
-	t := e.t
-	ghOpts := more
-	if webhooks {
-		ghOpts = append(ghOpts, githubtest.WithWebhook(e.url+"/webhook", serveSecret))
-	}
-	e.gh = githubtest.NewServer(t, ghOpts...)
-
-	repo, err := control.LoadDir(exampleControl)
-	require.NoError(t, err)
-	targets, err := fanout.NewRenderer(fanout.Options{}).Render(repo)
-	require.NoError(t, err)
-	e.gh.CreateOrg("acme")
-	teams := map[string]bool{}
-	for _, tg := range targets {
-		e.targets = append(e.targets, tg.Repo)
-		for slug := range tg.Access.Teams {
-			teams[slug] = true
-		}
-	}
-	for slug := range teams {
-		e.gh.CreateTeam("acme", slug)
-	}
-	files := map[string]string{}
-	require.NoError(t, fs.WalkDir(os.DirFS(exampleControl), ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(filepath.Join(exampleControl, p))
-		files[p] = string(b)
-		return err
-	}))
-	e.gh.CreateRepo("acme", "control", files)
-}
-
-// get fetches a path of the service.
-func (e *serveEnv) get(path string) (int, string) {
-	e.t.Helper()
-	resp, err := http.Get(e.url + path)
-	require.NoError(e.t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(e.t, err)
-	return resp.StatusCode, string(b)
-}
-
-// metric returns the value of one series ("name{labels}" as exposed), 0 if absent.
-func (e *serveEnv) metric(series string) float64 {
-	e.t.Helper()
-	_, body := e.get("/metrics")
-	for _, line := range strings.Split(body, "\n") {
-		if v, ok := strings.CutPrefix(line, series+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			require.NoError(e.t, err, line)
-			return f
-		}
-	}
-	return 0
-}
-
-// eventually polls cond every 10ms for up to 2 minutes (a deadline for a hang, generous under
-// load).
-func (e *serveEnv) eventually(what string, cond func() bool) {
-	e.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func (e *serveEnv) waitMetric(series string, atLeast float64) {
-	e.t.Helper()
-	e.eventually(fmt.Sprintf("%s >= %v", series, atLeast), func() bool { return e.metric(series) >= atLeast })
-}
-
-// idle waits until no job waits or runs.
-func (e *serveEnv) idle() {
-	e.t.Helper()
-	e.eventually("an idle queue", func() bool {
-		return e.metric("fleetbot_queue_depth") == 0 && e.metric("fleetbot_jobs_in_flight") == 0
-	})
-}
-
-const appliedOK = `fleetbot_job_duration_seconds_count{kind="apply",outcome="ok"}`
-
-// deliver posts a delivery signed with secret ("" leaves it unsigned) and
-// returns the status.
-func (e *serveEnv) deliver(event, id string, body []byte, secret string) int {
-	e.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, e.url+"/webhook", bytes.NewReader(body))
-	require.NoError(e.t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-GitHub-Event", event)
-	req.Header.Set("X-GitHub-Delivery", id)
-	if secret != "" {
-		req.Header.Set("X-Hub-Signature-256", githubtest.Sign(secret, body))
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(e.t, err)
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode
-}
-
-func encodeJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	return b
-}
+// appliedOK is serve's count of the apply jobs that succeeded. The tests of serve's behaviour
+// are internal/serve's; cmd/bot's test what the command wires around it, with the helpers they
+// share (internal/serve/servetest).
+const appliedOK = servetest.AppliedOK
 
 // TestDeployBase builds deploy/base with kustomize and checks that it
 // configures serve the way serve reads its configuration.
