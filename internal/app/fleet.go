@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"sync"
+	"time"
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+	"github.com/fleetbot-io/fleetbot/internal/rollout"
 	"github.com/fleetbot-io/fleetbot/internal/workcopy"
 )
 
@@ -28,6 +30,20 @@ type Fleet struct {
 	// its CPU under a stream of deliveries.
 	sumsOnce sync.Once
 	sums     map[string]string
+
+	// now is the clock of the configuration that loaded or rendered the fleet (Config.Now;
+	// nil: time.Now); rollouts, the rollout slice's entry for Repo on it, is built once.
+	now          func() time.Time
+	rolloutsOnce sync.Once
+	rollouts     *rollout.Rollouts
+}
+
+// Rollouts is the rollout slice's entry for the fleet's control repo (rollout.Rollouts: the
+// plan of its waves, the gate, the next wake-up, the check-run text, the status picture), built
+// once per fleet on the clock of the configuration that loaded it.
+func (f *Fleet) Rollouts() *Rollouts {
+	f.rolloutsOnce.Do(func() { f.rollouts = rollout.New(f.Repo, f.now) })
+	return f.rollouts
 }
 
 // digests returns the digests of f's targets, computed once.
@@ -72,7 +88,7 @@ func (c Config) Load(ctx context.Context, dir string) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Fleet{Repo: repo, Targets: targets}, nil
+	return &Fleet{Repo: repo, Targets: targets, now: c.Now}, nil
 }
 
 // LoadDir is control.LoadDir with r building the catalog's apps (Renderer.Prebuild) beside

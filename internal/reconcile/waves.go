@@ -27,12 +27,12 @@ type rolloutVerdict struct {
 	held map[string]error
 }
 
-// gate asks the rollout slice (rollout.Gate) for its verdict on the run's revision over every
+// gate asks the rollout slice (rollout.Rollouts.Gate) for its verdict on the run's revision over every
 // cluster repo (the run's and its observers), from what the forge shows of their pull
 // requests, and holds the repos it does not admit (holds). An open pull request is always
 // updated in place. Without declared waves it holds nothing.
 func gate(ctx context.Context, f Forge, in runInput, repos, observers []*repoPlan) (*rolloutVerdict, error) {
-	if !rollout.Enabled(in.repo) {
+	if !in.rollouts.Enabled() {
 		return &rolloutVerdict{}, nil
 	}
 	rd := f.Capabilities().Rollout
@@ -50,13 +50,13 @@ func gate(ctx context.Context, f Forge, in runInput, repos, observers []*repoPla
 	if err != nil {
 		return nil, fmt.Errorf("reading the rollout state of %d cluster repos: %w", len(names), err)
 	}
-	gin := rollout.Input{Control: in.repo, Revision: in.opts.Source, Now: in.opts.Now()}
+	gin := make([]rollout.Cluster, 0, len(clusters))
 	for _, c := range clusters {
 		p, ok := prs[c.target().Repo]
-		gin.Clusters = append(gin.Clusters, rollout.Cluster{Name: c.target().Name, Repo: c.target().Repo, Decision: c.content, PR: p, Found: ok})
+		gin = append(gin, rollout.Cluster{Name: c.target().Name, Repo: c.target().Repo, Decision: c.content, PR: p, Found: ok})
 	}
-	v := rollout.Gate(gin)
-	return &rolloutVerdict{Verdict: v, held: holds(&v, repos)}, nil
+	v := in.rollouts.Gate(in.opts.Source, gin)
+	return &rolloutVerdict{Verdict: v, held: holds(in.rollouts, &v, repos)}, nil
 }
 
 // gateClusters are the cluster repos the gate weighs: the run's own (content targets; a
@@ -77,7 +77,7 @@ func gateClusters(repos, observers []*repoPlan) []*repoPlan {
 // a new pull request (rollout.Verdict.Holds: a cluster the rollout holds, a workspace while one
 // of its clusters is held). A repo that failed, or whose decision writes nothing, is not held.
 // The hold is deferred until the rollout's next check, when time alone can change the verdict.
-func holds(v *rollout.Verdict, repos []*repoPlan) map[string]error {
+func holds(ro *rollout.Rollouts, v *rollout.Verdict, repos []*repoPlan) map[string]error {
 	held := map[string]error{}
 	for _, p := range repos {
 		why, ok := v.Holds(p.target())
@@ -85,7 +85,7 @@ func holds(v *rollout.Verdict, repos []*repoPlan) map[string]error {
 			continue
 		}
 		err := fmt.Errorf("%s: %w: %s", p.target().FullName(), ErrHeld, why)
-		held[p.target().Repo] = report.Classify(err, report.Outcome{Class: report.ClassDeferred, Reason: report.ReasonHeldByRollout, RetryAt: v.Status.NextWake()})
+		held[p.target().Repo] = report.Classify(err, report.Outcome{Class: report.ClassDeferred, Reason: report.ReasonHeldByRollout, RetryAt: ro.NextWake(v.Status)})
 	}
 	return held
 }

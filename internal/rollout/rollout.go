@@ -6,16 +6,21 @@
 // and why the others wait. Nothing is remembered between calls, so a restarted service or a
 // scheduled Action run continues where the last one was, from the same observations.
 //
-// The package owns rollouts end to end, as one slice; the other floors only call it:
+// The package owns rollouts end to end, as one slice, behind one entry: Rollouts, built once
+// from the control model and a clock (New). The other floors only call it:
 //
-//   - plan and gate: Gate plans a revision's waves from the control model and evaluates them
-//     on what the forge shows (Input: the clusters' decisions and newest pull requests);
-//     Verdict.Holds says which target repos wait, Verdict.Merge how each cluster's pull
-//     request merges (reconcile's gate phase reads the forge and calls it);
-//   - the next wake-up: Status.NextWake (serve's rollout watch schedules a full apply then);
-//   - the words: Status.CheckRun (the control commit's rollout check run), Status.Report
+//   - plan and gate: Rollouts.Plan plans a revision's waves from the control model (the
+//     components with their own waves its changes touch, spec.rollout.waves for the rest);
+//     Rollouts.Gate plans the revision's and evaluates them (Evaluate) on what the forge shows
+//     (the clusters' decisions and newest pull requests) at the clock's time; Verdict.Holds
+//     says which target repos wait, Verdict.Merge how each cluster's pull request merges
+//     (reconcile's gate phase reads the forge and calls it);
+//   - the next wake-up: Rollouts.NextWake (a held repo's retry time; serve's rollout watch
+//     schedules a full apply then);
+//   - the words: Rollouts.CheckRun (the control commit's rollout check run), Status.Report
 //     (the report's rollout section, `fleetbot rollout status`);
-//   - the picture: View and Bar (the status page's bar per wave; internal/status draws it).
+//   - the picture: Rollouts.View, Rollouts.Windows and Bar (the status page's bar per wave;
+//     internal/status draws it).
 package rollout
 
 import (

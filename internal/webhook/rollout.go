@@ -178,12 +178,13 @@ func (s *Service) rollout(ctx context.Context, sha string, fl *app.Fleet, rep *a
 		s.cfg.Rollout.Observe(nil, time.Time{})
 		return
 	}
-	p := rep.Rollout.CheckRun()
+	ro := fl.Rollouts()
+	p := ro.CheckRun(rep.Rollout)
 	var repos []string
 	if !p.Done() {
 		repos = fl.ClusterRepos()
 	}
-	s.cfg.Rollout.Observe(repos, rep.Rollout.NextWake())
+	s.cfg.Rollout.Observe(repos, ro.NextWake(rep.Rollout))
 	if s.cfg.RolloutChecks == nil || p.Changed == 0 {
 		return
 	}

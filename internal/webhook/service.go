@@ -452,7 +452,7 @@ func (s *Service) plan(ctx context.Context, j Job) checkrun.Result {
 	}
 	res := planResult(rep, text.String(), len(fl.Targets))
 	if rep.Rollout != nil {
-		if p := rep.Rollout.CheckRun(); p.Changed > 0 {
+		if p := fl.Rollouts().CheckRun(rep.Rollout); p.Changed > 0 {
 			res.Summary += "\n\n### Rollout in waves\n\nOnce merged, this change reaches the clusters wave by wave (the states are today's; " +
 				"the check run `" + checkrun.RolloutCheckName + "` on the merge commit follows the rollout).\n\n" + p.Summary
 		}
