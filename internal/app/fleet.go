@@ -11,6 +11,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 	"github.com/fleetbot-io/fleetbot/internal/rollout"
 	"github.com/fleetbot-io/fleetbot/internal/workcopy"
 )
@@ -107,6 +108,22 @@ func LoadDir(ctx context.Context, r *fanout.Renderer, dir string) (*control.Repo
 	}
 	builds.Wait()
 	return repo, err
+}
+
+// ControlProblems returns the problems of a control repo that err says is invalid: err's class is
+// invalid input (report.ClassOf: control.Issues carry it, as does the run that found a team the
+// org lacks) and it carries the control repo's issues, each at its file:line, which a front end
+// shows (annotations, the report's errors, a check run's). ok is false for any other error (an
+// unreadable directory, a forge's), which the front end reports as it is.
+func ControlProblems(err error) (Issues, bool) {
+	if report.ClassOf(err).Class != report.ClassInvalidInput {
+		return nil, false
+	}
+	var is Issues
+	if !errors.As(err, &is) {
+		return nil, false
+	}
+	return is, true
 }
 
 // DescribeLoadError adds what to do to a load failure that is not a list of issues (those

@@ -261,10 +261,11 @@ func (s *Service) forget(e *fleetEntry) {
 }
 
 // isInvalid reports whether err says the control repo is invalid (a
-// property of the commit, worth caching) rather than unreadable.
+// property of the commit, worth caching) rather than unreadable: its class is
+// invalid input and it carries the control repo's problems (app.ControlProblems).
 func isInvalid(err error) bool {
-	var is app.Issues
-	return errors.As(err, &is)
+	_, ok := app.ControlProblems(err)
+	return ok
 }
 
 // apply reconciles the fleet at the control repo's head. A push job is incremental: it plans
@@ -420,11 +421,10 @@ func (s *Service) check(ctx context.Context, j Job) error {
 func (s *Service) plan(ctx context.Context, j Job) checkrun.Result {
 	e := s.fleetEntry(ctx, j.SHA)
 	fl, err := e.fleet, e.err
-	var issues app.Issues
-	switch {
-	case errors.As(err, &issues):
+	if issues, ok := app.ControlProblems(err); ok {
 		return invalidResult(issues)
-	case err != nil:
+	}
+	if err != nil {
 		return checkrun.Result{Conclusion: checkrun.ConclusionNeutral, Title: "fleetbot could not read the control repo",
 			Summary: "fleetbot could not read this commit; re-run the check.\n\n```\n" + err.Error() + "\n```\n"}
 	}
@@ -438,7 +438,7 @@ func (s *Service) plan(ctx context.Context, j Job) checkrun.Result {
 		return checkrun.Result{Conclusion: o.Class.CheckConclusion(), Title: "fleetbot could not reach the target repos",
 			Summary: "```\n" + err.Error() + "\n```\n"}
 	}
-	if errors.As(err, &issues) {
+	if issues, ok := app.ControlProblems(err); ok {
 		// Found against the org (a team it does not have): invalid input, with file:line.
 		return invalidResult(issues)
 	}
