@@ -17,7 +17,9 @@ import (
 //   - CheckRun: a verdict worded for the control commit's check run (serve);
 //   - View, Windows: the status page's and `fleetbot status`'s picture (internal/status).
 //
-// A nil *Rollouts is a control repo without waves: Enabled is false and Gate admits everything.
+// A nil *Rollouts reads as an empty control repo (Enabled is false, Plan and Waves hold no
+// cluster, View draws no bar, Windows is nil); Gate needs a control repo that declares waves
+// (Enabled), as reconcile's gate phase checks first.
 type Rollouts struct {
 	control *control.Repo
 	now     func() time.Time
