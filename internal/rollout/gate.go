@@ -59,6 +59,8 @@ type Input struct {
 	Revision string
 	Now      time.Time
 	Clusters []Cluster
+	// Workspaces are the workspace repos of the run (see Workspace).
+	Workspaces []Workspace
 }
 
 // MergeSettings are what a cluster's wave decides of its pull request: whether it merges
@@ -93,10 +95,18 @@ func Gate(in Input) Verdict {
 			recorded = append(recorded, waves)
 		}
 	}
+	if workspaceChanged(in.Workspaces, in.Revision) {
+		recorded = append(recorded, []string{control.FleetWaves})
+	}
 	plan := revisionPlan(in.Control, in.Clusters, recorded)
+	attachWorkspaces(in.Control, plan, in.Workspaces, in.Revision, obs)
 	opts := options(in.Control)
 	if opts.Failed == nil {
-		opts.Failed = rolledBackFailure(in.Clusters)
+		all := slices.Clone(in.Clusters)
+		for _, w := range in.Workspaces {
+			all = append(all, w.asCluster())
+		}
+		opts.Failed = rolledBackFailure(all)
 	}
 	st := Evaluate(in.Revision, waves(plan), obs, in.Now, opts)
 	st.Lists = plan.Lists
