@@ -25,7 +25,7 @@ type Workspace struct {
 
 // asCluster is w in the shape observe and rolledBackFailure read.
 func (w Workspace) asCluster() Cluster {
-	return Cluster{Name: w.Name, Repo: w.Repo, Decision: w.Decision, PR: w.PR, Found: w.Found}
+	return Cluster(w)
 }
 
 // workspaceChanged reports whether any workspace repo takes part in the revision.
