@@ -60,8 +60,15 @@ func attachWorkspaces(ctl *control.Repo, plan control.RolloutPlan, workspaces []
 			ns = ws.Namespace()
 		}
 		for _, c := range carriers(ctl, w.Name, waveOf) {
-			wo := Observed{Changed: true, PR: workspacePR(o.PR, w, c, ns, watched)}
-			obs[c] = combine(obs[c], wo)
+			p := workspacePR(o.PR, w, c, ns, watched)
+			if p != nil && p.Merged && p.Health == HealthUnknown && w.PR.Source != revision {
+				// An earlier revision's merge of the very tree this one renders, on which
+				// nothing was ever reported from c's workspace namespace: merged before its
+				// health was watched (the github provider, or before generic-hmac), it is
+				// not this revision's to wait for.
+				continue
+			}
+			obs[c] = combine(obs[c], Observed{Changed: true, PR: p})
 		}
 	}
 }
@@ -123,9 +130,11 @@ func workspacePR(p *PR, w Workspace, cluster, namespace string, watched bool) *P
 }
 
 // combine is a cluster's observation with its workspace's: changed when either is; the pull
-// request the wave weighs is the one still to act on (an open one is updated in place; none
-// while the other repo's is still to open), else both merges as one: the later merge, the worse
-// verdict.
+// request the wave weighs is the one still to act on: none while the cluster repo's new one is
+// still to open (the cluster is a candidate of its wave, held with it: the workspace's open pull
+// request is updated in place all the same, and never admits the cluster's new one), an open
+// one (updated in place), else both merges as one: the later merge, the worse verdict. A failed
+// merge is weighed whatever the other repo's state.
 func combine(cl, ws Observed) Observed {
 	if !cl.Changed {
 		return ws
@@ -135,10 +144,10 @@ func combine(cl, ws Observed) Observed {
 	switch {
 	case a != nil && a.Open:
 		out.PR = a
-	case b != nil && b.Open:
+	case a != nil && b != nil && b.Open:
 		out.PR = b
 	case a == nil || b == nil:
-		// One repo's pull request is still to open: the cluster is a candidate, unless the
+		// A repo's pull request is still to open: the cluster is a candidate, unless the
 		// other's merge already failed.
 		for _, p := range []*PR{a, b} {
 			if p != nil && p.Merged && p.Health == HealthFailure {

@@ -143,3 +143,48 @@ func TestGateWorkspaceWithClusterChange(t *testing.T) {
 	require.NotNil(t, v.Status.Halted)
 	assert.Contains(t, v.Status.Halted.Reason, "workspace-shop-c#2")
 }
+
+// TestGateWorkspaceOpenPRAdmitsNoClusterChange: a workspace's open pull request (of an earlier
+// revision, updated in place) does not let its cluster of a later wave open a new one: the
+// cluster's change waits for its wave.
+func TestGateWorkspaceOpenPRAdmitsNoClusterChange(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	ctl := workspaceControl(control.HealthGenericHMAC)
+	changed := &pr.Decision{Action: pr.ActionOpen, OpenPR: true}
+	v := Gate(Input{Control: ctl, Revision: "rev2", Now: now,
+		Clusters: []Cluster{{Name: "c1", Repo: "cluster-c1", Decision: changed}, {Name: "p1", Repo: "cluster-p1", Decision: changed}},
+		Workspaces: []Workspace{{Name: "shop-p", Repo: "workspace-shop-p", Decision: &pr.Decision{Action: pr.ActionUpdate, UpdatePR: true},
+			PR: pr.RolloutPR{Number: 1, State: pr.StateOpen, Source: "rev1"}, Found: true}}})
+	assert.Equal(t, []string{"c1"}, v.Status.Admitted)
+	why, held := v.Holds(&fanout.Target{Kind: fanout.KindCluster, Name: "p1"})
+	assert.True(t, held, "p1's new pull request waits for its wave")
+	assert.Contains(t, why, "wave canary is not done")
+}
+
+// TestGateWorkspaceInheritedMerge: a revision that leaves a workspace repo as an earlier one
+// merged it weighs that merge as its own when Flux reported on it from the carrier's workspace
+// namespace (a failure stays a failure after a commit that only approves), and not at all when
+// nothing ever reported on it there (merged before its health was watched): the wave does not
+// wait for a verdict that never comes.
+func TestGateWorkspaceInheritedMerge(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	ctl := workspaceControl(control.HealthGenericHMAC)
+	inSync := &pr.Decision{Action: pr.ActionNoop, Tree: "t1"}
+	clusters := []Cluster{{Name: "c1", Repo: "cluster-c1", Decision: inSync}, {Name: "p1", Repo: "cluster-p1", Decision: inSync}}
+	merged := pr.RolloutPR{Number: 4, State: pr.StateMerged, Source: "rev1", Tree: "t1", MergedAt: now.Add(-time.Hour)}
+	gate := func(p pr.RolloutPR) Verdict {
+		return Gate(Input{Control: ctl, Revision: "rev2", Now: now, Clusters: clusters,
+			Workspaces: []Workspace{{Name: "shop-c", Repo: "workspace-shop-c", Decision: inSync, PR: p, Found: true}}})
+	}
+	v := gate(merged)
+	assert.Nil(t, v.Status.Halted)
+	assert.True(t, v.Status.Done, "nothing reported on the merge from c1's namespace: not this revision's to wait for")
+
+	merged.Statuses = []pr.CommitStatus{{Context: HealthStatusContext(HealthEndpoint{Cluster: "c1", Namespace: "shop-c"}, "workspace-shop-c"),
+		State: pr.StatusFailure, CreatedAt: now.Add(-50 * time.Minute)}}
+	v = gate(merged)
+	require.NotNil(t, v.Status.Halted, "the failure reported on it is still the workspace's")
+	assert.Contains(t, v.Status.Halted.Reason, "workspace-shop-c#4")
+}
