@@ -56,11 +56,13 @@ func (f *Fleet) digests() map[string]string {
 // Owner is the platform owner: the org (or user) owning every target repo.
 func (f *Fleet) Owner() string { return f.Repo.Platform.Spec.Owner }
 
-// ClusterRepos lists the "owner/name" of f's cluster repos (not those being removed).
-func (f *Fleet) ClusterRepos() []string {
+// RolloutRepos lists the "owner/name" of the repos a rollout in waves weighs (not those being
+// removed): the cluster repos, and the workspace repos, whose merges and health gate the waves
+// of their clusters (rollout.Workspace).
+func (f *Fleet) RolloutRepos() []string {
 	var out []string
 	for _, t := range f.Targets {
-		if t.Kind == fanout.KindCluster && !t.Removed {
+		if (t.Kind == fanout.KindCluster || t.Kind == fanout.KindWorkspace) && !t.Removed {
 			out = append(out, t.FullName())
 		}
 	}

@@ -89,3 +89,17 @@ func TestControlProblems(t *testing.T) {
 		assert.False(t, ok, name)
 	}
 }
+
+// TestRolloutReposIncludeWorkspaces: the repos serve watches while a rollout is in progress (a
+// Flux status or a merge there applies the fleet, so the gate sees it now) are the cluster repos
+// and the workspace repos, whose merges and health gate the waves of their clusters; not the
+// control repo, and not a repo being removed.
+func TestRolloutReposIncludeWorkspaces(t *testing.T) {
+	t.Parallel()
+	f, err := Config{}.Load(context.Background(), exampleControl)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"acme/cluster-edge-1", "acme/cluster-prod-eu-1", "acme/cluster-prod-us-1", "acme/cluster-staging-eu-1",
+		"acme/workspace-payments", "acme/workspace-search"}, f.RolloutRepos())
+	f.Targets[0].Removed = true
+	assert.NotContains(t, f.RolloutRepos(), f.Targets[0].FullName())
+}

@@ -40,31 +40,37 @@ func gate(ctx context.Context, f Forge, in runInput, repos, observers []*repoPla
 		return nil, fmt.Errorf("platform spec.rollout.waves: this forge cannot read pull request merges and commit statuses " +
 			"(it declares no rollout reader), which a rollout in waves is gated on; use the github or local forge, or remove spec.rollout")
 	}
-	clusters := gateClusters(repos, observers)
+	clusters := gateRepos(repos, observers, fanout.KindCluster)
+	workspaces := gateRepos(repos, observers, fanout.KindWorkspace)
 	fl := in.repo.Fleet()
-	names := make([]string, len(clusters))
-	for i, c := range clusters {
-		names[i] = c.target().Repo
+	names := make([]string, 0, len(clusters)+len(workspaces))
+	for _, c := range slices.Concat(clusters, workspaces) {
+		names = append(names, c.target().Repo)
 	}
 	prs, err := rd.RolloutPRs(ctx, fl.Owner, names, fl.DefaultBranch, fl.PRBranch)
 	if err != nil {
-		return nil, fmt.Errorf("reading the rollout state of %d cluster repos: %w", len(names), err)
+		return nil, fmt.Errorf("reading the rollout state of %d cluster and workspace repos: %w", len(names), err)
 	}
 	gin := make([]rollout.Cluster, 0, len(clusters))
 	for _, c := range clusters {
 		p, ok := prs[c.target().Repo]
 		gin = append(gin, rollout.Cluster{Name: c.target().Name, Repo: c.target().Repo, Decision: c.content, PR: p, Found: ok})
 	}
-	v := in.rollouts.Gate(in.opts.Source, gin)
+	var gws []rollout.Workspace
+	for _, w := range workspaces {
+		p, ok := prs[w.target().Repo]
+		gws = append(gws, rollout.Workspace{Name: w.target().Name, Repo: w.target().Repo, Decision: w.content, PR: p, Found: ok})
+	}
+	v := in.rollouts.Gate(in.opts.Source, gin, gws)
 	return &rolloutVerdict{Verdict: v, held: holds(in.rollouts, &v, repos)}, nil
 }
 
-// gateClusters are the cluster repos the gate weighs: the run's own (content targets; a
-// tombstone is removed and in no wave) and its observers, in the run's order.
-func gateClusters(repos, observers []*repoPlan) []*repoPlan {
+// gateRepos are the repos of kind (cluster or workspace) the gate weighs: the run's own
+// (content targets; a tombstone is removed and in no wave) and its observers, by repo name.
+func gateRepos(repos, observers []*repoPlan, kind fanout.Kind) []*repoPlan {
 	var out []*repoPlan
 	for _, p := range slices.Concat(repos, observers) {
-		if _, ok := p.role.(accessEntry); ok || p.target().Kind != fanout.KindCluster || p.target().Removed {
+		if _, ok := p.role.(accessEntry); ok || p.target().Kind != kind || p.target().Removed {
 			continue
 		}
 		out = append(out, p)

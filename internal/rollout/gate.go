@@ -52,9 +52,10 @@ type Verdict struct {
 
 // Gate plans the waves of revision from the control repo (the components with their own waves
 // that its changes touch, spec.rollout.waves for anything else: Plan) and evaluates them on
-// what the forge shows of the clusters (Evaluate) at the clock's time. It is pure: the same
-// control repo, revision, clusters and time give the same verdict.
-func (r *Rollouts) Gate(revision string, clusters []Cluster) Verdict {
+// what the forge shows of the clusters and of the run's workspace repos (see Workspace)
+// (Evaluate) at the clock's time. It is pure: the same control repo, revision, repos and time
+// give the same verdict.
+func (r *Rollouts) Gate(revision string, clusters []Cluster, workspaces []Workspace) Verdict {
 	obs := map[string]Observed{}
 	var recorded [][]string
 	for _, c := range clusters {
@@ -64,10 +65,18 @@ func (r *Rollouts) Gate(revision string, clusters []Cluster) Verdict {
 			recorded = append(recorded, waves)
 		}
 	}
+	if workspaceChanged(workspaces, revision) {
+		recorded = append(recorded, []string{FleetWaves})
+	}
 	plan := r.revisionPlan(clusters, recorded)
+	attachWorkspaces(r.control, plan, workspaces, revision, obs)
 	opts := options(r.control)
 	if opts.Failed == nil {
-		opts.Failed = rolledBackFailure(clusters)
+		all := slices.Clone(clusters)
+		for _, w := range workspaces {
+			all = append(all, w.asCluster())
+		}
+		opts.Failed = rolledBackFailure(all)
 	}
 	st := Evaluate(revision, waves(plan), obs, r.now(), opts)
 	st.Lists = plan.Lists

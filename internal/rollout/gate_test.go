@@ -19,11 +19,13 @@ type gateInput struct {
 	Revision string
 	Now      time.Time
 	Clusters []Cluster
+	// Workspaces are the run's workspace repos (see Workspace).
+	Workspaces []Workspace
 }
 
 // gateOf is the verdict of the control repo's Rollouts, timed by in.Now, on in.
 func gateOf(in gateInput) Verdict {
-	return New(in.Control, func() time.Time { return in.Now }).Gate(in.Revision, in.Clusters)
+	return New(in.Control, func() time.Time { return in.Now }).Gate(in.Revision, in.Clusters, in.Workspaces)
 }
 
 // sliceControl is a fleet in two waves (canary: env=dev, then the implicit last wave), with
@@ -62,7 +64,7 @@ func TestGateEndToEnd(t *testing.T) {
 	v := ro.Gate("rev1", []Cluster{
 		{Name: "c1", Repo: "cluster-c1", Decision: changed},
 		{Name: "p1", Repo: "cluster-p1", Decision: changed},
-	})
+	}, nil)
 	assert.Equal(t, []string{"c1"}, v.Status.Admitted)
 	why, held := v.Holds(&fanout.Target{Kind: fanout.KindCluster, Name: "p1"})
 	assert.True(t, held)
@@ -84,7 +86,7 @@ func TestGateEndToEnd(t *testing.T) {
 	v = ro.Gate("rev1", []Cluster{
 		{Name: "c1", Repo: "cluster-c1", Decision: &pr.Decision{Action: pr.ActionNoop}, PR: merged, Found: true},
 		{Name: "p1", Repo: "cluster-p1", Decision: changed},
-	})
+	}, nil)
 	require.Len(t, v.Status.Waves, 2)
 	assert.Equal(t, WaveSoaking, v.Status.Waves[0].State)
 	assert.Equal(t, now.Add(55*time.Minute), ro.NextWake(v.Status))

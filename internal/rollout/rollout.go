@@ -85,6 +85,9 @@ type Observed struct {
 // PR is fleetbot's pull request in one cluster repo.
 type PR struct {
 	Number int
+	// Repo names the repo of a workspace's pull request weighed for the cluster (see
+	// Workspace); "" for the cluster's own repo.
+	Repo string
 	// Revision is the control-repo revision the pull request carries (its body's marker).
 	Revision string
 	// Open is true until it is merged or closed.
@@ -95,6 +98,11 @@ type PR struct {
 	// Health of the merge commit, and when that verdict was posted.
 	Health   Health
 	HealthAt time.Time
+}
+
+// ref names the pull request: #N in the cluster's repo, repo#N in a workspace's.
+func (p *PR) ref() string {
+	return fmt.Sprintf("%s#%d", p.Repo, p.Number)
 }
 
 // Options tune Evaluate.
@@ -307,12 +315,12 @@ func (e *evaluation) weighMerge(c string, pr *PR, t *waveTally) {
 		}
 	case HealthFailure:
 		t.counted = append(t.counted, counted{cluster: c, failed: true, at: pr.HealthAt,
-			reason: fmt.Sprintf("Flux reported a failure for the merge of #%d", pr.Number)})
+			reason: fmt.Sprintf("Flux reported a failure for the merge of %s", pr.ref())})
 	default:
 		deadline := pr.MergedAt.Add(e.opts.HealthTimeout)
 		if !e.now.Before(deadline) {
 			t.counted = append(t.counted, counted{cluster: c, at: deadline,
-				reason: fmt.Sprintf("no healthy status from Flux within %s of the merge of #%d (last: %s)", e.opts.HealthTimeout, pr.Number, pr.Health)})
+				reason: fmt.Sprintf("no healthy status from Flux within %s of the merge of %s (last: %s)", e.opts.HealthTimeout, pr.ref(), pr.Health)})
 		} else {
 			e.NextCheck = earliest(e.NextCheck, deadline)
 		}

@@ -334,7 +334,7 @@ func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *flee
 		req.Trigger = app.TriggerPush
 	}
 	if j.Kind != KindDrift && fl.Repo.HasRollout() {
-		s.cfg.Rollout.Begin(fl.ClusterRepos())
+		s.cfg.Rollout.Begin(fl.RolloutRepos())
 	}
 	if j.Kind == KindApply {
 		// The control repo is read and rendered; once the run knows its target repos (every
