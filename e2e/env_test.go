@@ -403,22 +403,29 @@ func (e *environment) startAPIServer(pki *pki) error {
 // ClusterRole a workspace ServiceAccount is bound to is empty, and without
 // namespace and garbage collection a pruned Namespace never goes away.
 func (e *environment) startControllerManager(pki *pki) error {
-	p, err := e.spawn("kube-controller-manager", e.bin("kube-controller-manager"), []string{
-		"--kubeconfig=" + e.kubeconfig,
+	_, err := e.startControllerManagerOn("kube-controller-manager", e.kubeconfig, pki, e.kube)
+	return err
+}
+
+// startControllerManagerOn is startControllerManager for the API server of kubeconfig (whose
+// certificates are pki, kube its client), logging as name; it returns the process once ready.
+func (e *environment) startControllerManagerOn(name, kubeconfig string, pki *pki, kube *kubeClient) (*process, error) {
+	p, err := e.spawn(name, e.bin("kube-controller-manager"), []string{
+		"--kubeconfig=" + kubeconfig,
 		"--controllers=clusterrole-aggregation-controller,namespace-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller",
 		"--service-account-private-key-file=" + pki.saKey, "--root-ca-file=" + pki.caCert,
 		"--use-service-account-credentials=false", "--leader-elect=false",
 		"--bind-address=127.0.0.1", "--secure-port=0",
 	}, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Ready once the aggregated admin ClusterRole has rules.
-	return poll(context.Background(), 90*time.Second, "kube-controller-manager aggregating ClusterRole admin", func() (bool, string, error) {
+	return p, poll(context.Background(), 90*time.Second, name+" aggregating ClusterRole admin", func() (bool, string, error) {
 		if err := p.exited(); err != nil {
 			return false, "", err
 		}
-		obj, err := e.kube.get(context.Background(), "rbac.authorization.k8s.io/v1", "ClusterRole", "", "admin")
+		obj, err := kube.get(context.Background(), "rbac.authorization.k8s.io/v1", "ClusterRole", "", "admin")
 		if err != nil || obj == nil {
 			return false, fmt.Sprint(err), nil
 		}

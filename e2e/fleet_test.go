@@ -159,9 +159,15 @@ func waitAppliedOn(t *testing.T, kube *kubeClient, namespace, name, sha string) 
 // with a message containing every one of want; it returns the message.
 func (e *environment) waitRefused(t *testing.T, namespace, name, sha string, want ...string) string {
 	t.Helper()
+	return waitRefusedOn(t, e.kube, namespace, name, sha, want...)
+}
+
+// waitRefusedOn is waitRefused on the API server of kube.
+func waitRefusedOn(t *testing.T, kube *kubeClient, namespace, name, sha string, want ...string) string {
+	t.Helper()
 	var message string
 	err := poll(context.Background(), fluxDeadline, fmt.Sprintf("Kustomization %s/%s refusing %.12s", namespace, name, sha), func() (bool, string, error) {
-		obj, err := e.kube.get(context.Background(), "kustomize.toolkit.fluxcd.io/v1", "Kustomization", namespace, name)
+		obj, err := kube.get(context.Background(), "kustomize.toolkit.fluxcd.io/v1", "Kustomization", namespace, name)
 		if err != nil || obj == nil {
 			return false, fmt.Sprint("not found ", err), nil
 		}

@@ -44,7 +44,7 @@ request is held and why, and a halt. It never writes. With -o json: fleetbot's r
 			if err != nil {
 				return app.DescribeLoadError(a.control, err)
 			}
-			if !f.Repo.HasRollout() {
+			if !f.Rollouts().Enabled() {
 				if format == formatJSON {
 					return report.New(report.CommandRollout, f.Repo.Revision, nil).WriteJSON(a.stdout)
 				}
@@ -268,8 +268,8 @@ func writePauseResult(w io.Writer, done, how, nothing string, res app.PauseResul
 // writeWaveGroups prints which clusters each declared wave takes (the offline plan): the
 // fleet's waves, each component's own, and a pause.
 func writeWaveGroups(w io.Writer, f *app.Fleet) {
-	repo := f.Repo
-	if !repo.HasRollout() {
+	repo, ro := f.Repo, f.Rollouts()
+	if !ro.Enabled() {
 		return
 	}
 	list := func(waves []app.PlannedWave) {
@@ -283,7 +283,7 @@ func writeWaveGroups(w io.Writer, f *app.Fleet) {
 	}
 	if len(repo.Platform.Spec.Rollout.Waves) > 0 {
 		fmt.Fprintln(w, "\nrollout waves (a change reaches them in this order; pass --forge for their state):")
-		list(repo.RolloutPlan(nil, true).Waves)
+		list(ro.Plan(nil, true).Waves)
 	} else {
 		fmt.Fprintln(w, "\nrollout waves: none fleet-wide (a change to anything but the components below reaches every cluster at once)")
 	}
@@ -292,7 +292,7 @@ func writeWaveGroups(w io.Writer, f *app.Fleet) {
 			continue
 		}
 		fmt.Fprintf(w, "component %s has its own waves (a change to it alone takes them; with other changes, these then spec.rollout.waves, combined):\n", comp.App)
-		list(repo.RolloutPlan([]string{comp.App}, false).Waves)
+		list(ro.Plan([]string{comp.App}, false).Waves)
 	}
 	if p := repo.Paused; p != nil {
 		fmt.Fprintf(w, "rollout paused (%s)%s: no new wave starts; fleetbot rollout resume continues it\n", app.PausedFile, noteOf(p.Reason))

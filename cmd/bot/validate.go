@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -78,9 +77,9 @@ func validated(f *app.Fleet) *report.Validated {
 // validateJSON prints validate's report: the problems of an invalid control repo (and exit 1),
 // or what a valid one renders, with its warnings (errors under --strict).
 func (a *frontend) validateJSON(f *app.Fleet, loadErr error, strict bool) error {
-	var issues app.Issues
-	if loadErr != nil && !errors.As(loadErr, &issues) {
-		return app.DescribeLoadError(a.control, loadErr) // no repo to report on
+	issues, invalid := app.ControlProblems(loadErr)
+	if loadErr != nil && !invalid {
+		return app.DescribeLoadError(a.control, loadErr) // unreadable: no repo to report on
 	}
 	d := report.New(report.CommandValidate, workcopy.Revision(a.control), nil)
 	d.Errors = problems(issues)

@@ -351,12 +351,11 @@ func (r *actionRun) event() (*ghaction.Event, error) {
 // anything else as an error.
 func (r *actionRun) load(ctx context.Context, res *Result) (*app.Fleet, error) {
 	f, err := r.config().Load(ctx, r.in.controlDir)
-	var issues app.Issues
-	switch {
-	case errors.As(err, &issues):
+	if issues, ok := app.ControlProblems(err); ok {
 		res.Issues = append(res.Issues, rebase(issues, r.in.controlRel)...)
 		return nil, nil
-	case err != nil:
+	}
+	if err != nil {
 		return nil, app.DescribeLoadError(r.in.controlDir, err)
 	}
 	if f.Repo.Revision == "" {
@@ -434,8 +433,7 @@ func (r *actionRun) planTargets(ctx context.Context, f *app.Fleet, res *Result) 
 	}
 	defer runner.Close()
 	out, err := runner.Run(ctx, f, app.Request{Mode: app.ModePlan, Trigger: app.TriggerCheck, AllowRemovals: r.in.allowRemovals})
-	var issues app.Issues
-	if errors.As(err, &issues) {
+	if issues, ok := app.ControlProblems(err); ok {
 		// Found against the org (a team that does not exist): nothing was planned.
 		res.Issues = append(res.Issues, rebase(issues, r.in.controlRel)...)
 		return nil
@@ -515,8 +513,7 @@ func (r *actionRun) applyTargets(ctx context.Context, f *app.Fleet, res *Result)
 	}
 	out, err := runner.Run(ctx, f, app.Request{Mode: app.ModeApply, Trigger: trigger, AllowRemovals: r.in.allowRemovals,
 		Step: (&stepLog{w: r.opts.Stdout}).step})
-	var issues app.Issues
-	if errors.As(err, &issues) {
+	if issues, ok := app.ControlProblems(err); ok {
 		// Found against the org (a team that does not exist): nothing was planned.
 		res.Issues = append(res.Issues, rebase(issues, r.in.controlRel)...)
 		return nil

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io/fs"
 	"sync"
+	"time"
 
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+	"github.com/fleetbot-io/fleetbot/internal/report"
+	"github.com/fleetbot-io/fleetbot/internal/rollout"
 	"github.com/fleetbot-io/fleetbot/internal/workcopy"
 )
 
@@ -28,6 +31,20 @@ type Fleet struct {
 	// its CPU under a stream of deliveries.
 	sumsOnce sync.Once
 	sums     map[string]string
+
+	// now is the clock of the configuration that loaded or rendered the fleet (Config.Now;
+	// nil: time.Now); rollouts, the rollout slice's entry for Repo on it, is built once.
+	now          func() time.Time
+	rolloutsOnce sync.Once
+	rollouts     *rollout.Rollouts
+}
+
+// Rollouts is the rollout slice's entry for the fleet's control repo (rollout.Rollouts: the
+// plan of its waves, the gate, the next wake-up, the check-run text, the status picture), built
+// once per fleet on the clock of the configuration that loaded it.
+func (f *Fleet) Rollouts() *Rollouts {
+	f.rolloutsOnce.Do(func() { f.rollouts = rollout.New(f.Repo, f.now) })
+	return f.rollouts
 }
 
 // digests returns the digests of f's targets, computed once.
@@ -39,11 +56,13 @@ func (f *Fleet) digests() map[string]string {
 // Owner is the platform owner: the org (or user) owning every target repo.
 func (f *Fleet) Owner() string { return f.Repo.Platform.Spec.Owner }
 
-// ClusterRepos lists the "owner/name" of f's cluster repos (not those being removed).
-func (f *Fleet) ClusterRepos() []string {
+// RolloutRepos lists the "owner/name" of the repos a rollout in waves weighs (not those being
+// removed): the cluster repos, and the workspace repos, whose merges and health gate the waves
+// of their clusters (rollout.Workspace).
+func (f *Fleet) RolloutRepos() []string {
 	var out []string
 	for _, t := range f.Targets {
-		if t.Kind == fanout.KindCluster && !t.Removed {
+		if (t.Kind == fanout.KindCluster || t.Kind == fanout.KindWorkspace) && !t.Removed {
 			out = append(out, t.FullName())
 		}
 	}
@@ -72,7 +91,7 @@ func (c Config) Load(ctx context.Context, dir string) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Fleet{Repo: repo, Targets: targets}, nil
+	return &Fleet{Repo: repo, Targets: targets, now: c.Now}, nil
 }
 
 // LoadDir is control.LoadDir with r building the catalog's apps (Renderer.Prebuild) beside
@@ -91,6 +110,22 @@ func LoadDir(ctx context.Context, r *fanout.Renderer, dir string) (*control.Repo
 	}
 	builds.Wait()
 	return repo, err
+}
+
+// ControlProblems returns the problems of a control repo that err says is invalid: err's class is
+// invalid input (report.ClassOf: control.Issues carry it, as does the run that found a team the
+// org lacks) and it carries the control repo's issues, each at its file:line, which a front end
+// shows (annotations, the report's errors, a check run's). ok is false for any other error (an
+// unreadable directory, a forge's), which the front end reports as it is.
+func ControlProblems(err error) (Issues, bool) {
+	if report.ClassOf(err).Class != report.ClassInvalidInput {
+		return nil, false
+	}
+	var is Issues
+	if !errors.As(err, &is) {
+		return nil, false
+	}
+	return is, true
 }
 
 // DescribeLoadError adds what to do to a load failure that is not a list of issues (those

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/fanout"
 	"github.com/fleetbot-io/fleetbot/internal/fleetgen"
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // TestLoadDirBuildsBesideTheLoad: LoadDir returns with the catalog's builds done by the
@@ -58,4 +60,46 @@ func TestLoadDirBuildsBesideTheLoad(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotNil(t, repo)
 	assert.Zero(t, r.Stats().Builds)
+}
+
+// TestControlProblems: a front end tells an invalid control repo by its class (invalid input)
+// and shows its problems at file:line; an unreadable directory, a forge's rejection (invalid
+// input without problems) and a plain error are reported as they are.
+func TestControlProblems(t *testing.T) {
+	t.Parallel()
+	is := control.Issues{{Pos: control.Position{File: "platform.yaml", Line: 3}, Message: "team x not found", Hint: "create it"}}
+	assert.Equal(t, report.Outcome{Class: report.ClassInvalidInput, Reason: report.ReasonInvalidControlRepo}, report.ClassOf(is),
+		"control repo problems carry their class")
+
+	got, ok := ControlProblems(fmt.Errorf("loading: %w", is))
+	require.True(t, ok)
+	assert.Equal(t, is, got)
+	teams := report.Classify(is, report.Outcome{Class: report.ClassInvalidInput, Reason: report.ReasonTeamNotFound})
+	got, ok = ControlProblems(teams)
+	require.True(t, ok, "a team the org lacks: the run's own reason, the same problems")
+	assert.Equal(t, is, got)
+
+	for name, err := range map[string]error{
+		"nil":                      nil,
+		"unreadable":               fmt.Errorf("%w: no platform.yaml", control.ErrUnreadable),
+		"rejected":                 report.Classify(errors.New("422"), report.Outcome{Class: report.ClassInvalidInput, Reason: report.ReasonRejected}),
+		"wrapped but reclassified": report.Classify(is, report.Outcome{Class: report.ClassRetryable, Reason: report.ReasonError}),
+	} {
+		_, ok := ControlProblems(err)
+		assert.False(t, ok, name)
+	}
+}
+
+// TestRolloutReposIncludeWorkspaces: the repos serve watches while a rollout is in progress (a
+// Flux status or a merge there applies the fleet, so the gate sees it now) are the cluster repos
+// and the workspace repos, whose merges and health gate the waves of their clusters; not the
+// control repo, and not a repo being removed.
+func TestRolloutReposIncludeWorkspaces(t *testing.T) {
+	t.Parallel()
+	f, err := Config{}.Load(context.Background(), exampleControl)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"acme/cluster-edge-1", "acme/cluster-prod-eu-1", "acme/cluster-prod-us-1", "acme/cluster-staging-eu-1",
+		"acme/workspace-payments", "acme/workspace-search"}, f.RolloutRepos())
+	f.Targets[0].Removed = true
+	assert.NotContains(t, f.RolloutRepos(), f.Targets[0].FullName())
 }

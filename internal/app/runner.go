@@ -87,7 +87,7 @@ func (r *Runner) Render(repo *ControlRepo) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Fleet{Repo: repo, Targets: targets}, nil
+	return &Fleet{Repo: repo, Targets: targets, now: r.cfg.Now}, nil
 }
 
 // Owns reports whether the target repo name (without the owner) is in the Runner's shard

@@ -34,7 +34,9 @@ type (
 	// RepoResult is one target repo of a Result.
 	RepoResult = reconcile.Result
 	// PlannedWave is one wave of a rollout plan and the clusters it takes.
-	PlannedWave = control.PlannedWave
+	PlannedWave = rollout.PlannedWave
+	// Rollouts is the rollout slice's entry for a control repo (Fleet.Rollouts).
+	Rollouts = rollout.Rollouts
 )
 
 // The rollout's names in the control repo, for front ends that print them.

@@ -20,6 +20,7 @@ import (
 	ghforge "github.com/fleetbot-io/fleetbot/internal/forge/github"
 	"github.com/fleetbot-io/fleetbot/internal/githubtest"
 	"github.com/fleetbot-io/fleetbot/internal/reconcile"
+	"github.com/fleetbot-io/fleetbot/internal/rollout"
 )
 
 // RolloutOptions size the rollout measurement.
@@ -147,7 +148,7 @@ func Rollout(ctx context.Context, o RolloutOptions) (*RolloutResult, error) {
 			clusters = append(clusters, t.Repo)
 		}
 	}
-	for i, g := range fl.repo.Waves() {
+	for i, g := range rollout.New(fl.repo, srv.Now).Waves() {
 		w := RolloutWave{Name: g.Name, Clusters: len(g.Clusters)}
 		log.Info("rollout: wave check", "wave", g.Name, "clusters", w.Clusters)
 		if w.GateRequests, w.GateWall, err = measureGate(ctx, srv, f, owner, clusters, o.Latency); err != nil {

@@ -184,7 +184,7 @@ type fate map[string]string
 // SilentPercent before them silence (rounded down per wave); the others report success.
 func fates(repo *control.Repo, o SimulateOptions) fate {
 	out := fate{}
-	for _, g := range repo.Waves() {
+	for _, g := range rollout.New(repo, nil).Waves() {
 		n := len(g.Clusters)
 		failing, silent := n*o.FailingPercent/100, n*o.SilentPercent/100
 		for i, c := range g.Clusters {
@@ -257,7 +257,7 @@ func (s *simulation) check() error {
 		return err
 	}
 	if merged == 0 && !s.over() {
-		next := st.NextWake()
+		next := rollout.New(s.fl.repo, s.opts.Now).NextWake(st)
 		if next.IsZero() {
 			return fmt.Errorf("wave check %d: nothing opened, nothing to wait for, and the rollout is not over (halted: %v)", s.res.Checks, st.Halted)
 		}

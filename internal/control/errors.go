@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
 // ErrUnreadable marks a control repo that could not be read at all (missing
@@ -43,8 +45,17 @@ func (i Issue) String() string {
 }
 
 // Issues is every validation problem of a control repo. It is an error so
-// callers can return it directly; errors.As recovers the list.
+// callers can return it directly; errors.As recovers the list. It carries its
+// class (report.Classifier): a front end decides by report.ClassOf, and reads
+// the list only to show where the problems are.
 type Issues []Issue
+
+// Outcome implements report.Classifier: a control repo with problems is invalid
+// input (report.ClassInvalidInput, reason InvalidControlRepo): the same commit
+// fails the same way until someone fixes it.
+func (is Issues) Outcome() report.Outcome {
+	return report.Outcome{Class: report.ClassInvalidInput, Reason: report.ReasonInvalidControlRepo}
+}
 
 // Error lists every issue, one per line.
 func (is Issues) Error() string {

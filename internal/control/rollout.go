@@ -2,58 +2,16 @@ package control
 
 import (
 	"fmt"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// RestWave names the implicit last wave: the clusters no declared wave matches.
-const RestWave = "(rest)"
-
-// WaveGroup is one wave of a rollout with the clusters it holds, in wave order.
-type WaveGroup struct {
-	// Name is the declared wave's name, or RestWave.
-	Name string
-	// Index is the wave's position in spec.rollout.waves; -1 for RestWave.
-	Index int
-	// Clusters are the names of the wave's clusters, sorted.
-	Clusters []string
-}
-
-// Waves assigns every cluster of the repo to its wave: the first declared wave whose
-// clusterSelector matches it, or the implicit last wave. Waves that hold no cluster are
-// kept (a plan shows them empty); RestWave is present only when it holds clusters. With no
-// waves declared, every cluster is in one RestWave.
-func (r *Repo) Waves() []WaveGroup {
-	var declared []Wave
-	if r.Platform != nil {
-		declared = r.Platform.Spec.Rollout.Waves
-	}
-	out := make([]WaveGroup, len(declared))
-	for i, w := range declared {
-		out[i] = WaveGroup{Name: w.Name, Index: i}
-	}
-	rest := WaveGroup{Name: RestWave, Index: -1}
-	for _, c := range r.Clusters { // sorted by name, so each wave's list is too
-		i := waveOf(declared, c.Metadata.Labels)
-		if i < 0 {
-			rest.Clusters = append(rest.Clusters, c.Metadata.Name)
-			continue
-		}
-		out[i].Clusters = append(out[i].Clusters, c.Metadata.Name)
-	}
-	if len(rest.Clusters) > 0 {
-		out = append(out, rest)
-	}
-	return out
-}
-
-// waveOf returns the index of the first wave matching labels, or -1.
-func waveOf(waves []Wave, labels map[string]string) int {
+// WaveOf returns the index of the first of waves whose clusterSelector matches labels, or -1:
+// a cluster belongs to the first wave that matches it (the schema's rule, which validation's
+// warnings, the repo setting of ClusterAutoMerge and the rollout's plan read).
+func WaveOf(waves []Wave, labels map[string]string) int {
 	for i, w := range waves {
 		if ok, err := w.ClusterSelector.Matches(labels); err == nil && ok {
 			return i
@@ -178,7 +136,7 @@ func waveWarnings(waves []Wave, clusters []*Cluster, src Source, base, of string
 				continue
 			}
 			matched = append(matched, c.Metadata.Name)
-			if i := waveOf(waves[:j], c.Metadata.Labels); i >= 0 {
+			if i := WaveOf(waves[:j], c.Metadata.Labels); i >= 0 {
 				taken = append(taken, c.Metadata.Name)
 				if takenBy < 0 {
 					takenBy = i
@@ -205,7 +163,7 @@ func waveWarnings(waves []Wave, clusters []*Cluster, src Source, base, of string
 // be merged automatically, which turns on the repo's "Allow auto-merge" setting: its wave's
 // merge mode when the wave sets one, else spec.pullRequests.merge, or an auto wave of a
 // component the cluster runs that declares its own waves. Whether one pull request is
-// merged automatically is its wave's merge in the revision's RolloutPlan.
+// merged automatically is its wave's merge in the revision's plan (rollout.Rollouts.Plan).
 func (r *Repo) ClusterAutoMerge(name string) bool {
 	if r == nil || r.Platform == nil {
 		return false
@@ -216,7 +174,7 @@ func (r *Repo) ClusterAutoMerge(name string) bool {
 		return auto
 	}
 	waves := r.Platform.Spec.Rollout.Waves
-	if i := waveOf(waves, c.Metadata.Labels); i >= 0 && waves[i].Merge != "" {
+	if i := WaveOf(waves, c.Metadata.Labels); i >= 0 && waves[i].Merge != "" {
 		auto = waves[i].Merge == MergeAuto
 	}
 	for _, comp := range r.Platform.Spec.Components {
@@ -226,7 +184,7 @@ func (r *Repo) ClusterAutoMerge(name string) bool {
 		if ok, err := comp.ClusterSelector.Matches(c.Metadata.Labels); err != nil || !ok {
 			continue
 		}
-		if i := waveOf(comp.Rollout.Waves, c.Metadata.Labels); i >= 0 && comp.Rollout.Waves[i].Merge == MergeAuto {
+		if i := WaveOf(comp.Rollout.Waves, c.Metadata.Labels); i >= 0 && comp.Rollout.Waves[i].Merge == MergeAuto {
 			auto = true
 		}
 	}
@@ -262,177 +220,6 @@ func (r *Repo) HealthTimeout() time.Duration {
 		return 0
 	}
 	return d
-}
-
-// FleetWaves names the list of spec.rollout.waves in a RolloutPlan's Lists.
-const FleetWaves = "spec.rollout.waves"
-
-// ComponentWaves returns the name of a component's list of waves in a RolloutPlan's Lists.
-func ComponentWaves(app string) string { return "component " + app }
-
-// PlannedWave is one wave of a RolloutPlan, its settings combined from the lists it comes
-// from.
-type PlannedWave struct {
-	// Name is the wave's name; a combined wave joins its lists' wave names with "+".
-	Name string
-	// Clusters are the wave's clusters, sorted.
-	Clusters []string
-	// MaxParallel is the smallest cap of the combined waves (0: no cap).
-	MaxParallel int
-	// Soak is the longest soak of the combined waves.
-	Soak time.Duration
-	// AutoMerge: every combined wave merges automatically (its merge, else
-	// spec.pullRequests.merge, is auto).
-	AutoMerge bool
-	// MaxUnavailable and MaxFailures are the failure budgets of the combined waves, each with
-	// its defaults (maxUnavailable 0, maxFailures its maxUnavailable): every one applies, so
-	// the smallest binds. The implicit last wave has a budget of 0.
-	MaxUnavailable, MaxFailures []intstr.IntOrString
-	// Rollback: a combined wave rolls back on failure (its onFailure, else
-	// spec.rollout.onFailure, is rollback); otherwise the rollout halts.
-	Rollback bool
-	// Approvals name the combined waves that require approval (approval: required): the wave
-	// starts once each of them is approved (rollout/approvals/<name>.yaml).
-	Approvals []string
-}
-
-// RolloutPlan is the waves one control-repo revision takes through the fleet.
-type RolloutPlan struct {
-	// Lists are the lists of waves the plan combines, in precedence order (ComponentWaves
-	// names, then FleetWaves).
-	Lists []string
-	Waves []PlannedWave
-}
-
-// RolloutPlan returns the waves a change takes when it touches the named platform components
-// that declare their own waves (components) and, when fleet is true, anything else (another
-// component, flux/fleetbot.yaml, a README): spec.rollout.waves.
-//
-// One list applies as declared. Several lists combine into their intersection, so that a
-// change is never rolled out faster than its first list says and each further list refines
-// it: every cluster is placed in each list (the first wave whose selector matches it, else
-// that list's implicit last wave), clusters with the same place in every list form one wave,
-// and those waves are ordered by the place in the first list, then the second, and so on.
-// The lists are in precedence order: the components' own, in spec.components order, then
-// spec.rollout.waves. A combined wave takes the longest soak, the smallest maxParallel, and
-// merges automatically only when each of its waves does. With neither components nor fleet
-// (a revision that changes no cluster) the plan is spec.rollout.waves.
-//
-// The result depends only on the control repo and the arguments: the same revision plans the
-// same waves on every run.
-func (r *Repo) RolloutPlan(components []string, fleet bool) RolloutPlan {
-	type list struct {
-		name  string
-		waves []Wave
-	}
-	var lists []list
-	want := map[string]bool{}
-	for _, c := range components {
-		want[c] = true
-	}
-	if r.Platform != nil {
-		for _, comp := range r.Platform.Spec.Components {
-			if want[comp.App] && comp.Rollout != nil {
-				lists = append(lists, list{ComponentWaves(comp.App), comp.Rollout.Waves})
-			}
-		}
-	}
-	if fleet || len(lists) == 0 {
-		var waves []Wave
-		if r.Platform != nil {
-			waves = r.Platform.Spec.Rollout.Waves
-		}
-		lists = append(lists, list{FleetWaves, waves})
-	}
-	defaultAuto := r.Platform != nil && r.Platform.Spec.PullRequests.Merge == MergeAuto
-	var spec RolloutSpec
-	if r.Platform != nil {
-		spec = r.Platform.Spec.Rollout
-	}
-	wave := func(w Wave) PlannedWave {
-		auto := defaultAuto
-		if w.Merge != "" {
-			auto = w.Merge == MergeAuto
-		}
-		return plannedRules(PlannedWave{Name: w.Name, MaxParallel: w.MaxParallel, Soak: w.SoakDuration(), AutoMerge: auto}, spec, w)
-	}
-	plan := RolloutPlan{}
-	for _, l := range lists {
-		plan.Lists = append(plan.Lists, l.name)
-	}
-	if len(lists) == 1 {
-		// One list: as declared, its empty waves kept (a plan shows them).
-		waves := lists[0].waves
-		out := make([]PlannedWave, len(waves))
-		for i, w := range waves {
-			out[i] = wave(w)
-		}
-		rest := wave(Wave{Name: RestWave})
-		for _, c := range r.Clusters {
-			if i := waveOf(waves, c.Metadata.Labels); i >= 0 {
-				out[i].Clusters = append(out[i].Clusters, c.Metadata.Name)
-			} else {
-				rest.Clusters = append(rest.Clusters, c.Metadata.Name)
-			}
-		}
-		if len(rest.Clusters) > 0 {
-			out = append(out, rest)
-		}
-		plan.Waves = out
-		return plan
-	}
-	// Several lists: one wave per distinct place, in lexicographic order of the places.
-	type group struct {
-		place []int
-		wave  PlannedWave
-	}
-	groups := map[string]*group{}
-	for _, c := range r.Clusters { // sorted by name, so each wave's list is too
-		place := make([]int, len(lists))
-		key := make([]string, len(lists))
-		for k, l := range lists {
-			place[k] = waveOf(l.waves, c.Metadata.Labels)
-			if place[k] < 0 {
-				place[k] = len(l.waves)
-			}
-			key[k] = fmt.Sprint(place[k])
-		}
-		g, ok := groups[strings.Join(key, ",")]
-		if !ok {
-			g = &group{place: place, wave: PlannedWave{AutoMerge: true}}
-			names := make([]string, len(lists))
-			rest := true
-			for k, l := range lists {
-				w := Wave{Name: RestWave}
-				if place[k] < len(l.waves) {
-					w, rest = l.waves[place[k]], false
-				}
-				names[k] = w.Name
-				pw := wave(w)
-				if pw.MaxParallel > 0 && (g.wave.MaxParallel == 0 || pw.MaxParallel < g.wave.MaxParallel) {
-					g.wave.MaxParallel = pw.MaxParallel
-				}
-				g.wave.Soak = max(g.wave.Soak, pw.Soak)
-				g.wave.AutoMerge = g.wave.AutoMerge && pw.AutoMerge
-				combineRules(&g.wave, pw, k == 0)
-			}
-			g.wave.Name = strings.Join(names, "+")
-			if rest {
-				g.wave.Name = RestWave
-			}
-			groups[strings.Join(key, ",")] = g
-		}
-		g.wave.Clusters = append(g.wave.Clusters, c.Metadata.Name)
-	}
-	ordered := make([]*group, 0, len(groups))
-	for _, g := range groups {
-		ordered = append(ordered, g)
-	}
-	sort.Slice(ordered, func(a, b int) bool { return slices.Compare(ordered[a].place, ordered[b].place) < 0 })
-	for _, g := range ordered {
-		plan.Waves = append(plan.Waves, g.wave)
-	}
-	return plan
 }
 
 // PausedFile is the control repo file that pauses every rollout while it exists (`fleetbot

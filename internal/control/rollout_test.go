@@ -115,10 +115,6 @@ func TestRolloutWaves(t *testing.T) {
 `)}))
 	require.NoError(t, err)
 	assert.Empty(t, repo.Warnings)
-	assert.Equal(t, []WaveGroup{
-		{Name: "canary", Index: 0, Clusters: []string{"dev-us-1"}},
-		{Name: "prod", Index: 1, Clusters: []string{"prod-eu-1"}},
-	}, repo.Waves())
 	w := repo.Platform.Spec.Rollout.Waves[0]
 	assert.Equal(t, 90*time.Minute, w.SoakDuration())
 	assert.Equal(t, 1, w.MaxParallel)
@@ -129,8 +125,8 @@ func TestRolloutWaves(t *testing.T) {
 	assert.False(t, repo.ClusterAutoMerge("no-such-cluster"))
 }
 
-// TestRolloutWavesFirstMatchAndRest: a cluster is in the first wave that matches it, and
-// the clusters no wave matches make a last wave of their own.
+// TestRolloutWavesFirstMatchAndRest: a wave whose clusters an earlier wave already takes is
+// warned of (a cluster is in the first wave that matches it: rollout.TestWaves).
 func TestRolloutWavesFirstMatchAndRest(t *testing.T) {
 	repo, err := Load(fixture(t, map[string]string{"platform.yaml": platformWith(`  rollout:
     waves:
@@ -140,20 +136,9 @@ func TestRolloutWavesFirstMatchAndRest(t *testing.T) {
         clusterSelector: {matchLabels: {network: metal}}
 `)}))
 	require.NoError(t, err)
-	assert.Equal(t, []WaveGroup{
-		{Name: "eu", Index: 0, Clusters: []string{"prod-eu-1"}},
-		{Name: "metal", Index: 1},
-		{Name: RestWave, Index: -1, Clusters: []string{"dev-us-1"}},
-	}, repo.Waves())
 	require.Len(t, repo.Warnings, 1)
 	assert.Equal(t, "platform.yaml:19", repo.Warnings[0].Pos.String())
 	assert.Contains(t, repo.Warnings[0].Message, "wave metal overlaps earlier waves: all of its 1 clusters (e.g. prod-eu-1) are already in wave eu")
-}
-
-func TestRolloutWavesNoneDeclared(t *testing.T) {
-	repo, err := Load(fixture(t, nil))
-	require.NoError(t, err)
-	assert.Equal(t, []WaveGroup{{Name: RestWave, Index: -1, Clusters: []string{"dev-us-1", "prod-eu-1"}}}, repo.Waves())
 }
 
 func TestRolloutWarnings(t *testing.T) {
@@ -290,10 +275,10 @@ func TestComponentWaveWarnings(t *testing.T) {
 	assert.True(t, repo.HasRollout(), "a component's own waves are a rollout")
 }
 
-// TestRolloutPlan: one list applies as declared; several combine into their intersection,
-// ordered by the first list, then the next; the combined wave takes the longest soak, the
-// smallest maxParallel and merges automatically only when all its waves do.
-func TestRolloutPlan(t *testing.T) {
+// TestClusterAutoMergeOfComponentWaves: the repo setting "Allow auto-merge" is on wherever
+// some list's wave may merge automatically: prod-eu-1 through monitoring's eu wave, dev-us-1
+// through the fleet's dev (the plan of a revision: rollout.TestPlan).
+func TestClusterAutoMergeOfComponentWaves(t *testing.T) {
 	repo, err := Load(fixture(t, map[string]string{"platform.yaml": platformWithComponentRollout(`      rollout:
         waves:
           - name: eu
@@ -310,34 +295,6 @@ func TestRolloutPlan(t *testing.T) {
         merge: auto
 `)}))
 	require.NoError(t, err)
-
-	fleet := repo.RolloutPlan(nil, true)
-	assert.Equal(t, []string{FleetWaves}, fleet.Lists)
-	assert.Equal(t, []PlannedWave{
-		{Name: "dev", Clusters: []string{"dev-us-1"}, MaxParallel: 1, Soak: time.Hour, AutoMerge: true},
-		{Name: RestWave, Clusters: []string{"prod-eu-1"}},
-	}, fleet.Waves)
-	assert.Equal(t, fleet, repo.RolloutPlan(nil, false), "a revision that changes no cluster plans the fleet's waves")
-	assert.Equal(t, fleet, repo.RolloutPlan([]string{"metallb"}, true), "metallb declares no waves of its own")
-
-	own := repo.RolloutPlan([]string{"monitoring"}, false)
-	assert.Equal(t, []string{ComponentWaves("monitoring")}, own.Lists)
-	assert.Equal(t, []PlannedWave{
-		{Name: "eu", Clusters: []string{"prod-eu-1"}, MaxParallel: 3, Soak: 2 * time.Hour, AutoMerge: true},
-		{Name: RestWave, Clusters: []string{"dev-us-1"}},
-	}, own.Waves, "a change to monitoring alone takes monitoring's waves: eu first")
-
-	both := repo.RolloutPlan([]string{"monitoring"}, true)
-	assert.Equal(t, []string{ComponentWaves("monitoring"), FleetWaves}, both.Lists)
-	assert.Equal(t, []PlannedWave{
-		{Name: "eu+(rest)", Clusters: []string{"prod-eu-1"}, MaxParallel: 3, Soak: 2 * time.Hour},
-		{Name: "(rest)+dev", Clusters: []string{"dev-us-1"}, MaxParallel: 1, Soak: time.Hour},
-	}, both.Waves, "the component's list comes first; a wave merges automatically only when each of its lists' waves does")
-	for i := 0; i < 3; i++ {
-		assert.Equal(t, both, repo.RolloutPlan([]string{"monitoring", "monitoring"}, true), "deterministic")
-	}
-	// The repo setting "Allow auto-merge" is on wherever some list's wave may merge
-	// automatically: prod-eu-1 through monitoring's eu wave, dev-us-1 through the fleet's dev.
 	assert.True(t, repo.ClusterAutoMerge("prod-eu-1"))
 	assert.True(t, repo.ClusterAutoMerge("dev-us-1"))
 }

@@ -279,12 +279,12 @@ func rolloutRuleWarnings(r *Repo) Issues {
 			path := fmt.Sprintf("%s.%d", l.base, j)
 			size := 0
 			for _, c := range l.clusters {
-				if waveOf(l.waves[:j+1], c.Metadata.Labels) == j {
+				if WaveOf(l.waves[:j+1], c.Metadata.Labels) == j {
 					size++
 				}
 			}
 			is = append(is, budgetWarnings(w, size, src, path)...)
-			if onFailureOf(spec.Rollout, w) == OnFailureRollback && mergeOf(spec, w) == MergeManual {
+			if spec.Rollout.FailureAction(w) == OnFailureRollback && mergeOf(spec, w) == MergeManual {
 				is.Add(src.At(path), "set merge: auto on the wave (or spec.pullRequests.merge: auto) to restore without waiting",
 					"wave %s rolls back on failure, but its pull requests merge by hand: the rollback pull requests wait for a platform admin to merge them", w.Name)
 			}
@@ -321,7 +321,7 @@ func recordWarnings(r *Repo, declared map[string]bool) Issues {
 // of a maxFailures that maxUnavailable always undercuts.
 func budgetWarnings(w Wave, size int, src Source, path string) Issues {
 	var is Issues
-	unavailable, _ := w.budget()
+	unavailable, _ := w.Budget()
 	if size > 0 && unavailable.Type == intstr.Int && int(unavailable.IntVal) >= size {
 		is.Add(src.At(path+".maxUnavailable"), "use a count below the wave's size, or a percentage",
 			"wave %s: maxUnavailable %d lets all of its %d clusters fail or stay silent and the rollout go on", w.Name, unavailable.IntVal, size)
@@ -338,9 +338,9 @@ func budgetWarnings(w Wave, size int, src Source, path string) Issues {
 	return is
 }
 
-// budget returns the wave's failure budget with its defaults: maxUnavailable 0, maxFailures
+// Budget returns the wave's failure budget with its defaults: maxUnavailable 0, maxFailures
 // maxUnavailable.
-func (w Wave) budget() (unavailable, failures intstr.IntOrString) {
+func (w Wave) Budget() (unavailable, failures intstr.IntOrString) {
 	unavailable = intstr.FromInt32(0)
 	if w.MaxUnavailable != nil {
 		unavailable = intstr.IntOrString(*w.MaxUnavailable)
@@ -352,8 +352,9 @@ func (w Wave) budget() (unavailable, failures intstr.IntOrString) {
 	return unavailable, failures
 }
 
-// onFailureOf is a wave's failure action: its own, else the rollout's, else halt.
-func onFailureOf(r RolloutSpec, w Wave) string {
+// FailureAction is a wave's failure action: its own onFailure, else the rollout's
+// (spec.rollout.onFailure), else halt.
+func (r RolloutSpec) FailureAction(w Wave) string {
 	switch {
 	case w.OnFailure != "":
 		return w.OnFailure
@@ -372,49 +373,6 @@ func mergeOf(p PlatformSpec, w Wave) string {
 		return MergeManual
 	}
 	return p.PullRequests.Merge
-}
-
-// plannedRules adds a declared wave's failure budget, failure action and approval to its
-// planned wave. A wave that declares no budget has none (nil: 0 failed, 0 unavailable); the
-// implicit last wave (a Wave with only its name) takes the rollout's failure action and needs
-// no approval.
-func plannedRules(pw PlannedWave, spec RolloutSpec, w Wave) PlannedWave {
-	if w.MaxUnavailable != nil || w.MaxFailures != nil {
-		unavailable, failures := w.budget()
-		pw.MaxUnavailable = []intstr.IntOrString{unavailable}
-		pw.MaxFailures = []intstr.IntOrString{failures}
-	}
-	pw.Rollback = onFailureOf(spec, w) == OnFailureRollback
-	if w.Approval == ApprovalRequired {
-		pw.Approvals = []string{w.Name}
-	}
-	return pw
-}
-
-// combineRules adds the next list's wave (pw; first: it is the first) to a combined wave:
-// every budget applies (a wave without one has 0, which binds), it rolls back when any of its
-// waves does, and needs the approvals of all of them.
-func combineRules(g *PlannedWave, pw PlannedWave, first bool) {
-	if first {
-		g.MaxUnavailable, g.MaxFailures = pw.MaxUnavailable, pw.MaxFailures
-	} else {
-		g.MaxUnavailable = allLimits(g.MaxUnavailable, pw.MaxUnavailable)
-		g.MaxFailures = allLimits(g.MaxFailures, pw.MaxFailures)
-	}
-	g.Rollback = g.Rollback || pw.Rollback
-	for _, a := range pw.Approvals {
-		if !slices.Contains(g.Approvals, a) {
-			g.Approvals = append(g.Approvals, a)
-		}
-	}
-}
-
-// allLimits is the budget made of two that both apply: nil (0) when either is.
-func allLimits(a, b []intstr.IntOrString) []intstr.IntOrString {
-	if a == nil || b == nil {
-		return nil
-	}
-	return append(slices.Clone(a), b...)
 }
 
 // HealthDelivery is spec.rollout.health with its default: the github provider.

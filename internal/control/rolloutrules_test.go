@@ -130,17 +130,18 @@ func TestRolloutRulesValid(t *testing.T) {
 	}))
 	require.NoError(t, err)
 	assert.Empty(t, repo.Warnings)
-	plan := repo.RolloutPlan(nil, true)
-	require.Len(t, plan.Waves, 2)
-	canary, prod := plan.Waves[0], plan.Waves[1]
-	assert.Equal(t, []intstr.IntOrString{intstr.FromString("50%")}, canary.MaxUnavailable)
-	assert.Equal(t, []intstr.IntOrString{intstr.FromString("50%")}, canary.MaxFailures, "maxFailures defaults to maxUnavailable")
-	assert.True(t, canary.Rollback, "spec.rollout.onFailure")
-	assert.Empty(t, canary.Approvals)
-	assert.Equal(t, []intstr.IntOrString{intstr.FromString("10%")}, prod.MaxUnavailable)
-	assert.Equal(t, []intstr.IntOrString{intstr.FromInt32(0)}, prod.MaxFailures)
-	assert.False(t, prod.Rollback, "the wave's own onFailure")
-	assert.Equal(t, []string{"prod"}, prod.Approvals)
+	// The schema's readings with their defaults (the rollout slice's plan carries them:
+	// rollout.TestPlanCarriesTheRules).
+	canary, prod := repo.Platform.Spec.Rollout.Waves[0], repo.Platform.Spec.Rollout.Waves[1]
+	unavailable, failures := canary.Budget()
+	assert.Equal(t, intstr.FromString("50%"), unavailable)
+	assert.Equal(t, intstr.FromString("50%"), failures, "maxFailures defaults to maxUnavailable")
+	assert.Equal(t, OnFailureRollback, repo.Platform.Spec.Rollout.FailureAction(canary), "spec.rollout.onFailure")
+	unavailable, failures = prod.Budget()
+	assert.Equal(t, intstr.FromString("10%"), unavailable)
+	assert.Equal(t, intstr.FromInt32(0), failures)
+	assert.Equal(t, OnFailureHalt, repo.Platform.Spec.Rollout.FailureAction(prod), "the wave's own onFailure")
+	assert.Equal(t, ApprovalRequired, prod.Approval)
 	rule, ok := repo.Codeowners.Owner(ApprovalFile("prod"))
 	require.True(t, ok)
 	assert.Equal(t, []string{"@acme/release-managers"}, rule.Owners)
@@ -329,39 +330,4 @@ func TestCodeownersOwner(t *testing.T) {
 			}
 		}
 	}
-}
-
-// TestRolloutPlanCombinesRules: a wave combined from several lists takes every list's budget
-// (a list without one has 0, which binds), rolls back when any of its waves does, and waits for
-// each approval any of them requires.
-func TestRolloutPlanCombinesRules(t *testing.T) {
-	repo, err := Load(fixture(t, map[string]string{"platform.yaml": platformWithComponentRollout(`      rollout:
-        waves:
-          - name: mon-canary
-            clusterSelector: {matchLabels: {env: dev}}
-            maxUnavailable: 1
-            approval: required
-            onFailure: rollback
-`, `  rollout:
-    waves:
-      - name: canary
-        clusterSelector: {matchLabels: {env: dev}}
-        maxUnavailable: 50%
-        approval: required
-      - name: prod
-        clusterSelector: {matchLabels: {env: prod}}
-        maxUnavailable: 10%
-`)}))
-	require.NoError(t, err)
-	plan := repo.RolloutPlan([]string{"monitoring"}, true)
-	require.Len(t, plan.Waves, 2)
-	first, rest := plan.Waves[0], plan.Waves[1]
-	assert.Equal(t, "mon-canary+canary", first.Name)
-	assert.Equal(t, []intstr.IntOrString{intstr.FromInt32(1), intstr.FromString("50%")}, first.MaxUnavailable)
-	assert.True(t, first.Rollback)
-	assert.Equal(t, []string{"mon-canary", "canary"}, first.Approvals)
-	assert.Equal(t, "(rest)+prod", rest.Name)
-	assert.Nil(t, rest.MaxUnavailable, "the component's implicit last wave has no budget: 0 binds")
-	assert.False(t, rest.Rollback)
-	assert.Empty(t, rest.Approvals)
 }

@@ -387,7 +387,7 @@ type Component struct {
 	ClusterSelector *Selector `yaml:"clusterSelector,omitempty" json:"clusterSelector,omitempty"`
 	Values          Values    `yaml:"values,omitempty" json:"values,omitempty"`
 	// Rollout, when set, gives a change to this component its own waves instead of
-	// spec.rollout.waves (see Repo.RolloutPlan for a change touching several).
+	// spec.rollout.waves (a change touching several lists of waves takes them combined).
 	Rollout *ComponentRollout `yaml:"rollout,omitempty" json:"rollout,omitempty"`
 	// PodSecurity is the Pod Security Admission level (privileged, baseline or restricted)
 	// enforced on the namespaces the component's app renders (its Namespace objects). Absent:

@@ -30,7 +30,7 @@ type HandlerConfig struct {
 	TenantChecks bool
 	// Queue receives the jobs (the service's queue, webhook.NewQueue).
 	Queue Queue
-	// Rollout, when set, names the cluster repos of the rollout in progress: a Flux commit
+	// Rollout, when set, names the cluster and workspace repos of the rollout in progress: a Flux commit
 	// status or a closed pull request there queues a full apply, which advances the rollout.
 	Rollout *webhook.RolloutWatch
 	// Live, when set, takes a Flux commit status on a target repo and a push by someone else
@@ -51,7 +51,7 @@ type Queue interface {
 // Handlers returns one handler per event family: push, pull_request,
 // check_run, installation (with installation_repositories), the drift
 // events of target repos (repository, member, team, branch_protection_rule),
-// repository_ruleset (a repo's ruleset or fleetbot's org ruleset) and status (Flux's commit statuses on the cluster repos of a rollout).
+// repository_ruleset (a repo's ruleset or fleetbot's org ruleset) and status (Flux's commit statuses on the cluster and workspace repos of a rollout).
 func Handlers(cfg HandlerConfig) []Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -148,7 +148,7 @@ func (h *PushHandler) Handle(_ context.Context, d Delivery) (string, error) {
 // reopened, fleetbot's own included, gets a tenant check (the service checks it when the repo
 // is a workspace or cluster repo of the fleet, and ignores it otherwise); a target repo's pull
 // request closed (merged or not) reconciles that repo, or the whole fleet when the repo is a
-// cluster repo of the rollout in progress (a merge may let the rollout go on).
+// cluster or workspace repo of the rollout in progress (a merge may let the rollout go on).
 type PullRequestHandler struct{ *base }
 
 // Handles returns "pull_request".
@@ -283,7 +283,7 @@ func (h *DriftHandler) Handle(_ context.Context, d Delivery) (string, error) {
 
 // StatusHandler: Flux's notification-controller posted a commit status (a Kustomization's or a
 // HelmRelease's) on a target repo: its stored report shows it at once (HandlerConfig.Live); on
-// a cluster repo of the rollout in progress a Kustomization's also applies the fleet, so that
+// a cluster or workspace repo of the rollout in progress a Kustomization's also applies the fleet, so that
 // the rollout gate sees the verdict and the next wave starts (or the rollout halts) now rather
 // than at the next resync. Other statuses (CI jobs, pending ones) are ignored.
 type StatusHandler struct{ *base }

@@ -296,7 +296,7 @@ func applyIncremental(ctx context.Context, f Forge, repo *control.Repo, targets 
 		return rep, nil
 	}
 	opts.Only = sc.only
-	rep, err := applyAll(ctx, f, runInput{repo: repo, targets: targets, opts: opts})
+	rep, err := applyAll(ctx, f, newRunInput(repo, targets, opts))
 	if rep != nil {
 		rep.Scope, rep.Incremental = sc.line, sc.only != nil
 	}

@@ -40,6 +40,7 @@ func (p *repoPlan) target() *fanout.Target { return p.role.target() }
 // access options, and whether the gate needs its observers' changes.
 type decideEnv struct {
 	repo          *control.Repo
+	rollouts      *rollout.Rollouts
 	org           policy.Org
 	prOpts        pr.Options
 	accessOpts    policy.DiffOptions
@@ -50,13 +51,13 @@ type decideEnv struct {
 // newDecideEnv is the decide phase's environment for a run over sc.
 func newDecideEnv(in runInput, sc *scoped) *decideEnv {
 	return &decideEnv{
-		repo: in.repo, org: sc.org, prOpts: prOptions(in.repo, in.opts),
+		repo: in.repo, rollouts: in.rollouts, org: sc.org, prOpts: prOptions(in.repo, in.opts),
 		accessOpts: accessOptions(sc.fleet, sc.org), allowAccess: in.opts.AllowAccessRemovals,
 		// A run limited by Only does not plan its observers, unless a component declares its
 		// own waves: which waves the revision takes depends on every cluster's change. In a
 		// sharded full run the owner's scan already holds every repo's heads, so an observer's
 		// plan (content only, no access) costs no request on GitHub.
-		readObservers: in.opts.Only == nil || rollout.NeedsEveryChange(in.repo),
+		readObservers: in.opts.Only == nil || in.rollouts.NeedsEveryChange(),
 	}
 }
 
@@ -64,7 +65,7 @@ func newDecideEnv(in runInput, sc *scoped) *decideEnv {
 // merge mode when the fleet rolls out in waves (what Cost prices for opening its pull request).
 func (e *decideEnv) prOptions(t *fanout.Target) pr.Options {
 	o := e.prOpts
-	if rollout.Enabled(e.repo) && t.Kind == fanout.KindCluster && !t.Removed {
+	if e.rollouts.Enabled() && t.Kind == fanout.KindCluster && !t.Removed {
 		o.AutoMerge = e.repo.ClusterAutoMerge(t.Name)
 	}
 	return o

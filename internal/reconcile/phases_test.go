@@ -25,7 +25,7 @@ func TestAssignRoles(t *testing.T) {
 	managed := []pr.ManagedRepo{{Kind: fanout.KindCluster, Name: "a", Repo: "cluster-a"}, {Kind: fanout.KindCluster, Name: "gone", Repo: "cluster-gone"}}
 	roles := func(repo *control.Repo, targets []*fanout.Target, opts Options, managed []pr.ManagedRepo) map[string]string {
 		t.Helper()
-		rs, err := assignRoles(runInput{repo: repo, targets: targets, opts: opts}, repo.Fleet(), managed)
+		rs, err := assignRoles(newRunInput(repo, targets, opts), repo.Fleet(), managed)
 		require.NoError(t, err)
 		out := map[string]string{}
 		for _, r := range rs {
@@ -53,13 +53,13 @@ func TestAssignRoles(t *testing.T) {
 
 	other := fl.targets()
 	other[0].Owner = "evil"
-	_, err := assignRoles(runInput{repo: repo, targets: other}, repo.Fleet(), nil)
+	_, err := assignRoles(newRunInput(repo, other, Options{}), repo.Fleet(), nil)
 	assert.ErrorContains(t, err, "target evil/cluster-a is not owned by the platform owner acme")
 	twice := append(fl.targets(), fl.targets()[0])
-	_, err = assignRoles(runInput{repo: repo, targets: twice}, repo.Fleet(), nil)
+	_, err = assignRoles(newRunInput(repo, twice, Options{}), repo.Fleet(), nil)
 	assert.ErrorContains(t, err, "two targets render the same repo acme/cluster-a")
 	repo.Platform.Spec.Repos.Control = "cluster-a"
-	_, err = assignRoles(runInput{repo: repo, targets: fl.targets()}, repo.Fleet(), nil)
+	_, err = assignRoles(newRunInput(repo, fl.targets(), Options{}), repo.Fleet(), nil)
 	assert.ErrorContains(t, err, "the control repo acme/cluster-a is also a target repo")
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/policy"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/report"
+	"github.com/fleetbot-io/fleetbot/internal/rollout"
 )
 
 // DefaultConcurrency is how many repos are reconciled at once by default.
@@ -197,7 +198,7 @@ func Plan(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.Ta
 		opts.Only, scope = sc.only, sc.line
 		opts.Logger.Info("plan scope", "scope", scope)
 	}
-	pl, rep, err := plan(ctx, f, runInput{repo: repo, targets: targets, opts: opts})
+	pl, rep, err := plan(ctx, f, newRunInput(repo, targets, opts))
 	if rep != nil {
 		rep.Command = report.CommandPlan
 		rep.Scope, rep.Incremental = scope, opts.Only != nil && scope != ""
@@ -224,7 +225,7 @@ func Apply(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.T
 	if incremental(repo, targets, opts) {
 		rep, err = applyIncremental(ctx, f, repo, targets, opts)
 	} else {
-		rep, err = applyAll(ctx, f, runInput{repo: repo, targets: targets, opts: opts})
+		rep, err = applyAll(ctx, f, newRunInput(repo, targets, opts))
 	}
 	if rep != nil {
 		rep.Command = report.CommandApply
@@ -232,12 +233,19 @@ func Apply(ctx context.Context, f Forge, repo *control.Repo, targets []*fanout.T
 	return rep, err
 }
 
-// runInput is what a run starts from: the control repo, its rendered targets, and the run's
-// options with their defaults.
+// runInput is what a run starts from: the control repo, its rendered targets, the run's
+// options with their defaults, and the control repo's rollouts on the run's clock.
 type runInput struct {
-	repo    *control.Repo
-	targets []*fanout.Target
-	opts    Options
+	repo     *control.Repo
+	targets  []*fanout.Target
+	opts     Options
+	rollouts *rollout.Rollouts
+}
+
+// newRunInput is the input of a run of repo's targets with opts (their defaults set): the
+// rollout slice's entry is built here, once per run, from the control repo and opts.Now.
+func newRunInput(repo *control.Repo, targets []*fanout.Target, opts Options) runInput {
+	return runInput{repo: repo, targets: targets, opts: opts, rollouts: rollout.New(repo, opts.Now)}
 }
 
 // planned is the read-only half of a run, which Plan reports and Apply executes: every repo of

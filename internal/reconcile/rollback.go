@@ -155,7 +155,7 @@ func openRestores(ctx context.Context, f Forge, in runInput, st *rollout.Status,
 		s := rollout.RestoreStatus{Repo: r.Repo, To: r.To.Revision}
 		t := targets[r.Repo]
 		auto := opts.AutoMerge
-		if t.Kind == fanout.KindCluster && rollout.Enabled(in.repo) {
+		if t.Kind == fanout.KindCluster && in.rollouts.Enabled() {
 			auto = in.repo.ClusterAutoMerge(t.Name)
 		}
 		var res pr.Restored

@@ -60,7 +60,7 @@ func TestRolloutRollsBackOnTheFakeGitHub(t *testing.T) {
 	head, _, err := r.human.Git.GetCommit(context.Background(), "acme", "cluster-c01", restore.GetHead().GetSHA())
 	require.NoError(t, err)
 	assert.Equal(t, healthy, head.GetTree().GetSHA(), "the rollback commit carries the last healthy tree")
-	cr := rep.Rollout.CheckRun()
+	cr := rollout.New(r.control(true), r.opts().Now).CheckRun(rep.Rollout)
 	assert.Equal(t, rollout.CheckHalted, cr.Conclusion)
 	assert.Contains(t, cr.Summary, "**Rolled back** revision `v2` because c01: Flux reported a failure")
 	assert.Contains(t, cr.Summary, "| cluster-c01 | `v1` | #")

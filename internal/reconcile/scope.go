@@ -12,7 +12,6 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/policy"
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/report"
-	"github.com/fleetbot-io/fleetbot/internal/rollout"
 )
 
 // A repo's role in a run decides what the run reads, decides and writes there. There are four,
@@ -111,7 +110,7 @@ func checkInput(in runInput) error {
 // repo, and a control repo that is also a target.
 func assignRoles(in runInput, fl control.Fleet, managed []pr.ManagedRepo) ([]role, error) {
 	inScope := scopeOf(in.opts)
-	waves := rollout.Enabled(in.repo)
+	waves := in.rollouts.Enabled()
 	roles := make([]role, 0, len(in.targets)+len(managed)+1)
 	wanted := map[string]bool{}
 	for _, t := range in.targets {

@@ -27,12 +27,12 @@ type rolloutVerdict struct {
 	held map[string]error
 }
 
-// gate asks the rollout slice (rollout.Gate) for its verdict on the run's revision over every
+// gate asks the rollout slice (rollout.Rollouts.Gate) for its verdict on the run's revision over every
 // cluster repo (the run's and its observers), from what the forge shows of their pull
 // requests, and holds the repos it does not admit (holds). An open pull request is always
 // updated in place. Without declared waves it holds nothing.
 func gate(ctx context.Context, f Forge, in runInput, repos, observers []*repoPlan) (*rolloutVerdict, error) {
-	if !rollout.Enabled(in.repo) {
+	if !in.rollouts.Enabled() {
 		return &rolloutVerdict{}, nil
 	}
 	rd := f.Capabilities().Rollout
@@ -40,31 +40,37 @@ func gate(ctx context.Context, f Forge, in runInput, repos, observers []*repoPla
 		return nil, fmt.Errorf("platform spec.rollout.waves: this forge cannot read pull request merges and commit statuses " +
 			"(it declares no rollout reader), which a rollout in waves is gated on; use the github or local forge, or remove spec.rollout")
 	}
-	clusters := gateClusters(repos, observers)
+	clusters := gateRepos(repos, observers, fanout.KindCluster)
+	workspaces := gateRepos(repos, observers, fanout.KindWorkspace)
 	fl := in.repo.Fleet()
-	names := make([]string, len(clusters))
-	for i, c := range clusters {
-		names[i] = c.target().Repo
+	names := make([]string, 0, len(clusters)+len(workspaces))
+	for _, c := range slices.Concat(clusters, workspaces) {
+		names = append(names, c.target().Repo)
 	}
 	prs, err := rd.RolloutPRs(ctx, fl.Owner, names, fl.DefaultBranch, fl.PRBranch)
 	if err != nil {
-		return nil, fmt.Errorf("reading the rollout state of %d cluster repos: %w", len(names), err)
+		return nil, fmt.Errorf("reading the rollout state of %d cluster and workspace repos: %w", len(names), err)
 	}
-	gin := rollout.Input{Control: in.repo, Revision: in.opts.Source, Now: in.opts.Now()}
+	gin := make([]rollout.Cluster, 0, len(clusters))
 	for _, c := range clusters {
 		p, ok := prs[c.target().Repo]
-		gin.Clusters = append(gin.Clusters, rollout.Cluster{Name: c.target().Name, Repo: c.target().Repo, Decision: c.content, PR: p, Found: ok})
+		gin = append(gin, rollout.Cluster{Name: c.target().Name, Repo: c.target().Repo, Decision: c.content, PR: p, Found: ok})
 	}
-	v := rollout.Gate(gin)
-	return &rolloutVerdict{Verdict: v, held: holds(&v, repos)}, nil
+	var gws []rollout.Workspace
+	for _, w := range workspaces {
+		p, ok := prs[w.target().Repo]
+		gws = append(gws, rollout.Workspace{Name: w.target().Name, Repo: w.target().Repo, Decision: w.content, PR: p, Found: ok})
+	}
+	v := in.rollouts.Gate(in.opts.Source, gin, gws)
+	return &rolloutVerdict{Verdict: v, held: holds(in.rollouts, &v, repos)}, nil
 }
 
-// gateClusters are the cluster repos the gate weighs: the run's own (content targets; a
-// tombstone is removed and in no wave) and its observers, in the run's order.
-func gateClusters(repos, observers []*repoPlan) []*repoPlan {
+// gateRepos are the repos of kind (cluster or workspace) the gate weighs: the run's own
+// (content targets; a tombstone is removed and in no wave) and its observers, by repo name.
+func gateRepos(repos, observers []*repoPlan, kind fanout.Kind) []*repoPlan {
 	var out []*repoPlan
 	for _, p := range slices.Concat(repos, observers) {
-		if _, ok := p.role.(accessEntry); ok || p.target().Kind != fanout.KindCluster || p.target().Removed {
+		if _, ok := p.role.(accessEntry); ok || p.target().Kind != kind || p.target().Removed {
 			continue
 		}
 		out = append(out, p)
@@ -77,7 +83,7 @@ func gateClusters(repos, observers []*repoPlan) []*repoPlan {
 // a new pull request (rollout.Verdict.Holds: a cluster the rollout holds, a workspace while one
 // of its clusters is held). A repo that failed, or whose decision writes nothing, is not held.
 // The hold is deferred until the rollout's next check, when time alone can change the verdict.
-func holds(v *rollout.Verdict, repos []*repoPlan) map[string]error {
+func holds(ro *rollout.Rollouts, v *rollout.Verdict, repos []*repoPlan) map[string]error {
 	held := map[string]error{}
 	for _, p := range repos {
 		why, ok := v.Holds(p.target())
@@ -85,7 +91,7 @@ func holds(v *rollout.Verdict, repos []*repoPlan) map[string]error {
 			continue
 		}
 		err := fmt.Errorf("%s: %w: %s", p.target().FullName(), ErrHeld, why)
-		held[p.target().Repo] = report.Classify(err, report.Outcome{Class: report.ClassDeferred, Reason: report.ReasonHeldByRollout, RetryAt: v.Status.NextWake()})
+		held[p.target().Repo] = report.Classify(err, report.Outcome{Class: report.ClassDeferred, Reason: report.ReasonHeldByRollout, RetryAt: ro.NextWake(v.Status)})
 	}
 	return held
 }

@@ -45,7 +45,7 @@ func TestRolloutComponentWaves(t *testing.T) {
 	r.changeMetal("m2")
 	rep := r.apply()
 	assert.Equal(t, []string{"cluster-c04", "cluster-c05"}, r.opened(), "metallb's first wave, though the fleet's canary is c01")
-	assert.Equal(t, []string{control.ComponentWaves("metallb")}, rep.Rollout.Lists)
+	assert.Equal(t, []string{rollout.ComponentWaves("metallb")}, rep.Rollout.Lists)
 	assert.Contains(t, heldWhy(t, rep, "cluster-c01"), "wave metal-first is not done (0 of 2 changed clusters healthy)")
 
 	r.mergeAndReport("cluster-c04", "success")
@@ -53,13 +53,13 @@ func TestRolloutComponentWaves(t *testing.T) {
 	r.restart()
 	rep = r.apply()
 	assert.Equal(t, []string{"cluster-c01", "cluster-c02", "cluster-c03"}, r.opened(), "metallb's rest: no maxParallel, no soak")
-	assert.Equal(t, []string{control.ComponentWaves("metallb")}, rep.Rollout.Lists)
+	assert.Equal(t, []string{rollout.ComponentWaves("metallb")}, rep.Rollout.Lists)
 	for _, c := range []string{"cluster-c01", "cluster-c02", "cluster-c03"} {
 		r.mergeAndReport(c, "success")
 	}
 	rep = r.apply()
 	assert.True(t, rep.Rollout.Done, "metallb's waves, not the fleet's canary soak of 1h")
-	assert.Equal(t, []string{control.ComponentWaves("metallb")}, rep.Rollout.Lists,
+	assert.Equal(t, []string{rollout.ComponentWaves("metallb")}, rep.Rollout.Lists,
 		"no cluster's change shows metallb any more: the merged pull requests recorded it")
 	assert.Empty(t, r.opened())
 
@@ -67,7 +67,7 @@ func TestRolloutComponentWaves(t *testing.T) {
 	r.changeMetal("m3")
 	r.change("m3")
 	rep = r.apply()
-	assert.Equal(t, []string{control.ComponentWaves("metallb"), control.FleetWaves}, rep.Rollout.Lists)
+	assert.Equal(t, []string{rollout.ComponentWaves("metallb"), rollout.FleetWaves}, rep.Rollout.Lists)
 	var names []string
 	for _, w := range rep.Rollout.Waves {
 		names = append(names, w.Name)
@@ -136,7 +136,7 @@ func TestRolloutPauseResume(t *testing.T) {
 	for _, w := range rep.Rollout.Waves {
 		states[w.Name] = w.State
 	}
-	assert.Equal(t, map[string]rollout.WaveState{"canary": rollout.WaveDone, "eu": rollout.WavePaused, control.RestWave: rollout.WaveWaiting}, states)
+	assert.Equal(t, map[string]rollout.WaveState{"canary": rollout.WaveDone, "eu": rollout.WavePaused, rollout.RestWave: rollout.WaveWaiting}, states)
 
 	r.paused = nil
 	rep = r.apply()
@@ -153,7 +153,7 @@ func TestRolloutPausedMergesNothing(t *testing.T) {
 	r.paused = &control.Pause{}
 	autoMerge := func() map[string]bool {
 		ctl := r.control(true)
-		in := runInput{repo: ctl, targets: r.targets(), opts: r.opts().withDefaults(ctl)}
+		in := newRunInput(ctl, r.targets(), r.opts().withDefaults(ctl))
 		pl, _, err := plan(t.Context(), r.forge, in)
 		require.NoError(t, err)
 		env := &decideEnv{repo: ctl, prOpts: prOptions(ctl, in.opts)}

@@ -53,6 +53,9 @@ const (
 	// writer moved it since); nothing was written, and the repo is planned again from a fresh
 	// snapshot.
 	ReasonRefMoved = "RefMoved"
+	// ReasonInvalidControlRepo: the control repo does not load: validation or render problems,
+	// each at its file:line (control.Issues).
+	ReasonInvalidControlRepo = "InvalidControlRepo"
 	// ReasonTeamNotFound: the control repo names a team the organization does not have.
 	ReasonTeamNotFound = "TeamNotFound"
 	// ReasonTooManyRemovals: the run would remove more target repos (or grants) than

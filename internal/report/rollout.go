@@ -128,7 +128,7 @@ type RolloutHalt struct {
 	RolledBack bool `json:"rolledBack,omitempty"`
 }
 
-// fleetWaves is the name of the fleet's own list of waves (control.FleetWaves).
+// fleetWaves is the name of the fleet's own list of waves (rollout.FleetWaves).
 const fleetWaves = "spec.rollout.waves"
 
 // pausedFile is the control repo's pause file (control.PausedFile).

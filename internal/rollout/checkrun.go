@@ -40,8 +40,8 @@ func (p CheckRun) Done() bool { return p.Conclusion == CheckDone }
 
 // CheckRun words the verdict for the control repo's check run. A wave's done count is its
 // clusters the revision leaves alone plus those merged and reported healthy by Flux.
-func (s *Status) CheckRun() CheckRun {
-	p := CheckRun{NextCheck: s.NextWake()}
+func (s *Status) checkRun() CheckRun {
+	p := CheckRun{NextCheck: s.nextWake()}
 	current := -1
 	for i, ws := range s.Waves {
 		p.Changed += ws.Changed

@@ -18,27 +18,6 @@ import (
 // those count as a cluster's health.
 const FluxStatusPrefix = "kustomization/"
 
-// Enabled reports whether the control repo declares a rollout in waves (the fleet's, or a
-// component's own): without it there is nothing to gate.
-func Enabled(repo *control.Repo) bool {
-	return repo != nil && repo.HasRollout()
-}
-
-// NeedsEveryChange reports whether a platform component declares its own waves: then the gate
-// needs every cluster's change (also of the clusters outside a limited run) to know which
-// waves the revision takes.
-func NeedsEveryChange(repo *control.Repo) bool {
-	if repo == nil || repo.Platform == nil {
-		return false
-	}
-	for _, c := range repo.Platform.Spec.Components {
-		if c.Rollout != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // Cluster is one cluster repo the gate weighs, as the run decided it and the forge shows it.
 type Cluster struct {
 	// Name is the cluster's name in the control repo, Repo its repo (without the owner).
@@ -50,15 +29,6 @@ type Cluster struct {
 	// PR is fleetbot's newest pull request of the repo when Found.
 	PR    pr.RolloutPR
 	Found bool
-}
-
-// Input is everything the gate reads: the control repo (its waves, pause, health timeout),
-// the revision rolled out, the time, and the cluster repos with what the forge shows of them.
-type Input struct {
-	Control  *control.Repo
-	Revision string
-	Now      time.Time
-	Clusters []Cluster
 }
 
 // MergeSettings are what a cluster's wave decides of its pull request: whether it merges
@@ -80,27 +50,37 @@ type Verdict struct {
 	control *control.Repo
 }
 
-// Gate plans the revision's waves from the control repo (the components with their own waves
-// that its changes touch, spec.rollout.waves for anything else) and evaluates them on what the
-// forge shows (Evaluate). It is pure: the same input gives the same verdict.
-func Gate(in Input) Verdict {
+// Gate plans the waves of revision from the control repo (the components with their own waves
+// that its changes touch, spec.rollout.waves for anything else: Plan) and evaluates them on
+// what the forge shows of the clusters and of the run's workspace repos (see Workspace)
+// (Evaluate) at the clock's time. It is pure: the same control repo, revision, repos and time
+// give the same verdict.
+func (r *Rollouts) Gate(revision string, clusters []Cluster, workspaces []Workspace) Verdict {
 	obs := map[string]Observed{}
 	var recorded [][]string
-	for _, c := range in.Clusters {
-		o, waves := observe(c, in.Revision)
+	for _, c := range clusters {
+		o, waves := observe(c, revision)
 		obs[c.Name] = o
 		if waves != nil {
 			recorded = append(recorded, waves)
 		}
 	}
-	plan := revisionPlan(in.Control, in.Clusters, recorded)
-	opts := options(in.Control)
-	if opts.Failed == nil {
-		opts.Failed = rolledBackFailure(in.Clusters)
+	if workspaceChanged(workspaces, revision) {
+		recorded = append(recorded, []string{FleetWaves})
 	}
-	st := Evaluate(in.Revision, waves(plan), obs, in.Now, opts)
+	plan := r.revisionPlan(clusters, recorded)
+	attachWorkspaces(r.control, plan, workspaces, revision, obs)
+	opts := options(r.control)
+	if opts.Failed == nil {
+		all := slices.Clone(clusters)
+		for _, w := range workspaces {
+			all = append(all, w.asCluster())
+		}
+		opts.Failed = rolledBackFailure(all)
+	}
+	st := Evaluate(revision, waves(plan), obs, r.now(), opts)
 	st.Lists = plan.Lists
-	return Verdict{Status: &st, Merge: mergeByWave(plan, in.Clusters, st.MergesAllowed()), control: in.Control}
+	return Verdict{Status: &st, Merge: mergeByWave(plan, clusters, st.MergesAllowed()), control: r.control}
 }
 
 // options are the rollout settings and records the control repo holds, for Evaluate: the
@@ -160,17 +140,19 @@ func rolledBackFailure(clusters []Cluster) *Failure {
 	return nil
 }
 
-// revisionPlan is the waves the run's revision takes (control.Repo.RolloutPlan): the
+// revisionPlan is the waves the run's revision takes (Plan): the
 // components with their own waves that its changes touch, and spec.rollout.waves when they
 // touch anything else. A change is read from each cluster's pending files (the default
 // branch against the desired tree) and, for the clusters that merged it, from the lists their
 // pull request recorded (recorded), so the plan does not change as the rollout progresses. A
 // cluster that could not be planned counts as touching every list.
-func revisionPlan(repo *control.Repo, clusters []Cluster, recorded [][]string) control.RolloutPlan {
+func (r *Rollouts) revisionPlan(clusters []Cluster, recorded [][]string) Plan {
 	own := map[string]bool{}
-	for _, c := range repo.Platform.Spec.Components {
-		if c.Rollout != nil {
-			own[c.App] = true
+	if r.platform() != nil {
+		for _, c := range r.platform().Spec.Components {
+			if c.Rollout != nil {
+				own[c.App] = true
+			}
 		}
 	}
 	touched := map[string]bool{}
@@ -193,18 +175,18 @@ func revisionPlan(repo *control.Repo, clusters []Cluster, recorded [][]string) c
 	}
 	for _, lists := range recorded {
 		for _, l := range lists {
-			if app, ok := strings.CutPrefix(l, control.ComponentWaves("")); ok && own[app] {
+			if app, ok := strings.CutPrefix(l, ComponentWaves("")); ok && own[app] {
 				touched[app] = true
-			} else if l == control.FleetWaves {
+			} else if l == FleetWaves {
 				fleet = true
 			}
 		}
 	}
-	return repo.RolloutPlan(slices.Sorted(maps.Keys(touched)), fleet)
+	return r.Plan(slices.Sorted(maps.Keys(touched)), fleet)
 }
 
 // waves resolves a plan's waves for Evaluate.
-func waves(plan control.RolloutPlan) []Wave {
+func waves(plan Plan) []Wave {
 	out := make([]Wave, 0, len(plan.Waves))
 	for _, w := range plan.Waves {
 		out = append(out, Wave{Name: w.Name, Clusters: w.Clusters, MaxParallel: w.MaxParallel, Soak: w.Soak,
@@ -307,7 +289,7 @@ func carriesRevision(p pr.RolloutPR, d *pr.Decision, source string) bool {
 // mergeByWave is how the pull request of each cluster of the revision's waves merges: as its
 // wave says, and never automatically while the rollout is paused or the change windows are
 // closed (nor is auto-merge enabled then: Status.MergesAllowed).
-func mergeByWave(plan control.RolloutPlan, clusters []Cluster, mergesAllowed bool) map[string]MergeSettings {
+func mergeByWave(plan Plan, clusters []Cluster, mergesAllowed bool) map[string]MergeSettings {
 	byName := make(map[string]string, len(clusters))
 	for _, c := range clusters {
 		byName[c.Name] = c.Repo

@@ -12,6 +12,22 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 )
 
+// gateInput is what a test hands the gate: the control repo, the revision, the time and the
+// clusters as the forge shows them.
+type gateInput struct {
+	Control  *control.Repo
+	Revision string
+	Now      time.Time
+	Clusters []Cluster
+	// Workspaces are the run's workspace repos (see Workspace).
+	Workspaces []Workspace
+}
+
+// gateOf is the verdict of the control repo's Rollouts, timed by in.Now, on in.
+func gateOf(in gateInput) Verdict {
+	return New(in.Control, func() time.Time { return in.Now }).Gate(in.Revision, in.Clusters, in.Workspaces)
+}
+
 // sliceControl is a fleet in two waves (canary: env=dev, then the implicit last wave), with
 // the workspace team-a on both waves' clusters.
 func sliceControl() *control.Repo {
@@ -39,15 +55,16 @@ func TestGateEndToEnd(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	ctl := sliceControl()
-	require.True(t, Enabled(ctl))
-	assert.False(t, NeedsEveryChange(ctl))
+	ro := New(ctl, func() time.Time { return now })
+	require.True(t, ro.Enabled())
+	assert.False(t, ro.NeedsEveryChange())
 	changed := &pr.Decision{Action: pr.ActionOpen, OpenPR: true}
 
 	// Nothing merged yet: canary's cluster is admitted, the last wave's held.
-	v := Gate(Input{Control: ctl, Revision: "rev1", Now: now, Clusters: []Cluster{
+	v := ro.Gate("rev1", []Cluster{
 		{Name: "c1", Repo: "cluster-c1", Decision: changed},
 		{Name: "p1", Repo: "cluster-p1", Decision: changed},
-	}})
+	}, nil)
 	assert.Equal(t, []string{"c1"}, v.Status.Admitted)
 	why, held := v.Holds(&fanout.Target{Kind: fanout.KindCluster, Name: "p1"})
 	assert.True(t, held)
@@ -59,27 +76,27 @@ func TestGateEndToEnd(t *testing.T) {
 	assert.Contains(t, why, "waiting for p1")
 	_, held = v.Holds(&fanout.Target{Kind: fanout.KindCluster, Name: "p1", Removed: true})
 	assert.False(t, held, "a removed repo is never held")
-	assert.Equal(t, MergeSettings{AutoMerge: false, Waves: []string{control.FleetWaves}}, v.Merge["cluster-c1"])
-	assert.True(t, v.Status.NextWake().IsZero(), "only a merge can move it on")
-	assert.Equal(t, CheckRunning, v.Status.CheckRun().Conclusion)
+	assert.Equal(t, MergeSettings{AutoMerge: false, Waves: []string{FleetWaves}}, v.Merge["cluster-c1"])
+	assert.True(t, ro.NextWake(v.Status).IsZero(), "only a merge can move it on")
+	assert.Equal(t, CheckRunning, ro.CheckRun(v.Status).Conclusion)
 
 	// Canary merged and Flux reported it healthy: the wave soaks; the gate wakes when it ends.
 	merged := pr.RolloutPR{Number: 7, State: pr.StateMerged, Source: "rev1", MergedAt: now.Add(-10 * time.Minute),
 		Statuses: []pr.CommitStatus{{Context: FluxStatusPrefix + "flux-system/abc", State: pr.StatusSuccess, CreatedAt: now.Add(-5 * time.Minute)}}}
-	v = Gate(Input{Control: ctl, Revision: "rev1", Now: now, Clusters: []Cluster{
+	v = ro.Gate("rev1", []Cluster{
 		{Name: "c1", Repo: "cluster-c1", Decision: &pr.Decision{Action: pr.ActionNoop}, PR: merged, Found: true},
 		{Name: "p1", Repo: "cluster-p1", Decision: changed},
-	}})
+	}, nil)
 	require.Len(t, v.Status.Waves, 2)
 	assert.Equal(t, WaveSoaking, v.Status.Waves[0].State)
-	assert.Equal(t, now.Add(55*time.Minute), v.Status.NextWake())
-	assert.Contains(t, v.Status.CheckRun().Title, "soaking until")
+	assert.Equal(t, now.Add(55*time.Minute), ro.NextWake(v.Status))
+	assert.Contains(t, ro.CheckRun(v.Status).Title, "soaking until")
 	rep := v.Status.Report()
 	assert.Equal(t, "rev1", rep.Revision)
 	assert.Equal(t, now.Add(55*time.Minute), rep.NextCheck)
 
 	var none *Status
-	assert.True(t, none.NextWake().IsZero())
+	assert.True(t, ro.NextWake(none).IsZero())
 	assert.Nil(t, none.Report())
 }
 
@@ -109,7 +126,7 @@ func TestViewBars(t *testing.T) {
 	ctl := sliceControl()
 	st := &Status{Waves: []WaveStatus{{Name: "canary", State: WaveHalted}}, Halted: &Halt{Wave: "canary", Cluster: "c1"}}
 	var cache ViewCache
-	x := NewView(ctl, st, &cache)
+	x := New(ctl, nil).View(st, &cache)
 	assert.True(t, x.Declared())
 	assert.Equal(t, "canary", x.WaveOf("c1"))
 	assert.Equal(t, "c1", x.HaltedOn())
@@ -118,7 +135,7 @@ func TestViewBars(t *testing.T) {
 	assert.Equal(t, Bar{Name: "canary", State: "halted", Total: 1, Halted: 1}, bars[0])
 	assert.Equal(t, "wave canary: 1 cluster: 0 healthy, 0 done, 0 open, 0 pending, 1 halted; rollout halted", bars[0].Label())
 
-	flat := NewView(&control.Repo{Platform: &control.Platform{}, Clusters: ctl.Clusters}, nil, nil)
+	flat := New(&control.Repo{Platform: &control.Platform{}, Clusters: ctl.Clusters}, nil).View(nil, nil)
 	assert.False(t, flat.Declared())
 	assert.Equal(t, AllClusters, flat.WaveOf("p1"))
 }

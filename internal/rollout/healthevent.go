@@ -228,8 +228,13 @@ func NamespaceKey(clusterKey []byte, namespace string) []byte {
 // either the same way. The id, where a Provider puts its UID's first group, is derived from
 // the endpoint (8 hex digits), so the contexts of two namespaces never collide.
 func HealthStatusContext(at HealthEndpoint, name string) string {
+	return FluxStatusPrefix + strings.ToLower(name) + "/" + endpointID(at)
+}
+
+// endpointID is the last part of the contexts HealthStatusContext gives an endpoint's events.
+func endpointID(at HealthEndpoint) string {
 	sum := sha256.Sum256([]byte(at.Cluster + "/" + at.namespace()))
-	return FluxStatusPrefix + strings.ToLower(name) + "/" + hex.EncodeToString(sum[:4])
+	return hex.EncodeToString(sum[:4])
 }
 
 // maxStatusDescription is GitHub's limit on a commit status description (Flux's github

@@ -6,12 +6,8 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/report"
 )
 
-// NextWake is when a service should evaluate the rollout again although nothing new was
-// observed: the earliest time the verdict changes by time alone (a soak ending, a health
-// timeout, a change window opening or closing). Zero when only a new observation can change
-// it: the rollout is done or halted, or waits for a merge or a health verdict. A nil status (no
-// waves) never wakes.
-func (s *Status) NextWake() time.Time {
+// nextWake is Rollouts.NextWake: the status's next check, zero for nil.
+func (s *Status) nextWake() time.Time {
 	if s == nil {
 		return time.Time{}
 	}

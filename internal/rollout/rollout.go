@@ -6,16 +6,21 @@
 // and why the others wait. Nothing is remembered between calls, so a restarted service or a
 // scheduled Action run continues where the last one was, from the same observations.
 //
-// The package owns rollouts end to end, as one slice; the other floors only call it:
+// The package owns rollouts end to end, as one slice, behind one entry: Rollouts, built once
+// from the control model and a clock (New). The other floors only call it:
 //
-//   - plan and gate: Gate plans a revision's waves from the control model and evaluates them
-//     on what the forge shows (Input: the clusters' decisions and newest pull requests);
-//     Verdict.Holds says which target repos wait, Verdict.Merge how each cluster's pull
-//     request merges (reconcile's gate phase reads the forge and calls it);
-//   - the next wake-up: Status.NextWake (serve's rollout watch schedules a full apply then);
-//   - the words: Status.CheckRun (the control commit's rollout check run), Status.Report
+//   - plan and gate: Rollouts.Plan plans a revision's waves from the control model (the
+//     components with their own waves its changes touch, spec.rollout.waves for the rest);
+//     Rollouts.Gate plans the revision's and evaluates them (Evaluate) on what the forge shows
+//     (the clusters' decisions and newest pull requests) at the clock's time; Verdict.Holds
+//     says which target repos wait, Verdict.Merge how each cluster's pull request merges
+//     (reconcile's gate phase reads the forge and calls it);
+//   - the next wake-up: Rollouts.NextWake (a held repo's retry time; serve's rollout watch
+//     schedules a full apply then);
+//   - the words: Rollouts.CheckRun (the control commit's rollout check run), Status.Report
 //     (the report's rollout section, `fleetbot rollout status`);
-//   - the picture: View and Bar (the status page's bar per wave; internal/status draws it).
+//   - the picture: Rollouts.View, Rollouts.Windows and Bar (the status page's bar per wave;
+//     internal/status draws it).
 package rollout
 
 import (
@@ -80,6 +85,9 @@ type Observed struct {
 // PR is fleetbot's pull request in one cluster repo.
 type PR struct {
 	Number int
+	// Repo names the repo of a workspace's pull request weighed for the cluster (see
+	// Workspace); "" for the cluster's own repo.
+	Repo string
 	// Revision is the control-repo revision the pull request carries (its body's marker).
 	Revision string
 	// Open is true until it is merged or closed.
@@ -90,6 +98,11 @@ type PR struct {
 	// Health of the merge commit, and when that verdict was posted.
 	Health   Health
 	HealthAt time.Time
+}
+
+// ref names the pull request: #N in the cluster's repo, repo#N in a workspace's.
+func (p *PR) ref() string {
+	return fmt.Sprintf("%s#%d", p.Repo, p.Number)
 }
 
 // Options tune Evaluate.
@@ -302,12 +315,12 @@ func (e *evaluation) weighMerge(c string, pr *PR, t *waveTally) {
 		}
 	case HealthFailure:
 		t.counted = append(t.counted, counted{cluster: c, failed: true, at: pr.HealthAt,
-			reason: fmt.Sprintf("Flux reported a failure for the merge of #%d", pr.Number)})
+			reason: fmt.Sprintf("Flux reported a failure for the merge of %s", pr.ref())})
 	default:
 		deadline := pr.MergedAt.Add(e.opts.HealthTimeout)
 		if !e.now.Before(deadline) {
 			t.counted = append(t.counted, counted{cluster: c, at: deadline,
-				reason: fmt.Sprintf("no healthy status from Flux within %s of the merge of #%d (last: %s)", e.opts.HealthTimeout, pr.Number, pr.Health)})
+				reason: fmt.Sprintf("no healthy status from Flux within %s of the merge of %s (last: %s)", e.opts.HealthTimeout, pr.ref(), pr.Health)})
 		} else {
 			e.NextCheck = earliest(e.NextCheck, deadline)
 		}

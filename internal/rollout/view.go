@@ -112,7 +112,7 @@ func plural(n int, one, many string) string {
 }
 
 // View is the rollout picture's model of a fleet: which wave each cluster is in (as the gate
-// assigns them, control.Repo.Waves), the waves in order, and the gate's verdict on each.
+// assigns them, Rollouts.Waves), the waves in order, and the gate's verdict on each.
 type View struct {
 	// declared: the control repo declares waves (otherwise one AllClusters wave).
 	declared bool
@@ -124,14 +124,15 @@ type View struct {
 	halt  string
 }
 
-// NewView assigns the control repo's clusters to waves as the gate does, through cache when
-// given, and adds the gate's verdict st (nil: none evaluated). A nil control repo has no waves.
-func NewView(c *control.Repo, st *Status, cache *ViewCache) View {
+// newView assigns the control repo's clusters to waves as the gate does, through cache when
+// given, and adds the gate's verdict st (nil: none evaluated) (Rollouts.View). A nil control
+// repo has no waves.
+func newView(r *Rollouts, st *Status, cache *ViewCache) View {
 	var x View
 	if cache != nil {
-		x = cache.assign(c)
+		x = cache.assign(r)
 	} else {
-		x = assignWaves(c)
+		x = assignWaves(r)
 	}
 	x.state = map[string]string{}
 	if st != nil && x.declared {
@@ -155,9 +156,10 @@ func (x *View) WaveOf(cluster string) string { return x.of[cluster] }
 // HaltedOn is the cluster the gate halted the rollout on ("" none).
 func (x *View) HaltedOn() string { return x.halt }
 
-// assignWaves puts every cluster of c in its wave.
-func assignWaves(c *control.Repo) View {
+// assignWaves puts every cluster of the control repo in its wave.
+func assignWaves(r *Rollouts) View {
 	x := View{of: map[string]string{}, size: map[string]int{}}
+	c := r.repo()
 	if c == nil {
 		return x
 	}
@@ -173,7 +175,7 @@ func assignWaves(c *control.Repo) View {
 		x.size[AllClusters] = len(c.Clusters)
 		return x
 	}
-	for _, g := range c.Waves() {
+	for _, g := range r.Waves() {
 		x.order = append(x.order, g.Name)
 		x.size[g.Name] = len(g.Clusters)
 		for _, n := range g.Clusters {
@@ -193,13 +195,13 @@ type ViewCache struct {
 	x   View
 }
 
-// assign returns c's wave assignment, computed once per control repo. The maps it returns are
-// shared and never written after.
-func (wc *ViewCache) assign(c *control.Repo) View {
+// assign returns the wave assignment of r's control repo, computed once per control repo. The
+// maps it returns are shared and never written after.
+func (wc *ViewCache) assign(r *Rollouts) View {
 	wc.mu.Lock()
 	defer wc.mu.Unlock()
-	if wc.ctl != c || wc.x.of == nil {
-		wc.ctl, wc.x = c, assignWaves(c)
+	if wc.ctl != r.repo() || wc.x.of == nil {
+		wc.ctl, wc.x = r.repo(), assignWaves(r)
 	}
 	return wc.x
 }

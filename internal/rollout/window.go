@@ -4,7 +4,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fleetbot-io/fleetbot/internal/control"
 	"github.com/fleetbot-io/fleetbot/internal/report"
 
 	"github.com/fleetbot-io/fleetbot/internal/window"
@@ -17,12 +16,6 @@ type WindowStatus struct {
 	// Next is when that changes: the next opening of a closed schedule, the next closing of an
 	// open one; zero when it does not change within a year (window.Horizon).
 	Next time.Time
-}
-
-// WindowsAt is where the control repo's change windows stand at now (nil without windows):
-// what `fleetbot status` and the status page show even when no rollout was evaluated.
-func WindowsAt(repo *control.Repo, now time.Time) *WindowStatus {
-	return windowStatus(repo.Schedule(), now)
 }
 
 // Report is the window's state as the report and the status views show it.

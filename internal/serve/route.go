@@ -124,7 +124,7 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (rt *router) destination(event string, body []byte) (destination, string) {
 	switch event {
 	case "installation", "installation_repositories", "status":
-		// A Flux status on a cluster repo of a rollout advances the rollout: every member
+		// A Flux status on a cluster or workspace repo of a rollout advances the rollout: every member
 		// applies its share (each one's handler ignores the statuses that are not such).
 		return toAll, ""
 	}

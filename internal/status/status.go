@@ -393,7 +393,9 @@ func Build(in Input, o Options) *Fleet {
 	f := &Fleet{Source: in.Source, GeneratedAt: in.Now, GroupBy: o.GroupBy.Name,
 		Repos: make([]Repo, 0, len(in.Entries))}
 	idx := indexControl(in.Control)
-	f.waves = rollout.NewView(in.Control, in.Rollout, o.waves)
+	// The rollout slice's entry for the control repo, at the time the view is shown.
+	ro := rollout.New(in.Control, func() time.Time { return in.Now })
+	f.waves = ro.View(in.Rollout, o.waves)
 	for i := range in.Entries {
 		e := &in.Entries[i]
 		if e.Kind != fanout.KindCluster && e.Kind != fanout.KindWorkspace && e.Kind != fanout.KindManagement {
@@ -425,8 +427,8 @@ func Build(in Input, o Options) *Fleet {
 	}
 	if in.Rollout != nil && in.Rollout.Window != nil {
 		f.Window = in.Rollout.Window.Report()
-	} else if in.Control != nil {
-		f.Window = rollout.WindowsAt(in.Control, in.Now).Report()
+	} else {
+		f.Window = ro.Windows().Report()
 	}
 	return f
 }

@@ -95,7 +95,7 @@ func TestWavesViewModel(t *testing.T) {
 		"(rest)  total=2 healthy=0 done=0 open=1 pending=1 halted=0",
 	}, waveCounts(f.Waves), "declared order, then the clusters no wave matches; a declared wave matching nothing is an empty bar")
 	assert.Equal(t, "canary", f.Find("cluster-c1").Wave)
-	assert.Equal(t, control.RestWave, f.Find("cluster-r1").Wave)
+	assert.Equal(t, rollout.RestWave, f.Find("cluster-r1").Wave)
 	assert.Empty(t, f.Find("mgmt-hub").Wave, "management repos are in no wave")
 	assert.Equal(t, "wave prod: 3 clusters: 0 healthy, 1 done, 0 open, 1 pending, 1 halted", f.Waves[1].Label())
 

@@ -18,14 +18,14 @@ import (
 const (
 	// ReasonRolloutTimer: a soak ended or a health timeout passed (RolloutWatch's wake-up).
 	ReasonRolloutTimer = "rollout.timer"
-	// ReasonRolloutStatus: Flux posted a commit status on a cluster repo of the rollout.
+	// ReasonRolloutStatus: Flux posted a commit status on a cluster or workspace repo of the rollout.
 	ReasonRolloutStatus = "status"
-	// ReasonRolloutMerge: a pull request of a cluster repo of the rollout was closed or merged.
+	// ReasonRolloutMerge: a pull request of a cluster or workspace repo of the rollout was closed or merged.
 	ReasonRolloutMerge = "pull_request.closed"
 )
 
 // RolloutWatch is what serve remembers of the rollout in progress between jobs, so that it
-// advances without waiting for a push or the periodic resync: the cluster repos taking part
+// advances without waiting for a push or the periodic resync: the cluster and workspace repos taking part
 // (a Flux commit status or a merged pull request there queues a full apply instead of a drift
 // reconcile of the one repo) and the next time the verdict changes by time alone (a soak
 // ending, a health timeout), when it queues a full apply itself.
@@ -44,7 +44,7 @@ type RolloutWatch struct {
 	Logger *slog.Logger
 
 	mu sync.Mutex
-	// repos are the lower-case "owner/name" of the cluster repos of the rollout in progress.
+	// repos are the lower-case "owner/name" of the cluster and workspace repos of the rollout in progress.
 	repos map[string]bool
 	// at is when the wake-up is due (zero: none); stop cancels it; gen tells a stale timer
 	// that fires after being replaced from the current one.
@@ -53,7 +53,7 @@ type RolloutWatch struct {
 	gen  int
 }
 
-// Active reports whether fullName ("owner/name") is a cluster repo of the rollout in progress.
+// Active reports whether fullName ("owner/name") is a cluster or workspace repo of the rollout in progress.
 func (w *RolloutWatch) Active(fullName string) bool {
 	if w == nil {
 		return false
@@ -63,7 +63,7 @@ func (w *RolloutWatch) Active(fullName string) bool {
 	return w.repos[strings.ToLower(fullName)]
 }
 
-// Observe records the verdict of a full apply: repos are the cluster repos of a rollout still
+// Observe records the verdict of a full apply: repos are the cluster and workspace repos of a rollout still
 // in progress or halted (nil when it is done or there is none) and next the time its verdict
 // changes by time alone (zero: none). The wake-up is replaced, not added to: the newest
 // verdict is the one that counts.
@@ -178,12 +178,13 @@ func (s *Service) rollout(ctx context.Context, sha string, fl *app.Fleet, rep *a
 		s.cfg.Rollout.Observe(nil, time.Time{})
 		return
 	}
-	p := rep.Rollout.CheckRun()
+	ro := fl.Rollouts()
+	p := ro.CheckRun(rep.Rollout)
 	var repos []string
 	if !p.Done() {
-		repos = fl.ClusterRepos()
+		repos = fl.RolloutRepos()
 	}
-	s.cfg.Rollout.Observe(repos, rep.Rollout.NextWake())
+	s.cfg.Rollout.Observe(repos, ro.NextWake(rep.Rollout))
 	if s.cfg.RolloutChecks == nil || p.Changed == 0 {
 		return
 	}

@@ -268,10 +268,11 @@ func (s *Service) forget(e *fleetEntry) {
 }
 
 // isInvalid reports whether err says the control repo is invalid (a
-// property of the commit, worth caching) rather than unreadable.
+// property of the commit, worth caching) rather than unreadable: its class is
+// invalid input and it carries the control repo's problems (app.ControlProblems).
 func isInvalid(err error) bool {
-	var is app.Issues
-	return errors.As(err, &is)
+	_, ok := app.ControlProblems(err)
+	return ok
 }
 
 // apply reconciles the fleet at the control repo's head. A push job is incremental: it plans
@@ -333,7 +334,7 @@ func (s *Service) applyReport(ctx context.Context, j Job, only []string, e *flee
 		req.Trigger = app.TriggerPush
 	}
 	if j.Kind != KindDrift && fl.Repo.HasRollout() {
-		s.cfg.Rollout.Begin(fl.ClusterRepos())
+		s.cfg.Rollout.Begin(fl.RolloutRepos())
 	}
 	if j.Kind == KindApply {
 		// The control repo is read and rendered; once the run knows its target repos (every
@@ -427,11 +428,10 @@ func (s *Service) check(ctx context.Context, j Job) error {
 func (s *Service) plan(ctx context.Context, j Job) checkrun.Result {
 	e := s.fleetEntry(ctx, j.SHA)
 	fl, err := e.fleet, e.err
-	var issues app.Issues
-	switch {
-	case errors.As(err, &issues):
+	if issues, ok := app.ControlProblems(err); ok {
 		return invalidResult(issues)
-	case err != nil:
+	}
+	if err != nil {
 		return checkrun.Result{Conclusion: checkrun.ConclusionNeutral, Title: "fleetbot could not read the control repo",
 			Summary: "fleetbot could not read this commit; re-run the check.\n\n```\n" + err.Error() + "\n```\n"}
 	}
@@ -445,7 +445,7 @@ func (s *Service) plan(ctx context.Context, j Job) checkrun.Result {
 		return checkrun.Result{Conclusion: o.Class.CheckConclusion(), Title: "fleetbot could not reach the target repos",
 			Summary: "```\n" + err.Error() + "\n```\n"}
 	}
-	if errors.As(err, &issues) {
+	if issues, ok := app.ControlProblems(err); ok {
 		// Found against the org (a team it does not have): invalid input, with file:line.
 		return invalidResult(issues)
 	}
@@ -459,7 +459,7 @@ func (s *Service) plan(ctx context.Context, j Job) checkrun.Result {
 	}
 	res := planResult(rep, text.String(), len(fl.Targets))
 	if rep.Rollout != nil {
-		if p := rep.Rollout.CheckRun(); p.Changed > 0 {
+		if p := fl.Rollouts().CheckRun(rep.Rollout); p.Changed > 0 {
 			res.Summary += "\n\n### Rollout in waves\n\nOnce merged, this change reaches the clusters wave by wave (the states are today's; " +
 				"the check run `" + checkrun.RolloutCheckName + "` on the merge commit follows the rollout).\n\n" + p.Summary
 		}
