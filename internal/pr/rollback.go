@@ -89,6 +89,15 @@ type Restored struct {
 var ErrRestoreBlocked = report.Classify(errors.New("rollback blocked: a commit fleetbot did not make is on the bot branch"),
 	report.Outcome{Class: report.ClassNeedsHuman, Reason: report.ReasonHumanCommitOnBranch})
 
+// ErrRestoreClosed is returned by Restore when a human closed the repo's rollback pull request
+// of the same restore without merging it: fleetbot respects that and neither reopens nor
+// recreates it, so a human decides (merge a restore by hand, or change the control repo).
+var ErrRestoreClosed = report.Classify(errors.New("rollback pull request closed without merging"),
+	report.Outcome{Class: report.ClassNeedsHuman, Reason: ReasonRestoreClosed})
+
+// ReasonRestoreClosed is the machine reason (report.Outcome) of ErrRestoreClosed.
+const ReasonRestoreClosed = "RestoreClosed"
+
 // Restore opens (or turns an open pull request of the bot branch into) the rollback pull
 // request of one repo: a commit whose tree is r.Tree on the default branch's head, on the
 // bot branch (a compare-and-swap from the head the snapshot read), and a pull request that
@@ -142,6 +151,13 @@ func restoreDone(s *Snapshot, r RestoreRequest) (Restored, bool, error) {
 	t := r.Target
 	if !s.Exists || s.Base == nil {
 		return Restored{}, false, fmt.Errorf("%s: %w: the repo or its branch %s to roll back is gone", t.FullName(), ErrNotFound, defaultBranch(t))
+	}
+	if s.PR != nil && s.PR.State == StateClosed {
+		if m, _ := parseMarker(s.PR.Body); m.Rollback == r.Failed && m.Failed == r.FailedTree {
+			return Restored{Number: s.PR.Number, URL: s.PR.URL}, false, fmt.Errorf("%s: PR #%d: %w by a human: fleetbot neither reopens nor recreates it, and revision %s stays halted; "+
+				"reopen and merge it to restore %s, or revert or fix the change in the control repo (a new rollout)",
+				t.FullName(), s.PR.Number, ErrRestoreClosed, report.ShortSHA(r.Failed), report.ShortSHA(r.To))
+		}
 	}
 	if s.PR != nil && s.PR.State == StateOpen {
 		m, _ := parseMarker(s.PR.Body)

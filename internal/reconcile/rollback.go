@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sort"
 	"sync"
@@ -148,7 +149,6 @@ func restoredAlready(revision string, histories []rollout.History) []rollout.Res
 func openRestores(ctx context.Context, f Forge, in runInput, st *rollout.Status, targets map[string]*fanout.Target, plan rollout.RollbackPlan) []rollout.RestoreStatus {
 	out := make([]rollout.RestoreStatus, len(plan.Restores))
 	opts := prOptions(in.repo, in.opts)
-	mergeOpen := st.Window == nil || st.Window.Open
 	var mu sync.Mutex
 	each(context.WithoutCancel(ctx), len(plan.Restores), in.opts.Concurrency, func(i int) {
 		r := plan.Restores[i]
@@ -158,21 +158,28 @@ func openRestores(ctx context.Context, f Forge, in runInput, st *rollout.Status,
 		if t.Kind == fanout.KindCluster && rollout.Enabled(in.repo) {
 			auto = in.repo.ClusterAutoMerge(t.Name)
 		}
+		// The gate's one rule of merges (pause, change windows) decides the auto-merge; the
+		// restore opens either way.
+		autoMerge, held := st.RestoreMerge(auto)
 		var res pr.Restored
 		var err error
 		if perr := recovered(func() {
 			res, err = pr.Restore(ctx, f, pr.RestoreRequest{Target: t, Branch: opts.Branch, Labels: opts.Labels,
 				Failed: plan.Failed.Revision, FailedTree: r.From.Tree, To: r.To.Revision, Tree: r.To.Tree,
-				Why: st.Rollback.Reason, AutoMerge: auto && mergeOpen})
+				Why: st.Rollback.Reason, AutoMerge: autoMerge})
 		}); perr != nil {
 			err = perr
 		}
 		s.PR, s.PRURL = res.Number, res.URL
 		switch {
+		case errors.Is(err, pr.ErrRestoreClosed):
+			s.State, s.Reason = rollout.RestoreClosed, err.Error()
 		case err != nil:
 			s.State, s.Reason = rollout.RestoreError, err.Error()
 		case res.Done == "already restored":
 			s.State = rollout.RestoreDone
+		case res.Done == "opened":
+			s.State, s.Reason = rollout.RestoreOpen, held
 		default:
 			s.State = rollout.RestoreOpen
 		}
