@@ -166,7 +166,7 @@ func openRestores(ctx context.Context, f Forge, in runInput, st *rollout.Status,
 		if perr := recovered(func() {
 			res, err = pr.Restore(ctx, f, pr.RestoreRequest{Target: t, Branch: opts.Branch, Labels: opts.Labels,
 				Failed: plan.Failed.Revision, FailedTree: r.From.Tree, To: r.To.Revision, Tree: r.To.Tree,
-				Why: st.Rollback.Reason, AutoMerge: autoMerge})
+				Why: st.Rollback.Reason, AutoMerge: autoMerge, Held: held != ""})
 		}); perr != nil {
 			err = perr
 		}
@@ -178,7 +178,7 @@ func openRestores(ctx context.Context, f Forge, in runInput, st *rollout.Status,
 			s.State, s.Reason = rollout.RestoreError, err.Error()
 		case res.Done == "already restored":
 			s.State = rollout.RestoreDone
-		case res.Done == "opened":
+		case res.Done == "opened" || res.Done == "already open":
 			s.State, s.Reason = rollout.RestoreOpen, held
 		default:
 			s.State = rollout.RestoreOpen

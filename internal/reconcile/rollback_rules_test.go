@@ -38,8 +38,10 @@ func restoreOf(t *testing.T, rep *Report) rollout.RestoreStatus {
 // TestRestoreOpensButDoesNotMergeWhilePaused: a rollback is a remedy, so its restore pull
 // request opens while the rollout is paused, for a human to see and merge; but a pause stops
 // every merge fleetbot would make (Status.MergesAllowed, the gate's one rule), so it is not set
-// to auto-merge although its wave merges automatically, and the restore says so. Resumed, a
-// later run leaves the open restore alone (it is the human's to merge) and opens nothing else.
+// to auto-merge although its wave merges automatically, and the restore says so. A later run
+// still paused leaves it as it is; resumed, the held restore is replaced by one of the same
+// commit set to auto-merge (on the fake GitHub, whose protection asks nothing, it merges at
+// once), and nothing else opens.
 func TestRestoreOpensButDoesNotMergeWhilePaused(t *testing.T) {
 	t.Parallel()
 	r := newWaveRigWith(t, func(r *waveRig) { r.onFailure, r.autoCanary = control.OnFailureRollback, true })
@@ -60,6 +62,38 @@ func TestRestoreOpensButDoesNotMergeWhilePaused(t *testing.T) {
 	assert.Equal(t, healthy, head.GetTree().GetSHA())
 	assert.NotEqual(t, healthy, r.mainTree("cluster-c01"), "nothing merged")
 	assert.Equal(t, []string{"cluster-c01"}, r.opened())
+
+	rep = r.apply()
+	s = restoreOf(t, rep)
+	assert.Equal(t, p.GetNumber(), s.PR, "still paused: left as it is")
+	assert.Contains(t, s.Reason, "rollout is paused")
+
+	r.paused = nil
+	rep = r.apply()
+	s = restoreOf(t, rep)
+	assert.NotEqual(t, p.GetNumber(), s.PR, "replaced")
+	assert.Empty(t, s.Reason)
+	var held, released *gh.PullRequest
+	for _, q := range r.srv.Pulls("acme", "cluster-c01") {
+		switch q.GetNumber() {
+		case p.GetNumber():
+			held = q
+		case s.PR:
+			released = q
+		}
+	}
+	require.NotNil(t, held)
+	require.NotNil(t, released)
+	assert.Equal(t, "closed", held.GetState())
+	assert.False(t, held.GetMerged())
+	assert.Equal(t, p.GetHead().GetSHA(), released.GetHead().GetSHA(), "the same commit")
+	assert.True(t, released.GetAutoMerge() != nil || released.GetMerged(), "set to auto-merge (or merged at once)")
+	if released.GetMerged() {
+		assert.Equal(t, healthy, r.mainTree("cluster-c01"), "restored")
+	}
+	for _, n := range []string{"c02", "c03", "c04", "c05"} {
+		assert.Nil(t, r.open("cluster-"+n), "no later wave opens")
+	}
 }
 
 // TestRestoreOpensButDoesNotMergeInADenyWindow: the same rule for the change windows: inside a
