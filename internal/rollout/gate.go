@@ -214,13 +214,14 @@ func waves(plan control.RolloutPlan) []Wave {
 }
 
 // HealthOf is Flux's verdict on a merge commit, from the newest status of each of its
-// kustomization/ contexts: a failure (or error) wins, then pending; success needs every one
-// to be success, and is dated by the last of them.
+// kustomization/ and helmrelease/ contexts (FluxStatusPrefix, HelmStatusPrefix): a failure (or
+// error) wins, then pending; success needs every one to be success, and is dated by the last
+// of them.
 func HealthOf(statuses []pr.CommitStatus) (Health, time.Time) {
 	h, at := HealthUnknown, time.Time{}
 	newest := map[string]pr.CommitStatus{}
 	for _, s := range statuses {
-		if !strings.HasPrefix(s.Context, FluxStatusPrefix) {
+		if !strings.HasPrefix(s.Context, FluxStatusPrefix) && !strings.HasPrefix(s.Context, HelmStatusPrefix) {
 			continue
 		}
 		if o, ok := newest[s.Context]; !ok || s.CreatedAt.After(o.CreatedAt) {

@@ -100,6 +100,8 @@ func TestHealthOf(t *testing.T) {
 	assert.Equal(t, HealthPending, h)
 	h, _ = HealthOf([]pr.CommitStatus{st("kustomization/a", pr.StatusPending, t0), st("kustomization/b", pr.StatusError, t0)})
 	assert.Equal(t, HealthFailure, h)
+	h, _ = HealthOf([]pr.CommitStatus{st("kustomization/a", pr.StatusSuccess, t0), st("helmrelease/podinfo/1a2b3c4d", pr.StatusFailure, t0)})
+	assert.Equal(t, HealthFailure, h, "a HelmRelease's status (helmrelease/, as notification-controller names it) counts")
 }
 
 // TestViewBars: the status picture counts each cluster in its wave, keeps the gate's state,
