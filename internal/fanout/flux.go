@@ -60,6 +60,11 @@ type fluxInput struct {
 	secretRef string // "": the workspace repo is read without credentials
 	// podSecurity is the Pod Security level enforced on the workspace namespace.
 	podSecurity string
+	// wait makes the workspace Kustomization wait for what it applies to be ready
+	// (spec.wait): with the generic-hmac health provider, so that a tenant HelmRelease's
+	// failure, whose own events name no commit, fails the Kustomization on the workspace
+	// commit it applied, which serve records and the rollout counts.
+	wait bool
 }
 
 // fluxObjects renders flux/fleetbot.yaml for one cluster: the tenancy
@@ -184,6 +189,7 @@ func fluxWorkspace(in fluxInput) ([]byte, error) {
 				TargetNamespace:    ns,
 				ServiceAccountName: ws,
 				SourceRef:          kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: source},
+				Wait:               in.wait,
 			},
 		},
 	)
