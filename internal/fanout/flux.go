@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -38,6 +39,26 @@ const (
 	// appsKustomization applies the cluster admins' apps/.
 	appsKustomization = "apps"
 )
+
+// FluxOwner says what a Kustomization fleetbot writes applies, by its name: a platform
+// component, a workspace, the cluster admins' apps or the tenancy policy; "" for any other
+// (one a cluster or workspace admin wrote).
+func FluxOwner(name string) string {
+	switch {
+	case name == appsKustomization:
+		return "the cluster's apps"
+	case name == tenancyKustomization:
+		return "the tenancy policy"
+	case strings.HasPrefix(name, componentPrefix):
+		return "component " + strings.TrimPrefix(name, componentPrefix)
+	case strings.HasPrefix(name, workspaceSourcePrefix):
+		return "workspace " + strings.TrimPrefix(name, workspaceSourcePrefix)
+	}
+	return ""
+}
+
+// workspaceSourcePrefix starts the names of a workspace's GitRepository and Kustomization.
+const workspaceSourcePrefix = "workspace-"
 
 // component is one platform component of a cluster as Flux sees it: the
 // app's name and the apps whose Kustomizations must be Ready first.
@@ -145,7 +166,7 @@ func fluxWorkspace(in fluxInput) ([]byte, error) {
 	labels := map[string]string{managedByLabel: "fleetbot"}
 	iv := metav1.Duration{Duration: in.interval}
 	ns, ws := in.namespace, in.workspace
-	source := "workspace-" + ws
+	source := workspaceSourcePrefix + ws
 	var secret *meta.LocalObjectReference
 	if in.secretRef != "" {
 		secret = &meta.LocalObjectReference{Name: in.secretRef}

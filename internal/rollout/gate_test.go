@@ -124,3 +124,37 @@ func TestViewBars(t *testing.T) {
 	assert.False(t, flat.Declared())
 	assert.Equal(t, AllClusters, flat.WaveOf("p1"))
 }
+
+// TestFailureIsAttributed: a halt names what failed on the cluster, from its merge commit's
+// statuses (the newest of each context): the Kustomization of a platform component or of the
+// workspace (generic-hmac records the workspace namespace's on its own context), a
+// HelmRelease; the check run and the report carry it.
+func TestFailureIsAttributed(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	st := func(ctx, state string, ago time.Duration) pr.CommitStatus {
+		return pr.CommitStatus{Context: ctx, State: state, CreatedAt: now.Add(-ago)}
+	}
+	statuses := []pr.CommitStatus{
+		st("kustomization/platform-monitoring/1a2b3c4d", pr.StatusFailure, 4*time.Minute),
+		st("kustomization/apps/1a2b3c4d", pr.StatusFailure, 5*time.Minute),
+		st("kustomization/apps/1a2b3c4d", pr.StatusSuccess, 3*time.Minute), // recovered
+		st("kustomization/workspace-team-a/9f8e7d6c", pr.StatusFailure, 2*time.Minute),
+		st("helmrelease/podinfo/9f8e7d6c", pr.StatusError, 2*time.Minute),
+		st("ci/build", pr.StatusFailure, time.Minute),
+	}
+	assert.Equal(t, "HelmRelease podinfo, Kustomization platform-monitoring (component monitoring), Kustomization workspace-team-a (workspace team-a)",
+		FailedObjects(statuses))
+	assert.Empty(t, FailedObjects(statuses[2:3]))
+
+	merged := pr.RolloutPR{Number: 7, State: pr.StateMerged, Source: "rev1", MergedAt: now.Add(-10 * time.Minute), Statuses: statuses}
+	v := Gate(Input{Control: sliceControl(), Revision: "rev1", Now: now, Clusters: []Cluster{
+		{Name: "c1", Repo: "cluster-c1", Decision: &pr.Decision{Action: pr.ActionNoop}, PR: merged, Found: true},
+		{Name: "p1", Repo: "cluster-p1", Decision: &pr.Decision{Action: pr.ActionOpen, OpenPR: true}},
+	}})
+	require.NotNil(t, v.Status.Halted)
+	assert.Equal(t, "c1", v.Status.Halted.Cluster)
+	assert.Equal(t, "Flux reported a failure for the merge of #7: HelmRelease podinfo, Kustomization platform-monitoring (component monitoring), Kustomization workspace-team-a (workspace team-a)",
+		v.Status.Halted.Reason)
+	assert.Contains(t, v.Status.CheckRun().Title+v.Status.CheckRun().Summary, "workspace team-a")
+}

@@ -90,6 +90,8 @@ type PR struct {
 	// Health of the merge commit, and when that verdict was posted.
 	Health   Health
 	HealthAt time.Time
+	// FailedBy names the Flux objects that failed, and what each applies (FailedObjects).
+	FailedBy string
 }
 
 // Options tune Evaluate.
@@ -301,8 +303,11 @@ func (e *evaluation) weighMerge(c string, pr *PR, t *waveTally) {
 			t.lastHealthy = pr.HealthAt
 		}
 	case HealthFailure:
-		t.counted = append(t.counted, counted{cluster: c, failed: true, at: pr.HealthAt,
-			reason: fmt.Sprintf("Flux reported a failure for the merge of #%d", pr.Number)})
+		reason := fmt.Sprintf("Flux reported a failure for the merge of #%d", pr.Number)
+		if pr.FailedBy != "" {
+			reason += ": " + pr.FailedBy
+		}
+		t.counted = append(t.counted, counted{cluster: c, failed: true, at: pr.HealthAt, reason: reason})
 	default:
 		deadline := pr.MergedAt.Add(e.opts.HealthTimeout)
 		if !e.now.Before(deadline) {
