@@ -33,6 +33,9 @@ func rollBack(ctx context.Context, f Forge, in runInput, pl *planned) {
 	switch {
 	case st.Halted.Cluster != "":
 		rb.Reason = st.Halted.Cluster + ": " + st.Halted.Reason
+		if st.Halted.FailedBy != "" {
+			rb.Reason += " (failing there: " + st.Halted.FailedBy + ")"
+		}
 	case st.Halted.RolledBack && in.repo.RolledBack() == nil:
 		// A later run of a revision rolled back automatically: why is in the rollback pull
 		// requests the run that halted opened.

@@ -152,6 +152,8 @@ func TestClosedRollbackIsLeftToAHuman(t *testing.T) {
 	rep := r.apply()
 	s := restoreOf(t, rep)
 	require.Equal(t, rollout.RestoreOpen, s.State)
+	assert.Equal(t, "c01: Flux reported a failure for the merge of #2 (failing there: Kustomization apps (the cluster's apps), Kustomization platform)",
+		rep.Rollout.Rollback.Reason, "the rollback names what failed")
 	_, _, err := r.human.PullRequests.Edit(context.Background(), "acme", "cluster-c01", s.PR, &gh.PullRequest{State: gh.String("closed")})
 	require.NoError(t, err)
 	pulls, closed := len(r.srv.Pulls("acme", "cluster-c01")), s.PR

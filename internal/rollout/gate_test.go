@@ -128,7 +128,7 @@ func TestViewBars(t *testing.T) {
 // TestFailureIsAttributed: a halt names what failed on the cluster, from its merge commit's
 // statuses (the newest of each context): the Kustomization of a platform component or of the
 // workspace (generic-hmac records the workspace namespace's on its own context), a
-// HelmRelease; the check run and the report carry it.
+// HelmRelease; the check run's summary carries it (the rollback's reason too: reconcile).
 func TestFailureIsAttributed(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -154,7 +154,8 @@ func TestFailureIsAttributed(t *testing.T) {
 	}})
 	require.NotNil(t, v.Status.Halted)
 	assert.Equal(t, "c1", v.Status.Halted.Cluster)
-	assert.Equal(t, "Flux reported a failure for the merge of #7: HelmRelease podinfo, Kustomization platform-monitoring (component monitoring), Kustomization workspace-team-a (workspace team-a)",
-		v.Status.Halted.Reason)
-	assert.Contains(t, v.Status.CheckRun().Title+v.Status.CheckRun().Summary, "workspace team-a")
+	assert.Equal(t, "Flux reported a failure for the merge of #7", v.Status.Halted.Reason, "the check run's title stays short")
+	assert.Equal(t, "HelmRelease podinfo, Kustomization platform-monitoring (component monitoring), Kustomization workspace-team-a (workspace team-a)",
+		v.Status.Halted.FailedBy)
+	assert.Contains(t, v.Status.CheckRun().Summary, "What failed on c1: HelmRelease podinfo, Kustomization platform-monitoring (component monitoring), Kustomization workspace-team-a (workspace team-a).")
 }

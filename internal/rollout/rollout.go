@@ -162,6 +162,10 @@ type Halt struct {
 	// revision Failed ("" for a rollback by hand of a working tree's content).
 	RolledBack bool
 	Failed     string
+	// FailedBy names what failed on Cluster: the Flux objects whose failure Flux reported on
+	// its merge, with the component or workspace each applies (FailedObjects); "" when the
+	// statuses name none (or the cluster did not report).
+	FailedBy string
 }
 
 // Status is the outcome of Evaluate.
@@ -303,11 +307,8 @@ func (e *evaluation) weighMerge(c string, pr *PR, t *waveTally) {
 			t.lastHealthy = pr.HealthAt
 		}
 	case HealthFailure:
-		reason := fmt.Sprintf("Flux reported a failure for the merge of #%d", pr.Number)
-		if pr.FailedBy != "" {
-			reason += ": " + pr.FailedBy
-		}
-		t.counted = append(t.counted, counted{cluster: c, failed: true, at: pr.HealthAt, reason: reason})
+		t.counted = append(t.counted, counted{cluster: c, failed: true, at: pr.HealthAt, failedBy: pr.FailedBy,
+			reason: fmt.Sprintf("Flux reported a failure for the merge of #%d", pr.Number)})
 	default:
 		deadline := pr.MergedAt.Add(e.opts.HealthTimeout)
 		if !e.now.Before(deadline) {

@@ -323,7 +323,7 @@ func TestServeRolloutAdvancesOnWebhooksAndTheClock(t *testing.T) {
 	r.waitTitle(sha2, "wave 3 of 3 ((rest)): 1 of 2 clusters done")
 	n := r.open("cluster-edge-1").GetNumber()
 	r.flux("cluster-edge-1", r.mergeOpen("cluster-edge-1"), "failure")
-	cr = r.waitTitle(sha2, fmt.Sprintf("rollout halted on edge-1: Flux reported a failure for the merge of #%d: Kustomization flux-system, Kustomization platform", n))
+	cr = r.waitTitle(sha2, fmt.Sprintf("rollout halted on edge-1: Flux reported a failure for the merge of #%d", n))
 	assert.Equal(t, "failure", cr.GetConclusion())
 	assert.Contains(t, cr.GetOutput().GetSummary(), "**Halted on edge-1** (wave (rest)): Flux reported a failure")
 	assert.Equal(t, "success", r.rolloutRun(sha).GetConclusion(), "the done rollout of the earlier commit stays done")
