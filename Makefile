@@ -142,16 +142,18 @@ bin/kustomize-$(KUSTOMIZE_VERSION):
 
 ## bench: measure render (fleetbot vs the kustomize CLI), incremental plan, GitHub cost, fan-out,
 ## a rollout in five waves (requests per wave check), and the fleetbot serve binary over HTTP (one-cluster push, acknowledgement latency) at fleet
-## scale and write docs/benchmarks.md, stamped with the commit; refuses a tree with uncommitted
-## changes (several minutes)
+## scale, and, when FLEETBOT_E2E_TOOLS is set (FLEETBOT_E2E_TOOLS=$$(make e2e-tools) make bench),
+## serve's replicas under SIGKILL (the e2e test TestReplicasSurviveKills: lost work, takeover
+## time; without it the row says "not measured"), and write docs/benchmarks.md, stamped with the
+## commit; refuses a tree with uncommitted changes (several minutes)
 bench: $(BIN) bin/kustomize-$(KUSTOMIZE_VERSION)
 	$(GO) build -o bin/benchtable ./cmd/benchtable
-	bin/benchtable -out docs/benchmarks.md -fleetbot $(BIN) -kustomize bin/kustomize-$(KUSTOMIZE_VERSION)
+	bin/benchtable -out docs/benchmarks.md -fleetbot $(BIN) -kustomize bin/kustomize-$(KUSTOMIZE_VERSION) -go $(GO)
 
 ## bench-quick: the same on smaller fleets (a few minutes), into bin/benchmarks-quick.md
 bench-quick: $(BIN) bin/kustomize-$(KUSTOMIZE_VERSION)
 	$(GO) build -o bin/benchtable ./cmd/benchtable
-	bin/benchtable -quick -out bin/benchmarks-quick.md -fleetbot $(BIN) -kustomize bin/kustomize-$(KUSTOMIZE_VERSION)
+	bin/benchtable -quick -out bin/benchmarks-quick.md -fleetbot $(BIN) -kustomize bin/kustomize-$(KUSTOMIZE_VERSION) -go $(GO)
 
 ## bench-go: the Go micro-benchmarks of rendering and of the /status page (10,000 repos)
 bench-go:

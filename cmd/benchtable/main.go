@@ -58,6 +58,10 @@ type config struct {
 	serveLogLevel string
 	// jobProcess runs that serve with --job-process.
 	jobProcess bool
+	// e2eTools is the e2e tools directory (FLEETBOT_E2E_TOOLS): with it the replicas row runs
+	// the end-to-end test TestReplicasSurviveKills, without it the row says it was not
+	// measured. goCmd is the go command that runs it.
+	e2eTools, goCmd string
 }
 
 func run(args []string) error {
@@ -84,6 +88,8 @@ func run(args []string) error {
 	fs.IntVar(&cfg.rolloutClusters, "rollout-clusters", 1000, "clusters of the rollout row (five waves)")
 	fs.StringVar(&cfg.serveLogLevel, "serve-log-level", "warn", "--log-level of the fleetbot serve the webhook rows drive (its log: serve.log in the work directory)")
 	fs.BoolVar(&cfg.jobProcess, "job-process", true, "run the webhook rows' fleetbot serve with --job-process (jobs in a child process at a lower CPU priority), as docs/serve.md advises at high delivery rates")
+	fs.StringVar(&cfg.e2eTools, "e2e-tools", os.Getenv(bench.E2EToolsEnv), "the e2e tools directory (make e2e-tools prints it; default $"+bench.E2EToolsEnv+"): the replicas row runs the end-to-end test TestReplicasSurviveKills with them, and is not measured without them")
+	fs.StringVar(&cfg.goCmd, "go", "go", "the go command that runs the replicas end-to-end test")
 	fs.BoolVar(&cfg.quick, "quick", false, "smaller run: sizes 100,1000 and 200 repos, for a quick look (the table says so)")
 	fs.StringVar(&child, "child", "", "internal: run one scenario and print its JSON result")
 	fs.StringVar(&dir, "dir", "", "internal: the control repo of a child scenario")
@@ -158,6 +164,17 @@ func run(args []string) error {
 			return err
 		}
 		return emit(res)
+	case "replicas":
+		// The e2e test's output goes to stderr, as every child's progress does.
+		res, err := bench.RunReplicas(context.Background(), bench.ReplicasOptions{Go: cfg.goCmd, Tools: cfg.e2eTools, Work: dir, Log: os.Stderr})
+		if res == nil {
+			return err
+		}
+		out := replicasRun{Replicas: *res}
+		if err != nil {
+			out.Failed = err.Error()
+		}
+		return emit(out)
 	case "sender":
 		var spec bench.LoadSpec
 		if err := json.NewDecoder(os.Stdin).Decode(&spec); err != nil {
@@ -211,6 +228,39 @@ func run(args []string) error {
 		cfg.work = tmp
 	}
 	return measure(cfg)
+}
+
+// replicasRun is the replicas child's result: the e2e test's figures, and its failure when it
+// failed after writing them (a run that lost work fails its assertions; the row says so).
+type replicasRun struct {
+	bench.Replicas
+	Failed string `json:"failed,omitempty"`
+}
+
+// measureReplicas runs the replicas row's end-to-end test when the e2e tools are there, and
+// records why not otherwise: the tools are absent, or the test failed before writing its
+// figures (the row then says not measured, with the error; its log is on stderr).
+func (r *results) measureReplicas(cfg config) error {
+	if cfg.e2eTools == "" {
+		r.replicasSkipped = "e2e tools absent"
+		fmt.Fprintf(os.Stderr, "replicas: not measured: e2e tools absent (set %s=$(make e2e-tools))\n", bench.E2EToolsEnv)
+		return nil
+	}
+	fmt.Fprintf(os.Stderr, "replicas: TestReplicasSurviveKills (three serve replicas on a real kube-apiserver's Leases, one killed every 4 s)\n")
+	dir, err := os.MkdirTemp(cfg.work, "replicas-")
+	if err != nil {
+		return err
+	}
+	rs := &replicasRun{}
+	if _, err := runChild(rs, "-child", "replicas", "-dir", dir, "-e2e-tools", cfg.e2eTools, "-go", cfg.goCmd); err != nil {
+		r.replicasSkipped = "the end-to-end test failed before writing its figures (its log is in make bench's output): " + err.Error()
+		fmt.Fprintf(os.Stderr, "replicas: not measured: %v\n", err)
+		return nil
+	}
+	r.replicas = rs
+	fmt.Fprintf(os.Stderr, "  %d kills (%d of the leader); share takeover max %.1f s, lead takeover max %.1f s; lost work %d\n",
+		r.replicas.Kills, r.replicas.LeaderKills, r.replicas.Share.Max, r.replicas.Lead.Max, r.replicas.LostWork())
+	return nil
 }
 
 // senderChild sends the webhook load from a process of its own (this program, -child sender):
@@ -338,6 +388,10 @@ func measure(cfg config) error {
 	if r.serveProc, err = runChild(r.serve, "-child", "serve", "-dir", serveDir, "-fleetbot", cfg.fleetbot, "-serve-clusters", strconv.Itoa(cfg.serveClusters),
 		"-apps", strconv.Itoa(cfg.apps), "-rate", strconv.Itoa(cfg.rate), "-webhook-seconds", strconv.Itoa(cfg.webhookSeconds), "-serve-log-level", cfg.serveLogLevel,
 		"-job-process="+strconv.FormatBool(cfg.jobProcess)); err != nil {
+		return err
+	}
+
+	if err := r.measureReplicas(cfg); err != nil {
 		return err
 	}
 

@@ -156,7 +156,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet, concurrency *int) {
 	fs.StringVar(&f.checkName, "check-name", checkrun.DefaultCheckName, "name of the check run on control-repo pull requests")
 	fs.StringVar(&f.tenantCheck, "tenant-check", checkrun.DefaultTenantCheckName, "name of the check run on every pull request of a workspace or cluster repo (check workspace / check cluster on its head), which their branch protection requires from this App; '' turns the check and the requirement off")
 	positiveDurationVar(fs, &f.resync, "resync-interval", webhook.DefaultResyncInterval, "how often to reconcile every target repo without a webhook")
-	positiveDurationVar(fs, &f.stuckCheck, "stuck-check", webhook.DefaultStuckCheck, "how long a control pull request's check run may stay in_progress before a resync takes it for abandoned and runs the check again")
+	positiveDurationVar(fs, &f.stuckCheck, "stuck-check", webhook.DefaultStuckCheck, "how long a control pull request's check run, or a tenant check run, may stay in_progress before a resync takes it for abandoned and runs the check again")
 	positiveDurationVar(fs, &f.redeliver, "redeliver-interval", serve.DefaultRedeliverInterval, "how often to read the App's webhook delivery log and ask GitHub to redeliver the deliveries that failed (also at start)")
 	minIntVar(fs, &f.maxRedeliveries, "max-redeliveries", ghforge.DefaultMaxRedeliveries, 1, "deliveries one pass over the delivery log asks GitHub to redeliver at most")
 	minIntVar(fs, &f.stepRepos, "step-repos", webhook.DefaultStepRepos, 1, "target repos one step of a full apply plans, when more changed: the apply converges them in steps, each recorded as done")

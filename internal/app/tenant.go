@@ -60,6 +60,27 @@ func (f *Fleet) Tenant(fullName string) (Tenant, bool) {
 	return Tenant{}, false
 }
 
+// TenantRepos returns the names ("owner/name") of f's workspace and cluster repos: the repos
+// Tenant knows, whose pull requests the tenant check checks (serve's resync recovers the checks
+// of their open pull requests).
+func (f *Fleet) TenantRepos() []string {
+	var out []string
+	for _, t := range f.Targets {
+		if t.Removed {
+			continue
+		}
+		switch t.Kind {
+		case fanout.KindCluster:
+			out = append(out, t.FullName())
+		case fanout.KindWorkspace:
+			if _, ok := WorkspaceCheckOf(f.Repo, t.Name); ok {
+				out = append(out, t.FullName())
+			}
+		}
+	}
+	return out
+}
+
 // rendered is t's files and scaffolds by git blob hash.
 func rendered(t *fanout.Target) map[string][]byte {
 	sums := t.BlobHashes()

@@ -545,6 +545,8 @@ func (r *gqlRepo) field(name string, args map[string]any) (any, error) {
 		return r.ref(str(args["qualifiedName"]))
 	case "pullRequests":
 		return r.pullRequests(args)
+	case "object":
+		return r.object(args)
 	}
 	return nil, fmt.Errorf("fake github: Repository.%s is not implemented", name)
 }

@@ -18,7 +18,7 @@ type gqlCommit struct {
 
 func (c *gqlCommit) typename() string { return "Commit" }
 
-func (c *gqlCommit) field(name string, _ map[string]any) (any, error) {
+func (c *gqlCommit) field(name string, args map[string]any) (any, error) {
 	switch name {
 	case "oid":
 		return c.oid, nil
@@ -30,6 +30,8 @@ func (c *gqlCommit) field(name string, _ map[string]any) (any, error) {
 		return &gqlPlain{name: "StatusCheckRollup", fields: map[string]any{"state": state}}, nil
 	case "status":
 		return c.status(), nil
+	case "checkSuites":
+		return c.checkSuites(args)
 	case "tree":
 		// Commit.tree: the commit's root tree (non-null).
 		// https://docs.github.com/graphql/reference/objects#commit

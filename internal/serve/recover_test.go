@@ -36,7 +36,9 @@ type process struct {
 	checkAt chan struct{} // a check job reached the worker (BeforeJob)
 }
 
-func startProcess(t *testing.T, fake *githubtest.Server, hookFile, cacheDir string, loseChecks bool) *process {
+// startProcess starts serve; with lose set, its jobs of that kind are lost (they wait for the
+// process's end, reporting on checkAt); tweak, when set, changes its configuration.
+func startProcess(t *testing.T, fake *githubtest.Server, hookFile, cacheDir string, lose webhook.Kind, tweak ...func(*serve.Config)) *process {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -58,10 +60,13 @@ func startProcess(t *testing.T, fake *githubtest.Server, hookFile, cacheDir stri
 			p.passes <- struct{}{}
 		},
 	}
-	if loseChecks {
-		// The process is killed before its check jobs run: they wait for the end.
+	for _, f := range tweak {
+		f(&cfg)
+	}
+	if lose != "" {
+		// The process is killed before its jobs of that kind run: they wait for the end.
 		cfg.BeforeJob = func(ctx context.Context, j webhook.Job) error {
-			if j.Kind != webhook.KindCheck {
+			if j.Kind != lose {
 				return nil
 			}
 			p.checkAt <- struct{}{}
@@ -114,7 +119,7 @@ func TestServeRestartRecoversLostChecksAndFailedDeliveries(t *testing.T) {
 	ctx := context.Background()
 	cacheDir := t.TempDir()
 
-	first := startProcess(t, fake, hookFile, cacheDir, true)
+	first := startProcess(t, fake, hookFile, cacheDir, webhook.KindCheck)
 	main := fake.Branch("acme", "control", "main")
 	_, _, err := api.Git.CreateRef(ctx, "acme", "control", &gh.Reference{Ref: gh.String("refs/heads/edge-1"), Object: &gh.GitObject{SHA: gh.String(main)}})
 	require.NoError(t, err)
@@ -153,7 +158,7 @@ spec:
 	require.NotEmpty(t, failed.GUID, "the push was attempted")
 	require.NotEqual(t, "OK", failed.Status, "and failed: nobody listened")
 
-	second := startProcess(t, fake, hookFile, cacheDir, false)
+	second := startProcess(t, fake, hookFile, cacheDir, "")
 	defer second.stop(t)
 	second.jobs.waitFor(t, "the lost check to be created and completed on the head", func() bool {
 		runs := checks()
@@ -172,4 +177,46 @@ spec:
 	}
 	require.Len(t, redelivered, 1, "GitHub redelivered the failed push once, with its GUID")
 	assert.Equal(t, "OK", redelivered[0].Status, "and the new process acknowledged it")
+}
+
+// TestServeRestartRecoversALostTenantCheck: with the tenant check on, serve acknowledges the
+// pull_request delivery of a cluster repo's pull request and is stopped before its tenant job
+// runs: the head has no tenant check run, which the repo's protection requires. The next
+// process's startup resync finds the head (through the batched GraphQL reads of the open pull
+// requests and of their heads' check runs, TestOpenPullHeadsAndLatestCheckRunsInBatchesOf100)
+// and runs the tenant check on it.
+func TestServeRestartRecoversALostTenantCheck(t *testing.T) {
+	t.Parallel()
+	hookFile := filepath.Join(t.TempDir(), "hook-url")
+	fake := fakeGitHub(t, githubtest.WithWebhookURLFile(hookFile, secret))
+	api := fake.Client()
+	ctx := context.Background()
+	cacheDir := t.TempDir()
+	tenantOn := func(c *serve.Config) { c.TenantCheck = checkrun.DefaultTenantCheckName }
+
+	first := startProcess(t, fake, hookFile, cacheDir, webhook.KindTenant, tenantOn)
+	const repo = "cluster-prod-eu-1"
+	main := fake.Branch("acme", repo, "main")
+	require.NotEmpty(t, main, "the startup apply created the cluster repo")
+	_, _, err := api.Git.CreateRef(ctx, "acme", repo, &gh.Reference{Ref: gh.String("refs/heads/apps"), Object: &gh.GitObject{SHA: gh.String(main)}})
+	require.NoError(t, err)
+	head := fake.Commit("acme", repo, "apps", "apps: web", map[string]string{"apps/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n"})
+	_, _, err = api.PullRequests.Create(ctx, "acme", repo, &gh.NewPullRequest{Title: gh.String("apps"), Head: gh.String("apps"), Base: gh.String("main")})
+	require.NoError(t, err)
+	<-first.checkAt // the pull_request delivery was acknowledged and its tenant job taken
+	first.stop(t)   // ... and the process ends before the job ran
+	runs := func() []*gh.CheckRun {
+		res, _, err := api.Checks.ListCheckRunsForRef(ctx, "acme", repo, head, &gh.ListCheckRunsOptions{CheckName: gh.String(checkrun.DefaultTenantCheckName)})
+		require.NoError(t, err)
+		return res.CheckRuns
+	}
+	require.Empty(t, runs(), "the tenant check was lost with the process")
+
+	second := startProcess(t, fake, hookFile, cacheDir, "", tenantOn)
+	defer second.stop(t)
+	second.jobs.waitFor(t, "the lost tenant check to be created and completed on the head", func() bool {
+		rs := runs()
+		return len(rs) == 1 && rs[0].GetStatus() == "completed"
+	})
+	assert.Equal(t, "success", runs()[0].GetConclusion())
 }

@@ -191,7 +191,7 @@ func (s *Server) start(ctx context.Context, wg *sync.WaitGroup) error {
 	s.srv.SetDispatcher(disp)
 	pool := &webhook.Pool{Queue: s.queue, Exec: svc, Workers: cfg.Workers, Grace: cfg.Grace, Logger: log, Metrics: s.metrics}
 	resync := &webhook.Resync{Queue: s.queue, Control: cfg.Control, Interval: cfg.Resync, Logger: log,
-		Recover: func(ctx context.Context) ([]webhook.Job, error) { return svc.RecoverChecks(ctx, cfg.Control) }}
+		Recover: func(ctx context.Context) ([]webhook.Job, error) { return svc.Recover(ctx, cfg.Control) }}
 	if in := s.inbox(gh.app, disp); in != nil {
 		wg.Add(1)
 		go func() {
@@ -260,6 +260,7 @@ func (s *Server) newService(ctx context.Context, gh *githubConn, forges *app.Ins
 		StepsFile:   app.ServeStepsFile(cfg.App.CacheDir, cfg.Control, cfg.App.Shard),
 		TenantCheck: app.RequiredCheck{Context: cfg.TenantCheck, AppID: cfg.App.GitHub.AppID},
 		Tenants:     githubapi.NewTenantRepos(forges.API, cfg.TenantCheck),
+		TenantPulls: tenantPulls{forges: forges, check: cfg.TenantCheck, appID: cfg.App.GitHub.AppID},
 		CanCheck: func(ctx context.Context, owner string) (bool, error) {
 			level, err := gh.app.Permission(ctx, owner, "checks")
 			return level == "write" || level == "admin", err

@@ -45,7 +45,7 @@ type Job struct {
 	// Base is the pull request's base commit and Author its author's login
 	// (check jobs; either may be unknown), for "check control".
 	Base, Author string
-	// CheckRun is, for a check job a resync queued for a check run left in_progress by a
+	// CheckRun is, for a check or tenant job a resync queued for a check run left in_progress by a
 	// process that died (ReasonRecoverStuck), that run: the job completes it instead of starting
 	// another. 0: the job starts its own.
 	CheckRun int64

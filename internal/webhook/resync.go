@@ -25,7 +25,8 @@ type Resync struct {
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Recover, when set, returns the jobs a resync adds to its apply: the checks of the
-	// control pull requests whose head has no completed check run (Service.RecoverChecks).
+	// control pull requests, and the tenant checks of the workspace and cluster repos' pull
+	// requests, whose head has no completed check run (Service.Recover).
 	Recover func(ctx context.Context) ([]Job, error)
 }
 
@@ -76,7 +77,7 @@ func (r *Resync) recover(ctx context.Context, log *slog.Logger) {
 	}
 	jobs, err := r.Recover(ctx)
 	if err != nil && ctx.Err() == nil {
-		log.Warn("resync: recovering control pull request checks; the next resync tries again", "err", err)
+		log.Warn("resync: recovering pull request checks; the next resync tries again", "err", err)
 	}
 	for _, j := range jobs {
 		if _, err := r.Queue.Push(j); err != nil {

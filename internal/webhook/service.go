@@ -109,6 +109,10 @@ type ServiceConfig struct {
 	// in_progress before it is taken for abandoned (default DefaultStuckCheck).
 	Pending    PendingChecks
 	StuckCheck time.Duration
+	// TenantPulls, when set with a tenant check, lets every resync find the open pull requests
+	// of workspace and cluster repos whose head has no completed tenant check run
+	// (RecoverTenantChecks; stuck in_progress after StuckCheck too).
+	TenantPulls TenantPulls
 	// StepRepos bounds the target repos one step of a full apply plans (default
 	// DefaultStepRepos; see applyInSteps).
 	StepRepos int
@@ -141,6 +145,9 @@ type Service struct {
 	// checked are the control pull request heads whose check run was seen completed
 	// (RecoverChecks asks GitHub about the others only).
 	checked map[string]bool
+	// tenantChecked are the workspace and cluster repos' pull request heads ("owner/name@sha",
+	// lower-case repo) whose tenant check run was seen completed (RecoverTenantChecks).
+	tenantChecked map[string]bool
 	// steps is the progress of the full apply in steps under way (see applyInSteps);
 	// stepsClosed the control commit whose steps ended last (its later applies are whole).
 	steps       *stepProgress

@@ -39,9 +39,13 @@ func (s *Service) tenant(ctx context.Context, j Job) error {
 		log.Warn("tenant check skipped: the App's installation lacks checks: write", "owner", e.fleet.Owner())
 		return nil
 	}
-	id, err := s.cfg.Tenants.Start(ctx, j.Repo, j.SHA)
-	if err != nil {
-		return err
+	// A run a resync found stuck in_progress (its process died) is completed by this job, so
+	// no run of the name is left spinning; otherwise the job starts its own.
+	id := j.CheckRun
+	if id == 0 {
+		if id, err = s.cfg.Tenants.Start(ctx, j.Repo, j.SHA); err != nil {
+			return err
+		}
 	}
 	res := s.tenantResult(ctx, j, t)
 	fctx := ctx

@@ -68,8 +68,17 @@ func rolloutQuery(n int) string { return reposQuery(n, rolloutFields) }
 // reposQuery is one GraphQL query reading fields of n repositories of $owner ($n0, $n1, ...),
 // aliased r0, r1, ... (the rollout's pull requests, a rollback's merge history).
 func reposQuery(n int, fields string) string {
+	return reposQueryWith(n, "$base: String!, $bot: String!", fields)
+}
+
+// reposQueryWith is reposQuery with the query's own variables declared by decl ("" for none)
+// besides $owner and the names.
+func reposQueryWith(n int, decl, fields string) string {
 	var q strings.Builder
-	q.WriteString("query($owner: String!, $base: String!, $bot: String!")
+	q.WriteString("query($owner: String!")
+	if decl != "" {
+		q.WriteString(", " + decl)
+	}
 	for i := range n {
 		fmt.Fprintf(&q, ", $n%d: String!", i)
 	}
