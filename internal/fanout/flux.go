@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
@@ -39,6 +40,26 @@ const (
 	appsKustomization = "apps"
 )
 
+// FluxOwner says what a Kustomization fleetbot writes applies, by its name: a platform
+// component, a workspace, the cluster admins' apps or the tenancy policy; "" for any other
+// (one a cluster or workspace admin wrote).
+func FluxOwner(name string) string {
+	switch {
+	case name == appsKustomization:
+		return "the cluster's apps"
+	case name == tenancyKustomization:
+		return "the tenancy policy"
+	case strings.HasPrefix(name, componentPrefix):
+		return "component " + strings.TrimPrefix(name, componentPrefix)
+	case strings.HasPrefix(name, workspaceSourcePrefix):
+		return "workspace " + strings.TrimPrefix(name, workspaceSourcePrefix)
+	}
+	return ""
+}
+
+// workspaceSourcePrefix starts the names of a workspace's GitRepository and Kustomization.
+const workspaceSourcePrefix = "workspace-"
+
 // component is one platform component of a cluster as Flux sees it: the
 // app's name and the apps whose Kustomizations must be Ready first.
 type component struct {
@@ -60,6 +81,11 @@ type fluxInput struct {
 	secretRef string // "": the workspace repo is read without credentials
 	// podSecurity is the Pod Security level enforced on the workspace namespace.
 	podSecurity string
+	// wait makes the workspace Kustomization wait for what it applies to be ready
+	// (spec.wait): with the generic-hmac health provider, so that a tenant HelmRelease's
+	// failure, whose own events name no commit, fails the Kustomization on the workspace
+	// commit it applied, which serve records and the rollout counts.
+	wait bool
 }
 
 // fluxObjects renders flux/fleetbot.yaml for one cluster: the tenancy
@@ -140,7 +166,7 @@ func fluxWorkspace(in fluxInput) ([]byte, error) {
 	labels := map[string]string{managedByLabel: "fleetbot"}
 	iv := metav1.Duration{Duration: in.interval}
 	ns, ws := in.namespace, in.workspace
-	source := "workspace-" + ws
+	source := workspaceSourcePrefix + ws
 	var secret *meta.LocalObjectReference
 	if in.secretRef != "" {
 		secret = &meta.LocalObjectReference{Name: in.secretRef}
@@ -184,6 +210,7 @@ func fluxWorkspace(in fluxInput) ([]byte, error) {
 				TargetNamespace:    ns,
 				ServiceAccountName: ws,
 				SourceRef:          kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: source},
+				Wait:               in.wait,
 			},
 		},
 	)

@@ -247,3 +247,45 @@ func TestHealthURL(t *testing.T) {
 	assert.Equal(t, "https://f.example/health/a", HealthURL("https://f.example/health/", "a", FluxNamespace))
 	assert.Equal(t, "https://f.example/health/a/payments", HealthURL("https://f.example/health", "a", "payments"))
 }
+
+// TestWorkspaceKustomizationWaitsWithGenericHMAC: a HelmRelease's own events name its chart
+// version, never a commit (helm-controller), so with generic-hmac the workspace Kustomization
+// waits for what it applies (spec.wait): a tenant HelmRelease that fails fails it, on the
+// workspace commit it applied, which serve records. fleetbot's Kustomizations of flux-system
+// do not change, nor does anything without generic-hmac or without waves.
+func TestWorkspaceKustomizationWaitsWithGenericHMAC(t *testing.T) {
+	t.Parallel()
+	noWaves := loadExample(t)
+	noWaves.Platform.Spec.Rollout.Health = hmacDelivery
+	for _, c := range []struct {
+		what string
+		repo *control.Repo
+		wait bool
+	}{
+		{"generic-hmac", withHealth(t, hmacDelivery), true},
+		{"the github provider", withHealth(t, control.HealthSpec{}), false},
+		{"generic-hmac without waves", noWaves, false},
+	} {
+		workspaces := 0
+		for _, tg := range mustRender(t, NewRenderer(Options{}), c.repo) {
+			if tg.Kind != KindCluster {
+				continue
+			}
+			for _, obj := range documents(t, tg.Repo, tg.Files[FluxPath]) {
+				if obj["kind"] != "Kustomization" {
+					continue
+				}
+				md, _ := obj["metadata"].(map[string]any)
+				spec, _ := obj["spec"].(map[string]any)
+				wait, _ := spec["wait"].(bool)
+				if md["namespace"] == FluxNamespace {
+					assert.False(t, wait, "%s: %s: %s", c.what, tg.Repo, md["name"])
+					continue
+				}
+				workspaces++
+				assert.Equal(t, c.wait, wait, "%s: %s: %s", c.what, tg.Repo, md["name"])
+			}
+		}
+		assert.Positive(t, workspaces, "%s: the example has workspace clusters", c.what)
+	}
+}

@@ -172,6 +172,7 @@ func (x *run) clusterTarget(c *control.Cluster, deps []control.Deployment) *Targ
 	if ws != nil {
 		in.workspace, in.namespace, in.podSecurity = ws.Metadata.Name, ws.Namespace(), ws.PodSecurityLevel()
 		in.repoURL = x.r.gitURL + "/" + s.owner + "/" + x.workspaceRepo(ws.Metadata.Name)
+		in.wait = x.repo.HasRollout() && x.repo.HealthDelivery().Provider == control.HealthGenericHMAC
 		wsAdmins = ws.Spec.Admins
 	}
 	flux, err := x.flux(in, components)

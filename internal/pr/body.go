@@ -41,6 +41,10 @@ type marker struct {
 	// Failed the tree that revision left here (see Restore).
 	Rollback string `json:"rollback,omitempty"`
 	Failed   string `json:"failed,omitempty"`
+	// Held, on a rollback pull request, says it was opened without the auto-merge its wave
+	// asks for because fleetbot could not merge then (a pause, the change windows): the first
+	// Restore allowed to merge replaces it by one set to auto-merge (see Restore).
+	Held bool `json:"held,omitempty"`
 }
 
 const markerPrefix = "<!-- fleetbot:state "

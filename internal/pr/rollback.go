@@ -74,13 +74,19 @@ type RestoreRequest struct {
 	Why string
 	// AutoMerge enables auto-merge on the pull request (the wave's merge policy).
 	AutoMerge bool
+	// Held: the wave merges automatically but fleetbot may not merge now (a pause, the change
+	// windows): the pull request opens without auto-merge, marked held, and the first Restore
+	// with AutoMerge replaces it by one set to auto-merge (GitHub enables auto-merge only
+	// through fleetbot's open, which the forge does as it opens a pull request).
+	Held bool
 }
 
 // Restored is what Restore did.
 type Restored struct {
 	Number int
 	URL    string
-	// Done says what happened, in words: opened, updated, already open, already restored.
+	// Done says what happened, in words: opened, updated, already open, already restored,
+	// replaced (a held restore replaced by one set to auto-merge).
 	Done string
 }
 
@@ -88,6 +94,15 @@ type Restored struct {
 // an open pull request: the rollback would discard it, so a human decides.
 var ErrRestoreBlocked = report.Classify(errors.New("rollback blocked: a commit fleetbot did not make is on the bot branch"),
 	report.Outcome{Class: report.ClassNeedsHuman, Reason: report.ReasonHumanCommitOnBranch})
+
+// ErrRestoreClosed is returned by Restore when a human closed the repo's rollback pull request
+// of the same restore without merging it: fleetbot respects that and neither reopens nor
+// recreates it, so a human decides (merge a restore by hand, or change the control repo).
+var ErrRestoreClosed = report.Classify(errors.New("rollback pull request closed without merging"),
+	report.Outcome{Class: report.ClassNeedsHuman, Reason: ReasonRestoreClosed})
+
+// ReasonRestoreClosed is the machine reason (report.Outcome) of ErrRestoreClosed.
+const ReasonRestoreClosed = "RestoreClosed"
 
 // Restore opens (or turns an open pull request of the bot branch into) the rollback pull
 // request of one repo: a commit whose tree is r.Tree on the default branch's head, on the
@@ -105,8 +120,17 @@ func Restore(ctx context.Context, f Forge, r RestoreRequest) (Restored, error) {
 	if err != nil {
 		return Restored{}, fmt.Errorf("%s: reading the repo to roll back: %w", t.FullName(), err)
 	}
-	if done, ok, err := restoreDone(s, r); ok || err != nil {
+	done, ok, err := restoreDone(s, r)
+	switch {
+	case err != nil:
 		return done, err
+	case ok && done.Done == "already open" && r.AutoMerge:
+		if m, _ := parseMarker(s.PR.Body); m.Held {
+			return releaseHeld(ctx, f, r, s, m)
+		}
+		return done, nil
+	case ok:
+		return done, nil
 	}
 	open := s.PR != nil && s.PR.State == StateOpen
 	cost := Cost{Commits: 1, BranchMoves: 1, PROpens: 1}
@@ -131,8 +155,31 @@ func Restore(ctx context.Context, f Forge, r RestoreRequest) (Restored, error) {
 	if err := f.SetBranch(ctx, t.Owner, t.Repo, r.Branch, c.SHA, expect); err != nil {
 		return Restored{}, fmt.Errorf("%s: moving %s to the rollback commit: %w", t.FullName(), r.Branch, err)
 	}
-	nm := marker{Head: c.SHA, Base: s.Base.SHA, Tree: r.Tree, Source: r.To, Rollback: r.Failed, Failed: r.FailedTree}
+	nm := marker{Head: c.SHA, Base: s.Base.SHA, Tree: r.Tree, Source: r.To, Rollback: r.Failed, Failed: r.FailedTree, Held: r.Held && !r.AutoMerge}
 	return writeRestorePR(ctx, f, r, s, c, nm)
+}
+
+// releaseHeld replaces a held restore (opened without auto-merge while fleetbot could not
+// merge) now that it may: the held pull request is closed with a comment naming why, and one
+// of the same commit on the same branch opens set to auto-merge. Nothing is committed again.
+func releaseHeld(ctx context.Context, f Forge, r RestoreRequest, s *Snapshot, m marker) (Restored, error) {
+	t := r.Target
+	if wg := f.Capabilities().WriteGate; wg != nil {
+		if err := wg.BeforeWrite(ctx, t.Owner, t.Repo, Cost{PRCloses: 1, Comments: 1, PROpens: 1, AutoMerge: 1}); err != nil {
+			return Restored{}, fmt.Errorf("%s: %w", t.FullName(), err)
+		}
+	}
+	if err := f.ClosePR(ctx, t.Owner, t.Repo, s.PR.Number, "fleetbot may merge again (the rollout is no longer paused and the change windows are open): "+
+		"this rollback is replaced by a pull request of the same commit set to auto-merge."); err != nil {
+		return Restored{}, fmt.Errorf("%s: closing the held rollback PR #%d: %w", t.FullName(), s.PR.Number, err)
+	}
+	m.Held = false
+	p, err := f.OpenPR(ctx, t.Owner, t.Repo, NewPR{Head: r.Branch, Base: defaultBranch(t), Title: RestoreTitle(t, r.To), Body: restoreBody(r, m), Labels: r.Labels,
+		AutoMerge: true, HeadSHA: s.Bot.SHA, Protection: protectionOf(t)})
+	if err != nil {
+		return Restored{}, fmt.Errorf("%s: reopening the held rollback (PR #%d closed) set to auto-merge: %w", t.FullName(), s.PR.Number, err)
+	}
+	return Restored{Number: p.Number, URL: p.URL, Done: "replaced"}, nil
 }
 
 // restoreDone says, from the repo's snapshot, whether the restore needs no write (ok): its
@@ -142,6 +189,13 @@ func restoreDone(s *Snapshot, r RestoreRequest) (Restored, bool, error) {
 	t := r.Target
 	if !s.Exists || s.Base == nil {
 		return Restored{}, false, fmt.Errorf("%s: %w: the repo or its branch %s to roll back is gone", t.FullName(), ErrNotFound, defaultBranch(t))
+	}
+	if s.PR != nil && s.PR.State == StateClosed {
+		if m, _ := parseMarker(s.PR.Body); m.Rollback == r.Failed && m.Failed == r.FailedTree {
+			return Restored{Number: s.PR.Number, URL: s.PR.URL}, false, fmt.Errorf("%s: PR #%d: %w by a human: fleetbot neither reopens nor recreates it, and revision %s stays halted; "+
+				"reopen and merge it to restore %s, or revert or fix the change in the control repo (a new rollout)",
+				t.FullName(), s.PR.Number, ErrRestoreClosed, report.ShortSHA(r.Failed), report.ShortSHA(r.To))
+		}
 	}
 	if s.PR != nil && s.PR.State == StateOpen {
 		m, _ := parseMarker(s.PR.Body)

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sort"
 	"sync"
@@ -32,6 +33,9 @@ func rollBack(ctx context.Context, f Forge, in runInput, pl *planned) {
 	switch {
 	case st.Halted.Cluster != "":
 		rb.Reason = st.Halted.Cluster + ": " + st.Halted.Reason
+		if st.Halted.FailedBy != "" {
+			rb.Reason += " (failing there: " + st.Halted.FailedBy + ")"
+		}
 	case st.Halted.RolledBack && in.repo.RolledBack() == nil:
 		// A later run of a revision rolled back automatically: why is in the rollback pull
 		// requests the run that halted opened.
@@ -148,7 +152,6 @@ func restoredAlready(revision string, histories []rollout.History) []rollout.Res
 func openRestores(ctx context.Context, f Forge, in runInput, st *rollout.Status, targets map[string]*fanout.Target, plan rollout.RollbackPlan) []rollout.RestoreStatus {
 	out := make([]rollout.RestoreStatus, len(plan.Restores))
 	opts := prOptions(in.repo, in.opts)
-	mergeOpen := st.Window == nil || st.Window.Open
 	var mu sync.Mutex
 	each(context.WithoutCancel(ctx), len(plan.Restores), in.opts.Concurrency, func(i int) {
 		r := plan.Restores[i]
@@ -158,21 +161,28 @@ func openRestores(ctx context.Context, f Forge, in runInput, st *rollout.Status,
 		if t.Kind == fanout.KindCluster && in.rollouts.Enabled() {
 			auto = in.repo.ClusterAutoMerge(t.Name)
 		}
+		// The gate's one rule of merges (pause, change windows) decides the auto-merge; the
+		// restore opens either way.
+		autoMerge, held := st.RestoreMerge(auto)
 		var res pr.Restored
 		var err error
 		if perr := recovered(func() {
 			res, err = pr.Restore(ctx, f, pr.RestoreRequest{Target: t, Branch: opts.Branch, Labels: opts.Labels,
 				Failed: plan.Failed.Revision, FailedTree: r.From.Tree, To: r.To.Revision, Tree: r.To.Tree,
-				Why: st.Rollback.Reason, AutoMerge: auto && mergeOpen})
+				Why: st.Rollback.Reason, AutoMerge: autoMerge, Held: held != ""})
 		}); perr != nil {
 			err = perr
 		}
 		s.PR, s.PRURL = res.Number, res.URL
 		switch {
+		case errors.Is(err, pr.ErrRestoreClosed):
+			s.State, s.Reason = rollout.RestoreClosed, err.Error()
 		case err != nil:
 			s.State, s.Reason = rollout.RestoreError, err.Error()
 		case res.Done == "already restored":
 			s.State = rollout.RestoreDone
+		case res.Done == "opened" || res.Done == "already open":
+			s.State, s.Reason = rollout.RestoreOpen, held
 		default:
 			s.State = rollout.RestoreOpen
 		}

@@ -45,6 +45,10 @@ type waveRig struct {
 	healthTimeout string
 	// onFailure is spec.rollout.onFailure.
 	onFailure string
+	// autoCanary sets merge: auto on wave canary (and lets c01 auto-merge); windows are
+	// spec.rollout.windows.
+	autoCanary bool
+	windows    []control.ChangeWindow
 }
 
 func newWaveRig(t *testing.T, ws ...bool) *waveRig {
@@ -111,6 +115,10 @@ func (r *waveRig) control(waves bool) *control.Repo {
 		if r.autoEU {
 			repo.Platform.Spec.Rollout.Waves[1].Merge = control.MergeAuto
 		}
+		if r.autoCanary {
+			repo.Platform.Spec.Rollout.Waves[0].Merge = control.MergeAuto
+		}
+		repo.Platform.Spec.Rollout.Windows = r.windows
 		repo.Platform.Spec.Rollout.HealthTimeout = r.healthTimeout
 		repo.Platform.Spec.Rollout.OnFailure = r.onFailure
 		repo.Paused = r.paused
@@ -141,7 +149,7 @@ func (r *waveRig) change(v string) {
 func (r *waveRig) targets() []*fanout.Target {
 	ts := r.fl.targets()
 	for _, tg := range ts {
-		tg.Access.AllowAutoMerge = r.autoEU && (tg.Name == "c02" || tg.Name == "c03")
+		tg.Access.AllowAutoMerge = r.autoEU && (tg.Name == "c02" || tg.Name == "c03") || r.autoCanary && tg.Name == "c01"
 		if r.metal != nil {
 			tg.Files["platform/metallb/metallb.yaml"] = []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: metallb\n  namespace: metallb-system\ndata:\n  value: \"" + r.metal[tg.Name] + "\"\n")
 		}

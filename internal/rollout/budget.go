@@ -53,6 +53,8 @@ type counted struct {
 	// reason says what happened, at says when it counted (the failure, the deadline).
 	reason string
 	at     time.Time
+	// failedBy names the Flux objects that failed (PR.FailedBy).
+	failedBy string
 }
 
 // weighBudget decides a tallied wave against its budget: within it the clusters that failed
@@ -78,6 +80,9 @@ func (e *evaluation) weighBudget(w Wave, t *waveTally) {
 		reason = overBudget(t.status, unavailable, failures) + " (first: " + first.reason + ")"
 	}
 	e.halt(w, first.cluster, reason)
+	if h := e.Halted; h != nil && h.Cluster == first.cluster && h.FailedBy == "" {
+		h.FailedBy = first.failedBy
+	}
 }
 
 // overBudget says how a wave went over its budget.

@@ -115,6 +115,9 @@ func writeHalt(b *strings.Builder, h *Halt) {
 	default:
 		fmt.Fprintf(b, "**Halted on %s** (wave %s): %s. No new pull request opens until Flux reports it healthy or a new control-repo commit supersedes this rollout.\n\n",
 			h.Cluster, h.Wave, h.Reason)
+		if h.FailedBy != "" {
+			fmt.Fprintf(b, "What failed on %s: %s.\n\n", h.Cluster, h.FailedBy)
+		}
 	}
 	if h != nil && h.Rollback {
 		fmt.Fprintf(b, "Wave %s rolls back on failure (onFailure: rollback): fleetbot opens a pull request on every cluster and workspace repo the revision reached, restoring the content of the last revision that was healthy there, and does not roll this content out again until a control-repo commit changes it.\n\n", h.Wave)

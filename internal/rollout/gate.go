@@ -196,13 +196,14 @@ func waves(plan Plan) []Wave {
 }
 
 // HealthOf is Flux's verdict on a merge commit, from the newest status of each of its
-// kustomization/ contexts: a failure (or error) wins, then pending; success needs every one
-// to be success, and is dated by the last of them.
+// kustomization/ and helmrelease/ contexts (FluxStatusPrefix, HelmStatusPrefix): a failure (or
+// error) wins, then pending; success needs every one to be success, and is dated by the last
+// of them.
 func HealthOf(statuses []pr.CommitStatus) (Health, time.Time) {
 	h, at := HealthUnknown, time.Time{}
 	newest := map[string]pr.CommitStatus{}
 	for _, s := range statuses {
-		if !strings.HasPrefix(s.Context, FluxStatusPrefix) {
+		if !strings.HasPrefix(s.Context, FluxStatusPrefix) && !strings.HasPrefix(s.Context, HelmStatusPrefix) {
 			continue
 		}
 		if o, ok := newest[s.Context]; !ok || s.CreatedAt.After(o.CreatedAt) {
@@ -233,6 +234,44 @@ func HealthOf(statuses []pr.CommitStatus) (Health, time.Time) {
 	return h, at
 }
 
+// FailedObjects names, from a merge commit's statuses, the Flux objects whose newest verdict
+// is a failure, and what each applies (fanout.FluxOwner: a component, a workspace):
+// "Kustomization platform-monitoring (component monitoring)"; "" when none failed. A
+// context is Flux's "<kind>/<name>/<id>" (FluxStatusPrefix, HelmStatusPrefix).
+func FailedObjects(statuses []pr.CommitStatus) string {
+	newest := map[string]pr.CommitStatus{}
+	for _, s := range statuses {
+		if o, ok := newest[s.Context]; !ok || s.CreatedAt.After(o.CreatedAt) {
+			newest[s.Context] = s
+		}
+	}
+	var out []string
+	for _, s := range pr.Failing(slices.Collect(maps.Values(newest))) {
+		kind := ""
+		switch {
+		case strings.HasPrefix(s.Context, FluxStatusPrefix):
+			kind = "Kustomization"
+		case strings.HasPrefix(s.Context, HelmStatusPrefix):
+			kind = "HelmRelease"
+		default:
+			continue
+		}
+		_, rest, _ := strings.Cut(s.Context, "/")
+		name := rest
+		if i := strings.LastIndexByte(rest, '/'); i > 0 {
+			name = rest[:i]
+		}
+		w := kind + " " + name
+		if owner := fanout.FluxOwner(name); owner != "" && kind == "Kustomization" {
+			w += " (" + owner + ")"
+		}
+		if !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
 // observe is what the gate sees of one cluster (Observed): whether the revision changes it,
 // and its pull request when it is open or carried this revision (or exactly the tree this
 // revision renders: a later control-repo commit that leaves the cluster alone must not let it
@@ -261,11 +300,13 @@ func observe(c Cluster, source string) (Observed, []string) {
 	}
 	rp.Merged, rp.MergedAt = true, p.MergedAt
 	rp.Health, rp.HealthAt = HealthOf(p.Statuses)
+	rp.FailedBy = FailedObjects(p.Statuses)
 	if rp.Health == HealthUnknown && p.Head != "" {
 		// The default branch moved on before Flux reported (a cluster admin's commit): Flux
 		// applies, and reports on, the newer head, which holds the merge (a protected default
 		// branch is never rewritten).
 		rp.Health, rp.HealthAt = HealthOf(p.HeadStatuses)
+		rp.FailedBy = FailedObjects(p.HeadStatuses)
 	}
 	// The revision's change reached the default branch through this pull request: the
 	// cluster is part of the rollout even though it matches now.

@@ -117,6 +117,8 @@ func TestHealthOf(t *testing.T) {
 	assert.Equal(t, HealthPending, h)
 	h, _ = HealthOf([]pr.CommitStatus{st("kustomization/a", pr.StatusPending, t0), st("kustomization/b", pr.StatusError, t0)})
 	assert.Equal(t, HealthFailure, h)
+	h, _ = HealthOf([]pr.CommitStatus{st("kustomization/a", pr.StatusSuccess, t0), st("helmrelease/podinfo/1a2b3c4d", pr.StatusFailure, t0)})
+	assert.Equal(t, HealthFailure, h, "a HelmRelease's status (helmrelease/, as notification-controller names it) counts")
 }
 
 // TestViewBars: the status picture counts each cluster in its wave, keeps the gate's state,
@@ -138,4 +140,40 @@ func TestViewBars(t *testing.T) {
 	flat := New(&control.Repo{Platform: &control.Platform{}, Clusters: ctl.Clusters}, nil).View(nil, nil)
 	assert.False(t, flat.Declared())
 	assert.Equal(t, AllClusters, flat.WaveOf("p1"))
+}
+
+// TestFailureIsAttributed: a halt names what failed on the cluster, from its merge commit's
+// statuses (the newest of each context): the Kustomization of a platform component or of the
+// workspace (generic-hmac records the workspace namespace's on its own context), a
+// HelmRelease; the check run's summary carries it (the rollback's reason too: reconcile).
+func TestFailureIsAttributed(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	st := func(ctx, state string, ago time.Duration) pr.CommitStatus {
+		return pr.CommitStatus{Context: ctx, State: state, CreatedAt: now.Add(-ago)}
+	}
+	statuses := []pr.CommitStatus{
+		st("kustomization/platform-monitoring/1a2b3c4d", pr.StatusFailure, 4*time.Minute),
+		st("kustomization/apps/1a2b3c4d", pr.StatusFailure, 5*time.Minute),
+		st("kustomization/apps/1a2b3c4d", pr.StatusSuccess, 3*time.Minute), // recovered
+		st("kustomization/workspace-team-a/9f8e7d6c", pr.StatusFailure, 2*time.Minute),
+		st("helmrelease/podinfo/9f8e7d6c", pr.StatusError, 2*time.Minute),
+		st("ci/build", pr.StatusFailure, time.Minute),
+	}
+	assert.Equal(t, "HelmRelease podinfo, Kustomization platform-monitoring (component monitoring), Kustomization workspace-team-a (workspace team-a)",
+		FailedObjects(statuses))
+	assert.Empty(t, FailedObjects(statuses[2:3]))
+
+	merged := pr.RolloutPR{Number: 7, State: pr.StateMerged, Source: "rev1", MergedAt: now.Add(-10 * time.Minute), Statuses: statuses}
+	ro := New(sliceControl(), func() time.Time { return now })
+	v := ro.Gate("rev1", []Cluster{
+		{Name: "c1", Repo: "cluster-c1", Decision: &pr.Decision{Action: pr.ActionNoop}, PR: merged, Found: true},
+		{Name: "p1", Repo: "cluster-p1", Decision: &pr.Decision{Action: pr.ActionOpen, OpenPR: true}},
+	}, nil)
+	require.NotNil(t, v.Status.Halted)
+	assert.Equal(t, "c1", v.Status.Halted.Cluster)
+	assert.Equal(t, "Flux reported a failure for the merge of #7", v.Status.Halted.Reason, "the check run's title stays short")
+	assert.Equal(t, "HelmRelease podinfo, Kustomization platform-monitoring (component monitoring), Kustomization workspace-team-a (workspace team-a)",
+		v.Status.Halted.FailedBy)
+	assert.Contains(t, ro.CheckRun(v.Status).Summary, "What failed on c1: HelmRelease podinfo, Kustomization platform-monitoring (component monitoring), Kustomization workspace-team-a (workspace team-a).")
 }

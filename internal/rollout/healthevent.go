@@ -241,38 +241,70 @@ func endpointID(at HealthEndpoint) string {
 // Provider cuts its description to it too).
 const maxStatusDescription = 140
 
+// HelmStatusPrefix starts the context of the commit status notification-controller's own
+// commit-status providers give a HelmRelease's event ("helmrelease/<name>/<uid prefix>":
+// internal/server/provider_commit_status.go generateDefaultCommitStatus, the kind, name and
+// Provider UID's first group, lowercased): the gate counts it as it counts FluxStatusPrefix.
+const HelmStatusPrefix = "helmrelease/"
+
+// helmVerdicts are the reasons of a HelmRelease's info events that are a verdict
+// (helm-controller api/v2 condition_types.go): its release is in place, or a remediation
+// undid it (the install or upgrade failed, and a rollback or uninstall succeeded: the release
+// the revision asks for is not running, a failure). Its other info events are progress.
+var helmVerdicts = map[string]string{"InstallSucceeded": pr.StatusSuccess, "UpgradeSucceeded": pr.StatusSuccess, "TestSucceeded": pr.StatusSuccess,
+	"RollbackSucceeded": pr.StatusFailure, "UninstallSucceeded": pr.StatusFailure}
+
 // CommitStatus is the verdict a verified event records, as a github Provider would post it:
-// on the git commit the event's revision names (main@sha1:<commit>), the context of
-// HealthStatusContext, failure for an error, success once the Kustomization reconciled
-// (ReconciliationSucceeded), pending for any other progress. ok is false, with why, for an
-// event that names no git commit (a HelmRelease reports a chart version): nothing is recorded
-// for it.
+// on the git commit the event names (Commit), with the context of HealthStatusContext (for a
+// HelmRelease, HelmStatusPrefix instead of FluxStatusPrefix), failure for an error (and a
+// HelmRelease's remediation, helmVerdicts), success once the object reconciled (a
+// Kustomization's ReconciliationSucceeded, a HelmRelease's install, upgrade or test
+// succeeded), pending for any other progress. ok is false, with why,
+// for an event that names no git commit: nothing is recorded for it.
 func (e HealthEvent) CommitStatus(at HealthEndpoint) (commit string, st pr.CommitStatus, ok bool, why string) {
-	if e.Kind != "Kustomization" {
-		return "", st, false, "a " + e.Kind + " event names no git commit"
-	}
 	commit = revisionCommit(e.Revision)
 	if commit == "" {
+		if e.Kind == "HelmRelease" {
+			return "", st, false, "a HelmRelease event names its chart version, no git commit: its health counts through the Kustomization that applies it and waits for it (spec.wait)"
+		}
 		return "", st, false, "the event names no git commit (revision main@sha1:<commit>)"
 	}
-	st = pr.CommitStatus{Context: HealthStatusContext(at, e.Name), CreatedAt: e.Time, Description: description(e)}
+	ctx, verdict := HealthStatusContext(at, e.Name), ""
+	if e.Reason == "ReconciliationSucceeded" {
+		verdict = pr.StatusSuccess
+	}
+	if e.Kind == "HelmRelease" {
+		ctx, verdict = HelmStatusPrefix+strings.TrimPrefix(ctx, FluxStatusPrefix), helmVerdicts[e.Reason]
+	}
+	st = pr.CommitStatus{Context: ctx, CreatedAt: e.Time, Description: description(e), State: verdict}
 	switch {
 	case e.Failed():
 		st.State = pr.StatusFailure
-	case e.Reason == "ReconciliationSucceeded":
-		st.State = pr.StatusSuccess
-	default:
+	case verdict == "":
 		st.State = pr.StatusPending
 	}
 	return commit, st, true, ""
 }
 
-// revisionCommit is the git commit of a Flux source revision: "<ref>@sha1:<commit>" (Flux
-// 2.x), or "<branch>/<commit>" (before); "" when it names none.
+// revisionCommit is the git commit an event's revision names, by the rule of
+// notification-controller's commit-status providers (github included; v1.9.3
+// internal/notifier/github.go Post, internal/notifier/util.go parseRevision, over
+// github.com/fluxcd/pkg/git utils.go TransformRevision and ExtractHashFromRevision): the part
+// after the last ':' ("main@sha1:<commit>", Flux 2.x), else after the last '/'
+// ("main/<commit>", before), else the whole revision, which must be a 40-digit SHA-1; "" when
+// it names none. The revision is Event.GetRevision's (github.com/fluxcd/pkg/apis/event
+// v1beta1 event.go): the metadata commit (an object's event.toolkit.fluxcd.io/commit
+// annotation), else originRevision, else revision.
+//
+// A HelmRelease's event names no commit: helm-controller (v1.6.1 internal/reconcile/release.go
+// eventMeta) sets only revision, to the chart version, and no commit or originRevision; even
+// with the chart's reconcileStrategy: Revision, the version's "+<commit>" suffix is the first
+// 12 hex digits of the source commit (source-controller v1.9.6
+// internal/controller/helmchart_controller.go), which parseRevision refuses too.
 func revisionCommit(rev string) string {
 	c := rev
-	if i := strings.LastIndex(rev, "sha1:"); i >= 0 {
-		c = rev[i+len("sha1:"):]
+	if i := strings.LastIndexByte(rev, ':'); i >= 0 {
+		c = rev[i+1:]
 	} else if i := strings.LastIndexByte(rev, '/'); i >= 0 {
 		c = rev[i+1:]
 	}

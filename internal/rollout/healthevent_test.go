@@ -213,8 +213,8 @@ func FuzzParseHealthEvent(f *testing.F) {
 }
 
 // TestHealthEventCommitStatus: a Kustomization's event becomes the commit status a github
-// Provider would post on the commit its revision names; a HelmRelease's, or one without a git
-// commit, records nothing.
+// Provider would post on the commit its revision names; one without a git commit records
+// nothing.
 func TestHealthEventCommitStatus(t *testing.T) {
 	t.Parallel()
 	at := HealthEndpoint{Cluster: "c1"}
@@ -236,19 +236,67 @@ func TestHealthEventCommitStatus(t *testing.T) {
 	ev.Reason = "Progressing"
 	_, st, _, _ = ev.CommitStatus(at)
 	assert.Equal(t, "pending", st.State)
-	ev.Revision = "main/" + sha
-	commit, _, ok, _ = ev.CommitStatus(at)
-	assert.True(t, ok, "the revision format before Flux 2.0")
-	assert.Equal(t, sha, commit)
+	for _, rev := range []string{"main/" + sha, "sha1:" + sha, sha, "refs/heads/main@sha1:" + sha} {
+		ev.Revision = rev
+		commit, _, ok, _ = ev.CommitStatus(at)
+		assert.True(t, ok, "notification-controller's parseRevision takes %s", rev)
+		assert.Equal(t, sha, commit)
+	}
 
-	for _, rev := range []string{"", "6.1.0", "main@sha256:" + strings.Repeat("a", 64), "main@sha1:xyz"} {
+	for _, rev := range []string{"", "6.1.0", "main@sha256:" + strings.Repeat("a", 64), "main@sha1:xyz", "main@sha1:" + sha[:12]} {
 		ev.Revision = rev
 		_, _, ok, why := ev.CommitStatus(at)
 		assert.False(t, ok, rev)
 		assert.Contains(t, why, "no git commit")
 	}
-	ev.Kind, ev.Revision = "HelmRelease", "main@sha1:"+sha
-	_, _, ok, why := ev.CommitStatus(at)
-	assert.False(t, ok)
-	assert.Contains(t, why, "HelmRelease")
+}
+
+// TestHelmReleaseEventCommit: a HelmRelease's event names a commit only as notification-
+// controller's github provider would find one (the metadata commit, from the object's
+// event.toolkit.fluxcd.io/commit annotation, which Event.GetRevision prefers to the chart
+// version): then its verdict is recorded under helmrelease/<name>/<id>, which the gate counts.
+// Its usual events name the chart version only, even "+<12 hex digits>" of a chart built from
+// git with reconcileStrategy: Revision: nothing is recorded, and why says where its health
+// counts instead.
+func TestHelmReleaseEventCommit(t *testing.T) {
+	t.Parallel()
+	sha := "4f1c2e8b9a7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b"
+	hr := kustomizationEvent("payments", "podinfo", "error")
+	hr.InvolvedObject.Kind, hr.InvolvedObject.APIVersion = "HelmRelease", "helm.toolkit.fluxcd.io/v2"
+	hr.Reason, hr.Message = "UpgradeFailed", "Helm upgrade failed for release payments/podinfo: context deadline exceeded"
+	nsKey := NamespaceKey(clusterKey, "payments")
+	parse := func(md map[string]string) HealthEvent {
+		t.Helper()
+		hr.Metadata = md
+		b := body(t, hr)
+		ev, err := ParseHealthEvent(b, sign(b, nsKey), [][]byte{nsKey}, tenant)
+		require.NoError(t, err)
+		return ev
+	}
+
+	for _, version := range []string{"6.7.1", "0.1.0+" + sha[:12]} {
+		ev := parse(map[string]string{"revision": version, MetaCluster: "prod-eu-1"})
+		_, _, ok, why := ev.CommitStatus(tenant)
+		assert.False(t, ok, version)
+		assert.Contains(t, why, "chart version")
+		assert.Contains(t, why, "spec.wait")
+	}
+
+	ev := parse(map[string]string{"revision": "6.7.1", "commit": sha, MetaCluster: "prod-eu-1"})
+	commit, st, ok, _ := ev.CommitStatus(tenant)
+	require.True(t, ok, "the metadata commit names it")
+	assert.Equal(t, sha, commit)
+	assert.Equal(t, "failure", st.State)
+	assert.True(t, strings.HasPrefix(st.Context, HelmStatusPrefix+"podinfo/"), st.Context)
+	assert.True(t, strings.HasSuffix(st.Context, strings.TrimPrefix(HealthStatusContext(tenant, "podinfo"), FluxStatusPrefix+"podinfo")), "the endpoint's id")
+
+	ev.Severity, ev.Reason = "info", "UpgradeSucceeded"
+	_, st, _, _ = ev.CommitStatus(tenant)
+	assert.Equal(t, "success", st.State)
+	ev.Reason = "RollbackSucceeded" // a remediation: the upgrade failed, the release is undone
+	_, st, _, _ = ev.CommitStatus(tenant)
+	assert.Equal(t, "failure", st.State)
+	ev.Reason = "DriftDetected"
+	_, st, _, _ = ev.CommitStatus(tenant)
+	assert.Equal(t, "pending", st.State)
 }

@@ -193,6 +193,9 @@ const (
 	RestoreFailed  = "failed"   // merged and reported failed: a human decides
 	RestoreError   = "error"    // could not be opened (Reason says why)
 	RestoreDone    = "restored" // the default branch already holds the restored tree
+	// RestoreClosed: a human closed the rollback pull request without merging it; fleetbot
+	// neither reopens nor recreates it (Reason says what to do).
+	RestoreClosed = "closed"
 )
 
 // Restored reports whether every restore merged and was reported healthy (or needed none).

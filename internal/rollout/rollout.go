@@ -98,6 +98,8 @@ type PR struct {
 	// Health of the merge commit, and when that verdict was posted.
 	Health   Health
 	HealthAt time.Time
+	// FailedBy names the Flux objects that failed, and what each applies (FailedObjects).
+	FailedBy string
 }
 
 // ref names the pull request: #N in the cluster's repo, repo#N in a workspace's.
@@ -173,6 +175,10 @@ type Halt struct {
 	// revision Failed ("" for a rollback by hand of a working tree's content).
 	RolledBack bool
 	Failed     string
+	// FailedBy names what failed on Cluster: the Flux objects whose failure Flux reported on
+	// its merge, with the component or workspace each applies (FailedObjects); "" when the
+	// statuses name none (or the cluster did not report).
+	FailedBy string
 }
 
 // Status is the outcome of Evaluate.
@@ -314,7 +320,7 @@ func (e *evaluation) weighMerge(c string, pr *PR, t *waveTally) {
 			t.lastHealthy = pr.HealthAt
 		}
 	case HealthFailure:
-		t.counted = append(t.counted, counted{cluster: c, failed: true, at: pr.HealthAt,
+		t.counted = append(t.counted, counted{cluster: c, failed: true, at: pr.HealthAt, failedBy: pr.FailedBy,
 			reason: fmt.Sprintf("Flux reported a failure for the merge of %s", pr.ref())})
 	default:
 		deadline := pr.MergedAt.Add(e.opts.HealthTimeout)

@@ -59,7 +59,35 @@ func (ws *WindowStatus) reason() string {
 // the rollout is not paused and the change windows are open. Open pull requests are updated
 // in place either way.
 func (s *Status) MergesAllowed() bool {
-	return !s.Paused && (s.Window == nil || s.Window.Open)
+	return s.mergesHeld() == ""
+}
+
+// mergesHeld says why fleetbot may not merge now, "" when it may: the pause, or the change
+// windows (closed outside every allow window and inside any deny window).
+func (s *Status) mergesHeld() string {
+	switch {
+	case s.Paused:
+		return "the rollout is paused" + noteOf(s.PauseNote)
+	case s.Window != nil && !s.Window.Open:
+		return "the rollout is " + s.Window.reason()
+	}
+	return ""
+}
+
+// RestoreMerge is how a rollback's restore pull request merges, by the same rule as every
+// merge (MergesAllowed): a rollback is a remedy, so its pull requests open whatever the pause
+// and the change windows say (opening one changes nothing on a cluster, and a human may merge
+// it by hand at once), but fleetbot enables auto-merge on one (auto: its wave merges
+// automatically) only while it may merge. held says, for a restore that would auto-merge but
+// may not, why and what to do: it opens without auto-merge and stays so.
+func (s *Status) RestoreMerge(auto bool) (autoMerge bool, held string) {
+	if !auto {
+		return false, ""
+	}
+	if why := s.mergesHeld(); why != "" {
+		return false, "opened while " + why + ": not set to auto-merge; merge it by hand when the restore may land"
+	}
+	return true, ""
 }
 
 // windowCheck adds to NextCheck the window change the verdict depends on: the opening that

@@ -175,3 +175,60 @@ func TestHealthEventsBecomeCommitStatuses(t *testing.T) {
 	noCommit := fluxEvent(t, "flux-system", "apps", "error", "HealthCheckFailed", "")
 	assert.Equal(t, http.StatusAccepted, postEvent(t, base+"/health/prod-eu-1", noCommit, newKey))
 }
+
+// helmEvent is a notification-controller event about a HelmRelease in ns, with metadata as
+// notification-controller forwards it (the object's group prefix dropped).
+func helmEvent(t *testing.T, ns, name, severity, reason string, metadata map[string]string) []byte {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{
+		"involvedObject": map[string]any{"kind": "HelmRelease", "namespace": ns, "name": name, "apiVersion": "helm.toolkit.fluxcd.io/v2"},
+		"severity":       severity, "timestamp": "2026-03-01T12:00:00Z", "message": "Helm upgrade failed for release " + ns + "/" + name,
+		"reason": reason, "reportingController": "helm-controller", "metadata": metadata,
+	})
+	require.NoError(t, err)
+	return b
+}
+
+// TestHelmReleaseHealthEvents: a workspace HelmRelease's failure names its chart version, not
+// a commit (helm-controller's events; even a chart built from git with reconcileStrategy:
+// Revision carries only 12 hex digits of the commit), so serve takes it (202), records nothing,
+// and says where its health counts instead; one that names a commit as notification-controller's
+// github provider finds one (the metadata commit) is recorded on the workspace repo under
+// helmrelease/<name>/<id>.
+func TestHelmReleaseHealthEvents(t *testing.T) {
+	t.Parallel()
+	gh := fakeGitHub(t)
+	keys := t.TempDir()
+	key := []byte("key-of-prod-eu-1")
+	require.NoError(t, os.WriteFile(filepath.Join(keys, "prod-eu-1"), key, 0o600))
+	base := runHealthServe(t, gh, keys)
+	wsHead := gh.Branch("acme", "workspace-payments", "main")
+	require.NotEmpty(t, wsHead)
+	nsKey := rollout.NamespaceKey(key, "payments")
+
+	post := func(body []byte) (int, string) {
+		t.Helper()
+		m := hmac.New(sha256.New, nsKey)
+		m.Write(body)
+		req, err := http.NewRequest(http.MethodPost, base+"/health/prod-eu-1/payments", bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set(rollout.HealthSignatureHeader, "sha256="+hex.EncodeToString(m.Sum(nil)))
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, version := range []string{"6.7.1", "0.1.0+" + wsHead[:12]} {
+		code, answer := post(helmEvent(t, "payments", "podinfo", "error", "UpgradeFailed", map[string]string{"revision": version}))
+		assert.Equal(t, http.StatusAccepted, code, version)
+		assert.Contains(t, answer, "nothing recorded: a HelmRelease event names its chart version")
+		assert.Contains(t, answer, "spec.wait")
+	}
+	assert.Empty(t, statuses(t, gh, "workspace-payments", wsHead), "nothing recorded for a chart version")
+
+	code, _ := post(helmEvent(t, "payments", "podinfo", "error", "UpgradeFailed", map[string]string{"revision": "6.7.1", "commit": wsHead}))
+	assert.Equal(t, http.StatusAccepted, code)
+	ctx := rollout.HelmStatusPrefix + strings.TrimPrefix(rollout.HealthStatusContext(rollout.HealthEndpoint{Cluster: "prod-eu-1", Namespace: "payments"}, "podinfo"), app.FluxStatusPrefix)
+	assert.Equal(t, []string{ctx + "=failure"}, statuses(t, gh, "workspace-payments", wsHead))
+}

@@ -155,6 +155,7 @@ func TestServeRolloutBudgetWindowRollbackApproval(t *testing.T) {
 	// says the revision was rolled back.
 	if title := cr.GetOutput().GetTitle(); strings.HasPrefix(title, "rollout halted on ") {
 		assert.Contains(t, title, "rollout halted on staging-eu-1: 1 of 1 clusters failed (failed: staging-eu-1), over maxFailures 0 (first: Flux reported a failure for the merge of #"+strconv.Itoa(n)+")")
+		assert.Contains(t, cr.GetOutput().GetSummary(), "What failed on staging-eu-1: Kustomization flux-system", "the halt names what failed")
 	} else {
 		assert.Contains(t, title, "rollout halted: revision "+sha+" failed and was rolled back")
 	}
