@@ -64,6 +64,14 @@ func TestEnableAutoMergeRefusals(t *testing.T) {
 	got, _, err = c.PullRequests.Get(ctx, "acme", "r", p.GetNumber())
 	require.NoError(t, err)
 	assert.Equal(t, "blocked", got.GetMergeableState())
+	// expectedHeadOid is a compare-and-swap on the head: another commit is refused, nothing
+	// enabled.
+	out = graphQL(t, s, `mutation($id: ID!) { enablePullRequestAutoMerge(input: {pullRequestId: $id, mergeMethod: SQUASH, expectedHeadOid: "`+s.Branch("acme", "r", "main")+`"}) { pullRequest { number } } }`,
+		map[string]any{"id": p.GetNodeID()})
+	assert.Contains(t, fmt.Sprint(out["errors"]), "head ref has been modified")
+	got, _, err = c.PullRequests.Get(ctx, "acme", "r", p.GetNumber())
+	require.NoError(t, err)
+	assert.Nil(t, got.GetAutoMerge())
 	out = enable()
 	assert.Nil(t, out["errors"])
 	got, _, err = c.PullRequests.Get(ctx, "acme", "r", p.GetNumber())

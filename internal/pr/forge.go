@@ -79,6 +79,14 @@ type Forge interface {
 	DeleteBranch(ctx context.Context, owner, repo, branch, expect string) error
 	// OpenPR opens a pull request and returns it with its number and URL.
 	OpenPR(ctx context.Context, owner, repo string, p NewPR) (*PullRequest, error)
+	// EnableAutoMerge enables the forge's auto-merge on open pull request number, as a
+	// compare-and-swap on its head: only while the head is still a.HeadSHA (the commit
+	// fleetbot pushed); a moved head, or a pull request no longer open, gets nothing, with an
+	// error that says why. It reports whether the forge merged the pull request at once
+	// instead (GitHub: one already mergeable, under the same rule as OpenPR's AutoMerge). A
+	// forge without auto-merge (the local forge: a human merges with git) checks the same and
+	// enables nothing. What a held restore needs once fleetbot may merge (Restore).
+	EnableAutoMerge(ctx context.Context, owner, repo string, number int, a AutoMergeRequest) (merged bool, err error)
 	// UpdatePR rewrites the title and body of an open pull request.
 	UpdatePR(ctx context.Context, owner, repo string, number int, title, body string) error
 	// ClosePR comments on and closes a pull request without merging it.
@@ -328,6 +336,14 @@ const (
 	ReviewChangesRequested = "changes_requested"
 	ReviewRequired         = "review_required"
 )
+
+// AutoMergeRequest is auto-merge asked for a pull request already open (Forge.EnableAutoMerge):
+// its branch Head into Base, pinned to HeadSHA, merged at once only where Base's protection is
+// at least Protection, as NewPR's.
+type AutoMergeRequest struct {
+	Head, Base, HeadSHA string
+	Protection          *policy.Protection
+}
 
 // NewPR is a pull request to open.
 type NewPR struct {

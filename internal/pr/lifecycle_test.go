@@ -78,6 +78,11 @@ func (c *counting) OpenPR(ctx context.Context, owner, repo string, np pr.NewPR) 
 	return c.Forge.OpenPR(ctx, owner, repo, np)
 }
 
+func (c *counting) EnableAutoMerge(ctx context.Context, owner, repo string, n int, a pr.AutoMergeRequest) (bool, error) {
+	c.count("EnableAutoMerge")
+	return c.Forge.EnableAutoMerge(ctx, owner, repo, n, a)
+}
+
 func (c *counting) UpdatePR(ctx context.Context, owner, repo string, n int, title, body string) error {
 	c.count("UpdatePR")
 	return c.Forge.UpdatePR(ctx, owner, repo, n, title, body)

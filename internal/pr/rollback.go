@@ -76,8 +76,8 @@ type RestoreRequest struct {
 	AutoMerge bool
 	// Held: the wave merges automatically but fleetbot may not merge now (a pause, the change
 	// windows): the pull request opens without auto-merge, marked held, and the first Restore
-	// with AutoMerge replaces it by one set to auto-merge (GitHub enables auto-merge only
-	// through fleetbot's open, which the forge does as it opens a pull request).
+	// with AutoMerge enables auto-merge on that same pull request (Forge.EnableAutoMerge) and
+	// drops the mark.
 	Held bool
 }
 
@@ -86,7 +86,8 @@ type Restored struct {
 	Number int
 	URL    string
 	// Done says what happened, in words: opened, updated, already open, already restored,
-	// replaced (a held restore replaced by one set to auto-merge).
+	// auto-merge enabled (on a held restore), merged (a held restore the forge merged at once
+	// instead).
 	Done string
 }
 
@@ -159,27 +160,34 @@ func Restore(ctx context.Context, f Forge, r RestoreRequest) (Restored, error) {
 	return writeRestorePR(ctx, f, r, s, c, nm)
 }
 
-// releaseHeld replaces a held restore (opened without auto-merge while fleetbot could not
-// merge) now that it may: the held pull request is closed with a comment naming why, and one
-// of the same commit on the same branch opens set to auto-merge. Nothing is committed again.
+// releaseHeld sets a held restore (opened without auto-merge while fleetbot could not merge)
+// to auto-merge now that it may, in place: auto-merge is enabled on the open pull request,
+// pinned to the rollback commit its marker names (a head moved since is refused by the forge),
+// and then its held mark is dropped from the body. Nothing is committed, closed or opened.
+// Auto-merge goes first: should the body's update fail, the mark stays and the next run
+// enables it again, never the other way round (a body saying "not held" on a pull request
+// without auto-merge would be left so).
 func releaseHeld(ctx context.Context, f Forge, r RestoreRequest, s *Snapshot, m marker) (Restored, error) {
 	t := r.Target
 	if wg := f.Capabilities().WriteGate; wg != nil {
-		if err := wg.BeforeWrite(ctx, t.Owner, t.Repo, Cost{PRCloses: 1, Comments: 1, PROpens: 1, AutoMerge: 1}); err != nil {
+		if err := wg.BeforeWrite(ctx, t.Owner, t.Repo, Cost{AutoMerge: 1, PRUpdates: 1}); err != nil {
 			return Restored{}, fmt.Errorf("%s: %w", t.FullName(), err)
 		}
 	}
-	if err := f.ClosePR(ctx, t.Owner, t.Repo, s.PR.Number, "fleetbot may merge again (the rollout is no longer paused and the change windows are open): "+
-		"this rollback is replaced by a pull request of the same commit set to auto-merge."); err != nil {
-		return Restored{}, fmt.Errorf("%s: closing the held rollback PR #%d: %w", t.FullName(), s.PR.Number, err)
+	done := Restored{Number: s.PR.Number, URL: s.PR.URL, Done: "auto-merge enabled"}
+	merged, err := f.EnableAutoMerge(ctx, t.Owner, t.Repo, s.PR.Number, AutoMergeRequest{Head: r.Branch, Base: defaultBranch(t), HeadSHA: m.Head, Protection: protectionOf(t)})
+	if err != nil {
+		return done, fmt.Errorf("%s: enabling auto-merge on the held rollback PR #%d (head %s): %w", t.FullName(), s.PR.Number, report.ShortSHA(m.Head), err)
+	}
+	if merged {
+		done.Done = "merged"
+		return done, nil
 	}
 	m.Held = false
-	p, err := f.OpenPR(ctx, t.Owner, t.Repo, NewPR{Head: r.Branch, Base: defaultBranch(t), Title: RestoreTitle(t, r.To), Body: restoreBody(r, m), Labels: r.Labels,
-		AutoMerge: true, HeadSHA: s.Bot.SHA, Protection: protectionOf(t)})
-	if err != nil {
-		return Restored{}, fmt.Errorf("%s: reopening the held rollback (PR #%d closed) set to auto-merge: %w", t.FullName(), s.PR.Number, err)
+	if err := f.UpdatePR(ctx, t.Owner, t.Repo, s.PR.Number, RestoreTitle(t, r.To), restoreBody(r, m)); err != nil {
+		return done, fmt.Errorf("%s: auto-merge enabled on the rollback PR #%d, but dropping its held mark failed (the next run tries again): %w", t.FullName(), s.PR.Number, err)
 	}
-	return Restored{Number: p.Number, URL: p.URL, Done: "replaced"}, nil
+	return done, nil
 }
 
 // restoreDone says, from the repo's snapshot, whether the restore needs no write (ok): its

@@ -181,6 +181,8 @@ func openRestores(ctx context.Context, f Forge, in runInput, st *rollout.Status,
 			s.State, s.Reason = rollout.RestoreError, err.Error()
 		case res.Done == "already restored":
 			s.State = rollout.RestoreDone
+		case res.Done == "merged":
+			s.State = rollout.RestoreMerged
 		case res.Done == "opened" || res.Done == "already open":
 			s.State, s.Reason = rollout.RestoreOpen, held
 		default:

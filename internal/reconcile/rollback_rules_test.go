@@ -39,9 +39,9 @@ func restoreOf(t *testing.T, rep *Report) rollout.RestoreStatus {
 // request opens while the rollout is paused, for a human to see and merge; but a pause stops
 // every merge fleetbot would make (Status.MergesAllowed, the gate's one rule), so it is not set
 // to auto-merge although its wave merges automatically, and the restore says so. A later run
-// still paused leaves it as it is; resumed, the held restore is replaced by one of the same
-// commit set to auto-merge (on the fake GitHub, whose protection asks nothing, it merges at
-// once), and nothing else opens.
+// still paused leaves it as it is; resumed, fleetbot enables auto-merge on that same pull
+// request (on the fake GitHub, whose protection asks nothing, it merges at once) and drops its
+// held mark: nothing is closed, opened or committed, and nothing else opens.
 func TestRestoreOpensButDoesNotMergeWhilePaused(t *testing.T) {
 	t.Parallel()
 	r := newWaveRigWith(t, func(r *waveRig) { r.onFailure, r.autoCanary = control.OnFailureRollback, true })
@@ -57,6 +57,7 @@ func TestRestoreOpensButDoesNotMergeWhilePaused(t *testing.T) {
 	require.NotNil(t, p, "the restore opens while paused")
 	assert.Equal(t, s.PR, p.GetNumber())
 	assert.Nil(t, p.GetAutoMerge(), "no auto-merge while paused")
+	assert.Contains(t, p.GetBody(), `"held":true`, "marked held")
 	head, _, err := r.human.Git.GetCommit(context.Background(), "acme", "cluster-c01", p.GetHead().GetSHA())
 	require.NoError(t, err)
 	assert.Equal(t, healthy, head.GetTree().GetSHA())
@@ -68,37 +69,59 @@ func TestRestoreOpensButDoesNotMergeWhilePaused(t *testing.T) {
 	assert.Equal(t, p.GetNumber(), s.PR, "still paused: left as it is")
 	assert.Contains(t, s.Reason, "rollout is paused")
 
-	r.paused = nil
-	rep = r.apply()
-	s = restoreOf(t, rep)
-	assert.NotEqual(t, p.GetNumber(), s.PR, "replaced")
-	assert.Empty(t, s.Reason)
-	var held, released *gh.PullRequest
-	for _, q := range r.srv.Pulls("acme", "cluster-c01") {
-		switch q.GetNumber() {
-		case p.GetNumber():
-			held = q
-		case s.PR:
-			released = q
-		}
-	}
-	require.NotNil(t, held)
-	require.NotNil(t, released)
-	assert.Equal(t, "closed", held.GetState())
-	assert.False(t, held.GetMerged())
-	assert.Equal(t, p.GetHead().GetSHA(), released.GetHead().GetSHA(), "the same commit")
-	assert.True(t, released.GetAutoMerge() != nil || released.GetMerged(), "set to auto-merge (or merged at once)")
-	if released.GetMerged() {
-		assert.Equal(t, healthy, r.mainTree("cluster-c01"), "restored")
-	}
+	assertReleasedInPlace(t, r, p, healthy, func() { r.paused = nil })
 	for _, n := range []string{"c02", "c03", "c04", "c05"} {
 		assert.Nil(t, r.open("cluster-"+n), "no later wave opens")
 	}
 }
 
+// assertReleasedInPlace lets fleetbot merge again (allow) and checks that the next run set the
+// held restore p to auto-merge in place: the same pull request, on the same commit, auto-merge
+// enabled (or merged at once, restoring healthy), its held mark gone, no other pull request
+// opened or closed, and no comment.
+func assertReleasedInPlace(t *testing.T, r *waveRig, p *gh.PullRequest, healthy string, allow func()) {
+	t.Helper()
+	closedUnmerged := func(pulls []*gh.PullRequest) (n int) {
+		for _, q := range pulls {
+			if q.GetState() == "closed" && !q.GetMerged() {
+				n++
+			}
+		}
+		return n
+	}
+	before := r.srv.Pulls("acme", "cluster-c01")
+	allow()
+	rep := r.apply()
+	s := restoreOf(t, rep)
+	assert.Equal(t, p.GetNumber(), s.PR, "the same pull request")
+	assert.Empty(t, s.Reason)
+	pulls := r.srv.Pulls("acme", "cluster-c01")
+	assert.Len(t, pulls, len(before), "no pull request opened")
+	assert.Equal(t, closedUnmerged(before), closedUnmerged(pulls), "no pull request closed")
+	var released *gh.PullRequest
+	for _, q := range pulls {
+		if q.GetNumber() == p.GetNumber() {
+			released = q
+		}
+	}
+	require.NotNil(t, released)
+	assert.Equal(t, p.GetHead().GetSHA(), released.GetHead().GetSHA(), "the same commit, nothing committed again")
+	assert.Equal(t, p.GetHead().GetSHA(), r.srv.Branch("acme", "cluster-c01", p.GetHead().GetRef()), "the bot branch did not move")
+	assert.Empty(t, r.srv.Comments("acme", "cluster-c01", p.GetNumber()), "no comment")
+	if released.GetMerged() {
+		assert.Equal(t, rollout.RestoreMerged, s.State)
+		assert.Equal(t, healthy, r.mainTree("cluster-c01"), "restored")
+	} else {
+		assert.Equal(t, rollout.RestoreOpen, s.State)
+		assert.NotNil(t, released.GetAutoMerge(), "set to auto-merge")
+		assert.NotContains(t, released.GetBody(), `"held":true`, "held mark dropped")
+	}
+}
+
 // TestRestoreOpensButDoesNotMergeInADenyWindow: the same rule for the change windows: inside a
 // deny window (a freeze) the restore opens, is not set to auto-merge, and says until when
-// nothing merges; once the windows are open the restore of the next rollback auto-merges.
+// nothing merges; once the windows are open the same restore pull request is set to
+// auto-merge.
 func TestRestoreOpensButDoesNotMergeInADenyWindow(t *testing.T) {
 	t.Parallel()
 	r := newWaveRigWith(t, func(r *waveRig) { r.onFailure, r.autoCanary = control.OnFailureRollback, true })
@@ -114,6 +137,8 @@ func TestRestoreOpensButDoesNotMergeInADenyWindow(t *testing.T) {
 	require.NotNil(t, p, "the restore opens inside a deny window")
 	assert.Nil(t, p.GetAutoMerge(), "no auto-merge inside a deny window")
 	assert.NotEqual(t, healthy, r.mainTree("cluster-c01"), "nothing merged")
+
+	assertReleasedInPlace(t, r, p, healthy, func() { r.windows = []control.ChangeWindow{{Kind: "allow", Start: "11:00", Duration: "4h"}} })
 }
 
 // TestRestoreAutoMergesWhenMergesAreAllowed: outside any pause or window, a restore of a wave

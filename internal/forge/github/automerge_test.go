@@ -176,3 +176,42 @@ func TestAutoMergeAfterProtectionRemoved(t *testing.T) {
 		})
 	}
 }
+
+// TestEnableAutoMergeOnAnOpenPullRequest: auto-merge is enabled on a pull request already
+// open (a held restore once fleetbot may merge), as GitHub allows on any open pull request,
+// pinned to the head fleetbot names: a head that moved since gets no auto-merge, with an error
+// that says so; the head named gets it, and nothing else opens.
+func TestEnableAutoMergeOnAnOpenPullRequest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	np := autoMergeRepo(t, e)
+	np.AutoMerge = false
+	_, _, err := e.srv.Client().Repositories.UpdateBranchProtection(ctx, "acme", "adopted", "main", &gh.ProtectionRequest{
+		RequiredPullRequestReviews: &gh.PullRequestReviewsEnforcementRequest{RequiredApprovingReviewCount: 1},
+	})
+	require.NoError(t, err)
+	f := e.forge(t, false)
+	p, err := f.OpenPR(ctx, "acme", "adopted", np)
+	require.NoError(t, err)
+	require.Nil(t, e.srv.Pulls("acme", "adopted")[0].GetAutoMerge(), "opened without auto-merge")
+	a := pr.AutoMergeRequest{Head: np.Head, Base: np.Base, HeadSHA: np.HeadSHA, Protection: np.Protection}
+
+	moved := e.srv.Commit("acme", "adopted", "fleetbot/sync", "sneak", map[string]string{"evil.yaml": "x: 2\n"})
+	merged, err := f.EnableAutoMerge(ctx, "acme", "adopted", p.Number, a)
+	require.ErrorIs(t, err, ghforge.ErrAutoMerge)
+	assert.False(t, merged)
+	for _, want := range []string{"#1", "acme/adopted", report.ShortSHA(moved), report.ShortSHA(np.HeadSHA), "someone else pushed"} {
+		assert.Contains(t, err.Error(), want)
+	}
+	assert.Nil(t, e.srv.Pulls("acme", "adopted")[0].GetAutoMerge(), "a moved head gets no auto-merge")
+
+	a.HeadSHA = moved
+	merged, err = f.EnableAutoMerge(ctx, "acme", "adopted", p.Number, a)
+	require.NoError(t, err)
+	assert.False(t, merged, "waits for the review")
+	ps := e.srv.Pulls("acme", "adopted")
+	require.Len(t, ps, 1, "the same pull request, none opened")
+	assert.Equal(t, "merge", ps[0].GetAutoMerge().GetMergeMethod())
+	assert.Equal(t, "open", ps[0].GetState())
+}

@@ -561,6 +561,36 @@ func (f *Forge) OpenPR(ctx context.Context, owner, repo string, np pr.NewPR) (*p
 	return out, nil
 }
 
+// EnableAutoMerge implements pr.Forge for a pull request already open (a held restore once
+// fleetbot may merge): one read of the pull request (its node id and head), then autoMerge as
+// OpenPR runs it: the head must still be a.HeadSHA (and GitHub checks it again through
+// expectedHeadOid), "Allow auto-merge" is turned on when off, and a pull request already
+// mergeable is merged at once only under fleetbot's protection.
+//
+// GitHub API docs: https://docs.github.com/rest/pulls/pulls#get-a-pull-request and
+// https://docs.github.com/graphql/reference/mutations#enablepullrequestautomerge
+func (f *Forge) EnableAutoMerge(ctx context.Context, owner, repo string, number int, a pr.AutoMergeRequest) (bool, error) {
+	full := owner + "/" + repo
+	e, unlock := f.entry(owner, repo)
+	defer unlock()
+	st := e.state()
+	p, _, err := f.api.PullRequests.Get(ctx, owner, repo, number)
+	if err != nil {
+		return false, errf(err, fmt.Sprintf("reading pull request #%d in", number), full)
+	}
+	if p.GetState() != "open" || p.GetMerged() {
+		return false, fmt.Errorf("%w: pull request #%d of %s is %s, not open: fleetbot enables auto-merge only on an open pull request", ErrAutoMerge, number, full, toPR(p).State)
+	}
+	merged, err := f.autoMerge(ctx, owner, repo, p, pr.NewPR{Head: a.Head, Base: a.Base, HeadSHA: a.HeadSHA, AutoMerge: true, Protection: a.Protection})
+	if merged {
+		out := toPR(p)
+		out.State = pr.StateMerged
+		st.PR, e.fresh = out, true
+		f.saveState(owner, repo, st)
+	}
+	return merged, err
+}
+
 // adoptOpenPR finds the open pull request from np.Head into np.Base (GitHub allows one) and
 // gives it np's title and body, when it is fleetbot's: its body carries fleetbot's marker or
 // its head is the commit fleetbot just pushed (np.HeadSHA). A pull request someone else opened

@@ -167,6 +167,23 @@ func (f *Forge) OpenPR(ctx context.Context, owner, repo string, np pr.NewPR) (*p
 	return q.toPR(p.full), nil
 }
 
+// EnableAutoMerge implements pr.Forge. The local forge has no auto-merge (a human merges the
+// bot branch with git; OpenPR ignores NewPR.AutoMerge too), so it enables nothing and never
+// merges; it checks what GitHub would: the pull request is open and its branch is still at
+// a.HeadSHA (a moved head is ErrRefMoved, as GitHub refuses expectedHeadOid).
+func (f *Forge) EnableAutoMerge(ctx context.Context, owner, repo string, number int, a pr.AutoMergeRequest) (bool, error) {
+	return false, f.editPull(owner, repo, number, func(q *pull, p repoPaths) (bool, error) {
+		if q.State != pr.StateOpen {
+			return false, fmt.Errorf("cannot enable auto-merge on a %s pull request", q.State)
+		}
+		if head := f.headSHA(p, q.Head); head != a.HeadSHA {
+			return false, fmt.Errorf("auto-merge not enabled: %s is at %s, not %s, the commit fleetbot pushed: %w; review and merge it by hand",
+				q.Head, head[:min(len(head), 7)], a.HeadSHA[:min(len(a.HeadSHA), 7)], pr.ErrRefMoved)
+		}
+		return false, nil
+	})
+}
+
 // UpdatePR implements pr.Forge.
 func (f *Forge) UpdatePR(ctx context.Context, owner, repo string, number int, title, body string) error {
 	return f.editPull(owner, repo, number, func(q *pull, p repoPaths) (bool, error) {
