@@ -9,6 +9,7 @@ import (
 
 	"github.com/fleetbot-io/fleetbot/internal/pr"
 	"github.com/fleetbot-io/fleetbot/internal/report"
+	"github.com/fleetbot-io/fleetbot/internal/rollout"
 )
 
 // What a webhook delivery says of one target repo, taken straight into a service's last result
@@ -62,6 +63,11 @@ func NewLiveStatus(sha, context, state, description, targetURL string) (LiveStat
 // IsFluxStatus reports whether a commit status context is Flux's notification-controller's on
 // a Kustomization or a HelmRelease ("kustomization/NAME/UID", "helmrelease/NAME/UID").
 func IsFluxStatus(context string) bool { return report.FluxObject(context) != "" }
+
+// CountsAsRolloutHealth reports whether a commit status context is one a rollout's gate
+// weighs (a Flux Kustomization's or HelmRelease's: rollout.CountsAsHealth), so that a status
+// of it advances the rollout.
+func CountsAsRolloutHealth(context string) bool { return rollout.CountsAsHealth(context) }
 
 // LivePush is a push to a target repo's bot branch by someone other than fleetbot.
 type LivePush struct {

@@ -306,7 +306,7 @@ func (h *StatusHandler) Handle(_ context.Context, d Delivery) (string, error) {
 	}
 	observed, why := h.observeStatus(d, &ev)
 	switch {
-	case strings.HasPrefix(ev.GetContext(), app.FluxStatusPrefix) && h.cfg.Rollout.Active(repo):
+	case app.CountsAsRolloutHealth(ev.GetContext()) && h.cfg.Rollout.Active(repo):
 		return h.queue(d, webhook.Job{Kind: webhook.KindApply, Repo: h.cfg.Control, Reason: webhook.ReasonRolloutStatus})
 	case observed:
 		return metrics.OutcomeObserved, nil

@@ -59,8 +59,8 @@ func branchPushBody(repo, ref, after, sender string, deleted bool) string {
 
 // TestHandlersTakeLiveEventsIntoTheReports: a Flux status (a Kustomization's or a HelmRelease's,
 // not pending) and a push to a target repo's branch by someone other than fleetbot reach the
-// stored reports with no job ("observed"); with rollout waves a Kustomization's status on a
-// cluster repo of the rollout also queues the full apply. Fleetbot's own pushes, deleted
+// stored reports with no job ("observed"); with rollout waves a Kustomization's or a
+// HelmRelease's status on a cluster repo of the rollout also queues the full apply. Fleetbot's own pushes, deleted
 // branches, the control repo, and statuses that are not a Flux verdict do not.
 func TestHandlersTakeLiveEventsIntoTheReports(t *testing.T) {
 	t.Parallel()
@@ -74,6 +74,9 @@ func TestHandlersTakeLiveEventsIntoTheReports(t *testing.T) {
 		{"HelmRelease error", "status", statusBody("acme/cluster-b", liveHead, "helmrelease/redis/7a1b", "error"), metrics.OutcomeObserved, 1, 0, nil},
 		{"Flux failure, rollout wave", "status", statusBody("acme/cluster-a", liveHead, "kustomization/apps/7a1b", "failure"), metrics.OutcomeQueued, 1, 0,
 			&webhook.Job{Kind: webhook.KindApply, Repo: "acme/control", Reason: webhook.ReasonRolloutStatus}},
+		{"HelmRelease failure, rollout wave", "status", statusBody("acme/cluster-a", liveHead, "helmrelease/redis/7a1b", "failure"), metrics.OutcomeQueued, 1, 0,
+			&webhook.Job{Kind: webhook.KindApply, Repo: "acme/control", Reason: webhook.ReasonRolloutStatus}},
+		{"a CI status, rollout wave", "status", statusBody("acme/cluster-a", liveHead, "ci/build", "failure"), metrics.OutcomeIgnored, 0, 0, nil},
 		{"Flux pending", "status", statusBody("acme/cluster-b", liveHead, "kustomization/apps/7a1b", "pending"), metrics.OutcomeIgnored, 0, 0, nil},
 		{"a CI status", "status", statusBody("acme/cluster-b", liveHead, "ci/build", "failure"), metrics.OutcomeIgnored, 0, 0, nil},
 		{"a short sha", "status", statusBody("acme/cluster-b", "0123", "kustomization/apps/7a1b", "failure"), metrics.OutcomeIgnored, 0, 0, nil},

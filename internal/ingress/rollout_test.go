@@ -13,8 +13,9 @@ import (
 	"github.com/fleetbot-io/fleetbot/internal/webhook"
 )
 
-// TestRolloutEventsAdvanceTheRollout: a Flux status (not pending) or a closed pull request in a
-// cluster repo of the rollout in progress queues a full apply; the same events elsewhere keep
+// TestRolloutEventsAdvanceTheRollout: a Flux status (not pending) of a context the gate counts
+// (a Kustomization's or a HelmRelease's, rollout.CountsAsHealth) or a closed pull request in a
+// cluster repo of the rollout in progress queues a full apply; a CI status (ci/build) does not; the same events elsewhere keep
 // their old meaning (ignored, or a drift reconcile of the one repo).
 func TestRolloutEventsAdvanceTheRollout(t *testing.T) {
 	t.Parallel()
@@ -32,6 +33,10 @@ func TestRolloutEventsAdvanceTheRollout(t *testing.T) {
 		{"Flux success", "status", status("acme/Cluster-A", "kustomization/platform/0c9c2e41", "success"),
 			&webhook.Job{Kind: webhook.KindApply, Repo: "acme/control", Reason: webhook.ReasonRolloutStatus}},
 		{"Flux failure", "status", status("acme/cluster-a", "kustomization/apps/7a1b2c3d", "failure"),
+			&webhook.Job{Kind: webhook.KindApply, Repo: "acme/control", Reason: webhook.ReasonRolloutStatus}},
+		{"HelmRelease failure", "status", status("acme/cluster-a", "helmrelease/podinfo/0c9c2e41", "failure"),
+			&webhook.Job{Kind: webhook.KindApply, Repo: "acme/control", Reason: webhook.ReasonRolloutStatus}},
+		{"HelmRelease success", "status", status("acme/cluster-a", "helmrelease/podinfo/0c9c2e41", "success"),
 			&webhook.Job{Kind: webhook.KindApply, Repo: "acme/control", Reason: webhook.ReasonRolloutStatus}},
 		{"Flux pending", "status", status("acme/cluster-a", "kustomization/platform/0c9c2e41", "pending"), nil},
 		{"a CI status", "status", status("acme/cluster-a", "ci/build", "success"), nil},

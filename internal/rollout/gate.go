@@ -18,6 +18,13 @@ import (
 // those count as a cluster's health.
 const FluxStatusPrefix = "kustomization/"
 
+// CountsAsHealth reports whether a commit status context is one the gate weighs (HealthOf):
+// a Flux Kustomization's (FluxStatusPrefix) or HelmRelease's (HelmStatusPrefix). It is the one
+// definition: serve's ingress wakes the rollout on a status delivery of exactly these.
+func CountsAsHealth(context string) bool {
+	return strings.HasPrefix(context, FluxStatusPrefix) || strings.HasPrefix(context, HelmStatusPrefix)
+}
+
 // Cluster is one cluster repo the gate weighs, as the run decided it and the forge shows it.
 type Cluster struct {
 	// Name is the cluster's name in the control repo, Repo its repo (without the owner).
@@ -203,7 +210,7 @@ func HealthOf(statuses []pr.CommitStatus) (Health, time.Time) {
 	h, at := HealthUnknown, time.Time{}
 	newest := map[string]pr.CommitStatus{}
 	for _, s := range statuses {
-		if !strings.HasPrefix(s.Context, FluxStatusPrefix) && !strings.HasPrefix(s.Context, HelmStatusPrefix) {
+		if !CountsAsHealth(s.Context) {
 			continue
 		}
 		if o, ok := newest[s.Context]; !ok || s.CreatedAt.After(o.CreatedAt) {

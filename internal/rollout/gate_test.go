@@ -177,3 +177,14 @@ func TestFailureIsAttributed(t *testing.T) {
 		v.Status.Halted.FailedBy)
 	assert.Contains(t, ro.CheckRun(v.Status).Summary, "What failed on c1: HelmRelease podinfo, Kustomization platform-monitoring (component monitoring), Kustomization workspace-team-a (workspace team-a).")
 }
+
+// TestCountsAsHealth: the contexts the gate weighs are Flux's Kustomization and HelmRelease
+// statuses (what serve's ingress wakes the rollout on too); a CI status is not.
+func TestCountsAsHealth(t *testing.T) {
+	for ctx, want := range map[string]bool{
+		"kustomization/apps/7a1b": true, "helmrelease/podinfo/0c9c": true,
+		"ci/build": false, "": false, "kustomizations/x/1": false,
+	} {
+		assert.Equal(t, want, CountsAsHealth(ctx), ctx)
+	}
+}
