@@ -806,7 +806,7 @@ func (r *results) replicasGaps() []string {
 			rs.LostChecks, rs.Converged, rs.StaleMoves, rs.DuplicatePRs, failed))
 	}
 	if !replicasTakeoverMet(rs) {
-		out = append(out, fmt.Sprintf("- **Replica takeover** (row 10) took up to %.1f s (share) and %.1f s (lead), target 15 s. The bound is the Leases' (10 s + a 2 s renewal), unit-tested on an injected clock in `internal/membership`; wall-clock takeovers beyond it on this machine mean a survivor's renewal loop waited for a CPU: compare the load average below.",
+		out = append(out, fmt.Sprintf("- **Replica takeover** (row 10) took up to %.1f s (share) and %.1f s (lead), target 15 s. A share's bound is the member Leases' (10 s + a 2 s renewal), unit-tested on an injected clock (`TestDeadReplicasShareIsTakenOver`); the lead's is client-go's leader election on the leader Lease, which runs on the wall clock (10 s, then a retry every 2 s with up to 20 %% jitter, after a renewal a candidate may have seen up to one retry late: about 14.8 s at most on an idle machine), exercised only here and by `TestOneLeaderAndHandoverOnShutdown`. Wall-clock takeovers beyond these on this machine mean a survivor's renewal loop waited for a CPU: compare the load average below.",
 			rs.Share.Max, rs.Lead.Max))
 	}
 	return out

@@ -41,6 +41,7 @@ type eventState struct {
 	mu      sync.Mutex
 	members int
 	jobs    []map[string]string // "job done" records: kind, repo, reason
+	trail   []string            // every record, to say what happened when a wait fails
 	signal  chan struct{}
 }
 
@@ -57,6 +58,7 @@ func (e *events) Handle(_ context.Context, r slog.Record) error {
 	}
 	r.Attrs(func(x slog.Attr) bool { a[x.Key] = x.Value.String(); return true })
 	e.st.mu.Lock()
+	e.st.trail = append(e.st.trail, fmt.Sprintf("%s %q %v", r.Level, r.Message, a))
 	switch r.Message {
 	case "replica membership changed":
 		if a["joined"] == "true" {
@@ -98,7 +100,10 @@ func (e *events) waitFor(t *testing.T, what string, cond func(*eventState) bool)
 		select {
 		case <-e.st.signal:
 		case <-hang.C:
-			t.Fatalf("never: %s", what)
+			e.st.mu.Lock()
+			trail := strings.Join(e.st.trail, "\n")
+			e.st.mu.Unlock()
+			t.Fatalf("never: %s; what the replica logged:\n%s", what, trail)
 		}
 	}
 }
@@ -167,6 +172,11 @@ func startReplica(t *testing.T, gh *githubtest.Server, kube *fake.Clientset, clk
 	case err := <-r.done:
 		t.Fatalf("%s stopped before ready: %v", id, err)
 	}
+	// OnReady says the first resync is queued, not that the replica's Lease is written: its
+	// first heartbeat runs beside the connection to GitHub. Until it joined, a step of the fake
+	// clock may find no ticker of its heartbeat yet, and the others' heartbeats at that step
+	// may not see its Lease; the test would then wait for a heartbeat that never comes.
+	r.ev.waitFor(t, id+" joined", func(s *eventState) bool { return s.members > 0 })
 	return r
 }
 

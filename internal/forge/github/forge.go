@@ -344,13 +344,17 @@ func (f *Forge) bootstrapEmpty(ctx context.Context, owner, repo string, e *repoE
 		}
 	}
 	branch := st.DefaultBranch
-	res, _, err := f.api.Repositories.CreateFile(ctx, owner, repo, path, &gh.RepositoryContentFileOptions{
+	res, resp, err := f.api.Repositories.CreateFile(ctx, owner, repo, path, &gh.RepositoryContentFileOptions{
 		Message: gh.String("fleetbot: initialise empty repository"),
 		Content: content,
 		Branch:  gh.String(branch),
 	})
 	if err != nil {
-		return errf(err, "initialising empty repo", owner+"/"+repo)
+		refusal := errf(err, "initialising empty repo", owner+"/"+repo)
+		if code := statusOf(resp); code == http.StatusConflict || code == http.StatusUnprocessableEntity {
+			return f.checkInitialised(ctx, owner, repo, e, branch, refusal)
+		}
+		return refusal
 	}
 	st.Empty = false
 	st.Placeholder = res.Commit.GetSHA()
@@ -361,6 +365,27 @@ func (f *Forge) bootstrapEmpty(ctx context.Context, owner, repo string, e *repoE
 	st.Base, st.Files = nil, nil
 	st.RefsETag = ""
 	return nil
+}
+
+// checkInitialised decides a refused bootstrap of an empty repo from where its default branch
+// is now (one GET). Another writer — another replica whose share the repo was a moment ago, or
+// a person — may have initialised the repo since the snapshot read it empty: GitHub then
+// refuses the create of a file that exists without its sha (422) or a write racing another
+// (409) (https://docs.github.com/rest/repos/contents#create-or-update-file-contents). A
+// default branch that exists now is that lost race: pr.ErrRefMoved, the repo's cached refs are
+// dropped and it is planned again from a fresh snapshot. Still absent: refusal.
+func (f *Forge) checkInitialised(ctx context.Context, owner, repo string, e *repoEntry, branch string, refusal error) error {
+	full := owner + "/" + repo
+	ref, resp, err := f.api.Git.GetRef(ctx, owner, repo, "heads/"+branch)
+	switch {
+	case IsNotFound(err) || statusOf(resp) == http.StatusConflict:
+		return refusal // no such branch, or the repo is still empty ("Git Repository is empty.")
+	case err != nil:
+		return fmt.Errorf("%w, and reading where branch %s is failed too: %w", refusal, branch, errf(err, "reading branch "+branch+" of", full))
+	}
+	cur := ref.GetObject().GetSHA()
+	f.forgetRefs(owner, repo, e)
+	return fmt.Errorf("initialising empty repo %s: %w", full, refMoved(full, branch, cur, ""))
 }
 
 // SetBranch implements pr.Forge: a compare-and-swap of the branch from expect to sha (refs.go):

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	gh "github.com/google/go-github/v62/github"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -227,4 +228,52 @@ func treeOf(t *testing.T, e *env, repo, sha string) string {
 	c, _, err := e.srv.Client().Git.GetCommit(context.Background(), "acme", repo, sha)
 	require.NoError(t, err)
 	return c.GetTree().GetSHA()
+}
+
+// TestBootstrapRaceOnAnEmptyRepo is the handover race of two replicas (two forges, each with
+// its own cache): both read one empty repo, and the one that held it a moment ago initialises
+// it first. GitHub refuses the other's bootstrap (the Contents API's create of a file that
+// exists now, 422): it fails with pr.ErrRefMoved (retryable, reason RefMoved), writes nothing
+// over the first one's branch, and planned again from a fresh snapshot it builds on that
+// branch: one history, one pull request.
+func TestBootstrapRaceOnAnEmptyRepo(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	tg := clusterTarget(t, e)
+	_, _, err := e.srv.Client().Repositories.Create(ctx, "acme", &gh.Repository{Name: gh.String(tg.Repo), Private: gh.Bool(true)})
+	require.NoError(t, err)
+	first := e.forge(t, false)
+	other := *e
+	other.cacheDir = t.TempDir()
+	second := other.forge(t, false)
+
+	d1, err := pr.Plan(ctx, first, tg, raceOpts)
+	require.NoError(t, err)
+	d2, err := pr.Plan(ctx, second, tg, raceOpts)
+	require.NoError(t, err)
+	require.NotEmpty(t, d2.Bootstrap, "the second read the repo empty")
+	require.NoError(t, first.BeforeWrite(ctx, tg.Owner, tg.Repo, d1.Cost()))
+	_, err = pr.Apply(ctx, first, tg, d1, raceOpts)
+	require.NoError(t, err)
+	main := e.srv.Branch("acme", tg.Repo, "main")
+	require.NotEmpty(t, main)
+
+	require.NoError(t, second.BeforeWrite(ctx, tg.Owner, tg.Repo, d2.Cost()))
+	_, err = pr.Apply(ctx, second, tg, d2, raceOpts)
+	require.ErrorIs(t, err, pr.ErrRefMoved)
+	assert.Equal(t, report.Outcome{Class: report.ClassRetryable, Reason: report.ReasonRefMoved}, report.ClassOf(err))
+	assert.Contains(t, err.Error(), "acme/"+tg.Repo)
+	assert.Equal(t, main, e.srv.Branch("acme", tg.Repo, "main"), "nothing written over the first one's branch")
+
+	d2, err = pr.Plan(ctx, second, tg, raceOpts)
+	require.NoError(t, err, "planned again from a fresh snapshot")
+	assert.Empty(t, d2.Bootstrap, "the repo is initialised now")
+	if d2.Writes() {
+		require.NoError(t, second.BeforeWrite(ctx, tg.Owner, tg.Repo, d2.Cost()))
+		_, err = pr.Apply(ctx, second, tg, d2, raceOpts)
+		require.NoError(t, err)
+	}
+	assert.Len(t, e.srv.Pulls("acme", tg.Repo), 1, "one pull request")
+	assertNoStaleMoves(t, e)
 }
